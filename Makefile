@@ -1,0 +1,38 @@
+# berth — see README.md. Every target works on a fresh machine with Go 1.26.
+GO      ?= go
+FUZZTIME ?= 20s
+BIN     ?= bin/berth
+
+.PHONY: build test fuzz bench lint demo peers clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/berth
+
+# The test command of the README and of CI.
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+# Every fuzz target, for a short time each.
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+# Benchmarks; see bench/README.md for the side-by-side comparisons.
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=10x ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The npm test peers (server-everything, Inspector, conformance, Node 22).
+peers:
+	scripts/install-peers
+
+clean:
+	rm -rf bin

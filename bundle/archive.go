@@ -1,0 +1,304 @@
+package bundle
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ArchiveKind returns "tar.gz" or "zip" for a supported archive name, or ""
+// for anything else.
+func ArchiveKind(name string) string {
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(lower, ".tar.gz"), strings.HasSuffix(lower, ".tgz"):
+		return "tar.gz"
+	case strings.HasSuffix(lower, ".zip"):
+		return "zip"
+	}
+	return ""
+}
+
+// Extract unpacks the archive src into the empty directory dest. Nothing is
+// ever written outside dest: entries that are absolute, contain "..", are
+// hard links, devices or duplicates are problems and are not written;
+// symlinks are created last, after every file, so no write goes through
+// one. Sizes are counted while streaming, never trusted from headers, so a
+// zip bomb stops at the cap. err is set when the archive cannot be read.
+func Extract(ctx context.Context, src, dest string, limits *Limits) ([]*Problem, error) {
+	lim := limits.withDefaults()
+	x := &extractor{ctx: ctx, dest: dest, lim: lim, seen: map[string]string{}, folded: map[string]string{}}
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch ArchiveKind(src) {
+	case "tar.gz":
+		err = x.tarGz(f)
+	case "zip":
+		err = x.zip(f)
+	default:
+		return nil, fmt.Errorf("%s: not a supported archive; berth reads directories, .tar.gz, .tgz and .zip", src)
+	}
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	if err != nil {
+		var fe *formatError
+		if !errors.As(err, &fe) {
+			return nil, err
+		}
+		x.ps.add(".", RuleArchiveFormat, "%s: %v; re-create the archive with tar -czf or zip", filepath.Base(src), fe.err)
+	}
+	if x.ps.empty() {
+		x.symlinks()
+	}
+	return x.ps.sorted(), nil
+}
+
+// errStop ends extraction after a cap was hit; the problem is recorded.
+var errStop = errors.New("stop")
+
+type formatError struct{ err error }
+
+func (e *formatError) Error() string { return e.err.Error() }
+
+type extractor struct {
+	ctx     context.Context
+	dest    string
+	lim     Limits
+	ps      problems
+	seen    map[string]string // clean path -> kind ("file", "dir", "symlink", "implied")
+	folded  map[string]string
+	links   []walkEntry
+	total   int64
+	entries int
+}
+
+func (x *extractor) tarGz(r io.Reader) error {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return &formatError{fmt.Errorf("not gzip data: %w", err)}
+	}
+	defer gz.Close()
+	tr := tar.NewReader(gz)
+	for {
+		if err := x.ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &formatError{err}
+		}
+		var kind string
+		switch hdr.Typeflag {
+		case tar.TypeReg, tar.TypeRegA:
+			kind = "file"
+		case tar.TypeDir:
+			kind = "dir"
+		case tar.TypeSymlink:
+			kind = "symlink"
+		case tar.TypeLink:
+			kind = "hardlink"
+		case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+			kind = "special"
+		default:
+			return &formatError{fmt.Errorf("entry %q has tar type %q, which berth does not read", hdr.Name, hdr.Typeflag)}
+		}
+		if err := x.entry(hdr.Name, kind, hdr.Mode&0o111 != 0, hdr.Linkname, tr); err != nil {
+			return err
+		}
+	}
+}
+
+func (x *extractor) zip(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	zr, err := zip.NewReader(f, fi.Size())
+	if err != nil {
+		return &formatError{err}
+	}
+	for _, zf := range zr.File {
+		if err := x.ctx.Err(); err != nil {
+			return err
+		}
+		mode := zf.Mode()
+		kind := "file"
+		switch {
+		case mode.IsDir() || strings.HasSuffix(zf.Name, "/"):
+			kind = "dir"
+		case mode&os.ModeSymlink != 0:
+			kind = "symlink"
+		case !mode.IsRegular():
+			kind = "special"
+		}
+		var target string
+		var body io.Reader
+		if kind == "symlink" || kind == "file" {
+			rc, err := zf.Open()
+			if err != nil {
+				return &formatError{fmt.Errorf("entry %q: %w", zf.Name, err)}
+			}
+			if kind == "symlink" {
+				b, err := io.ReadAll(io.LimitReader(rc, int64(x.lim.MaxPathLen)+1))
+				rc.Close()
+				if err != nil {
+					return &formatError{fmt.Errorf("entry %q: %w", zf.Name, err)}
+				}
+				target = string(b)
+			} else {
+				body = rc
+			}
+		}
+		err := x.entry(zf.Name, kind, mode.Perm()&0o111 != 0, target, body)
+		if c, ok := body.(io.Closer); ok {
+			c.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entry checks one archive entry and writes it when it is a file or a
+// directory. Symlinks are collected and created at the end.
+func (x *extractor) entry(name, kind string, exec bool, linkname string, body io.Reader) error {
+	x.entries++
+	if x.entries > x.lim.MaxEntries {
+		x.ps.add(".", RuleTreeTooManyEntries, "the archive has more than %d entries; remove what the plugin does not need, or raise the cap with --max-entries", x.lim.MaxEntries)
+		return errStop
+	}
+	rel, ok := x.cleanName(name)
+	if !ok || rel == "" {
+		return nil
+	}
+	if !checkPath(&x.ps, rel, x.lim.MaxPathLen) {
+		return nil
+	}
+	if prev, dup := x.seen[rel]; dup && !(prev == "implied" && kind == "dir") {
+		x.ps.add(rel, RuleArchiveDuplicate, "the archive holds this path more than once; keep one entry")
+		return nil
+	}
+	key := foldPath(rel)
+	if other, ok := x.folded[key]; ok && other != rel {
+		x.ps.add(rel, RulePathCaseCollision, "%q and %q differ only in case or Unicode normalization and would collide on macOS and Windows; rename one", other, rel)
+		return nil
+	}
+	x.folded[key] = rel
+	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+		switch x.seen[dir] {
+		case "", "implied", "dir":
+			if x.seen[dir] == "" {
+				x.seen[dir] = "implied"
+				x.folded[foldPath(dir)] = dir
+			}
+		default:
+			x.ps.add(rel, RuleArchiveDuplicate, "this entry is inside %q, which the archive also holds as a %s; keep one", dir, x.seen[dir])
+			return nil
+		}
+	}
+	switch kind {
+	case "hardlink":
+		x.ps.add(rel, RuleHardLink, "this archive entry is a hard link to %q; store a copy or a relative symlink instead", linkname)
+		return nil
+	case "special":
+		x.ps.add(rel, RuleSpecialFile, "this archive entry is a device, FIFO or other special file; a bundle may hold only regular files, directories and symlinks")
+		return nil
+	}
+	x.seen[rel] = kind
+	abs := filepath.Join(x.dest, filepath.FromSlash(rel))
+	switch kind {
+	case "dir":
+		return os.MkdirAll(abs, 0o755)
+	case "symlink":
+		x.links = append(x.links, walkEntry{rel: rel, abs: abs, target: linkname})
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return err
+	}
+	perm := os.FileMode(0o644)
+	if exec {
+		perm = 0o755
+	}
+	out, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	remaining := x.lim.MaxTotalSize - x.total
+	n, err := io.Copy(out, io.LimitReader(body, remaining+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	x.total += n
+	if err != nil {
+		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, io.ErrUnexpectedEOF) {
+			x.ps.add(rel, RuleArchiveSizeMismatch, "this entry's data does not match its declared size or checksum (%v); re-create the archive", err)
+			return errStop
+		}
+		return err
+	}
+	if x.total > x.lim.MaxTotalSize {
+		x.ps.add(".", RuleTreeTooLarge, "the archive unpacks to more than %d bytes; remove what the plugin does not need, or raise the cap with --max-size", x.lim.MaxTotalSize)
+		return errStop
+	}
+	return nil
+}
+
+// cleanName turns an archive entry name into a clean relative path. A
+// leading "./" is dropped; absolute names and ".." are problems.
+func (x *extractor) cleanName(name string) (string, bool) {
+	if name == "" {
+		x.ps.add(".", RuleArchiveFormat, "the archive has an entry with an empty name; re-create the archive")
+		return "", false
+	}
+	if strings.HasPrefix(name, "/") || (len(name) >= 2 && name[1] == ':') {
+		x.ps.add(fmt.Sprintf("%q", name), RuleArchiveAbsolute, "this archive entry has an absolute path; archive the bundle with paths relative to its root (tar -czf b.tgz -C dir .)")
+		return "", false
+	}
+	parts := strings.Split(strings.TrimSuffix(name, "/"), "/")
+	var out []string
+	for _, p := range parts {
+		switch p {
+		case "", ".":
+			continue
+		case "..":
+			x.ps.add(fmt.Sprintf("%q", name), RuleArchiveTraversal, "this archive entry's path contains \"..\" and could write outside the destination; re-create the archive from the bundle directory")
+			return "", false
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, "/"), true
+}
+
+// symlinks creates the collected symlinks. Their parents are real
+// directories (a symlink that is also a parent was refused), so nothing is
+// written through a link. Their targets are checked by ReadTree.
+func (x *extractor) symlinks() {
+	sort.Slice(x.links, func(i, j int) bool { return x.links[i].rel < x.links[j].rel })
+	for _, l := range x.links {
+		if err := os.MkdirAll(filepath.Dir(l.abs), 0o755); err != nil {
+			x.ps.add(l.rel, RuleArchiveFormat, "cannot create the directory for this symlink: %v", err)
+			continue
+		}
+		if err := os.Symlink(l.target, l.abs); err != nil {
+			x.ps.add(l.rel, RuleArchiveFormat, "cannot create this symlink: %v", err)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package bundle
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// Endpoint is a checked remote URL.
+type Endpoint struct {
+	URL *url.URL
+	// Host is the normalized host: lower case, IDNA to ASCII, no trailing
+	// dot, no port, IPv6 without brackets.
+	Host string
+	// Port is the explicit or default port.
+	Port string
+	// Loopback is true when the host is one of the loopback literals
+	// 127.0.0.1, ::1 and localhost.
+	Loopback bool
+}
+
+// Origin returns scheme://host:port, the unit redirects must stay within.
+func (e *Endpoint) Origin() string {
+	return e.URL.Scheme + "://" + net.JoinHostPort(e.Host, e.Port)
+}
+
+type endpointError struct{ rule, msg string }
+
+func (e *endpointError) Error() string { return e.msg + " [" + e.rule + "]" }
+
+// ParseEndpoint checks a remote URL against the manifest rules: https (http
+// only for loopback literals), no userinfo, no fragment, no query parameter
+// that looks like a credential.
+func ParseEndpoint(rawURL string) (*Endpoint, error) {
+	fail := func(rule, format string, args ...any) (*Endpoint, error) {
+		return nil, &endpointError{rule: rule, msg: fmt.Sprintf(format, args...)}
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return fail(RuleRemoteURL, "the url is not an absolute http(s) URL with a host; write it like \"https://mcp.example.com/v1\"")
+	}
+	if u.User != nil {
+		return fail(RuleRemoteURLUserinfo, "the url carries a user name or password before '@'; remove it and use \"auth\": {\"bearerFromEnv\": …} or a header fromEnv")
+	}
+	if strings.Contains(rawURL, "#") {
+		return fail(RuleRemoteURLFragment, "the url has a #fragment, which is never sent to a server; remove it")
+	}
+	host, err := NormalizeHost(u.Hostname())
+	if err != nil {
+		return fail(RuleRemoteURL, "the url's host %q is not a valid host name: %v", u.Hostname(), err)
+	}
+	raw := strings.ToLower(u.Hostname())
+	loopback := raw == "127.0.0.1" || raw == "::1" || raw == "localhost"
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopback {
+			return fail(RuleRemoteURLScheme, "the url uses http; use https (plain http is allowed only for the loopback literals 127.0.0.1, [::1] and localhost)")
+		}
+	default:
+		return fail(RuleRemoteURLScheme, "the url's scheme is %q; use https", u.Scheme)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return fail(RuleRemoteURL, "the url's query does not parse: %v", err)
+	}
+	for name := range q {
+		lower := strings.ToLower(name)
+		for _, w := range secretQueryWords {
+			if strings.Contains(lower, w) {
+				return fail(RuleRemoteURLSecretQuery, "the url has the query parameter %q, which looks like a credential (it contains %q); URLs end up in logs and reviews, so pass it with a header {\"fromEnv\": …} or \"auth\" instead", name, w)
+			}
+		}
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return &Endpoint{URL: u, Host: host, Port: port, Loopback: loopback}, nil
+}
+
+// NormalizeHost lower-cases a host, converts it to ASCII with IDNA and
+// drops a trailing dot. IP literals are returned in canonical form.
+func NormalizeHost(h string) (string, error) {
+	h = strings.TrimSuffix(h, ".")
+	if h == "" {
+		return "", fmt.Errorf("empty host")
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String(), nil
+	}
+	if strings.Contains(h, "%") || strings.Contains(h, ":") {
+		return "", fmt.Errorf("not a host name")
+	}
+	a, err := idna.Lookup.ToASCII(h)
+	if err != nil {
+		return "", err
+	}
+	return strings.ToLower(a), nil
+}

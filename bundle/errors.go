@@ -1,0 +1,88 @@
+package bundle
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// ErrInvalidBundle is the category of every validation failure. The CLI maps
+// it to exit code 3.
+var ErrInvalidBundle = errors.New("invalid bundle")
+
+// Problem is one broken rule, at one location.
+type Problem struct {
+	// Path locates the problem: a JSON path in the manifest
+	// ("mcpServers.notes.stdio.env.NOTES_TOKEN"), a file path in the
+	// bundle ("bin/tool"), or "." for the bundle as a whole.
+	Path string `json:"path"`
+	// Rule is a stable kebab-case ID, listed in docs/rules.md.
+	Rule string `json:"rule"`
+	// Message says what is wrong and how to fix it. It never holds a
+	// secret value.
+	Message string `json:"message"`
+}
+
+func (p *Problem) Error() string {
+	return fmt.Sprintf("%s: %s [%s]", p.Path, p.Message, p.Rule)
+}
+
+// InvalidError reports every problem found in a bundle. It matches
+// ErrInvalidBundle with errors.Is.
+type InvalidError struct {
+	Source   string
+	Problems []*Problem
+}
+
+func (e *InvalidError) Error() string {
+	var b strings.Builder
+	n := len(e.Problems)
+	fmt.Fprintf(&b, "%s is not a valid bundle: %d problem", e.Source, n)
+	if n != 1 {
+		b.WriteString("s")
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n  - ")
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrInvalidBundle.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalidBundle }
+
+// Unwrap returns the problems as a go-multierror, so callers can walk them.
+func (e *InvalidError) Unwrap() error {
+	var m *multierror.Error
+	for _, p := range e.Problems {
+		m = multierror.Append(m, p)
+	}
+	return m.ErrorOrNil()
+}
+
+// problems collects Problems in the order found.
+type problems struct {
+	list []*Problem
+}
+
+func (ps *problems) add(path, rule, format string, args ...any) {
+	ps.list = append(ps.list, &Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+func (ps *problems) empty() bool { return len(ps.list) == 0 }
+
+// sorted returns the problems sorted by path, then rule, keeping the order
+// of problems at the same place.
+func (ps *problems) sorted() []*Problem {
+	out := append([]*Problem(nil), ps.list...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Rule < out[j].Rule
+	})
+	return out
+}

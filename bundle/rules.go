@@ -1,0 +1,150 @@
+package bundle
+
+// Rule IDs. Each is stable, kebab-case and documented in docs/rules.md.
+const (
+	// Decoding berth.json.
+	RuleManifestMissing     = "manifest-missing"
+	RuleManifestNotRegular  = "manifest-not-regular"
+	RuleManifestTooLarge    = "manifest-too-large"
+	RuleManifestBOM         = "manifest-bom"
+	RuleManifestInvalidUTF8 = "manifest-invalid-utf8"
+	RuleManifestSyntax      = "manifest-syntax"
+	RuleManifestTrailing    = "manifest-trailing-data"
+	RuleDuplicateKey        = "duplicate-key"
+	RuleUnknownField        = "unknown-field"
+	RuleWrongType           = "wrong-type"
+
+	// Top level.
+	RuleRequiredField       = "required-field"
+	RuleManifestVersion     = "manifest-version"
+	RuleNoComponents        = "no-components"
+	RuleNameFormat          = "name-format"
+	RuleVersionSemver       = "version-semver"
+	RuleDescriptionLength   = "description-length"
+	RuleHTTPSURL            = "https-url"
+	RuleRequiresConstraint  = "requires-constraint"
+	RuleRequiresUnsatisfied = "requires-unsatisfied"
+
+	// Servers.
+	RuleServerNameFormat = "server-name-format"
+	RuleServerTransport  = "server-transport"
+	RuleTimeoutFormat    = "timeout-format"
+	RuleTimeoutRange     = "timeout-range"
+
+	// Stdio servers.
+	RuleCommandRequired      = "command-required"
+	RuleCommandForm          = "command-form"
+	RuleCommandNotExecutable = "command-not-executable"
+	RuleVariableUnknown      = "variable-unknown"
+	RuleVariablePlacement    = "variable-placement"
+	RuleBundlePathUnclean    = "bundle-path-unclean"
+	RuleBundlePathMissing    = "bundle-path-missing"
+	RuleCwdNotDirectory      = "cwd-not-directory"
+	RuleRuntimeFetchUnpinned = "runtime-fetch-unpinned"
+	RuleEnvLiteralValue      = "env-literal-value"
+	RuleEnvNameFormat        = "env-name-format"
+	RuleEnvKeyForbidden      = "env-key-forbidden"
+
+	// Remote servers.
+	RuleRemoteTransport      = "remote-transport"
+	RuleRemoteURL            = "remote-url"
+	RuleRemoteURLScheme      = "remote-url-scheme"
+	RuleRemoteURLUserinfo    = "remote-url-userinfo"
+	RuleRemoteURLFragment    = "remote-url-fragment"
+	RuleRemoteURLSecretQuery = "remote-url-secret-query"
+	RuleHeaderLiteralValue   = "header-literal-value"
+	RuleHeaderNameFormat     = "header-name-format"
+	RuleHeaderForbidden      = "header-forbidden"
+	RuleNetworkHostsMissing  = "network-hosts-missing"
+	RuleNetworkHostsMismatch = "network-hosts-mismatch"
+
+	// Tool filters and native tools.
+	RuleToolPattern          = "tool-pattern"
+	RuleNativeToolNameFormat = "native-tool-name-format"
+	RuleNativeExecutable     = "native-executable"
+
+	// The file tree.
+	RuleSymlinkEscapes     = "symlink-escapes"
+	RuleSymlinkDangling    = "symlink-dangling"
+	RuleHardLink           = "hard-link"
+	RuleSpecialFile        = "special-file"
+	RulePathCharacters     = "path-characters"
+	RulePathCaseCollision  = "path-case-collision"
+	RulePathTooLong        = "path-too-long"
+	RuleTreeTooLarge       = "tree-too-large"
+	RuleTreeTooManyEntries = "tree-too-many-entries"
+
+	// Archives.
+	RuleArchiveFormat       = "archive-format"
+	RuleArchiveAbsolute     = "archive-absolute-path"
+	RuleArchiveTraversal    = "archive-path-traversal"
+	RuleArchiveDuplicate    = "archive-duplicate-entry"
+	RuleArchiveSizeMismatch = "archive-size-mismatch"
+)
+
+// Rules lists every rule ID with a one-line summary, in documentation order.
+var Rules = []struct{ ID, Summary string }{
+	{RuleManifestMissing, "the bundle has no berth.json at its root"},
+	{RuleManifestNotRegular, "berth.json is not a regular file"},
+	{RuleManifestTooLarge, "berth.json is larger than 1 MiB"},
+	{RuleManifestBOM, "berth.json starts with a byte-order mark"},
+	{RuleManifestInvalidUTF8, "berth.json is not valid UTF-8"},
+	{RuleManifestSyntax, "berth.json is not well-formed JSON"},
+	{RuleManifestTrailing, "data follows the JSON value in berth.json"},
+	{RuleDuplicateKey, "an object has the same key twice"},
+	{RuleUnknownField, "a field that manifest v1 does not define"},
+	{RuleWrongType, "a value of the wrong JSON type"},
+	{RuleRequiredField, "a required field is missing or empty"},
+	{RuleManifestVersion, "manifestVersion is not the integer 1"},
+	{RuleNoComponents, "the bundle declares no mcpServers and no nativeTools"},
+	{RuleNameFormat, "name is not lower-case letters, digits and inner hyphens (1-64)"},
+	{RuleVersionSemver, "version is not strict semver 2.0"},
+	{RuleDescriptionLength, "description is empty or longer than 1024 characters"},
+	{RuleHTTPSURL, "publisher.url or homepage is not an https URL"},
+	{RuleRequiresConstraint, "requires.berth is not a valid semver constraint"},
+	{RuleRequiresUnsatisfied, "this berth's version does not satisfy requires.berth"},
+	{RuleServerNameFormat, "a server name is not lower-case letters, digits, _ and - (1-32)"},
+	{RuleServerTransport, "a server sets neither or both of stdio and remote"},
+	{RuleTimeoutFormat, "a timeout is not a Go duration"},
+	{RuleTimeoutRange, "a timeout is outside its range (startup 1s-10m, call 1s-1h)"},
+	{RuleCommandRequired, "a stdio server has no command"},
+	{RuleCommandForm, "command is neither ${bundle}/path, ${workspace}/path nor a bare program name"},
+	{RuleCommandNotExecutable, "a bundled command is not a regular file with an exec bit"},
+	{RuleVariableUnknown, "a ${...} variable other than ${bundle} and ${workspace}"},
+	{RuleVariablePlacement, "${bundle} or ${workspace} is not at the start of a path"},
+	{RuleBundlePathUnclean, "a ${bundle}/ path has .., //, . or a trailing slash"},
+	{RuleBundlePathMissing, "a ${bundle}/ path does not exist in the bundle"},
+	{RuleCwdNotDirectory, "cwd names something that is not a directory in the bundle"},
+	{RuleRuntimeFetchUnpinned, "a runtime fetcher (npx, bunx, pnpm dlx, uvx, ...) runs a package without an exact version"},
+	{RuleEnvLiteralValue, "an env value is a literal string instead of {\"fromEnv\": NAME}"},
+	{RuleEnvNameFormat, "an environment variable name is not [A-Za-z_][A-Za-z0-9_]*"},
+	{RuleEnvKeyForbidden, "the bundle sets PATH, LD_PRELOAD, LD_LIBRARY_PATH, DYLD_*, NODE_OPTIONS or PYTHONPATH"},
+	{RuleRemoteTransport, "a remote's transport is missing or not streamable-http or sse"},
+	{RuleRemoteURL, "a remote's url is missing or does not parse"},
+	{RuleRemoteURLScheme, "a remote's url is not https (http only for loopback literals)"},
+	{RuleRemoteURLUserinfo, "a remote's url carries user:password@"},
+	{RuleRemoteURLFragment, "a remote's url has a #fragment"},
+	{RuleRemoteURLSecretQuery, "a remote's url has a query parameter that looks like a credential"},
+	{RuleHeaderLiteralValue, "a header value is a literal string instead of {\"fromEnv\": NAME}"},
+	{RuleHeaderNameFormat, "a header name is not an HTTP token"},
+	{RuleHeaderForbidden, "a header that berth controls (Host, Authorization, Cookie, ...)"},
+	{RuleNetworkHostsMissing, "a remote has no network.hosts"},
+	{RuleNetworkHostsMismatch, "network.hosts is not the endpoint's normalized host set"},
+	{RuleToolPattern, "a tool allow/deny entry uses characters other than [A-Za-z0-9_.-*?]"},
+	{RuleNativeToolNameFormat, "a native tool name is not lower-case letters, digits, _ and - (1-32)"},
+	{RuleNativeExecutable, "a native tool executable is not a ${bundle}/ regular file with an exec bit"},
+	{RuleSymlinkEscapes, "a symlink points outside the bundle, or is absolute"},
+	{RuleSymlinkDangling, "a symlink points at nothing inside the bundle"},
+	{RuleHardLink, "a hard link"},
+	{RuleSpecialFile, "a device, socket or FIFO"},
+	{RulePathCharacters, "a path with a backslash, NUL or control character, or not valid UTF-8"},
+	{RulePathCaseCollision, "two paths that differ only in case"},
+	{RulePathTooLong, "a path longer than the cap (4096 bytes)"},
+	{RuleTreeTooLarge, "the files add up to more than the cap (1 GiB)"},
+	{RuleTreeTooManyEntries, "more entries than the cap (100,000)"},
+	{RuleArchiveFormat, "the archive is corrupt or of an unsupported format"},
+	{RuleArchiveAbsolute, "an archive entry with an absolute path"},
+	{RuleArchiveTraversal, "an archive entry whose path contains .."},
+	{RuleArchiveDuplicate, "an archive entry that appears twice"},
+	{RuleArchiveSizeMismatch, "an archive entry whose data does not match its declared size"},
+}

@@ -1,0 +1,458 @@
+package bundle
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/Masterminds/semver/v3"
+)
+
+var (
+	nameRe       = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
+	serverNameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$`)
+	envNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	toolPatRe    = regexp.MustCompile(`^[A-Za-z0-9_.*?-]+$`)
+	headerNameRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	// semverRe is the official semver 2.0 regular expression.
+	semverRe = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+	varRe    = regexp.MustCompile(`\$\{([^}]*)\}?`)
+)
+
+// IsStrictSemver reports whether v is a semver 2.0 version with no "v".
+func IsStrictSemver(v string) bool { return semverRe.MatchString(v) }
+
+// forbiddenEnv are variables a bundle may not set: they change which code
+// runs in the child.
+var forbiddenEnv = []string{"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "PYTHONPATH"}
+
+// forbiddenHeaders are headers berth controls itself.
+var forbiddenHeaders = []string{"host", "authorization", "cookie", "content-length", "transfer-encoding", "connection"}
+
+// secretQueryWords mark query parameters that look like credentials.
+var secretQueryWords = []string{"token", "key", "secret", "password", "passwd", "auth", "sig", "credential", "session"}
+
+// Default timeouts and their ranges.
+const (
+	DefaultStartupTimeout = 30 * time.Second
+	DefaultCallTimeout    = 60 * time.Second
+)
+
+type validator struct {
+	ps      *problems
+	present map[string]bool
+	tree    *Tree
+}
+
+// validate applies the semantic rules of manifest v1. Problems at paths
+// whose value could not be decoded were reported already and are dropped.
+func validate(d *decoded, tree *Tree, berthVersion string) {
+	if d.bad[""] {
+		return
+	}
+	var ps problems
+	v := &validator{ps: &ps, present: d.present, tree: tree}
+	defer func() {
+		for _, p := range ps.list {
+			if !underBad(d.bad, p.Path) {
+				d.problems.list = append(d.problems.list, p)
+			}
+		}
+	}()
+	m := d.manifest
+	v.top(m, berthVersion)
+	for _, name := range sortedKeys(m.MCPServers) {
+		v.server("mcpServers."+name, name, m.MCPServers[name])
+	}
+	for _, name := range sortedKeys(m.NativeTools) {
+		p := joinPath("nativeTools", name)
+		if !serverNameRe.MatchString(name) {
+			v.ps.add(p, RuleNativeToolNameFormat, "native tool name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
+		}
+		nt := m.NativeTools[name]
+		if nt == nil {
+			continue
+		}
+		if nt.Executable == "" {
+			v.ps.add(p+".executable", RuleRequiredField, "executable is required: the ${bundle}/… path of the tool provider binary")
+			continue
+		}
+		v.bundleExecutable(p+".executable", nt.Executable, RuleNativeExecutable)
+	}
+}
+
+func (v *validator) top(m *Manifest, berthVersion string) {
+	if !v.present["manifestVersion"] {
+		v.ps.add("manifestVersion", RuleRequiredField, "manifestVersion is required; add \"manifestVersion\": 1")
+	} else if m.ManifestVersion != 1 {
+		v.ps.add("manifestVersion", RuleManifestVersion, "manifestVersion is %d, but this berth reads only version 1; set it to 1 or upgrade berth", m.ManifestVersion)
+	}
+	switch {
+	case m.Name == "":
+		v.required("name", "the bundle's name, e.g. \"acme-notes\"")
+	case !nameRe.MatchString(m.Name):
+		v.ps.add("name", RuleNameFormat, "name %q must be 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", m.Name)
+	}
+	switch {
+	case m.Version == "":
+		v.required("version", "a semver 2.0 version, e.g. \"1.4.2\"")
+	case !semverRe.MatchString(m.Version):
+		hint := ""
+		if strings.HasPrefix(m.Version, "v") || strings.HasPrefix(m.Version, "V") {
+			hint = " (drop the leading \"v\")"
+		}
+		v.ps.add("version", RuleVersionSemver, "version %q is not strict semver 2.0 like \"1.4.2\" or \"2.0.0-rc.1\"%s", m.Version, hint)
+	}
+	n := utf8.RuneCountInString(m.Description)
+	switch {
+	case !v.present["description"]:
+		v.required("description", "one line saying what the plugin does (1-1024 characters)")
+	case n < 1 || n > 1024:
+		v.ps.add("description", RuleDescriptionLength, "description has %d characters; it must have 1 to 1024", n)
+	}
+	if m.Publisher != nil {
+		if m.Publisher.Name == "" {
+			v.required("publisher.name", "who publishes the bundle")
+		}
+		if m.Publisher.URL != "" || v.present["publisher.url"] {
+			v.httpsURL("publisher.url", m.Publisher.URL)
+		}
+	}
+	if m.Homepage != "" || v.present["homepage"] {
+		v.httpsURL("homepage", m.Homepage)
+	}
+	if m.Requires != nil && (m.Requires.Berth != "" || v.present["requires.berth"]) {
+		c, err := semver.NewConstraint(m.Requires.Berth)
+		if err != nil {
+			v.ps.add("requires.berth", RuleRequiresConstraint, "%q is not a semver constraint (%v); write one like \">=0.1.0\" or \"^1.2\"", m.Requires.Berth, err)
+		} else if bv, err := semver.StrictNewVersion(berthVersion); err != nil {
+			v.ps.add("requires.berth", RuleRequiresUnsatisfied, "cannot check %q: this berth's version %q is not semver", m.Requires.Berth, berthVersion)
+		} else if !c.Check(bv) {
+			v.ps.add("requires.berth", RuleRequiresUnsatisfied, "the bundle needs berth %s, but this is berth %s; upgrade berth or use a release of the bundle made for this version", m.Requires.Berth, berthVersion)
+		}
+	}
+	if len(m.MCPServers) == 0 && len(m.NativeTools) == 0 {
+		v.ps.add(".", RuleNoComponents, "the bundle declares nothing to run; add at least one entry to mcpServers or nativeTools")
+	}
+}
+
+func (v *validator) required(p, what string) {
+	v.ps.add(p, RuleRequiredField, "%s is required: %s", p, what)
+}
+
+func (v *validator) httpsURL(p, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		v.ps.add(p, RuleHTTPSURL, "%q is not an https URL; write a full https://host/… address", raw)
+	}
+}
+
+func (v *validator) server(p, name string, s *Server) {
+	if !serverNameRe.MatchString(name) {
+		v.ps.add(p, RuleServerNameFormat, "server name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
+	}
+	if s == nil {
+		return
+	}
+	switch {
+	case s.Stdio == nil && s.Remote == nil:
+		v.ps.add(p, RuleServerTransport, "a server must set exactly one of \"stdio\" (a local process) and \"remote\" (an HTTP endpoint); it sets neither")
+	case s.Stdio != nil && s.Remote != nil:
+		v.ps.add(p, RuleServerTransport, "a server must set exactly one of \"stdio\" and \"remote\"; it sets both; split it into two servers")
+	}
+	if s.Stdio != nil {
+		v.stdio(p+".stdio", s.Stdio)
+	}
+	if s.Remote != nil {
+		v.remote(p+".remote", s.Remote)
+	}
+	if s.Tools != nil {
+		for i, pat := range s.Tools.Allow {
+			v.toolPattern(fmt.Sprintf("%s.tools.allow[%d]", p, i), pat)
+		}
+		for i, pat := range s.Tools.Deny {
+			v.toolPattern(fmt.Sprintf("%s.tools.deny[%d]", p, i), pat)
+		}
+	}
+	if s.Timeouts != nil {
+		v.timeout(p+".timeouts.startup", s.Timeouts.Startup, time.Second, 10*time.Minute)
+		v.timeout(p+".timeouts.call", s.Timeouts.Call, time.Second, time.Hour)
+	}
+}
+
+func (v *validator) toolPattern(p, pat string) {
+	if !toolPatRe.MatchString(pat) {
+		v.ps.add(p, RuleToolPattern, "%q is not a tool name or glob; use only letters, digits, '_', '.', '-' and the wildcards '*' and '?'", pat)
+	}
+}
+
+func (v *validator) timeout(p, raw string, lo, hi time.Duration) {
+	if raw == "" && !v.present[p] {
+		return
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		v.ps.add(p, RuleTimeoutFormat, "%q is not a duration; write one like \"30s\" or \"2m\"", raw)
+		return
+	}
+	if d < lo || d > hi {
+		v.ps.add(p, RuleTimeoutRange, "%s is outside the allowed range %s to %s", d, lo, hi)
+	}
+}
+
+// ParseTimeouts returns a server's startup and call timeouts, with defaults.
+// The manifest must have been validated.
+func (s *Server) ParseTimeouts() (startup, call time.Duration) {
+	startup, call = DefaultStartupTimeout, DefaultCallTimeout
+	if s.Timeouts != nil {
+		if d, err := time.ParseDuration(s.Timeouts.Startup); err == nil {
+			startup = d
+		}
+		if d, err := time.ParseDuration(s.Timeouts.Call); err == nil {
+			call = d
+		}
+	}
+	return startup, call
+}
+
+func (v *validator) stdio(p string, s *Stdio) {
+	if s.Command == "" {
+		v.ps.add(p+".command", RuleCommandRequired, "command is required: \"${bundle}/path/to/server\" for a bundled program, or a program name like \"node\"")
+	} else if v.vars(p+".command", s.Command) {
+		switch {
+		case strings.HasPrefix(s.Command, "${bundle}"):
+			v.bundleExecutable(p+".command", s.Command, RuleCommandNotExecutable)
+		case strings.HasPrefix(s.Command, "${workspace}"):
+			// A workspace program: disclosed by the review; it cannot be
+			// checked here.
+		case strings.ContainsAny(s.Command, `/\`) || strings.TrimSpace(s.Command) != s.Command || s.Command == "." || s.Command == "..":
+			v.ps.add(p+".command", RuleCommandForm, "command %q must be \"${bundle}/…\" for a program in the bundle, or a bare program name found on PATH (like \"node\"); host paths are not allowed", s.Command)
+		default:
+			checkFetcher(v.ps, p, s.Command, s.Args)
+		}
+	}
+	for i, a := range s.Args {
+		ap := fmt.Sprintf("%s.args[%d]", p, i)
+		if v.vars(ap, a) {
+			v.bundleRef(ap, a, false)
+		}
+	}
+	if s.Cwd != "" || v.present[p+".cwd"] {
+		if v.vars(p+".cwd", s.Cwd) {
+			switch {
+			case strings.HasPrefix(s.Cwd, "${bundle}"):
+				v.bundleRef(p+".cwd", s.Cwd, true)
+			case strings.HasPrefix(s.Cwd, "${workspace}"):
+			default:
+				v.ps.add(p+".cwd", RuleVariablePlacement, "cwd must start with ${bundle} or ${workspace}; it defaults to ${bundle}")
+			}
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		kp := joinPath(p+".env", k)
+		v.envKey(kp, k)
+		v.envSource(kp+".fromEnv", s.Env[k])
+	}
+}
+
+func (v *validator) envKey(p, k string) {
+	if !envNameRe.MatchString(k) {
+		v.ps.add(p, RuleEnvNameFormat, "environment variable name %q must match [A-Za-z_][A-Za-z0-9_]*", k)
+		return
+	}
+	up := strings.ToUpper(k)
+	for _, f := range forbiddenEnv {
+		if up == f {
+			v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s: it changes which code the server runs; remove it (berth gives every server a minimal PATH)", k)
+			return
+		}
+	}
+	if strings.HasPrefix(up, "DYLD_") {
+		v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s: DYLD_* variables change which code the server loads; remove it", k)
+	}
+}
+
+func (v *validator) envSource(p string, e EnvSource) {
+	if !envNameRe.MatchString(e.FromEnv) {
+		v.ps.add(p, RuleEnvNameFormat, "fromEnv must name a host environment variable matching [A-Za-z_][A-Za-z0-9_]*, got %q", e.FromEnv)
+	}
+}
+
+// vars checks the ${...} variables in s: only ${bundle} and ${workspace},
+// each at the start of s or right after '='. It reports false when s has a
+// problem.
+func (v *validator) vars(p, s string) bool {
+	ok := true
+	for _, m := range varRe.FindAllStringSubmatchIndex(s, -1) {
+		full := s[m[0]:m[1]]
+		name := s[m[2]:m[3]]
+		if !strings.HasSuffix(full, "}") || (name != "bundle" && name != "workspace") {
+			v.ps.add(p, RuleVariableUnknown, "%q uses the variable %s; only ${bundle} and ${workspace} are allowed here, since argv is visible to every local user; pass secrets with env {\"fromEnv\": …}", s, full)
+			ok = false
+			continue
+		}
+		if m[0] != 0 && s[m[0]-1] != '=' {
+			v.ps.add(p, RuleVariablePlacement, "%q: %s must start the value or follow '=' (as in --root=%s)", s, full, full)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// bundleRef checks every ${bundle} path in an argument: clean, and present
+// in the bundle.
+func (v *validator) bundleRef(p, s string, wantDir bool) {
+	i := strings.Index(s, "${bundle}")
+	if i < 0 {
+		return
+	}
+	rest := s[i+len("${bundle}"):]
+	if rest == "" {
+		return
+	}
+	rel, ok := v.cleanBundlePath(p, s, rest)
+	if !ok {
+		return
+	}
+	if v.tree == nil || v.tree.Listing == nil {
+		return
+	}
+	if !v.tree.Exists(rel) {
+		v.ps.add(p, RuleBundlePathMissing, "%q names %s, which is not in the bundle; add the file or fix the path", s, rel)
+		return
+	}
+	if wantDir && !v.tree.IsDir(rel) {
+		v.ps.add(p, RuleCwdNotDirectory, "%q names %s, which is not a directory", s, rel)
+	}
+}
+
+func (v *validator) cleanBundlePath(p, s, rest string) (string, bool) {
+	if !strings.HasPrefix(rest, "/") {
+		v.ps.add(p, RuleVariablePlacement, "%q: ${bundle} must be followed by '/' and a path, or stand alone", s)
+		return "", false
+	}
+	rel := rest[1:]
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.Contains(rel, "//") || strings.HasSuffix(rel, "/") || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") || strings.Contains(rel, "\\") {
+		v.ps.add(p, RuleBundlePathUnclean, "%q is not a clean path inside the bundle (no \"..\", \".\", \"//\" or trailing '/'); write it as ${bundle}/%s", s, strings.Trim(path.Clean("/"+rel), "/"))
+		return "", false
+	}
+	return rel, true
+}
+
+// bundleExecutable requires s to be ${bundle}/path naming a regular file
+// with an exec bit (not a symlink).
+func (v *validator) bundleExecutable(p, s, rule string) {
+	if !strings.HasPrefix(s, "${bundle}/") {
+		v.ps.add(p, rule, "%q must be a path in the bundle: \"${bundle}/bin/…\"", s)
+		return
+	}
+	if !v.vars(p, s) {
+		return
+	}
+	rel, ok := v.cleanBundlePath(p, s, strings.TrimPrefix(s, "${bundle}"))
+	if !ok || v.tree == nil || v.tree.Listing == nil {
+		return
+	}
+	e, found := v.tree.Listing.Lookup(rel)
+	switch {
+	case !found && v.tree.IsDir(rel):
+		v.ps.add(p, rule, "%s is a directory; name the executable file inside it", rel)
+	case !found:
+		v.ps.add(p, RuleBundlePathMissing, "%q names %s, which is not in the bundle; add the file or fix the path", s, rel)
+	case e.Mode == ModeSymlink:
+		v.ps.add(p, rule, "%s is a symlink; name the regular file it points to, so the reviewed program is the one that runs", rel)
+	case e.Mode != ModeExec:
+		v.ps.add(p, rule, "%s is not executable; set its exec bit (chmod +x %s) before packing", rel, rel)
+	}
+}
+
+func (v *validator) remote(p string, r *Remote) {
+	switch r.Transport {
+	case TransportStreamableHTTP, TransportSSE:
+	case "":
+		v.ps.add(p+".transport", RuleRemoteTransport, "transport is required: \"streamable-http\" or \"sse\"")
+	default:
+		v.ps.add(p+".transport", RuleRemoteTransport, "transport %q is not \"streamable-http\" or \"sse\"", r.Transport)
+	}
+	host, ok := v.remoteURL(p+".url", r.URL)
+	for _, k := range sortedKeys(r.Headers) {
+		hp := joinPath(p+".headers", k)
+		switch {
+		case !headerNameRe.MatchString(k):
+			v.ps.add(hp, RuleHeaderNameFormat, "%q is not a valid HTTP header name", k)
+		case containsFold(forbiddenHeaders, k):
+			fix := "remove it; berth sets it itself"
+			if strings.EqualFold(k, "authorization") {
+				fix = "use \"auth\": {\"bearerFromEnv\": \"NAME\"} for a bearer token"
+			}
+			v.ps.add(hp, RuleHeaderForbidden, "a bundle may not set the %s header; %s", k, fix)
+		}
+		v.envSource(hp+".fromEnv", r.Headers[k])
+	}
+	if r.Auth != nil && (r.Auth.BearerFromEnv != "" || v.present[p+".auth.bearerFromEnv"]) && !envNameRe.MatchString(r.Auth.BearerFromEnv) {
+		v.ps.add(p+".auth.bearerFromEnv", RuleEnvNameFormat, "bearerFromEnv must name a host environment variable matching [A-Za-z_][A-Za-z0-9_]*, got %q", r.Auth.BearerFromEnv)
+	}
+	if r.Network == nil || len(r.Network.Hosts) == 0 {
+		want := ""
+		if ok {
+			want = fmt.Sprintf(": \"network\": {\"hosts\": [%q]}", host)
+		}
+		v.ps.add(p+".network.hosts", RuleNetworkHostsMissing, "network.hosts is required and must list the endpoint's host%s", want)
+		return
+	}
+	if !ok {
+		return
+	}
+	got := append([]string(nil), r.Network.Hosts...)
+	sort.Strings(got)
+	if len(got) != 1 || got[0] != host {
+		v.ps.add(p+".network.hosts", RuleNetworkHostsMismatch, "network.hosts is %q, but the endpoint's normalized host set is [%q] (lower case, IDNA to ASCII, no trailing dot, no port); write [%q]", r.Network.Hosts, host, host)
+	}
+}
+
+// remoteURL checks a remote endpoint and returns its normalized host.
+func (v *validator) remoteURL(p, raw string) (string, bool) {
+	if raw == "" {
+		v.ps.add(p, RuleRemoteURL, "url is required: the https:// address of the MCP endpoint")
+		return "", false
+	}
+	ep, err := ParseEndpoint(raw)
+	if err != nil {
+		pe := err.(*endpointError)
+		v.ps.add(p, pe.rule, "%s", pe.msg)
+		return "", false
+	}
+	return ep.Host, true
+}
+
+func underBad(bad map[string]bool, p string) bool {
+	for k := range bad {
+		if p == k || strings.HasPrefix(p, k+".") || strings.HasPrefix(p, k+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,144 @@
+// Package cli is berth's command line: flags, output (text and --json),
+// exit codes and prompts. It holds no logic a library user needs; that
+// lives in bundle, review, trust, pool and mcpexport.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+// Exit codes. They are a contract: later versions add codes, none changes.
+const (
+	ExitOK        = 0
+	ExitFailure   = 1
+	ExitUsage     = 2
+	ExitInvalid   = 3
+	ExitUntrusted = 4
+	ExitDrift     = 5
+	ExitDenied    = 6
+)
+
+// Main runs berth with the process's arguments and standard streams and
+// returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run runs berth with the given arguments and streams. It builds a fresh
+// command tree each time, so it can be called many times in one process.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	var rep *reported
+	if !errors.As(err, &rep) {
+		msg := err.Error()
+		fmt.Fprintf(stderr, "berth: %s\n", strings.TrimRight(msg, "\n"))
+		if code == ExitUsage {
+			fmt.Fprintf(stderr, "Run 'berth help' or 'berth %s --help' for usage.\n", commandName(root, args))
+		}
+	}
+	return code
+}
+
+func commandName(root *cobra.Command, args []string) string {
+	if c, _, err := root.Find(args); err == nil && c != root {
+		return strings.TrimPrefix(c.CommandPath(), "berth ")
+	}
+	return "COMMAND"
+}
+
+// app holds what every command shares: the streams and the environment.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// isTerminal reports whether stdin and stdout are both a terminal, so a
+// prompt can be shown and answered.
+func (a *app) isTerminal() bool {
+	in, ok1 := a.stdin.(*os.File)
+	out, ok2 := a.stdout.(*os.File)
+	return ok1 && ok2 && term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd()))
+}
+
+// usageError is a mistake in how berth was called (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// reported wraps an error whose details the command already printed; Run
+// only maps it to an exit code.
+type reported struct{ err error }
+
+func (e *reported) Error() string { return e.err.Error() }
+func (e *reported) Unwrap() error { return e.err }
+
+// exitCode maps an error to its exit code through the error categories of
+// berth's packages.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.Is(err, bundle.ErrInvalidBundle):
+		return ExitInvalid
+	}
+	return ExitFailure
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// exactArgs checks the number of positional arguments, as a usage error.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s (got %d arguments)", cmd.CommandPath(), names, len(args))
+		}
+		return nil
+	}
+}
+
+func rangeArgs(lo, hi int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < lo || len(args) > hi {
+			return usagef("%s takes %s (got %d arguments)", cmd.CommandPath(), names, len(args))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "berth",
+		Short: "Install curated MCP plugins safely, and serve their tools with approval by default",
+		Long: `berth installs plugin bundles for MCP clients safely and exports their tools.
+
+A bundle declares MCP servers and native tools. berth validates it fail-closed,
+shows a review of every authority it asks for, verifies its Sigstore signature,
+stages an immutable copy and re-checks it for drift at every use.
+
+State lives in $BERTH_HOME (default: your user data directory + /berth).
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
+(signature or signer policy), 5 drift, 6 approval denied or timed out.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		a.validateCommand(),
+		a.reviewCommand(),
+		a.digestCommand(),
+		a.versionCommand(),
+	)
+	// Unknown commands are usage errors too.
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usagef("unknown command %q", args[0])
+		}
+		return nil
+	}
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		return cmd.Help()
+	}
+	return root
+}

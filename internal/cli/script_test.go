@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var updateScripts = flag.Bool("update", false, "update testscript golden output in place")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"berth": func() { os.Exit(Main()) },
+	})
+}
+
+// TestScripts runs the CLI behaviour tests in testdata/script. Each script
+// gets its own BERTH_HOME and working directory; $FIXTURES is the
+// repository's testdata directory.
+func TestScripts(t *testing.T) {
+	fixtures, err := filepath.Abs("../../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *updateScripts,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("FIXTURES", fixtures)
+			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// exitcode N program args... runs the program and requires
+			// exit code N; stdout and stderr stay for later checks.
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: exitcode N program [args...]")
+				}
+				want, err := strconv.Atoi(args[0])
+				if err != nil {
+					ts.Fatalf("exitcode: %v", err)
+				}
+				got := 0
+				if err := ts.Exec(args[1], args[2:]...); err != nil {
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						ts.Fatalf("exitcode: %v", err)
+					}
+					got = ee.ExitCode()
+				}
+				if got != want {
+					ts.Fatalf("exit code %d, want %d", got, want)
+				}
+			},
+		},
+	})
+}

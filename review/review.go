@@ -1,0 +1,277 @@
+// Package review turns a validated bundle into a disclosure: everything the
+// bundle asks to be allowed to do, in words for a person deciding whether to
+// trust it, as text and as JSON. A review never reads the value of an
+// environment variable and never runs anything.
+package review
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"sort"
+	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+// Disclosure is the review of one bundle. Its JSON form is stable: tools
+// and golden files read it.
+type Disclosure struct {
+	Name        string       `json:"name"`
+	Version     string       `json:"version"`
+	Description string       `json:"description"`
+	Publisher   *Publisher   `json:"publisher,omitempty"`
+	License     string       `json:"license,omitempty"`
+	Homepage    string       `json:"homepage,omitempty"`
+	Requires    string       `json:"requiresBerth,omitempty"`
+	Digest      string       `json:"digest"`
+	Files       Files        `json:"files"`
+	Servers     []Server     `json:"servers"`
+	NativeTools []NativeTool `json:"nativeTools"`
+}
+
+// Publisher is who publishes the bundle, as the manifest claims. Only a
+// signature proves who signed it.
+type Publisher struct {
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"`
+}
+
+// Files counts the bundle's files (regular files and symlinks).
+type Files struct {
+	Count     int   `json:"count"`
+	TotalSize int64 `json:"totalSize"`
+}
+
+// Server is one MCP server of the bundle.
+type Server struct {
+	Name        string     `json:"name"`
+	Description string     `json:"description,omitempty"`
+	Kind        string     `json:"kind"` // "stdio" or "remote"
+	Stdio       *Stdio     `json:"stdio,omitempty"`
+	Remote      *Remote    `json:"remote,omitempty"`
+	Tools       ToolFilter `json:"tools"`
+	Timeouts    Timeouts   `json:"timeouts"`
+}
+
+// Stdio discloses a local server: it runs as the user.
+type Stdio struct {
+	// Authority says what a local server can do.
+	Authority string `json:"authority"`
+	// Program is "bundled", "host" or "workspace".
+	Program string `json:"program"`
+	// Command is the command as written, variables unexpanded.
+	Command string `json:"command"`
+	// SHA256 is the hash of a bundled program.
+	SHA256 string `json:"sha256,omitempty"`
+	// Argv is the command and its arguments, variables unexpanded.
+	Argv []string `json:"argv"`
+	// Cwd is the working directory, variables unexpanded.
+	Cwd string `json:"cwd"`
+	// Env lists the variables the server receives and where each comes
+	// from; never a value.
+	Env []EnvVar `json:"env"`
+	// RuntimeFetch lists packages downloaded and run at start.
+	RuntimeFetch []Fetch `json:"runtimeFetch,omitempty"`
+}
+
+// EnvVar is one environment variable a server receives.
+type EnvVar struct {
+	Name    string `json:"name"`
+	FromEnv string `json:"fromEnv"`
+}
+
+// Fetch is a package a runtime fetcher downloads when the server starts.
+type Fetch struct {
+	Tool    string `json:"tool"`
+	Package string `json:"package"`
+}
+
+// Remote discloses a server reached over the network.
+type Remote struct {
+	Endpoint  string `json:"endpoint"`
+	Transport string `json:"transport"`
+	Loopback  bool   `json:"loopback,omitempty"`
+	// BearerFromEnv names the variable the bearer token is read from.
+	BearerFromEnv string   `json:"bearerFromEnv,omitempty"`
+	Headers       []EnvVar `json:"headers"`
+	Hosts         []string `json:"hosts"`
+}
+
+// ToolFilter is the manifest's narrowing of a server's tools.
+type ToolFilter struct {
+	Allow []string `json:"allow"`
+	Deny  []string `json:"deny"`
+}
+
+// Timeouts are the effective timeouts, defaults filled in.
+type Timeouts struct {
+	Startup string `json:"startup"`
+	Call    string `json:"call"`
+}
+
+// NativeTool is a tool provider executable of the bundle.
+type NativeTool struct {
+	Name       string `json:"name"`
+	Executable string `json:"executable"`
+	SHA256     string `json:"sha256"`
+	Size       int64  `json:"size"`
+}
+
+// authority is what every stdio server may do.
+const authority = "runs as you: it can read and change your files, use the network and start programs, with your user's rights"
+
+// New reviews a bundle that Open accepted. It panics if b has no manifest
+// or listing (a programmer error: review only valid bundles).
+func New(b *bundle.Bundle) *Disclosure {
+	if b.Manifest == nil || b.Listing() == nil {
+		panic("review: New needs a bundle that bundle.Open accepted")
+	}
+	m, l := b.Manifest, b.Listing()
+	d := &Disclosure{
+		Name:        m.Name,
+		Version:     m.Version,
+		Description: m.Description,
+		License:     m.License,
+		Homepage:    m.Homepage,
+		Digest:      b.Digest,
+		Files:       Files{Count: len(l.Entries), TotalSize: l.TotalSize()},
+		Servers:     []Server{},
+		NativeTools: []NativeTool{},
+	}
+	if m.Publisher != nil {
+		d.Publisher = &Publisher{Name: m.Publisher.Name, URL: m.Publisher.URL}
+	}
+	if m.Requires != nil {
+		d.Requires = m.Requires.Berth
+	}
+	for _, name := range sortedKeys(m.MCPServers) {
+		d.Servers = append(d.Servers, server(name, m.MCPServers[name], l))
+	}
+	for _, name := range sortedKeys(m.NativeTools) {
+		nt := NativeTool{Name: name, Executable: m.NativeTools[name].Executable}
+		if e, ok := l.Lookup(strings.TrimPrefix(nt.Executable, "${bundle}/")); ok {
+			nt.SHA256 = hex.EncodeToString(e.SHA256[:])
+			nt.Size = e.Size
+		}
+		d.NativeTools = append(d.NativeTools, nt)
+	}
+	return d
+}
+
+func server(name string, s *bundle.Server, l *bundle.Listing) Server {
+	startup, call := s.ParseTimeouts()
+	out := Server{
+		Name:        name,
+		Description: s.Description,
+		Tools:       ToolFilter{Allow: []string{}, Deny: []string{}},
+		Timeouts:    Timeouts{Startup: startup.String(), Call: call.String()},
+	}
+	if s.Tools != nil {
+		out.Tools.Allow = append(out.Tools.Allow, s.Tools.Allow...)
+		out.Tools.Deny = append(out.Tools.Deny, s.Tools.Deny...)
+	}
+	switch {
+	case s.Stdio != nil:
+		out.Kind = "stdio"
+		st := &Stdio{
+			Authority: authority,
+			Command:   s.Stdio.Command,
+			Argv:      append([]string{s.Stdio.Command}, s.Stdio.Args...),
+			Cwd:       s.Stdio.Cwd,
+			Env:       envVars(s.Stdio.Env),
+		}
+		if st.Cwd == "" {
+			st.Cwd = "${bundle}"
+		}
+		switch {
+		case strings.HasPrefix(st.Command, "${bundle}/"):
+			st.Program = "bundled"
+			if e, ok := l.Lookup(strings.TrimPrefix(st.Command, "${bundle}/")); ok {
+				st.SHA256 = hex.EncodeToString(e.SHA256[:])
+			}
+		case strings.HasPrefix(st.Command, "${workspace}"):
+			st.Program = "workspace"
+		default:
+			st.Program = "host"
+			pkgs, _, _ := bundle.FetchedPackages(s.Stdio.Command, s.Stdio.Args)
+			for _, p := range pkgs {
+				st.RuntimeFetch = append(st.RuntimeFetch, Fetch{Tool: p.Tool, Package: p.Package})
+			}
+		}
+		out.Stdio = st
+	case s.Remote != nil:
+		out.Kind = "remote"
+		r := &Remote{
+			Transport: s.Remote.Transport,
+			Headers:   envVars(s.Remote.Headers),
+			Hosts:     []string{},
+		}
+		if ep, err := bundle.ParseEndpoint(s.Remote.URL); err == nil {
+			r.Endpoint = normalizedURL(ep)
+			r.Loopback = ep.Loopback
+		}
+		if s.Remote.Auth != nil {
+			r.BearerFromEnv = s.Remote.Auth.BearerFromEnv
+		}
+		if s.Remote.Network != nil {
+			r.Hosts = append(r.Hosts, s.Remote.Network.Hosts...)
+		}
+		out.Remote = r
+	}
+	return out
+}
+
+// normalizedURL writes the endpoint with its normalized host and without a
+// default port.
+func normalizedURL(ep *bundle.Endpoint) string {
+	u := *ep.URL
+	host := ep.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if p := u.Port(); p != "" && !(u.Scheme == "https" && p == "443") && !(u.Scheme == "http" && p == "80") {
+		host = net.JoinHostPort(ep.Host, p)
+	}
+	u.Host = host
+	return u.String()
+}
+
+func envVars(m map[string]bundle.EnvSource) []EnvVar {
+	out := []EnvVar{}
+	for _, k := range sortedKeys(m) {
+		out = append(out, EnvVar{Name: k, FromEnv: m[k].FromEnv})
+	}
+	return out
+}
+
+// JSON returns the disclosure as indented JSON.
+func (d *Disclosure) JSON() []byte {
+	data, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		panic(err) // plain data; cannot fail
+	}
+	return append(data, '\n')
+}
+
+// Hash returns "sha256:<hex>" of the compact JSON of the disclosure, which
+// trust records keep so a later review can be compared with the one that
+// was accepted.
+func (d *Disclosure) Hash() string {
+	data, err := json.Marshal(d)
+	if err != nil {
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,110 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden review files")
+
+const good = "../testdata/bundles/good"
+
+func TestGoldenReviews(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(good, "*"))
+	n := 0
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			b, err := bundle.Open(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			d := New(b)
+			for _, g := range []struct {
+				file string
+				data []byte
+			}{
+				{dir + ".review.json", d.JSON()},
+				{dir + ".review.txt", text(t, d)},
+			} {
+				if *update {
+					if err := os.WriteFile(g.file, g.data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(g.file)
+				if err != nil {
+					t.Fatalf("%v (run go test ./review -update)", err)
+				}
+				if !bytes.Equal(g.data, want) {
+					t.Errorf("%s differs (run go test ./review -update and read the diff):\n%s", g.file, g.data)
+				}
+			}
+		})
+	}
+	if n < 3 {
+		t.Fatalf("%d good bundles", n)
+	}
+}
+
+func text(t *testing.T, d *Disclosure) []byte {
+	var buf bytes.Buffer
+	if err := d.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestNoSecretValues sets every variable the fixtures name to a known
+// secret and checks that neither form of the review shows it.
+func TestNoSecretValues(t *testing.T) {
+	const secret = "s3cr3t-value-that-must-never-print"
+	for _, v := range []string{"ACME_NOTES_TOKEN", "ACME_TEAM", "ACME_TOKEN"} {
+		t.Setenv(v, secret)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(good, "*"))
+	for _, dir := range dirs {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			continue
+		}
+		b, err := bundle.Open(context.Background(), dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := New(b)
+		for _, out := range [][]byte{d.JSON(), text(t, d)} {
+			if strings.Contains(string(out), secret) {
+				t.Fatalf("%s: the review shows a secret value", dir)
+			}
+		}
+		b.Close()
+	}
+}
+
+func TestHashChangesWithDisclosure(t *testing.T) {
+	b, err := bundle.Open(context.Background(), filepath.Join(good, "stdio-bundled"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(b)
+	h := d.Hash()
+	if !strings.HasPrefix(h, "sha256:") || h != New(b).Hash() {
+		t.Fatalf("hash %q not stable", h)
+	}
+	d.Servers[0].Stdio.Env = append(d.Servers[0].Stdio.Env, EnvVar{Name: "X", FromEnv: "Y"})
+	if d.Hash() == h {
+		t.Fatal("hash did not change with the disclosure")
+	}
+}

@@ -1,0 +1,175 @@
+package review
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteText writes the disclosure for a person at a terminal.
+func (d *Disclosure) WriteText(w io.Writer) error {
+	p := &printer{w: w}
+	p.f("%s %s\n", d.Name, d.Version)
+	p.f("  %s\n\n", d.Description)
+	if d.Publisher != nil {
+		pub := d.Publisher.Name
+		if d.Publisher.URL != "" {
+			pub += " <" + d.Publisher.URL + ">"
+		}
+		p.field("publisher", pub+" (as the manifest claims; only a signature proves who signed it)")
+	}
+	if d.License != "" {
+		p.field("license", d.License)
+	}
+	if d.Homepage != "" {
+		p.field("homepage", d.Homepage)
+	}
+	if d.Requires != "" {
+		p.field("requires", "berth "+d.Requires)
+	}
+	p.field("digest", d.Digest)
+	p.field("files", fmt.Sprintf("%d, %s in all", d.Files.Count, humanBytes(d.Files.TotalSize)))
+	p.f("\n")
+	if len(d.Servers) == 0 && len(d.NativeTools) == 0 {
+		p.f("It asks for nothing.\n")
+		return p.err
+	}
+	p.f("If you trust it, it may:\n")
+	for _, s := range d.Servers {
+		p.f("\n")
+		switch s.Kind {
+		case "stdio":
+			p.stdio(s)
+		case "remote":
+			p.remote(s)
+		}
+		p.tools(s.Tools)
+		p.field("timeouts", "startup "+s.Timeouts.Startup+", each call "+s.Timeouts.Call)
+	}
+	for _, nt := range d.NativeTools {
+		p.f("\n")
+		p.f("- run the native tool provider %q as you, with your files (go-plugin over gRPC)\n", nt.Name)
+		p.field("program", nt.Executable+" (bundled, sha256 "+nt.SHA256+", "+humanBytes(nt.Size)+")")
+		p.field("checked", "berth starts it only if its checksum still matches the reviewed one")
+	}
+	return p.err
+}
+
+func (p *printer) stdio(s Server) {
+	st := s.Stdio
+	title := fmt.Sprintf("- run the local MCP server %q", s.Name)
+	if s.Description != "" {
+		title += " (" + s.Description + ")"
+	}
+	p.f("%s\n", title)
+	p.field("authority", "it "+st.Authority)
+	switch st.Program {
+	case "bundled":
+		p.field("program", st.Command+" (bundled, sha256 "+st.SHA256+")")
+	case "workspace":
+		p.field("program", st.Command+" (a program from your workspace; not part of the reviewed bundle)")
+	default:
+		p.field("program", st.Command+" (a host program found on PATH; not part of the reviewed bundle)")
+	}
+	p.field("argv", quoteArgv(st.Argv))
+	p.field("directory", st.Cwd)
+	if len(st.Env) == 0 {
+		p.field("environment", "only the base set (PATH, HOME, LANG, TMPDIR)")
+	}
+	for i, e := range st.Env {
+		label := ""
+		if i == 0 {
+			label = "environment"
+		}
+		p.field(label, e.Name+" from your $"+e.FromEnv)
+	}
+	for _, f := range st.RuntimeFetch {
+		p.field("downloads", f.Package+" with "+f.Tool+" when it starts, and runs it")
+	}
+}
+
+func (p *printer) remote(s Server) {
+	r := s.Remote
+	title := fmt.Sprintf("- connect to the remote MCP server %q", s.Name)
+	if s.Description != "" {
+		title += " (" + s.Description + ")"
+	}
+	p.f("%s\n", title)
+	p.field("endpoint", r.Endpoint+" over "+r.Transport)
+	if r.Loopback {
+		p.field("", "a server on this machine (loopback)")
+	}
+	p.field("network", strings.Join(r.Hosts, ", ")+" only; redirects stay within the origin")
+	if r.BearerFromEnv != "" {
+		p.field("sends", "a bearer token from your $"+r.BearerFromEnv)
+	}
+	for _, h := range r.Headers {
+		p.field("sends", "the header "+h.Name+" from your $"+h.FromEnv)
+	}
+	if r.BearerFromEnv == "" && len(r.Headers) == 0 {
+		p.field("sends", "no credentials")
+	}
+}
+
+func (p *printer) tools(t ToolFilter) {
+	switch {
+	case len(t.Allow) == 0 && len(t.Deny) == 0:
+		p.field("tools", "all the tools it offers")
+	case len(t.Allow) == 0:
+		p.field("tools", "all it offers except "+strings.Join(t.Deny, ", "))
+	default:
+		s := "only " + strings.Join(t.Allow, ", ")
+		if len(t.Deny) > 0 {
+			s += ", never " + strings.Join(t.Deny, ", ")
+		}
+		p.field("tools", s)
+	}
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) field(label, value string) {
+	p.f("    %-12s %s\n", label, value)
+}
+
+func quoteArgv(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") && !isVarOnly(a) {
+			out[i] = strconv.Quote(a)
+		} else {
+			out[i] = a
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// isVarOnly reports whether a's only special characters are those of
+// ${bundle} and ${workspace} references, which read better unquoted.
+func isVarOnly(a string) bool {
+	r := strings.NewReplacer("${bundle}", "", "${workspace}", "")
+	return !strings.ContainsAny(r.Replace(a), " \t\n\"'\\$`")
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
