@@ -439,3 +439,15 @@ func hashFile(name string, size int64, buf []byte) ([32]byte, error) {
 	copy(sum[:], h.Sum(nil))
 	return sum, nil
 }
+
+// Dirs returns the tree's directories, sorted, without the root.
+func (t *Tree) Dirs() []string {
+	out := make([]string, 0, len(t.dirs))
+	for d := range t.dirs {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

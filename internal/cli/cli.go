@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // Exit codes. They are a contract: later versions add codes, none changes.
@@ -112,6 +113,10 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.Is(err, bundle.ErrInvalidBundle):
 		return ExitInvalid
+	case errors.Is(err, trust.ErrUntrusted):
+		return ExitUntrusted
+	case errors.Is(err, trust.ErrDrift):
+		return ExitDrift
 	}
 	return ExitFailure
 }

@@ -1,0 +1,178 @@
+package trust
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// State is state.json: the generation and what is enabled where. Every
+// change to it happens under the store lock and bumps Generation.
+type State struct {
+	// Generation increases by one with every change to the state or the
+	// configuration. Running pools compare it at every boundary.
+	Generation uint64 `json:"generation"`
+	// Workspaces maps an absolute, symlink-resolved workspace path to what
+	// is enabled there.
+	Workspaces map[string]*Workspace `json:"workspaces,omitempty"`
+}
+
+// Workspace is what is enabled in one workspace.
+type Workspace struct {
+	// Plugins maps a plugin name to its enablement.
+	Plugins map[string]*Enablement `json:"plugins"`
+}
+
+// Enablement attaches one trusted version of a plugin to a workspace.
+type Enablement struct {
+	Version   string    `json:"version"`
+	Digest    string    `json:"digest"`
+	EnabledAt time.Time `json:"enabledAt"`
+	// Surfaces are the pinned tool surfaces, by server name ("<plugin>"
+	// for native tools is the tool provider's name).
+	Surfaces map[string]*Surface `json:"surfaces,omitempty"`
+}
+
+// Surface is a server's reviewed tool surface: per tool, the hash of its
+// canonical JSON (name, description, schemas, annotations).
+type Surface struct {
+	Tools      map[string]string `json:"tools"`
+	RecordedAt time.Time         `json:"recordedAt"`
+}
+
+// Workspace returns the workspace entry, creating it.
+func (s *State) Workspace(path string) *Workspace {
+	if s.Workspaces == nil {
+		s.Workspaces = map[string]*Workspace{}
+	}
+	w := s.Workspaces[path]
+	if w == nil {
+		w = &Workspace{Plugins: map[string]*Enablement{}}
+		s.Workspaces[path] = w
+	}
+	if w.Plugins == nil {
+		w.Plugins = map[string]*Enablement{}
+	}
+	return w
+}
+
+// EnabledIn lists the workspaces where name is enabled.
+func (s *State) EnabledIn(name string) []string {
+	var out []string
+	for path, w := range s.Workspaces {
+		if w != nil && w.Plugins[name] != nil {
+			out = append(out, path)
+		}
+	}
+	sortStrings(out)
+	return out
+}
+
+// ErrNoChange, returned by an update function, ends the update without
+// writing and without bumping the generation.
+var ErrNoChange = errors.New("no change")
+
+// lock takes the store's file lock, waiting until ctx is done.
+func (s *Store) lock(ctx context.Context) (func(), error) {
+	if err := s.paths.ensure(); err != nil {
+		return nil, err
+	}
+	fl := flock.New(s.paths.Lock())
+	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the berth state lock %s: %w", s.paths.Lock(), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("could not take the berth state lock %s", s.paths.Lock())
+	}
+	return func() { fl.Unlock() }, nil
+}
+
+// State reads state.json without taking the lock (it is only ever replaced
+// atomically). A missing file is the empty state of generation 0.
+func (s *Store) State() (*State, error) {
+	st := &State{}
+	if _, err := readJSON(s.paths.State(), st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Update changes the state under the lock: it reads the current state,
+// calls fn, bumps the generation and writes the result atomically. If fn
+// returns ErrNoChange nothing is written; any other error aborts.
+func (s *Store) Update(ctx context.Context, fn func(*State) error) (*State, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s.updateLocked(fn)
+}
+
+func (s *Store) updateLocked(fn func(*State) error) (*State, error) {
+	st, err := s.State()
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(st); err != nil {
+		if errors.Is(err, ErrNoChange) {
+			return st, nil
+		}
+		return nil, err
+	}
+	return st, s.bumpLocked(st)
+}
+
+func (s *Store) bumpLocked(st *State) error {
+	st.Generation++
+	return writeJSONAtomic(s.paths.State(), st)
+}
+
+// GenerationWatch notices a moved generation cheaply: a stat of state.json
+// at every check, and a read only when the file was replaced. It is safe
+// for concurrent use.
+type GenerationWatch struct {
+	store *Store
+	mu    sync.Mutex
+	last  os.FileInfo
+	state *State
+}
+
+// WatchGeneration returns a watch whose first Check reads the state.
+func (s *Store) WatchGeneration() *GenerationWatch {
+	return &GenerationWatch{store: s}
+}
+
+// Check returns the current state and whether its generation moved since
+// the previous Check (always true the first time).
+func (w *GenerationWatch) Check() (*State, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fi, err := os.Stat(w.store.paths.State())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false, err
+	}
+	if w.state != nil && sameFile(w.last, fi) {
+		return w.state, false, nil
+	}
+	st, err := w.store.State()
+	if err != nil {
+		return nil, false, err
+	}
+	moved := w.state == nil || st.Generation != w.state.Generation
+	w.last, w.state = fi, st
+	return st, moved, nil
+}
+
+func sameFile(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
