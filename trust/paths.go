@@ -20,6 +20,7 @@ import (
 //	trust/<name>/<version>.sigstore.json   the signature, for offline re-verify
 //	state.json                     generation, enablements, pinned surfaces
 //	config.json                    signer policy, tool policy
+//	roots/<signer>.trusted_root.json   trusted roots of identity signers
 //	logs/                          server stderr logs
 //	approvals/                     pending approvals
 //	audit.log                      approval decisions, JSON lines
@@ -76,6 +77,12 @@ func (p Paths) Record(name, version string) string {
 // Signature is the stored signature of name@version.
 func (p Paths) Signature(name, version string) string {
 	return filepath.Join(p.PluginTrustDir(name), version+".sigstore.json")
+}
+
+// TrustedRoot is the copy of a trusted_root.json that an identity signer
+// uses, kept under the root so the policy never depends on a file elsewhere.
+func (p Paths) TrustedRoot(signer string) string {
+	return filepath.Join(p.Root, "roots", signer+".trusted_root.json")
 }
 
 // State is state.json.

@@ -1,6 +1,8 @@
 package trust_test
 
 import (
+	"github.com/berth-mcp/berth/internal/latency"
+
 	"bytes"
 	"context"
 	"crypto"
@@ -956,11 +958,15 @@ func BenchmarkVerifyKey(b *testing.B) {
 	cos := loadCosign(b)
 	v := mustVerifier(b, []trust.Signer{mustKeySigner(b, "cosign", cos.pub, nil)}, nil)
 	b.ReportAllocs()
+	var lat latency.Recorder
 	for b.Loop() {
-		if _, err := v.Verify(ctx, cos.listing, cos.sig); err != nil {
-			b.Fatal(err)
-		}
+		lat.Time(func() {
+			if _, err := v.Verify(ctx, cos.listing, cos.sig); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
+	lat.Report(b)
 }
 
 func BenchmarkVerifyIdentity(b *testing.B) {
@@ -970,9 +976,13 @@ func BenchmarkVerifyIdentity(b *testing.B) {
 	sig := vsig.signIdentity(b, testSAN, testIssuer, cos.listing, identityOpts{})
 	v := mustVerifier(b, []trust.Signer{identitySigner(b, "ci", testIssuer, testSAN, "", vsig.rootPath)}, nil)
 	b.ReportAllocs()
+	var lat latency.Recorder
 	for b.Loop() {
-		if _, err := v.Verify(ctx, cos.listing, sig); err != nil {
-			b.Fatal(err)
-		}
+		lat.Time(func() {
+			if _, err := v.Verify(ctx, cos.listing, sig); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
+	lat.Report(b)
 }

@@ -28,6 +28,14 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.reviewCommand(),
 		a.digestCommand(),
 		a.versionCommand(),
+		a.signersCommand(),
+		a.keygenCommand(),
+		a.signCommand(),
+		a.trustCommand(),
+		a.listCommand(),
+		a.verifyCommand(),
+		a.revokeCommand(),
+		a.gcCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = func(cmd *cobra.Command, args []string) error {

@@ -15,6 +15,11 @@ import (
 var updateScripts = flag.Bool("update", false, "update testscript golden output in place")
 
 func TestMain(m *testing.M) {
+	// A race-enabled berth would sleep a second at every exit; the many
+	// berth processes these tests start need not.
+	if os.Getenv("GORACE") == "" {
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
 	testscript.Main(m, map[string]func(){
 		"berth": func() { os.Exit(Main()) },
 	})
@@ -35,6 +40,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("FIXTURES", fixtures)
 			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
+			env.Setenv("GORACE", os.Getenv("GORACE"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
