@@ -11,10 +11,11 @@ import (
 	"github.com/google/renameio/v2"
 )
 
-// writeFileAtomic replaces path with data: a temp file in the same
+// WriteFileAtomic replaces path with data: a temp file in the same
 // directory, fsync, rename, fsync of the directory. A crash leaves the old
-// file or the new one, never a torn one.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+// file or the new one, never a torn one. Parent directories are created
+// with mode 0700.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -29,7 +30,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'), 0o600)
+	return WriteFileAtomic(path, append(data, '\n'), 0o600)
 }
 
 // readJSON reads path into v; a missing file leaves v as it is and reports

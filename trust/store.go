@@ -285,7 +285,7 @@ func (s *Store) Trust(ctx context.Context, req TrustRequest) (*TrustResult, erro
 		return nil, err
 	}
 	if req.Signature != nil {
-		if err := writeFileAtomic(s.paths.Signature(name, version), req.Signature, 0o600); err != nil {
+		if err := WriteFileAtomic(s.paths.Signature(name, version), req.Signature, 0o600); err != nil {
 			return nil, err
 		}
 	} else {

@@ -36,6 +36,8 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.verifyCommand(),
 		a.revokeCommand(),
 		a.gcCommand(),
+		a.connectCommand(),
+		a.disconnectCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = func(cmd *cobra.Command, args []string) error {

@@ -506,7 +506,7 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 			if out == "" {
 				out = defaultSignature(args[0])
 			}
-			if err := writeFileAtomic(out, sig); err != nil {
+			if err := trust.WriteFileAtomic(out, sig, 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, out)
@@ -517,30 +517,6 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 	cmd.Flags().StringVar(&keyFile, "key", "", "the private key (PKCS#8 PEM, from berth keygen)")
 	cmd.Flags().StringVar(&out, "out", "", "where to write the signature (default SOURCE.sigstore.json)")
 	return cmd
-}
-
-// writeFileAtomic writes a file through a temp file and a rename.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func (a *app) signersCommand() *cobra.Command {
@@ -612,7 +588,7 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 				if err := os.MkdirAll(filepath.Dir(kept), 0o700); err != nil {
 					return err
 				}
-				if err := writeFileAtomic(kept, data); err != nil {
+				if err := trust.WriteFileAtomic(kept, data, 0o600); err != nil {
 					return err
 				}
 			}
