@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/google/renameio/v2"
 )
 
 // WriteFileAtomic replaces path with data: a temp file in the same
@@ -19,10 +17,39 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(path, data, perm); err != nil {
+	if err := writeTempRename(path, data, perm); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// writeTempRename writes data to a temp file beside path, syncs it and
+// renames it over path (os.Rename replaces atomically on every platform
+// berth runs on).
+func writeTempRename(path string, data []byte, perm fs.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func writeJSONAtomic(path string, v any) error {
