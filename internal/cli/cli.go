@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -117,6 +118,8 @@ func exitCode(err error) int {
 		return ExitUntrusted
 	case errors.Is(err, trust.ErrDrift):
 		return ExitDrift
+	case errors.Is(err, pool.ErrDenied):
+		return ExitDenied
 	}
 	return ExitFailure
 }

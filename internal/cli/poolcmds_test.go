@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestPoolScripts runs the CLI tests of enable, disable, status, tools,
+// call, logs, accept and policy in testdata/poolscript. Their bundles run
+// berth-testserver (pool/internal/testserver), built here and put on the
+// scripts' PATH, where the servers' minimal PATH finds it.
+func TestPoolScripts(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the scripts use sh")
+	}
+	bin := t.TempDir()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := []string{"build", "-o", filepath.Join(bin, "berth-testserver")}
+	if raceEnabled {
+		args = append(args, "-race") // reuse the packages this test binary was built from
+	}
+	build := exec.Command(goTool, append(args, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver")...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building berth-testserver: %v\n%s", err, out)
+	}
+	fixtures, err := filepath.Abs("../../testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/poolscript",
+		UpdateScripts:       *updateScripts,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("FIXTURES", fixtures)
+			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": exitcodeCmd,
+		},
+	})
+}
+
+// exitcodeCmd is `exitcode N program args...`, as in TestScripts: it runs
+// the program and requires exit code N.
+func exitcodeCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,354 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Call calls a tool of the catalog by its exported name. In order: the
+// boundary checks (state generation and reconcile, drift of the tool's
+// plugin), the lookup (a withheld, colliding or denied name is refused
+// with the reason), the operator's policy, the approver (nil means only
+// what AllowedByPolicy allows runs), the boundary checks again, and the
+// dispatch, bounded by the server's call timeout.
+//
+// A call refused by the policy or the approver returns an error wrapping
+// ErrDenied; a drifted plugin one wrapping trust.ErrDrift. A tool that
+// ran and failed returns a result with IsError set, and no error.
+//
+// When the server dies during the call (its process exits, its
+// connection closes, or it does not answer within the call timeout and is
+// killed as hung), it is restarted with backoff; a tool annotated
+// readOnlyHint or idempotentHint is then called once more on the new
+// connection, any other tool fails with an error saying the call may have
+// run.
+func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, approver Approver) (*mcp.CallToolResult, error) {
+	if p.isClosed() {
+		return nil, errClosed
+	}
+	if approver == nil {
+		approver = policyOnly
+	}
+	args, err := checkArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.generation(ctx); err != nil {
+		return nil, err
+	}
+	e, err := p.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	if c := e.s.live(); c != nil && c.toolsDirty.Load() {
+		// The server said its tools changed: re-list, so a changed tool is
+		// withheld before it runs.
+		if err := e.s.refreshTools(ctx); err != nil {
+			return nil, err
+		}
+		if e, err = p.lookupSame(ctx, e); err != nil {
+			return nil, err
+		}
+	}
+	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Server: e.s.name, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy}
+	d, err := approver.Approve(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("approving the call to %s: %w", name, err)
+	}
+	if !d.Allow {
+		reason := d.Reason
+		if reason == "" {
+			reason = "not approved"
+		}
+		return nil, fmt.Errorf("the call to %s was refused (%s, decided by %s): %w; allow the tool with `berth policy set %s allow`, or approve the call", name, reason, orDefault(d.By, "the approver"), ErrDenied, name)
+	}
+	// Approval may have taken a while: check again.
+	if err := p.generation(ctx); err != nil {
+		return nil, err
+	}
+	if e, err = p.lookupSame(ctx, e); err != nil {
+		return nil, err
+	}
+	if err := e.s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	return p.dispatch(ctx, e, args)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// checkArgs requires a JSON object; empty means {}.
+func checkArgs(args json.RawMessage) (json.RawMessage, error) {
+	if len(strings.TrimSpace(string(args))) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("the arguments of a tool call must be a JSON object, like {\"text\": \"hi\"}")
+	}
+	return args, nil
+}
+
+// lookup finds a tool, waiting for servers that are still starting when
+// the name is not (yet) in the catalog.
+func (p *Pool) lookup(ctx context.Context, name string) (*toolEntry, error) {
+	for waited := false; ; waited = true {
+		idx := p.index()
+		if e := idx.tools[name]; e != nil {
+			return e, nil
+		}
+		if ch, ok := idx.withheld[name]; ok {
+			return nil, &SurfaceError{Tool: name, Change: ch}
+		}
+		if m, ok := idx.denied[name]; ok {
+			return nil, fmt.Errorf("the operator's policy denies %s (rule %q): %w; change it with `berth policy set` or `berth policy unset %s`", name, m.Pattern, ErrDenied, m.Pattern)
+		}
+		if ids, ok := idx.collided[name]; ok {
+			return nil, fmt.Errorf("%s is the name of tools of several servers (%s), so berth offers none of them; disable one of the plugins", name, joinNames(ids))
+		}
+		if waited || !idx.starting {
+			return nil, p.notFound(name)
+		}
+		if err := p.waitStarting(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitStarting waits until no server is starting (a first start or a
+// restart in progress).
+func (p *Pool) waitStarting(ctx context.Context) error {
+	for _, s := range p.servers() {
+		for {
+			s.mu.Lock()
+			st, ch := s.state, s.notify
+			s.mu.Unlock()
+			if st != StateStarting {
+				break
+			}
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// notFound explains a missing tool, naming a plugin or server that
+// should have it.
+func (p *Pool) notFound(name string) error {
+	var broken *plugin
+	for _, pl := range p.activePlugins() {
+		if (pl.err != nil || pl.driftErr() != nil) && strings.HasPrefix(name, pl.name+"-") && (broken == nil || len(pl.name) > len(broken.name)) {
+			broken = pl
+		}
+	}
+	if broken != nil {
+		if err := broken.driftErr(); err != nil {
+			return err
+		}
+		return broken.err
+	}
+	for _, s := range p.servers() {
+		if strings.HasPrefix(name, s.id+"__") {
+			s.mu.Lock()
+			st, err := s.state, s.lastErr
+			gave := s.gaveUp
+			var ferr error
+			if st == StateFailed {
+				ferr = s.failedErrLocked()
+			}
+			s.mu.Unlock()
+			switch {
+			case ferr != nil:
+				return fmt.Errorf("no tool %s: %w", name, ferr)
+			case err != nil && (st == StateStopped || st == StateDrifted || gave):
+				return fmt.Errorf("no tool %s: server %s is %s: %w", name, s.id, st, err)
+			case st == StateRunning || st == StateChanged:
+				return fmt.Errorf("server %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.id, strings.TrimPrefix(name, s.id+"__"))
+			}
+		}
+	}
+	return fmt.Errorf("no tool named %s is enabled in %s; berth tools lists the catalog", name, p.workspace)
+}
+
+// lookupSame looks the tool up again and requires the same server and
+// surface.
+func (p *Pool) lookupSame(ctx context.Context, e *toolEntry) (*toolEntry, error) {
+	n, err := p.lookup(ctx, e.tool.Name)
+	if err != nil {
+		return nil, err
+	}
+	if n.s != e.s || n.tool.Hash != e.tool.Hash {
+		return nil, fmt.Errorf("%s changed while the call waited; call it again", e.tool.Name)
+	}
+	return n, nil
+}
+
+// SurfaceError refuses a tool whose definition differs from the pinned
+// surface. It wraps trust.ErrDrift (CLI exit code 5).
+type SurfaceError struct {
+	Tool   string
+	Change ToolChange
+}
+
+func (e *SurfaceError) Error() string {
+	what := "its definition (description, schemas or annotations) changed"
+	if e.Change.Kind == ChangeAdded {
+		what = "the server added it after the tool surface was pinned"
+	}
+	return fmt.Sprintf("%s is withheld: %s since the plugin was enabled; review and accept it with `berth accept %s`", e.Tool, what, e.Change.Plugin)
+}
+
+// Unwrap returns trust.ErrDrift: a changed live tool surface is drift.
+func (e *SurfaceError) Unwrap() error { return trust.ErrDrift }
+
+// dispatch sends the call, and handles a server that dies during it.
+func (p *Pool) dispatch(ctx context.Context, e *toolEntry, args json.RawMessage) (*mcp.CallToolResult, error) {
+	s := e.s
+	retryable := e.def.Annotations != nil && (e.def.Annotations.ReadOnlyHint || e.def.Annotations.IdempotentHint)
+	c := s.live()
+	if c == nil || c.ctx.Err() != nil {
+		// Nothing was sent: wait for a start in progress; wait for a
+		// scheduled restart only for a tool that may be repeated.
+		seq := uint64(0)
+		if c != nil {
+			seq = c.seq
+		}
+		var err error
+		if c, err = s.waitConn(ctx, seq, retryable); err != nil {
+			return nil, fmt.Errorf("the call to %s did not run: %w", e.tool.Name, err)
+		}
+	}
+	res, dead, err := p.send(ctx, e, c, args)
+	if !dead {
+		return res, err
+	}
+	s.awaitDown(c)
+	if !retryable {
+		return nil, fmt.Errorf("server %s stopped during the call to %s (%v); berth is restarting it. The call may or may not have run, and %s is not annotated read-only or idempotent, so berth did not repeat it: check its effects before calling it again", s.id, e.tool.Name, err, e.tool.Name)
+	}
+	s.out.event("retrying %s once after a restart (it is read-only or idempotent)", e.def.Name)
+	c2, werr := s.waitConn(ctx, c.seq, true)
+	if werr != nil {
+		return nil, fmt.Errorf("server %s stopped during the call to %s (%v) and did not come back: %w", s.id, e.tool.Name, err, werr)
+	}
+	if err := p.generation(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := p.lookupSame(ctx, e); err != nil {
+		return nil, err
+	}
+	res, dead, err2 := p.send(ctx, e, c2, args)
+	if dead {
+		return nil, fmt.Errorf("server %s stopped during the call to %s, and again during the one retry after its restart (%v); berth gives up on this call", s.id, e.tool.Name, err2)
+	}
+	return res, err2
+}
+
+// send makes one tools/call on a connection. dead reports that the
+// connection died (or hung) during it.
+func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMessage) (*mcp.CallToolResult, bool, error) {
+	s := e.s
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(s.callTime, func() { cancel(errCallTimeout) })
+	defer timer.Stop()
+	stop := context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })
+	defer stop()
+	res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: e.def.Name, Arguments: args})
+	if err == nil {
+		s.mu.Lock()
+		s.inRow = 0
+		s.mu.Unlock()
+		return res, false, nil
+	}
+	if sc := s.stopped(); sc != nil && c.ctx.Err() != nil {
+		return nil, false, fmt.Errorf("the call to %s was cancelled: %w", e.tool.Name, sc)
+	}
+	if ctx.Err() != nil {
+		return nil, false, fmt.Errorf("the call to %s was cancelled: %w", e.tool.Name, context.Cause(ctx))
+	}
+	s.classify(ctx, cctx, c, err)
+	if c.ctx.Err() != nil {
+		if sc := s.stopped(); sc != nil {
+			return nil, false, fmt.Errorf("the call to %s was cancelled: %w", e.tool.Name, sc)
+		}
+		return nil, true, context.Cause(c.ctx)
+	}
+	return nil, false, fmt.Errorf("%s: %w", e.tool.Name, err)
+}
+
+// GetPrompt gets a prompt by its exported name.
+func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	idx, _, collided, err := p.promptIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e := idx[name]
+	if e == nil {
+		if ids, ok := collided[name]; ok {
+			return nil, fmt.Errorf("%s is the name of prompts of several servers (%s), so berth offers none of them", name, joinNames(ids))
+		}
+		return nil, fmt.Errorf("no prompt named %s in %s", name, p.workspace)
+	}
+	if err := e.s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	c := e.s.live()
+	if c == nil {
+		return nil, fmt.Errorf("server %s stopped; try again", e.s.id)
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, e.s.callTime, errCallTimeout)
+	defer cancel()
+	res, err := c.cs.GetPrompt(mergeCancel(cctx, c.ctx), &mcp.GetPromptParams{Name: e.prompt.UpstreamName, Arguments: args})
+	if err != nil {
+		e.s.classify(ctx, cctx, c, err)
+		return nil, fmt.Errorf("getting the prompt %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// ReadResource reads a resource, routed to the one server that lists the
+// URI or has a template matching it.
+func (p *Pool) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	s, err := p.routeResource(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	c := s.live()
+	if c == nil {
+		return nil, fmt.Errorf("server %s stopped; try again", s.id)
+	}
+	cctx, cancel := context.WithTimeoutCause(ctx, s.callTime, errCallTimeout)
+	defer cancel()
+	res, err := c.cs.ReadResource(mergeCancel(cctx, c.ctx), &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		s.classify(ctx, cctx, c, err)
+		return nil, fmt.Errorf("reading %s from %s: %w", uri, s.id, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,70 @@
+// Package pool runs the MCP servers of the plugins enabled in one
+// workspace and offers their tools, prompts and resources to one caller
+// (the CLI, or the MCP exporter) under namespaced names. At every catalog
+// and dispatch boundary it re-checks that what runs is still what was
+// reviewed. It knows nothing about how its catalog is served, and it does
+// not decide approval: Call takes an Approver.
+//
+// # Lifecycle
+//
+// Open reads the state and starts every enabled plugin's servers in the
+// background, concurrently: a slow or failing server never holds up the
+// others. Each server is starting, running, failed (with its error and
+// stderr tail), drifted, changed (tool surface changed) or stopped.
+//
+// Stdio servers run with ${bundle} and ${workspace} substituted, in the
+// staged snapshot (or the manifest's cwd), with only the base environment
+// (PATH, HOME, LANG, TMPDIR) and their declared fromEnv variables, in their
+// own process group; stopping one closes its stdin, waits, sends SIGTERM
+// to the group, waits, and sends SIGKILL to the group. Their stderr is kept
+// (TailLines lines) and logged to $BERTH_HOME/logs/<plugin>-<server>.log.
+// Remote servers are reached over go-sdk's Streamable HTTP or SSE client
+// transports through a guarded HTTP client: no ambient proxy, no private,
+// loopback, link-local or metadata address unless the endpoint is a
+// loopback literal, connections pinned to the checked address, redirects
+// and requests only within the reviewed origin, credentials only from
+// their declared environment sources.
+//
+// A server that dies, or does not answer within its call timeout, is
+// restarted after 1, 2, 4, 8 and 16 s (at most MaxRestarts in a row; a
+// successful call resets the count). The call that found it dead is
+// repeated once, after the restart, only for tools annotated readOnlyHint
+// or idempotentHint. Hung servers are found by the call timeout alone:
+// go-sdk sends no keepalive pings on 2026-07-28 sessions, which Go
+// servers negotiate.
+//
+// # Boundaries
+//
+// Before every catalog assembly (Tools, Prompts, Resources) and every
+// dispatch (Call, GetPrompt, ReadResource), and in the background every
+// PollInterval, the pool (1) compares the state generation (a stat; a read
+// only when it moved) and reconciles: disabled, revoked or replaced
+// plugins are stopped, their calls cancelled and their process groups
+// terminated, newly enabled ones started, the tool policy re-read; and (2)
+// checks the plugin's staged snapshot for drift (trust.DriftChecker): a
+// drifted plugin's children are killed at once and the call fails with an
+// error wrapping trust.ErrDrift that names the file.
+//
+// # Names, policy, surfaces
+//
+// Tools and prompts are named "<plugin>-<server>__<name>" (ExportName);
+// two servers that would offer the same name offer neither, and Status
+// reports the collision. Resources keep their URIs and ReadResource
+// routes each to the one server that lists it or has a matching template.
+// The manifest's tools.allow and tools.deny apply first, then the
+// operator's tool policy (MatchPolicy): deny hides a tool, allow and ask
+// are attached to each catalog entry for the approver.
+//
+// The first listing of a server after enable pins its tool surface in the
+// state (ToolHash per tool). Later, a changed or new tool is withheld and
+// the server is changed until Accept records the new surface; Call of a
+// withheld tool returns a *SurfaceError, which wraps trust.ErrDrift.
+//
+// # Concurrency
+//
+// A Pool is safe for concurrent use. Each server has one supervisor
+// goroutine that owns its process and connection; callers read its state
+// under a lock and never wait for I/O under one. The catalog is rebuilt
+// from the servers' last listings only after something changed. The pool
+// keeps no global state; open one per workspace and process.
+package pool

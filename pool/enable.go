@@ -1,0 +1,96 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+// EnableResult reports what Enable did.
+type EnableResult struct {
+	Record    *trust.Record
+	Workspace string
+	// Already is true when this version was enabled there before; nothing
+	// changed then.
+	Already bool
+	// Replaced is the version that was enabled before, if another one.
+	Replaced string
+}
+
+// Enable attaches a trusted plugin's staged snapshot to a workspace: the
+// given version, or without one the highest trusted version (semver
+// order). Enabling another version replaces the enabled one, and its tool
+// surface is pinned afresh at the next start. It bumps the state
+// generation. An unknown or untrusted plugin is an error wrapping
+// trust.ErrNotTrusted.
+func Enable(ctx context.Context, store *trust.Store, workspace, name, version string) (*EnableResult, error) {
+	ws, err := Workspace(workspace)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := store.Find(name, version)
+	if err != nil {
+		return nil, err
+	}
+	rec := recs[len(recs)-1]
+	res := &EnableResult{Record: rec, Workspace: ws}
+	_, err = store.Update(ctx, func(st *trust.State) error {
+		// The record may have been revoked since Find.
+		if _, err := os.Stat(store.Paths().Record(rec.Name, rec.Version)); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s was revoked meanwhile: %w", rec.ID(), trust.ErrNotTrusted)
+		}
+		if _, err := os.Stat(store.Paths().Snapshot(rec.Digest)); err != nil {
+			return fmt.Errorf("the staged snapshot of %s is missing (%v); re-trust the bundle", rec.ID(), err)
+		}
+		w := st.Workspace(ws)
+		if en := w.Plugins[name]; en != nil {
+			if en.Version == rec.Version && en.Digest == rec.Digest {
+				res.Already = true
+				return trust.ErrNoChange
+			}
+			res.Replaced = en.Version
+		}
+		w.Plugins[name] = &trust.Enablement{Version: rec.Version, Digest: rec.Digest, EnabledAt: time.Now().UTC()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Disable detaches a plugin from a workspace and bumps the state
+// generation; running pools stop its servers and cancel its calls at their
+// next boundary (within their poll interval). It returns the enablement
+// that was removed.
+func Disable(ctx context.Context, store *trust.Store, workspace, name string) (*trust.Enablement, error) {
+	if err := trust.CheckRef(name, ""); err != nil {
+		return nil, err
+	}
+	ws, err := Workspace(workspace)
+	if err != nil {
+		return nil, err
+	}
+	var gone *trust.Enablement
+	_, err = store.Update(ctx, func(st *trust.State) error {
+		w := st.Workspaces[ws]
+		if w == nil || w.Plugins[name] == nil {
+			return fmt.Errorf("%s is not enabled in %s; `berth list` shows where each plugin is enabled", name, ws)
+		}
+		gone = w.Plugins[name]
+		delete(w.Plugins, name)
+		if len(w.Plugins) == 0 {
+			delete(st.Workspaces, ws)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return gone, nil
+}

@@ -1,0 +1,364 @@
+//go:build unix
+
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+// A server that dies in the middle of a call is restarted with backoff.
+// The call that found it dead fails, saying it may have run, unless the
+// tool is read-only or idempotent: then it runs once more after the
+// restart. A successful call resets the count of restarts in a row.
+func TestDeadChildRestartAndRetry(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{
+		"command": "berth-testserver", "args": []string{"-tools", "echo,die,die_once,pid", "-marker-dir", "${workspace}"}}}})
+	p := f.open(nil)
+	ctx := context.Background()
+	before := serverPIDs(t, p, "demo-main__pid").PID
+
+	_, err := p.Call(ctx, "demo-main__die", nil, allow)
+	if err == nil || !strings.Contains(err.Error(), "may or may not have run") || !strings.Contains(err.Error(), "restarting") {
+		t.Fatalf("die: %v", err)
+	}
+	if alive(before) {
+		t.Fatalf("the dead server %d is still there", before)
+	}
+	st := status(t, p, "demo-main")
+	if st.Restarts != 1 || st.RestartsInRow != 1 {
+		t.Fatalf("after one death: %+v", st)
+	}
+	// The restart comes after the backoff (20ms in this test).
+	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo-main").State == StateRunning })
+	after := serverPIDs(t, p, "demo-main__pid").PID // a successful call
+	if after == before {
+		t.Fatal("same pid after restart")
+	}
+	if st := status(t, p, "demo-main"); st.RestartsInRow != 0 || st.Restarts != 1 {
+		t.Fatalf("a successful call did not reset the count: %+v", st)
+	}
+	// die_once is read-only: it dies, the pool restarts the server and
+	// calls it again, and the second call answers.
+	if got := callText(t, p, "demo-main__die_once", "{}"); got != "survived" {
+		t.Fatalf("die_once: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "died-once")); err != nil {
+		t.Fatal("die_once did not die the first time")
+	}
+	if st := status(t, p, "demo-main"); st.Restarts != 2 || st.RestartsInRow != 0 {
+		t.Fatalf("after the retried call: %+v", st)
+	}
+	if !strings.Contains(strings.Join(status(t, p, "demo-main").StderrTail, "\n"), "dying once") {
+		t.Fatalf("stderr tail: %q", status(t, p, "demo-main").StderrTail)
+	}
+}
+
+// A server that keeps dying is restarted after 1, 2, 4, 8 and 16 times
+// the backoff, and then left failed.
+func TestRestartBackoffGivesUp(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo", "-die-after", "10ms", "-stderr", "about to die")})
+	start := time.Now()
+	p := f.open(func(o *Options) { o.RestartBackoff = 25 * time.Millisecond })
+	waitFor(t, 20*time.Second, "giving up", func() bool { return status(t, p, "demo-main").GaveUp })
+	elapsed := time.Since(start)
+	st := status(t, p, "demo-main")
+	if st.State != StateFailed || st.Restarts != MaxRestarts || st.RestartsInRow != MaxRestarts || !st.NextRestart.IsZero() {
+		t.Fatalf("status %+v", st)
+	}
+	if min := 25 * time.Millisecond * (1 + 2 + 4 + 8 + 16); elapsed < min {
+		t.Fatalf("gave up after %s, before the backoff of %s", elapsed, min)
+	}
+	if !strings.Contains(st.LastError, "exited with status 4") || !strings.Contains(st.LastError, "about to die") {
+		t.Fatalf("last error %q", st.LastError)
+	}
+	_, err := p.Call(context.Background(), "demo-main__echo", nil, allow)
+	if err == nil || !strings.Contains(err.Error(), "gave up") {
+		t.Fatalf("call to a server that gave up: %v", err)
+	}
+	log, _ := os.ReadFile(f.paths.Log("demo-main"))
+	for _, want := range []string{"restart 1 of 5 in 25ms", "restart 5 of 5 in 400ms", "gave up after 5 restarts", "about to die"} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// A server that does not answer within the call timeout is treated as
+// dead: killed (its whole group) and restarted.
+func TestHungChild(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": map[string]any{
+		"stdio":    map[string]any{"command": "berth-testserver", "args": []string{"-tools", "hang,pid"}},
+		"timeouts": map[string]any{"call": "1s"},
+	}})
+	p := f.open(nil)
+	pid := serverPIDs(t, p, "demo-main__pid").PID
+	start := time.Now()
+	_, err := p.Call(context.Background(), "demo-main__hang", nil, allow)
+	if err == nil || !strings.Contains(err.Error(), "hung") || !strings.Contains(err.Error(), "may or may not have run") {
+		t.Fatalf("hang: %v", err)
+	}
+	if d := time.Since(start); d < time.Second || d > 3*time.Second {
+		t.Fatalf("the hung call returned after %s, want about the 1s call timeout", d)
+	}
+	waitFor(t, 2*time.Second, "the hung server to be killed", func() bool { return !alive(pid) })
+	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo-main").State == StateRunning })
+	if serverPIDs(t, p, "demo-main__pid").PID == pid {
+		t.Fatal("not restarted")
+	}
+}
+
+// A server started through a wrapper (sh -c) runs as a grandchild; when
+// the wrapper dies, or the pool closes, the whole group goes.
+func TestWrapperGrandchildDies(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{
+		"command": "sh", "args": []string{"-c", "berth-testserver -tools pid,echo; echo wrapper done >&2"}}}})
+	p := f.open(nil)
+	ids := serverPIDs(t, p, "demo-main__pid")
+	wrapper := status(t, p, "demo-main").PID
+	if ids.PPID != wrapper || ids.PGID != wrapper {
+		t.Fatalf("server %+v is not the wrapper %d's child in its group", ids, wrapper)
+	}
+	// The wrapper dies: the pool notices at once (it waits for its own
+	// child, not for the pipes the grandchild holds) and kills the group.
+	syscall.Kill(wrapper, syscall.SIGKILL)
+	waitFor(t, time.Second, "the grandchild to die with its wrapper", func() bool { return !alive(ids.PID) })
+	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo-main").State == StateRunning })
+	ids2 := serverPIDs(t, p, "demo-main__pid")
+	if ids2.PID == ids.PID {
+		t.Fatal("not restarted")
+	}
+	p.Close()
+	// Close has signalled the group and waited for the wrapper; the kernel
+	// finishes the grandchild's exit a moment later.
+	waitFor(t, time.Second, "the group to be gone after Close", func() bool { return !alive(ids2.PID) && !alive(ids2.PPID) })
+}
+
+// berth disable from another process while a call is in flight: the call
+// is cancelled with a clear error and the child is gone within a second.
+func TestDisableFromAnotherProcessDuringCall(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": testServer("-tools", "slow,pid")})
+	p := f.open(nil)
+	pid := serverPIDs(t, p, "demo-main__pid").PID
+	type result struct {
+		err error
+		at  time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, err := p.Call(context.Background(), "demo-main__slow", json.RawMessage(`{"ms": 30000}`), allow)
+		done <- result{err, time.Now()}
+	}()
+	waitFor(t, 5*time.Second, "the slow call to start", func() bool {
+		return strings.Contains(strings.Join(status(t, p, "demo-main").StderrTail, "\n"), "slow call started")
+	})
+	cmd := exec.Command(filepath.Join(f.bin, "berth-disable"), f.home, f.ws, "demo")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("berth-disable: %v %s", err, out)
+	}
+	disabled := time.Now()
+	select {
+	case r := <-done:
+		if r.err == nil || !strings.Contains(r.err.Error(), "cancelled") || !strings.Contains(r.err.Error(), "demo was disabled in "+f.ws) {
+			t.Fatalf("call error: %v", r.err)
+		}
+		if d := r.at.Sub(disabled); d > time.Second {
+			t.Fatalf("the call was cancelled %s after the disable", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was not cancelled")
+	}
+	waitFor(t, time.Second-time.Since(disabled), "the child to be gone", func() bool { return !alive(pid) })
+	t.Logf("child gone %s after the disable", time.Since(disabled))
+	tools, err := p.Tools(context.Background())
+	if err != nil || len(tools) != 0 {
+		t.Fatalf("tools after disable: %v %v", tools, err)
+	}
+	if st := status(t, p, "demo-main"); st.State != StateStopped || !strings.Contains(st.LastError, "disabled") {
+		t.Fatalf("status %+v", st)
+	}
+	// Enabling again (here in this process) starts it again.
+	if _, err := Enable(context.Background(), f.store, f.ws, "demo", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the re-enabled server", func() bool {
+		tools, _ := p.Tools(context.Background())
+		return len(tools) == 2
+	})
+}
+
+// A staged file edited, chmod-ed, added or removed: the next call fails
+// with drift, naming the file, and the plugin's children are killed.
+func TestDrift(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tamper func(snap string)
+		want   string
+	}{
+		{"edited", func(snap string) {
+			os.Chmod(filepath.Join(snap, "share"), 0o755)
+			os.WriteFile(filepath.Join(snap, "share", "data.txt"), []byte("tampered\n"), 0o644)
+		}, "changed share/data.txt (content)"},
+		{"chmod", func(snap string) { os.Chmod(filepath.Join(snap, "share", "data.txt"), 0o755) }, "changed share/data.txt (mode 100644 -> 100755)"},
+		{"added", func(snap string) {
+			os.Chmod(filepath.Join(snap, "share"), 0o755)
+			os.WriteFile(filepath.Join(snap, "share", "new.txt"), []byte("x"), 0o644)
+		}, "added share/new.txt"},
+		{"removed", func(snap string) {
+			os.Chmod(filepath.Join(snap, "share"), 0o755)
+			os.Remove(filepath.Join(snap, "share", "data.txt"))
+		}, "removed share/data.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			rec := f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,pid")})
+			p := f.open(func(o *Options) { o.PollInterval = -1 }) // only the call's boundary may notice
+			pid := serverPIDs(t, p, "demo-main__pid").PID
+			tc.tamper(f.paths.Snapshot(rec.Digest))
+			time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
+			_, err := p.Call(context.Background(), "demo-main__echo", json.RawMessage(`{"text":"x"}`), allow)
+			var de *trust.DriftError
+			if !errors.Is(err, trust.ErrDrift) || !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "berth verify") {
+				t.Fatalf("call after tampering: %v", err)
+			}
+			waitFor(t, time.Second, "the drifted plugin's child to be killed", func() bool { return !alive(pid) })
+			if st := status(t, p, "demo-main"); st.State != StateDrifted {
+				t.Fatalf("status %+v", st)
+			}
+			if tools, err := p.Tools(context.Background()); err != nil || len(tools) != 0 {
+				t.Fatalf("tools of a drifted plugin: %v %v", tools, err)
+			}
+		})
+	}
+}
+
+// Two plugins whose servers get the same prefix: "a-b"+"c" and "a"+"b-c".
+// The colliding names are reported and neither is offered.
+func TestNameCollision(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("a-b", map[string]any{"c": testServer("-tools", "echo,sum")})
+	f.plugin("a", map[string]any{"b-c": testServer("-tools", "echo")})
+	p := f.open(nil)
+	if got := toolNames(t, p); len(got) != 1 || got[0] != "a-b-c__sum" {
+		t.Fatalf("tools %v", got)
+	}
+	for _, id := range []string{"a-b-c", "a-b-c"} {
+		_ = id
+	}
+	var reported int
+	for _, st := range p.Status() {
+		if len(st.Collisions) == 1 && st.Collisions[0] == "a-b-c__echo" {
+			reported++
+		}
+	}
+	if reported != 2 {
+		t.Fatalf("collision reported on %d servers: %+v", reported, p.Status())
+	}
+	_, err := p.Call(context.Background(), "a-b-c__echo", nil, allow)
+	if err == nil || !strings.Contains(err.Error(), "several servers") {
+		t.Fatalf("call of a colliding name: %v", err)
+	}
+}
+
+// The startup timeout covers spawn, handshake and the first tools/list.
+func TestStartupTimeout(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": map[string]any{
+		"stdio":    map[string]any{"command": "berth-testserver", "args": []string{"-hang-start"}},
+		"timeouts": map[string]any{"startup": "1s"},
+	}, "other": testServer("-tools", "echo")})
+	start := time.Now()
+	p := f.open(nil)
+	st := status(t, p, "demo-main")
+	if st.State != StateFailed || !strings.Contains(st.LastError, "startup timeout of 1s") {
+		t.Fatalf("status %+v", st)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("first attempt took %s", d)
+	}
+	if got := status(t, p, "demo-other").State; got != StateRunning {
+		t.Fatalf("a slow server held up another: %s", got)
+	}
+}
+
+// A legacy server that exits when its first message is server/discover
+// (go-sdk #1177) is restarted with the 2025-11-25 handshake.
+func TestLegacyFallback(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo", "-legacy", "-exit-on-discover")})
+	p := f.open(nil)
+	st := status(t, p, "demo-main")
+	if st.State != StateRunning || st.Protocol != "2025-11-25" {
+		t.Fatalf("status %+v", st)
+	}
+	if got := callText(t, p, "demo-main__echo", `{"text":"old"}`); got != "echo: old" {
+		t.Fatal(got)
+	}
+}
+
+// Manifest tools.allow and tools.deny: deny wins.
+func TestManifestToolFilter(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": map[string]any{
+		"stdio": map[string]any{"command": "berth-testserver", "args": []string{"-tools", "echo,sum,env,pid"}},
+		"tools": map[string]any{"allow": []string{"e*", "sum", "pid"}, "deny": []string{"env", "p?d"}},
+	}})
+	p := f.open(nil)
+	if got := toolNames(t, p); strings.Join(got, " ") != "demo-main__echo demo-main__sum" {
+		t.Fatalf("tools %v", got)
+	}
+	// The pinned surface holds only what the manifest lets through.
+	st, _ := f.store.State()
+	if n := len(st.Workspaces[f.ws].Plugins["demo"].Surfaces["main"].Tools); n != 2 {
+		t.Fatalf("pinned %d tools", n)
+	}
+}
+
+// Enabling another version replaces the running one; revoking stops it.
+func TestReplaceAndRevoke(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,pid")})
+	p := f.open(nil)
+	pid := serverPIDs(t, p, "demo-main__pid").PID
+
+	dir := f.bundleDir("demo", map[string]any{"main": testServer("-tools", "echo,pid,sum")}, nil)
+	m, _ := os.ReadFile(filepath.Join(dir, "berth.json"))
+	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(strings.Replace(string(m), `"1.0.0"`, `"1.1.0"`, 1)), 0o644)
+	f.install(dir) // enables the highest version: 1.1.0
+	waitFor(t, 10*time.Second, "the new version", func() bool {
+		st := status(t, p, "demo-main")
+		return st.Version == "1.1.0" && st.State == StateRunning
+	})
+	waitFor(t, time.Second, "the old server to be gone", func() bool { return !alive(pid) })
+	if got := toolNames(t, p); len(got) != 3 {
+		t.Fatalf("tools of 1.1.0: %v", got)
+	}
+	pid = serverPIDs(t, p, "demo-main__pid").PID
+
+	if _, err := f.store.Revoke(context.Background(), "demo", "1.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "the revoked server to stop", func() bool { return !alive(pid) })
+	st := status(t, p, "demo-main")
+	if st.State != StateStopped || !strings.Contains(st.LastError, "demo@1.1.0 was revoked") {
+		t.Fatalf("status %+v", st)
+	}
+	if _, err := p.Call(context.Background(), "demo-main__echo", nil, allow); err == nil {
+		t.Fatal("call of a revoked plugin's tool")
+	}
+}

@@ -1,0 +1,102 @@
+package pool
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+// MaxNameLen is the longest name a client sees.
+const MaxNameLen = 64
+
+// nameRe is the form of every name the pool exports.
+var nameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ValidName reports whether s is a name a client may see:
+// ^[a-zA-Z0-9_-]{1,64}$.
+func ValidName(s string) bool { return nameRe.MatchString(s) }
+
+// ServerID is a plugin server's identity, "<plugin>-<server>": the prefix
+// of its tools' and prompts' names and the name of its log.
+func ServerID(plugin, server string) string { return plugin + "-" + server }
+
+// ExportName is the name a client sees for an upstream tool or prompt of a
+// plugin server: "<plugin>-<server>__<tool>". Characters outside
+// [a-zA-Z0-9_-] become '_', and a name that had such characters or is
+// longer than 64 bytes is cut to 55 bytes and given "-" and the first 8 hex
+// digits of the sha256 of the full, unmodified name, so the result is
+// deterministic and two different upstream names rarely meet. When they
+// do meet anyway (or two prefixes coincide, as "a-b"+"c" and "a"+"b-c"),
+// the catalog reports a collision and exports neither.
+func ExportName(plugin, server, upstream string) string {
+	return exportName(ServerID(plugin, server), upstream)
+}
+
+// NativeExportName is the name of a plugin's native tool,
+// "<plugin>__<tool>", shortened like ExportName. Native tool providers
+// (go-plugin executables, issue 6) join the same catalog, so a collision
+// between a native name and a server's tool name is reported too.
+func NativeExportName(plugin, tool string) string { return exportName(plugin, tool) }
+
+func exportName(prefix, upstream string) string {
+	full := prefix + "__" + upstream
+	clean := sanitize(full)
+	if clean == full && len(full) <= MaxNameLen {
+		return full
+	}
+	sum := sha256.Sum256([]byte(full))
+	const keep = MaxNameLen - 9
+	if len(clean) > keep {
+		clean = clean[:keep]
+	}
+	return clean + "-" + hex.EncodeToString(sum[:4])
+}
+
+// sanitize replaces every character outside [a-zA-Z0-9_-] (each rune of a
+// multi-byte character once) with '_'.
+func sanitize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// globMatch reports whether name matches pattern, where '*' matches any
+// run of characters (also none) and '?' exactly one; every other
+// character matches itself. It is the glob of tool filters and of the
+// operator's tool policy.
+func globMatch(pattern, name string) bool {
+	// Iterative matching with one backtrack point, linear in practice.
+	p, n := 0, 0
+	star, mark := -1, 0
+	for n < len(name) {
+		switch {
+		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
+			p++
+			n++
+		case p < len(pattern) && pattern[p] == '*':
+			star, mark = p, n
+			p++
+		case star >= 0:
+			p = star + 1
+			mark++
+			n = mark
+		default:
+			return false
+		}
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+func isGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?") }

@@ -1,0 +1,193 @@
+//go:build unix
+
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+func TestExportName(t *testing.T) {
+	long := strings.Repeat("x", 60)
+	for _, tc := range []struct{ plugin, server, tool, want string }{
+		{"acme-notes", "notes", "search", "acme-notes-notes__search"},
+		{"a", "b", "read.file", "a-b__read_file-"},        // sanitized: hash suffix
+		{"acme", "s", long, "acme-s__" + long[:47] + "-"}, // cut to 55 + "-" + 8 hex
+		{"acme", "s", "ünï", "acme-s___n_-"},              // one '_' per rune
+	} {
+		got := ExportName(tc.plugin, tc.server, tc.tool)
+		if !ValidName(got) || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("ExportName(%q, %q, %q) = %q, want prefix %q", tc.plugin, tc.server, tc.tool, got, tc.want)
+		}
+		if got != ExportName(tc.plugin, tc.server, tc.tool) {
+			t.Error("not deterministic")
+		}
+		if strings.HasSuffix(tc.want, "-") && len(got) != len(tc.want)+8 {
+			t.Errorf("%q: want an 8-hex suffix", got)
+		}
+	}
+	// Two long names that differ only after the cut stay distinct.
+	a, b := ExportName("p", "s", long+"a"), ExportName("p", "s", long+"b")
+	if a == b || len(a) != 64 || len(b) != 64 {
+		t.Fatalf("%q %q", a, b)
+	}
+	// "foo.bar" and "foo_bar" do not meet.
+	if ExportName("p", "s", "foo.bar") == ExportName("p", "s", "foo_bar") {
+		t.Fatal("sanitized name collides with a literal one")
+	}
+	if got := NativeExportName("acme", "fmt"); got != "acme__fmt" {
+		t.Fatal(got)
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pat, name string
+		want      bool
+	}{
+		{"*", "", true}, {"*", "abc", true}, {"a*", "abc", true}, {"a*c", "abbbc", true}, {"a*c", "abcd", false},
+		{"?", "a", true}, {"?", "", false}, {"a?c", "abc", true}, {"*b*", "abc", true}, {"a**c", "ac", true},
+		{"acme-*__read_*", "acme-notes__read_note", true}, {"acme-*__read_*", "acme-notes__write", false},
+		{"[a]", "a", false}, {"[a]", "[a]", true}, {"v?.*", "v1.x", true},
+	} {
+		if got := globMatch(tc.pat, tc.name); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.pat, tc.name, got)
+		}
+	}
+}
+
+func TestMatchPolicy(t *testing.T) {
+	rules := []trust.PolicyRule{
+		{Pattern: "*", Action: "allow"},
+		{Pattern: "acme-*", Action: "ask"},
+		{Pattern: "acme-notes-notes__delete*", Action: "deny"},
+		{Pattern: "acme-notes-notes__delete_draft", Action: "allow"},
+		{Pattern: "acme-notes-*", Action: "ask"},
+	}
+	for _, tc := range []struct {
+		tool string
+		want PolicyMatch
+	}{
+		{"other__x", PolicyMatch{Action: "allow", Pattern: "*"}},
+		{"acme-notes-notes__read", PolicyMatch{Action: "ask", Pattern: "acme-notes-*"}},
+		{"acme-notes-notes__delete_all", PolicyMatch{Action: "deny", Pattern: "acme-notes-notes__delete*"}},
+		{"acme-notes-notes__delete_draft", PolicyMatch{Action: "allow", Pattern: "acme-notes-notes__delete_draft", Exact: true}},
+	} {
+		if got := MatchPolicy(rules, tc.tool); got != tc.want {
+			t.Errorf("MatchPolicy(%s) = %+v, want %+v", tc.tool, got, tc.want)
+		}
+	}
+	if got := MatchPolicy(nil, "x"); got != (PolicyMatch{Action: "ask"}) {
+		t.Errorf("default %+v", got)
+	}
+	for _, bad := range []trust.PolicyRule{{Pattern: "a b", Action: "allow"}, {Pattern: "a", Action: "maybe"}, {Pattern: "", Action: "allow"}, {Pattern: "x[1]", Action: "allow"}} {
+		if CheckPolicyRule(bad) == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+}
+
+func TestAllowedByPolicy(t *testing.T) {
+	yes, no := true, false
+	req := func(action string, exact bool, destructive *bool) *ApprovalRequest {
+		r := &ApprovalRequest{Policy: PolicyMatch{Action: action, Exact: exact, Pattern: "p"}}
+		if destructive != nil {
+			r.Annotations = annotations(destructive)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		r    *ApprovalRequest
+		want bool
+	}{
+		{req("allow", false, nil), true},
+		{req("allow", false, &no), true},
+		{req("allow", false, &yes), false},
+		{req("allow", true, &yes), true},
+		{req("ask", true, nil), false},
+		{req("deny", true, nil), false},
+		{nil, false},
+	} {
+		if got := AllowedByPolicy(tc.r); got != tc.want {
+			t.Errorf("AllowedByPolicy(%+v) = %v", tc.r, got)
+		}
+	}
+}
+
+func TestRefusedAddr(t *testing.T) {
+	for _, tc := range []struct {
+		addr    string
+		refused bool
+	}{
+		{"127.0.0.1", true}, {"127.8.9.10", true}, {"::1", true}, {"10.1.2.3", true}, {"172.16.0.1", true}, {"192.168.1.1", true},
+		{"169.254.169.254", true}, {"100.100.100.200", true}, {"192.0.0.192", true}, {"fd00:ec2::254", true}, {"fe80::1", true},
+		{"0.0.0.0", true}, {"::", true}, {"::ffff:127.0.0.1", true}, {"64:ff9b::a00:1", true}, {"2002:7f00:1::", true}, {"224.0.0.1", true},
+		{"203.0.113.7", false}, {"8.8.8.8", false}, {"2606:4700::1111", false}, {"172.32.0.1", false}, {"64:ff9b::808:808", false},
+	} {
+		if got := refusedAddr(netip.MustParseAddr(tc.addr)) != ""; got != tc.refused {
+			t.Errorf("refusedAddr(%s) refused=%v", tc.addr, got)
+		}
+	}
+}
+
+// Prompts and resources are exposed, prompts namespaced, resource reads
+// routed by URI; a URI two servers share is refused.
+func TestPromptsAndResources(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{
+		"one": testServer("-tools", "echo", "-extras", "-name", "one"),
+		"two": testServer("-tools", "echo", "-extras", "-name", "two"),
+		"dup": testServer("-tools", "echo", "-extras", "-name", "two"),
+	})
+	p := f.open(nil)
+	ctx := context.Background()
+	prompts, err := p.Prompts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, pr := range prompts {
+		names = append(names, pr.Name)
+	}
+	if strings.Join(names, " ") != "demo-dup__greet demo-one__greet demo-two__greet" {
+		t.Fatalf("prompts %v", names)
+	}
+	res, err := p.GetPrompt(ctx, "demo-one__greet", map[string]string{"who": "berth"})
+	if err != nil || len(res.Messages) != 1 || !strings.Contains(mustJSON(res.Messages[0].Content), "Hello, berth") {
+		t.Fatalf("prompt: %v %v", res, err)
+	}
+	rs, err := p.Resources(ctx)
+	if err != nil || len(rs) != 6 {
+		t.Fatalf("resources %d %v", len(rs), err)
+	}
+	rr, err := p.ReadResource(ctx, "test://one/static")
+	if err != nil || rr.Contents[0].Text != "static from one" {
+		t.Fatalf("read: %+v %v", rr, err)
+	}
+	rr, err = p.ReadResource(ctx, "test://one/item/42")
+	if err != nil || rr.Contents[0].Text != "item test://one/item/42" {
+		t.Fatalf("template read: %+v %v", rr, err)
+	}
+	if _, err := p.ReadResource(ctx, "test://two/static"); err == nil || !strings.Contains(err.Error(), "several servers") {
+		t.Fatalf("shared URI: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "test://nobody/x"); err == nil {
+		t.Fatal("read of an unknown URI")
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func annotations(destructive *bool) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{DestructiveHint: destructive}
+}

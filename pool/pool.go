@@ -1,0 +1,717 @@
+package pool
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Options tune a Pool. A nil *Options means the defaults.
+type Options struct {
+	// LookupEnv reads the host environment: the base environment of stdio
+	// servers and the fromEnv sources of servers and remotes. nil means
+	// os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+	// BaseEnv, when non-nil, replaces the base environment of stdio
+	// servers ("NAME=value" entries). By default it is PATH, HOME, LANG and
+	// TMPDIR (and the Windows equivalents) read through LookupEnv.
+	BaseEnv []string
+	// RestartBackoff is the delay before the first restart in a row; it
+	// doubles with each further one (1s, 2s, 4s, 8s, 16s by default).
+	RestartBackoff time.Duration
+	// TerminateGrace is how long stopping a server waits after closing its
+	// stdin, and again after SIGTERM, before SIGKILL. Default 500ms.
+	TerminateGrace time.Duration
+	// PollInterval is how often the pool checks the state generation (and
+	// drift) in the background, so that a disable or revoke stops calls
+	// already running. Default 100ms; a negative value turns it off.
+	PollInterval time.Duration
+	// Changed, when set, is called when the catalog may have changed (a
+	// server started or stopped, a server announced list_changed, a
+	// reconcile happened). It is called from one goroutine of the pool,
+	// never under a lock, and coalesces bursts; it should return quickly.
+	Changed func()
+
+	testNet *testNetwork
+}
+
+// Pool runs the servers of the plugins enabled in one workspace and
+// offers their tools, prompts and resources under namespaced names. Open
+// one per workspace and process.
+//
+// Every method is safe for concurrent use. Each server has a supervisor
+// goroutine that owns its process and connection; the catalog is rebuilt
+// from the servers' last listings when something changed. Before every
+// catalog assembly (Tools, Prompts, Resources) and every dispatch (Call,
+// GetPrompt, ReadResource) the pool checks the state generation and
+// reconciles, and checks the staged snapshots for drift.
+type Pool struct {
+	paths     trust.Paths
+	store     *trust.Store
+	workspace string
+	opts      Options
+	lookupEnv func(string) (string, bool)
+	baseEnv   []string
+	backoff   time.Duration
+	grace     time.Duration
+	watch     *trust.GenerationWatch
+
+	reconcileMu sync.Mutex // serializes boundary generation checks and reconciles
+
+	mu      sync.Mutex // guards the fields below; taken before any server's mu
+	plugins map[string]*plugin
+	policy  []trust.PolicyRule
+	idx     *index
+	closed  bool
+
+	ver       atomic.Uint64 // bumped whenever the catalog may have changed
+	changedCh chan struct{}
+	stopBg    chan struct{}
+	bg        sync.WaitGroup
+}
+
+// plugin is one enabled plugin: its staged snapshot, drift checker and
+// servers.
+type plugin struct {
+	p         *Pool
+	name      string
+	version   string
+	digest    string
+	enabledAt time.Time
+	dir       string
+	drift     *trust.DriftChecker
+	servers   []*server
+	err       error // the plugin could not be set up at all
+	gone      bool  // disabled or revoked; kept for Status until enabled again
+
+	mu      sync.Mutex
+	drifted error
+}
+
+// Workspace returns dir made absolute and symlink-resolved: the key of a
+// workspace in the state.
+func Workspace(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	return real, nil
+}
+
+// Open opens the pool of a workspace and starts the enabled plugins'
+// servers in the background, concurrently; it does not wait for them
+// (WaitStarted does). It fails only when the state or the configuration
+// cannot be read.
+func Open(ctx context.Context, paths trust.Paths, workspace string, opts *Options) (*Pool, error) {
+	ws, err := Workspace(workspace)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pool{paths: paths, store: trust.OpenStore(paths, nil), workspace: ws, plugins: map[string]*plugin{},
+		stopBg: make(chan struct{})}
+	if opts != nil {
+		p.opts = *opts
+	}
+	p.lookupEnv = p.opts.LookupEnv
+	if p.lookupEnv == nil {
+		p.lookupEnv = os.LookupEnv
+	}
+	p.baseEnv = p.opts.BaseEnv
+	if p.baseEnv == nil {
+		for _, k := range baseEnvNames() {
+			if v, ok := p.lookupEnv(k); ok {
+				p.baseEnv = append(p.baseEnv, k+"="+v)
+			} else if k == "PATH" {
+				p.baseEnv = append(p.baseEnv, "PATH="+defaultPath)
+			}
+		}
+	}
+	p.backoff = cmpOr(p.opts.RestartBackoff, time.Second)
+	p.grace = cmpOr(p.opts.TerminateGrace, 500*time.Millisecond)
+	p.watch = p.store.WatchGeneration()
+	if p.opts.Changed != nil {
+		p.changedCh = make(chan struct{}, 1)
+		p.bg.Add(1)
+		go p.notifier()
+	}
+	p.reconcileMu.Lock()
+	st, _, err := p.watch.Check()
+	if err == nil {
+		err = p.reconcile(ctx, st)
+	}
+	p.reconcileMu.Unlock()
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	if iv := cmpOr(p.opts.PollInterval, 100*time.Millisecond); iv > 0 {
+		p.bg.Add(1)
+		go p.poll(iv)
+	}
+	return p, nil
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// WorkspaceDir is the pool's workspace, absolute and symlink-resolved.
+func (p *Pool) WorkspaceDir() string { return p.workspace }
+
+func (p *Pool) invalidate() { p.ver.Add(1) }
+
+// changed signals the Changed callback.
+func (p *Pool) changed() {
+	if p.changedCh == nil {
+		return
+	}
+	select {
+	case p.changedCh <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Pool) notifier() {
+	defer p.bg.Done()
+	for {
+		select {
+		case <-p.changedCh:
+			p.opts.Changed()
+		case <-p.stopBg:
+			return
+		}
+	}
+}
+
+// poll runs the boundary checks in the background.
+func (p *Pool) poll(iv time.Duration) {
+	defer p.bg.Done()
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if p.generation(ctx) == nil {
+				for _, pl := range p.activePlugins() {
+					pl.checkDrift(ctx)
+				}
+			}
+			cancel()
+		case <-p.stopBg:
+			return
+		}
+	}
+}
+
+// generation is boundary step 1: a cheap check of the state generation
+// and, when it moved, a reconcile.
+func (p *Pool) generation(ctx context.Context) error {
+	p.reconcileMu.Lock()
+	defer p.reconcileMu.Unlock()
+	st, moved, err := p.watch.Check()
+	if err != nil {
+		return fmt.Errorf("reading the berth state %s: %w; fix or restore it (berth refuses to run tools it cannot check)", p.paths.State(), err)
+	}
+	if !moved {
+		return nil
+	}
+	return p.reconcile(ctx, st)
+}
+
+// boundary runs both boundary checks for the given plugins (all when nil).
+func (p *Pool) boundary(ctx context.Context, only *plugin) error {
+	if err := p.generation(ctx); err != nil {
+		return err
+	}
+	if only != nil {
+		return only.checkDrift(ctx)
+	}
+	for _, pl := range p.activePlugins() {
+		pl.checkDrift(ctx) // a drifted plugin leaves the catalog; others stay
+	}
+	return nil
+}
+
+func (p *Pool) activePlugins() []*plugin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*plugin, 0, len(p.plugins))
+	for _, pl := range p.plugins {
+		out = append(out, pl)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// reconcile makes the pool match the state: plugins disabled, revoked or
+// replaced are stopped (their calls cancelled, their children
+// terminated), newly enabled ones are started, pinned surfaces and the
+// tool policy are refreshed. The caller holds reconcileMu.
+func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
+	cfg, err := p.store.Config()
+	if err != nil {
+		return fmt.Errorf("reading the berth configuration: %w", err)
+	}
+	enabled := map[string]*trust.Enablement{}
+	if w := st.Workspaces[p.workspace]; w != nil {
+		enabled = w.Plugins
+	}
+	type stopping struct {
+		pl      *plugin
+		replace bool
+		version string
+	}
+	var stops []stopping
+	var create []string
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return errClosed
+	}
+	p.policy = slices.Clone(cfg.ToolPolicy)
+	for name, pl := range p.plugins {
+		en := enabled[name]
+		switch {
+		case !pl.gone && pl.err == nil && en != nil && en.Digest == pl.digest && en.EnabledAt.Equal(pl.enabledAt) && pl.driftErr() == nil:
+			for _, s := range pl.servers {
+				if sf := en.Surfaces[s.name]; sf != nil {
+					s.setPinned(sf.Tools)
+				}
+			}
+		case en == nil && pl.gone:
+		case en == nil:
+			pl.gone = true
+			stops = append(stops, stopping{pl: pl})
+		default:
+			stops = append(stops, stopping{pl: pl, replace: true, version: en.Version})
+			create = append(create, name)
+		}
+	}
+	for name := range enabled {
+		if p.plugins[name] == nil {
+			create = append(create, name)
+		}
+	}
+	p.mu.Unlock()
+
+	for _, x := range stops {
+		why := fmt.Errorf("%s was replaced by %s@%s in %s", x.pl.name, x.pl.name, x.version, p.workspace)
+		if !x.replace {
+			why = fmt.Errorf("%s was disabled in %s", x.pl.name, p.workspace)
+			if _, err := p.store.Find(x.pl.name, x.pl.version); errors.Is(err, trust.ErrNotTrusted) {
+				why = fmt.Errorf("%s@%s was revoked (berth revoke)", x.pl.name, x.pl.version)
+			}
+		}
+		x.pl.stop(why)
+	}
+	var started []*plugin
+	for _, name := range create {
+		started = append(started, p.newPlugin(ctx, name, enabled[name]))
+	}
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		for _, pl := range started {
+			p.plugins[pl.name] = pl
+		}
+	}
+	p.mu.Unlock()
+	for _, pl := range started {
+		if closed {
+			pl.stop(errClosed)
+			for _, s := range pl.servers {
+				close(s.done)
+				close(s.settled)
+			}
+			continue
+		}
+		for _, s := range pl.servers {
+			go s.supervise()
+		}
+	}
+	p.invalidate()
+	p.changed()
+	return nil
+}
+
+var errClosed = errors.New("the pool is closed")
+
+// newPlugin sets up an enabled plugin: its trust record, drift checker
+// and manifest (read from the staged snapshot once it passed the drift
+// check). Problems are kept in the plugin, not returned: one broken
+// plugin never holds up the others.
+func (p *Pool) newPlugin(ctx context.Context, name string, en *trust.Enablement) *plugin {
+	pl := &plugin{p: p, name: name, version: en.Version, digest: en.Digest, enabledAt: en.EnabledAt}
+	fail := func(err error) *plugin {
+		pl.err = err
+		return pl
+	}
+	recs, err := p.store.Find(name, en.Version)
+	if err != nil {
+		return fail(fmt.Errorf("%s@%s is enabled in %s but %w", name, en.Version, p.workspace, err))
+	}
+	if recs[0].Digest != en.Digest {
+		return fail(fmt.Errorf("%s@%s is enabled with digest %s, but its trust record says %s: %w; run `berth enable %s@%s` again", name, en.Version, en.Digest, recs[0].Digest, trust.ErrUntrusted, name, en.Version))
+	}
+	if _, err := trust.ParseDigest(en.Digest); err != nil {
+		return fail(err)
+	}
+	pl.dir = p.paths.Snapshot(en.Digest)
+	dc, err := p.store.DriftChecker(en.Digest)
+	if err != nil {
+		return fail(fmt.Errorf("%s@%s: %w", name, en.Version, err))
+	}
+	pl.drift = dc
+	m, err := pl.manifest(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	for _, sname := range slices.Sorted(mapsKeys(m.MCPServers)) {
+		pl.servers = append(pl.servers, newServer(p, pl, sname, m.MCPServers[sname], en.Surfaces[sname]))
+	}
+	return pl
+}
+
+// manifest reads berth.json from the staged snapshot, after a drift check,
+// and checks it against the staged listing.
+func (pl *plugin) manifest(ctx context.Context) (*bundle.Manifest, error) {
+	if err := pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	listing, err := pl.p.store.Listing(pl.digest)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := listing.Lookup(bundle.ManifestFile)
+	if !ok {
+		return nil, fmt.Errorf("%s@%s: the staged snapshot has no %s; re-trust the bundle", pl.name, pl.version, bundle.ManifestFile)
+	}
+	data, err := os.ReadFile(filepath.Join(pl.dir, bundle.ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(data) != e.SHA256 {
+		return nil, fmt.Errorf("%s@%s: the staged %s does not match its listing: %w; run `berth verify`, then re-trust the bundle", pl.name, pl.version, bundle.ManifestFile, trust.ErrDrift)
+	}
+	m, problems := bundle.DecodeManifest(data)
+	if len(problems) > 0 || m == nil {
+		return nil, fmt.Errorf("%s@%s: the staged manifest does not decode (%v); re-trust the bundle", pl.name, pl.version, errors.Join(problemErrs(problems)...))
+	}
+	return m, nil
+}
+
+func problemErrs(ps []*bundle.Problem) []error {
+	out := make([]error, len(ps))
+	for i, p := range ps {
+		out[i] = p
+	}
+	return out
+}
+
+func (pl *plugin) driftErr() error {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return pl.drifted
+}
+
+// checkDrift is boundary step 2 for one plugin. On drift the plugin's
+// servers are killed at once and the error (wrapping trust.ErrDrift)
+// names the file and says to run berth verify and re-trust.
+func (pl *plugin) checkDrift(ctx context.Context) error {
+	if pl.err != nil {
+		return pl.err
+	}
+	if err := pl.driftErr(); err != nil {
+		return err
+	}
+	err := pl.drift.Check(ctx)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, trust.ErrDrift) {
+		return fmt.Errorf("checking the staged copy of %s@%s for drift: %w", pl.name, pl.version, err)
+	}
+	err = fmt.Errorf("%s@%s drifted: %w", pl.name, pl.version, err)
+	pl.mu.Lock()
+	first := pl.drifted == nil
+	if first {
+		pl.drifted = err
+	}
+	err = pl.drifted
+	pl.mu.Unlock()
+	if first {
+		for _, s := range pl.servers {
+			s.out.event("%v", err)
+			s.stop(StateDrifted, err, true)
+		}
+		pl.p.changed()
+	}
+	return err
+}
+
+// stop stops every server of the plugin, gracefully, with a cause.
+func (pl *plugin) stop(why error) {
+	for _, s := range pl.servers {
+		s.stop(StateStopped, why, false)
+	}
+	if pl.drift != nil {
+		pl.drift.Close()
+	}
+}
+
+// recordSurface pins a server's surface in the state, unless another
+// process pinned it first (then that one is returned).
+func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]string) (map[string]string, error) {
+	var pinned map[string]string
+	_, err := p.store.Update(ctx, func(st *trust.State) error {
+		w := st.Workspaces[p.workspace]
+		if w == nil || w.Plugins[s.pl.name] == nil {
+			return fmt.Errorf("%s is no longer enabled in %s", s.pl.name, p.workspace)
+		}
+		en := w.Plugins[s.pl.name]
+		if en.Digest != s.pl.digest || !en.EnabledAt.Equal(s.pl.enabledAt) {
+			return fmt.Errorf("%s was re-enabled in %s meanwhile", s.pl.name, p.workspace)
+		}
+		if sf := en.Surfaces[s.name]; sf != nil {
+			pinned = sf.Tools
+			return trust.ErrNoChange
+		}
+		if en.Surfaces == nil {
+			en.Surfaces = map[string]*trust.Surface{}
+		}
+		pinned = hashes
+		en.Surfaces[s.name] = &trust.Surface{Tools: hashes, RecordedAt: time.Now().UTC().Truncate(time.Second)}
+		return nil
+	})
+	if pinned == nil && err == nil {
+		pinned = map[string]string{}
+	}
+	return pinned, err
+}
+
+// WaitStarted waits until every server's first start attempt is over
+// (running, changed, failed, drifted or stopped), or ctx is done. Servers
+// that are enabled later are not waited for.
+func (p *Pool) WaitStarted(ctx context.Context) error {
+	for _, pl := range p.activePlugins() {
+		for _, s := range pl.servers {
+			select {
+			case <-s.settled:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// Close stops every server (gracefully: stdin closed, SIGTERM, SIGKILL to
+// the process group) and waits for them. Calls in flight are cancelled.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.stopBg)
+	p.bg.Wait() // the poller may be in a reconcile
+	p.reconcileMu.Lock()
+	p.mu.Lock()
+	plugins := make([]*plugin, 0, len(p.plugins))
+	for _, pl := range p.plugins {
+		plugins = append(plugins, pl)
+	}
+	p.mu.Unlock()
+	p.reconcileMu.Unlock()
+	for _, pl := range plugins {
+		pl.stop(errClosed)
+	}
+	for _, pl := range plugins {
+		for _, s := range pl.servers {
+			<-s.done
+			s.out.close()
+		}
+	}
+	return nil
+}
+
+func (p *Pool) isClosed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed
+}
+
+// ServerStatus is the state of one server of the pool.
+type ServerStatus struct {
+	// ID is "<plugin>-<server>"; for a plugin that could not be set up at
+	// all, the plugin's name.
+	ID        string `json:"id"`
+	Plugin    string `json:"plugin"`
+	Server    string `json:"server"`
+	Version   string `json:"version"`
+	State     State  `json:"state"`
+	Transport string `json:"transport"`
+	// Protocol is the negotiated MCP version while connected.
+	Protocol string `json:"protocol,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	// Tools is how many of its tools are in the catalog.
+	Tools int `json:"tools"`
+	// StartedAt is when the current connection was made; zero unless
+	// running or changed.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	// Restarts counts every restart in this pool; RestartsInRow those
+	// since the last successful call.
+	Restarts      int `json:"restarts"`
+	RestartsInRow int `json:"restartsInRow"`
+	// NextRestart is when a failed server is restarted; zero when it
+	// will not be (GaveUp).
+	NextRestart time.Time `json:"nextRestart,omitzero"`
+	GaveUp      bool      `json:"gaveUp,omitempty"`
+	LastError   string    `json:"lastError,omitempty"`
+	// StderrTail is the last lines of its stderr (stdio servers).
+	StderrTail []string `json:"stderrTail,omitempty"`
+	// Changes are the tools withheld because they differ from the pinned
+	// surface.
+	Changes []ToolChange `json:"changes,omitempty"`
+	// Collisions are exported names this server shares with another
+	// server; those tools are withheld from both.
+	Collisions []string `json:"collisions,omitempty"`
+	// Err is LastError as an error.
+	Err error `json:"-"`
+}
+
+// Status reports every server of the enabled plugins, sorted by ID.
+func (p *Pool) Status() []ServerStatus {
+	idx := p.index()
+	var out []ServerStatus
+	for _, pl := range p.activePlugins() {
+		if pl.err != nil {
+			state := StateFailed
+			if errors.Is(pl.err, trust.ErrDrift) {
+				state = StateDrifted
+			}
+			out = append(out, ServerStatus{ID: pl.name, Plugin: pl.name, Version: pl.version, State: state, GaveUp: true, LastError: pl.err.Error(), Err: pl.err})
+			continue
+		}
+		for _, s := range pl.servers {
+			s.mu.Lock()
+			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, State: s.state, Transport: s.kind,
+				Restarts: s.restarts, RestartsInRow: s.inRow, GaveUp: s.gaveUp, Err: s.lastErr,
+				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s]}
+			if s.lastErr != nil {
+				st.LastError = s.lastErr.Error()
+			}
+			if s.conn != nil {
+				st.StartedAt, st.Protocol = s.conn.started, s.conn.protocol
+				if s.conn.proc != nil {
+					st.PID = s.conn.proc.pid()
+				}
+			}
+			if s.state == StateFailed && !s.gaveUp {
+				st.NextRestart = s.nextStart
+			}
+			s.mu.Unlock()
+			if s.kind == "stdio" {
+				st.StderrTail = s.out.tail()
+			}
+			out = append(out, st)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// plugin returns the enabled plugin name, or nil.
+func (p *Pool) plugin(name string) *plugin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.plugins[name]
+}
+
+// Accept records the live tool surface of a plugin's changed servers as
+// the new pinned surface, after the operator reviewed the differences.
+// seen must be the changes the operator was shown (from Status); if the
+// surface changed again since, nothing is recorded and the error says to
+// look again.
+func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) error {
+	if err := p.generation(ctx); err != nil {
+		return err
+	}
+	pl := p.plugin(plugin)
+	if pl == nil || pl.err != nil {
+		return fmt.Errorf("%s is not enabled in %s, so there is nothing to accept (berth enable %s)", plugin, p.workspace, plugin)
+	}
+	if err := pl.checkDrift(ctx); err != nil {
+		return err
+	}
+	var live []ToolChange
+	surfaces := map[string]map[string]string{}
+	for _, s := range pl.servers {
+		s.refreshTools(ctx)
+		s.mu.Lock()
+		if len(s.changes) > 0 && s.conn != nil {
+			live = append(live, s.changes...)
+			surfaces[s.name] = s.hashes
+		}
+		s.mu.Unlock()
+	}
+	if !sameChanges(live, seen) {
+		return fmt.Errorf("the tool surface of %s changed again while you looked; run berth accept %s again to see the current differences", plugin, plugin)
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	_, err := p.store.Update(ctx, func(st *trust.State) error {
+		w := st.Workspaces[p.workspace]
+		if w == nil || w.Plugins[plugin] == nil {
+			return fmt.Errorf("%s is no longer enabled in %s", plugin, p.workspace)
+		}
+		en := w.Plugins[plugin]
+		if en.Digest != pl.digest || !en.EnabledAt.Equal(pl.enabledAt) {
+			return fmt.Errorf("%s was re-enabled in %s meanwhile; run berth accept %s again", plugin, p.workspace, plugin)
+		}
+		if en.Surfaces == nil {
+			en.Surfaces = map[string]*trust.Surface{}
+		}
+		now := time.Now().UTC().Truncate(time.Second)
+		for name, h := range surfaces {
+			en.Surfaces[name] = &trust.Surface{Tools: h, RecordedAt: now}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range pl.servers {
+		if h := surfaces[s.name]; h != nil {
+			s.setPinned(h)
+		}
+	}
+	p.invalidate()
+	p.changed()
+	return nil
+}
+
+func joinNames(names []string) string { return strings.Join(names, ", ") }

@@ -1,0 +1,308 @@
+package pool
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+// Rules of the remote guard, named in its errors and in docs/pool.md.
+const (
+	RuleRemoteAddress  = "remote-address"  // private, loopback, link-local, metadata addresses refused
+	RuleRemoteOrigin   = "remote-origin"   // requests only to the reviewed origin
+	RuleRemoteRedirect = "remote-redirect" // redirects only within the reviewed origin
+)
+
+// guardError is a refusal of the remote guard. It is permanent: the
+// server stays failed.
+type guardError struct {
+	id, rule, msg string
+}
+
+func (e *guardError) Error() string {
+	return fmt.Sprintf("server %s: %s [%s]", e.id, e.msg, e.rule)
+}
+
+// testNetwork replaces name resolution, the final dial and the TLS roots,
+// for the guard's tests only (they make "mcp.test" resolve to an address
+// of their choosing and map it to a loopback listener). No exported
+// option reaches it.
+type testNetwork struct {
+	resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
+	roots   *x509.CertPool
+}
+
+// guard is the HTTP client side of one reviewed remote: it talks only to
+// the endpoint's origin, over no proxy, to addresses it checked and pinned,
+// with credentials only from the declared environment sources.
+type guard struct {
+	refused atomic.Pointer[guardError] // the first refusal, for the status
+
+	id     string
+	ep     *bundle.Endpoint
+	header http.Header
+	tn     *testNetwork
+	base   *http.Transport
+}
+
+// newGuard checks the remote's endpoint and reads its credentials.
+func newGuard(id string, r *bundle.Remote, lookup func(string) (string, bool), tn *testNetwork) (*guard, error) {
+	ep, err := bundle.ParseEndpoint(r.URL)
+	if err != nil {
+		return nil, permanent("server %s: %v", id, err)
+	}
+	g := &guard{id: id, ep: ep, header: http.Header{}, tn: tn}
+	var missing []string
+	for k, src := range r.Headers {
+		v, ok := lookup(src.FromEnv)
+		if !ok {
+			missing = append(missing, fmt.Sprintf("%s (for the header %s)", src.FromEnv, k))
+			continue
+		}
+		g.header.Set(k, v)
+	}
+	if r.Auth != nil && r.Auth.BearerFromEnv != "" {
+		v, ok := lookup(r.Auth.BearerFromEnv)
+		if !ok {
+			missing = append(missing, r.Auth.BearerFromEnv+" (for the bearer token)")
+		} else {
+			g.header.Set("Authorization", "Bearer "+v)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, permanent("server %s needs the environment variable %s, which is not set where berth runs; set it there, or disable the plugin", id, strings.Join(missing, " and "))
+	}
+	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if tn != nil && tn.roots != nil {
+		tlsConf.RootCAs = tn.roots
+	}
+	g.base = &http.Transport{
+		Proxy:                 nil, // never an ambient proxy
+		DialContext:           g.dial,
+		TLSClientConfig:       tlsConf,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConnsPerHost:   4,
+	}
+	return g, nil
+}
+
+func (g *guard) refuse(rule, format string, args ...any) error {
+	e := &guardError{id: g.id, rule: rule, msg: fmt.Sprintf(format, args...)}
+	g.refused.CompareAndSwap(nil, e)
+	return e
+}
+
+// refusal returns the first refusal of the guard; go-sdk flattens some
+// transport errors to text, so the pool asks the guard directly.
+func (g *guard) refusal() error {
+	if e := g.refused.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
+// client returns the guarded HTTP client.
+func (g *guard) client() *http.Client {
+	return &http.Client{Transport: g, CheckRedirect: g.checkRedirect}
+}
+
+// transport returns the MCP client transport of the remote.
+func (g *guard) transport(kind string) mcp.Transport {
+	if kind == bundle.TransportSSE {
+		return &mcp.SSEClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}
+	}
+	return &mcp.StreamableClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}
+}
+
+func (g *guard) close() { g.base.CloseIdleConnections() }
+
+// sameOrigin reports whether u is within the reviewed origin.
+func (g *guard) sameOrigin(u *url.URL) bool {
+	if u.Scheme != g.ep.URL.Scheme || u.User != nil {
+		return false
+	}
+	h, err := bundle.NormalizeHost(u.Hostname())
+	if err != nil || h != g.ep.Host {
+		return false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return port == g.ep.Port
+}
+
+// RoundTrip sends a request only to the reviewed origin, with the declared
+// headers and bearer token, and nothing else of the host's.
+func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !g.sameOrigin(req.URL) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, g.refuse(RuleRemoteOrigin, "refused a request to %s: the server may be reached only at its reviewed origin %s", redact(req.URL), g.ep.Origin())
+	}
+	r := req.Clone(req.Context())
+	r.Header.Del("Cookie")
+	r.Header.Del("Proxy-Authorization")
+	for k, v := range g.header {
+		r.Header[k] = v
+	}
+	return g.base.RoundTrip(r)
+}
+
+func (g *guard) checkRedirect(req *http.Request, via []*http.Request) error {
+	if !g.sameOrigin(req.URL) {
+		return g.refuse(RuleRemoteRedirect, "refused a redirect from %s to %s: redirects may stay only within the reviewed origin %s", redact(via[len(via)-1].URL), redact(req.URL), g.ep.Origin())
+	}
+	if len(via) >= 10 {
+		return g.refuse(RuleRemoteRedirect, "stopped after 10 redirects")
+	}
+	return nil
+}
+
+// redact drops the query of a URL for messages.
+func redact(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.Fragment, c.User = "", "", nil
+	return c.String()
+}
+
+// dial resolves the reviewed host, checks every address, and connects to
+// a checked address (never to the name again, so a second resolution
+// cannot swap the address between the check and the connect).
+func (g *guard) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if h, err := bundle.NormalizeHost(host); err != nil || h != g.ep.Host || port != g.ep.Port {
+		return nil, g.refuse(RuleRemoteOrigin, "refused to connect to %s: the server may be reached only at %s", addr, net.JoinHostPort(g.ep.Host, g.ep.Port))
+	}
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(g.ep.Host); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		resolve := func(ctx context.Context, h string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+		}
+		if g.tn != nil && g.tn.resolve != nil {
+			resolve = g.tn.resolve
+		}
+		addrs, err = resolve(ctx, g.ep.Host)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: resolving %s: %w", g.id, g.ep.Host, err)
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("server %s: %s has no address", g.id, g.ep.Host)
+		}
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		if g.ep.Loopback {
+			if !a.IsLoopback() {
+				return nil, g.refuse(RuleRemoteAddress, "%s resolves to %s, which is not a loopback address; a loopback endpoint may reach only 127.0.0.1 or ::1", g.ep.Host, a)
+			}
+			continue
+		}
+		if why := refusedAddr(a); why != "" {
+			return nil, g.refuse(RuleRemoteAddress, "%s resolves to %s, a %s address; berth refuses those for a remote whose endpoint is not a loopback literal (a public name must not lead into this machine or its network)", g.ep.Host, a, why)
+		}
+	}
+	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if g.tn != nil && g.tn.dial != nil {
+		dial = g.tn.dial
+	}
+	var errs []error
+	for _, a := range addrs {
+		c, err := dial(ctx, network, netip.AddrPortFrom(a.Unmap(), mustPort(port)).String())
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("server %s: connecting to %s: %w", g.id, g.ep.Host, errors.Join(errs...))
+}
+
+func mustPort(p string) uint16 {
+	var n uint16
+	for _, c := range p {
+		n = n*10 + uint16(c-'0')
+	}
+	return n
+}
+
+var refusedPrefixes = func() []struct {
+	p   netip.Prefix
+	why string
+} {
+	list := []struct{ p, why string }{
+		{"0.0.0.0/8", "unspecified"},
+		{"10.0.0.0/8", "private"},
+		{"100.64.0.0/10", "shared (carrier-grade NAT, cloud metadata)"},
+		{"127.0.0.0/8", "loopback"},
+		{"169.254.0.0/16", "link-local (cloud metadata)"},
+		{"172.16.0.0/12", "private"},
+		{"192.0.0.0/24", "IETF protocol assignment (cloud metadata)"},
+		{"192.168.0.0/16", "private"},
+		{"198.18.0.0/15", "benchmarking"},
+		{"224.0.0.0/4", "multicast"},
+		{"240.0.0.0/4", "reserved"},
+		{"::/128", "unspecified"},
+		{"::1/128", "loopback"},
+		{"fc00::/7", "private (unique local, cloud metadata)"},
+		{"fe80::/10", "link-local"},
+		{"ff00::/8", "multicast"},
+		{"64:ff9b:1::/48", "local NAT64"},
+	}
+	out := make([]struct {
+		p   netip.Prefix
+		why string
+	}, len(list))
+	for i, x := range list {
+		out[i].p, out[i].why = netip.MustParsePrefix(x.p), x.why
+	}
+	return out
+}()
+
+// refusedAddr returns why a remote may not be reached at a, or "" when a
+// is a public address. IPv4 embedded in IPv6 (mapped, NAT64, 6to4) is
+// checked as IPv4.
+func refusedAddr(a netip.Addr) string {
+	a = a.Unmap()
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case netip.MustParsePrefix("64:ff9b::/96").Contains(a):
+			if why := refusedAddr(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+				return why + " (through NAT64)"
+			}
+		case netip.MustParsePrefix("2002::/16").Contains(a):
+			if why := refusedAddr(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
+				return why + " (through 6to4)"
+			}
+		}
+	}
+	for _, r := range refusedPrefixes {
+		if r.p.Contains(a) {
+			return r.why
+		}
+	}
+	return ""
+}

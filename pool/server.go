@@ -1,0 +1,686 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// State is a server's state in a pool.
+type State string
+
+// Server states.
+const (
+	// StateStarting: a start is in progress (spawn or connect, handshake,
+	// first tools/list).
+	StateStarting State = "starting"
+	// StateRunning: connected; its tools are in the catalog.
+	StateRunning State = "running"
+	// StateFailed: the last start failed or the server died. Unless the
+	// status says it gave up, a restart is scheduled.
+	StateFailed State = "failed"
+	// StateDrifted: the plugin's staged snapshot no longer matches what was
+	// reviewed; its children were killed and nothing of it runs.
+	StateDrifted State = "drifted"
+	// StateChanged: connected, but some tools differ from the pinned
+	// surface and are withheld until `berth accept`.
+	StateChanged State = "changed"
+	// StateStopped: disabled, revoked, replaced by another version, or the
+	// pool was closed.
+	StateStopped State = "stopped"
+)
+
+// MaxRestarts is how many restarts in a row the pool attempts before it
+// leaves a server failed. A successful call resets the count.
+const MaxRestarts = 5
+
+var errCallTimeout = errors.New("call timeout")
+
+// conn is one connection to a server: a process and its session, or a
+// remote session. Its context ends when the connection dies or the server
+// is stopped; the cause says why.
+type conn struct {
+	seq      uint64
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	cs       *mcp.ClientSession
+	proc     *process // stdio only
+	guard    *guard   // remote only
+	started  time.Time
+	protocol string
+
+	toolsDirty     atomic.Bool
+	promptsDirty   atomic.Bool
+	resourcesDirty atomic.Bool
+}
+
+// stopCause is why a server was stopped on purpose.
+type stopCause struct {
+	state State
+	hard  bool
+	err   error
+}
+
+func (c *stopCause) Error() string { return c.err.Error() }
+func (c *stopCause) Unwrap() error { return c.err }
+
+// server supervises one MCP server of a plugin: it starts it, watches it,
+// restarts it with backoff, and stops it. Its supervisor goroutine owns
+// the process; everything else reads its state under mu.
+type server struct {
+	p        *Pool
+	pl       *plugin
+	name     string
+	id       string
+	spec     *bundle.Server
+	kind     string // "stdio", "streamable-http" or "sse"
+	startup  time.Duration
+	callTime time.Duration
+	out      *output
+
+	ctx     context.Context // ends when the server is stopped for good
+	cancel  context.CancelCauseFunc
+	done    chan struct{} // closed when the supervisor has exited and the children are gone
+	settled chan struct{} // closed when the first start attempt is over
+
+	listMu sync.Mutex // serializes re-listing; never held with mu
+
+	mu        sync.Mutex
+	state     State
+	lastErr   error
+	conn      *conn
+	seq       uint64
+	legacy    bool // pin 2025-11-25 (the server died on server/discover)
+	restarts  int
+	inRow     int
+	gaveUp    bool
+	nextStart time.Time
+	notify    chan struct{} // closed and replaced at every change of the fields above
+	tools     []*mcp.Tool   // live, after the manifest filter
+	hashes    map[string]string
+	pinned    map[string]string // nil until the surface is recorded
+	changes   []ToolChange
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+	listedAt  struct{ prompts, resources bool }
+}
+
+func newServer(p *Pool, pl *plugin, name string, spec *bundle.Server, pinned *trust.Surface) *server {
+	s := &server{p: p, pl: pl, name: name, id: ServerID(pl.name, name), spec: spec, state: StateStarting,
+		done: make(chan struct{}), settled: make(chan struct{}), notify: make(chan struct{})}
+	s.startup, s.callTime = spec.ParseTimeouts()
+	s.kind = "stdio"
+	if spec.Remote != nil {
+		s.kind = spec.Remote.Transport
+	}
+	if pinned != nil {
+		s.pinned = pinned.Tools
+	}
+	s.out = newOutput(p.paths.Log(s.id))
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	return s
+}
+
+// changedLocked wakes everyone waiting for a change of the server.
+func (s *server) changedLocked() {
+	close(s.notify)
+	s.notify = make(chan struct{})
+}
+
+// stop stops the server for good with a cause. hard kills the process
+// group at once (drift); otherwise the shutdown is graceful.
+func (s *server) stop(state State, cause error, hard bool) {
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.lastErr = state, cause
+	s.changedLocked()
+	s.mu.Unlock()
+	s.cancel(&stopCause{state: state, hard: hard, err: cause})
+	s.p.invalidate()
+}
+
+func (s *server) stopped() *stopCause {
+	var sc *stopCause
+	if errors.As(context.Cause(s.ctx), &sc) {
+		return sc
+	}
+	return nil
+}
+
+// supervise is the server's goroutine: start, watch, restart with backoff.
+func (s *server) supervise() {
+	defer close(s.done)
+	first := true
+	settle := func() {
+		if first {
+			first = false
+			close(s.settled)
+		}
+	}
+	defer settle()
+	for {
+		c, err := s.connect()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			retry := s.fail(err)
+			settle()
+			if !retry || !s.sleep() {
+				<-s.ctx.Done()
+				return
+			}
+			continue
+		}
+		settle()
+		<-c.ctx.Done()
+		cause := context.Cause(c.ctx)
+		s.shutdown(c)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if s.fail(s.deathError(c, cause)) {
+			if !s.sleep() {
+				return
+			}
+			continue
+		}
+		<-s.ctx.Done()
+		return
+	}
+}
+
+// deathError describes why a running connection ended.
+func (s *server) deathError(c *conn, cause error) error {
+	if c.guard != nil && c.guard.refusal() != nil {
+		return c.guard.refusal()
+	}
+	if c.proc != nil {
+		select {
+		case <-c.proc.exited:
+			var ee *exitError
+			if c.proc.killedByBerth() && !errors.As(cause, &ee) {
+				// Alive when it was found dead (hung, or its connection
+				// closed): the exit status is berth's own signal.
+				return fmt.Errorf("%w; berth killed its process group", cause)
+			}
+			return &exitError{id: s.id, err: c.proc.waitErr, tail: s.out.tail()}
+		default:
+		}
+	}
+	return cause
+}
+
+// fail records a failed start or a death and schedules a restart; it
+// returns false when the server stays failed.
+func (s *server) fail(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.p.invalidate()
+	defer s.changedLocked()
+	s.state, s.lastErr, s.conn = StateFailed, err, nil
+	var pe *permanentError
+	var ge *guardError
+	if errors.As(err, &pe) || errors.As(err, &ge) {
+		s.gaveUp = true
+		s.out.event("failed for good: %v", err)
+		return false
+	}
+	if s.inRow >= MaxRestarts {
+		s.gaveUp = true
+		s.out.event("failed: %v; gave up after %d restarts in a row", err, s.inRow)
+		return false
+	}
+	s.inRow++
+	s.restarts++
+	delay := s.p.backoff << (s.inRow - 1)
+	s.nextStart = time.Now().Add(delay)
+	s.out.event("failed: %v; restart %d of %d in %s", err, s.inRow, MaxRestarts, delay)
+	return true
+}
+
+func (s *server) sleep() bool {
+	s.mu.Lock()
+	d := time.Until(s.nextStart)
+	s.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+var errHung = errors.New("no reply within the call timeout, so berth treats the server as hung")
+
+// connect starts the server: drift check, spawn or dial, handshake, first
+// tools/list, surface pinning, all within the startup timeout.
+func (s *server) connect() (*conn, error) {
+	for attempt := 0; ; attempt++ {
+		c, err, retryLegacy := s.connectOnce()
+		if err == nil || !retryLegacy || attempt > 0 {
+			return c, err
+		}
+		s.mu.Lock()
+		s.legacy = true
+		s.mu.Unlock()
+		s.out.event("the server exited during the handshake; retrying with the 2025-11-25 handshake (no server/discover probe)")
+	}
+}
+
+func (s *server) connectOnce() (*conn, error, bool) {
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return nil, context.Cause(s.ctx), false
+	}
+	s.seq++
+	c := &conn{seq: s.seq, started: time.Now()}
+	s.state = StateStarting
+	legacy := s.legacy
+	s.changedLocked()
+	s.mu.Unlock()
+	s.p.invalidate()
+
+	if err := s.pl.checkDrift(s.ctx); err != nil {
+		return nil, err, false
+	}
+	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
+	timer := time.AfterFunc(s.startup, func() {
+		c.cancel(fmt.Errorf("server %s did not start within its startup timeout of %s (spawn, handshake and first tools/list); raise timeouts.startup in the manifest if it needs longer", s.id, s.startup))
+	})
+	defer timer.Stop()
+	failed := func(err error) (*conn, error, bool) {
+		if cerr := context.Cause(c.ctx); cerr != nil {
+			err = cerr
+		}
+		if c.guard != nil && c.guard.refusal() != nil {
+			err = c.guard.refusal()
+		}
+		exited := false
+		if c.proc != nil {
+			// The pipe may close a moment before the exit is reaped.
+			exitWait := time.NewTimer(200 * time.Millisecond)
+			defer exitWait.Stop()
+			select {
+			case <-c.proc.exited:
+			case <-exitWait.C:
+			}
+			select {
+			case <-c.proc.exited:
+				exited = true
+				if context.Cause(c.ctx) == nil || errors.As(context.Cause(c.ctx), new(*exitError)) {
+					err = &exitError{id: s.id, err: c.proc.waitErr, tail: s.out.tail()}
+				}
+			default:
+			}
+		}
+		c.cancel(err)
+		s.shutdown(c)
+		if sc := s.stopped(); sc != nil {
+			err = sc
+		}
+		return nil, fmt.Errorf("starting %s: %w", s.id, err), exited && !legacy && s.ctx.Err() == nil
+	}
+
+	var transport mcp.Transport
+	if s.spec.Stdio != nil {
+		sp, err := resolveStdio(s.id, s.spec.Stdio, s.pl.dir, s.p.workspace, s.p.baseEnv, s.p.lookupEnv)
+		if err != nil {
+			return failed(err)
+		}
+		proc, err := startProcess(sp, s.out)
+		if err != nil {
+			return failed(permanent("server %s: cannot start %s: %v", s.id, sp.path, err))
+		}
+		c.proc = proc
+		s.out.event("started pid %d: %s", proc.pid(), sp.argv[0])
+		go func() {
+			<-proc.exited
+			c.cancel(&exitError{id: s.id, err: proc.waitErr, tail: s.out.tail()})
+		}()
+		transport = &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}
+	} else {
+		g, err := newGuard(s.id, s.spec.Remote, s.p.lookupEnv, s.p.opts.testNet)
+		if err != nil {
+			return failed(err)
+		}
+		c.guard = g
+		s.out.event("connecting to %s (%s)", g.ep.Origin(), s.kind)
+		transport = g.transport(s.kind)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "berth", Version: bundle.BerthVersion}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			c.toolsDirty.Store(true)
+			s.p.changed()
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			c.promptsDirty.Store(true)
+			s.p.changed()
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			c.resourcesDirty.Store(true)
+			s.p.changed()
+		},
+	})
+	var copts *mcp.ClientSessionOptions
+	if legacy {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	cs, err := client.Connect(c.ctx, transport, copts)
+	if err != nil {
+		return failed(err)
+	}
+	c.cs = cs
+	if ir := cs.InitializeResult(); ir != nil {
+		c.protocol = ir.ProtocolVersion
+	}
+	go func() {
+		err := cs.Wait()
+		if err == nil {
+			err = errors.New("the session ended")
+		}
+		c.cancel(fmt.Errorf("the connection to %s closed: %w", s.id, err))
+	}()
+	// Always list right after connecting: some servers add tools just
+	// after initialized.
+	c.toolsDirty.Store(false)
+	tools, err := listTools(c.ctx, cs)
+	if err != nil {
+		return failed(fmt.Errorf("listing its tools: %w", err))
+	}
+	if !timer.Stop() {
+		return failed(errors.New("startup timeout"))
+	}
+	if err := s.applyTools(c.ctx, tools); err != nil {
+		return failed(err)
+	}
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return failed(context.Cause(s.ctx))
+	}
+	s.conn = c
+	s.lastErr = nil
+	s.gaveUp = false
+	s.prompts, s.resources, s.templates = nil, nil, nil
+	s.listedAt.prompts, s.listedAt.resources = false, false
+	s.setStateLocked()
+	s.changedLocked()
+	s.mu.Unlock()
+	s.out.event("running (protocol %s, %d tools)", c.protocol, len(tools))
+	s.p.invalidate()
+	s.p.changed()
+	return c, nil, false
+}
+
+// setStateLocked sets running or changed for a live connection.
+func (s *server) setStateLocked() {
+	if s.conn == nil || s.ctx.Err() != nil {
+		return
+	}
+	if len(s.changes) > 0 {
+		s.state = StateChanged
+	} else {
+		s.state = StateRunning
+	}
+}
+
+// shutdown ends a connection and its process group.
+func (s *server) shutdown(c *conn) {
+	// A connection that died (or hung) is killed at once; a stop is
+	// graceful unless it is for drift.
+	hard := c.ctx.Err() != nil
+	c.cancel(errors.New("shutting down"))
+	if sc := s.stopped(); sc != nil {
+		hard = sc.hard
+	}
+	if c.proc != nil {
+		c.proc.stop(s.p.grace, hard)
+		if c.proc.cmd.ProcessState != nil {
+			s.out.event("stopped: %s", c.proc.cmd.ProcessState)
+		}
+	}
+	if c.cs != nil {
+		done := make(chan struct{})
+		go func() { c.cs.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(s.p.grace + time.Second):
+		}
+	}
+	if c.guard != nil {
+		c.guard.close()
+	}
+}
+
+func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools == nil {
+		return nil, nil
+	}
+	var out []*mcp.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// applyTools filters a listing by the manifest, hashes it, pins the
+// surface on the first listing after enable, and computes what changed.
+func (s *server) applyTools(ctx context.Context, tools []*mcp.Tool) error {
+	var kept []*mcp.Tool
+	hashes := map[string]string{}
+	for _, t := range tools {
+		if !s.allowedByManifest(t.Name) {
+			continue
+		}
+		h, err := ToolHash(t)
+		if err != nil {
+			s.out.event("withholding a tool: %v", err)
+			continue
+		}
+		if _, dup := hashes[t.Name]; dup {
+			continue
+		}
+		hashes[t.Name] = h
+		kept = append(kept, t)
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Name < kept[j].Name })
+	s.mu.Lock()
+	pinned := s.pinned
+	s.mu.Unlock()
+	if pinned == nil {
+		var err error
+		if pinned, err = s.p.recordSurface(ctx, s, hashes); err != nil {
+			return fmt.Errorf("recording the tool surface of %s: %w", s.id, err)
+		}
+	}
+	s.mu.Lock()
+	if s.pinned == nil {
+		s.pinned = pinned
+	}
+	s.tools, s.hashes = kept, hashes
+	s.changes = diffSurface(s.pl.name, s.name, kept, hashes, s.pinned)
+	s.setStateLocked()
+	s.changedLocked()
+	s.mu.Unlock()
+	s.p.invalidate()
+	return nil
+}
+
+// setPinned replaces the pinned surface (after an accept, or a record by
+// another process) and recomputes the changes.
+func (s *server) setPinned(tools map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tools == nil || sameHashes(tools, s.pinned) {
+		return
+	}
+	s.pinned = tools
+	if s.hashes != nil {
+		s.changes = diffSurface(s.pl.name, s.name, s.tools, s.hashes, s.pinned)
+	}
+	s.setStateLocked()
+	s.changedLocked()
+	s.p.invalidate()
+}
+
+func sameHashes(a, b map[string]string) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *server) allowedByManifest(tool string) bool {
+	f := s.spec.Tools
+	if f == nil {
+		return true
+	}
+	for _, d := range f.Deny {
+		if globMatch(d, tool) {
+			return false
+		}
+	}
+	if len(f.Allow) == 0 {
+		return true
+	}
+	for _, a := range f.Allow {
+		if globMatch(a, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// live returns the current connection, or nil.
+func (s *server) live() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
+}
+
+// refreshTools re-lists the tools when the server said they changed.
+func (s *server) refreshTools(ctx context.Context) error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	c := s.live()
+	if c == nil || !c.toolsDirty.Swap(false) {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, s.callTime)
+	defer cancel()
+	tools, err := listTools(mergeCancel(lctx, c.ctx), c.cs)
+	if err != nil {
+		c.toolsDirty.Store(true)
+		s.classify(ctx, lctx, c, err)
+		return fmt.Errorf("re-listing the tools of %s: %w", s.id, err)
+	}
+	return s.applyTools(ctx, tools)
+}
+
+// classify marks a connection dead after a failed request when the
+// failure was not the peer's answer nor the caller's cancellation.
+func (s *server) classify(caller, req context.Context, c *conn, err error) {
+	var werr *jsonrpc.Error
+	switch {
+	case c.ctx.Err() != nil, caller.Err() != nil, errors.As(err, &werr):
+	case errors.Is(context.Cause(req), errCallTimeout), errors.Is(req.Err(), context.DeadlineExceeded):
+		c.cancel(fmt.Errorf("server %s: %w (%s); berth killed it", s.id, errHung, s.callTime))
+	default:
+		c.cancel(fmt.Errorf("server %s: the connection failed: %w", s.id, err))
+	}
+}
+
+// mergeCancel returns a context that ends when either ctx or other ends,
+// with other's cause.
+func mergeCancel(ctx, other context.Context) context.Context {
+	m, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(other, func() { cancel(context.Cause(other)) })
+	context.AfterFunc(m, func() { stop() })
+	return m
+}
+
+// waitConn waits until the server has a connection newer than after, and
+// returns it. It fails when the server is stopped, gave up, or (unless
+// waitRestart) is failed and waiting to restart.
+func (s *server) waitConn(ctx context.Context, after uint64, waitRestart bool) (*conn, error) {
+	for {
+		s.mu.Lock()
+		c, st, ch := s.conn, s.state, s.notify
+		var err error
+		switch {
+		case c != nil && c.seq > after && c.ctx.Err() == nil:
+			s.mu.Unlock()
+			return c, nil
+		case st == StateStopped || st == StateDrifted:
+			err = s.lastErr
+		case st == StateFailed && (s.gaveUp || !waitRestart):
+			err = s.failedErrLocked()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (s *server) failedErrLocked() error {
+	when := "berth gave up restarting it; fix the cause and start berth again (berth logs " + s.id + " shows its stderr)"
+	if !s.gaveUp {
+		when = fmt.Sprintf("berth restarts it in %s (restart %d of %d)", time.Until(s.nextStart).Round(100*time.Millisecond), s.inRow, MaxRestarts)
+	}
+	return fmt.Errorf("server %s is not running: %w; %s", s.id, s.lastErr, when)
+}
+
+// awaitDown waits briefly until the supervisor has taken a dead
+// connection down, so that the status shows the death when a call
+// reports it.
+func (s *server) awaitDown(c *conn) {
+	deadline := time.NewTimer(2*s.p.grace + time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		cur, ch := s.conn, s.notify
+		s.mu.Unlock()
+		if cur != c {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return
+		}
+	}
+}
