@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/berth-mcp/berth/mcpexport"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/trust"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var (
+		workspace, sseAddr, httpAddr, tokenFile string
+		stateless                               bool
+		approvalTimeout                         time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE]",
+		Short: "Serve the workspace's tools to MCP clients, with approval by default",
+		Long: `Serve is an MCP server that offers the tools, prompts and resources of the
+plugins enabled in a workspace (default: the current directory). Without
+--sse or --http it serves one client over stdio: the way Claude Desktop and
+other clients launch it (berth connect writes that entry for you).
+
+--http ADDR serves Streamable HTTP at /mcp (stateful; --stateless for the
+2026-07-28 era); --sse ADDR serves the legacy HTTP+SSE transport at /sse.
+An ADDR without a host (":8931") listens on 127.0.0.1. A non-loopback ADDR
+needs --token-file: every request must then carry "Authorization: Bearer
+<token>". Requests from non-loopback web origins are refused; /healthz
+answers without auth.
+
+A call runs only if the policy allows it (berth policy set TOOL allow) or a
+human approves it: in the client (elicitation or input requests), or with
+'berth approve ID' while it waits in the queue (--approval-timeout, then it
+is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if stateless && httpAddr == "" {
+				return usagef("--stateless applies to --http only")
+			}
+			if approvalTimeout <= 0 {
+				return usagef("--approval-timeout must be positive")
+			}
+			token := ""
+			if tokenFile != "" {
+				t, err := mcpexport.ReadTokenFile(tokenFile)
+				if err != nil {
+					return err
+				}
+				token = t
+			}
+			ctx := cmd.Context()
+			// Listen first: a refused address fails before anything starts.
+			type listener struct {
+				o    mcpexport.HTTPOptions
+				addr string
+			}
+			var lns []listener
+			if sseAddr != "" {
+				lns = append(lns, listener{mcpexport.HTTPOptions{SSE: true, Token: token}, sseAddr})
+			}
+			if httpAddr != "" {
+				lns = append(lns, listener{mcpexport.HTTPOptions{Stateless: stateless, Token: token}, httpAddr})
+			}
+			log := slog.New(slog.NewTextHandler(a.stderr, nil))
+			paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
+			if err != nil {
+				return err
+			}
+			if workspace == "" {
+				workspace = "."
+			}
+			// The pool calls Changed from its own goroutine, possibly
+			// before New returns: publish the server atomically.
+			var srvp atomic.Pointer[mcpexport.Server]
+			p, err := pool.Open(ctx, paths, workspace, &pool.Options{Changed: func() {
+				if srv := srvp.Load(); srv != nil {
+					srv.SyncSoon()
+				}
+			}})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			srv := mcpexport.New(p, paths, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log})
+			srvp.Store(srv)
+			if len(lns) == 0 {
+				log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir())
+				err := srv.ServeStdio(ctx)
+				if errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
+			}
+			g, gctx := errgroup.WithContext(ctx)
+			for _, l := range lns {
+				ln, err := mcpexport.Listen(l.addr, token)
+				if err != nil {
+					return err
+				}
+				path := "/mcp"
+				if l.o.SSE {
+					path = "/sse"
+				}
+				log.Info("berth serve: listening", "url", "http://"+ln.Addr().String()+path, "workspace", p.WorkspaceDir(), "stateless", l.o.Stateless, "token", token != "")
+				h := srv.Handler(l.o)
+				g.Go(func() error { return mcpexport.ServeHTTP(gctx, ln, h) })
+			}
+			return g.Wait()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workspace, "workspace", "", "the workspace whose enabled plugins to serve (default: the current directory)")
+	f.StringVar(&sseAddr, "sse", "", "serve the legacy HTTP+SSE transport at ADDR (/sse)")
+	f.StringVar(&httpAddr, "http", "", "serve Streamable HTTP at ADDR (/mcp)")
+	f.BoolVar(&stateless, "stateless", false, "serve Streamable HTTP without sessions (the 2026-07-28 era)")
+	f.StringVar(&tokenFile, "token-file", "", "require this bearer token (needed for a non-loopback ADDR)")
+	f.DurationVar(&approvalTimeout, "approval-timeout", mcpexport.DefaultApprovalTimeout, "how long a call waits in the approval queue before it is refused")
+	return cmd
+}
+
+func (a *app) queue() (*mcpexport.Queue, error) {
+	paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
+	if err != nil {
+		return nil, err
+	}
+	return mcpexport.NewQueue(paths.Approvals()), nil
+}
+
+func (a *app) approvalsCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List tool calls waiting for approval",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := a.queue()
+			if err != nil {
+				return err
+			}
+			list, err := q.List()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if list == nil {
+					list = []*mcpexport.Pending{}
+				}
+				return writeJSON(a.stdout, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stdout, "No tool call is waiting for approval.")
+				return nil
+			}
+			now := time.Now()
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTOOL\tCLIENT\tAGE\tTIMES OUT")
+			for _, p := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Client, p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
+			}
+			tw.Flush()
+			for _, p := range list {
+				fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  annotations: %s\n  arguments:\n    %s\n", p.ID, p.Tool, p.Server, p.Annotations, strings.ReplaceAll(p.Arguments, "\n", "\n    "))
+			}
+			fmt.Fprintln(a.stdout, "\nApprove with: berth approve ID [--always]   Refuse with: berth deny ID")
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the pending calls as JSON")
+	return cmd
+}
+
+func (a *app) approveCommand(allow bool) *cobra.Command {
+	var always bool
+	use, short := "deny ID", "Refuse a tool call waiting for approval"
+	if allow {
+		use, short = "approve ID", "Run a tool call waiting for approval"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `. The waiting call resumes at once.
+'berth approvals' lists the waiting calls and their IDs.` + map[bool]string{true: `
+--always also sets the policy to allow this exact tool from now on.`}[allow],
+		Args: exactArgs(1, "one ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := a.queue()
+			if err != nil {
+				return err
+			}
+			by := "berth " + map[bool]string{true: "approve", false: "deny"}[allow]
+			if u := os.Getenv("USER"); u != "" {
+				by += " (" + u + ")"
+			}
+			p, err := q.Decide(args[0], allow, always, by)
+			if err != nil {
+				return err
+			}
+			switch {
+			case allow && always:
+				fmt.Fprintf(a.stdout, "Approved %s (%s); %s is now allowed always.\n", p.ID, p.Tool, p.Tool)
+			case allow:
+				fmt.Fprintf(a.stdout, "Approved %s (%s) once.\n", p.ID, p.Tool)
+			default:
+				fmt.Fprintf(a.stdout, "Denied %s (%s).\n", p.ID, p.Tool)
+			}
+			return nil
+		},
+	}
+	if allow {
+		cmd.Flags().BoolVar(&always, "always", false, "also allow this exact tool from now on")
+	}
+	return cmd
+}

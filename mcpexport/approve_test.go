@@ -1,0 +1,321 @@
+package mcpexport
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/trust"
+)
+
+const legacy = "2025-11-25"
+
+// answer returns an elicitation handler that answers with action and
+// decision, counting how often it was asked.
+func answer(n *atomic.Int32, action, decision string) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		n.Add(1)
+		if !strings.Contains(req.Params.Message, "demo-up__") || !strings.Contains(req.Params.Message, `"text": "hi"`) {
+			return nil, fmt.Errorf("unexpected approval message: %s", req.Params.Message)
+		}
+		res := &mcp.ElicitResult{Action: action}
+		if decision != "" {
+			res.Content = map[string]any{"decision": decision}
+		}
+		return res, nil
+	}
+}
+
+func TestElicitation(t *testing.T) {
+	for _, tc := range []struct {
+		name, proto, action, decision string
+		ran                           bool
+		reason                        string
+	}{
+		{"legacy allow once", legacy, "accept", "allow-once", true, ""},
+		{"legacy decline", legacy, "decline", "", false, "the user declined"},
+		{"legacy cancel", legacy, "cancel", "", false, "the user dismissed the request"},
+		{"legacy deny choice", legacy, "accept", "deny", false, "the user chose deny"},
+		{"legacy invalid result", legacy, "accept", "maybe", false, "the client could not ask"},
+		{"input requests allow once", "", "accept", "allow-once", true, ""},
+		{"input requests decline", "", "decline", "", false, "the user declined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			var asked atomic.Int32
+			cs := e.client(tc.proto, answer(&asked, tc.action, tc.decision))
+			text, isErr := callTool(t, cs, echoTool, "hi")
+			if asked.Load() != 1 {
+				t.Fatalf("asked %d times, want once", asked.Load())
+			}
+			if tc.ran {
+				if isErr || text != "echo: hi" {
+					t.Fatalf("call did not run: %q", text)
+				}
+			} else {
+				if !isErr || strings.Contains(text, "echo: hi") || !strings.Contains(text, tc.reason) || !strings.Contains(text, "berth policy set "+echoTool+" allow") {
+					t.Fatalf("refusal %q should name the reason %q and the fix", text, tc.reason)
+				}
+			}
+			a := readAudit(t, e.paths)
+			if len(a) != 1 || a[0].Tool != echoTool || (a[0].Decision == "allow") != tc.ran || a[0].Arguments.(map[string]any)["text"] != "string" {
+				t.Fatalf("audit %+v", a)
+			}
+		})
+	}
+}
+
+// TestInputResponsesCannotBeForged drives the input-requests round trip by
+// hand, as a client that does not follow the rules would: an invalid
+// answer, an answer without the state berth issued, and a replayed state
+// are all refused.
+func TestInputResponsesCannotBeForged(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		// Declares elicitation, answers nothing: the test answers by hand.
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, fmt.Errorf("unused") },
+	})
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	args := map[string]any{"text": "hi"}
+	first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: args})
+	if err != nil || first.InputRequests == nil || first.RequestState == "" {
+		t.Fatalf("first round: %+v %v", first, err)
+	}
+	retry := func(state string, content map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: args, RequestState: state,
+			InputResponses: mcp.InputResponseMap{inputKey: &mcp.ElicitResult{Action: "accept", Content: content}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError {
+			return "RAN"
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	if got := retry(first.RequestState, map[string]any{"decision": "yes please"}); !strings.Contains(got, "is not one of allow-once") {
+		t.Fatalf("invalid answer: %q", got)
+	}
+	if got := retry("", map[string]any{"decision": "allow-once"}); !strings.Contains(got, "approval state is invalid") {
+		t.Fatalf("forged answer without state: %q", got)
+	}
+	second, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: args})
+	if got := retry(second.RequestState, map[string]any{"decision": "allow-once"}); got != "RAN" {
+		t.Fatalf("proper answer: %q", got)
+	}
+	if got := retry(second.RequestState, map[string]any{"decision": "allow-once"}); !strings.Contains(got, "approval state is invalid") {
+		t.Fatalf("replayed state: %q", got)
+	}
+}
+
+func TestAllowAlwaysWritesPolicy(t *testing.T) {
+	for _, proto := range []string{legacy, ""} {
+		e := newEnv(t, nil)
+		var asked atomic.Int32
+		cs := e.client(proto, answer(&asked, "accept", "allow-always"))
+		for range 2 {
+			if text, isErr := callTool(t, cs, echoTool, "hi"); isErr {
+				t.Fatalf("%s: %q", proto, text)
+			}
+		}
+		if asked.Load() != 1 {
+			t.Fatalf("%q: asked %d times; allow-always should ask once", proto, asked.Load())
+		}
+		cfg, _ := e.store.Config()
+		if !slices.Contains(cfg.ToolPolicy, trust.PolicyRule{Pattern: echoTool, Action: "allow"}) {
+			t.Fatalf("policy %+v", cfg.ToolPolicy)
+		}
+	}
+}
+
+func TestPolicyAllowRunsWithoutAsking(t *testing.T) {
+	e := newEnv(t, nil, trust.PolicyRule{Pattern: "demo-*", Action: "allow"})
+	var asked atomic.Int32
+	cs := e.client(legacy, answer(&asked, "accept", "deny"))
+	if text, isErr := callTool(t, cs, echoTool, "hi"); isErr || text != "echo: hi" {
+		t.Fatalf("%q", text)
+	}
+	if asked.Load() != 0 {
+		t.Fatal("asked although the policy allows the tool")
+	}
+	// A destructive tool under the same glob still asks.
+	if text, isErr := callTool(t, cs, wipeTool, "hi"); !isErr || !strings.Contains(text, "the user chose deny") {
+		t.Fatalf("destructive tool under a glob allow: %q", text)
+	}
+	if asked.Load() != 1 {
+		t.Fatalf("asked %d times for the destructive tool", asked.Load())
+	}
+	// Only an exact allow skips asking for it.
+	pool.SetPolicy(context.Background(), e.store, trust.PolicyRule{Pattern: wipeTool, Action: "allow"})
+	if text, isErr := callTool(t, cs, wipeTool, "hi"); isErr {
+		t.Fatalf("exact allow: %q", text)
+	}
+	if asked.Load() != 1 {
+		t.Fatal("asked although an exact rule allows the destructive tool")
+	}
+}
+
+func TestDeniedToolNeitherListedNorCallable(t *testing.T) {
+	e := newEnv(t, nil, trust.PolicyRule{Pattern: secretTool, Action: "deny"})
+	cs := e.client(legacy, nil)
+	names := toolNames(t, cs)
+	if slices.Contains(names, secretTool) || !slices.Contains(names, echoTool) {
+		t.Fatalf("tools %v", names)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: secretTool, Arguments: map[string]any{}})
+	if err == nil && !res.IsError {
+		t.Fatalf("a denied tool ran: %+v", res)
+	}
+}
+
+// approveNext settles the next pending call in the queue.
+func approveNext(t *testing.T, q *Queue, allow, always bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		list, _ := q.List()
+		if len(list) > 0 {
+			if _, err := q.Decide(list[0].ID, allow, always, "test"); err != nil {
+				t.Error(err)
+			}
+			return
+		}
+	}
+	t.Error("no call appeared in the approval queue")
+}
+
+func TestQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		allow, wait bool
+		want        string
+	}{
+		{"approve", true, false, "echo: hi"},
+		{"deny", false, false, "it was denied with `berth deny"},
+		{"timeout", false, true, "no one approved it within 400ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, &Options{ApprovalTimeout: 400 * time.Millisecond})
+			if !tc.wait {
+				e.srv.timeout = 20 * time.Second
+			}
+			cs := e.client(legacy, nil) // no elicitation
+			if !tc.wait {
+				go approveNext(t, e.srv.queue, tc.allow, false)
+			}
+			text, isErr := callTool(t, cs, echoTool, "hi")
+			if !strings.Contains(text, tc.want) || isErr == tc.allow {
+				t.Fatalf("got %q (error %v), want %q", text, isErr, tc.want)
+			}
+			if list, _ := e.srv.queue.List(); len(list) != 0 {
+				t.Fatalf("the queue kept %d entries", len(list))
+			}
+			a := readAudit(t, e.paths)
+			if len(a) != 1 || a[0].Approval == "" {
+				t.Fatalf("audit %+v", a)
+			}
+		})
+	}
+}
+
+// TestPendingApprovalBlocksNoOne: while one client's call waits in the
+// queue, another client's allowed call runs.
+func TestPendingApprovalBlocksNoOne(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: 20 * time.Second}, trust.PolicyRule{Pattern: echoTool, Action: "allow"})
+	waiting := e.client(legacy, nil)
+	other := e.client(legacy, nil)
+	done := make(chan string, 1)
+	go func() {
+		text, _ := callTool(t, waiting, wipeTool, "x")
+		done <- text
+	}()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if list, _ := e.srv.queue.List(); len(list) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the destructive call never reached the queue")
+		}
+	}
+	if text, isErr := callTool(t, other, echoTool, "free"); isErr || text != "echo: free" {
+		t.Fatalf("the other client's call: %q", text)
+	}
+	approveNext(t, e.srv.queue, true, false)
+	if text := <-done; text != "wiped x" {
+		t.Fatalf("the queued call: %q", text)
+	}
+}
+
+func TestStateBoxRefusesReplay(t *testing.T) {
+	b := newStateBox(time.Minute)
+	now := time.Now()
+	args := []byte(`{"text": "hi"}`)
+	st := b.issue("t", args, now)
+	if err := b.redeem(st, "t", []byte(`{"text":"hi"}`), now); err != nil {
+		t.Fatalf("redeem: %v", err)
+	}
+	if err := b.redeem(st, "t", args, now); err == nil {
+		t.Fatal("a state was accepted twice")
+	}
+	st = b.issue("t", args, now)
+	if b.redeem(st, "t", []byte(`{"text":"other"}`), now) == nil || b.redeem(st, "u", args, now) == nil {
+		t.Fatal("a state was accepted for other arguments or another tool")
+	}
+	if b.redeem(b.issue("t", args, now), "t", args, now.Add(2*time.Minute)) == nil {
+		t.Fatal("an expired state was accepted")
+	}
+	if b.redeem("AAAA", "t", args, now) == nil {
+		t.Fatal("garbage was accepted")
+	}
+}
+
+func TestChoiceOf(t *testing.T) {
+	for _, tc := range []struct {
+		res  *mcp.ElicitResult
+		want string
+	}{
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once"}}, choiceOnce},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-always"}}, choiceAlways},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once", "extra": 1}}, choiceDeny},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, choiceDeny},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": true}}, choiceDeny},
+		{&mcp.ElicitResult{Action: "ACCEPT", Content: map[string]any{"decision": "allow-once"}}, choiceDeny},
+		{nil, choiceDeny},
+	} {
+		if got, _ := choiceOf(tc.res); got != tc.want {
+			t.Errorf("choiceOf(%+v) = %s, want %s", tc.res, got, tc.want)
+		}
+	}
+}
+
+func TestPanicFailsOnlyThatRequest(t *testing.T) {
+	e := newEnv(t, nil)
+	h := e.srv.recoverMiddleware(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		panic("boom")
+	})
+	if _, err := h(context.Background(), "tools/list", nil); err == nil || !strings.Contains(err.Error(), "internal error") {
+		t.Fatalf("err %v", err)
+	}
+	cs := e.client(legacy, nil)
+	if names := toolNames(t, cs); len(names) == 0 {
+		t.Fatal("the server stopped working after a panic")
+	}
+}

@@ -1,0 +1,131 @@
+package mcpexport
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// AuditEntry is one line of $BERTH_HOME/audit.log: a decision about a tool
+// call and what came of it. It never holds argument values, only their
+// shape.
+type AuditEntry struct {
+	Time   time.Time `json:"time"`
+	Tool   string    `json:"tool"`
+	Plugin string    `json:"plugin,omitempty"`
+	Server string    `json:"server,omitempty"`
+	Client string    `json:"client,omitempty"`
+	// Arguments is the shape of the arguments: every value replaced by its
+	// JSON type.
+	Arguments any `json:"arguments"`
+	// Policy is the operator's policy as it applied ("allow exact",
+	// "allow glob mcp-*", "ask default", ...).
+	Policy string `json:"policy"`
+	// DecidedBy is "policy", "elicitation", "input-requests", "queue",
+	// "timeout" or "error".
+	DecidedBy string `json:"decidedBy"`
+	// Decision is "allow" or "deny"; Always marks an "allow always".
+	Decision string `json:"decision"`
+	Always   bool   `json:"always,omitempty"`
+	// Approval is the queue ID when the queue decided.
+	Approval string `json:"approval,omitempty"`
+	// Outcome is "ran", "tool-error", "failed" or "refused".
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Audit appends entries to the audit log. Each entry is one write of one
+// line to a file opened with O_APPEND, so lines from several processes do
+// not interleave. It is safe for concurrent use.
+type Audit struct {
+	path string
+	mu   sync.Mutex
+}
+
+// NewAudit returns the audit log at path.
+func NewAudit(path string) *Audit { return &Audit{path: path} }
+
+// Append writes one entry.
+func (a *Audit) Append(e AuditEntry) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(a.path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ArgumentShape replaces every value of a JSON document by its type:
+// {"path": "string", "n": "number", "opts": {"deep": "boolean"}, "list":
+// ["string"]}. Arrays keep the shapes of their distinct elements.
+func ArgumentShape(raw json.RawMessage) any {
+	var v any
+	if len(raw) == 0 {
+		return map[string]any{}
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "invalid JSON"
+	}
+	return shape(v, 0)
+}
+
+func shape(v any, depth int) any {
+	if depth > 8 {
+		return "…"
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = shape(e, depth+1)
+		}
+		return out
+	case []any:
+		seen := map[string]bool{}
+		var out []any
+		for _, e := range x {
+			s := shape(e, depth+1)
+			key, _ := json.Marshal(s)
+			if !seen[string(key)] {
+				seen[string(key)] = true
+				out = append(out, s)
+			}
+		}
+		sort.SliceStable(out, func(i, j int) bool {
+			a, _ := json.Marshal(out[i])
+			b, _ := json.Marshal(out[j])
+			return string(a) < string(b)
+		})
+		if out == nil {
+			out = []any{}
+		}
+		return out
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case nil:
+		return "null"
+	}
+	return "unknown"
+}

@@ -1,0 +1,202 @@
+package mcpexport
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// TestMain lets the test binary act as the upstream MCP server of the
+// tests, run through a symlink named berth-export-upstream.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "berth-export-upstream" {
+		upstream()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+type textArgs struct {
+	Text string `json:"text"`
+}
+
+// upstream serves three tools over stdio: echo (read-only), wipe
+// (destructive) and secret.
+func upstream() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	yes := true
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo the text", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wipe", Description: "wipe everything", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "secret", Description: "a tool the operator denies"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "secret ran"}}}, nil, nil
+		})
+	s.Run(context.Background(), &mcp.StdioTransport{})
+}
+
+const (
+	echoTool   = "demo-up__echo"
+	wipeTool   = "demo-up__wipe"
+	secretTool = "demo-up__secret"
+)
+
+// env is one BERTH_HOME with the plugin "demo" (server "up") trusted and
+// enabled in a workspace, and an exporter over its pool.
+type env struct {
+	mu    sync.Mutex
+	t     *testing.T
+	paths trust.Paths
+	store *trust.Store
+	pool  *pool.Pool
+	srv   *Server
+}
+
+func newEnv(t *testing.T, opts *Options, policy ...trust.PolicyRule) *env {
+	t.Helper()
+	ctx := context.Background()
+	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	exe, _ := os.Executable()
+	if err := os.Symlink(exe, filepath.Join(bin, "berth-export-upstream")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "demo")
+	os.MkdirAll(dir, 0o755)
+	manifest := `{"manifestVersion":1,"name":"demo","version":"1.0.0","description":"exporter test plugin",
+	  "mcpServers":{"up":{"stdio":{"command":"berth-export-upstream"}}}}`
+	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644)
+	paths, _ := trust.NewPaths(home)
+	store := trust.OpenStore(paths, nil)
+	b, err := bundle.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Enable(ctx, store, ws, "demo", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range policy {
+		if err := pool.SetPolicy(ctx, store, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	})
+	e := &env{t: t, paths: paths, store: store}
+	e.pool, err = pool.Open(ctx, paths, ws, &pool.Options{
+		BaseEnv:      []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
+		PollInterval: 50 * time.Millisecond,
+		Changed: func() {
+			if srv := e.server(); srv != nil {
+				srv.SyncSoon()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mu.Lock()
+	e.srv = New(e.pool, paths, opts)
+	e.mu.Unlock()
+	t.Cleanup(func() { e.pool.Close() })
+	return e
+}
+
+func (e *env) server() *Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.srv
+}
+
+// client connects a go-sdk client in memory. proto pins the protocol
+// version ("" lets it negotiate 2026-07-28); elicit, when set, is the
+// client's elicitation handler.
+func (e *env) client(proto string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
+	e.t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+		e.t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name, text string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": text}})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+func readAudit(t *testing.T, paths trust.Paths) []AuditEntry {
+	t.Helper()
+	data, err := os.ReadFile(paths.Audit())
+	if err != nil {
+		return nil
+	}
+	var out []AuditEntry
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e AuditEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}

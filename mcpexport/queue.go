@@ -1,0 +1,238 @@
+package mcpexport
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Pending is a call waiting in the approval queue, as `berth approvals`
+// shows it.
+type Pending struct {
+	ID     string `json:"id"`
+	Tool   string `json:"tool"`
+	Plugin string `json:"plugin,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Arguments are the call's arguments, pretty-printed and truncated.
+	Arguments   string    `json:"arguments"`
+	Annotations string    `json:"annotations,omitempty"`
+	Client      string    `json:"client"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Deadline    time.Time `json:"deadline"`
+	PID         int       `json:"pid"`
+	// Hash binds a decision to this exact request.
+	Hash string `json:"hash"`
+}
+
+// Age is how long the call has waited.
+func (p *Pending) Age(now time.Time) time.Duration { return now.Sub(p.CreatedAt).Truncate(time.Second) }
+
+// QueueDecision settles a pending call.
+type QueueDecision struct {
+	ID     string    `json:"id"`
+	Hash   string    `json:"hash"`
+	Allow  bool      `json:"allow"`
+	Always bool      `json:"always,omitempty"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// Queue is the approval queue under $BERTH_HOME/approvals: one file per
+// pending call (<id>.json) and one per decision (<id>.decision.json). The
+// waiting process watches the directory and resumes as soon as a decision
+// appears. Files are written atomically; the directory is private (0700).
+// A Queue is safe for concurrent use, also across processes.
+type Queue struct {
+	dir string
+}
+
+// NewQueue returns the queue in dir.
+func NewQueue(dir string) *Queue { return &Queue{dir: dir} }
+
+// ErrNoSuchApproval means an ID names no pending call.
+var ErrNoSuchApproval = errors.New("no such pending approval")
+
+func (q *Queue) pendingPath(id string) string  { return filepath.Join(q.dir, id+".json") }
+func (q *Queue) decisionPath(id string) string { return filepath.Join(q.dir, id+".decision.json") }
+
+const idAlphabet = "abcdefghjkmnpqrstuvwxyz23456789"
+
+// newID returns a short random ID that is easy to type: xxxx-xxxx.
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	out := make([]byte, 0, 9)
+	for i, c := range b {
+		if i == 4 {
+			out = append(out, '-')
+		}
+		out = append(out, idAlphabet[int(c)%len(idAlphabet)])
+	}
+	return string(out)
+}
+
+// ValidID reports whether id has the form of a queue ID, so it is safe to
+// put in a path.
+func ValidID(id string) bool {
+	if len(id) != 9 || id[4] != '-' {
+		return false
+	}
+	for i, c := range id {
+		if i != 4 && !strings.ContainsRune(idAlphabet, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func hashPending(p *Pending) string {
+	data, _ := json.Marshal([]any{p.ID, p.Tool, p.Arguments, p.Client, p.CreatedAt.UnixNano()})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Add records a pending call and returns it with its ID.
+func (q *Queue) Add(p Pending) (*Pending, error) {
+	if err := os.MkdirAll(q.dir, 0o700); err != nil {
+		return nil, err
+	}
+	p.ID = newID()
+	p.PID = os.Getpid()
+	p.Hash = hashPending(&p)
+	if err := writeJSONAtomic(q.pendingPath(p.ID), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Remove deletes a pending call and its decision.
+func (q *Queue) Remove(id string) {
+	os.Remove(q.pendingPath(id))
+	os.Remove(q.decisionPath(id))
+}
+
+// List returns the pending calls, oldest first. Calls whose waiting process
+// is gone are removed.
+func (q *Queue) List() ([]*Pending, error) {
+	matches, err := filepath.Glob(filepath.Join(q.dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*Pending
+	for _, m := range matches {
+		if strings.HasSuffix(m, ".decision.json") {
+			continue
+		}
+		p := &Pending{}
+		if err := readJSON(m, p); err != nil {
+			continue // half-visible or damaged; its waiter cleans up
+		}
+		if !ValidID(p.ID) || q.pendingPath(p.ID) != m {
+			continue
+		}
+		if !alive(p.PID) {
+			q.Remove(p.ID)
+			continue
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Get returns one pending call.
+func (q *Queue) Get(id string) (*Pending, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("%q is not an approval ID (they look like k7f3-9q2x; `berth approvals` lists them): %w", id, ErrNoSuchApproval)
+	}
+	p := &Pending{}
+	if err := readJSON(q.pendingPath(id), p); err != nil || !alive(p.PID) {
+		return nil, fmt.Errorf("no call is waiting for approval %s (it may have been settled or timed out; `berth approvals` lists the waiting ones): %w", id, ErrNoSuchApproval)
+	}
+	return p, nil
+}
+
+// Decide settles a pending call. It fails when the call is not waiting.
+func (q *Queue) Decide(id string, allow, always bool, by string) (*Pending, error) {
+	p, err := q.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	d := &QueueDecision{ID: id, Hash: p.Hash, Allow: allow, Always: always && allow, By: by, At: time.Now().UTC()}
+	if err := writeJSONAtomic(q.decisionPath(id), d); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Wait blocks until the pending call is decided or ctx is done. Only a
+// decision bound to this exact request (its hash) counts.
+func (q *Queue) Wait(ctx context.Context, p *Pending) (*QueueDecision, error) {
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		defer w.Close()
+		if err := w.Add(q.dir); err != nil {
+			w.Close()
+			w = nil
+		}
+	}
+	var events <-chan fsnotify.Event
+	if w != nil {
+		events = w.Events
+	}
+	// The poll is a safety net for file systems without notifications.
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		d := &QueueDecision{}
+		if err := readJSON(q.decisionPath(p.ID), d); err == nil && d.ID == p.ID && d.Hash == p.Hash {
+			return d, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-events:
+		case <-tick.C:
+		}
+	}
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return trust.WriteFileAtomic(path, append(data, '\n'), 0o600)
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}

@@ -1,0 +1,402 @@
+// Package mcpexport is berth's MCP server: it offers a workspace pool's
+// tools, prompts and resources to any MCP client over stdio, the legacy
+// HTTP+SSE transport or Streamable HTTP, with approval by default. A call
+// runs only when the operator's policy allows it or a human approved it
+// (MCP elicitation, multi-round-trip input requests, or the approval queue
+// that `berth approve` settles); every decision goes to the audit log.
+package mcpexport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// DefaultApprovalTimeout is how long a queued call waits for a decision.
+const DefaultApprovalTimeout = 120 * time.Second
+
+// maxDescription caps tool descriptions (clients cap them too).
+const maxDescription = 2048
+
+// Options tune a Server. A nil *Options means the defaults.
+type Options struct {
+	// ApprovalTimeout bounds the wait in the approval queue; default 120s.
+	ApprovalTimeout time.Duration
+	// Logger receives the server's log; default text on stderr.
+	Logger *slog.Logger
+	// SupportedProtocolVersions narrows the protocol versions offered
+	// (nil: all that go-sdk speaks).
+	SupportedProtocolVersions []string
+}
+
+// Server exports one pool. It is safe for concurrent use: many sessions
+// over several transports may use it at once, and one session's pending
+// approval never blocks another's calls.
+type Server struct {
+	pool    *pool.Pool
+	store   *trust.Store
+	ms      *mcp.Server
+	queue   *Queue
+	audit   *Audit
+	states  *stateBox
+	timeout time.Duration
+	log     *slog.Logger
+
+	syncMu    sync.Mutex // serializes Sync
+	tools     map[string]string
+	prompts   map[string]string
+	resources map[string]string
+	templates map[string]string
+}
+
+// New builds the MCP server of a pool. Call Sync (or let the pool's
+// Changed hook call SyncSoon) to fill its catalog.
+func New(p *pool.Pool, paths trust.Paths, opts *Options) *Server {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Server{
+		pool:      p,
+		store:     trust.OpenStore(paths, nil),
+		queue:     NewQueue(paths.Approvals()),
+		audit:     NewAudit(paths.Audit()),
+		timeout:   opts.ApprovalTimeout,
+		log:       opts.Logger,
+		tools:     map[string]string{},
+		prompts:   map[string]string{},
+		resources: map[string]string{},
+		templates: map[string]string{},
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultApprovalTimeout
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	s.states = newStateBox(s.timeout + time.Minute)
+	s.ms = mcp.NewServer(&mcp.Implementation{Name: "berth", Title: "berth", Version: bundle.BerthVersion}, &mcp.ServerOptions{
+		Instructions: "Tools of the berth workspace " + p.WorkspaceDir() + ". Calls run only when the operator's policy allows them or a human approves them.",
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Logging:   &mcp.LoggingCapabilities{},
+		},
+		SupportedProtocolVersions: opts.SupportedProtocolVersions,
+		Logger:                    s.log,
+	})
+	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.boundaryMiddleware)
+	return s
+}
+
+// MCPServer is the underlying go-sdk server.
+func (s *Server) MCPServer() *mcp.Server { return s.ms }
+
+// recoverMiddleware turns a panic in any handler into an error for that
+// request only, logged with its stack.
+func (s *Server) recoverMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("panic in a handler; only this request fails", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				res, err = nil, fmt.Errorf("berth: internal error while handling %s (logged on berth's stderr)", method)
+			}
+		}()
+		return next(ctx, method, req)
+	}
+}
+
+// boundaryMiddleware re-assembles the catalog from the pool before every
+// list: the pool re-checks the state generation and drift there.
+func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			// A client may call a tool it knows from an earlier session
+			// without listing first: assemble the catalog once.
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.hasTool(p.Name) {
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				s.pool.WaitStarted(wctx)
+				cancel()
+				if err := s.Sync(ctx); err != nil {
+					s.log.Warn("catalog boundary", "method", method, "error", err)
+				}
+			}
+		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+			// Let the first start of every server settle, so a client that
+			// lists right after connecting sees the whole catalog.
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			s.pool.WaitStarted(wctx)
+			cancel()
+			if err := s.Sync(ctx); err != nil {
+				s.log.Warn("catalog boundary", "method", method, "error", err)
+			}
+		}
+		res, err := next(ctx, method, req)
+		if err == nil {
+			dropUpstreamIdentity(res)
+		}
+		return res, err
+	}
+}
+
+// dropUpstreamIdentity removes the plugin server's identity
+// (_meta "io.modelcontextprotocol/serverInfo", set on 2026-07-28 results)
+// from a result berth relays, so that go-sdk stamps berth's own: the
+// client talks to berth, not to the server behind it.
+func dropUpstreamIdentity(res mcp.Result) {
+	var meta *mcp.Meta
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if r != nil {
+			meta = &r.Meta
+		}
+	case *mcp.GetPromptResult:
+		if r != nil {
+			meta = &r.Meta
+		}
+	case *mcp.ReadResourceResult:
+		if r != nil {
+			meta = &r.Meta
+		}
+	}
+	if meta == nil {
+		return
+	}
+	if _, ok := (*meta)[mcp.MetaKeyServerInfo]; !ok {
+		return
+	}
+	// The result is the pool's fresh copy of the server's answer: edit it
+	// in place.
+	delete(*meta, mcp.MetaKeyServerInfo)
+	if len(*meta) == 0 {
+		*meta = nil
+	}
+}
+
+func (s *Server) hasTool(name string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	_, ok := s.tools[name]
+	return ok
+}
+
+// SyncSoon re-assembles the catalog in the background; it is the pool's
+// Changed hook.
+func (s *Server) SyncSoon() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Sync(ctx); err != nil {
+			s.log.Warn("catalog sync", "error", err)
+		}
+	}()
+}
+
+// Sync makes the server's catalog the pool's: tools (deny never listed),
+// prompts, resources and templates. Registering and removing notifies
+// every session (list_changed).
+func (s *Server) Sync(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	tools, err := s.pool.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	want := map[string]string{}
+	for _, t := range tools {
+		h := t.Hash + "|" + t.Policy.Action
+		want[t.Name] = h
+		if s.tools[t.Name] == h {
+			continue
+		}
+		if err := s.addTool(t); err != nil {
+			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
+			delete(want, t.Name)
+			continue
+		}
+		s.tools[t.Name] = h
+	}
+	s.ms.RemoveTools(gone(s.tools, want)...)
+
+	prompts, err := s.pool.Prompts(ctx)
+	if err != nil {
+		return err
+	}
+	want = map[string]string{}
+	for _, p := range prompts {
+		h := jsonHash(p.Definition)
+		want[p.Name] = h
+		if s.prompts[p.Name] != h {
+			def := *p.Definition
+			name := p.Name
+			s.ms.AddPrompt(&def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return s.pool.GetPrompt(ctx, name, req.Params.Arguments)
+			})
+			s.prompts[p.Name] = h
+		}
+	}
+	s.ms.RemovePrompts(gone(s.prompts, want)...)
+
+	resources, err := s.pool.Resources(ctx)
+	if err != nil {
+		return err
+	}
+	wantR, wantT := map[string]string{}, map[string]string{}
+	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return s.pool.ReadResource(ctx, req.Params.URI)
+	}
+	for _, r := range resources {
+		switch {
+		case r.Resource != nil:
+			h := jsonHash(r.Resource)
+			wantR[r.Resource.URI] = h
+			if s.resources[r.Resource.URI] != h {
+				if err := safely(func() { res := *r.Resource; s.ms.AddResource(&res, read) }); err != nil {
+					s.log.Warn("not offering a resource", "uri", r.Resource.URI, "error", err)
+					delete(wantR, r.Resource.URI)
+					continue
+				}
+				s.resources[r.Resource.URI] = h
+			}
+		case r.Template != nil:
+			h := jsonHash(r.Template)
+			wantT[r.Template.URITemplate] = h
+			if s.templates[r.Template.URITemplate] != h {
+				if err := safely(func() { tpl := *r.Template; s.ms.AddResourceTemplate(&tpl, read) }); err != nil {
+					s.log.Warn("not offering a resource template", "template", r.Template.URITemplate, "error", err)
+					delete(wantT, r.Template.URITemplate)
+					continue
+				}
+				s.templates[r.Template.URITemplate] = h
+			}
+		}
+	}
+	s.ms.RemoveResources(gone(s.resources, wantR)...)
+	s.ms.RemoveResourceTemplates(gone(s.templates, wantT)...)
+	return nil
+}
+
+// gone returns the keys of have that want lacks, and drops them from have.
+func gone(have, want map[string]string) []string {
+	var out []string
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			out = append(out, k)
+			delete(have, k)
+		}
+	}
+	return out
+}
+
+func jsonHash(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// safely runs f, turning a panic (go-sdk panics on definitions it cannot
+// serve) into an error.
+func safely(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// addTool registers one tool of the pool, its upstream definition passed
+// through (annotations included), the description capped.
+func (s *Server) addTool(t *pool.Tool) error {
+	def := *t.Definition
+	if len(def.Description) > maxDescription {
+		cut := maxDescription
+		for cut > 0 && !utf8Start(def.Description[cut]) {
+			cut--
+		}
+		def.Description = def.Description[:cut] + "…"
+	}
+	if m, ok := def.InputSchema.(map[string]any); !ok || m["type"] != "object" {
+		if raw, err := json.Marshal(def.InputSchema); err != nil || !isObjectSchema(raw) {
+			return fmt.Errorf("its input schema is not a JSON object schema")
+		}
+	}
+	name := t.Name
+	return safely(func() { s.ms.AddTool(&def, s.toolHandler(name)) })
+}
+
+func isObjectSchema(raw json.RawMessage) bool {
+	var m map[string]any
+	return json.Unmarshal(raw, &m) == nil && m["type"] == "object"
+}
+
+// toolHandler runs one exported tool: approval, then the pool's dispatch
+// with its boundaries. Failures come back as tool errors that say what
+// happened and what to run.
+func (s *Server) toolHandler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		c := &call{s: s, req: req, tool: name}
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("panic in a tool call; only this call fails", "tool", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+				res, err = toolError(fmt.Sprintf("berth: internal error while calling %s (logged on berth's stderr); nothing else was affected", name)), nil
+				c.entry.Outcome, c.entry.Reason = "failed", "panic"
+				c.writeAudit()
+			}
+		}()
+		args := json.RawMessage(req.Params.Arguments)
+		c.entry = AuditEntry{Tool: name, Client: clientName(req), Arguments: ArgumentShape(args)}
+		res, err = s.pool.Call(ctx, name, args, c)
+		if c.inputRequired != nil {
+			return c.inputRequired, nil
+		}
+		defer c.writeAudit()
+		switch {
+		case err == nil && res.IsError:
+			c.entry.Outcome = "tool-error"
+			return res, nil
+		case err == nil:
+			c.entry.Outcome = "ran"
+			return res, nil
+		case errors.Is(err, pool.ErrDenied):
+			c.entry.Outcome = "refused"
+			if c.entry.Decision == "" {
+				c.entry.Decision, c.entry.DecidedBy = "deny", "policy"
+			}
+			return toolError(refusal(name, c.reason(err))), nil
+		case errors.Is(err, trust.ErrDrift):
+			c.entry.Outcome, c.entry.Reason = "refused", "drift"
+			return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
+		default:
+			c.entry.Outcome, c.entry.Reason = "failed", "error"
+			return toolError(fmt.Sprintf("berth could not run %s: %v", name, err)), nil
+		}
+	}
+}
+
+func toolError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+func clientName(req *mcp.CallToolRequest) string {
+	if ci := req.ClientInfo(); ci != nil {
+		if ci.Version != "" {
+			return ci.Name + " " + ci.Version
+		}
+		return ci.Name
+	}
+	return "unknown client"
+}
