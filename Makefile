@@ -8,6 +8,11 @@ BIN     ?= bin/berth
 build:
 	$(GO) build -o $(BIN) ./cmd/berth
 
+# The README's first command: berth's main job end to end on the built-in
+# example, in a temporary BERTH_HOME and workspace.
+demo:
+	$(GO) run ./cmd/berth demo
+
 # The test command of the README and of CI.
 test:
 	$(GO) vet ./...

@@ -44,7 +44,12 @@ func Main() int {
 // Run runs berth with the given arguments and streams. It builds a fresh
 // command tree each time, so it can be called many times in one process.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return run(ctx, args, os.Getenv, stdin, stdout, stderr)
+}
+
+// run is Run with the environment given as a lookup function.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)

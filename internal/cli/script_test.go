@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -44,28 +41,7 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// exitcode N program args... runs the program and requires
-			// exit code N; stdout and stderr stay for later checks.
-			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) < 2 {
-					ts.Fatalf("usage: exitcode N program [args...]")
-				}
-				want, err := strconv.Atoi(args[0])
-				if err != nil {
-					ts.Fatalf("exitcode: %v", err)
-				}
-				got := 0
-				if err := ts.Exec(args[1], args[2:]...); err != nil {
-					var ee *exec.ExitError
-					if !errors.As(err, &ee) {
-						ts.Fatalf("exitcode: %v", err)
-					}
-					got = ee.ExitCode()
-				}
-				if got != want {
-					ts.Fatalf("exit code %d, want %d", got, want)
-				}
-			},
+			"exitcode": exitcodeCmd,
 		},
 	})
 }
