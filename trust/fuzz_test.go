@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/berth-mcp/berth/internal/sigtest"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -20,18 +21,18 @@ func FuzzVerifySignatureJSON(f *testing.F) {
 	ctx := context.Background()
 	cos := loadCosign(f)
 	kf := loadKeyFixture(f)
-	vsig := newVirtualSigstore(f)
+	vsig := sigtest.NewVirtualSigstore(f)
 	for _, seed := range fuzzSeeds(f) {
 		f.Add(seed)
 	}
-	f.Add(vsig.signIdentity(f, testSAN, testIssuer, cos.listing, identityOpts{}))
-	f.Add(vsig.signIdentity(f, testSAN, testIssuer, cos.listing, identityOpts{withTlog: true}))
+	f.Add(vsig.SignIdentity(f, testSAN, testIssuer, cos.listing, sigtest.IdentityOpts{}))
+	f.Add(vsig.SignIdentity(f, testSAN, testIssuer, cos.listing, sigtest.IdentityOpts{WithTlog: true}))
 	f.Add([]byte(`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`))
 
 	v := mustVerifier(f, []trust.Signer{
 		mustKeySigner(f, "cosign", cos.pub, nil),
 		mustKeySigner(f, "berth-test", kf.pub, nil),
-		identitySigner(f, "ci", testIssuer, testSAN, "", vsig.rootPath),
+		identitySigner(f, "ci", testIssuer, testSAN, "", vsig.RootPath),
 	}, nil)
 
 	f.Fuzz(func(t *testing.T, sigJSON []byte) {

@@ -13,7 +13,6 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -27,14 +26,10 @@ import (
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
-	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
-	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
-	"github.com/sigstore/sigstore-go/pkg/testing/ca"
-	"github.com/sigstore/sigstore-go/pkg/tlog"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/berth-mcp/berth/internal/sigtest"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -127,176 +122,6 @@ func ephemeralBundle(tb testing.TB, listing []byte) (sigJSON, pubPEM []byte) {
 	return sigJSON, []byte(pem)
 }
 
-// ecKeypair adapts a VirtualSigstore leaf key to sign.Keypair.
-type ecKeypair struct{ priv *ecdsa.PrivateKey }
-
-func (k ecKeypair) GetHashAlgorithm() protocommon.HashAlgorithm {
-	return protocommon.HashAlgorithm_SHA2_256
-}
-func (k ecKeypair) GetSigningAlgorithm() protocommon.PublicKeyDetails {
-	return protocommon.PublicKeyDetails_PKIX_ECDSA_P256_SHA_256
-}
-func (k ecKeypair) GetHint() []byte                { return nil }
-func (k ecKeypair) GetKeyAlgorithm() string        { return "ECDSA" }
-func (k ecKeypair) GetPublicKey() crypto.PublicKey { return k.priv.Public() }
-func (k ecKeypair) GetPublicKeyPem() (string, error) {
-	b, err := cryptoutils.MarshalPublicKeyToPEM(k.priv.Public())
-	return string(b), err
-}
-func (k ecKeypair) SignData(_ context.Context, data []byte) ([]byte, []byte, error) {
-	d := sha256.Sum256(data)
-	sig, err := ecdsa.SignASN1(rand.Reader, k.priv, d[:])
-	return sig, d[:], err
-}
-
-// staticCert is a sign.CertificateProvider returning a pre-made leaf.
-type staticCert struct{ der []byte }
-
-func (s staticCert) GetCertificate(context.Context, sign.Keypair, *sign.CertificateProviderOptions) ([]byte, error) {
-	return s.der, nil
-}
-
-// virtualSigstore is an in-memory Fulcio + TSA + Rekor whose trusted root
-// is written to a trusted_root.json file, so verification goes through the
-// same file-loading path as production. Its certificates live minutes:
-// it is always made inside the test run.
-type virtualSigstore struct {
-	vs       *ca.VirtualSigstore
-	rootPath string
-}
-
-func newVirtualSigstore(tb testing.TB) *virtualSigstore {
-	tb.Helper()
-	vs, err := ca.NewVirtualSigstore()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// VirtualSigstore sets TransparencyLog.ID to the hex string's bytes
-	// rather than the raw key ID, which a trusted_root.json round trip
-	// turns into a different log ID; use the raw bytes.
-	rekorLogs := vs.RekorLogs()
-	for hexID, l := range rekorLogs {
-		raw, err := hex.DecodeString(hexID)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		l.ID = raw
-	}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), vs.CTLogs(),
-		vs.TimestampingAuthorities(), rekorLogs)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	trJSON, err := tr.MarshalJSON()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := filepath.Join(tb.TempDir(), "trusted_root.json")
-	if err := os.WriteFile(p, trJSON, 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	return &virtualSigstore{vs: vs, rootPath: p}
-}
-
-type identityOpts struct {
-	noTSA    bool // omit the RFC 3161 timestamp
-	withTlog bool // add a hashedrekord transparency-log entry with SET and inclusion proof
-	badTlog  bool // add a tlog entry for a different signature
-}
-
-// signIdentity returns a v0.3 JSON certificate bundle over listing for the
-// identity (san, issuer), as in reference §2.3.
-func (v *virtualSigstore) signIdentity(tb testing.TB, san, issuer string, listing []byte, o identityOpts) []byte {
-	tb.Helper()
-	leaf, priv, err := v.vs.GenerateLeafCert(san, issuer)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pb, err := sign.Bundle(&sign.PlainData{Data: listing}, ecKeypair{priv.(*ecdsa.PrivateKey)}, sign.BundleOptions{
-		CertificateProvider:        staticCert{leaf.Raw},
-		CertificateProviderOptions: &sign.CertificateProviderOptions{},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sig := pb.GetMessageSignature().GetSignature()
-	if !o.noTSA {
-		tsr, err := v.vs.TimestampResponse(sig)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		pb.VerificationMaterial.TimestampVerificationData = &protobundle.TimestampVerificationData{
-			Rfc3161Timestamps: []*protocommon.RFC3161SignedTimestamp{{SignedTimestamp: tsr}},
-		}
-	}
-	switch {
-	case o.withTlog:
-		pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{v.tlogEntry(tb, leaf, listing, sig)}
-	case o.badTlog:
-		// A genuine log entry, but for another signature by the same certificate.
-		other := []byte("other content")
-		otherSig, _, err := ecKeypair{priv.(*ecdsa.PrivateKey)}.SignData(context.Background(), other)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		pb.VerificationMaterial.TlogEntries = []*protorekor.TransparencyLogEntry{v.tlogEntry(tb, leaf, other, otherSig)}
-	}
-	out, err := protojson.Marshal(pb)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return out
-}
-
-// tlogEntry makes a Rekor v1 hashedrekord entry in the virtual log, with an
-// inclusion promise (SET) and an inclusion proof, as a v0.3 bundle needs.
-func (v *virtualSigstore) tlogEntry(tb testing.TB, leaf *x509.Certificate, artifact, sig []byte) *protorekor.TransparencyLogEntry {
-	tb.Helper()
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leaf.Raw})
-	sum := sha256.Sum256(artifact)
-	body, err := json.Marshal(map[string]any{ // map keys marshal sorted: canonical JSON
-		"apiVersion": "0.0.1",
-		"kind":       "hashedrekord",
-		"spec": map[string]any{
-			"data": map[string]any{"hash": map[string]any{"algorithm": "sha256", "value": hex.EncodeToString(sum[:])}},
-			"signature": map[string]any{
-				"content":   base64.StdEncoding.EncodeToString(sig),
-				"publicKey": map[string]any{"content": base64.StdEncoding.EncodeToString(certPEM)},
-			},
-		},
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	logID, err := v.vs.RekorLogID()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	logIDRaw, err := hex.DecodeString(logID)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	integrated, logIndex := time.Now().Unix(), int64(0)
-	set, err := v.vs.RekorSignPayload(tlog.RekorPayload{
-		Body: base64.StdEncoding.EncodeToString(body), IntegratedTime: integrated, LogIndex: logIndex, LogID: logID,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	proof, err := v.vs.GetInclusionProof(body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	entry, err := tlog.NewEntry(body, integrated, logIndex, logIDRaw, set, proof) //nolint:staticcheck // the v1 constructor is what we need
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tle := entry.TransparencyLogEntry()
-	tle.KindVersion = &protorekor.KindVersion{Kind: "hashedrekord", Version: "0.0.1"}
-	tle.InclusionPromise = &protorekor.InclusionPromise{SignedEntryTimestamp: set}
-	return tle
-}
-
 func identitySigner(tb testing.TB, name, issuer, san, sanRegex, rootPath string) trust.Signer {
 	tb.Helper()
 	s, err := trust.NewIdentitySigner(name, issuer, san, sanRegex, rootPath)
@@ -347,12 +172,12 @@ func TestVerify(t *testing.T) {
 	cos := loadCosign(t)
 	kf := loadKeyFixture(t)
 	listing := cos.listing
-	vsig := newVirtualSigstore(t)
-	idSig := vsig.signIdentity(t, testSAN, testIssuer, listing, identityOpts{})
+	vsig := sigtest.NewVirtualSigstore(t)
+	idSig := vsig.SignIdentity(t, testSAN, testIssuer, listing, sigtest.IdentityOpts{})
 
 	cosignSigner := mustKeySigner(t, "cosign", cos.pub, nil)
 	testKeySigner := mustKeySigner(t, "berth-test", kf.pub, nil)
-	exactID := identitySigner(t, "ci", testIssuer, testSAN, "", vsig.rootPath)
+	exactID := identitySigner(t, "ci", testIssuer, testSAN, "", vsig.RootPath)
 
 	t.Run("good key (Sign)", func(t *testing.T) {
 		v := mustVerifier(t, []trust.Signer{testKeySigner}, nil)
@@ -411,7 +236,7 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("good identity (SAN regex)", func(t *testing.T) {
-		s := identitySigner(t, "ci-re", testIssuer, "", `[a-z-]+@example\.com`, vsig.rootPath)
+		s := identitySigner(t, "ci-re", testIssuer, "", `[a-z-]+@example\.com`, vsig.RootPath)
 		res, err := mustVerifier(t, []trust.Signer{s}, nil).Verify(ctx, listing, idSig)
 		if err != nil {
 			t.Fatal(err)
@@ -422,7 +247,7 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("good identity (tlog entry and TSA)", func(t *testing.T) {
-		sig := vsig.signIdentity(t, testSAN, testIssuer, listing, identityOpts{withTlog: true})
+		sig := vsig.SignIdentity(t, testSAN, testIssuer, listing, sigtest.IdentityOpts{WithTlog: true})
 		res, err := mustVerifier(t, []trust.Signer{exactID}, nil).Verify(ctx, listing, sig)
 		if err != nil {
 			t.Fatal(err)
@@ -433,7 +258,7 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("good identity (tlog entry only)", func(t *testing.T) {
-		sig := vsig.signIdentity(t, testSAN, testIssuer, listing, identityOpts{withTlog: true, noTSA: true})
+		sig := vsig.SignIdentity(t, testSAN, testIssuer, listing, sigtest.IdentityOpts{WithTlog: true, NoTSA: true})
 		res, err := mustVerifier(t, []trust.Signer{exactID}, nil).Verify(ctx, listing, sig)
 		if err != nil {
 			t.Fatal(err)
@@ -446,13 +271,13 @@ func TestVerify(t *testing.T) {
 	t.Run("identity with a tlog entry that does not verify", func(t *testing.T) {
 		// The TSA timestamp alone would satisfy the time rule; a tlog entry
 		// that is present must verify too.
-		sig := vsig.signIdentity(t, testSAN, testIssuer, listing, identityOpts{badTlog: true})
+		sig := vsig.SignIdentity(t, testSAN, testIssuer, listing, sigtest.IdentityOpts{BadTlog: true})
 		res, err := mustVerifier(t, []trust.Signer{exactID}, nil).Verify(ctx, listing, sig)
 		wantUntrusted(t, res, err, `identity "ci"`, "transparency-log entry")
 	})
 
 	t.Run("identity with no timestamp at all", func(t *testing.T) {
-		sig := vsig.signIdentity(t, testSAN, testIssuer, listing, identityOpts{noTSA: true})
+		sig := vsig.SignIdentity(t, testSAN, testIssuer, listing, sigtest.IdentityOpts{NoTSA: true})
 		res, err := mustVerifier(t, []trust.Signer{exactID}, nil).Verify(ctx, listing, sig)
 		wantUntrusted(t, res, err, "no timestamp")
 	})
@@ -465,26 +290,26 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("wrong SAN", func(t *testing.T) {
-		s := identitySigner(t, "mallory", testIssuer, "mallory@example.com", "", vsig.rootPath)
+		s := identitySigner(t, "mallory", testIssuer, "mallory@example.com", "", vsig.RootPath)
 		res, err := mustVerifier(t, []trust.Signer{s}, nil).Verify(ctx, listing, idSig)
 		wantUntrusted(t, res, err, `identity "mallory"`, `expected SAN value "mallory@example.com"`, testSAN)
 	})
 
 	t.Run("wrong issuer", func(t *testing.T) {
-		s := identitySigner(t, "other-issuer", "https://accounts.example.org", testSAN, "", vsig.rootPath)
+		s := identitySigner(t, "other-issuer", "https://accounts.example.org", testSAN, "", vsig.RootPath)
 		res, err := mustVerifier(t, []trust.Signer{s}, nil).Verify(ctx, listing, idSig)
 		wantUntrusted(t, res, err, `expected issuer value "https://accounts.example.org"`)
 	})
 
 	t.Run("SAN regex is anchored", func(t *testing.T) {
-		evil := vsig.signIdentity(t, "evil-bot@example.com.attacker", testIssuer, listing, identityOpts{})
-		s := identitySigner(t, "bot", testIssuer, "", `bot@example\.com`, vsig.rootPath)
+		evil := vsig.SignIdentity(t, "evil-bot@example.com.attacker", testIssuer, listing, sigtest.IdentityOpts{})
+		s := identitySigner(t, "bot", testIssuer, "", `bot@example\.com`, vsig.RootPath)
 		v := mustVerifier(t, []trust.Signer{s}, nil)
 		res, err := v.Verify(ctx, listing, evil)
 		wantUntrusted(t, res, err, `^(?:bot@example\.com)$`, "evil-bot@example.com.attacker")
 
 		// The same regex accepts the exact SAN.
-		good := vsig.signIdentity(t, "bot@example.com", testIssuer, listing, identityOpts{})
+		good := vsig.SignIdentity(t, "bot@example.com", testIssuer, listing, sigtest.IdentityOpts{})
 		if _, err := v.Verify(ctx, listing, good); err != nil {
 			t.Errorf("anchored regex rejected the matching SAN: %v", err)
 		}
@@ -627,8 +452,8 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("identity bundle under another trusted root", func(t *testing.T) {
-		other := newVirtualSigstore(t)
-		s := identitySigner(t, "other-root", testIssuer, testSAN, "", other.rootPath)
+		other := sigtest.NewVirtualSigstore(t)
+		s := identitySigner(t, "other-root", testIssuer, testSAN, "", other.RootPath)
 		res, err := mustVerifier(t, []trust.Signer{s}, nil).Verify(ctx, listing, idSig)
 		wantUntrusted(t, res, err, `identity "other-root"`)
 	})
@@ -659,7 +484,7 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("every failing signer is named", func(t *testing.T) {
-		wrongID := identitySigner(t, "wrong-san", testIssuer, "nobody@example.com", "", vsig.rootPath)
+		wrongID := identitySigner(t, "wrong-san", testIssuer, "nobody@example.com", "", vsig.RootPath)
 		v := mustVerifier(t, []trust.Signer{testKeySigner, wrongID}, nil)
 		res, err := v.Verify(ctx, listing, idSig)
 		wantUntrusted(t, res, err, `key "berth-test"`, `identity "wrong-san"`, "fix:")
@@ -718,11 +543,11 @@ func TestVerifyKeyAlgorithms(t *testing.T) {
 func TestVerifyConcurrent(t *testing.T) {
 	ctx := context.Background()
 	cos := loadCosign(t)
-	vsig := newVirtualSigstore(t)
-	idSig := vsig.signIdentity(t, testSAN, testIssuer, cos.listing, identityOpts{})
+	vsig := sigtest.NewVirtualSigstore(t)
+	idSig := vsig.SignIdentity(t, testSAN, testIssuer, cos.listing, sigtest.IdentityOpts{})
 	v := mustVerifier(t, []trust.Signer{
 		mustKeySigner(t, "cosign", cos.pub, nil),
-		identitySigner(t, "ci", testIssuer, testSAN, "", vsig.rootPath),
+		identitySigner(t, "ci", testIssuer, testSAN, "", vsig.RootPath),
 	}, nil)
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -810,12 +635,12 @@ func TestNewKeySigner(t *testing.T) {
 }
 
 func TestNewIdentitySigner(t *testing.T) {
-	vsig := newVirtualSigstore(t)
-	s, err := trust.NewIdentitySigner("ci", testIssuer, testSAN, "", vsig.rootPath)
+	vsig := sigtest.NewVirtualSigstore(t)
+	s, err := trust.NewIdentitySigner("ci", testIssuer, testSAN, "", vsig.RootPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `identity "ci" (issuer https://issuer.example.com, SAN release-bot@example.com, trusted root ` + vsig.rootPath + ")"; s.String() != want {
+	if want := `identity "ci" (issuer https://issuer.example.com, SAN release-bot@example.com, trusted root ` + vsig.RootPath + ")"; s.String() != want {
 		t.Errorf("String() = %s\nwant %s", s, want)
 	}
 	pg, err := trust.NewIdentitySigner("gh", "https://token.actions.githubusercontent.com", "", `https://github\.com/acme/.*`, "")
@@ -828,14 +653,14 @@ func TestNewIdentitySigner(t *testing.T) {
 
 	// A relative trusted root path is stored absolute.
 	wd, _ := os.Getwd()
-	rel, err := filepath.Rel(wd, vsig.rootPath)
+	rel, err := filepath.Rel(wd, vsig.RootPath)
 	if err == nil {
 		s, err := trust.NewIdentitySigner("rel", testIssuer, testSAN, "", rel)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.TrustedRoot != vsig.rootPath {
-			t.Errorf("TrustedRoot = %q, want %q", s.TrustedRoot, vsig.rootPath)
+		if s.TrustedRoot != vsig.RootPath {
+			t.Errorf("TrustedRoot = %q, want %q", s.TrustedRoot, vsig.RootPath)
 		}
 	}
 
@@ -972,9 +797,9 @@ func BenchmarkVerifyKey(b *testing.B) {
 func BenchmarkVerifyIdentity(b *testing.B) {
 	ctx := context.Background()
 	cos := loadCosign(b)
-	vsig := newVirtualSigstore(b)
-	sig := vsig.signIdentity(b, testSAN, testIssuer, cos.listing, identityOpts{})
-	v := mustVerifier(b, []trust.Signer{identitySigner(b, "ci", testIssuer, testSAN, "", vsig.rootPath)}, nil)
+	vsig := sigtest.NewVirtualSigstore(b)
+	sig := vsig.SignIdentity(b, testSAN, testIssuer, cos.listing, sigtest.IdentityOpts{})
+	v := mustVerifier(b, []trust.Signer{identitySigner(b, "ci", testIssuer, testSAN, "", vsig.RootPath)}, nil)
 	b.ReportAllocs()
 	var lat latency.Recorder
 	for b.Loop() {
