@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 
 	"github.com/berth-mcp/berth/internal/testtree"
@@ -24,17 +23,5 @@ func BenchmarkDigest(b *testing.B) {
 			_ = tree.Listing.Digest()
 		}
 	})
-	b.Run("sha256sum", func(b *testing.B) {
-		if _, err := exec.LookPath("sha256sum"); err != nil {
-			b.Skip("sha256sum not installed")
-		}
-		b.SetBytes(n)
-		for b.Loop() {
-			cmd := exec.Command("sh", "-c", "find . -type f -print0 | xargs -0 sha256sum > /dev/null")
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%v: %s", err, out)
-			}
-		}
-	})
+	b.Run("sha256sum", func(b *testing.B) { testtree.Sha256sum(b, dir, n) })
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -43,4 +44,20 @@ func Generate(tb testing.TB, dir string, files int, total int64) int64 {
 		written += size
 	}
 	return written
+}
+
+// Sha256sum benchmarks `sha256sum` over every file under dir, the physical
+// limit that berth's own hashing is compared with in the same run.
+func Sha256sum(b *testing.B, dir string, bytes int64) {
+	if _, err := exec.LookPath("sha256sum"); err != nil {
+		b.Skip("sha256sum not installed")
+	}
+	b.SetBytes(bytes)
+	for b.Loop() {
+		cmd := exec.Command("sh", "-c", "find . -type f -print0 | xargs -0 sha256sum > /dev/null")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
 }
