@@ -38,11 +38,15 @@ type PolicyMatch struct {
 
 // ApprovalRequest describes a call waiting for a decision.
 type ApprovalRequest struct {
-	// Tool is the exported name, "<plugin>-<server>__<tool>".
+	// Tool is the exported name, "<plugin>-<server>__<tool>" (or
+	// "<plugin>__<tool>" for a native tool).
 	Tool string
 	// Plugin and Server name the plugin and its server (the manifest's
-	// key); UpstreamTool is the tool's name on that server.
+	// key; for a native tool, the nativeTools key of its provider);
+	// UpstreamTool is the tool's name on that server.
 	Plugin, Server, UpstreamTool string
+	// Native is set for a tool of a native tool provider.
+	Native bool
 	// Arguments are the call's arguments, a JSON object.
 	Arguments json.RawMessage
 	// Annotations are the tool's annotations as listed (and pinned); nil

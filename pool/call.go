@@ -60,7 +60,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, appr
 			return nil, err
 		}
 	}
-	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Server: e.s.name, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy}
+	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Server: e.s.name, Native: e.s.native != nil, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy}
 	d, err := approver.Approve(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("approving the call to %s: %w", name, err)
@@ -156,7 +156,8 @@ func (p *Pool) waitStarting(ctx context.Context) error {
 func (p *Pool) notFound(name string) error {
 	var broken *plugin
 	for _, pl := range p.activePlugins() {
-		if (pl.err != nil || pl.driftErr() != nil) && strings.HasPrefix(name, pl.name+"-") && (broken == nil || len(pl.name) > len(broken.name)) {
+		if (pl.err != nil || pl.driftErr() != nil) && (strings.HasPrefix(name, pl.name+"-") || strings.HasPrefix(name, pl.name+"__")) &&
+			(broken == nil || len(pl.name) > len(broken.name)) {
 			broken = pl
 		}
 	}
@@ -166,25 +167,42 @@ func (p *Pool) notFound(name string) error {
 		}
 		return broken.err
 	}
+	var running []*server // native tool providers that could have offered it
 	for _, s := range p.servers() {
-		if strings.HasPrefix(name, s.id+"__") {
-			s.mu.Lock()
-			st, err := s.state, s.lastErr
-			gave := s.gaveUp
-			var ferr error
-			if st == StateFailed {
-				ferr = s.failedErrLocked()
-			}
-			s.mu.Unlock()
-			switch {
-			case ferr != nil:
-				return fmt.Errorf("no tool %s: %w", name, ferr)
-			case err != nil && (st == StateStopped || st == StateDrifted || gave):
-				return fmt.Errorf("no tool %s: server %s is %s: %w", name, s.id, st, err)
-			case st == StateRunning || st == StateChanged:
-				return fmt.Errorf("server %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.id, strings.TrimPrefix(name, s.id+"__"))
-			}
+		prefix := s.id + "__"
+		if s.native != nil {
+			// A native tool's name does not say which provider of the
+			// plugin offers it: explain the first that is not running.
+			prefix = s.pl.name + "__"
 		}
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		s.mu.Lock()
+		st, err := s.state, s.lastErr
+		gave := s.gaveUp
+		var ferr error
+		if st == StateFailed {
+			ferr = s.failedErrLocked()
+		}
+		s.mu.Unlock()
+		switch {
+		case ferr != nil:
+			return fmt.Errorf("no tool %s: %w", name, ferr)
+		case err != nil && (st == StateStopped || st == StateDrifted || gave):
+			return fmt.Errorf("no tool %s: %s %s is %s: %w", name, s.noun(), s.id, st, err)
+		case (st == StateRunning || st == StateChanged) && s.native != nil:
+			running = append(running, s)
+		case st == StateRunning || st == StateChanged:
+			return fmt.Errorf("server %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.id, strings.TrimPrefix(name, prefix))
+		}
+	}
+	if len(running) > 0 {
+		var ids []string
+		for _, s := range running {
+			ids = append(ids, s.id)
+		}
+		return fmt.Errorf("no native tool provider of %s (%s) has a tool %s; berth tools lists the catalog", running[0].pl.name, joinNames(ids), strings.TrimPrefix(name, running[0].pl.name+"__"))
 	}
 	return fmt.Errorf("no tool named %s is enabled in %s; berth tools lists the catalog", name, p.workspace)
 }
@@ -243,12 +261,12 @@ func (p *Pool) dispatch(ctx context.Context, e *toolEntry, args json.RawMessage)
 	}
 	s.awaitDown(c)
 	if !retryable {
-		return nil, fmt.Errorf("server %s stopped during the call to %s (%v); berth is restarting it. The call may or may not have run, and %s is not annotated read-only or idempotent, so berth did not repeat it: check its effects before calling it again", s.id, e.tool.Name, err, e.tool.Name)
+		return nil, fmt.Errorf("%s %s stopped during the call to %s (%v); berth is restarting it. The call may or may not have run, and %s is not annotated read-only or idempotent, so berth did not repeat it: check its effects before calling it again", s.noun(), s.id, e.tool.Name, err, e.tool.Name)
 	}
 	s.out.event("retrying %s once after a restart (it is read-only or idempotent)", e.def.Name)
 	c2, werr := s.waitConn(ctx, c.seq, true)
 	if werr != nil {
-		return nil, fmt.Errorf("server %s stopped during the call to %s (%v) and did not come back: %w", s.id, e.tool.Name, err, werr)
+		return nil, fmt.Errorf("%s %s stopped during the call to %s (%v) and did not come back: %w", s.noun(), s.id, e.tool.Name, err, werr)
 	}
 	if err := p.generation(ctx); err != nil {
 		return nil, err
@@ -261,7 +279,7 @@ func (p *Pool) dispatch(ctx context.Context, e *toolEntry, args json.RawMessage)
 	}
 	res, dead, err2 := p.send(ctx, e, c2, args)
 	if dead {
-		return nil, fmt.Errorf("server %s stopped during the call to %s, and again during the one retry after its restart (%v); berth gives up on this call", s.id, e.tool.Name, err2)
+		return nil, fmt.Errorf("%s %s stopped during the call to %s, and again during the one retry after its restart (%v); berth gives up on this call", s.noun(), s.id, e.tool.Name, err2)
 	}
 	return res, err2
 }
@@ -276,7 +294,7 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	defer timer.Stop()
 	stop := context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })
 	defer stop()
-	res, err := c.cs.CallTool(cctx, &mcp.CallToolParams{Name: e.def.Name, Arguments: args})
+	res, err := c.sess.callTool(cctx, e.def.Name, args)
 	if err == nil {
 		s.mu.Lock()
 		s.inRow = 0

@@ -11,10 +11,14 @@ import (
 
 // Tool is one entry of the catalog.
 type Tool struct {
-	// Name is the exported name, "<plugin>-<server>__<tool>".
-	Name         string `json:"name"`
-	Plugin       string `json:"plugin"`
+	// Name is the exported name, "<plugin>-<server>__<tool>", or
+	// "<plugin>__<tool>" for a native tool.
+	Name   string `json:"name"`
+	Plugin string `json:"plugin"`
+	// Server is the manifest's key of the server, or of the native tool
+	// provider when Native is set.
 	Server       string `json:"server"`
+	Native       bool   `json:"native,omitempty"`
 	UpstreamName string `json:"upstreamName"`
 	// Definition is the tool as listed, with Name set to the exported
 	// name; the caller must not modify it.
@@ -78,7 +82,7 @@ func (p *Pool) index() *index {
 					changes[s.changes[i].Tool] = &s.changes[i]
 				}
 				for _, t := range s.tools {
-					n := ExportName(pl.name, s.name, t.Name)
+					n := s.exportName(t.Name)
 					if byName[n] == nil {
 						names = append(names, n)
 					}
@@ -110,7 +114,7 @@ func (p *Pool) index() *index {
 		}
 		def := *c.def
 		def.Name = n
-		t := &Tool{Name: n, Plugin: c.s.pl.name, Server: c.s.name, UpstreamName: c.def.Name, Definition: &def, Hash: c.hash, Policy: m}
+		t := &Tool{Name: n, Plugin: c.s.pl.name, Server: c.s.name, Native: c.s.native != nil, UpstreamName: c.def.Name, Definition: &def, Hash: c.hash, Policy: m}
 		idx.tools[n] = &toolEntry{tool: t, s: c.s, def: c.def, policy: m}
 		idx.list = append(idx.list, t)
 		idx.perServer[c.s]++
@@ -139,10 +143,11 @@ func (p *Pool) servers() []*server {
 }
 
 // Tools assembles the catalog: the tools of every running server, named
-// "<plugin>-<server>__<tool>", filtered by the manifest's tools.allow and
-// tools.deny, without tools withheld for a surface change or a name
-// collision, and without tools the operator's policy denies; each with
-// its policy. Servers still starting are not waited for.
+// "<plugin>-<server>__<tool>" and filtered by the manifest's tools.allow
+// and tools.deny, and of every running native tool provider, named
+// "<plugin>__<tool>"; without tools withheld for a surface change or a
+// name collision, and without tools the operator's policy denies; each
+// with its policy. Servers still starting are not waited for.
 func (p *Pool) Tools(ctx context.Context) ([]*Tool, error) {
 	if p.isClosed() {
 		return nil, errClosed
@@ -246,7 +251,12 @@ func (s *server) refreshResources(ctx context.Context) {
 	s.mu.Unlock()
 }
 
+// hasCap reports whether an MCP server declared a capability. Native tool
+// providers have tools only.
 func hasCap(c *conn, f func(*mcp.ServerCapabilities) bool) bool {
+	if c.cs == nil {
+		return false
+	}
 	ir := c.cs.InitializeResult()
 	return ir != nil && ir.Capabilities != nil && f(ir.Capabilities)
 }

@@ -1,9 +1,9 @@
-// Package pool runs the MCP servers of the plugins enabled in one
-// workspace and offers their tools, prompts and resources to one caller
-// (the CLI, or the MCP exporter) under namespaced names. At every catalog
-// and dispatch boundary it re-checks that what runs is still what was
-// reviewed. It knows nothing about how its catalog is served, and it does
-// not decide approval: Call takes an Approver.
+// Package pool runs the MCP servers and native tool providers of the
+// plugins enabled in one workspace and offers their tools, prompts and
+// resources to one caller (the CLI, or the MCP exporter) under namespaced
+// names. At every catalog and dispatch boundary it re-checks that what
+// runs is still what was reviewed. It knows nothing about how its catalog
+// is served, and it does not decide approval: Call takes an Approver.
 //
 // # Lifecycle
 //
@@ -11,6 +11,19 @@
 // background, concurrently: a slow or failing server never holds up the
 // others. Each server is starting, running, failed (with its error and
 // stderr tail), drifted, changed (tool surface changed) or stopped.
+//
+// A native tool provider (the manifest's nativeTools; package nativetool)
+// is supervised exactly like a server, with the same states, restarts,
+// retry rule, pinning and boundaries; only its connection differs. It is
+// launched only through nativetool.Launch with the executable's SHA-256
+// from the staged listing, so a file that differs is never started: that
+// refusal makes the plugin drifted (the error wraps trust.ErrDrift and
+// nativetool.ErrChecksumMismatch). It runs in its own process group with
+// the base environment of a stdio server plus BERTH_WORKSPACE, in the
+// staged snapshot; its stderr and go-plugin's log lines are kept like a
+// stdio server's. Its identity is "<plugin>__<entry>" (NativeProviderID),
+// its Status kind KindNative, its pinned surface kept under
+// "native:<entry>" (NativeSurfaceKey).
 //
 // Stdio servers run with ${bundle} and ${workspace} substituted, in the
 // staged snapshot (or the manifest's cwd), with only the base environment
@@ -47,13 +60,15 @@
 //
 // # Names, policy, surfaces
 //
-// Tools and prompts are named "<plugin>-<server>__<name>" (ExportName);
-// two servers that would offer the same name offer neither, and Status
+// Tools and prompts are named "<plugin>-<server>__<name>" (ExportName),
+// native tools "<plugin>__<tool>" (NativeExportName); two servers or
+// providers that would offer the same name offer neither, and Status
 // reports the collision. Resources keep their URIs and ReadResource
 // routes each to the one server that lists it or has a matching template.
-// The manifest's tools.allow and tools.deny apply first, then the
-// operator's tool policy (MatchPolicy): deny hides a tool, allow and ask
-// are attached to each catalog entry for the approver.
+// The manifest's tools.allow and tools.deny apply first (a native tool
+// provider has none), then the operator's tool policy (MatchPolicy): deny
+// hides a tool, allow and ask are attached to each catalog entry for the
+// approver.
 //
 // The first listing of a server after enable pins its tool surface in the
 // state (ToolHash per tool). Later, a changed or new tool is withheld and

@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 	case "berth-disable":
 		os.Exit(disableMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if nativeBuild.dir != "" {
+		os.RemoveAll(nativeBuild.dir)
+	}
+	os.Exit(code)
 }
 
 // disableMain is `berth disable` in another process: HOME WORKSPACE NAME.

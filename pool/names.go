@@ -35,9 +35,24 @@ func ExportName(plugin, server, upstream string) string {
 
 // NativeExportName is the name of a plugin's native tool,
 // "<plugin>__<tool>", shortened like ExportName. Native tool providers
-// (go-plugin executables, issue 6) join the same catalog, so a collision
-// between a native name and a server's tool name is reported too.
+// join the same catalog, so a collision between a native name and a
+// server's tool name (or two providers of a plugin offering the same
+// tool) is reported too, and neither is offered.
 func NativeExportName(plugin, tool string) string { return exportName(plugin, tool) }
+
+// NativeProviderID is the identity of a plugin's native tool provider,
+// "<plugin>__<entry>" where entry is its key under the manifest's
+// nativeTools, shortened like ExportName so that it matches
+// ^[a-zA-Z0-9_-]{1,64}$: the name of the provider in Status and of its
+// log ($BERTH_HOME/logs/<id>.log). Plugin names have no '_', so it never
+// equals the ID "<plugin>-<server>" of a server of the same plugin, even
+// one named like the entry.
+func NativeProviderID(plugin, entry string) string { return exportName(plugin, entry) }
+
+// NativeSurfaceKey is the key of a native tool provider's pinned tool
+// surface in the state (trust.Enablement.Surfaces), "native:<entry>".
+// Servers' surfaces are kept under their names, which never contain ':'.
+func NativeSurfaceKey(entry string) string { return "native:" + entry }
 
 func exportName(prefix, upstream string) string {
 	full := prefix + "__" + upstream

@@ -47,6 +47,27 @@ func TestExportName(t *testing.T) {
 	}
 }
 
+// A native tool provider's identity is "<plugin>__<entry>", valid and at
+// most 64 characters for the longest names a manifest allows (plugin 64,
+// entry 32), and never the ID of a server of the same plugin; its pinned
+// surface key never meets a server's.
+func TestNativeProviderID(t *testing.T) {
+	if got := NativeProviderID("acme-fmt", "fmt"); got != "acme-fmt__fmt" {
+		t.Fatal(got)
+	}
+	plugin, entry := strings.Repeat("p", 64), strings.Repeat("e", 32)
+	a, b := NativeProviderID(plugin, entry), NativeProviderID(plugin, entry[1:]+"f")
+	if !ValidName(a) || !ValidName(b) || len(a) != 64 || a == b || a != NativeProviderID(plugin, entry) {
+		t.Fatalf("%q %q", a, b)
+	}
+	if NativeProviderID("acme", "fmt") == ServerID("acme", "fmt") {
+		t.Fatal("a provider and a server of the same name share an ID")
+	}
+	if NativeSurfaceKey("fmt") != "native:fmt" || strings.ContainsRune(ServerID("a", "b"), ':') {
+		t.Fatal(NativeSurfaceKey("fmt"))
+	}
+}
+
 func TestGlobMatch(t *testing.T) {
 	for _, tc := range []struct {
 		pat, name string

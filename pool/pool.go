@@ -21,18 +21,21 @@ import (
 // Options tune a Pool. A nil *Options means the defaults.
 type Options struct {
 	// LookupEnv reads the host environment: the base environment of stdio
-	// servers and the fromEnv sources of servers and remotes. nil means
-	// os.LookupEnv.
+	// servers and native tool providers, and the fromEnv sources of
+	// servers and remotes. nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
 	// BaseEnv, when non-nil, replaces the base environment of stdio
-	// servers ("NAME=value" entries). By default it is PATH, HOME, LANG and
-	// TMPDIR (and the Windows equivalents) read through LookupEnv.
+	// servers and native tool providers ("NAME=value" entries). By
+	// default it is PATH, HOME, LANG and TMPDIR (and the Windows
+	// equivalents) read through LookupEnv.
 	BaseEnv []string
 	// RestartBackoff is the delay before the first restart in a row; it
 	// doubles with each further one (1s, 2s, 4s, 8s, 16s by default).
 	RestartBackoff time.Duration
-	// TerminateGrace is how long stopping a server waits after closing its
-	// stdin, and again after SIGTERM, before SIGKILL. Default 500ms.
+	// TerminateGrace is how long stopping a stdio server waits after
+	// closing its stdin, and again after SIGTERM, before SIGKILL. Default
+	// 500ms. (A native tool provider gets go-plugin's graceful shutdown
+	// and 2 s; see nativetool.Client.Kill.)
 	TerminateGrace time.Duration
 	// PollInterval is how often the pool checks the state generation (and
 	// drift) in the background, so that a disable or revoke stops calls
@@ -45,6 +48,9 @@ type Options struct {
 	Changed func()
 
 	testNet *testNetwork
+	// testBeforeLaunch, in tests only, runs just before a native tool
+	// provider's executable is launched (after the drift check).
+	testBeforeLaunch func(exe string)
 }
 
 // Pool runs the servers of the plugins enabled in one workspace and
@@ -91,10 +97,11 @@ type plugin struct {
 	digest    string
 	enabledAt time.Time
 	dir       string
+	listing   *bundle.Listing // the staged listing: checksums of native tool executables
 	drift     *trust.DriftChecker
-	servers   []*server
-	err       error // the plugin could not be set up at all
-	gone      bool  // disabled or revoked; kept for Status until enabled again
+	servers   []*server // MCP servers, then native tool providers
+	err       error     // the plugin could not be set up at all
+	gone      bool      // disabled or revoked; kept for Status until enabled again
 
 	mu      sync.Mutex
 	drifted error
@@ -294,7 +301,7 @@ func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
 		switch {
 		case !pl.gone && pl.err == nil && en != nil && en.Digest == pl.digest && en.EnabledAt.Equal(pl.enabledAt) && pl.driftErr() == nil:
 			for _, s := range pl.servers {
-				if sf := en.Surfaces[s.name]; sf != nil {
+				if sf := en.Surfaces[s.pinKey]; sf != nil {
 					s.setPinned(sf.Tools)
 				}
 			}
@@ -389,6 +396,9 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *trust.Enablement)
 	for _, sname := range slices.Sorted(mapsKeys(m.MCPServers)) {
 		pl.servers = append(pl.servers, newServer(p, pl, sname, m.MCPServers[sname], en.Surfaces[sname]))
 	}
+	for _, name := range slices.Sorted(mapsKeys(m.NativeTools)) {
+		pl.servers = append(pl.servers, newNativeServer(p, pl, name, m.NativeTools[name], en.Surfaces[NativeSurfaceKey(name)]))
+	}
 	return pl
 }
 
@@ -402,6 +412,7 @@ func (pl *plugin) manifest(ctx context.Context) (*bundle.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	pl.listing = listing
 	e, ok := listing.Lookup(bundle.ManifestFile)
 	if !ok {
 		return nil, fmt.Errorf("%s@%s: the staged snapshot has no %s; re-trust the bundle", pl.name, pl.version, bundle.ManifestFile)
@@ -451,7 +462,13 @@ func (pl *plugin) checkDrift(ctx context.Context) error {
 	if !errors.Is(err, trust.ErrDrift) {
 		return fmt.Errorf("checking the staged copy of %s@%s for drift: %w", pl.name, pl.version, err)
 	}
-	err = fmt.Errorf("%s@%s drifted: %w", pl.name, pl.version, err)
+	return pl.markDrifted(fmt.Errorf("%s@%s drifted: %w", pl.name, pl.version, err))
+}
+
+// markDrifted records that the plugin drifted (err wraps trust.ErrDrift)
+// and kills its servers at once. The first error recorded stays, and is
+// returned.
+func (pl *plugin) markDrifted(err error) error {
 	pl.mu.Lock()
 	first := pl.drifted == nil
 	if first {
@@ -492,7 +509,7 @@ func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]s
 		if en.Digest != s.pl.digest || !en.EnabledAt.Equal(s.pl.enabledAt) {
 			return fmt.Errorf("%s was re-enabled in %s meanwhile", s.pl.name, p.workspace)
 		}
-		if sf := en.Surfaces[s.name]; sf != nil {
+		if sf := en.Surfaces[s.pinKey]; sf != nil {
 			pinned = sf.Tools
 			return trust.ErrNoChange
 		}
@@ -500,7 +517,7 @@ func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]s
 			en.Surfaces = map[string]*trust.Surface{}
 		}
 		pinned = hashes
-		en.Surfaces[s.name] = &trust.Surface{Tools: hashes, RecordedAt: time.Now().UTC().Truncate(time.Second)}
+		en.Surfaces[s.pinKey] = &trust.Surface{Tools: hashes, RecordedAt: time.Now().UTC().Truncate(time.Second)}
 		return nil
 	})
 	if pinned == nil && err == nil {
@@ -563,17 +580,27 @@ func (p *Pool) isClosed() bool {
 	return p.closed
 }
 
-// ServerStatus is the state of one server of the pool.
+// ServerStatus is the state of one server or native tool provider of the
+// pool.
 type ServerStatus struct {
-	// ID is "<plugin>-<server>"; for a plugin that could not be set up at
-	// all, the plugin's name.
-	ID        string `json:"id"`
-	Plugin    string `json:"plugin"`
-	Server    string `json:"server"`
-	Version   string `json:"version"`
-	State     State  `json:"state"`
+	// ID is "<plugin>-<server>" for a server, "<plugin>__<entry>" for a
+	// native tool provider (NativeProviderID); for a plugin that could
+	// not be set up at all, the plugin's name.
+	ID     string `json:"id"`
+	Plugin string `json:"plugin"`
+	// Server is the manifest's key: under mcpServers, or under
+	// nativeTools for a native tool provider.
+	Server  string `json:"server"`
+	Version string `json:"version"`
+	// Kind is KindServer or KindNative; empty for a plugin that could not
+	// be set up.
+	Kind  string `json:"kind,omitempty"`
+	State State  `json:"state"`
+	// Transport is "stdio", "streamable-http" or "sse" for a server,
+	// "native" for a native tool provider.
 	Transport string `json:"transport"`
-	// Protocol is the negotiated MCP version while connected.
+	// Protocol is the negotiated MCP version while connected; for a
+	// native tool provider, "nativetool/" and its protocol version.
 	Protocol string `json:"protocol,omitempty"`
 	PID      int    `json:"pid,omitempty"`
 	// Tools is how many of its tools are in the catalog.
@@ -590,7 +617,8 @@ type ServerStatus struct {
 	NextRestart time.Time `json:"nextRestart,omitzero"`
 	GaveUp      bool      `json:"gaveUp,omitempty"`
 	LastError   string    `json:"lastError,omitempty"`
-	// StderrTail is the last lines of its stderr (stdio servers).
+	// StderrTail is the last lines of its stderr (stdio servers; native
+	// tool providers, with go-plugin's log lines).
 	StderrTail []string `json:"stderrTail,omitempty"`
 	// Changes are the tools withheld because they differ from the pinned
 	// surface.
@@ -617,9 +645,12 @@ func (p *Pool) Status() []ServerStatus {
 		}
 		for _, s := range pl.servers {
 			s.mu.Lock()
-			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, State: s.state, Transport: s.kind,
+			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, Kind: KindServer, State: s.state, Transport: s.kind,
 				Restarts: s.restarts, RestartsInRow: s.inRow, GaveUp: s.gaveUp, Err: s.lastErr,
 				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s]}
+			if s.native != nil {
+				st.Kind = KindNative
+			}
 			if s.lastErr != nil {
 				st.LastError = s.lastErr.Error()
 			}
@@ -628,12 +659,15 @@ func (p *Pool) Status() []ServerStatus {
 				if s.conn.proc != nil {
 					st.PID = s.conn.proc.pid()
 				}
+				if s.conn.native != nil {
+					st.PID = s.conn.native.c.Pid()
+				}
 			}
 			if s.state == StateFailed && !s.gaveUp {
 				st.NextRestart = s.nextStart
 			}
 			s.mu.Unlock()
-			if s.kind == "stdio" {
+			if s.kind == "stdio" || s.kind == KindNative {
 				st.StderrTail = s.out.tail()
 			}
 			out = append(out, st)
@@ -673,7 +707,7 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 		s.mu.Lock()
 		if len(s.changes) > 0 && s.conn != nil {
 			live = append(live, s.changes...)
-			surfaces[s.name] = s.hashes
+			surfaces[s.pinKey] = s.hashes
 		}
 		s.mu.Unlock()
 	}
@@ -705,7 +739,7 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 		return err
 	}
 	for _, s := range pl.servers {
-		if h := surfaces[s.name]; h != nil {
+		if h := surfaces[s.pinKey]; h != nil {
 			s.setPinned(h)
 		}
 	}

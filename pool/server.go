@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -46,16 +45,18 @@ const MaxRestarts = 5
 
 var errCallTimeout = errors.New("call timeout")
 
-// conn is one connection to a server: a process and its session, or a
-// remote session. Its context ends when the connection dies or the server
-// is stopped; the cause says why.
+// conn is one connection to a server: a process and its MCP session, a
+// remote MCP session, or a native tool provider's client. Its context ends
+// when the connection dies or the server is stopped; the cause says why.
 type conn struct {
 	seq      uint64
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
-	cs       *mcp.ClientSession
-	proc     *process // stdio only
-	guard    *guard   // remote only
+	sess     session            // tools: list and call
+	cs       *mcp.ClientSession // MCP servers only: prompts and resources
+	proc     *process           // stdio only
+	guard    *guard             // remote only
+	native   *nativeSession     // native tool providers only
 	started  time.Time
 	protocol string
 
@@ -74,16 +75,20 @@ type stopCause struct {
 func (c *stopCause) Error() string { return c.err.Error() }
 func (c *stopCause) Unwrap() error { return c.err }
 
-// server supervises one MCP server of a plugin: it starts it, watches it,
-// restarts it with backoff, and stops it. Its supervisor goroutine owns
-// the process; everything else reads its state under mu.
+// server supervises one MCP server or native tool provider of a plugin:
+// it starts it, watches it, restarts it with backoff, and stops it. Its
+// supervisor goroutine owns the process; everything else reads its state
+// under mu. The two kinds differ only in how a connection is made
+// (connectMCP, connectNative) and spoken to (session).
 type server struct {
 	p        *Pool
 	pl       *plugin
-	name     string
+	name     string // the manifest's key under mcpServers or nativeTools
 	id       string
-	spec     *bundle.Server
-	kind     string // "stdio", "streamable-http" or "sse"
+	pinKey   string             // its key in trust.Enablement.Surfaces
+	spec     *bundle.Server     // MCP servers; nil for a native tool provider
+	native   *bundle.NativeTool // native tool providers; nil for MCP servers
+	kind     string             // "stdio", "streamable-http", "sse" or "native"
 	startup  time.Duration
 	callTime time.Duration
 	out      *output
@@ -116,20 +121,51 @@ type server struct {
 	listedAt  struct{ prompts, resources bool }
 }
 
+// newServer sets up the supervisor of an MCP server; pinned is its
+// surface from the state, if recorded.
 func newServer(p *Pool, pl *plugin, name string, spec *bundle.Server, pinned *trust.Surface) *server {
-	s := &server{p: p, pl: pl, name: name, id: ServerID(pl.name, name), spec: spec, state: StateStarting,
-		done: make(chan struct{}), settled: make(chan struct{}), notify: make(chan struct{})}
+	s := &server{p: p, pl: pl, name: name, id: ServerID(pl.name, name), pinKey: name, spec: spec, kind: "stdio"}
 	s.startup, s.callTime = spec.ParseTimeouts()
-	s.kind = "stdio"
 	if spec.Remote != nil {
 		s.kind = spec.Remote.Transport
 	}
+	return s.init(pinned)
+}
+
+// newNativeServer sets up the supervisor of a native tool provider. The
+// manifest gives it no timeouts: it has the defaults of a server.
+func newNativeServer(p *Pool, pl *plugin, name string, nt *bundle.NativeTool, pinned *trust.Surface) *server {
+	s := &server{p: p, pl: pl, name: name, id: NativeProviderID(pl.name, name), pinKey: NativeSurfaceKey(name), native: nt, kind: KindNative,
+		startup: bundle.DefaultStartupTimeout, callTime: bundle.DefaultCallTimeout}
+	return s.init(pinned)
+}
+
+func (s *server) init(pinned *trust.Surface) *server {
+	s.state = StateStarting
+	s.done, s.settled, s.notify = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	if pinned != nil {
 		s.pinned = pinned.Tools
 	}
-	s.out = newOutput(p.paths.Log(s.id))
+	s.out = newOutput(s.p.paths.Log(s.id))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	return s
+}
+
+// noun names what the server is, for messages: "server" or "native tool
+// provider".
+func (s *server) noun() string {
+	if s.native != nil {
+		return "native tool provider"
+	}
+	return "server"
+}
+
+// exportName is the name a client sees for one of the server's tools.
+func (s *server) exportName(tool string) string {
+	if s.native != nil {
+		return NativeExportName(s.pl.name, tool)
+	}
+	return ExportName(s.pl.name, s.name, tool)
 }
 
 // changedLocked wakes everyone waiting for a change of the server.
@@ -222,6 +258,9 @@ func (s *server) deathError(c *conn, cause error) error {
 		default:
 		}
 	}
+	if c.native != nil && !errors.Is(cause, errHung) && c.native.exited() {
+		return &providerExitError{id: s.id, tail: s.out.tail()}
+	}
 	return cause
 }
 
@@ -267,10 +306,22 @@ func (s *server) sleep() bool {
 	}
 }
 
+// closedError ends a connection whose MCP session ended.
+type closedError struct {
+	id  string
+	err error
+}
+
+func (e *closedError) Error() string {
+	return fmt.Sprintf("the connection to %s closed: %v", e.id, e.err)
+}
+func (e *closedError) Unwrap() error { return e.err }
+
 var errHung = errors.New("no reply within the call timeout, so berth treats the server as hung")
 
-// connect starts the server: drift check, spawn or dial, handshake, first
-// tools/list, surface pinning, all within the startup timeout.
+// connect starts the server: drift check, spawn, dial or launch,
+// handshake, first tools/list, surface pinning, all within the startup
+// timeout.
 func (s *server) connect() (*conn, error) {
 	for attempt := 0; ; attempt++ {
 		c, err, retryLegacy := s.connectOnce()
@@ -303,6 +354,10 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	}
 	c.ctx, c.cancel = context.WithCancelCause(s.ctx)
 	timer := time.AfterFunc(s.startup, func() {
+		if s.native != nil {
+			c.cancel(fmt.Errorf("native tool provider %s did not start within the startup timeout of %s (launch, handshake and first ListTools)", s.id, s.startup))
+			return
+		}
 		c.cancel(fmt.Errorf("server %s did not start within its startup timeout of %s (spawn, handshake and first tools/list); raise timeouts.startup in the manifest if it needs longer", s.id, s.startup))
 	})
 	defer timer.Stop()
@@ -325,7 +380,10 @@ func (s *server) connectOnce() (*conn, error, bool) {
 			select {
 			case <-c.proc.exited:
 				exited = true
-				if context.Cause(c.ctx) == nil || errors.As(context.Cause(c.ctx), new(*exitError)) {
+				// It exited by itself: its exit status and stderr say more
+				// than the closed connection that may have been noticed
+				// first.
+				if cause := context.Cause(c.ctx); cause == nil || errors.As(cause, new(*exitError)) || errors.As(cause, new(*closedError)) {
 					err = &exitError{id: s.id, err: c.proc.waitErr, tail: s.out.tail()}
 				}
 			default:
@@ -339,15 +397,59 @@ func (s *server) connectOnce() (*conn, error, bool) {
 		return nil, fmt.Errorf("starting %s: %w", s.id, err), exited && !legacy && s.ctx.Err() == nil
 	}
 
+	var tools []*mcp.Tool
+	var err error
+	if s.native != nil {
+		tools, err = s.connectNative(c)
+		var de *launchDriftError
+		if errors.As(err, &de) {
+			// The executable is not the reviewed one: the whole plugin
+			// drifted, as if the boundary check had found it.
+			s.pl.markDrifted(err)
+		}
+	} else {
+		tools, err = s.connectMCP(c, legacy)
+	}
+	if err != nil {
+		return failed(err)
+	}
+	if !timer.Stop() {
+		return failed(errors.New("startup timeout"))
+	}
+	if err := s.applyTools(c.ctx, tools); err != nil {
+		return failed(err)
+	}
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		return failed(context.Cause(s.ctx))
+	}
+	s.conn = c
+	s.lastErr = nil
+	s.gaveUp = false
+	s.prompts, s.resources, s.templates = nil, nil, nil
+	s.listedAt.prompts, s.listedAt.resources = false, false
+	s.setStateLocked()
+	s.changedLocked()
+	s.mu.Unlock()
+	s.out.event("running (protocol %s, %d tools)", c.protocol, len(tools))
+	s.p.invalidate()
+	s.p.changed()
+	return c, nil, false
+}
+
+// connectMCP spawns a stdio server or dials a remote one, makes the MCP
+// handshake and lists the tools.
+func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	var transport mcp.Transport
 	if s.spec.Stdio != nil {
 		sp, err := resolveStdio(s.id, s.spec.Stdio, s.pl.dir, s.p.workspace, s.p.baseEnv, s.p.lookupEnv)
 		if err != nil {
-			return failed(err)
+			return nil, err
 		}
 		proc, err := startProcess(sp, s.out)
 		if err != nil {
-			return failed(permanent("server %s: cannot start %s: %v", s.id, sp.path, err))
+			return nil, permanent("server %s: cannot start %s: %v", s.id, sp.path, err)
 		}
 		c.proc = proc
 		s.out.event("started pid %d: %s", proc.pid(), sp.argv[0])
@@ -359,7 +461,7 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	} else {
 		g, err := newGuard(s.id, s.spec.Remote, s.p.lookupEnv, s.p.opts.testNet)
 		if err != nil {
-			return failed(err)
+			return nil, err
 		}
 		c.guard = g
 		s.out.event("connecting to %s (%s)", g.ep.Origin(), s.kind)
@@ -387,9 +489,10 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	}
 	cs, err := client.Connect(c.ctx, transport, copts)
 	if err != nil {
-		return failed(err)
+		return nil, err
 	}
 	c.cs = cs
+	c.sess = mcpSession{cs}
 	if ir := cs.InitializeResult(); ir != nil {
 		c.protocol = ir.ProtocolVersion
 	}
@@ -398,38 +501,16 @@ func (s *server) connectOnce() (*conn, error, bool) {
 		if err == nil {
 			err = errors.New("the session ended")
 		}
-		c.cancel(fmt.Errorf("the connection to %s closed: %w", s.id, err))
+		c.cancel(&closedError{id: s.id, err: err})
 	}()
 	// Always list right after connecting: some servers add tools just
 	// after initialized.
 	c.toolsDirty.Store(false)
-	tools, err := listTools(c.ctx, cs)
+	tools, err := c.sess.listTools(c.ctx)
 	if err != nil {
-		return failed(fmt.Errorf("listing its tools: %w", err))
+		return nil, fmt.Errorf("listing its tools: %w", err)
 	}
-	if !timer.Stop() {
-		return failed(errors.New("startup timeout"))
-	}
-	if err := s.applyTools(c.ctx, tools); err != nil {
-		return failed(err)
-	}
-	s.mu.Lock()
-	if s.ctx.Err() != nil {
-		s.mu.Unlock()
-		return failed(context.Cause(s.ctx))
-	}
-	s.conn = c
-	s.lastErr = nil
-	s.gaveUp = false
-	s.prompts, s.resources, s.templates = nil, nil, nil
-	s.listedAt.prompts, s.listedAt.resources = false, false
-	s.setStateLocked()
-	s.changedLocked()
-	s.mu.Unlock()
-	s.out.event("running (protocol %s, %d tools)", c.protocol, len(tools))
-	s.p.invalidate()
-	s.p.changed()
-	return c, nil, false
+	return tools, nil
 }
 
 // setStateLocked sets running or changed for a live connection.
@@ -459,31 +540,15 @@ func (s *server) shutdown(c *conn) {
 			s.out.event("stopped: %s", c.proc.cmd.ProcessState)
 		}
 	}
-	if c.cs != nil {
-		done := make(chan struct{})
-		go func() { c.cs.Close(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(s.p.grace + time.Second):
-		}
+	if c.sess != nil {
+		c.sess.close(s.p.grace, hard)
+	}
+	if c.native != nil {
+		s.out.event("stopped pid %d", c.native.c.Pid())
 	}
 	if c.guard != nil {
 		c.guard.close()
 	}
-}
-
-func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
-	if ir := cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools == nil {
-		return nil, nil
-	}
-	var out []*mcp.Tool
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, nil
 }
 
 // applyTools filters a listing by the manifest, hashes it, pins the
@@ -521,7 +586,7 @@ func (s *server) applyTools(ctx context.Context, tools []*mcp.Tool) error {
 		s.pinned = pinned
 	}
 	s.tools, s.hashes = kept, hashes
-	s.changes = diffSurface(s.pl.name, s.name, kept, hashes, s.pinned)
+	s.changes = diffSurface(s, kept, hashes, s.pinned)
 	s.setStateLocked()
 	s.changedLocked()
 	s.mu.Unlock()
@@ -539,7 +604,7 @@ func (s *server) setPinned(tools map[string]string) {
 	}
 	s.pinned = tools
 	if s.hashes != nil {
-		s.changes = diffSurface(s.pl.name, s.name, s.tools, s.hashes, s.pinned)
+		s.changes = diffSurface(s, s.tools, s.hashes, s.pinned)
 	}
 	s.setStateLocked()
 	s.changedLocked()
@@ -558,11 +623,13 @@ func sameHashes(a, b map[string]string) bool {
 	return true
 }
 
+// allowedByManifest applies the manifest's tools.allow and tools.deny of
+// a server. A native tool provider has no filter: all its tools pass.
 func (s *server) allowedByManifest(tool string) bool {
-	f := s.spec.Tools
-	if f == nil {
+	if s.spec == nil || s.spec.Tools == nil {
 		return true
 	}
+	f := s.spec.Tools
 	for _, d := range f.Deny {
 		if globMatch(d, tool) {
 			return false
@@ -596,7 +663,7 @@ func (s *server) refreshTools(ctx context.Context) error {
 	}
 	lctx, cancel := context.WithTimeout(ctx, s.callTime)
 	defer cancel()
-	tools, err := listTools(mergeCancel(lctx, c.ctx), c.cs)
+	tools, err := c.sess.listTools(mergeCancel(lctx, c.ctx))
 	if err != nil {
 		c.toolsDirty.Store(true)
 		s.classify(ctx, lctx, c, err)
@@ -608,13 +675,12 @@ func (s *server) refreshTools(ctx context.Context) error {
 // classify marks a connection dead after a failed request when the
 // failure was not the peer's answer nor the caller's cancellation.
 func (s *server) classify(caller, req context.Context, c *conn, err error) {
-	var werr *jsonrpc.Error
 	switch {
-	case c.ctx.Err() != nil, caller.Err() != nil, errors.As(err, &werr):
+	case c.ctx.Err() != nil, caller.Err() != nil, c.sess.answered(err):
 	case errors.Is(context.Cause(req), errCallTimeout), errors.Is(req.Err(), context.DeadlineExceeded):
-		c.cancel(fmt.Errorf("server %s: %w (%s); berth killed it", s.id, errHung, s.callTime))
+		c.cancel(fmt.Errorf("%s %s: %w (%s); berth killed it", s.noun(), s.id, errHung, s.callTime))
 	default:
-		c.cancel(fmt.Errorf("server %s: the connection failed: %w", s.id, err))
+		c.cancel(fmt.Errorf("%s %s: the connection failed: %w", s.noun(), s.id, err))
 	}
 }
 
@@ -661,7 +727,7 @@ func (s *server) failedErrLocked() error {
 	if !s.gaveUp {
 		when = fmt.Sprintf("berth restarts it in %s (restart %d of %d)", time.Until(s.nextStart).Round(100*time.Millisecond), s.inRow, MaxRestarts)
 	}
-	return fmt.Errorf("server %s is not running: %w; %s", s.id, s.lastErr, when)
+	return fmt.Errorf("%s %s is not running: %w; %s", s.noun(), s.id, s.lastErr, when)
 }
 
 // awaitDown waits briefly until the supervisor has taken a dead

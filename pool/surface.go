@@ -63,7 +63,10 @@ const (
 // tool is withheld from the catalog until the change is accepted.
 type ToolChange struct {
 	Plugin string `json:"plugin"`
+	// Server is the manifest's key of the server or native tool
+	// provider; ID its identity (ServerStatus.ID).
 	Server string `json:"server"`
+	ID     string `json:"id"`
 	Tool   string `json:"tool"` // the upstream name
 	Kind   string `json:"kind"` // "added" or "changed"
 	// Pinned is the pinned hash ("" for an added tool); Live the hash of
@@ -74,18 +77,18 @@ type ToolChange struct {
 	Definition *mcp.Tool `json:"definition"`
 }
 
-// diffSurface compares a live surface with a pinned one (tool → hash).
-// Removed tools are not changes: they simply disappear.
-func diffSurface(plugin, server string, live []*mcp.Tool, hashes, pinned map[string]string) []ToolChange {
+// diffSurface compares a live surface of the server s with a pinned one
+// (tool → hash). Removed tools are not changes: they simply disappear.
+func diffSurface(s *server, live []*mcp.Tool, hashes, pinned map[string]string) []ToolChange {
 	var out []ToolChange
 	for _, t := range live {
 		h := hashes[t.Name]
 		old, ok := pinned[t.Name]
 		switch {
 		case !ok:
-			out = append(out, ToolChange{Plugin: plugin, Server: server, Tool: t.Name, Kind: ChangeAdded, Live: h, Definition: t})
+			out = append(out, ToolChange{Plugin: s.pl.name, Server: s.name, ID: s.id, Tool: t.Name, Kind: ChangeAdded, Live: h, Definition: t})
 		case old != h:
-			out = append(out, ToolChange{Plugin: plugin, Server: server, Tool: t.Name, Kind: ChangeChanged, Pinned: old, Live: h, Definition: t})
+			out = append(out, ToolChange{Plugin: s.pl.name, Server: s.name, ID: s.id, Tool: t.Name, Kind: ChangeChanged, Pinned: old, Live: h, Definition: t})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Tool < out[j].Tool })
@@ -94,7 +97,7 @@ func diffSurface(plugin, server string, live []*mcp.Tool, hashes, pinned map[str
 
 func sameChanges(a, b []ToolChange) bool {
 	key := func(c ToolChange) string {
-		return c.Plugin + "\x00" + c.Server + "\x00" + c.Tool + "\x00" + c.Kind + "\x00" + c.Live
+		return c.Plugin + "\x00" + c.ID + "\x00" + c.Tool + "\x00" + c.Kind + "\x00" + c.Live
 	}
 	if len(a) != len(b) {
 		return false

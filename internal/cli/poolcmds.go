@@ -252,10 +252,11 @@ func (a *app) toolsCommand() *cobra.Command {
 		Use:   "tools [PLUGIN]",
 		Short: "List the workspace's tools with their policy",
 		Long: `Tools starts the workspace's servers and lists the catalog: every tool
-under its exported name <plugin>-<server>__<tool>, with the operator's
-policy for it (allow or ask; denied tools are not listed). Tools withheld
-because they changed since they were pinned, or because their names
-collide, are counted; 'berth status' says why.`,
+under its exported name <plugin>-<server>__<tool> (a native tool:
+<plugin>__<tool>), with the operator's policy for it (allow or ask; denied
+tools are not listed). Tools withheld because they changed since they were
+pinned, or because their names collide, are counted; 'berth status' says
+why.`,
 		Args: rangeArgs(0, 1, "at most one PLUGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := a.openPool(cmd.Context(), workspace)
@@ -323,7 +324,11 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 	}
 	w := c.a.stdout
 	fmt.Fprintf(w, "Call %s?\n", req.Tool)
-	fmt.Fprintf(w, "  tool:        %s on server %s of plugin %s\n", req.UpstreamTool, req.Server, req.Plugin)
+	on := "server"
+	if req.Native {
+		on = "native tool provider"
+	}
+	fmt.Fprintf(w, "  tool:        %s on %s %s of plugin %s\n", req.UpstreamTool, on, req.Server, req.Plugin)
 	fmt.Fprintf(w, "  arguments:   %s\n", req.Arguments)
 	fmt.Fprintf(w, "  annotations: %s\n", annotationText(req.Annotations))
 	fmt.Fprintf(w, "  policy:      %s\n", policyText(req.Policy))
@@ -524,7 +529,8 @@ func (a *app) logsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs PLUGIN-SERVER",
 		Short: "Print the stderr tail of a server",
-		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>-<server>.log:
+		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>-<server>.log
+(a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
 its stderr and berth's own lines about it (started, exited, restarts), from
 every berth process that ran it. berth status lists the server names.`,
 		Args: exactArgs(1, "one PLUGIN-SERVER"),
@@ -624,7 +630,10 @@ records the new surface. Until then those tools are withheld.`,
 func (a *app) showChanges(changes []pool.ToolChange) {
 	w := a.stdout
 	for _, c := range changes {
-		id := pool.ServerID(c.Plugin, c.Server)
+		id := c.ID
+		if id == "" {
+			id = pool.ServerID(c.Plugin, c.Server)
+		}
 		if c.Kind == pool.ChangeAdded {
 			fmt.Fprintf(w, "%s: new tool %s (not in the pinned surface)\n", id, c.Tool)
 		} else {

@@ -12,27 +12,38 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// buildPrograms builds the given packages into bin (with -race when this
+// test binary has it, to reuse its packages); each binary is named after
+// its package's directory.
+func buildPrograms(t *testing.T, bin string, pkgs ...string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := []string{"build", "-o", bin + string(os.PathSeparator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command(goTool, append(args, pkgs...)...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %v: %v\n%s", pkgs, err, out)
+	}
+}
+
 // TestPoolScripts runs the CLI tests of enable, disable, status, tools,
 // call, logs, accept and policy in testdata/poolscript. Their bundles run
 // berth-testserver (pool/internal/testserver), built here and put on the
-// scripts' PATH, where the servers' minimal PATH finds it.
+// scripts' PATH, where the servers' minimal PATH finds it; and the example
+// native tool provider examples/fmttools, built here as $NATIVE_BIN/fmttools
+// for the scripts to copy into their bundles.
 func TestPoolScripts(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the scripts use sh")
 	}
 	bin := t.TempDir()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	args := []string{"build", "-o", filepath.Join(bin, "berth-testserver")}
-	if raceEnabled {
-		args = append(args, "-race") // reuse the packages this test binary was built from
-	}
-	build := exec.Command(goTool, append(args, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building berth-testserver: %v\n%s", err, out)
-	}
+	buildPrograms(t, bin, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver",
+		"github.com/berth-mcp/berth/examples/fmttools")
 	fixtures, err := filepath.Abs("../../testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +56,7 @@ func TestPoolScripts(t *testing.T) {
 			env.Setenv("FIXTURES", fixtures)
 			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("NATIVE_BIN", bin)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

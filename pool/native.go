@@ -1,0 +1,235 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/nativetool"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Kinds of what a pool supervises (ServerStatus.Kind).
+const (
+	// KindServer is an MCP server of the manifest's mcpServers.
+	KindServer = "server"
+	// KindNative is a native tool provider of the manifest's nativeTools:
+	// a go-plugin executable (package nativetool). Its Transport is
+	// "native" too.
+	KindNative = "native"
+)
+
+// nativeProtocol is what Status reports as a provider's protocol.
+var nativeProtocol = "nativetool/" + strconv.Itoa(nativetool.ProtocolVersion)
+
+// nativeExitPoll is how often the pool looks whether an idle provider
+// exited. (A call in progress finds out at once.)
+const nativeExitPoll = 100 * time.Millisecond
+
+// connectNative launches a native tool provider through nativetool.Launch
+// and lists its tools. The executable's checksum comes from the staged
+// listing, never from the file: a file that differs is not started and
+// the error is a *launchDriftError. The provider runs in its own process
+// group with the pool's base environment plus BERTH_WORKSPACE, in the
+// staged snapshot, its stderr and go-plugin's log lines going to the
+// provider's output.
+func (s *server) connectNative(c *conn) ([]*mcp.Tool, error) {
+	exe, sum, err := s.nativeExecutable()
+	if err != nil {
+		return nil, err
+	}
+	if hook := s.p.opts.testBeforeLaunch; hook != nil {
+		hook(exe)
+	}
+	w := &lineWriter{out: s.out}
+	cl, err := nativetool.Launch(c.ctx, exe, sum, &nativetool.LaunchOptions{
+		Env:          slices.Clone(s.p.baseEnv),
+		Workspace:    s.p.workspace,
+		Dir:          s.pl.dir,
+		Stderr:       w,
+		StartTimeout: s.startup,
+	})
+	if err != nil {
+		w.flush()
+		var ce *nativetool.ChecksumError
+		if errors.As(err, &ce) {
+			return nil, &launchDriftError{plugin: s.pl.name + "@" + s.pl.version, err: ce}
+		}
+		return nil, err
+	}
+	ns := &nativeSession{c: cl, stderr: w}
+	c.sess, c.native = ns, ns
+	c.protocol = nativeProtocol
+	s.out.event("started pid %d: %s", cl.Pid(), exe)
+	go s.watchNative(c)
+	tools, err := ns.listTools(c.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing its tools: %w", err)
+	}
+	return tools, nil
+}
+
+// nativeExecutable resolves the provider's executable in the staged
+// snapshot and returns it with its SHA-256 from the staged listing.
+func (s *server) nativeExecutable() (string, [32]byte, error) {
+	var none [32]byte
+	if s.native == nil || s.native.Executable == "" {
+		return "", none, permanent("native tool provider %s has no executable in its manifest entry; re-trust a valid bundle", s.id)
+	}
+	rel, ok := strings.CutPrefix(s.native.Executable, "${bundle}/")
+	if !ok || !fs.ValidPath(rel) {
+		return "", none, permanent("native tool provider %s: the executable %q is not a clean ${bundle}/ path; re-trust a valid bundle", s.id, s.native.Executable)
+	}
+	e, ok := s.pl.listing.Lookup(rel)
+	if !ok || e.Mode != bundle.ModeExec {
+		return "", none, permanent("native tool provider %s: %s is not an executable file in the reviewed listing of %s@%s; re-trust a valid bundle", s.id, rel, s.pl.name, s.pl.version)
+	}
+	return filepath.Join(s.pl.dir, filepath.FromSlash(rel)), e.SHA256, nil
+}
+
+// watchNative ends the connection when the provider's process exits while
+// no call is in progress to notice it.
+func (s *server) watchNative(c *conn) {
+	t := time.NewTicker(nativeExitPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			if c.native.exited() {
+				c.cancel(&providerExitError{id: s.id, tail: s.out.tail()})
+				return
+			}
+		}
+	}
+}
+
+// nativeSession is the session of a native tool provider.
+type nativeSession struct {
+	c      *nativetool.Client
+	stderr *lineWriter
+}
+
+func (n *nativeSession) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	return n.c.ListTools(ctx)
+}
+
+func (n *nativeSession) callTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return n.c.CallTool(ctx, name, args)
+}
+
+// answered: everything but an exited provider and a request that ended
+// without an answer (a timeout) comes from a provider that is still up:
+// nativetool checks its health before it reports a broken connection.
+func (n *nativeSession) answered(err error) bool {
+	return !errors.Is(err, nativetool.ErrExited) && !errors.Is(err, errCallTimeout) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+}
+
+// close stops the provider and its process group: go-plugin's graceful
+// shutdown (SIGKILL after 2 s), or SIGKILL to the group at once when hard.
+func (n *nativeSession) close(_ time.Duration, hard bool) {
+	if pid := n.c.Pid(); hard && pid > 0 {
+		signalGroup(pid, sigKill)
+	}
+	n.c.Kill()
+	n.stderr.flush()
+}
+
+func (n *nativeSession) exited() bool { return n.c.Exited() }
+
+// launchDriftError refuses a native tool executable whose SHA-256 is not
+// the one in the staged listing: the plugin drifted. It wraps
+// trust.ErrDrift (CLI exit code 5) and the *nativetool.ChecksumError,
+// which names the file and says to run berth verify and re-trust.
+type launchDriftError struct {
+	plugin string // name@version
+	err    *nativetool.ChecksumError
+}
+
+func (e *launchDriftError) Error() string { return e.plugin + " drifted: " + e.err.Error() }
+
+// Unwrap returns trust.ErrDrift and the checksum error.
+func (e *launchDriftError) Unwrap() []error { return []error{trust.ErrDrift, e.err} }
+
+// providerExitError describes a native tool provider whose process ended
+// on its own. It wraps nativetool.ErrExited.
+type providerExitError struct {
+	id   string
+	tail []string
+}
+
+func (e *providerExitError) Error() string {
+	return fmt.Sprintf("the native tool provider process exited (berth logs %s has its log)%s", e.id, tailSuffix(e.tail))
+}
+
+func (e *providerExitError) Unwrap() error { return nativetool.ErrExited }
+
+// lineWriter splits what a provider writes — its stderr and go-plugin's
+// log lines, which nativetool serializes — into lines of its output,
+// cutting lines longer than maxLineLen as copyLines does.
+type lineWriter struct {
+	out *output
+
+	mu  sync.Mutex
+	buf []byte
+	cut bool
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.add(p)
+			break
+		}
+		w.add(p[:i])
+		w.emitLocked()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (w *lineWriter) add(b []byte) {
+	if w.cut {
+		return
+	}
+	if room := maxLineLen - len(w.buf); len(b) > room {
+		b, w.cut = b[:room], true
+	}
+	w.buf = append(w.buf, b...)
+}
+
+func (w *lineWriter) emitLocked() {
+	s := strings.TrimSuffix(string(w.buf), "\r")
+	if w.cut {
+		s += " [line cut]"
+	}
+	w.out.line(s)
+	w.buf, w.cut = w.buf[:0], false
+}
+
+// flush emits a last line that has no newline.
+func (w *lineWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 || w.cut {
+		w.emitLocked()
+	}
+}
