@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -211,14 +210,6 @@ func (q *Queue) Wait(ctx context.Context, p *Pending) (*QueueDecision, error) {
 		case <-tick.C:
 		}
 	}
-}
-
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func writeJSONAtomic(path string, v any) error {

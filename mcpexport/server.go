@@ -133,6 +133,16 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if err := s.Sync(ctx); err != nil {
 					s.log.Warn("catalog boundary", "method", method, "error", err)
 				}
+				if !s.hasTool(p.Name) {
+					// Not in the catalog: if that is because its plugin
+					// drifted, say so as a tool error; an unknown name stays
+					// a protocol error. The approver refuses, so nothing can
+					// run from here.
+					_, err := s.pool.Call(ctx, p.Name, p.Arguments, refuseAll)
+					if errors.Is(err, trust.ErrDrift) {
+						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
+					}
+				}
 			}
 		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 			// Let the first start of every server settle, so a client that
@@ -386,6 +396,11 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		}
 	}
 }
+
+// refuseAll is the approver of calls that must not run.
+var refuseAll = pool.ApproverFunc(func(context.Context, *pool.ApprovalRequest) (pool.Decision, error) {
+	return pool.Decision{By: "berth", Reason: "not in the catalog"}, nil
+})
 
 func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}

@@ -261,19 +261,19 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.title("tamper with a staged file, then call again: berth fails closed")
-	staged, err := d.stagedFile("bin/notes-server")
+	staged, err := d.stagedFile("berth.json")
 	if err != nil {
 		return err
 	}
 	d.say("appending one byte to %s (the reviewed copy)", staged)
-	if err := os.Chmod(staged, 0o755); err != nil {
+	if err := os.Chmod(staged, 0o644); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(staged, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	f.Write([]byte{0})
+	f.Write([]byte(" "))
 	f.Close()
 	time.Sleep(200 * time.Millisecond) // let the file-system watch see it
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -283,7 +283,7 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("the call after tampering: %w", err)
 	}
 	d.say("result: %s", short(resultText(res)))
-	if !res.IsError || !strings.Contains(resultText(res), "no longer matches what was reviewed") || !strings.Contains(resultText(res), "bin/notes-server") {
+	if !res.IsError || !strings.Contains(resultText(res), "no longer matches what was reviewed") || !strings.Contains(resultText(res), "berth.json") {
 		return fmt.Errorf("the call after tampering did not fail with the drift error")
 	}
 	if _, err := d.berth(ctx, ExitDrift, "verify"); err != nil {

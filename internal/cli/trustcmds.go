@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -34,7 +33,7 @@ func (a *app) store() (*trust.Store, error) {
 	if step := a.getenv(crashEnv); step != "" {
 		opts.CrashHookUnsafe = func(s string) {
 			if s == step {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				crash()
 			}
 		}
 	}
