@@ -43,6 +43,8 @@ type AuditEntry struct {
 type Audit struct {
 	path string
 	mu   sync.Mutex
+	f    *os.File // kept open between appends; reopened when the path no longer names it
+	seen time.Time
 }
 
 // NewAudit returns the audit log at path.
@@ -59,6 +61,30 @@ func (a *Audit) Append(e AuditEntry) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if err := a.openLocked(); err != nil {
+		return err
+	}
+	_, err = a.f.Write(append(line, '\n'))
+	return err
+}
+
+// openLocked keeps one open file across appends, and opens the path again
+// when it no longer names that file (the log was rotated or removed); that
+// is checked at most once a second.
+func (a *Audit) openLocked() error {
+	if a.f != nil && time.Since(a.seen) < time.Second {
+		return nil
+	}
+	a.seen = time.Now()
+	if a.f != nil {
+		open, err1 := a.f.Stat()
+		named, err2 := os.Stat(a.path)
+		if err1 == nil && err2 == nil && os.SameFile(open, named) {
+			return nil
+		}
+		a.f.Close()
+		a.f = nil
+	}
 	if err := os.MkdirAll(filepath.Dir(a.path), 0o700); err != nil {
 		return err
 	}
@@ -66,10 +92,19 @@ func (a *Audit) Append(e AuditEntry) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(line, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	a.f = f
+	return nil
+}
+
+// Close closes the log file.
+func (a *Audit) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f == nil {
+		return nil
 	}
+	err := a.f.Close()
+	a.f = nil
 	return err
 }
 

@@ -210,6 +210,11 @@ func TestDriftChecker(t *testing.T) {
 			if !errors.As(err2, &de) || !errors.Is(err2, ErrDrift) || !strings.Contains(err2.Error(), tc.want) || !strings.Contains(err2.Error(), "berth verify") {
 				t.Fatalf("drift error %v, want it to mention %q", err2, tc.want)
 			}
+			// berth verify's library call sees the same difference.
+			rep := s.Verify(context.Background(), &Record{Name: "acme-notes", Version: "1.4.2", Digest: b.Digest, Unsigned: true}, nil)
+			if rep.Drift == nil || !errors.Is(rep.Err, ErrDrift) || !strings.Contains(rep.Err.Error(), tc.want) {
+				t.Fatalf("Verify: %+v", rep)
+			}
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -59,6 +60,12 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 					return err
 				}
 				token = t
+			}
+			if a.getenv("GOGC") == "" {
+				// Every relayed call decodes JSON twice through go-sdk, which
+				// allocates generously; a larger GC target cuts berth's CPU
+				// per call by about a fifth (bench/README.md). GOGC overrides.
+				debug.SetGCPercent(400)
 			}
 			ctx := cmd.Context()
 			// Listen first: a refused address fails before anything starts.
