@@ -21,7 +21,8 @@ test:
 # Every fuzz target, for a short time each.
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	  list=$$($(GO) test -list '^Fuzz' $$pkg); \
+	  for t in $$(echo "$$list" | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$t"; \
 	    $(GO) test -run='^$$' -fuzz="^$$t$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; \
@@ -32,7 +33,8 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./...
 
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@files=$$(git ls-files '*.go') && [ -n "$$files" ] || { echo "lint: git ls-files found no Go files; run make lint in a git checkout"; exit 1; }; \
+	out=$$(gofmt -l $$files); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 # The npm test peers (server-everything, Inspector, conformance, Node 22).

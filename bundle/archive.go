@@ -121,7 +121,26 @@ func (x *extractor) tarGz(r io.Reader) error {
 		if err := x.entry(hdr.Name, kind, hdr.Mode&0o111 != 0, hdr.Linkname, tr); err != nil {
 			return err
 		}
+		if err := x.drain(tr); err != nil {
+			return err
+		}
 	}
+}
+
+// drain reads the data that entry left of a tar entry (one it refused),
+// counting it against the size cap: the reader would otherwise decompress
+// it to find the next header, without any limit.
+func (x *extractor) drain(r io.Reader) error {
+	n, err := io.Copy(io.Discard, io.LimitReader(r, x.lim.MaxTotalSize-x.total+1))
+	x.total += n
+	if err != nil {
+		return &formatError{err}
+	}
+	if x.total > x.lim.MaxTotalSize {
+		x.ps.add(".", RuleTreeTooLarge, "the archive unpacks to more than %d bytes; remove what the plugin does not need, or raise the cap with --max-size", x.lim.MaxTotalSize)
+		return errStop
+	}
+	return nil
 }
 
 func (x *extractor) zip(f *os.File) error {
@@ -206,7 +225,12 @@ func (x *extractor) entry(name, kind string, exec bool, linkname string, body io
 		case "", "implied", "dir":
 			if x.seen[dir] == "" {
 				x.seen[dir] = "implied"
-				x.folded[foldPath(dir)] = dir
+				dk := foldPath(dir)
+				if other, ok := x.folded[dk]; ok && other != dir {
+					x.ps.add(dir, RulePathCaseCollision, "%q and %q differ only in case or Unicode normalization and would collide on macOS and Windows; rename one", other, dir)
+					return nil
+				}
+				x.folded[dk] = dir
 			}
 		default:
 			x.ps.add(rel, RuleArchiveDuplicate, "this entry is inside %q, which the archive also holds as a %s; keep one", dir, x.seen[dir])
@@ -227,6 +251,10 @@ func (x *extractor) entry(name, kind string, exec bool, linkname string, body io
 	case "dir":
 		return os.MkdirAll(abs, 0o755)
 	case "symlink":
+		if len(linkname) > x.lim.MaxPathLen {
+			x.ps.add(rel, RulePathTooLong, "this symlink's target is longer than the cap of %d bytes; shorten it, or raise the cap with --max-path", x.lim.MaxPathLen)
+			return nil
+		}
 		x.links = append(x.links, walkEntry{rel: rel, abs: abs, target: linkname})
 		return nil
 	}
@@ -298,7 +326,7 @@ func (x *extractor) symlinks() {
 			continue
 		}
 		if err := os.Symlink(l.target, l.abs); err != nil {
-			x.ps.add(l.rel, RuleArchiveFormat, "cannot create this symlink: %v", err)
+			x.ps.add(l.rel, RuleArchiveFormat, "cannot create this symlink: %q", err)
 		}
 	}
 }

@@ -82,9 +82,15 @@ type node struct {
 	num   json.Number
 }
 
+// maxDepth is how deeply objects and arrays may nest in berth.json. A
+// manifest v1 needs six levels; the cap keeps a hostile document (a
+// megabyte of "[") from costing memory quadratic in its depth.
+const maxDepth = 32
+
 type parser struct {
-	dec *json.Decoder
-	ps  *problems
+	dec   *json.Decoder
+	ps    *problems
+	depth int
 }
 
 func (p *parser) value(path string) (*node, error) {
@@ -94,6 +100,10 @@ func (p *parser) value(path string) (*node, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if p.depth++; p.depth > maxDepth {
+			return nil, fmt.Errorf("objects and arrays nest deeper than %d levels", maxDepth)
+		}
+		defer func() { p.depth-- }()
 		switch t {
 		case '{':
 			n := &node{kind: 'o'}
@@ -157,9 +167,14 @@ type binder struct {
 	ps      *problems
 	present map[string]bool
 	bad     map[string]bool
+	// inHeaders is set while binding a remote's headers.
+	inHeaders bool
 }
 
-var envSourceType = reflect.TypeFor[EnvSource]()
+var (
+	envSourceType = reflect.TypeFor[EnvSource]()
+	remoteType    = reflect.TypeFor[Remote]()
+)
 
 func (b *binder) bind(v reflect.Value, n *node, path string) {
 	b.present[path] = true
@@ -167,7 +182,7 @@ func (b *binder) bind(v reflect.Value, n *node, path string) {
 		// Say exactly what to write instead; never repeat the value, it
 		// may be a secret.
 		rule, what := RuleEnvLiteralValue, "environment variable"
-		if strings.Contains(path, ".headers.") {
+		if b.inHeaders {
 			rule, what = RuleHeaderLiteralValue, "header"
 		}
 		b.bad[path] = true
@@ -196,7 +211,9 @@ func (b *binder) bind(v reflect.Value, n *node, path string) {
 				b.ps.add(kp, RuleUnknownField, "unknown field %q: manifest v1 does not define it; remove it or check its spelling (docs/manifest.md lists every field)", key)
 				continue
 			}
+			b.inHeaders = v.Type() == remoteType && key == "headers"
 			b.bind(v.Field(idx), n.vals[i], kp)
+			b.inHeaders = false
 		}
 	case reflect.Map:
 		if n.kind != 'o' {

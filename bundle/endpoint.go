@@ -86,13 +86,10 @@ func ParseEndpoint(rawURL string) (*Endpoint, error) {
 }
 
 // NormalizeHost lower-cases a host, converts it to ASCII with IDNA and
-// drops a trailing dot. IP literals are returned in canonical form.
+// drops one trailing dot; a name with an empty label is an error. IP
+// literals are returned in canonical form.
 func NormalizeHost(h string) (string, error) {
-	h = strings.TrimSuffix(h, ".")
-	if h == "" {
-		return "", fmt.Errorf("empty host")
-	}
-	if ip := net.ParseIP(h); ip != nil {
+	if ip := net.ParseIP(strings.TrimSuffix(h, ".")); ip != nil {
 		return ip.String(), nil
 	}
 	if strings.Contains(h, "%") || strings.Contains(h, ":") {
@@ -102,5 +99,16 @@ func NormalizeHost(h string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return strings.ToLower(a), nil
+	// IDNA maps the ideographic and fullwidth full stops to ".", so the
+	// trailing dot is dropped after it.
+	a = strings.ToLower(strings.TrimSuffix(a, "."))
+	if a == "" {
+		return "", fmt.Errorf("empty host")
+	}
+	for _, label := range strings.Split(a, ".") {
+		if label == "" {
+			return "", fmt.Errorf("empty label")
+		}
+	}
+	return a, nil
 }

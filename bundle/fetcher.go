@@ -14,64 +14,124 @@ type RuntimeFetch struct {
 }
 
 var (
-	exactSemver = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 	// pyVersion is an exact PEP 440 version: no wildcards, no ranges.
 	pyVersion = regexp.MustCompile(`^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$`)
 	npmName   = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
 	pyName    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?$`)
 )
 
+// fetcher describes the options a fetcher takes before the package. An
+// option that is in none of its sets is refused unless written with
+// "=VALUE": berth could not tell whether the next argument is its value or
+// the package, and so which package runs.
 type fetcher struct {
-	tool      string
 	python    bool
-	valueOpts map[string]bool // options that take a separate value
-	pkgOpts   map[string]bool // options whose value is a package spec
+	flags     set // options that take no value
+	valueOpts set // options that take a value
+	pkgOpts   set // options whose value is a package spec
+	shellOpts set // options that run a shell command line
+	// uncheckedOpts bring in packages from somewhere berth cannot check.
+	uncheckedOpts set
+}
+
+type set map[string]bool
+
+func setOf(s ...string) set {
+	m := set{}
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
 }
 
 var (
 	npmFetcher = fetcher{
-		valueOpts: map[string]bool{"--registry": true, "--cache": true, "--userconfig": true, "-w": true, "--workspace": true},
-		pkgOpts:   map[string]bool{"-p": true, "--package": true},
+		flags:     setOf("-y", "--yes", "--no", "-q", "--quiet", "-s", "--silent", "-d", "--verbose", "--ignore-existing", "--no-install", "--prefer-offline", "--prefer-online", "--offline", "--bun"),
+		valueOpts: setOf("--registry", "--cache", "--userconfig", "--globalconfig", "--prefix", "--loglevel", "-w", "--workspace", "--allow-build"),
+		pkgOpts:   setOf("-p", "--package"),
+		shellOpts: setOf("-c", "--call", "--shell-mode"),
 	}
 	uvFetcher = fetcher{
-		python:    true,
-		valueOpts: map[string]bool{"--python": true, "-p": true, "--index": true, "--index-url": true, "--extra-index-url": true, "--default-index": true, "-i": true, "--directory": true, "--cache-dir": true, "--constraints": true, "-c": true, "--overrides": true, "--with-editable": true, "--with-requirements": true, "--env-file": true, "--python-preference": true},
-		pkgOpts:   map[string]bool{"--from": true, "--with": true, "-w": true},
+		python:        true,
+		flags:         setOf("-q", "--quiet", "-v", "--verbose", "-n", "--no-cache", "--offline", "--isolated", "--refresh", "-U", "--upgrade", "--reinstall", "--no-progress", "--native-tls", "--no-config", "--no-python-downloads", "--managed-python", "--no-managed-python", "--no-sources", "--no-build", "--no-binary", "--no-build-isolation", "--no-env-file", "--show-resolution"),
+		valueOpts:     setOf("--python", "-p", "--index", "--index-url", "--extra-index-url", "--default-index", "-i", "--find-links", "-f", "--directory", "--cache-dir", "--constraints", "-c", "--overrides", "--with-editable", "--env-file", "--python-preference", "--exclude-newer", "--refresh-package", "--upgrade-package", "--reinstall-package", "--no-build-package", "--no-binary-package", "--resolution", "--prerelease", "--index-strategy", "--keyring-provider", "--link-mode", "--color", "--config-file", "--config-setting", "-C"),
+		pkgOpts:       setOf("--from", "--with", "-w"),
+		uncheckedOpts: setOf("--with-requirements"),
 	}
 	pipxFetcher = fetcher{
-		python:    true,
-		valueOpts: map[string]bool{"--python": true, "--index-url": true, "-i": true, "--pip-args": true},
-		pkgOpts:   map[string]bool{"--spec": true},
+		python:        true,
+		flags:         setOf("-q", "--quiet", "-v", "--verbose", "--no-cache", "--pypackages", "--system-site-packages", "--path"),
+		valueOpts:     setOf("--python", "--index-url", "-i", "--backend"),
+		pkgOpts:       setOf("--spec"),
+		uncheckedOpts: setOf("--pip-args"),
 	}
 )
 
-// DetectFetch recognizes a runtime fetcher. rest are the arguments after the
-// fetcher's own subcommand.
+// detectFetch recognizes a runtime fetcher. rest are the arguments after
+// the fetcher's own subcommand. The command is compared without case and
+// without a Windows program extension, since "NPX" runs npx on macOS and
+// "npx.cmd" runs it on Windows.
 func detectFetch(command string, args []string) (fetcher, string, []string, bool) {
-	switch command {
-	case "npx", "bunx":
-		f := npmFetcher
-		return f, command, args, true
+	name := strings.ToLower(command)
+	for _, ext := range []string{".cmd", ".exe", ".bat", ".ps1"} {
+		name = strings.TrimSuffix(name, ext)
+	}
+	switch name {
+	case "npx", "bunx", "pnpx":
+		return npmFetcher, name, args, true
 	case "pnpm", "yarn":
-		if len(args) > 0 && args[0] == "dlx" {
-			return npmFetcher, command + " dlx", args[1:], true
+		if rest, ok := subcommand(args, "dlx"); ok {
+			return npmFetcher, name + " dlx", rest, true
+		}
+	case "bun":
+		if rest, ok := subcommand(args, "x"); ok {
+			return npmFetcher, "bun x", rest, true
 		}
 	case "npm":
-		if len(args) > 0 && (args[0] == "exec" || args[0] == "x") {
-			return npmFetcher, "npm " + args[0], args[1:], true
+		for _, sub := range []string{"exec", "x"} {
+			if rest, ok := subcommand(args, sub); ok {
+				return npmFetcher, "npm " + sub, rest, true
+			}
 		}
 	case "uvx":
 		return uvFetcher, "uvx", args, true
 	case "uv":
-		if len(args) > 1 && args[0] == "tool" && args[1] == "run" {
-			return uvFetcher, "uv tool run", args[2:], true
+		if rest, ok := subcommand(args, "tool", "run"); ok {
+			return uvFetcher, "uv tool run", rest, true
 		}
 	case "pipx":
-		if len(args) > 0 && args[0] == "run" {
-			return pipxFetcher, "pipx run", args[1:], true
+		if rest, ok := subcommand(args, "run"); ok {
+			return pipxFetcher, "pipx run", rest, true
 		}
 	}
 	return fetcher{}, "", nil, false
+}
+
+// subcommand finds the words of a subcommand in args, allowing options
+// before and between them (npm --yes exec, uv -q tool run), and returns the
+// arguments after it. A word right after an option may be that option's
+// value, so it does not end the search; any other word does.
+func subcommand(args []string, words ...string) ([]string, bool) {
+	k, afterOpt := 0, false
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return nil, false
+		case strings.HasPrefix(a, "-"):
+			afterOpt = !strings.Contains(a, "=")
+		case a == words[k]:
+			k++
+			afterOpt = false
+			if k == len(words) {
+				return args[i+1:], true
+			}
+		case afterOpt:
+			afterOpt = false
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // checkFetcher requires every package a runtime fetcher runs to carry an
@@ -104,8 +164,10 @@ func FetchedPackages(command string, args []string) ([]RuntimeFetch, bool, error
 		if strings.HasPrefix(a, "-") {
 			name, val, hasVal := strings.Cut(a, "=")
 			switch {
-			case !f.python && (name == "-c" || name == "--call"):
+			case f.shellOpts[name]:
 				return nil, true, fmt.Errorf("%s %s runs a shell command line, which cannot be pinned or reviewed; run the package directly with an exact version", tool, name)
+			case f.uncheckedOpts[name]:
+				return nil, true, fmt.Errorf("%s %s installs packages that berth cannot check for exact versions; name each one with an exact version instead", tool, name)
 			case f.pkgOpts[name]:
 				if !hasVal {
 					if i+1 >= len(rest) {
@@ -118,8 +180,13 @@ func FetchedPackages(command string, args []string) ([]RuntimeFetch, bool, error
 				if name != "--with" && name != "-w" {
 					explicit = true
 				}
-			case f.valueOpts[name] && !hasVal:
-				i++
+			case f.valueOpts[name]:
+				if !hasVal {
+					i++
+				}
+			case f.flags[name], hasVal:
+			default:
+				return nil, true, fmt.Errorf("berth does not know the %s option %q, so it cannot tell which package runs; write an option that takes a value as %s=VALUE, put options after the package, or remove it", tool, name, name)
 			}
 			continue
 		}
@@ -167,7 +234,7 @@ func pinned(python bool, spec string) error {
 	if !npmName.MatchString(name) {
 		return fmt.Errorf("which is not a plain npm package name (URLs, paths, git and aliases cannot be pinned by version)")
 	}
-	if !exactSemver.MatchString(ver) {
+	if !semverRe.MatchString(ver) {
 		return fmt.Errorf("whose version %q is not an exact semver version (no ranges, tags or \"latest\")", ver)
 	}
 	return nil

@@ -91,7 +91,7 @@ var Rules = []struct{ ID, Summary string }{
 	{RuleManifestInvalidUTF8, "berth.json is not valid UTF-8"},
 	{RuleManifestSyntax, "berth.json is not well-formed JSON"},
 	{RuleManifestTrailing, "data follows the JSON value in berth.json"},
-	{RuleDuplicateKey, "an object has the same key twice"},
+	{RuleDuplicateKey, "an object has the same key twice, or headers name one header twice in different case"},
 	{RuleUnknownField, "a field that manifest v1 does not define"},
 	{RuleWrongType, "a value of the wrong JSON type"},
 	{RuleRequiredField, "a required field is missing or empty"},

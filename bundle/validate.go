@@ -129,7 +129,7 @@ func (v *validator) top(m *Manifest, berthVersion string) {
 	if m.Requires != nil && (m.Requires.Berth != "" || v.present["requires.berth"]) {
 		c, err := semver.NewConstraint(m.Requires.Berth)
 		if err != nil {
-			v.ps.add("requires.berth", RuleRequiresConstraint, "%q is not a semver constraint (%v); write one like \">=0.1.0\" or \"^1.2\"", m.Requires.Berth, err)
+			v.ps.add("requires.berth", RuleRequiresConstraint, "%q is not a semver constraint; write one like \">=0.1.0\" or \"^1.2\"", m.Requires.Berth)
 		} else if bv, err := semver.StrictNewVersion(berthVersion); err != nil {
 			v.ps.add("requires.berth", RuleRequiresUnsatisfied, "cannot check %q: this berth's version %q is not semver", m.Requires.Berth, berthVersion)
 		} else if !c.Check(bv) {
@@ -228,8 +228,11 @@ func (v *validator) stdio(p string, s *Stdio) {
 		case strings.HasPrefix(s.Command, "${bundle}"):
 			v.bundleExecutable(p+".command", s.Command, RuleCommandNotExecutable)
 		case strings.HasPrefix(s.Command, "${workspace}"):
-			// A workspace program: disclosed by the review; it cannot be
-			// checked here.
+			// A workspace program: disclosed by the review; only its path
+			// can be checked here.
+			if rel, ok := strings.CutPrefix(s.Command, "${workspace}/"); !ok || !cleanRel(rel) {
+				v.ps.add(p+".command", RuleCommandForm, "command %q must be \"${workspace}/path\" with a clean path inside the workspace (no \"..\", \".\", \"//\" or trailing '/')", s.Command)
+			}
 		case strings.ContainsAny(s.Command, `/\`) || strings.TrimSpace(s.Command) != s.Command || s.Command == "." || s.Command == "..":
 			v.ps.add(p+".command", RuleCommandForm, "command %q must be \"${bundle}/…\" for a program in the bundle, or a bare program name found on PATH (like \"node\"); host paths are not allowed", s.Command)
 		default:
@@ -248,6 +251,9 @@ func (v *validator) stdio(p string, s *Stdio) {
 			case strings.HasPrefix(s.Cwd, "${bundle}"):
 				v.bundleRef(p+".cwd", s.Cwd, true)
 			case strings.HasPrefix(s.Cwd, "${workspace}"):
+				if rel, ok := strings.CutPrefix(s.Cwd, "${workspace}/"); s.Cwd != "${workspace}" && (!ok || !cleanRel(rel)) {
+					v.ps.add(p+".cwd", RuleVariablePlacement, "cwd %q must be ${workspace} or \"${workspace}/dir\" with a clean path inside the workspace (no \"..\", \".\", \"//\" or trailing '/')", s.Cwd)
+				}
 			default:
 				v.ps.add(p+".cwd", RuleVariablePlacement, "cwd must start with ${bundle} or ${workspace}; it defaults to ${bundle}")
 			}
@@ -323,11 +329,11 @@ func (v *validator) bundleRef(p, s string, wantDir bool) {
 		return
 	}
 	if !v.tree.Exists(rel) {
-		v.ps.add(p, RuleBundlePathMissing, "%q names %s, which is not in the bundle; add the file or fix the path", s, rel)
+		v.ps.add(p, RuleBundlePathMissing, "%q names %q, which is not in the bundle; add the file or fix the path", s, rel)
 		return
 	}
 	if wantDir && !v.tree.IsDir(rel) {
-		v.ps.add(p, RuleCwdNotDirectory, "%q names %s, which is not a directory", s, rel)
+		v.ps.add(p, RuleCwdNotDirectory, "%q names %q, which is not a directory", s, rel)
 	}
 }
 
@@ -337,11 +343,17 @@ func (v *validator) cleanBundlePath(p, s, rest string) (string, bool) {
 		return "", false
 	}
 	rel := rest[1:]
-	if rel == "" || strings.HasPrefix(rel, "/") || strings.Contains(rel, "//") || strings.HasSuffix(rel, "/") || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") || strings.Contains(rel, "\\") {
-		v.ps.add(p, RuleBundlePathUnclean, "%q is not a clean path inside the bundle (no \"..\", \".\", \"//\" or trailing '/'); write it as ${bundle}/%s", s, strings.Trim(path.Clean("/"+rel), "/"))
+	if !cleanRel(rel) {
+		v.ps.add(p, RuleBundlePathUnclean, "%q is not a clean path inside the bundle (no \"..\", \".\", \"//\" or trailing '/'); write it as %q", s, "${bundle}/"+strings.Trim(path.Clean("/"+rel), "/"))
 		return "", false
 	}
 	return rel, true
+}
+
+// cleanRel reports whether rel is a clean relative path that stays where
+// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
+func cleanRel(rel string) bool {
+	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
 }
 
 // bundleExecutable requires s to be ${bundle}/path naming a regular file
@@ -363,7 +375,7 @@ func (v *validator) bundleExecutable(p, s, rule string) {
 	case !found && v.tree.IsDir(rel):
 		v.ps.add(p, rule, "%s is a directory; name the executable file inside it", rel)
 	case !found:
-		v.ps.add(p, RuleBundlePathMissing, "%q names %s, which is not in the bundle; add the file or fix the path", s, rel)
+		v.ps.add(p, RuleBundlePathMissing, "%q names %q, which is not in the bundle; add the file or fix the path", s, rel)
 	case e.Mode == ModeSymlink:
 		v.ps.add(p, rule, "%s is a symlink; name the regular file it points to, so the reviewed program is the one that runs", rel)
 	case e.Mode != ModeExec:
@@ -380,9 +392,14 @@ func (v *validator) remote(p string, r *Remote) {
 		v.ps.add(p+".transport", RuleRemoteTransport, "transport %q is not \"streamable-http\" or \"sse\"", r.Transport)
 	}
 	host, ok := v.remoteURL(p+".url", r.URL)
+	folded := map[string]string{}
 	for _, k := range sortedKeys(r.Headers) {
 		hp := joinPath(p+".headers", k)
+		other, dup := folded[strings.ToLower(k)]
+		folded[strings.ToLower(k)] = k
 		switch {
+		case dup:
+			v.ps.add(hp, RuleDuplicateKey, "the header %q is also set as %q; header names ignore case, so only one of them would be sent; keep one", k, other)
 		case !headerNameRe.MatchString(k):
 			v.ps.add(hp, RuleHeaderNameFormat, "%q is not a valid HTTP header name", k)
 		case containsFold(forbiddenHeaders, k):

@@ -3,6 +3,7 @@ package review
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -106,5 +107,47 @@ func TestHashChangesWithDisclosure(t *testing.T) {
 	d.Servers[0].Stdio.Env = append(d.Servers[0].Stdio.Env, EnvVar{Name: "X", FromEnv: "Y"})
 	if d.Hash() == h {
 		t.Fatal("hash did not change with the disclosure")
+	}
+}
+
+// TestTextEscapesTerminalControls: a bundle's own strings cannot send
+// escape sequences or line breaks to the terminal that shows its review.
+func TestTextEscapesTerminalControls(t *testing.T) {
+	const evil = "ok\x1b[2J\r\nIt asks for nothing.\u202e\x07"
+	m := map[string]any{
+		"manifestVersion": 1, "name": "evil", "version": "1.0.0",
+		"description": evil, "license": evil,
+		"publisher": map[string]any{"name": evil},
+		"mcpServers": map[string]any{"s": map[string]any{
+			"description": evil,
+			"stdio":       map[string]any{"command": "node", "args": []string{"\x1b[8m", evil}},
+		}},
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "berth.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	out := string(text(t, New(b)))
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "It asks") {
+			t.Errorf("a forged line: %q", line)
+		}
+		for _, r := range line {
+			if unprintable(r) {
+				t.Fatalf("the review prints %U:\n%q", r, out)
+			}
+		}
+	}
+	if !strings.Contains(out, `ok\x1b[2J\r\nIt asks for nothing.\u202e\a`) {
+		t.Errorf("the escaped text is not shown:\n%s", out)
 	}
 }

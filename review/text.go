@@ -5,13 +5,14 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // WriteText writes the disclosure for a person at a terminal.
 func (d *Disclosure) WriteText(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("%s %s\n", d.Name, d.Version)
-	p.f("  %s\n\n", d.Description)
+	p.f("  %s\n\n", printable(d.Description))
 	if d.Publisher != nil {
 		pub := d.Publisher.Name
 		if d.Publisher.URL != "" {
@@ -62,7 +63,7 @@ func (p *printer) stdio(s Server) {
 	if s.Description != "" {
 		title += " (" + s.Description + ")"
 	}
-	p.f("%s\n", title)
+	p.f("%s\n", printable(title))
 	p.field("authority", "it "+st.Authority)
 	switch st.Program {
 	case "bundled":
@@ -95,7 +96,7 @@ func (p *printer) remote(s Server) {
 	if s.Description != "" {
 		title += " (" + s.Description + ")"
 	}
-	p.f("%s\n", title)
+	p.f("%s\n", printable(title))
 	p.field("endpoint", r.Endpoint+" over "+r.Transport)
 	if r.Loopback {
 		p.field("", "a server on this machine (loopback)")
@@ -139,8 +140,29 @@ func (p *printer) f(format string, args ...any) {
 }
 
 func (p *printer) field(label, value string) {
-	p.f("    %-12s %s\n", label, value)
+	p.f("    %-12s %s\n", label, printable(value))
 }
+
+// printable escapes every character a terminal could act on (control
+// characters such as ESC and newline, bidirectional overrides), so a
+// bundle's own text cannot redraw, hide or forge lines of its review.
+func printable(s string) string {
+	if strings.IndexFunc(s, unprintable) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unprintable(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unprintable(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }
 
 func quoteArgv(argv []string) string {
 	out := make([]string, len(argv))
