@@ -2,7 +2,10 @@ package mcpexport
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -317,5 +320,263 @@ func TestPanicFailsOnlyThatRequest(t *testing.T) {
 	cs := e.client(legacy, nil)
 	if names := toolNames(t, cs); len(names) == 0 {
 		t.Fatal("the server stopped working after a panic")
+	}
+}
+
+// TestQueueDecisionIsFinal: the first decision settles a call; a later
+// `berth approve` cannot turn a `berth deny` into a yes before the waiting
+// call reads it (nor the other way round).
+func TestQueueDecisionIsFinal(t *testing.T) {
+	q := NewQueue(t.TempDir())
+	now := time.Now()
+	p, err := q.Add(Pending{Tool: echoTool, Arguments: "{}", Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Decide(p.ID, false, false, "first"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.Decide(p.ID, true, true, "second")
+	if !errors.Is(err, ErrSettled) || !strings.Contains(err.Error(), "already denied by first") {
+		t.Fatalf("a second decision: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	d, err := q.Wait(ctx, p)
+	if err != nil || d.Allow || d.By != "first" {
+		t.Fatalf("the waiting call read %+v %v, want the first decision (deny)", d, err)
+	}
+}
+
+// TestQueueForgetsCallsThatNoLongerWait: a pending file whose deadline has
+// passed (its call failed closed) or whose process is gone is neither
+// listed nor settled, even when its PID now names another process.
+func TestQueueForgetsCallsThatNoLongerWait(t *testing.T) {
+	q := NewQueue(t.TempDir())
+	now := time.Now()
+	expired, err := q.Add(Pending{Tool: echoTool, Arguments: "{}", Client: "c", CreatedAt: now.Add(-time.Hour), Deadline: now.Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := q.Add(Pending{Tool: echoTool, Arguments: "{}", Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := q.List()
+	if err != nil || len(list) != 1 || list[0].ID != live.ID {
+		t.Fatalf("List = %+v %v, want only %s", list, err, live.ID)
+	}
+	if _, err := q.Decide(expired.ID, true, false, "late"); !errors.Is(err, ErrNoSuchApproval) {
+		t.Fatalf("an expired call was settled: %v", err)
+	}
+	if _, err := os.Stat(q.pendingPath(expired.ID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the expired pending file was kept: %v", err)
+	}
+}
+
+// TestApprovalsShowHiddenCharacters: what a person reads before approving
+// cannot be rewritten by terminal escapes in the client's name, nor
+// reordered by bidi overrides in the arguments.
+func TestApprovalsShowHiddenCharacters(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "evil\x1b[2K\rtrusted-client\tx", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	seen := make(chan *Pending, 1)
+	go func() {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if list, _ := e.srv.queue.List(); len(list) > 0 {
+				seen <- list[0]
+				return
+			}
+		}
+		seen <- nil
+	}()
+	callTool(t, cs, echoTool, "gpj.\u202eexe\x7f")
+	p := <-seen
+	if p == nil {
+		t.Fatal("the call never reached the queue")
+	}
+	for _, s := range []string{p.Client, p.Arguments} {
+		if strings.ContainsAny(s, "\x1b\r\t\x7f\u202e") {
+			t.Errorf("hidden characters reach the approval: %q", s)
+		}
+	}
+	if !strings.Contains(p.Arguments, `gpj.\u202eexe\u007f`) || !strings.Contains(p.Client, `evil\u001b[2K\u000dtrusted-client x`) {
+		t.Errorf("the approval does not show the escaped characters: %q, %q", p.Client, p.Arguments)
+	}
+	if got := printable("tag \U000E0041 é\n"); got != `tag \U000e0041 é`+"\n" {
+		t.Errorf("printable = %q", got)
+	}
+}
+
+// TestLegacyInputResponsesApproveNothing: a legacy session whose client
+// sends input responses (which only 2026-07-28 sessions use) with a made-up
+// state is not approved by them; the call goes to the queue and fails
+// closed there.
+func TestLegacyInputResponsesApproveNothing(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: 300 * time.Millisecond})
+	cs := e.client(legacy, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	forged := e.srv.states.issue(echoTool, []byte(`{"text":"hi"}`), time.Now())
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}, RequestState: forged,
+		InputResponses: mcp.InputResponseMap{inputKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || !strings.Contains(text, "no one approved it within") {
+		t.Fatalf("a legacy client's input responses approved a call: %q", text)
+	}
+}
+
+// TestListChangedWhenCatalogChanges: disabling the plugin while a client
+// is connected removes its tools and tells the client (list_changed).
+func TestListChangedWhenCatalogChanges(t *testing.T) {
+	e := newEnv(t, nil)
+	changed := make(chan struct{}, 10)
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "watcher", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if names := toolNames(t, cs); !slices.Contains(names, echoTool) {
+		t.Fatalf("tools %v", names)
+	}
+	// Let the notifications of the first catalog arrive (go-sdk sends them
+	// a little later), then forget them.
+	for quiet := false; !quiet; {
+		select {
+		case <-changed:
+		case <-time.After(500 * time.Millisecond):
+			quiet = true
+		}
+	}
+	if _, err := pool.Disable(ctx, e.store, e.pool.WorkspaceDir(), "demo"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no tools/list_changed after the plugin was disabled")
+	}
+	if names := toolNames(t, cs); slices.Contains(names, echoTool) {
+		t.Fatalf("tools of a disabled plugin still listed: %v", names)
+	}
+}
+
+// TestQueueTellsTheClientWhileItWaits: a call waiting in the queue sends a
+// log message naming the command that approves it, and progress
+// notifications when the client gave a progress token.
+func TestQueueTellsTheClientWhileItWaits(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: 20 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	logs := make(chan string, 10)
+	progress := make(chan *mcp.ProgressNotificationParams, 100)
+	c := mcp.NewClient(&mcp.Implementation{Name: "patient", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			s, _ := r.Params.Data.(string)
+			logs <- s
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progress <- r.Params
+		},
+	})
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		params := &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}}
+		params.SetProgressToken("tok-1")
+		res, err := cs.CallTool(ctx, params)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("%v", res.Content)
+		}
+		done <- err
+	}()
+	var msg string
+	select {
+	case msg = <-logs:
+	case <-ctx.Done():
+		t.Fatal("no log message while the call waited")
+	}
+	var id string
+	if i := strings.Index(msg, "berth approve "); i >= 0 {
+		id, _, _ = strings.Cut(msg[i+len("berth approve "):], "`")
+	}
+	if !ValidID(id) {
+		t.Fatalf("the log message does not name the command that approves the call: %q", msg)
+	}
+	select {
+	case p := <-progress:
+		if p.ProgressToken != "tok-1" || !strings.Contains(p.Message, "berth approve "+id) {
+			t.Fatalf("progress %+v", p)
+		}
+	case <-ctx.Done():
+		t.Fatal("no progress notification while the call waited")
+	}
+	if _, err := e.srv.queue.Decide(id, true, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the approved call: %v", err)
+	}
+}
+
+// TestQueueApproveAlways: `berth approve --always` runs the call and
+// writes exactly one rule, allow for that exact tool name, so the next
+// call of the tool runs without waiting and other tools still ask.
+func TestQueueApproveAlways(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: 20 * time.Second})
+	cs := e.client(legacy, nil)
+	go approveNext(t, e.srv.queue, true, true)
+	if text, isErr := callTool(t, cs, wipeTool, "a"); isErr || text != "wiped a" {
+		t.Fatalf("the approved call: %q", text)
+	}
+	cfg, err := e.store.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []trust.PolicyRule{{Pattern: wipeTool, Action: "allow"}}; !slices.Equal(cfg.ToolPolicy, want) {
+		t.Fatalf("policy %+v, want %+v", cfg.ToolPolicy, want)
+	}
+	e.srv.timeout = 300 * time.Millisecond
+	if text, isErr := callTool(t, cs, wipeTool, "b"); isErr || text != "wiped b" {
+		t.Fatalf("the next call of the tool allowed always: %q", text)
+	}
+	if text, isErr := callTool(t, cs, echoTool, "c"); !isErr || !strings.Contains(text, "no one approved it within") {
+		t.Fatalf("another tool ran without approval: %q", text)
+	}
+	a := readAudit(t, e.paths)
+	if len(a) != 3 || !a[0].Always || a[0].DecidedBy != "queue" || a[1].DecidedBy != "policy" || a[2].Decision != "deny" {
+		t.Fatalf("audit %+v", a)
 	}
 }

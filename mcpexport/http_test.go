@@ -63,6 +63,9 @@ func TestHTTPSecurity(t *testing.T) {
 	if code, _ := post(t, sse, "/sse", map[string]string{"Origin": "https://evil.example"}); code != http.StatusForbidden {
 		t.Fatalf("cross-origin SSE request: %d", code)
 	}
+	if code, _ := post(t, sse, "/sse", map[string]string{"Host": "evil.example:8931"}); code != http.StatusForbidden {
+		t.Fatalf("DNS-rebinding Host on SSE: %d", code)
+	}
 
 	token := strings.Repeat("k", 40)
 	locked := e.srv.Handler(HTTPOptions{Token: token})

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,8 +32,10 @@ type Pending struct {
 	Annotations string    `json:"annotations,omitempty"`
 	Client      string    `json:"client"`
 	CreatedAt   time.Time `json:"createdAt"`
-	Deadline    time.Time `json:"deadline"`
-	PID         int       `json:"pid"`
+	// Deadline is when the waiting call fails closed; after it the call
+	// can no longer be settled.
+	Deadline time.Time `json:"deadline"`
+	PID      int       `json:"pid"`
 	// Hash binds a decision to this exact request.
 	Hash string `json:"hash"`
 }
@@ -126,8 +129,16 @@ func (q *Queue) Remove(id string) {
 	os.Remove(q.decisionPath(id))
 }
 
-// List returns the pending calls, oldest first. Calls whose waiting process
-// is gone are removed.
+// waiting reports whether a pending call can still be settled: its
+// process is alive (a pending file left by a crash goes, even when its PID
+// is reused) and its deadline has not passed (after it the call has
+// failed closed).
+func (p *Pending) waiting(now time.Time) bool {
+	return alive(p.PID) && now.Before(p.Deadline)
+}
+
+// List returns the pending calls, oldest first. Calls that no longer wait
+// (their process is gone or their deadline passed) are removed.
 func (q *Queue) List() ([]*Pending, error) {
 	matches, err := filepath.Glob(filepath.Join(q.dir, "*.json"))
 	if err != nil {
@@ -145,7 +156,7 @@ func (q *Queue) List() ([]*Pending, error) {
 		if !ValidID(p.ID) || q.pendingPath(p.ID) != m {
 			continue
 		}
-		if !alive(p.PID) {
+		if !p.waiting(time.Now()) {
 			q.Remove(p.ID)
 			continue
 		}
@@ -161,20 +172,33 @@ func (q *Queue) Get(id string) (*Pending, error) {
 		return nil, fmt.Errorf("%q is not an approval ID (they look like k7f3-9q2x; `berth approvals` lists them): %w", id, ErrNoSuchApproval)
 	}
 	p := &Pending{}
-	if err := readJSON(q.pendingPath(id), p); err != nil || !alive(p.PID) {
+	if err := readJSON(q.pendingPath(id), p); err != nil || p.ID != id || !p.waiting(time.Now()) {
 		return nil, fmt.Errorf("no call is waiting for approval %s (it may have been settled or timed out; `berth approvals` lists the waiting ones): %w", id, ErrNoSuchApproval)
 	}
 	return p, nil
 }
 
-// Decide settles a pending call. It fails when the call is not waiting.
+// ErrSettled means a pending call already has a decision; the first
+// decision is final.
+var ErrSettled = errors.New("the approval is already settled")
+
+// Decide settles a pending call. It fails when the call is not waiting or
+// already has a decision: a later `berth approve` never overrides a
+// `berth deny`, nor the other way round.
 func (q *Queue) Decide(id string, allow, always bool, by string) (*Pending, error) {
 	p, err := q.Get(id)
 	if err != nil {
 		return nil, err
 	}
 	d := &QueueDecision{ID: id, Hash: p.Hash, Allow: allow, Always: always && allow, By: by, At: time.Now().UTC()}
-	if err := writeJSONAtomic(q.decisionPath(id), d); err != nil {
+	if err := writeJSONOnce(q.decisionPath(id), d); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			prev := "decided"
+			if old := (&QueueDecision{}); readJSON(q.decisionPath(id), old) == nil {
+				prev = map[bool]string{true: "approved", false: "denied"}[old.Allow] + " by " + old.By
+			}
+			return nil, fmt.Errorf("approval %s of %s was already %s; a decision cannot be changed: %w", id, p.Tool, prev, ErrSettled)
+		}
 		return nil, err
 	}
 	return p, nil
@@ -218,6 +242,31 @@ func writeJSONAtomic(path string, v any) error {
 		return err
 	}
 	return trust.WriteFileAtomic(path, append(data, '\n'), 0o600)
+}
+
+// writeJSONOnce creates path with v, failing with fs.ErrExist when it
+// exists. A reader that sees the file before it is complete cannot parse
+// it and looks again.
+func writeJSONOnce(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
 }
 
 func readJSON(path string, v any) error {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -406,12 +407,26 @@ func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
+// clientName is how approvals and the audit log name the client: what it
+// says it is, made printable and cut to a line.
 func clientName(req *mcp.CallToolRequest) string {
-	if ci := req.ClientInfo(); ci != nil {
-		if ci.Version != "" {
-			return ci.Name + " " + ci.Version
-		}
-		return ci.Name
+	ci := req.ClientInfo()
+	if ci == nil {
+		return "unknown client"
 	}
-	return "unknown client"
+	name := ci.Name
+	if ci.Version != "" {
+		name += " " + ci.Version
+	}
+	name = printable(strings.NewReplacer("\n", " ", "\t", " ").Replace(name))
+	if len(name) > maxClientName {
+		cut := maxClientName
+		for cut > 0 && !utf8Start(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "…"
+	}
+	return name
 }
+
+const maxClientName = 128

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/internal/clientconfig"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // Test-only environment variables. They let the CLI tests fix what would
@@ -199,6 +200,18 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 		return err
 	}
 	entry := clientconfig.NewEntry(s.client, s.env, exe, s.workspace)
+	// A client starts berth without this shell's environment: a BERTH_HOME
+	// set here goes into the entry, or its berth would use another state root.
+	if h := a.getenv("BERTH_HOME"); h != "" {
+		paths, err := trust.NewPaths(h)
+		if err != nil {
+			return fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
+		}
+		if entry.Env == nil {
+			entry.Env = map[string]string{}
+		}
+		entry.Env["BERTH_HOME"] = paths.Root
+	}
 	var warnings []string
 	if temporaryBuild(exe) {
 		warnings = append(warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))

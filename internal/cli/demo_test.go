@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -34,5 +38,30 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestDemoFailsWhenAStepFails: a step that does not behave (here the build,
+// with a go command that fails) ends the demo with DEMO FAILED and a
+// non-zero exit code.
+func TestDemoFailsWhenAStepFails(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake go command is a shell script")
+	}
+	bin := t.TempDir()
+	fake := "#!/bin/sh\necho 'go: simulated build failure' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("berth", "demo")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("berth demo with a failing step: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "DEMO FAILED: building ./examples/notesserver") || !strings.Contains(string(out), "simulated build failure") || strings.Contains(string(out), "Demo complete") {
+		t.Fatalf("the demo's output does not report the failed step:\n%s", out)
 	}
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -256,8 +258,12 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	d.say("result: %s", short(resultText(res)))
-	if res.IsError {
-		return fmt.Errorf("the native tool failed")
+	settings, err := os.ReadFile(filepath.Join(d.ws, "settings.json"))
+	if err != nil {
+		return err
+	}
+	if sum := sha256.Sum256(settings); res.IsError || !strings.Contains(resultText(res), hex.EncodeToString(sum[:])) {
+		return fmt.Errorf("the native tool did not return the SHA-256 of settings.json")
 	}
 
 	d.title("tamper with a staged file, then call again: berth fails closed")
@@ -432,6 +438,9 @@ func (d *demo) callApproved(ctx context.Context, cs *mcp.ClientSession, name str
 		list, _ := q.List()
 		if len(list) == 0 {
 			continue
+		}
+		if len(list) != 1 || list[0].Tool != name {
+			return nil, fmt.Errorf("the approval queue holds %d calls, the first of %s; want the one call of %s", len(list), list[0].Tool, name)
 		}
 		if _, err := d.berth(ctx, ExitOK, "approvals"); err != nil {
 			return nil, err

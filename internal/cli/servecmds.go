@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"net"
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
@@ -72,13 +72,22 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 			type listener struct {
 				o    mcpexport.HTTPOptions
 				addr string
+				ln   net.Listener
 			}
-			var lns []listener
+			var lns []*listener
 			if sseAddr != "" {
-				lns = append(lns, listener{mcpexport.HTTPOptions{SSE: true, Token: token}, sseAddr})
+				lns = append(lns, &listener{o: mcpexport.HTTPOptions{SSE: true, Token: token}, addr: sseAddr})
 			}
 			if httpAddr != "" {
-				lns = append(lns, listener{mcpexport.HTTPOptions{Stateless: stateless, Token: token}, httpAddr})
+				lns = append(lns, &listener{o: mcpexport.HTTPOptions{Stateless: stateless, Token: token}, addr: httpAddr})
+			}
+			for _, l := range lns {
+				ln, err := mcpexport.Listen(l.addr, token)
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				l.ln = ln
 			}
 			log := slog.New(slog.NewTextHandler(a.stderr, nil))
 			paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
@@ -112,10 +121,7 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 			}
 			g, gctx := errgroup.WithContext(ctx)
 			for _, l := range lns {
-				ln, err := mcpexport.Listen(l.addr, token)
-				if err != nil {
-					return err
-				}
+				ln := l.ln
 				path := "/mcp"
 				if l.o.SSE {
 					path = "/sse"
@@ -207,7 +213,7 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 				return err
 			}
 			by := "berth " + map[bool]string{true: "approve", false: "deny"}[allow]
-			if u := os.Getenv("USER"); u != "" {
+			if u := a.getenv("USER"); u != "" {
 				by += " (" + u + ")"
 			}
 			p, err := q.Decide(args[0], allow, always, by)
