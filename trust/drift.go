@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -113,6 +114,13 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *Verifier) *VerifyRep
 		rep.Err = fmt.Errorf("%s: %w", rec.ID(), err)
 		return rep
 	}
+	// Signer continuity rests on the recorded signer, so the stored
+	// signature must still be that signer's.
+	if got := RefOf(res); got.identity() != rec.Signer.identity() {
+		rep.Err = fmt.Errorf("%s: the stored signature is by %s, but the trust record says %s: %w; re-trust the bundle with its publisher's signature (berth trust SOURCE)",
+			rec.ID(), got, rec.Signer, ErrUntrusted)
+		return rep
+	}
 	rep.Signature = res
 	return rep
 }
@@ -120,9 +128,11 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *Verifier) *VerifyRep
 // DriftChecker guards one staged snapshot at every catalog and dispatch
 // boundary. Check is cheap while nothing happened: a file-system watch
 // (inotify, kqueue, ...) on every directory of the snapshot raises a flag
-// on any change; only then, or when no watch could be set up, does Check
-// compare the stat fingerprints of every entry, and only when those differ
-// does it re-hash. It is safe for concurrent use.
+// on any change; only then, when no watch could be set up, or when the
+// last sweep is older than fullSweepEvery (a watch does not see a write
+// through a hard link elsewhere or a shared memory map) does Check compare
+// the stat fingerprints of every entry, and only when those differ does it
+// re-hash. It is safe for concurrent use.
 type DriftChecker struct {
 	store  *Store
 	digest string
@@ -132,6 +142,8 @@ type DriftChecker struct {
 	fps      map[string]Fingerprint
 	drift    error
 	dirty    atomic.Bool
+	watching atomic.Bool  // watcher is set: the fast path may trust dirty
+	swept    atomic.Int64 // when the last sweep started, in Unix ns
 	watcher  *fsnotify.Watcher
 	watchErr error
 	done     chan struct{}
@@ -153,8 +165,22 @@ func (s *Store) DriftChecker(digest string) (*DriftChecker, error) {
 	return c, nil
 }
 
+// fullSweepEvery bounds how long Check trusts the watch alone.
+const fullSweepEvery = 2 * time.Second
+
 // watch sets up the file-system watch; without one every Check sweeps.
+// The caller holds mu or is the constructor.
 func (c *DriftChecker) watch() {
+	c.watching.Store(false)
+	if c.watcher != nil {
+		c.watcher.Close() // ends the goroutine of the old watch
+		c.watcher = nil
+	}
+	select {
+	case <-c.done: // closed: no new watch
+		return
+	default:
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		c.watchErr = err
@@ -175,6 +201,7 @@ func (c *DriftChecker) watch() {
 		return
 	}
 	c.watcher = w
+	c.watching.Store(true)
 	go func() {
 		for {
 			select {
@@ -196,13 +223,13 @@ func (c *DriftChecker) watch() {
 }
 
 // Watching reports whether a file-system watch backs the fast path.
-func (c *DriftChecker) Watching() bool { return c.watcher != nil }
+func (c *DriftChecker) Watching() bool { return c.watching.Load() }
 
 // Check returns nil when the snapshot still matches what was reviewed, or a
 // *DriftError (wrapping ErrDrift) naming what changed. Once drifted, a
 // snapshot stays drifted for this checker.
 func (c *DriftChecker) Check(ctx context.Context) error {
-	if c.watcher != nil && !c.dirty.Load() {
+	if c.watching.Load() && !c.dirty.Load() && time.Since(time.Unix(0, c.swept.Load())) < fullSweepEvery {
 		c.mu.Lock()
 		err := c.drift
 		c.mu.Unlock()
@@ -214,6 +241,7 @@ func (c *DriftChecker) Check(ctx context.Context) error {
 		return c.drift
 	}
 	c.dirty.Store(false)
+	c.swept.Store(time.Now().UnixNano())
 	fps, err := fingerprints(ctx, c.dir)
 	if err == nil && sameFingerprints(fps, c.fps) {
 		return nil
@@ -233,17 +261,28 @@ func (c *DriftChecker) Check(ctx context.Context) error {
 		return err
 	}
 	c.fps = fresh
+	// The tree changed without changing its content (a new empty
+	// directory, a replaced directory, a touched file): the watch may not
+	// cover every directory now, so set it up afresh, and sweep again at
+	// the next Check for what changed before the new watch was in place.
+	if c.watching.Load() {
+		c.watch()
+		c.dirty.Store(true)
+	}
 	return nil
 }
 
 // Close stops the watch.
 func (c *DriftChecker) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	select {
 	case <-c.done:
 		return nil
 	default:
 	}
 	close(c.done)
+	c.watching.Store(false)
 	if c.watcher != nil {
 		return c.watcher.Close()
 	}

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -130,44 +131,87 @@ func (s *Store) updateLocked(fn func(*State) error) (*State, error) {
 }
 
 func (s *Store) bumpLocked(st *State) error {
+	if err := s.replaceStateLocked(st); err != nil {
+		return err
+	}
+	return syncDir(s.paths.Root)
+}
+
+// replaceStateLocked bumps the generation and replaces state.json (temp
+// file, fsync, rename); the caller syncs the root directory.
+func (s *Store) replaceStateLocked(st *State) error {
 	st.Generation++
-	return writeJSONAtomic(s.paths.State(), st)
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeTempRename(s.paths.State(), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", s.paths.State(), err)
+	}
+	return nil
 }
 
 // GenerationWatch notices a moved generation cheaply: a stat of state.json
-// at every check, and a read only when the file was replaced. It is safe
-// for concurrent use.
+// at every check, and a read only when the file was replaced or was
+// written so recently that a replacement could share its inode number,
+// size and (coarse) modification time. A replaced config.json counts as a
+// move too, so a configuration change whose bump a crash cut off (or a
+// hand edit) is not missed. It is safe for concurrent use.
 type GenerationWatch struct {
-	store *Store
-	mu    sync.Mutex
-	last  os.FileInfo
-	state *State
+	store   *Store
+	mu      sync.Mutex
+	last    os.FileInfo
+	lastCfg os.FileInfo
+	state   *State
+	settled bool // last was older than racyWindow when it was read
 }
+
+// racyWindow is how old state.json must be before its stat alone is
+// trusted to tell replacements apart: file-system clocks tick coarsely
+// (a few ms, a whole second on some) and inode numbers are reused.
+const racyWindow = 2 * time.Second
 
 // WatchGeneration returns a watch whose first Check reads the state.
 func (s *Store) WatchGeneration() *GenerationWatch {
 	return &GenerationWatch{store: s}
 }
 
-// Check returns the current state and whether its generation moved since
-// the previous Check (always true the first time).
+// Check returns the current state and whether its generation moved (or
+// config.json was replaced) since the previous Check (always true the
+// first time).
 func (w *GenerationWatch) Check() (*State, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fi, err := os.Stat(w.store.paths.State())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	fi, err := statOrNil(w.store.paths.State())
+	if err != nil {
 		return nil, false, err
 	}
-	if w.state != nil && sameFile(w.last, fi) {
+	cfi, err := statOrNil(w.store.paths.Config())
+	if err != nil {
+		return nil, false, err
+	}
+	cfgMoved := !sameFile(w.lastCfg, cfi)
+	if w.state != nil && w.settled && sameFile(w.last, fi) && !cfgMoved {
 		return w.state, false, nil
 	}
+	readAt := time.Now()
 	st, err := w.store.State()
 	if err != nil {
 		return nil, false, err
 	}
-	moved := w.state == nil || st.Generation != w.state.Generation
-	w.last, w.state = fi, st
+	moved := w.state == nil || st.Generation != w.state.Generation || cfgMoved
+	w.last, w.lastCfg, w.state = fi, cfi, st
+	w.settled = fi == nil || readAt.Sub(fi.ModTime()) > racyWindow
 	return st, moved, nil
+}
+
+// statOrNil stats path; a missing file is a nil FileInfo.
+func statOrNil(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return fi, err
 }
 
 func sameFile(a, b os.FileInfo) bool {

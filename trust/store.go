@@ -37,8 +37,8 @@ type StoreOptions struct {
 	// CrashHookUnsafe, when set, is called at each named step of a state
 	// change ("stage-copied", "stage-meta-written", "stage-renamed",
 	// "signature-written", "record-written", "generation-bumped",
-	// "revoke-removed"). Crash tests use it to kill the process there;
-	// nothing else should set it.
+	// "revoke-state-written", "revoke-removed"). Crash tests use it to
+	// kill the process there; nothing else should set it.
 	CrashHookUnsafe func(step string)
 }
 
@@ -150,6 +150,14 @@ func (s *Store) Records() ([]*Record, error) {
 		if CheckRef(r.Name, r.Version) != nil || s.paths.Record(r.Name, r.Version) != m {
 			return nil, fmt.Errorf("trust record %s does not match its path; remove it and re-trust the plugin", m)
 		}
+		// The digest names a store path, and the signer decides whether
+		// the signature is checked: neither may be taken on faith.
+		if _, err := ParseDigest(r.Digest); err != nil {
+			return nil, fmt.Errorf("trust record %s is damaged (digest: %v); remove it and re-trust the plugin", m, err)
+		}
+		if r.Unsigned != (r.Signer == nil) {
+			return nil, fmt.Errorf("trust record %s is damaged (unsigned is %v but signer is %v); remove it and re-trust the plugin", m, r.Unsigned, r.Signer)
+		}
 		out = append(out, r)
 	}
 	sortRecords(out)
@@ -245,6 +253,9 @@ func (s *Store) Trust(ctx context.Context, req TrustRequest) (*TrustResult, erro
 		panic("trust: Trust needs either Signature and Verified, or UnsignedUnsafe")
 	}
 	name, version := b.Manifest.Name, b.Manifest.Version
+	if err := CheckRef(name, version); err != nil {
+		return nil, fmt.Errorf("the bundle's manifest: %w", err)
+	}
 	var ref *SignerRef
 	if req.Verified != nil {
 		ref = RefOf(req.Verified)
@@ -275,7 +286,9 @@ func (s *Store) Trust(ctx context.Context, req TrustRequest) (*TrustResult, erro
 	res := &TrustResult{}
 	for _, r := range existing {
 		if r.Version == version && r.Signer.identity() == ref.identity() {
-			if _, err := os.Stat(s.paths.Snapshot(r.Digest)); err == nil {
+			// Already trusted, unless the snapshot drifted: then it is
+			// staged afresh below.
+			if _, err := s.checkSnapshot(ctx, r.Digest); err == nil {
 				res.Record, res.Already, res.Reused = r, true, true
 				return res, nil
 			}
@@ -493,28 +506,44 @@ func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, er
 		}
 		return nil, fmt.Errorf("%s is not trusted, so there is nothing to revoke: %w (`berth list` shows what is trusted)", what, ErrNotTrusted)
 	}
+	// The state goes first: with the enablements dropped and the
+	// generation bumped, running pools stop the plugin even if berth dies
+	// before the records are gone (running revoke again finishes). The
+	// records follow at once, before the directory syncs, so a pool that
+	// reacts to the bump finds them gone.
+	st, err := s.State()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range st.Workspaces {
+		if e := w.Plugins[name]; e != nil {
+			for _, r := range gone {
+				if e.Version == r.Version {
+					delete(w.Plugins, name)
+				}
+			}
+		}
+	}
+	if err := s.replaceStateLocked(st); err != nil {
+		return nil, err
+	}
+	s.hook("revoke-state-written")
 	for _, r := range gone {
 		if err := os.Remove(s.paths.Record(r.Name, r.Version)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 		os.Remove(s.paths.Signature(r.Name, r.Version))
 	}
+	s.hook("revoke-removed")
 	syncDir(s.paths.PluginTrustDir(name))
 	os.Remove(s.paths.PluginTrustDir(name)) // only if empty
-	s.hook("revoke-removed")
-	_, err = s.updateLocked(func(st *State) error {
-		for _, w := range st.Workspaces {
-			if e := w.Plugins[name]; e != nil {
-				for _, r := range gone {
-					if e.Version == r.Version {
-						delete(w.Plugins, name)
-					}
-				}
-			}
-		}
-		return nil
-	})
-	return gone, err
+	return gone, syncDir(s.paths.Root)
+}
+
+// isLeftover reports whether name is a staging temp dir (".tmp-*") or the
+// temp file of an interrupted WriteFileAtomic (".<base>.tmp-*").
+func isLeftover(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
 }
 
 // GCResult lists what GC removed.
@@ -524,7 +553,7 @@ type GCResult struct {
 }
 
 // GC removes snapshots no trust record points to, their metadata, and
-// leftover temp directories of interrupted staging.
+// the leftovers of interrupted staging and record writes.
 func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -542,6 +571,17 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		}
 	}
 	res := &GCResult{Snapshots: []string{}, Leftovers: []string{}}
+	// Temp files of record and signature writes that a crash cut short.
+	temps, err := filepath.Glob(filepath.Join(s.paths.TrustDir(), "*", ".*.tmp-*"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range temps {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		res.Leftovers = append(res.Leftovers, p)
+	}
 	entries, err := os.ReadDir(s.paths.Store())
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
@@ -553,7 +593,7 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		name := e.Name()
 		p := filepath.Join(s.paths.Store(), name)
 		switch {
-		case strings.HasPrefix(name, ".tmp-"):
+		case isLeftover(name):
 			if err := removeTree(p); err != nil {
 				return nil, err
 			}

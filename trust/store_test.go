@@ -267,3 +267,436 @@ func TestGenerationWatch(t *testing.T) {
 		t.Fatalf("after update: %v %d", moved, st.Generation)
 	}
 }
+
+// TestDriftCheckerAfterHarmlessChange: a change that passes the re-hash
+// (a new empty directory, a snapshot directory replaced by an identical
+// copy) must not blind the fast path to what comes after it.
+func TestDriftCheckerAfterHarmlessChange(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		harmless func(t *testing.T, snap string)
+		tamper   func(t *testing.T, snap string)
+		want     string
+	}{
+		{"new empty directory, then a file in it", func(t *testing.T, snap string) {
+			os.Chmod(snap, 0o755)
+			if err := os.Mkdir(filepath.Join(snap, "x"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, snap string) {
+			os.WriteFile(filepath.Join(snap, "x", "evil.py"), []byte("x"), 0o644)
+		}, "added x/evil.py"},
+		{"directory replaced by a copy, then the copy edited", func(t *testing.T, snap string) {
+			if err := os.Rename(snap, snap+".old"); err != nil {
+				t.Fatal(err)
+			}
+			copyDir(t, snap+".old", snap)
+		}, func(t *testing.T, snap string) {
+			p := filepath.Join(snap, "share", "index.txt")
+			os.Chmod(p, 0o644)
+			os.WriteFile(p, []byte("tampered\n"), 0o644)
+			os.Chmod(p, 0o444)
+		}, "changed share/index.txt (content)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t)
+			b := openBundle(t, goodBundle)
+			if _, err := s.Stage(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.DriftChecker(b.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Check(ctx); err != nil {
+				t.Fatalf("clean snapshot: %v", err)
+			}
+			snap := s.Paths().Snapshot(b.Digest)
+			tc.harmless(t, snap)
+			for range 5 {
+				time.Sleep(20 * time.Millisecond)
+				if err := c.Check(ctx); err != nil {
+					t.Fatalf("a change that keeps the content is not drift: %v", err)
+				}
+			}
+			tc.tamper(t, snap)
+			var err2 error
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if err2 = c.Check(ctx); err2 != nil {
+					break
+				}
+			}
+			if !errors.Is(err2, ErrDrift) || !strings.Contains(err2.Error(), tc.want) {
+				t.Fatalf("drift error %v, want it to mention %q (watching: %v)", err2, tc.want, c.Watching())
+			}
+		})
+	}
+}
+
+// TestGenerationWatchRecentWrite: a state.json replaced by one with the
+// same inode number, size and modification time (inode reuse within one
+// tick of a coarse file-system clock) is still noticed while it is recent.
+func TestGenerationWatchRecentWrite(t *testing.T) {
+	s := newStore(t)
+	for range 2 {
+		if _, err := s.Update(context.Background(), func(*State) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := s.Paths().State()
+	w := s.WatchGeneration()
+	if st, moved, err := w.Check(); err != nil || !moved || st.Generation != 2 {
+		t.Fatalf("first check: %v %v", moved, err)
+	}
+	rewrite := func(gen string, mtime time.Time) {
+		t.Helper()
+		// In place: the same inode, and the same size for every gen.
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(`{"generation": ` + gen + "}\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent := time.Now().Add(-time.Millisecond)
+	rewrite("3", recent)
+	w.Check()
+	rewrite("4", recent)
+	st, moved, err := w.Check()
+	if err != nil || !moved || st.Generation != 4 {
+		t.Fatalf("a recent rewrite with the same inode, size and mtime was missed: generation %d, moved %v, %v", st.Generation, moved, err)
+	}
+	// Once the file is old, a stat is all a check costs.
+	old := time.Now().Add(-time.Hour)
+	rewrite("5", old)
+	if st, moved, _ := w.Check(); !moved || st.Generation != 5 {
+		t.Fatalf("old rewrite: %d %v", st.Generation, moved)
+	}
+	rewrite("6", old)
+	if st, moved, _ := w.Check(); moved || st.Generation != 5 {
+		t.Fatalf("a settled state.json was read again: %d %v", st.Generation, moved)
+	}
+}
+
+// TestRecordsRefuseDamagedRecords: a record's digest becomes a store path
+// and its signer decides whether a signature is checked, so a damaged
+// record is an error, never a panic or a silently skipped check.
+func TestRecordsRefuseDamagedRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to, want string
+	}{
+		{"digest with a path", `"digest": "sha256:`, `"digest": "sha256:../../../../etc/`, "digest"},
+		{"digest too short", `"digest": "sha256:`, `"digest": "x`, "digest"},
+		{"signed without a signer", `"unsigned": true`, `"unsigned": false`, "unsigned is false but signer is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			b := openBundle(t, goodBundle)
+			req := TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source}
+			res, err := s.Trust(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := s.Paths().Record(res.Record.Name, res.Record.Version)
+			data, _ := os.ReadFile(p)
+			if !strings.Contains(string(data), tc.from) {
+				t.Fatalf("record has no %q:\n%s", tc.from, data)
+			}
+			os.WriteFile(p, []byte(strings.Replace(string(data), tc.from, tc.to, 1)), 0o600)
+			if _, err := s.Records(); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("Records: %v", err)
+			}
+			if _, err := s.GC(context.Background()); err == nil {
+				t.Fatal("gc ran with a damaged record")
+			}
+		})
+	}
+}
+
+// TestRevokeCrash: a revoke that dies at any step never leaves a workspace
+// enabling a version whose record is gone (a running pool would keep it,
+// since the generation did not move); running revoke again finishes it.
+func TestRevokeCrash(t *testing.T) {
+	for _, step := range []string{"revoke-state-written", "revoke-removed"} {
+		t.Run(step, func(t *testing.T) {
+			ctx := context.Background()
+			p, _ := NewPaths(t.TempDir())
+			crashAt := ""
+			s := OpenStore(p, &StoreOptions{CrashHookUnsafe: func(at string) {
+				if at == crashAt {
+					panic(at)
+				}
+			}})
+			b := openBundle(t, goodBundle)
+			if _, err := s.Trust(ctx, TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Update(ctx, func(st *State) error {
+				st.Workspace("/ws").Plugins["acme-notes"] = &Enablement{Version: "1.4.2", Digest: b.Digest}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			crashAt = step
+			func() {
+				defer func() {
+					if r := recover(); r != step {
+						t.Fatalf("revoke did not stop at %s: %v", step, r)
+					}
+				}()
+				s.Revoke(ctx, "acme-notes", "")
+			}()
+			crashAt = ""
+			st, _ := s.State()
+			for ws, w := range st.Workspaces {
+				for name, e := range w.Plugins {
+					if _, err := s.Find(name, e.Version); err != nil {
+						t.Fatalf("%s enables %s@%s, whose record is gone (generation %d)", ws, name, e.Version, st.Generation)
+					}
+				}
+			}
+			if st.Generation != 3 {
+				t.Fatalf("generation %d after trust, enable and an interrupted revoke; want 3", st.Generation)
+			}
+			if recs, _ := s.Records(); len(recs) > 0 {
+				if _, err := s.Revoke(ctx, "acme-notes", ""); err != nil {
+					t.Fatalf("revoke again: %v", err)
+				}
+			}
+			if recs, err := s.Records(); err != nil || len(recs) != 0 {
+				t.Fatalf("records after revoke: %v %v", recs, err)
+			}
+		})
+	}
+}
+
+// TestTrustAgainRepairsDriftedSnapshot: trusting the same bundle again
+// when its staged copy was tampered with re-stages it instead of saying
+// that nothing changed.
+func TestTrustAgainRepairsDriftedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	b := openBundle(t, goodBundle)
+	req, signer := signedRequest(t, b, "acme")
+	if _, err := s.Trust(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(s.Paths().Snapshot(b.Digest), "share", "index.txt"), 0o555)
+	res, err := s.Trust(ctx, req)
+	if err != nil || res.Already {
+		t.Fatalf("re-trust of a drifted snapshot: %+v %v", res, err)
+	}
+	v, _ := NewVerifier([]Signer{signer}, nil)
+	if rep := s.Verify(ctx, res.Record, v); rep.Err != nil {
+		t.Fatalf("verify after re-trust: %v", rep.Err)
+	}
+	if st, _ := s.State(); st.Generation != 2 {
+		t.Fatalf("generation %d, want 2", st.Generation)
+	}
+}
+
+// TestGCRemovesTempFiles: the temp files of atomic writes that a crash
+// cut short (snapshot metadata, records, signatures) are leftovers too.
+func TestGCRemovesTempFiles(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	b := openBundle(t, goodBundle)
+	if _, err := s.Trust(ctx, TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := ParseDigest(b.Digest)
+	temps := []string{
+		filepath.Join(s.Paths().Store(), "."+h+".meta.json.tmp-123"),
+		filepath.Join(s.Paths().PluginTrustDir("acme-notes"), ".1.4.2.json.tmp-456"),
+		filepath.Join(s.Paths().PluginTrustDir("acme-notes"), ".1.4.2.sigstore.json.tmp-789"),
+	}
+	for _, p := range temps {
+		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gc, err := s.GC(ctx)
+	if err != nil || len(gc.Snapshots) != 0 || len(gc.Leftovers) != len(temps) {
+		t.Fatalf("gc: %+v %v", gc, err)
+	}
+	for _, p := range temps {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s is still there", p)
+		}
+	}
+	if recs, err := s.Records(); err != nil || len(recs) != 1 {
+		t.Fatalf("records after gc: %v %v", recs, err)
+	}
+	if _, err := os.Stat(s.Paths().SnapshotMeta(b.Digest)); err != nil {
+		t.Fatal("gc removed the metadata of a kept snapshot")
+	}
+}
+
+// TestVerifyChecksRecordedSigner: a stored signature swapped for one by
+// another signer of the policy does not pass as the recorded signer's.
+func TestVerifyChecksRecordedSigner(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	b := openBundle(t, goodBundle)
+	req, acme := signedRequest(t, b, "acme")
+	res, err := s.Trust(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, mallory := signedRequest(t, b, "mallory")
+	if err := os.WriteFile(s.Paths().Signature("acme-notes", "1.4.2"), other.Signature, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewVerifier([]Signer{acme, mallory}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := s.Verify(ctx, res.Record, v)
+	if !errors.Is(rep.Err, ErrUntrusted) || !strings.Contains(rep.Err.Error(), `key "mallory"`) || !strings.Contains(rep.Err.Error(), `key "acme"`) {
+		t.Fatalf("verify with another signer's signature: %v", rep.Err)
+	}
+}
+
+// TestGenerationWatchConfig: a config.json changed without a generation
+// bump (the bump cut off by a crash, or a hand edit) still moves the watch,
+// so running pools re-read the tool policy.
+func TestGenerationWatchConfig(t *testing.T) {
+	s := newStore(t)
+	w := s.WatchGeneration()
+	if _, moved, err := w.Check(); err != nil || !moved {
+		t.Fatalf("first check: %v %v", moved, err)
+	}
+	if err := WriteFileAtomic(s.Paths().Config(), []byte(`{"signers": [], "toolPolicy": [{"pattern": "*", "action": "deny"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, moved, err := w.Check(); err != nil || !moved {
+		t.Fatalf("config.json replaced: moved %v, %v", moved, err)
+	}
+	if _, moved, _ := w.Check(); moved {
+		t.Fatal("moved without a change")
+	}
+}
+
+// TestTrustChecksNameAndVersion: the manifest's name and version become
+// paths, so Trust re-checks them even for a Bundle a caller built or
+// changed after bundle.Open.
+func TestTrustChecksNameAndVersion(t *testing.T) {
+	for _, tc := range []struct{ name, version string }{
+		{"../../escape", "1.0.0"},
+		{"acme-notes", "../../../escape"},
+	} {
+		s := newStore(t)
+		b := openBundle(t, goodBundle)
+		b.Manifest.Name, b.Manifest.Version = tc.name, tc.version
+		_, err := s.Trust(context.Background(), TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source})
+		if err == nil {
+			t.Fatalf("%s@%s was trusted", tc.name, tc.version)
+		}
+		matches, _ := filepath.Glob(filepath.Join(filepath.Dir(s.Paths().Root), "escape*"))
+		if len(matches) > 0 {
+			t.Fatalf("%s@%s wrote %v", tc.name, tc.version, matches)
+		}
+	}
+}
+
+// TestStageRefusesSourceChangedAfterHashing: the source is hashed when it
+// is opened and copied later; a file changed in between (same size or not,
+// or its exec bit) is caught and nothing is staged.
+func TestStageRefusesSourceChangedAfterHashing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(dir string) error
+	}{
+		{"same size", func(dir string) error {
+			p := filepath.Join(dir, "share", "index.txt")
+			data, _ := os.ReadFile(p)
+			data[0] ^= 1
+			return os.WriteFile(p, data, 0o644)
+		}},
+		{"longer", func(dir string) error {
+			f, err := os.OpenFile(filepath.Join(dir, "share", "index.txt"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteString("more\n")
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyDir(t, goodBundle, dir)
+			os.Chmod(filepath.Join(dir, "share", "index.txt"), 0o644)
+			b := openBundle(t, dir)
+			if err := tc.change(dir); err != nil {
+				t.Fatal(err)
+			}
+			s := newStore(t)
+			if _, err := s.Stage(context.Background(), b); err == nil || !strings.Contains(err.Error(), "changed while berth copied it") && !strings.Contains(err.Error(), "does not match the bundle") {
+				t.Fatalf("stage of a changed source: %v", err)
+			}
+			entries, _ := os.ReadDir(s.Paths().Store())
+			for _, e := range entries {
+				t.Errorf("left in the store: %s", e.Name())
+			}
+		})
+	}
+	// A mode changed after hashing does not reach the snapshot: files are
+	// staged with the modes of the reviewed listing.
+	dir := t.TempDir()
+	copyDir(t, goodBundle, dir)
+	b := openBundle(t, dir)
+	os.Chmod(filepath.Join(dir, "share", "index.txt"), 0o755)
+	s := newStore(t)
+	snap, err := s.Stage(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(snap, "share", "index.txt")); err != nil || fi.Mode().Perm() != 0o444 {
+		t.Fatalf("staged mode %v %v, want the reviewed 0444", fi.Mode(), err)
+	}
+}
+
+// TestDriftCheckerSeesWhatTheWatchMisses: a write through a hard link in
+// another directory raises no file-system event in the snapshot; the
+// periodic sweep still finds it.
+func TestDriftCheckerSeesWhatTheWatchMisses(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	b := openBundle(t, goodBundle)
+	if _, err := s.Stage(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.DriftChecker(b.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Link(filepath.Join(s.Paths().Snapshot(b.Digest), "share", "index.txt"), link); err != nil {
+		t.Skipf("no hard link into the store: %v", err)
+	}
+	os.Chmod(link, 0o644)
+	os.WriteFile(link, []byte("tampered\n"), 0o644)
+	os.Chmod(link, 0o444)
+	os.Remove(link)
+	var err2 error
+	for deadline := time.Now().Add(fullSweepEvery + 2*time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err2 = c.Check(ctx); err2 != nil {
+			break
+		}
+	}
+	if !errors.Is(err2, ErrDrift) || !strings.Contains(err2.Error(), "changed share/index.txt (content)") {
+		t.Fatalf("a write through a hard link went unnoticed: %v (watching: %v)", err2, c.Watching())
+	}
+}

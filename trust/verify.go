@@ -292,8 +292,8 @@ func observerTimes(res *verify.VerificationResult) []time.Time {
 // the v0.3 media type, a valid Sigstore bundle, a message signature.
 func decodeBundle(sigJSON []byte) (*bundle.Bundle, error) {
 	if len(sigJSON) > MaxSignatureSize {
-		return nil, fmt.Errorf("%w: the signature bundle is %d bytes, over the 1 MiB limit: a Sigstore bundle is a few KiB; %s",
-			ErrUntrusted, len(sigJSON), fixResign)
+		return nil, fmt.Errorf("%w: the signature bundle is over the 1 MiB limit: a Sigstore bundle is a few KiB; %s",
+			ErrUntrusted, fixResign)
 	}
 	var head struct {
 		MediaType string `json:"mediaType"`

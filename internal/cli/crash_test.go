@@ -119,17 +119,33 @@ func TestCrashDuringTrust(t *testing.T) {
 			}
 		})
 	}
-	t.Run("revoke-removed", func(t *testing.T) {
-		home := t.TempDir()
-		dir := makeBundle(t, filepath.Join(t.TempDir(), "b"), "crashy", 0)
-		digest := strings.TrimSpace(runBerth(t, home, "digest", dir))
-		runBerth(t, home, "trust", "--yes", "--allow-unsigned", "--digest", digest, dir)
-		err := berthCmd(home, []string{crashEnv + "=revoke-removed"}, "revoke", "crashy").Run()
-		if err == nil {
-			t.Fatal("revoke was not killed")
-		}
-		checkConsistent(t, home)
-	})
+	for _, step := range []string{"revoke-state-written", "revoke-removed"} {
+		t.Run(step, func(t *testing.T) {
+			home := t.TempDir()
+			dir := makeBundle(t, filepath.Join(t.TempDir(), "b"), "crashy", 0)
+			digest := strings.TrimSpace(runBerth(t, home, "digest", dir))
+			runBerth(t, home, "trust", "--yes", "--allow-unsigned", "--digest", digest, dir)
+			err := berthCmd(home, []string{crashEnv + "=" + step}, "revoke", "crashy").Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("berth revoke was not killed at %s: %v", step, err)
+			}
+			checkConsistent(t, home)
+			// The revoke bumped the generation whatever it left to do, and
+			// running it again finishes the job.
+			paths, _ := trust.NewPaths(home)
+			if st, _ := trust.OpenStore(paths, nil).State(); st.Generation != 2 {
+				t.Fatalf("generation %d after trust and a killed revoke, want 2", st.Generation)
+			}
+			if strings.Contains(runBerth(t, home, "list"), "crashy") {
+				runBerth(t, home, "revoke", "crashy")
+			}
+			if out := runBerth(t, home, "list"); strings.Contains(out, "crashy") {
+				t.Fatalf("list after revoke: %s", out)
+			}
+			checkConsistent(t, home)
+		})
+	}
 }
 
 // TestKillAtRandomTimes SIGKILLs berth trust at random moments while it

@@ -44,3 +44,37 @@ func TestTrustWithIdentitySigner(t *testing.T) {
 		t.Fatalf("verify: %s", out)
 	}
 }
+
+// TestAddIdentityWritesNothingWhenRefused: a refused add-identity leaves
+// the policy as it was: it never replaces the trusted root that an
+// existing signer of the same name uses, and a name that is not a signer
+// name never becomes a path.
+func TestAddIdentityWritesNothingWhenRefused(t *testing.T) {
+	const issuer, san = "https://issuer.example.com", "release-bot@example.com"
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	dir := makeBundle(t, filepath.Join(t.TempDir(), "b"), "idplug", 0)
+	listing := runBerth(t, home, "digest", "--listing", dir)
+	vs, other := sigtest.NewVirtualSigstore(t), sigtest.NewVirtualSigstore(t)
+	sig := filepath.Join(t.TempDir(), "good.sigstore.json")
+	os.WriteFile(sig, vs.SignIdentity(t, san, issuer, []byte(listing), sigtest.IdentityOpts{}), 0o644)
+
+	runBerth(t, home, "signers", "add-identity", "ci", "--issuer", issuer, "--san", san, "--trusted-root", vs.RootPath)
+	cmd := berthCmd(home, nil, "signers", "add-identity", "ci", "--issuer", issuer, "--san", san, "--trusted-root", other.RootPath)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "exists already") {
+		t.Fatalf("adding ci twice: %v\n%s", err, out)
+	}
+	if out := runBerth(t, home, "trust", "--yes", "--signature", sig, dir); !strings.Contains(out, `Signed by identity "ci"`) {
+		t.Fatalf("the refused add-identity changed the trusted root of ci: %s", out)
+	}
+
+	victim := filepath.Join(base, "victim.trusted_root.json")
+	os.WriteFile(victim, []byte("keep me"), 0o644)
+	cmd = berthCmd(home, nil, "signers", "add-identity", "../../victim", "--issuer", issuer, "--san", san, "--trusted-root", other.RootPath)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "does not match") {
+		t.Fatalf("a signer name with a path: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "keep me" {
+		t.Fatalf("a file outside BERTH_HOME was replaced or removed: %q %v", data, err)
+	}
+}

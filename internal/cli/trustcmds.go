@@ -149,7 +149,7 @@ unless --allow-signer-change.`,
 				if sigFile == "" {
 					sigFile = defaultSignature(source)
 				}
-				sig, err := os.ReadFile(sigFile)
+				sig, err := readSignature(sigFile)
 				if err != nil {
 					return fmt.Errorf("no signature for %s at %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, sigFile, errors.Unwrap(err), trust.ErrUntrusted)
 				}
@@ -199,6 +199,18 @@ unless --allow-signer-change.`,
 	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
 	f.BoolVar(&asJSON, "json", false, "print the record and review as JSON (needs --yes)")
 	return cmd
+}
+
+// readSignature reads at most trust.MaxSignatureSize+1 bytes of a
+// signature file, which may come with an untrusted bundle: Verify refuses
+// anything larger.
+func readSignature(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, trust.MaxSignatureSize+1))
 }
 
 func absSource(s string) string {
@@ -553,7 +565,7 @@ func (a *app) signersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.addSigner(cmd.Context(), s)
+			return a.addSigner(cmd.Context(), s.Name, func(trust.Paths) (trust.Signer, error) { return s, nil })
 		},
 	}
 	addKey.Flags().StringVar(&notBefore, "not-before", "", "accept signatures only from this time on (RFC 3339)")
@@ -573,32 +585,30 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 			if issuer == "" || (san == "") == (sanRegex == "") {
 				return usagef("give --issuer and exactly one of --san and --san-regex")
 			}
-			st, err := a.store()
+			// Everything, the name first, is checked before a path is
+			// made from the name or a file is written.
+			s, err := trust.NewIdentitySigner(args[0], issuer, san, sanRegex, rootFile)
 			if err != nil {
 				return err
 			}
-			kept := ""
-			if rootFile != "" {
-				data, err := os.ReadFile(rootFile)
-				if err != nil {
-					return err
-				}
-				kept = st.Paths().TrustedRoot(args[0])
-				if err := os.MkdirAll(filepath.Dir(kept), 0o700); err != nil {
-					return err
-				}
-				if err := trust.WriteFileAtomic(kept, data, 0o600); err != nil {
-					return err
-				}
+			if rootFile == "" {
+				return a.addSigner(cmd.Context(), s.Name, func(trust.Paths) (trust.Signer, error) { return s, nil })
 			}
-			s, err := trust.NewIdentitySigner(args[0], issuer, san, sanRegex, kept)
+			data, err := os.ReadFile(rootFile)
 			if err != nil {
-				if kept != "" {
+				return err
+			}
+			return a.addSigner(cmd.Context(), s.Name, func(p trust.Paths) (trust.Signer, error) {
+				kept := p.TrustedRoot(s.Name)
+				if err := trust.WriteFileAtomic(kept, data, 0o600); err != nil {
+					return trust.Signer{}, err
+				}
+				withCopy, err := trust.NewIdentitySigner(s.Name, issuer, san, sanRegex, kept)
+				if err != nil {
 					os.Remove(kept)
 				}
-				return err
-			}
-			return a.addSigner(cmd.Context(), s)
+				return withCopy, err
+			})
 		},
 	}
 	addIdentity.Flags().StringVar(&issuer, "issuer", "", "the exact OIDC issuer URL")
@@ -667,14 +677,22 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 	return cmd
 }
 
-func (a *app) addSigner(ctx context.Context, s trust.Signer) error {
+// addSigner adds the signer that build makes, under the state lock and
+// only when no signer is named name yet: build may write files of that
+// signer (its trusted root copy) without touching an existing one's.
+func (a *app) addSigner(ctx context.Context, name string, build func(trust.Paths) (trust.Signer, error)) error {
 	st, err := a.store()
 	if err != nil {
 		return err
 	}
+	var s trust.Signer
 	_, err = st.UpdateConfig(ctx, func(c *trust.Config) error {
-		if _, ok := c.Signer(s.Name); ok {
-			return fmt.Errorf("a signer named %q exists already; remove it first with `berth signers remove %s`, or pick another name", s.Name, s.Name)
+		if _, ok := c.Signer(name); ok {
+			return fmt.Errorf("a signer named %q exists already; remove it first with `berth signers remove %s`, or pick another name", name, name)
+		}
+		var err error
+		if s, err = build(st.Paths()); err != nil {
+			return err
 		}
 		c.Signers = append(c.Signers, s)
 		return nil
