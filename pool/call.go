@@ -288,6 +288,9 @@ func (p *Pool) dispatch(ctx context.Context, e *toolEntry, args json.RawMessage)
 // connection died (or hung) during it.
 func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMessage) (*mcp.CallToolResult, bool, error) {
 	s := e.s
+	if err := s.sameSurface(c, e); err != nil {
+		return nil, false, err
+	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timer := time.AfterFunc(s.callTime, func() { cancel(errCallTimeout) })
@@ -315,6 +318,24 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 		return nil, true, context.Cause(c.ctx)
 	}
 	return nil, false, fmt.Errorf("%s: %w", e.tool.Name, err)
+}
+
+// sameSurface checks, just before a send, that c is the server's current
+// connection and that the tool there is still the one looked up: a
+// restart or a re-listing since the lookup may have changed the tool, and
+// a changed tool must not run before it is accepted.
+func (s *server) sameSurface(c *conn, e *toolEntry) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ch := range s.changes {
+		if ch.Tool == e.def.Name {
+			return &SurfaceError{Tool: e.tool.Name, Change: ch}
+		}
+	}
+	if s.conn != c || s.hashes[e.def.Name] != e.tool.Hash {
+		return fmt.Errorf("%s changed while the call waited, so berth did not send it; call it again", e.tool.Name)
+	}
+	return nil
 }
 
 // GetPrompt gets a prompt by its exported name.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,7 +138,10 @@ func TestWrapperGrandchildDies(t *testing.T) {
 	// child, not for the pipes the grandchild holds) and kills the group.
 	syscall.Kill(wrapper, syscall.SIGKILL)
 	waitFor(t, time.Second, "the grandchild to die with its wrapper", func() bool { return !alive(ids.PID) })
-	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo-main").State == StateRunning })
+	waitFor(t, 10*time.Second, "the restart", func() bool {
+		st := status(t, p, "demo-main")
+		return st.State == StateRunning && st.PID != wrapper
+	})
 	ids2 := serverPIDs(t, p, "demo-main__pid")
 	if ids2.PID == ids.PID {
 		t.Fatal("not restarted")
@@ -361,4 +365,176 @@ func TestReplaceAndRevoke(t *testing.T) {
 	if _, err := p.Call(context.Background(), "demo-main__echo", nil, allow); err == nil {
 		t.Fatal("call of a revoked plugin's tool")
 	}
+}
+
+// Close waits for every server it stopped, including those of a version
+// that was just replaced and is still shutting down: nothing of the old
+// version outlives Close (a berth process that exits right after Close
+// must leave no children behind).
+func TestCloseWaitsForReplacedServers(t *testing.T) {
+	f := newFixture(t)
+	// The wrapper ignores SIGTERM and outlives the server, so stopping it
+	// takes the whole grace twice and ends with SIGKILL.
+	f.plugin("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{
+		"command": "sh", "args": []string{"-c", "trap '' TERM; berth-testserver -tools echo,pid; sleep 30"}}}})
+	p := f.open(func(o *Options) { o.TerminateGrace = time.Second })
+	wrapper := status(t, p, "demo-main").PID
+
+	dir := f.bundleDir("demo", map[string]any{"main": testServer("-tools", "echo")}, nil)
+	m, _ := os.ReadFile(filepath.Join(dir, "berth.json"))
+	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(strings.Replace(string(m), `"1.0.0"`, `"1.1.0"`, 1)), 0o644)
+	f.install(dir)
+	waitFor(t, 10*time.Second, "the new version", func() bool {
+		st := status(t, p, "demo-main")
+		return st.Version == "1.1.0" && st.State == StateRunning
+	})
+	if !groupAlive(wrapper) {
+		t.Skip("the old version stopped before Close; nothing to check")
+	}
+	p.Close()
+	if groupAlive(wrapper) {
+		t.Fatalf("the process group %d of the replaced version outlived Close", wrapper)
+	}
+}
+
+// groupAlive reports whether a live (not zombie) process is in the
+// process group pgid.
+func groupAlive(pgid int) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" && fields[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// A reconcile that fails (here: config.json cannot be read) fails the
+// boundary, and every later boundary too until the reconcile succeeds: a
+// generation that moved is never taken as seen while its change (here: a
+// disable) was not applied.
+func TestFailedReconcileStaysDue(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo")})
+	p := f.open(func(o *Options) { o.PollInterval = -1 })
+	ctx := context.Background()
+	if got := toolNames(t, p); len(got) != 1 {
+		t.Fatalf("tools %v", got)
+	}
+	if err := os.WriteFile(f.paths.Config(), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Disable(ctx, f.store, f.ws, "demo"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if tools, err := p.Tools(ctx); err == nil {
+			t.Fatalf("boundary %d passed with an unreadable configuration and a disable not applied: %d tools", i, len(tools))
+		}
+		if _, err := p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"x"}`), allow); err == nil {
+			t.Fatalf("call %d of a disabled plugin's tool ran", i)
+		}
+	}
+	if err := os.Remove(f.paths.Config()); err != nil {
+		t.Fatal(err)
+	}
+	if tools, err := p.Tools(ctx); err != nil || len(tools) != 0 {
+		t.Fatalf("after the configuration was fixed: %v %v", tools, err)
+	}
+}
+
+// Stopping a stdio server is ordered: close its stdin, wait, SIGTERM to the
+// group, wait, SIGKILL to the group; a grandchild in the background dies
+// too.
+func TestStopOrder(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	script := `trap 'echo term >> "$OUT"' TERM
+sleep 1000 &
+echo $! > "$OUT.bg"
+cat > /dev/null
+echo eof >> "$OUT"
+while :; do sleep 0.05; done`
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	proc, err := startProcess(&spawnSpec{path: sh, argv: []string{"sh", "-c", script}, env: []string{"OUT=" + out, "PATH=/usr/bin:/bin"}, dir: dir}, newOutput(filepath.Join(dir, "log")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { signalGroup(proc.pid(), sigKill) })
+	var bg int
+	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
+		b, _ := os.ReadFile(out + ".bg")
+		bg, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return bg > 0
+	})
+	const grace = 300 * time.Millisecond
+	start := time.Now()
+	proc.stop(grace, false)
+	if d := time.Since(start); d < 2*grace {
+		t.Fatalf("stopped after %s, before stdin's and SIGTERM's grace of %s each", d, grace)
+	}
+	b, _ := os.ReadFile(out)
+	if got := strings.Fields(string(b)); strings.Join(got, " ") != "eof term" {
+		t.Fatalf("the server saw %q, want its stdin closed, then SIGTERM", got)
+	}
+	if !proc.killedByBerth() {
+		t.Fatal("the exit is not reported as berth's signal")
+	}
+	waitFor(t, time.Second, "the grandchild to die", func() bool { return !alive(bg) })
+}
+
+// A server that exits as soon as its stdin closes, leaving a grandchild
+// behind in its group: the grandchild is killed too.
+func TestStopKillsGroupAfterLeaderExits(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "bg")
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	proc, err := startProcess(&spawnSpec{path: sh, argv: []string{"sh", "-c", `sleep 1000 & echo $! > "$OUT"; cat > /dev/null`},
+		env: []string{"OUT=" + out, "PATH=/usr/bin:/bin"}, dir: dir}, newOutput(filepath.Join(dir, "log")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { signalGroup(proc.pid(), sigKill) })
+	var bg int
+	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
+		b, _ := os.ReadFile(out)
+		bg, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return bg > 0
+	})
+	proc.stop(time.Second, false)
+	if proc.killedByBerth() {
+		t.Fatal("the leader did not exit by itself on EOF; the test does not test what it should")
+	}
+	waitFor(t, time.Second, "the grandchild to die", func() bool { return !alive(bg) })
+}
+
+// A boundary whose caller gave up while a newly enabled plugin was being
+// set up does not leave that plugin broken: the next boundary sets it up
+// again.
+func TestCancelledReconcileRetried(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("one", map[string]any{"main": testServer("-tools", "echo")})
+	p := f.open(func(o *Options) { o.PollInterval = -1 })
+	f.plugin("two", map[string]any{"main": testServer("-tools", "echo")})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.Tools(cancelled)
+	waitFor(t, 10*time.Second, "the tools of the plugin enabled meanwhile", func() bool {
+		return len(toolNames(t, p)) == 2
+	})
 }

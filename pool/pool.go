@@ -34,7 +34,8 @@ type Options struct {
 	RestartBackoff time.Duration
 	// TerminateGrace is how long stopping a stdio server waits after
 	// closing its stdin, and again after SIGTERM, before SIGKILL. Default
-	// 500ms. (A native tool provider gets go-plugin's graceful shutdown
+	// 400ms, so that a disabled server is gone within a second even when it
+	// ignores both. (A native tool provider gets go-plugin's graceful shutdown
 	// and 2 s; see nativetool.Client.Kill.)
 	TerminateGrace time.Duration
 	// PollInterval is how often the pool checks the state generation (and
@@ -75,9 +76,14 @@ type Pool struct {
 	watch     *trust.GenerationWatch
 
 	reconcileMu sync.Mutex // serializes boundary generation checks and reconciles
+	// reconcileDue is set while the last reconcile failed: the watch has
+	// seen the generation move, so the next boundary must reconcile anyway.
+	// Guarded by reconcileMu.
+	reconcileDue bool
 
 	mu      sync.Mutex // guards the fields below; taken before any server's mu
 	plugins map[string]*plugin
+	retired []*plugin // replaced, possibly still stopping; Close waits for them
 	policy  []trust.PolicyRule
 	idx     *index
 	closed  bool
@@ -150,7 +156,7 @@ func Open(ctx context.Context, paths trust.Paths, workspace string, opts *Option
 		}
 	}
 	p.backoff = cmpOr(p.opts.RestartBackoff, time.Second)
-	p.grace = cmpOr(p.opts.TerminateGrace, 500*time.Millisecond)
+	p.grace = cmpOr(p.opts.TerminateGrace, 400*time.Millisecond)
 	p.watch = p.store.WatchGeneration()
 	if p.opts.Changed != nil {
 		p.changedCh = make(chan struct{}, 1)
@@ -239,10 +245,12 @@ func (p *Pool) generation(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the berth state %s: %w; fix or restore it (berth refuses to run tools it cannot check)", p.paths.State(), err)
 	}
-	if !moved {
+	if !moved && !p.reconcileDue {
 		return nil
 	}
-	return p.reconcile(ctx, st)
+	err = p.reconcile(ctx, st)
+	p.reconcileDue = err != nil
+	return err
 }
 
 // boundary runs both boundary checks for the given plugins (all when nil).
@@ -279,6 +287,12 @@ func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
 	if err != nil {
 		return fmt.Errorf("reading the berth configuration: %w", err)
 	}
+	for _, r := range cfg.ToolPolicy {
+		// A damaged rule is never skipped: it may be the deny that matters.
+		if err := CheckPolicyRule(r); err != nil {
+			return fmt.Errorf("the tool policy in %s has an unusable rule: %v; fix it with `berth policy set`, or remove it with `berth policy unset` (berth runs no tool under a policy it cannot read)", p.paths.Config(), err)
+		}
+	}
 	enabled := map[string]*trust.Enablement{}
 	if w := st.Workspaces[p.workspace]; w != nil {
 		enabled = w.Plugins
@@ -312,8 +326,10 @@ func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
 		default:
 			stops = append(stops, stopping{pl: pl, replace: true, version: en.Version})
 			create = append(create, name)
+			p.retired = append(p.retired, pl)
 		}
 	}
+	p.retired = slices.DeleteFunc(p.retired, (*plugin).finished)
 	for name := range enabled {
 		if p.plugins[name] == nil {
 			create = append(create, name)
@@ -358,7 +374,10 @@ func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
 	}
 	p.invalidate()
 	p.changed()
-	return nil
+	// A plugin set up while ctx ended may have failed for that reason
+	// alone: the error makes the next boundary reconcile (and set it up)
+	// again.
+	return ctx.Err()
 }
 
 var errClosed = errors.New("the pool is closed")
@@ -486,6 +505,18 @@ func (pl *plugin) markDrifted(err error) error {
 	return err
 }
 
+// finished reports whether every server's supervisor has exited.
+func (pl *plugin) finished() bool {
+	for _, s := range pl.servers {
+		select {
+		case <-s.done:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // stop stops every server of the plugin, gracefully, with a cause.
 func (pl *plugin) stop(why error) {
 	for _, s := range pl.servers {
@@ -556,7 +587,7 @@ func (p *Pool) Close() error {
 	p.bg.Wait() // the poller may be in a reconcile
 	p.reconcileMu.Lock()
 	p.mu.Lock()
-	plugins := make([]*plugin, 0, len(p.plugins))
+	plugins := slices.Clone(p.retired)
 	for _, pl := range p.plugins {
 		plugins = append(plugins, pl)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -180,5 +181,29 @@ func TestPolicy(t *testing.T) {
 	}))
 	if !errors.Is(err, ErrDenied) || seen == nil || seen.UpstreamTool != "echo" || seen.Server != "main" || seen.Plugin != "demo" || string(seen.Arguments) != `{"text":"y"}` || !seen.Annotations.ReadOnlyHint || seen.Policy.Pattern != "demo-main__*" {
 		t.Fatalf("refusal %v, request %+v", err, seen)
+	}
+}
+
+// A tool policy rule that cannot be read (here a misspelled action) fails
+// every boundary closed, naming the rule: it is never skipped, since it
+// may be the deny that matters.
+func TestDamagedPolicyRuleFailsClosed(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo")})
+	ctx := context.Background()
+	if err := SetPolicy(ctx, f.store, trust.PolicyRule{Pattern: "demo-main__*", Action: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"signers": [], "toolPolicy": [{"pattern": "demo-main__*", "action": "allow"}, {"pattern": "demo-main__echo", "action": "DENY"}]}`
+	if err := os.WriteFile(f.paths.Config(), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(ctx, f.paths, f.ws, f.options())
+	if err == nil {
+		defer p.Close()
+		_, err = p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"x"}`), nil)
+	}
+	if err == nil || !strings.Contains(err.Error(), `"DENY" is not a policy action`) || !strings.Contains(err.Error(), "berth policy") {
+		t.Fatalf("a damaged deny rule: %v", err)
 	}
 }

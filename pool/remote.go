@@ -283,9 +283,10 @@ var refusedPrefixes = func() []struct {
 
 // refusedAddr returns why a remote may not be reached at a, or "" when a
 // is a public address. IPv4 embedded in IPv6 (mapped, NAT64, 6to4) is
-// checked as IPv4.
+// checked as IPv4. A zone is ignored (netip.Prefix.Contains never matches
+// an address with one).
 func refusedAddr(a netip.Addr) string {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	if a.Is6() {
 		b := a.As16()
 		switch {

@@ -208,7 +208,7 @@ func TestRemoteRefusesPrivateAddresses(t *testing.T) {
 	rec := &recorder{}
 	ts := httptest.NewTLSServer(rec.wrap(mcpHandler("streamable-http")))
 	t.Cleanup(ts.Close)
-	for _, a := range []string{"127.0.0.1", "::1", "10.0.0.8", "192.168.1.20", "169.254.169.254", "100.100.100.200", "fd00:ec2::254", "fe80::1", "::ffff:127.0.0.1"} {
+	for _, a := range []string{"127.0.0.1", "::1", "10.0.0.8", "192.168.1.20", "169.254.169.254", "100.100.100.200", "fd00:ec2::254", "fe80::1", "::ffff:127.0.0.1", "fe80::1%eth0", "::1%lo"} {
 		t.Run(a, func(t *testing.T) {
 			// A mixed answer is refused as a whole.
 			tn := &tlsNet{ts: ts, lookup: func(int) []netip.Addr { return addrs("203.0.113.7", a) }}
