@@ -284,6 +284,14 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 // no longer answers its health check means the plugin is gone: the Client
 // kills what remains of its process group, so Exited reports true.
 func (c *Client) rpcError(ctx context.Context, what string, err error) error {
+	if code := status.Code(err); code == codes.DeadlineExceeded || code == codes.Canceled {
+		// gRPC may report the caller's deadline a moment before the
+		// context itself says so.
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("nativetool: %s: %s: %w", c.exe, what, context.Cause(ctx))
 	}
