@@ -168,8 +168,27 @@ type GenerationWatch struct {
 
 // racyWindow is how old state.json must be before its stat alone is
 // trusted to tell replacements apart: file-system clocks tick coarsely
-// (a few ms, a whole second on some) and inode numbers are reused.
-const racyWindow = 2 * time.Second
+// and inode numbers are reused. On file systems with sub-second times the
+// clock ticks every few milliseconds (Linux stamps files with the coarse
+// clock), so 50ms is enough; a time with no sub-second part may come from
+// a file system that keeps whole seconds, and then 2s is.
+const (
+	racyWindow     = 2 * time.Second
+	racyWindowFine = 50 * time.Millisecond
+)
+
+// racy reports whether a file's stat may not yet tell it apart from a
+// replacement written in the same clock tick.
+func racy(fi os.FileInfo, now time.Time) bool {
+	if fi == nil {
+		return false
+	}
+	window := racyWindow
+	if fi.ModTime().Nanosecond() != 0 {
+		window = racyWindowFine
+	}
+	return now.Sub(fi.ModTime()) <= window
+}
 
 // WatchGeneration returns a watch whose first Check reads the state.
 func (s *Store) WatchGeneration() *GenerationWatch {
@@ -201,7 +220,7 @@ func (w *GenerationWatch) Check() (*State, bool, error) {
 	}
 	moved := w.state == nil || st.Generation != w.state.Generation || cfgMoved
 	w.last, w.lastCfg, w.state = fi, cfi, st
-	w.settled = fi == nil || readAt.Sub(fi.ModTime()) > racyWindow
+	w.settled = !racy(fi, readAt)
 	return st, moved, nil
 }
 
