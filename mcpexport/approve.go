@@ -14,11 +14,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 )
 
 // The choices of an approval form.
@@ -72,7 +72,7 @@ func prettyArgs(raw json.RawMessage, limit int) string {
 		buf.Reset()
 		buf.Write(raw)
 	}
-	s := printable(buf.String())
+	s := review.PrintableLines(buf.String())
 	if len(s) > limit {
 		cut := limit
 		for cut > 0 && !utf8Start(s[cut]) {
@@ -84,33 +84,6 @@ func prettyArgs(raw json.RawMessage, limit int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// printable escapes the characters that a terminal or a client could
-// render misleadingly in an approval: control characters (a terminal
-// escape could rewrite what `berth approvals` shows) and invisible format
-// characters such as bidi overrides (which reorder what is shown).
-// Newlines and tabs stay. In JSON text the escapes keep the meaning.
-func printable(s string) string {
-	if strings.IndexFunc(s, hidden) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !hidden(r):
-			b.WriteRune(r)
-		case r <= 0xFFFF:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	return b.String()
-}
-
-func hidden(r rune) bool {
-	return r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r))
-}
 
 func describeAnnotations(a *mcp.ToolAnnotations) string {
 	if a == nil {

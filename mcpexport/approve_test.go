@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -410,11 +411,11 @@ func TestApprovalsShowHiddenCharacters(t *testing.T) {
 			t.Errorf("hidden characters reach the approval: %q", s)
 		}
 	}
-	if !strings.Contains(p.Arguments, `gpj.\u202eexe\u007f`) || !strings.Contains(p.Client, `evil\u001b[2K\u000dtrusted-client x`) {
+	if !strings.Contains(p.Arguments, `gpj.\u202eexe\x7f`) || !strings.Contains(p.Client, `evil\x1b[2K\rtrusted-client x`) {
 		t.Errorf("the approval does not show the escaped characters: %q, %q", p.Client, p.Arguments)
 	}
-	if got := printable("tag \U000E0041 é\n"); got != `tag \U000e0041 é`+"\n" {
-		t.Errorf("printable = %q", got)
+	if got := review.PrintableLines("tag \U000E0041 é\n"); got != `tag \U000e0041 é`+"\n" {
+		t.Errorf("PrintableLines = %q", got)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -418,7 +419,7 @@ func clientName(req *mcp.CallToolRequest) string {
 	if ci.Version != "" {
 		name += " " + ci.Version
 	}
-	name = printable(strings.NewReplacer("\n", " ", "\t", " ").Replace(name))
+	name = review.PrintableLines(strings.NewReplacer("\n", " ", "\t", " ").Replace(name))
 	if len(name) > maxClientName {
 		cut := maxClientName
 		for cut > 0 && !utf8Start(name[cut]) {

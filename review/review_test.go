@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/berth-mcp/berth/bundle"
 )
@@ -142,7 +143,7 @@ func TestTextEscapesTerminalControls(t *testing.T) {
 			t.Errorf("a forged line: %q", line)
 		}
 		for _, r := range line {
-			if unprintable(r) {
+			if r != ' ' && !unicode.IsPrint(r) {
 				t.Fatalf("the review prints %U:\n%q", r, out)
 			}
 		}

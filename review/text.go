@@ -12,7 +12,7 @@ import (
 func (d *Disclosure) WriteText(w io.Writer) error {
 	p := &printer{w: w}
 	p.f("%s %s\n", d.Name, d.Version)
-	p.f("  %s\n\n", printable(d.Description))
+	p.f("  %s\n\n", Printable(d.Description))
 	if d.Publisher != nil {
 		pub := d.Publisher.Name
 		if d.Publisher.URL != "" {
@@ -63,7 +63,7 @@ func (p *printer) stdio(s Server) {
 	if s.Description != "" {
 		title += " (" + s.Description + ")"
 	}
-	p.f("%s\n", printable(title))
+	p.f("%s\n", Printable(title))
 	p.field("authority", "it "+st.Authority)
 	switch st.Program {
 	case "bundled":
@@ -96,7 +96,7 @@ func (p *printer) remote(s Server) {
 	if s.Description != "" {
 		title += " (" + s.Description + ")"
 	}
-	p.f("%s\n", printable(title))
+	p.f("%s\n", Printable(title))
 	p.field("endpoint", r.Endpoint+" over "+r.Transport)
 	if r.Loopback {
 		p.field("", "a server on this machine (loopback)")
@@ -140,19 +140,29 @@ func (p *printer) f(format string, args ...any) {
 }
 
 func (p *printer) field(label, value string) {
-	p.f("    %-12s %s\n", label, printable(value))
+	p.f("    %-12s %s\n", label, Printable(value))
 }
 
-// printable escapes every character a terminal could act on (control
-// characters such as ESC and newline, bidirectional overrides), so a
-// bundle's own text cannot redraw, hide or forge lines of its review.
-func printable(s string) string {
-	if strings.IndexFunc(s, unprintable) < 0 {
+// Printable escapes every character a terminal could act on (control
+// characters such as ESC and newline, bidirectional overrides and other
+// invisible format characters), Go-quoted, so that text from a bundle or
+// a server cannot redraw, hide or forge what a person reads.
+func Printable(s string) string { return escape(s, false) }
+
+// PrintableLines is Printable for text that may span lines: newlines and
+// tabs stay.
+func PrintableLines(s string) string { return escape(s, true) }
+
+func escape(s string, keepLines bool) string {
+	hidden := func(r rune) bool {
+		return r != ' ' && !unicode.IsPrint(r) && !(keepLines && (r == '\n' || r == '\t'))
+	}
+	if strings.IndexFunc(s, hidden) < 0 {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if unprintable(r) {
+		if hidden(r) {
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		} else {
@@ -161,8 +171,6 @@ func printable(s string) string {
 	}
 	return b.String()
 }
-
-func unprintable(r rune) bool { return r != ' ' && !unicode.IsPrint(r) }
 
 func quoteArgv(argv []string) string {
 	out := make([]string, len(argv))

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -170,7 +170,7 @@ tail of failed servers, withheld tool changes and name collisions.`,
 				}
 				last := "-"
 				if s.LastError != "" {
-					last = oneLine(termText(s.LastError), 60)
+					last = oneLine(review.PrintableLines(s.LastError), 60)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, s.State, orDash(s.Transport), s.Tools, up, s.Restarts, last)
 			}
@@ -191,7 +191,7 @@ tail of failed servers, withheld tool changes and name collisions.`,
 func (a *app) statusDetail(s pool.ServerStatus) {
 	w := a.stdout
 	if s.LastError != "" && s.State != pool.StateRunning {
-		fmt.Fprintf(w, "\n%s %s: %s\n", s.ID, s.State, termText(s.LastError))
+		fmt.Fprintf(w, "\n%s %s: %s\n", s.ID, s.State, review.PrintableLines(s.LastError))
 		switch {
 		case s.State == pool.StateFailed && !s.GaveUp:
 			fmt.Fprintf(w, "  berth restarts it in %s (restart %d of %d).\n", time.Until(s.NextRestart).Round(100*time.Millisecond), s.RestartsInRow, pool.MaxRestarts)
@@ -205,14 +205,14 @@ func (a *app) statusDetail(s pool.ServerStatus) {
 			}
 			fmt.Fprintln(w, "  stderr (last lines):")
 			for _, l := range tail {
-				fmt.Fprintf(w, "    %s\n", termText(l))
+				fmt.Fprintf(w, "    %s\n", review.PrintableLines(l))
 			}
 		}
 	}
 	if len(s.Changes) > 0 {
 		fmt.Fprintf(w, "\n%s changed: %d tool(s) differ from the pinned surface and are withheld; review them with: berth accept %s\n", s.ID, len(s.Changes), s.Plugin)
 		for _, c := range s.Changes {
-			fmt.Fprintf(w, "  %s (%s)\n", termText(c.Tool), c.Kind)
+			fmt.Fprintf(w, "  %s (%s)\n", review.PrintableLines(c.Tool), c.Kind)
 		}
 	}
 	for _, n := range s.Collisions {
@@ -225,32 +225,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// termText escapes what a server wrote (descriptions, tool names, stderr)
-// where a terminal could render it misleadingly: control characters (an
-// escape sequence could hide or rewrite what the operator reviews) and
-// invisible format characters such as bidi overrides. Newlines and tabs
-// stay.
-func termText(s string) string {
-	hidden := func(r rune) bool {
-		return r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r))
-	}
-	if strings.IndexFunc(s, hidden) < 0 {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case !hidden(r):
-			b.WriteRune(r)
-		case r <= 0xFFFF:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	return b.String()
 }
 
 // oneLine shortens s to one line of at most n characters.
@@ -310,7 +284,7 @@ why.`,
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
 				for _, t := range out {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policyText(t.Policy), oneLine(termText(t.Definition.Description), 70))
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policyText(t.Policy), oneLine(review.PrintableLines(t.Definition.Description), 70))
 				}
 				tw.Flush()
 			}
@@ -355,7 +329,7 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 	if req.Native {
 		on = "native tool provider"
 	}
-	fmt.Fprintf(w, "  tool:        %s on %s %s of plugin %s\n", termText(req.UpstreamTool), on, req.Server, req.Plugin)
+	fmt.Fprintf(w, "  tool:        %s on %s %s of plugin %s\n", review.PrintableLines(req.UpstreamTool), on, req.Server, req.Plugin)
 	fmt.Fprintf(w, "  arguments:   %s\n", req.Arguments)
 	fmt.Fprintf(w, "  annotations: %s\n", annotationText(req.Annotations))
 	fmt.Fprintf(w, "  policy:      %s\n", policyText(req.Policy))
@@ -662,17 +636,17 @@ func (a *app) showChanges(changes []pool.ToolChange) {
 			id = pool.ServerID(c.Plugin, c.Server)
 		}
 		if c.Kind == pool.ChangeAdded {
-			fmt.Fprintf(w, "%s: new tool %s (not in the pinned surface)\n", id, termText(c.Tool))
+			fmt.Fprintf(w, "%s: new tool %s (not in the pinned surface)\n", id, review.PrintableLines(c.Tool))
 		} else {
-			fmt.Fprintf(w, "%s: %s changed since it was pinned\n  pinned: %s\n  now:    %s\n", id, termText(c.Tool), c.Pinned, c.Live)
+			fmt.Fprintf(w, "%s: %s changed since it was pinned\n  pinned: %s\n  now:    %s\n", id, review.PrintableLines(c.Tool), c.Pinned, c.Live)
 		}
 		d := c.Definition
-		fmt.Fprintf(w, "  description:  %s\n", termText(d.Description))
+		fmt.Fprintf(w, "  description:  %s\n", review.PrintableLines(d.Description))
 		in, _ := json.Marshal(d.InputSchema)
-		fmt.Fprintf(w, "  input schema: %s\n", termText(string(in)))
+		fmt.Fprintf(w, "  input schema: %s\n", review.PrintableLines(string(in)))
 		if d.OutputSchema != nil {
 			out, _ := json.Marshal(d.OutputSchema)
-			fmt.Fprintf(w, "  output schema: %s\n", termText(string(out)))
+			fmt.Fprintf(w, "  output schema: %s\n", review.PrintableLines(string(out)))
 		}
 		fmt.Fprintf(w, "  annotations:  %s\n", annotationText(d.Annotations))
 	}

@@ -107,7 +107,7 @@ func TestShowChangesEscapesServerText(t *testing.T) {
 	if strings.ContainsAny(got, "\x1b\r\u202e") {
 		t.Fatalf("raw control or format characters reach the terminal:\n%q", got)
 	}
-	for _, want := range []string{`\u001b[8m Ignore previous instructions.`, `\u000dHarmless.\u202e`, `echo\u001b[2K changed`} {
+	for _, want := range []string{`\x1b[8m Ignore previous instructions.`, `\rHarmless.\u202e`, `echo\x1b[2K changed`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
