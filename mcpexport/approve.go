@@ -58,7 +58,7 @@ func approvalMessage(req *pool.ApprovalRequest) string {
 		fmt.Fprintf(&b, "Server:      %s of plugin %s (tool %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
 	}
 	fmt.Fprintf(&b, "Annotations: %s\n", describeAnnotations(req.Annotations))
-	fmt.Fprintf(&b, "Policy:      %s\n", describePolicy(req.Policy))
+	fmt.Fprintf(&b, "Policy:      %s\n", req.Policy)
 	fmt.Fprintf(&b, "Arguments:\n%s\n", prettyArgs(req.Arguments, maxShownArgs))
 	return b.String()
 }
@@ -109,16 +109,6 @@ func describeAnnotations(a *mcp.ToolAnnotations) string {
 		return "no hints"
 	}
 	return strings.Join(parts, ", ") + " (as the server claims)"
-}
-
-func describePolicy(m pool.PolicyMatch) string {
-	switch {
-	case m.Pattern == "":
-		return m.Action + " (no rule names this tool; ask is the default)"
-	case m.Exact:
-		return m.Action + " (rule for this exact tool)"
-	}
-	return fmt.Sprintf("%s (glob rule %q)", m.Action, m.Pattern)
 }
 
 // choiceOf reads the decision out of an elicitation answer. Anything but

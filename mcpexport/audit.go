@@ -21,8 +21,8 @@ type AuditEntry struct {
 	// Arguments is the shape of the arguments: every value replaced by its
 	// JSON type.
 	Arguments any `json:"arguments"`
-	// Policy is the operator's policy as it applied ("allow exact",
-	// "allow glob mcp-*", "ask default", ...).
+	// Policy is the operator's policy as it applied (pool.PolicyMatch's
+	// String: "allow (exact)", "allow (demo-*)", "ask (default)").
 	Policy string `json:"policy"`
 	// DecidedBy is "policy", "elicitation", "input-requests", "queue",
 	// "timeout" or "error".

@@ -36,7 +36,7 @@ var errInputRequired = errors.New("waiting for the client's answer to an input r
 // Approve implements pool.Approver.
 func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
 	c.entry.Plugin, c.entry.Server = r.Plugin, r.Server
-	c.entry.Policy = describePolicyShort(r.Policy)
+	c.entry.Policy = r.Policy.String()
 	if pool.AllowedByPolicy(r) {
 		return c.decide(true, "policy", "", false), nil
 	}
@@ -179,16 +179,6 @@ func (c *call) writeAudit() {
 	if err := c.s.audit.Append(c.entry); err != nil {
 		c.s.log.Error("cannot write the audit log", "error", err)
 	}
-}
-
-func describePolicyShort(m pool.PolicyMatch) string {
-	switch {
-	case m.Pattern == "":
-		return m.Action + " default"
-	case m.Exact:
-		return m.Action + " exact"
-	}
-	return m.Action + " glob " + m.Pattern
 }
 
 func shortErr(err error) string {

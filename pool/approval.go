@@ -36,6 +36,19 @@ type PolicyMatch struct {
 	Exact bool `json:"exact"`
 }
 
+// String says how the policy applies, for prompts, `berth tools` and the
+// audit log: "ask (default)" when no rule names the tool, "allow (exact)"
+// for a rule naming it exactly, "allow (demo-*)" for a glob.
+func (m PolicyMatch) String() string {
+	switch {
+	case m.Pattern == "":
+		return m.Action + " (default)"
+	case m.Exact:
+		return m.Action + " (exact)"
+	}
+	return m.Action + " (" + m.Pattern + ")"
+}
+
 // ApprovalRequest describes a call waiting for a decision.
 type ApprovalRequest struct {
 	// Tool is the exported name, "<plugin>-<server>__<tool>" (or

@@ -212,3 +212,18 @@ func mustJSON(v any) string {
 func annotations(destructive *bool) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{DestructiveHint: destructive}
 }
+
+func TestPolicyMatchString(t *testing.T) {
+	for _, tc := range []struct {
+		m    PolicyMatch
+		want string
+	}{
+		{PolicyMatch{Action: ActionAsk}, "ask (default)"},
+		{PolicyMatch{Action: ActionAllow, Pattern: "demo-main__echo", Exact: true}, "allow (exact)"},
+		{PolicyMatch{Action: ActionAllow, Pattern: "demo-*"}, "allow (demo-*)"},
+	} {
+		if got := tc.m.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}

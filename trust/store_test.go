@@ -158,6 +158,27 @@ func copyDir(t *testing.T, src, dst string) {
 	}
 }
 
+// stagedChecker stages the good bundle in a fresh store and returns a
+// drift checker of it whose first check passed; the checker is closed at
+// the end of the test.
+func stagedChecker(t *testing.T) (*Store, *bundle.Bundle, *DriftChecker) {
+	t.Helper()
+	s := newStore(t)
+	b := openBundle(t, goodBundle)
+	if _, err := s.Stage(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.DriftChecker(b.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Check(context.Background()); err != nil {
+		t.Fatalf("clean snapshot: %v", err)
+	}
+	return s, b, c
+}
+
 func TestDriftChecker(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -183,19 +204,7 @@ func TestDriftChecker(t *testing.T) {
 		}, "removed share/index.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t)
-			b := openBundle(t, goodBundle)
-			if _, err := s.Stage(context.Background(), b); err != nil {
-				t.Fatal(err)
-			}
-			c, err := s.DriftChecker(b.Digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.Check(context.Background()); err != nil {
-				t.Fatalf("clean snapshot: %v", err)
-			}
+			s, b, c := stagedChecker(t)
 			if !c.Watching() {
 				t.Log("no file-system watch; every check sweeps")
 			}
@@ -300,19 +309,7 @@ func TestDriftCheckerAfterHarmlessChange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := newStore(t)
-			b := openBundle(t, goodBundle)
-			if _, err := s.Stage(ctx, b); err != nil {
-				t.Fatal(err)
-			}
-			c, err := s.DriftChecker(b.Digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if err := c.Check(ctx); err != nil {
-				t.Fatalf("clean snapshot: %v", err)
-			}
+			s, b, c := stagedChecker(t)
 			snap := s.Paths().Snapshot(b.Digest)
 			tc.harmless(t, snap)
 			for range 5 {
@@ -678,19 +675,7 @@ func TestStageRefusesSourceChangedAfterHashing(t *testing.T) {
 // periodic sweep still finds it.
 func TestDriftCheckerSeesWhatTheWatchMisses(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	b := openBundle(t, goodBundle)
-	if _, err := s.Stage(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.DriftChecker(b.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, b, c := stagedChecker(t)
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Link(filepath.Join(s.Paths().Snapshot(b.Digest), "share", "index.txt"), link); err != nil {
 		t.Skipf("no hard link into the store: %v", err)

@@ -20,23 +20,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-type result struct {
-	Name     string  `json:"name"`
-	Workers  int     `json:"workers"`
-	Requests int     `json:"requests"`
-	Errors   int     `json:"errors"`
-	Seconds  float64 `json:"seconds"`
-	RPS      float64 `json:"rps"`
-	P50us    float64 `json:"p50_us"`
-	P99us    float64 `json:"p99_us"`
-	// TotalCalls counts every call made, warm-up included, and ClientCPU
-	// is the driver's own CPU time: with a server's CPU time over the same
-	// span they give CPU per call.
-	TotalCalls int64   `json:"total_calls"`
-	ClientCPU  float64 `json:"client_cpu_s"`
-}
+	"github.com/berth-mcp/berth/bench/internal/benchfmt"
+)
 
 func main() {
 	var (
@@ -140,6 +126,6 @@ func main() {
 		}
 		return float64(lat[int(p*float64(len(lat)-1))].Microseconds())
 	}
-	out, _ := json.Marshal(result{Name: *name, Workers: *workers, Requests: len(lat), Errors: errs, Seconds: elapsed, RPS: float64(len(lat)) / elapsed, P50us: q(0.5), P99us: q(0.99), TotalCalls: total.Load(), ClientCPU: cpuSeconds()})
+	out, _ := json.Marshal(benchfmt.Result{Name: *name, Workers: *workers, Requests: len(lat), Errors: errs, Seconds: elapsed, RPS: float64(len(lat)) / elapsed, P50us: q(0.5), P99us: q(0.99), TotalCalls: total.Load(), ClientCPU: cpuSeconds()})
 	fmt.Println(string(out))
 }

@@ -15,19 +15,14 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/berth-mcp/berth/bench/internal/benchfmt"
 )
 
+// result is a line of results.jsonl: a driver run, or the CPU time of a
+// server that follows it.
 type result struct {
-	Name     string  `json:"name"`
-	Workers  int     `json:"workers"`
-	Requests int     `json:"requests"`
-	Errors   int     `json:"errors"`
-	Seconds  float64 `json:"seconds"`
-	RPS      float64 `json:"rps"`
-	P50us    float64 `json:"p50_us"`
-	P99us    float64 `json:"p99_us"`
-	Total    int64   `json:"total_calls"`
-	Client   float64 `json:"client_cpu_s"`
+	benchfmt.Result
 	// A line {"cpu_of": NAME, "ticks": T, "hz": HZ} follows an HTTP run:
 	// the CPU time the server's process tree used during it.
 	CPUOf string  `json:"cpu_of"`
@@ -69,8 +64,8 @@ func main() {
 			continue
 		}
 		switch {
-		case r.CPUOf != "" && r.CPUOf == last.Name && last.Total > 0 && r.HZ > 0:
-			serverCPU[r.CPUOf] = append(serverCPU[r.CPUOf], r.Ticks/r.HZ*1e6/float64(last.Total))
+		case r.CPUOf != "" && r.CPUOf == last.Name && last.TotalCalls > 0 && r.HZ > 0:
+			serverCPU[r.CPUOf] = append(serverCPU[r.CPUOf], r.Ticks/r.HZ*1e6/float64(last.TotalCalls))
 		case r.Name != "":
 			byName[r.Name] = append(byName[r.Name], r)
 			last = r
@@ -103,10 +98,10 @@ func main() {
 			srv = fmt.Sprintf("%.0f", median(xs))
 		}
 		cli := col(n, func(r result) float64 {
-			if r.Total == 0 {
+			if r.TotalCalls == 0 {
 				return 0
 			}
-			return r.Client * 1e6 / float64(r.Total)
+			return r.ClientCPU * 1e6 / float64(r.TotalCalls)
 		})
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%.0f\t\n", n, rs[0].Workers, len(rs), rps(n), p50(n)/1000, p99(n)/1000, errs, srv, cli)
 	}

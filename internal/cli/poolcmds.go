@@ -236,16 +236,6 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-func policyText(m pool.PolicyMatch) string {
-	switch {
-	case m.Pattern == "":
-		return m.Action + " (default)"
-	case m.Exact:
-		return m.Action + " (exact)"
-	}
-	return m.Action + " (" + m.Pattern + ")"
-}
-
 func (a *app) toolsCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
@@ -284,7 +274,7 @@ why.`,
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
 				for _, t := range out {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policyText(t.Policy), oneLine(review.PrintableLines(t.Definition.Description), 70))
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
 				}
 				tw.Flush()
 			}
@@ -321,7 +311,7 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 		return pool.Decision{Allow: true, By: "--yes"}, nil
 	}
 	if !c.a.isTerminal() {
-		return pool.Decision{By: "berth call", Reason: fmt.Sprintf("the policy for %s is %s and berth is not on a terminal, so it cannot ask; pass --yes to approve this call", req.Tool, policyText(req.Policy))}, nil
+		return pool.Decision{By: "berth call", Reason: fmt.Sprintf("the policy for %s is %s and berth is not on a terminal, so it cannot ask; pass --yes to approve this call", req.Tool, req.Policy)}, nil
 	}
 	w := c.a.stdout
 	fmt.Fprintf(w, "Call %s?\n", req.Tool)
@@ -332,7 +322,7 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 	fmt.Fprintf(w, "  tool:        %s on %s %s of plugin %s\n", review.PrintableLines(req.UpstreamTool), on, req.Server, req.Plugin)
 	fmt.Fprintf(w, "  arguments:   %s\n", req.Arguments)
 	fmt.Fprintf(w, "  annotations: %s\n", annotationText(req.Annotations))
-	fmt.Fprintf(w, "  policy:      %s\n", policyText(req.Policy))
+	fmt.Fprintf(w, "  policy:      %s\n", req.Policy)
 	fmt.Fprint(w, "Run it? [y/N] ")
 	line, err := bufio.NewReader(c.a.stdin).ReadString('\n')
 	if err != nil && err != io.EOF {
