@@ -122,6 +122,10 @@ type NativeTool struct {
 // authority is what every stdio server may do.
 const authority = "runs as you: it can read and change your files, use the network and start programs, with your user's rights"
 
+// StdioAuthority is the Authority of every stdio server's disclosure, for
+// code that rebuilds a Disclosure from a summary of one (a catalog entry).
+const StdioAuthority = authority
+
 // New reviews a bundle that Open accepted. It panics if b has no manifest
 // or listing (a programmer error: review only valid bundles).
 func New(b *bundle.Bundle) *Disclosure {
