@@ -43,6 +43,7 @@ type testEnv struct {
 	clk      *clock
 	init     *InitResult
 	pubKey   []byte // publisher private key (PEM)
+	pubPEM   []byte // and its public key
 	verifier *trust.Verifier
 	cache    *Cache
 	requests []string
@@ -63,7 +64,7 @@ func newEnv(t testing.TB, exp Expiries) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.pubKey = priv
+	e.pubKey, e.pubPEM = priv, pub
 	s, err := trust.NewKeySigner("acme", pub, nil)
 	if err != nil {
 		t.Fatal(err)

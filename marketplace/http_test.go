@@ -3,9 +3,9 @@ package marketplace
 import (
 	"crypto/x509"
 	"errors"
-	"net/netip"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
