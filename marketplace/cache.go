@@ -252,12 +252,9 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if err != nil {
 		return nil, c.damaged(name, err)
 	}
-	oldCat, err := c.readCatalog(base)
-	if err != nil {
-		return nil, c.damaged(name, err)
-	}
 	dir := filepath.Join(c.dir, name)
-	out, err := c.update(ctx, st, src, dir, &baseline{dir: base, catalog: oldCat}, root)
+	bl := &baseline{dir: base}
+	out, err := c.update(ctx, st, src, dir, bl, root)
 	if err != nil {
 		return nil, err
 	}
@@ -267,10 +264,11 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if out.changed {
 		c.prune(dir, st)
 	}
-	return &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: oldCat, New: out.catalog, Problems: out.problems}, nil
+	return &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}, nil
 }
 
-// baseline is the last verified copy a refresh starts from.
+// baseline is the last verified copy a refresh starts from; catalog is
+// read only when something changed.
 type baseline struct {
 	dir     string
 	catalog *Catalog
@@ -322,6 +320,12 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		return nil, classify(st.Name, f.last, err)
 	}
 	trusted := up.GetTrustedMetadataSet()
+	st.CheckedAt = now.UTC()
+	if base != nil && st.Info.RootVersion == trusted.Root.Signed.Version && st.Info.TimestampVersion == trusted.Timestamp.Signed.Version &&
+		st.Info.SnapshotVersion == trusted.Snapshot.Signed.Version && st.Info.TargetsVersion == trusted.Targets[metadata.TARGETS].Signed.Version {
+		// Nothing new was verified: the copy stays as it is.
+		return &updateOutcome{}, nil
+	}
 	ti, err := up.GetTargetInfo(CatalogTarget)
 	if err != nil {
 		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: "targets.json", Detail: "the signed targets list no " + CatalogTarget + "; this is not a berth catalog", Err: err}
@@ -343,12 +347,17 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		}
 		catData = data
 	}
-	cat, problems, err := ParseCatalog(catData)
+	cat, problems, spans, err := parseCatalog(catData)
 	if err != nil {
 		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: CatalogTarget, Detail: err.Error(), Err: err}
 	}
-	if base != nil && base.catalog != nil {
-		if err := checkImmutable(st.Name, base.catalog, cat); err != nil {
+	if base != nil {
+		old, err := c.readCatalog(base.dir)
+		if err != nil {
+			return nil, c.damaged(st.Name, err)
+		}
+		base.catalog = old
+		if err := checkImmutable(st.Name, old, cat); err != nil {
 			return nil, err
 		}
 	}
@@ -366,11 +375,7 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		Problems:         len(problems),
 	}
 	sort.Strings(info.RootKeyIDs)
-	st.CheckedAt = now.UTC()
 	out := &updateOutcome{catalog: cat, problems: problems}
-	if base != nil && infoSameVersions(st.Info, info) {
-		return out, nil
-	}
 	// Collect the exact bytes of every trusted role: the downloaded file
 	// when the update took a new one, the baseline's otherwise.
 	files := map[string][]byte{CatalogTarget: catData}
@@ -405,8 +410,11 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 			return nil, err
 		}
 	}
-	idx := buildIndex(cat, problems)
-	files[indexFile] = mustJSON(idx)
+	files[indexFile] = buildIndex(cat, spans).marshal()
+	if problems == nil {
+		problems = []*Problem{}
+	}
+	files[problemsFile] = mustJSON(problems)
 	gen := fmt.Sprintf("v-%d-%s", info.TimestampVersion, randomHex(4))
 	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
 		return nil, err
@@ -416,11 +424,6 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 	st.Info = info
 	out.changed = true
 	return out, nil
-}
-
-func infoSameVersions(a, b Info) bool {
-	return a.RootVersion == b.RootVersion && a.TimestampVersion == b.TimestampVersion &&
-		a.SnapshotVersion == b.SnapshotVersion && a.TargetsVersion == b.TargetsVersion
 }
 
 // versionOf reads the signed version of a metadata file; -1 when it has none.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"regexp"
@@ -277,69 +278,126 @@ var ErrCatalogFormat = errors.New("unreadable catalog")
 // the entry malformed. The error is non-nil only when the document as a
 // whole is unreadable; it wraps ErrCatalogFormat.
 func ParseCatalog(data []byte) (*Catalog, []*Problem, error) {
+	c, ps, _, err := parseCatalog(data)
+	return c, ps, err
+}
+
+// span is where an accepted entry's JSON is in the document.
+type span struct{ off, n int64 }
+
+// parseCatalog is ParseCatalog that also returns, per accepted plugin,
+// where its entry is in data (the cache's index records it, so show can
+// read one entry without decoding the whole catalog). It reads the
+// document once with a streaming decoder.
+func parseCatalog(data []byte) (*Catalog, []*Problem, []span, error) {
+	unreadable := func(format string, args ...any) (*Catalog, []*Problem, []span, error) {
+		return nil, nil, nil, fmt.Errorf("%w: %s", ErrCatalogFormat, fmt.Sprintf(format, args...))
+	}
 	if len(data) > MaxCatalogSize {
-		return nil, nil, fmt.Errorf("%w: the catalog is %d bytes, over the limit of %d", ErrCatalogFormat, len(data), MaxCatalogSize)
+		return unreadable("the catalog is %d bytes, over the limit of %d", len(data), MaxCatalogSize)
 	}
 	if !utf8.Valid(data) {
-		return nil, nil, fmt.Errorf("%w: the catalog is not UTF-8 text", ErrCatalogFormat)
+		return unreadable("the catalog is not UTF-8 text")
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil || top == nil {
-		return nil, nil, fmt.Errorf("%w: the catalog is not a JSON object (%v); it must look like {\"catalogVersion\": 1, \"plugins\": [...]}", ErrCatalogFormat, errOrNull(err))
+	notObject := "the catalog is not a JSON object (%v); it must look like {\"catalogVersion\": 1, \"plugins\": [...]}"
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return unreadable(notObject, tokenError(tok, err))
 	}
-	var version int
-	if raw, ok := top["catalogVersion"]; !ok || json.Unmarshal(raw, &version) != nil {
-		return nil, nil, fmt.Errorf("%w: the catalog has no integer catalogVersion; this berth reads catalogVersion 1", ErrCatalogFormat)
-	}
-	if version != CatalogVersion {
-		return nil, nil, fmt.Errorf("%w: the catalog has catalogVersion %d, and this berth reads only %d; upgrade berth if the catalog is newer", ErrCatalogFormat, version, CatalogVersion)
-	}
-	c := &Catalog{CatalogVersion: version, Plugins: []*Plugin{}}
+	c := &Catalog{Plugins: []*Plugin{}}
 	var ps []*Problem
-	for k := range top {
-		switch k {
-		case "catalogVersion", "name", "plugins":
+	var spans []span
+	var haveVersion, havePlugins bool
+	var rawName json.RawMessage
+	seen := map[string]bool{}
+	chk := &checker{signers: map[Signer]error{}}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return unreadable(notObject, err)
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "catalogVersion":
+			if err := dec.Decode(&c.CatalogVersion); err != nil {
+				return unreadable("the catalog has no integer catalogVersion; this berth reads catalogVersion 1")
+			}
+			haveVersion = true
+		case "name":
+			if err := dec.Decode(&rawName); err != nil {
+				return unreadable(notObject, err)
+			}
+		case "plugins":
+			if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+				return unreadable("the catalog's \"plugins\" is not an array")
+			}
+			havePlugins = true
+			for i := 0; dec.More(); i++ {
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return unreadable("plugins[%d] is not JSON: %v", i, err)
+				}
+				end := dec.InputOffset()
+				p, eps := parseEntry(raw, i, chk)
+				ps = append(ps, eps...)
+				if p == nil {
+					continue
+				}
+				if seen[p.Name] {
+					ps = append(ps, &Problem{Plugin: p.Name, Path: fmt.Sprintf("plugins[%d]", i), Rule: RuleEntryDuplicate, Message: "a plugin of this name is listed earlier; this entry is skipped (keep one entry per plugin)"})
+					continue
+				}
+				seen[p.Name] = true
+				c.Plugins = append(c.Plugins, p)
+				spans = append(spans, span{off: end - int64(len(raw)), n: int64(len(raw))})
+			}
+			if _, err := dec.Token(); err != nil {
+				return unreadable("the catalog's \"plugins\" does not end: %v", err)
+			}
 		default:
-			ps = append(ps, &Problem{Path: k, Rule: RuleCatalogField, Message: "this field is not part of catalogVersion 1; it is ignored", Warning: true})
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return unreadable(notObject, err)
+			}
+			ps = append(ps, &Problem{Path: key, Rule: RuleCatalogField, Message: "this field is not part of catalogVersion 1; it is ignored", Warning: true})
 		}
 	}
-	if raw, ok := top["name"]; ok {
-		if err := json.Unmarshal(raw, &c.Name); err != nil || (c.Name != "" && !nameRe.MatchString(c.Name)) {
+	if _, err := dec.Token(); err != nil {
+		return unreadable(notObject, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return unreadable("data after the catalog's JSON object")
+	}
+	switch {
+	case !haveVersion:
+		return unreadable("the catalog has no integer catalogVersion; this berth reads catalogVersion 1")
+	case c.CatalogVersion != CatalogVersion:
+		return unreadable("the catalog has catalogVersion %d, and this berth reads only %d; upgrade berth if the catalog is newer", c.CatalogVersion, CatalogVersion)
+	case !havePlugins:
+		return unreadable("the catalog's \"plugins\" is missing")
+	}
+	if rawName != nil {
+		if err := json.Unmarshal(rawName, &c.Name); err != nil || (c.Name != "" && !nameRe.MatchString(c.Name)) {
 			ps = append(ps, &Problem{Path: "name", Rule: RuleCatalogName, Message: "the catalog's name must be lower-case letters, digits and '-'; it is ignored", Warning: true})
 			c.Name = ""
 		}
 	}
-	var entries []json.RawMessage
-	if raw, ok := top["plugins"]; !ok || json.Unmarshal(raw, &entries) != nil {
-		return nil, nil, fmt.Errorf("%w: the catalog's \"plugins\" is missing or not an array", ErrCatalogFormat)
-	}
-	seen := map[string]bool{}
-	for i, raw := range entries {
-		p, eps := parseEntry(raw, i)
-		ps = append(ps, eps...)
-		if p == nil {
-			continue
-		}
-		if seen[p.Name] {
-			ps = append(ps, &Problem{Plugin: p.Name, Path: fmt.Sprintf("plugins[%d]", i), Rule: RuleEntryDuplicate, Message: "a plugin of this name is listed earlier; this entry is skipped (keep one entry per plugin)"})
-			continue
-		}
-		seen[p.Name] = true
-		c.Plugins = append(c.Plugins, p)
-	}
-	return c, ps, nil
+	return c, ps, spans, nil
 }
 
-func errOrNull(err error) string {
-	if err == nil {
+func tokenError(tok json.Token, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	if tok == nil {
 		return "it is null"
 	}
-	return err.Error()
+	return fmt.Sprintf("it starts with %v", tok)
 }
 
 // parseEntry decodes and checks one plugin entry; a nil plugin means it
 // was skipped, and the problems say why.
-func parseEntry(raw json.RawMessage, i int) (*Plugin, []*Problem) {
+func parseEntry(raw json.RawMessage, i int, chk *checker) (*Plugin, []*Problem) {
 	where := fmt.Sprintf("plugins[%d]", i)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -358,7 +416,12 @@ func parseEntry(raw json.RawMessage, i int) (*Plugin, []*Problem) {
 	if p.Versions == nil {
 		p.Versions = []*Version{}
 	}
-	ps := CheckPlugin(p, where)
+	for _, v := range p.Versions {
+		if v != nil {
+			v.Summary.normalize()
+		}
+	}
+	ps := chk.plugin(p, where)
 	if HasErrors(ps) {
 		for _, x := range ps {
 			if !x.Warning {
@@ -391,6 +454,28 @@ func HasErrors(ps []*Problem) bool {
 // CheckPlugin checks one decoded entry against every catalog rule and
 // returns its problems; where is the entry's path for messages.
 func CheckPlugin(p *Plugin, where string) []*Problem {
+	return (&checker{signers: map[Signer]error{}}).plugin(p, where)
+}
+
+// checker checks entries, remembering the signers it checked (a catalog
+// lists the same publisher keys many times).
+type checker struct {
+	signers map[Signer]error
+}
+
+func (chk *checker) signer(s *Signer) error {
+	if s == nil {
+		return fmt.Errorf("the signer is null")
+	}
+	err, ok := chk.signers[*s]
+	if !ok {
+		err = s.check()
+		chk.signers[*s] = err
+	}
+	return err
+}
+
+func (chk *checker) plugin(p *Plugin, where string) []*Problem {
 	who := p.Name
 	if !nameRe.MatchString(p.Name) {
 		who = where
@@ -434,7 +519,7 @@ func CheckPlugin(p *Plugin, where string) []*Problem {
 		add(where+".signers", RuleEntrySigner, "the entry allows no signer, so no version of it can be installed; list the publisher's key or identity (berth catalog add records it)")
 	}
 	for i, s := range p.Signers {
-		if err := s.check(); err != nil {
+		if err := chk.signer(s); err != nil {
 			add(fmt.Sprintf("%s.signers[%d]", where, i), RuleEntrySigner, "%v", err)
 		}
 	}

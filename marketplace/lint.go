@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -80,7 +81,8 @@ func Lint(dir string, opts *RepoOptions) (*LintReport, error) {
 		add(&Problem{Path: "timestamp.json", Rule: RuleMetadataExpiry, Message: err.Error()})
 		return rep, nil
 	}
-	rep.Published = bytes.Equal(pub.catalog, data)
+	var compacted bytes.Buffer
+	rep.Published = json.Compact(&compacted, data) == nil && bytes.Equal(pub.catalog, compacted.Bytes())
 	if !rep.Published {
 		add(&Problem{Path: workingFile, Rule: RuleUnpublished, Message: "the working copy differs from the published catalog; publish it with berth catalog sign " + dir, Warning: true})
 	}

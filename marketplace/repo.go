@@ -206,7 +206,7 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	}
 	r := &Repository{dir: dir, keyDir: keyDir, name: o.Name, exp: exp, now: now}
 	pub := &published{root: root, rootData: rootData}
-	if _, err := r.publish(pub, keys, data, true); err != nil {
+	if _, err := r.publish(pub, keys, compact(data), true); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(rootData)
@@ -685,7 +685,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if err := writeServed(r.dir, workingFile, data); err != nil {
 		return nil, err
 	}
-	if out.Publish, err = r.publish(pub, keys, data, true); err != nil {
+	if out.Publish, err = r.publish(pub, keys, compact(data), true); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -781,7 +781,7 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 	if err := writeServed(r.dir, workingFile, data); err != nil {
 		return nil, err
 	}
-	return r.publish(pub, keys, data, true)
+	return r.publish(pub, keys, compact(data), true)
 }
 
 // Refresh re-signs the timestamp, and the snapshot when it is due (less
@@ -839,7 +839,7 @@ func (r *Repository) Sign(ctx context.Context) (*PublishResult, error) {
 	if err := writeServed(r.dir, workingFile, data); err != nil {
 		return nil, err
 	}
-	return r.publish(pub, keys, data, true)
+	return r.publish(pub, keys, compact(data), true)
 }
 
 // working reads the working copy, which must be valid.
@@ -906,6 +906,16 @@ func decodeStrict(data []byte) (*Catalog, error) {
 		}
 	}
 	return cat, nil
+}
+
+// compact is the published form of a working copy: the same JSON without
+// the indentation (about 40% smaller to download).
+func compact(working []byte) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, working); err != nil {
+		panic("marketplace: compact of a catalog berth marshalled: " + err.Error())
+	}
+	return b.Bytes()
 }
 
 // writeServed writes rel inside dir atomically, with mode 0644 and

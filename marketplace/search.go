@@ -8,41 +8,46 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// indexFile is the name of the search index in a verified copy.
-const indexFile = "index.json"
+// Files of the search index in a verified copy.
+const (
+	indexFile    = "index.txt"
+	problemsFile = "problems.json"
+)
 
 // index is what search reads: the fields it ranks and filters on, and
 // each plugin's versions, derived from the verified catalog when the copy
-// was written (so a search does not decode the whole catalog).
+// was written, so a search neither decodes the whole catalog nor JSON.
 type index struct {
-	Plugins  []indexEntry `json:"plugins"`
-	Problems []*Problem   `json:"problems,omitempty"`
+	Plugins []indexEntry
 }
 
 type indexEntry struct {
-	Name        string         `json:"n"`
-	Description string         `json:"d"`
-	Tier        Tier           `json:"t"`
-	Tags        []string       `json:"g,omitempty"`
-	Publisher   string         `json:"p,omitempty"`
-	Versions    []indexVersion `json:"v"`
+	// Off and N locate the plugin's entry in the copy's catalog.json.
+	Off, N      int64
+	Name        string
+	Description string
+	Tier        Tier
+	Tags        []string
+	Publisher   string
+	Versions    []indexVersion // highest first
 }
 
 type indexVersion struct {
-	Version  string    `json:"v"`
-	Status   Status    `json:"s"`
-	Released time.Time `json:"r"`
-	Requires string    `json:"q,omitempty"`
+	Version  string
+	Status   Status
+	Released time.Time
+	Requires string
 }
 
-func buildIndex(cat *Catalog, problems []*Problem) *index {
-	idx := &index{Plugins: make([]indexEntry, 0, len(cat.Plugins)), Problems: problems}
-	for _, p := range cat.Plugins {
-		e := indexEntry{Name: p.Name, Description: p.Description, Tier: p.Tier, Tags: p.Tags}
+func buildIndex(cat *Catalog, spans []span) *index {
+	idx := &index{Plugins: make([]indexEntry, 0, len(cat.Plugins))}
+	for i, p := range cat.Plugins {
+		e := indexEntry{Off: spans[i].off, N: spans[i].n, Name: p.Name, Description: p.Description, Tier: p.Tier, Tags: p.Tags}
 		if p.Publisher != nil {
 			e.Publisher = p.Publisher.Name
 		}
@@ -53,6 +58,81 @@ func buildIndex(cat *Catalog, problems []*Problem) *index {
 		idx.Plugins = append(idx.Plugins, e)
 	}
 	return idx
+}
+
+// The index is text, one record a line, fields separated by tabs, text
+// fields escaped (\\, \t, \n, \r):
+//
+//	berth-index 1
+//	p <name> <tier> <offset> <length> <tags, comma-separated> <publisher> <description>
+//	v <version> <status> <released, Unix seconds> <requires.berth>
+const indexHeader = "berth-index 1"
+
+var indexEscaper = strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n", "\r", "\\r")
+var indexUnescaper = strings.NewReplacer("\\\\", "\\", "\\t", "\t", "\\n", "\n", "\\r", "\r")
+
+func (idx *index) marshal() []byte {
+	var b strings.Builder
+	b.WriteString(indexHeader + "\n")
+	for _, e := range idx.Plugins {
+		fmt.Fprintf(&b, "p\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", e.Name, e.Tier, e.Off, e.N, strings.Join(e.Tags, ","), indexEscaper.Replace(e.Publisher), indexEscaper.Replace(e.Description))
+		for _, v := range e.Versions {
+			fmt.Fprintf(&b, "v\t%s\t%s\t%d\t%s\n", v.Version, v.Status, v.Released.Unix(), indexEscaper.Replace(v.Requires))
+		}
+	}
+	return []byte(b.String())
+}
+
+func parseIndex(data []byte) (*index, error) {
+	text := string(data)
+	header, rest, _ := strings.Cut(text, "\n")
+	if header != indexHeader {
+		return nil, fmt.Errorf("the search index is not %q", indexHeader)
+	}
+	idx := &index{}
+	for line := range strings.SplitSeq(rest, "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		switch {
+		case f[0] == "p" && len(f) == 8:
+			off, err1 := strconv.ParseInt(f[3], 10, 64)
+			n, err2 := strconv.ParseInt(f[4], 10, 64)
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("the search index has a bad line %q", shortText(line))
+			}
+			e := indexEntry{Off: off, N: n, Name: f[1], Tier: Tier(f[2]), Publisher: unescape(f[6]), Description: unescape(f[7])}
+			if f[5] != "" {
+				e.Tags = strings.Split(f[5], ",")
+			}
+			idx.Plugins = append(idx.Plugins, e)
+		case f[0] == "v" && len(f) == 5 && len(idx.Plugins) > 0:
+			sec, err := strconv.ParseInt(f[3], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("the search index has a bad time %q", f[3])
+			}
+			e := &idx.Plugins[len(idx.Plugins)-1]
+			e.Versions = append(e.Versions, indexVersion{Version: f[1], Status: Status(f[2]), Released: time.Unix(sec, 0).UTC(), Requires: unescape(f[4])})
+		default:
+			return nil, fmt.Errorf("the search index has a bad line %q", shortText(line))
+		}
+	}
+	return idx, nil
+}
+
+func unescape(s string) string {
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	return indexUnescaper.Replace(s)
+}
+
+func shortText(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
 
 // Query is a search.
@@ -147,17 +227,17 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 	out := &SearchResult{Results: []Result{}, Catalogs: []*CatalogInfo{}}
 	r := newResolver(resolve)
 	for _, name := range names {
-		st, idx, err := c.readIndex(name)
+		st, idx, problems, err := c.readIndex(name)
 		if err != nil {
 			return nil, err
 		}
 		ci := c.info(st)
 		out.Catalogs = append(out.Catalogs, ci)
-		if len(idx.Problems) > 0 {
+		if len(problems) > 0 {
 			if out.Problems == nil {
 				out.Problems = map[string][]*Problem{}
 			}
-			out.Problems[name] = idx.Problems
+			out.Problems[name] = problems
 		}
 		for i := range idx.Plugins {
 			e := &idx.Plugins[i]
@@ -249,24 +329,100 @@ func match(e *indexEntry, text string, words []string) (Match, bool) {
 	return best, true
 }
 
-// readIndex reads a catalog's state and search index.
-func (c *Cache) readIndex(name string) (*state, *index, error) {
+// readIndex reads a catalog's state, search index and skipped entries.
+func (c *Cache) readIndex(name string) (*state, *index, []*Problem, error) {
 	for attempt := 0; ; attempt++ {
 		st, err := c.readState(name)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, indexFile))
+		dir := filepath.Join(c.dir, name, st.Current)
+		data, err := os.ReadFile(filepath.Join(dir, indexFile))
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			continue // replaced while we read; read the new state
 		}
 		if err != nil {
-			return nil, nil, c.damaged(name, err)
+			return nil, nil, nil, c.damaged(name, err)
 		}
-		idx := &index{}
-		if err := json.Unmarshal(data, idx); err != nil {
-			return nil, nil, c.damaged(name, err)
+		idx, err := parseIndex(data)
+		if err != nil {
+			return nil, nil, nil, c.damaged(name, err)
 		}
-		return st, idx, nil
+		var problems []*Problem
+		if st.Info.Problems > 0 {
+			pdata, err := os.ReadFile(filepath.Join(dir, problemsFile))
+			if err == nil {
+				err = json.Unmarshal(pdata, &problems)
+			}
+			if err != nil {
+				return nil, nil, nil, c.damaged(name, err)
+			}
+		}
+		return st, idx, problems, nil
 	}
+}
+
+// ErrNoPlugin is returned when a catalog does not list a plugin.
+var ErrNoPlugin = errors.New("no such plugin")
+
+// Plugin returns the entry of plugin name in the verified copy of catalog
+// catalog, reading only that entry. It never touches the network or
+// writes.
+func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
+	for attempt := 0; ; attempt++ {
+		st, idx, _, err := c.readIndex(catalog)
+		if err != nil {
+			return nil, nil, err
+		}
+		var e *indexEntry
+		for i := range idx.Plugins {
+			if idx.Plugins[i].Name == name {
+				e = &idx.Plugins[i]
+				break
+			}
+		}
+		if e == nil {
+			return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catalog, name, name)
+		}
+		f, err := os.Open(filepath.Join(c.dir, catalog, st.Current, CatalogTarget))
+		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return nil, nil, c.damaged(catalog, err)
+		}
+		raw := make([]byte, e.N)
+		_, err = f.ReadAt(raw, e.Off)
+		f.Close()
+		if err != nil {
+			return nil, nil, c.damaged(catalog, err)
+		}
+		p, _ := parseEntry(raw, 0, &checker{signers: map[Signer]error{}})
+		if p == nil || p.Name != name {
+			return nil, nil, c.damaged(catalog, fmt.Errorf("the index does not point at the entry of %s", name))
+		}
+		return p, c.info(st), nil
+	}
+}
+
+// Lookup returns the catalogs that list plugin name, sorted.
+func (c *Cache) Lookup(name string) ([]string, error) {
+	names, err := c.Names()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		_, idx, _, err := c.readIndex(n)
+		if err != nil {
+			return nil, err
+		}
+		for i := range idx.Plugins {
+			if idx.Plugins[i].Name == name {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out, nil
 }

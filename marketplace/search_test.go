@@ -1,6 +1,7 @@
 package marketplace
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,6 +103,16 @@ func TestSearchRanking(t *testing.T) {
 	res, _ := e.cache.Search(Query{Text: "acme-notes"}, nil)
 	if r := res.Results[0]; r.Match != MatchExact || r.Latest != "1.1.0" || r.Status != StatusActive || r.Catalog != "acme" || r.Tier != TierVerified {
 		t.Errorf("result: %+v", r)
+	}
+	p, ci, err := e.cache.Plugin("acme", "weather")
+	if err != nil || p.Description != "Weather and NOTES of the sky" || ci.Name != "acme" {
+		t.Fatalf("%v %+v", err, p)
+	}
+	if _, _, err := e.cache.Plugin("acme", "nope"); !errors.Is(err, ErrNoPlugin) {
+		t.Errorf("a plugin not listed: %v", err)
+	}
+	if cats, err := e.cache.Lookup("git-tools"); err != nil || !slices.Equal(cats, []string{"acme"}) {
+		t.Errorf("lookup: %v %v", cats, err)
 	}
 	if _, err := e.cache.Search(Query{Catalog: "nope"}, nil); err == nil {
 		t.Error("searching a catalog that is not there is no error")

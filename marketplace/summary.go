@@ -161,10 +161,34 @@ func NewSummary(d *review.Disclosure) Summary {
 }
 
 func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
+	return append([]string{}, s...)
+}
+
+// normalize makes the empty lists of a decoded summary empty rather than
+// null, as NewSummary makes them, so the two compare equal.
+func (s *Summary) normalize() {
+	if s.Servers == nil {
+		s.Servers = []SummaryServer{}
 	}
-	return append([]string(nil), s...)
+	if s.NativeTools == nil {
+		s.NativeTools = []SummaryNativeTool{}
+	}
+	for i := range s.Servers {
+		sv := &s.Servers[i]
+		sv.Tools.Allow, sv.Tools.Deny = nonNil(sv.Tools.Allow), nonNil(sv.Tools.Deny)
+		if x := sv.Stdio; x != nil {
+			x.Argv = nonNil(x.Argv)
+			if x.Env == nil {
+				x.Env = []EnvSource{}
+			}
+		}
+		if x := sv.Remote; x != nil {
+			x.Hosts = nonNil(x.Hosts)
+			if x.Headers == nil {
+				x.Headers = []EnvSource{}
+			}
+		}
+	}
 }
 
 // Disclosure rebuilds the review of a version from its summary, so that
