@@ -151,6 +151,11 @@ func classify(catalog, last string, err error) error {
 	case errors.Is(err, &metadata.ErrExpiredMetadata{}):
 		ve.Kind = KindExpired
 		ve.Detail = "metadata past its expiry (" + ve.Detail + ")"
+		for _, role := range []string{"root", "timestamp", "snapshot", "targets"} {
+			if strings.Contains(msg, " "+role+".json is expired") || strings.Contains(msg, " "+role+" is expired") || strings.HasPrefix(stripTUFPrefix(msg), role+".json is expired") {
+				ve.File = role + ".json"
+			}
+		}
 	case errors.Is(err, &metadata.ErrUnsignedMetadata{}):
 		ve.Kind = KindBadSignature
 	case errors.Is(err, &metadata.ErrLengthOrHashMismatch{}), errors.Is(err, &metadata.ErrDownloadLengthMismatch{}):

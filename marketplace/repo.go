@@ -537,8 +537,9 @@ type AddResult struct {
 }
 
 // ErrVersionChanged marks an attempt to publish a version that the
-// catalog already lists with another digest: versions are immutable.
-var ErrVersionChanged = errors.New("version changed")
+// catalog already lists with another digest: versions are immutable. The
+// error also wraps trust.ErrUntrusted (exit 4), as berth trust does.
+var ErrVersionChanged = errors.New("published versions are immutable")
 
 // Add validates the bundle, verifies its signature against the signer
 // policy, checks the signer against the plugin's allowed signers (and
@@ -618,7 +619,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 			out.Already = true
 			return out, nil
 		}
-		return nil, fmt.Errorf("%w: %s %s is already in the catalog with digest %s, and this bundle has %s; versions are immutable, so publish the change as a new version", ErrVersionChanged, m.Name, m.Version, v.Digest, b.Digest)
+		return nil, fmt.Errorf("%w: %s %s is already in the catalog with digest %s, and this bundle has %s; %w, so publish the change as a new version", trust.ErrUntrusted, m.Name, m.Version, v.Digest, b.Digest, ErrVersionChanged)
 	}
 	if req.Tier != "" {
 		p.Tier = req.Tier

@@ -24,6 +24,7 @@ import (
 //	logs/                          server stderr logs
 //	approvals/                     pending approvals
 //	audit.log                      approval decisions, JSON lines
+//	catalogs/                      verified copies of added catalogs (package marketplace)
 type Paths struct {
 	Root string
 }
@@ -105,6 +106,10 @@ func (p Paths) Approvals() string { return filepath.Join(p.Root, "approvals") }
 
 // Audit is the append-only log of approval decisions.
 func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }
+
+// Catalogs is the directory of the verified catalog copies, which package
+// marketplace lays out inside.
+func (p Paths) Catalogs() string { return filepath.Join(p.Root, "catalogs") }
 
 // ParseDigest checks "sha256:<64 lower-case hex>" and returns the hex.
 func ParseDigest(d string) (string, error) {
