@@ -199,8 +199,7 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	}
 	defer os.RemoveAll(tmp)
 	st := &state{Name: name, Source: src.String(), RootPin: "sha256:" + hex.EncodeToString(sum[:]), AddedAt: c.o.Now().UTC()}
-	out, err := c.update(ctx, st, src, tmp, nil, root)
-	if err != nil {
+	if _, err := c.update(ctx, st, src, tmp, nil, root); err != nil {
 		return nil, err
 	}
 	if err := writePrivate(filepath.Join(tmp, "state.json"), mustJSON(st)); err != nil {
@@ -210,7 +209,6 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 		return nil, err
 	}
 	syncDir(c.dir)
-	_ = out
 	return c.info(st), nil
 }
 
@@ -640,6 +638,14 @@ func (c *Cache) lock(ctx context.Context) (func(), error) {
 	}
 	if !ok {
 		return nil, fmt.Errorf("could not take the catalog cache lock %s", p)
+	}
+	// Under the lock, what an interrupted add or remove left is garbage.
+	if entries, err := os.ReadDir(c.dir); err == nil {
+		for _, e := range entries {
+			if n := e.Name(); strings.HasPrefix(n, ".add-") || strings.HasPrefix(n, ".removed-") {
+				os.RemoveAll(filepath.Join(c.dir, n))
+			}
+		}
 	}
 	return func() { fl.Unlock() }, nil
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -218,7 +217,3 @@ func CheckBundle(name string, v *Version, b *bundle.Bundle) error {
 	}
 	return CheckSummary(name, v, review.New(b))
 }
-
-// IsRelativeLocation reports whether a catalog location is relative to
-// the catalog's source (not an absolute URL).
-func IsRelativeLocation(loc string) bool { return !strings.Contains(loc, "://") && !hasScheme(loc) }
