@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 
@@ -20,10 +19,18 @@ func limitFlags(cmd *cobra.Command, opts *bundle.Options) {
 	f.IntVar(&opts.Limits.MaxPathLen, "max-path", bundle.DefaultMaxPathLen, "longest path in a bundle, in bytes")
 }
 
+// checkLimits refuses caps that are not positive.
+func checkLimits(opts *bundle.Options) error {
+	if opts.Limits.MaxTotalSize <= 0 || opts.Limits.MaxEntries <= 0 || opts.Limits.MaxPathLen <= 0 {
+		return usagef("--max-size, --max-entries and --max-path must be positive")
+	}
+	return nil
+}
+
 // openBundle opens and validates a bundle. The caller must Close it.
 func openBundle(ctx context.Context, source string, opts *bundle.Options) (*bundle.Bundle, error) {
-	if opts.Limits.MaxTotalSize <= 0 || opts.Limits.MaxEntries <= 0 || opts.Limits.MaxPathLen <= 0 {
-		return nil, usagef("--max-size, --max-entries and --max-path must be positive")
+	if err := checkLimits(opts); err != nil {
+		return nil, err
 	}
 	return bundle.Open(ctx, source, opts)
 }
@@ -34,15 +41,19 @@ type jsonProblem struct {
 	Message string `json:"message"`
 }
 
-func problemsOf(err error) []jsonProblem {
+func jsonProblems(ps []*bundle.Problem) []jsonProblem {
 	out := []jsonProblem{}
-	var ie *bundle.InvalidError
-	if errors.As(err, &ie) {
-		for _, p := range ie.Problems {
-			out = append(out, jsonProblem{p.Path, p.Rule, p.Message})
-		}
+	for _, p := range cliProblems(ps) {
+		out = append(out, jsonProblem{p.Path, p.Rule, p.Message})
 	}
 	return out
+}
+
+// validateJSON is what validate --json prints.
+type validateJSON struct {
+	Valid  bool          `json:"valid"`
+	Digest string        `json:"digest"`
+	Errors []jsonProblem `json:"errors"`
 }
 
 func (a *app) validateCommand() *cobra.Command {
@@ -59,30 +70,30 @@ It never runs anything from the bundle and never reads a secret.
 Exit code 0 means valid; 3 means invalid.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := openBundle(cmd.Context(), args[0], &opts)
-			defer b.Close()
-			if err != nil && !errors.Is(err, bundle.ErrInvalidBundle) {
+			if err := checkLimits(&opts); err != nil {
 				return err
 			}
+			b, problems, err := bundle.Load(cmd.Context(), args[0], &opts)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			var invalid error
+			if len(problems) > 0 {
+				invalid = &bundle.InvalidError{Source: args[0], Problems: problems}
+			}
 			if asJSON {
-				out := struct {
-					Valid  bool          `json:"valid"`
-					Digest string        `json:"digest"`
-					Errors []jsonProblem `json:"errors"`
-				}{Valid: err == nil, Errors: problemsOf(err)}
-				if b != nil {
-					out.Digest = b.Digest
+				out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems)}
+				if err := writeJSON(a.stdout, out); err != nil {
+					return err
 				}
-				if werr := writeJSON(a.stdout, out); werr != nil {
-					return werr
-				}
-				if err != nil {
-					return &reported{err}
+				if invalid != nil {
+					return &reported{invalid}
 				}
 				return nil
 			}
-			if err != nil {
-				return err
+			if invalid != nil {
+				return invalid
 			}
 			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s %s, %s\n", args[0], b.Manifest.Name, b.Manifest.Version, b.Digest)
 			return nil
@@ -109,10 +120,10 @@ Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := openBundle(cmd.Context(), args[0], &opts)
-			defer b.Close()
 			if err != nil {
 				return err
 			}
+			defer b.Close()
 			d := review.New(b)
 			if asJSON {
 				_, err := a.stdout.Write(d.JSON())
@@ -142,10 +153,10 @@ and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := openBundle(cmd.Context(), args[0], &opts)
-			defer b.Close()
 			if err != nil {
 				return err
 			}
+			defer b.Close()
 			switch {
 			case listing:
 				_, err = a.stdout.Write(b.Listing().Bytes())

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	code := exitCode(err)
 	var rep *reported
 	if !errors.As(err, &rep) {
-		msg := err.Error()
+		msg := forCLI(err).Error()
 		fmt.Fprintf(stderr, "berth: %s\n", strings.TrimRight(msg, "\n"))
 		if code == ExitUsage {
 			fmt.Fprintf(stderr, "Run 'berth help' or 'berth %s --help' for usage.\n", commandName(root, args))

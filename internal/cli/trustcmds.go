@@ -128,10 +128,10 @@ unless --allow-signer-change.`,
 				return err
 			}
 			b, err := openBundle(ctx, source, &opts)
-			defer b.Close()
 			if err != nil {
 				return err
 			}
+			defer b.Close()
 			if digest != "" && digest != b.Digest {
 				return fmt.Errorf("%s has digest %s, but --digest pins %s: %w; make sure you have the bundle you meant to trust", source, b.Digest, digest, trust.ErrUntrusted)
 			}
@@ -506,10 +506,10 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 				return err
 			}
 			b, err := openBundle(cmd.Context(), args[0], &opts)
-			defer b.Close()
 			if err != nil {
 				return err
 			}
+			defer b.Close()
 			sig, err := trust.Sign(cmd.Context(), b.Listing().Bytes(), priv)
 			if err != nil {
 				return err
