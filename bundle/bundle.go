@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // BerthVersion is the version of berth that this package belongs to; it is
@@ -68,20 +70,9 @@ func (b *Bundle) Close() error {
 	if b == nil || b.tmp == "" {
 		return nil
 	}
-	err := removeAll(b.tmp)
+	err := atomicfile.RemoveTree(b.tmp)
 	b.tmp = ""
 	return err
-}
-
-// removeAll removes a tree even where directories were made read-only.
-func removeAll(dir string) error {
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
 }
 
 // Open reads a bundle from a directory, a .tar.gz/.tgz or a .zip, and

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/procgroup"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -472,7 +473,7 @@ while :; do sleep 0.05; done`
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { signalGroup(proc.pid(), sigKill) })
+	t.Cleanup(func() { procgroup.Kill(proc.pid()) })
 	var bg int
 	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
 		b, _ := os.ReadFile(out + ".bg")
@@ -509,7 +510,7 @@ func TestStopKillsGroupAfterLeaderExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { signalGroup(proc.pid(), sigKill) })
+	t.Cleanup(func() { procgroup.Kill(proc.pid()) })
 	var bg int
 	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
 		b, _ := os.ReadFile(out)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/procgroup"
 	"github.com/berth-mcp/berth/nativetool"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -143,7 +144,7 @@ func (n *nativeSession) answered(err error) bool {
 // shutdown (SIGKILL after 2 s), or SIGKILL to the group at once when hard.
 func (n *nativeSession) close(_ time.Duration, hard bool) {
 	if pid := n.c.Pid(); hard && pid > 0 {
-		signalGroup(pid, sigKill)
+		procgroup.Kill(pid)
 	}
 	n.c.Kill()
 	n.stderr.flush()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -412,10 +413,10 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *trust.Enablement)
 	if err != nil {
 		return fail(err)
 	}
-	for _, sname := range slices.Sorted(mapsKeys(m.MCPServers)) {
+	for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		pl.servers = append(pl.servers, newServer(p, pl, sname, m.MCPServers[sname], en.Surfaces[sname]))
 	}
-	for _, name := range slices.Sorted(mapsKeys(m.NativeTools)) {
+	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
 		pl.servers = append(pl.servers, newNativeServer(p, pl, name, m.NativeTools[name], en.Surfaces[NativeSurfaceKey(name)]))
 	}
 	return pl

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -599,7 +600,7 @@ func (s *server) applyTools(ctx context.Context, tools []*mcp.Tool) error {
 func (s *server) setPinned(tools map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if tools == nil || sameHashes(tools, s.pinned) {
+	if tools == nil || (s.pinned != nil && maps.Equal(tools, s.pinned)) {
 		return
 	}
 	s.pinned = tools
@@ -609,18 +610,6 @@ func (s *server) setPinned(tools map[string]string) {
 	s.setStateLocked()
 	s.changedLocked()
 	s.p.invalidate()
-}
-
-func sameHashes(a, b map[string]string) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // allowedByManifest applies the manifest's tools.allow and tools.deny of

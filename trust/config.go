@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // Config is config.json: the operator's signer policy and tool policy.
@@ -70,7 +72,7 @@ func (s *Store) UpdateConfig(ctx context.Context, fn func(*Config) error) (*Conf
 		return nil, err
 	}
 	sort.SliceStable(c.Signers, func(i, j int) bool { return c.Signers[i].Name < c.Signers[j].Name })
-	if err := writeJSONAtomic(s.paths.Config(), c); err != nil {
+	if err := atomicfile.WriteJSON(s.paths.Config(), c, 0o600); err != nil {
 		return nil, err
 	}
 	if _, err := s.updateLocked(func(*State) error { return nil }); err != nil {

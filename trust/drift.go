@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -243,7 +244,7 @@ func (c *DriftChecker) Check(ctx context.Context) error {
 	c.dirty.Store(false)
 	c.swept.Store(time.Now().UnixNano())
 	fps, err := fingerprints(ctx, c.dir)
-	if err == nil && sameFingerprints(fps, c.fps) {
+	if err == nil && maps.Equal(fps, c.fps) {
 		return nil
 	}
 	if err != nil && ctx.Err() != nil {
@@ -287,16 +288,4 @@ func (c *DriftChecker) Close() error {
 		return c.watcher.Close()
 	}
 	return nil
-}
-
-func sameFingerprints(a, b map[string]Fingerprint) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

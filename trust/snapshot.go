@@ -123,14 +123,3 @@ func makeReadOnly(root string) error {
 	}
 	return nil
 }
-
-// removeTree removes a tree whose directories may be read-only.
-func removeTree(dir string) error {
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
-}

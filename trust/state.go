@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // State is state.json: the generation and what is enabled where. Every
@@ -134,7 +136,7 @@ func (s *Store) bumpLocked(st *State) error {
 	if err := s.replaceStateLocked(st); err != nil {
 		return err
 	}
-	return syncDir(s.paths.Root)
+	return atomicfile.SyncDir(s.paths.Root)
 }
 
 // replaceStateLocked bumps the generation and replaces state.json (temp
@@ -145,10 +147,7 @@ func (s *Store) replaceStateLocked(st *State) error {
 	if err != nil {
 		return err
 	}
-	if err := writeTempRename(s.paths.State(), append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", s.paths.State(), err)
-	}
-	return nil
+	return atomicfile.ReplaceFile(s.paths.State(), append(data, '\n'), 0o600)
 }
 
 // GenerationWatch notices a moved generation cheaply: a stat of state.json

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // Store is berth's on-disk state: the content-addressed snapshots, the
@@ -118,12 +118,10 @@ type Record struct {
 // ID is name@version.
 func (r *Record) ID() string { return r.Name + "@" + r.Version }
 
-var recordNameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
-
 // CheckRef validates a plugin name and optional version given on a command
 // line before they are used in a path.
 func CheckRef(name, version string) error {
-	if !recordNameRe.MatchString(name) {
+	if !bundle.IsValidName(name) {
 		return fmt.Errorf("%q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", name)
 	}
 	if version != "" && !bundle.IsStrictSemver(version) {
@@ -298,7 +296,7 @@ func (s *Store) Trust(ctx context.Context, req TrustRequest) (*TrustResult, erro
 		return nil, err
 	}
 	if req.Signature != nil {
-		if err := WriteFileAtomic(s.paths.Signature(name, version), req.Signature, 0o600); err != nil {
+		if err := atomicfile.WriteFile(s.paths.Signature(name, version), req.Signature, 0o600); err != nil {
 			return nil, err
 		}
 	} else {
@@ -315,7 +313,7 @@ func (s *Store) Trust(ctx context.Context, req TrustRequest) (*TrustResult, erro
 		Source:     req.Source,
 		TrustedAt:  s.now().UTC().Truncate(time.Second),
 	}
-	if err := writeJSONAtomic(s.paths.Record(name, version), rec); err != nil {
+	if err := atomicfile.WriteJSON(s.paths.Record(name, version), rec, 0o600); err != nil {
 		return nil, err
 	}
 	s.hook("record-written")
@@ -380,7 +378,7 @@ func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle) (reused bool,
 	}
 	defer func() {
 		if err != nil {
-			removeTree(tmp)
+			atomicfile.RemoveTree(tmp)
 		}
 	}()
 	if err := copyBundle(ctx, b, tmp); err != nil {
@@ -402,14 +400,14 @@ func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle) (reused bool,
 		return false, err
 	}
 	meta := &snapshotMeta{Digest: b.Digest, Listing: string(tree.Listing.Bytes()), Files: fps}
-	if err := writeJSONAtomic(s.paths.SnapshotMeta(b.Digest), meta); err != nil {
+	if err := atomicfile.WriteJSON(s.paths.SnapshotMeta(b.Digest), meta, 0o600); err != nil {
 		return false, err
 	}
 	s.hook("stage-meta-written")
 	if err := os.Rename(tmp, final); err != nil {
 		return false, err
 	}
-	if err := syncDir(s.paths.Store()); err != nil {
+	if err := atomicfile.SyncDir(s.paths.Store()); err != nil {
 		return false, err
 	}
 	s.hook("stage-renamed")
@@ -535,13 +533,13 @@ func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, er
 		os.Remove(s.paths.Signature(r.Name, r.Version))
 	}
 	s.hook("revoke-removed")
-	syncDir(s.paths.PluginTrustDir(name))
+	atomicfile.SyncDir(s.paths.PluginTrustDir(name))
 	os.Remove(s.paths.PluginTrustDir(name)) // only if empty
-	return gone, syncDir(s.paths.Root)
+	return gone, atomicfile.SyncDir(s.paths.Root)
 }
 
 // isLeftover reports whether name is a staging temp dir (".tmp-*") or the
-// temp file of an interrupted WriteFileAtomic (".<base>.tmp-*").
+// temp file of an interrupted atomic write (".<base>.tmp-*").
 func isLeftover(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
 }
@@ -594,7 +592,7 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		p := filepath.Join(s.paths.Store(), name)
 		switch {
 		case isLeftover(name):
-			if err := removeTree(p); err != nil {
+			if err := atomicfile.RemoveTree(p); err != nil {
 				return nil, err
 			}
 			res.Leftovers = append(res.Leftovers, p)
@@ -609,11 +607,11 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 				}
 			}
 		case e.IsDir() && !keep[name]:
-			if err := removeTree(p); err != nil {
+			if err := atomicfile.RemoveTree(p); err != nil {
 				return nil, err
 			}
 			res.Snapshots = append(res.Snapshots, "sha256:"+name)
 		}
 	}
-	return res, syncDir(s.paths.Store())
+	return res, atomicfile.SyncDir(s.paths.Store())
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 const goodBundle = "../testdata/bundles/good/stdio-bundled"
@@ -579,7 +580,7 @@ func TestGenerationWatchConfig(t *testing.T) {
 	if _, moved, err := w.Check(); err != nil || !moved {
 		t.Fatalf("first check: %v %v", moved, err)
 	}
-	if err := WriteFileAtomic(s.Paths().Config(), []byte(`{"signers": [], "toolPolicy": [{"pattern": "*", "action": "deny"}]}`), 0o600); err != nil {
+	if err := atomicfile.WriteFile(s.Paths().Config(), []byte(`{"signers": [], "toolPolicy": [{"pattern": "*", "action": "deny"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, moved, err := w.Check(); err != nil || !moved {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/internal/clientconfig"
+	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -74,10 +75,7 @@ func resolveWorkspace(dir string) (string, error) {
 		}
 		dir = wd
 	}
-	abs, err := filepath.Abs(dir)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
+	abs, err := pool.Workspace(dir)
 	if err != nil {
 		return "", fmt.Errorf("workspace %s: %v; pass --workspace with an existing directory", dir, unwrapPath(err))
 	}

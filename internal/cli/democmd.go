@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/mcpexport"
 )
 
@@ -113,13 +114,7 @@ func (d *demo) cleanup() {
 		fmt.Fprintf(d.a.stdout, "\nKept: BERTH_HOME=%s, workspace %s\n", d.home, d.ws)
 		return
 	}
-	filepath.WalkDir(d.tmp, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	os.RemoveAll(d.tmp)
+	atomicfile.RemoveTree(d.tmp)
 }
 
 func (d *demo) title(format string, args ...any) {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -323,12 +322,11 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 	fmt.Fprintf(w, "  arguments:   %s\n", req.Arguments)
 	fmt.Fprintf(w, "  annotations: %s\n", annotationText(req.Annotations))
 	fmt.Fprintf(w, "  policy:      %s\n", req.Policy)
-	fmt.Fprint(w, "Run it? [y/N] ")
-	line, err := bufio.NewReader(c.a.stdin).ReadString('\n')
-	if err != nil && err != io.EOF {
+	ok, err := c.a.ask("Run it?")
+	if err != nil {
 		return pool.Decision{}, err
 	}
-	if s := strings.ToLower(strings.TrimSpace(line)); s == "y" || s == "yes" {
+	if ok {
 		return pool.Decision{Allow: true, By: "terminal"}, nil
 	}
 	return pool.Decision{By: "terminal", Reason: "the operator said no"}, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -59,16 +60,26 @@ func (a *app) confirm(question string, yes bool, flag string) error {
 	if !a.isTerminal() {
 		return usagef("not on a terminal, so berth cannot ask; pass %s to confirm", flag)
 	}
+	ok, err := a.ask(question)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("not confirmed; nothing was changed")
+	}
+	return nil
+}
+
+// ask prints a yes/no question and reads one line of answer: true for y
+// or yes, in any case.
+func (a *app) ask(question string) (bool, error) {
 	fmt.Fprintf(a.stdout, "%s [y/N] ", question)
 	line, err := bufio.NewReader(a.stdin).ReadString('\n')
 	if err != nil && err != io.EOF {
-		return err
+		return false, err
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return nil
-	}
-	return errors.New("not confirmed; nothing was changed")
+	s := strings.ToLower(strings.TrimSpace(line))
+	return s == "y" || s == "yes", nil
 }
 
 // parseRef splits NAME[@VERSION].
@@ -517,7 +528,7 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 			if out == "" {
 				out = defaultSignature(args[0])
 			}
-			if err := trust.WriteFileAtomic(out, sig, 0o644); err != nil {
+			if err := atomicfile.WriteFile(out, sig, 0o644); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, out)
@@ -600,7 +611,7 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 			}
 			return a.addSigner(cmd.Context(), s.Name, func(p trust.Paths) (trust.Signer, error) {
 				kept := p.TrustedRoot(s.Name)
-				if err := trust.WriteFileAtomic(kept, data, 0o600); err != nil {
+				if err := atomicfile.WriteFile(kept, data, 0o600); err != nil {
 					return trust.Signer{}, err
 				}
 				withCopy, err := trust.NewIdentitySigner(s.Name, issuer, san, sanRegex, kept)
