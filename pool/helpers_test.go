@@ -19,7 +19,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // TestMain lets the test binary act as the MCP test server and as a
@@ -41,9 +41,9 @@ func TestMain(m *testing.M) {
 
 // disableMain is `berth disable` in another process: HOME WORKSPACE NAME.
 func disableMain(args []string) int {
-	paths, err := trust.NewPaths(args[0])
+	paths, err := store.NewPaths(args[0])
 	if err == nil {
-		_, err = Disable(context.Background(), trust.OpenStore(paths, nil), args[1], args[2])
+		_, err = Disable(context.Background(), store.Open(paths, nil), args[1], args[2])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,8 +59,8 @@ type fixture struct {
 	home  string
 	ws    string
 	bin   string
-	paths trust.Paths
-	store *trust.Store
+	paths store.Paths
+	store *store.Store
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -71,10 +71,10 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.ws = ws
-	if f.paths, err = trust.NewPaths(f.home); err != nil {
+	if f.paths, err = store.NewPaths(f.home); err != nil {
 		t.Fatal(err)
 	}
-	f.store = trust.OpenStore(f.paths, nil)
+	f.store = store.Open(f.paths, nil)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -134,27 +134,38 @@ func mergeFiles(a, b map[string]string) map[string]string {
 	return out
 }
 
-// install trusts (unsigned) and enables a bundle directory.
-func (f *fixture) install(dir string) *trust.Record {
+// install trusts (unsigned, by its digest) and enables a bundle
+// directory.
+func (f *fixture) install(dir string) *store.Record {
 	f.t.Helper()
 	ctx := context.Background()
-	b, err := bundle.Open(ctx, dir, nil)
+	res, err := f.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digestOf(f.t, dir)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	defer b.Close()
-	res, err := f.store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "x"})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if _, err := Enable(ctx, f.store, f.ws, b.Manifest.Name, ""); err != nil {
+	if _, err := Enable(ctx, f.store, f.ws, res.Record.Name, ""); err != nil {
 		f.t.Fatal(err)
 	}
 	return res.Record
 }
 
+// digestOf is the digest of a valid bundle, for trusting it unsigned.
+func digestOf(t testing.TB, dir string) store.Digest {
+	t.Helper()
+	b, err := bundle.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	d, err := store.ParseDigest(b.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // plugin writes, trusts and enables a bundle.
-func (f *fixture) plugin(name string, servers map[string]any) *trust.Record {
+func (f *fixture) plugin(name string, servers map[string]any) *store.Record {
 	f.t.Helper()
 	return f.install(f.bundleDir(name, servers, nil))
 }
@@ -177,7 +188,7 @@ func (f *fixture) open(tune func(*Options)) *Pool {
 	if tune != nil {
 		tune(opts)
 	}
-	p, err := Open(context.Background(), f.paths, f.ws, opts)
+	p, err := Open(context.Background(), f.store, f.ws, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -264,4 +275,13 @@ func serverPIDs(t testing.TB, p *Pool, tool string) pids {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// mustDigest parses a digest from a record that Records returned.
+func mustDigest(s string) store.Digest {
+	d, err := store.ParseDigest(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -108,7 +108,7 @@ func TestRemoteLoopbackLiteral(t *testing.T) {
 					t.Fatalf("request headers %v", h)
 				}
 			}
-			if st := status(t, p, "web-api"); st.Transport != kind || st.State != StateRunning {
+			if st := status(t, p, "web-api"); st.Transport != Transport(kind) || st.State != StateRunning {
 				t.Fatalf("status %+v", st)
 			}
 		})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -121,7 +122,7 @@ func exitCode(err error) int {
 		return ExitInvalid
 	case errors.Is(err, trust.ErrUntrusted):
 		return ExitUntrusted
-	case errors.Is(err, trust.ErrDrift):
+	case errors.Is(err, store.ErrDrift):
 		return ExitDrift
 	case errors.Is(err, pool.ErrDenied):
 		return ExitDenied

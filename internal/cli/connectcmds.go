@@ -13,7 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/clientconfig"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // Test-only environment variables. They let the CLI tests fix what would
@@ -201,7 +201,7 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 	// A client starts berth without this shell's environment: a BERTH_HOME
 	// set here goes into the entry, or its berth would use another state root.
 	if h := a.getenv("BERTH_HOME"); h != "" {
-		paths, err := trust.NewPaths(h)
+		paths, err := store.NewPaths(h)
 		if err != nil {
 			return fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // workspaceFlag adds --workspace, defaulting to the current directory.
@@ -32,7 +32,7 @@ func (a *app) openPool(ctx context.Context, workspace string) (*pool.Pool, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := pool.Open(ctx, st.Paths(), workspace, &pool.Options{LookupEnv: os.LookupEnv})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv})
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ tail of failed servers, withheld tool changes and name collisions.`,
 				if s.LastError != "" {
 					last = oneLine(review.PrintableLines(s.LastError), 60)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, s.State, orDash(s.Transport), s.Tools, up, s.Restarts, last)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, s.State, orDash(string(s.Transport)), s.Tools, up, s.Restarts, last)
 			}
 			tw.Flush()
 			for _, s := range sts {
@@ -664,15 +664,15 @@ change at their next boundary.`,
 		Short: "Add or change the rule for a tool name or glob",
 		Args:  exactArgs(2, "PATTERN and an action (allow, ask or deny)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r := trust.PolicyRule{Pattern: args[0], Action: args[1]}
-			if err := pool.CheckPolicyRule(r); err != nil {
+			r := store.PolicyRule{Pattern: args[0], Action: store.Action(args[1])}
+			if err := store.CheckPolicyRule(r); err != nil {
 				return usagef("%v", err)
 			}
 			st, err := a.store()
 			if err != nil {
 				return err
 			}
-			if err := pool.SetPolicy(cmd.Context(), st, r); err != nil {
+			if err := st.SetPolicy(cmd.Context(), r); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Policy: %s %s.\n", r.Pattern, r.Action)
@@ -695,17 +695,17 @@ change at their next boundary.`,
 			}
 			rules := cfg.ToolPolicy
 			if rules == nil {
-				rules = []trust.PolicyRule{}
+				rules = []store.PolicyRule{}
 			}
 			if asJSON {
-				return writeJSON(a.stdout, map[string]any{"rules": rules, "default": pool.ActionAsk})
+				return writeJSON(a.stdout, map[string]any{"rules": rules, "default": store.ActionAsk})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "PATTERN\tACTION")
 			for _, r := range rules {
 				fmt.Fprintf(tw, "%s\t%s\n", r.Pattern, r.Action)
 			}
-			fmt.Fprintf(tw, "(any other tool)\t%s\n", pool.ActionAsk)
+			fmt.Fprintf(tw, "(any other tool)\t%s\n", store.ActionAsk)
 			return tw.Flush()
 		},
 	}
@@ -719,7 +719,7 @@ change at their next boundary.`,
 			if err != nil {
 				return err
 			}
-			found, err := pool.UnsetPolicy(cmd.Context(), st, args[0])
+			found, err := st.UnsetPolicy(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

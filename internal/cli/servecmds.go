@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -70,18 +69,22 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 			ctx := cmd.Context()
 			// Listen first: a refused address fails before anything starts.
 			type listener struct {
-				o    mcpexport.HTTPOptions
+				o    *mcpexport.HTTPOptions
 				addr string
 				ln   net.Listener
 			}
 			var lns []*listener
+			const tokenSource = "the token of --token-file"
 			if sseAddr != "" {
-				lns = append(lns, &listener{o: mcpexport.HTTPOptions{SSE: true, Token: token}, addr: sseAddr})
+				lns = append(lns, &listener{o: &mcpexport.HTTPOptions{SSE: true, Token: token, TokenSource: tokenSource}, addr: sseAddr})
 			}
 			if httpAddr != "" {
-				lns = append(lns, &listener{o: mcpexport.HTTPOptions{Stateless: stateless, Token: token}, addr: httpAddr})
+				lns = append(lns, &listener{o: &mcpexport.HTTPOptions{Stateless: stateless, Token: token, TokenSource: tokenSource}, addr: httpAddr})
 			}
 			for _, l := range lns {
+				if err := needToken(l.addr, token); err != nil {
+					return err
+				}
 				ln, err := mcpexport.Listen(l.addr, token)
 				if err != nil {
 					return err
@@ -90,27 +93,20 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 				l.ln = ln
 			}
 			log := slog.New(slog.NewTextHandler(a.stderr, nil))
-			paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
+			st, err := a.store()
 			if err != nil {
 				return err
 			}
 			if workspace == "" {
 				workspace = "."
 			}
-			// The pool calls Changed from its own goroutine, possibly
-			// before New returns: publish the server atomically.
-			var srvp atomic.Pointer[mcpexport.Server]
-			p, err := pool.Open(ctx, paths, workspace, &pool.Options{Changed: func() {
-				if srv := srvp.Load(); srv != nil {
-					srv.SyncSoon()
-				}
-			}})
+			p, err := pool.Open(ctx, st, workspace, nil)
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			srv := mcpexport.New(p, paths, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log})
-			srvp.Store(srv)
+			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log})
+			defer srv.Close()
 			if len(lns) == 0 {
 				log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir())
 				err := srv.ServeStdio(ctx)
@@ -143,8 +139,21 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 	return cmd
 }
 
+// needToken refuses a non-loopback address without --token-file, before
+// mcpexport.Listen would (in the words of its options).
+func needToken(addr, token string) error {
+	hostport, loopback, err := mcpexport.ListenAddr(addr)
+	if err != nil || loopback || token != "" {
+		return nil // Listen reports a bad address
+	}
+	return &rendered{
+		msg: fmt.Sprintf("%s is not a loopback address: a non-loopback address needs --token-file, so that only clients holding the token can connect (make one with: head -c 32 /dev/urandom | base64 > token && chmod 600 token)", hostport),
+		err: mcpexport.ErrTokenRequired,
+	}
+}
+
 func (a *app) queue() (*mcpexport.Queue, error) {
-	paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
+	paths, err := store.NewPaths(store.DefaultRoot(a.getenv))
 	if err != nil {
 		return nil, err
 	}

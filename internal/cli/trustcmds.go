@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -25,12 +25,12 @@ import (
 const crashEnv = "BERTH_TEST_CRASH_AT"
 
 // store opens the state store under $BERTH_HOME.
-func (a *app) store() (*trust.Store, error) {
-	paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
+func (a *app) store() (*store.Store, error) {
+	paths, err := store.NewPaths(store.DefaultRoot(a.getenv))
 	if err != nil {
 		return nil, err
 	}
-	opts := &trust.StoreOptions{}
+	opts := &store.StoreOptions{}
 	if step := a.getenv(crashEnv); step != "" {
 		opts.CrashHookUnsafe = func(s string) {
 			if s == step {
@@ -38,17 +38,16 @@ func (a *app) store() (*trust.Store, error) {
 			}
 		}
 	}
-	return trust.OpenStore(paths, opts), nil
+	return store.Open(paths, opts), nil
 }
 
 // verifier builds the signer policy of config.json.
-func (a *app) verifier(s *trust.Store) (*trust.Verifier, []trust.Signer, error) {
-	cfg, err := s.Config()
+func (a *app) verifier(s *store.Store) (*trust.Verifier, error) {
+	signers, err := s.Signers()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	v, err := trust.NewVerifier(cfg.Signers, nil)
-	return v, cfg.Signers, err
+	return trust.NewVerifier(signers, nil)
 }
 
 // confirm asks a yes/no question on the terminal. Without a terminal the
@@ -85,16 +84,10 @@ func (a *app) ask(question string) (bool, error) {
 // parseRef splits NAME[@VERSION].
 func parseRef(ref string) (name, version string, err error) {
 	name, version, _ = strings.Cut(ref, "@")
-	if err := trust.CheckRef(name, version); err != nil {
+	if err := store.CheckRef(name, version); err != nil {
 		return "", "", usagef("%v", err)
 	}
 	return name, version, nil
-}
-
-// defaultSignature is <dir>.sigstore.json beside a directory and
-// <archive>.sigstore.json beside an archive.
-func defaultSignature(source string) string {
-	return filepath.Clean(source) + ".sigstore.json"
 }
 
 func (a *app) trustCommand() *cobra.Command {
@@ -128,76 +121,50 @@ unless --allow-signer-change.`,
 			if allowUnsigned && digest == "" {
 				return usagef("--allow-unsigned needs --digest sha256:HEX: an unsigned bundle is trusted only by its exact digest (berth digest prints it)")
 			}
+			topts := &store.TrustOptions{Bundle: &opts, AllowSignerChange: allowSignerChange, UnsignedUnsafe: allowUnsigned}
 			if digest != "" {
-				if _, err := trust.ParseDigest(digest); err != nil {
+				d, err := store.ParseDigest(digest)
+				if err != nil {
 					return usagef("--digest: %v", err)
 				}
+				topts.Digest = d
 			}
-			ctx := cmd.Context()
+			if !allowUnsigned {
+				topts.SignatureFile = sigFile
+			}
 			st, err := a.store()
 			if err != nil {
 				return err
 			}
-			b, err := openBundle(ctx, source, &opts)
-			if err != nil {
+			if err := checkLimits(&opts); err != nil {
 				return err
 			}
-			defer b.Close()
-			if digest != "" && digest != b.Digest {
-				return fmt.Errorf("%s has digest %s, but --digest pins %s: %w; make sure you have the bundle you meant to trust", source, b.Digest, digest, trust.ErrUntrusted)
+			topts.Confirm = func(c *store.Candidate) error {
+				if !asJSON {
+					if err := c.Review.WriteText(a.stdout); err != nil {
+						return err
+					}
+					fmt.Fprintln(a.stdout)
+					if c.Signer != nil {
+						fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", c.Signer)
+					} else {
+						fmt.Fprintf(a.stdout, "UNSIGNED: trusted only because its digest is %s, as you pinned.\n", c.Bundle.Digest)
+					}
+				}
+				return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), yes, "--yes")
 			}
-			req := trust.TrustRequest{Bundle: b, Source: absSource(source), AllowSignerChange: allowSignerChange}
-			if allowUnsigned {
-				req.UnsignedUnsafe = true
-			} else {
-				v, signers, err := a.verifier(st)
-				if err != nil {
-					return err
-				}
-				if len(signers) == 0 {
-					return fmt.Errorf("no signer is configured, so berth cannot trust %s: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`), or trust it unsigned by its exact digest with --allow-unsigned --digest %s", source, trust.ErrUntrusted, b.Digest)
-				}
-				if sigFile == "" {
-					sigFile = defaultSignature(source)
-				}
-				sig, err := readSignature(sigFile)
-				if err != nil {
-					return fmt.Errorf("no signature for %s at %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, sigFile, errors.Unwrap(err), trust.ErrUntrusted)
-				}
-				res, err := v.Verify(ctx, b.Listing().Bytes(), sig)
-				if err != nil {
-					return fmt.Errorf("%s: %w", source, err)
-				}
-				req.Signature, req.Verified = sig, res
-			}
-			d := review.New(b)
-			req.ReviewHash = d.Hash()
-			if !asJSON {
-				if err := d.WriteText(a.stdout); err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout)
-				if req.Verified != nil {
-					fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", trust.RefOf(req.Verified))
-				} else {
-					fmt.Fprintf(a.stdout, "UNSIGNED: trusted only because its digest is %s, as you pinned.\n", b.Digest)
-				}
-			}
-			if err := a.confirm(fmt.Sprintf("Trust %s %s?", b.Manifest.Name, b.Manifest.Version), yes, "--yes"); err != nil {
-				return err
-			}
-			res, err := st.Trust(ctx, req)
+			res, err := st.Trust(cmd.Context(), source, topts)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeJSON(a.stdout, map[string]any{"record": res.Record, "already": res.Already, "staged": st.Paths().Snapshot(res.Record.Digest), "review": d})
+				return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Staged: res.Snapshot})
 			}
 			if res.Already {
 				fmt.Fprintf(a.stdout, "%s is already trusted with this digest; nothing changed.\n", res.Record.ID())
 				return nil
 			}
-			fmt.Fprintf(a.stdout, "Trusted %s (%s), staged at %s.\nEnable it with: berth enable %s\n", res.Record.ID(), res.Record.Digest, st.Paths().Snapshot(res.Record.Digest), res.Record.Name)
+			fmt.Fprintf(a.stdout, "Trusted %s (%s), staged at %s.\nEnable it with: berth enable %s\n", res.Record.ID(), res.Record.Digest, res.Snapshot, res.Record.Name)
 			return nil
 		},
 	}
@@ -212,33 +179,19 @@ unless --allow-signer-change.`,
 	return cmd
 }
 
-// readSignature reads at most trust.MaxSignatureSize+1 bytes of a
-// signature file, which may come with an untrusted bundle: Verify refuses
-// anything larger.
-func readSignature(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, trust.MaxSignatureSize+1))
-}
-
-func absSource(s string) string {
-	if strings.Contains(s, "://") {
-		return s
-	}
-	if abs, err := filepath.Abs(s); err == nil {
-		return abs
-	}
-	return s
+// trustJSON is what trust --json prints.
+type trustJSON struct {
+	Already bool               `json:"already"`
+	Record  *store.Record      `json:"record"`
+	Review  *review.Disclosure `json:"review"`
+	Staged  string             `json:"staged"`
 }
 
 type listEntry struct {
 	Name      string           `json:"name"`
 	Version   string           `json:"version"`
 	Digest    string           `json:"digest"`
-	Signer    *trust.SignerRef `json:"signer"`
+	Signer    *store.SignerRef `json:"signer"`
 	Unsigned  bool             `json:"unsigned"`
 	Staged    string           `json:"staged"`
 	Enabled   []string         `json:"enabledIn"`
@@ -267,7 +220,11 @@ func (a *app) listCommand() *cobra.Command {
 			}
 			out := []listEntry{}
 			for _, r := range recs {
-				e := listEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, Signer: r.Signer, Unsigned: r.Unsigned, Staged: st.Paths().Snapshot(r.Digest), Enabled: []string{}, Source: r.Source, TrustedAt: r.TrustedAt}
+				d, err := store.ParseDigest(r.Digest) // Records checked it
+				if err != nil {
+					return err
+				}
+				e := listEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, Signer: r.Signer, Unsigned: r.Unsigned, Staged: st.Paths().Snapshot(d), Enabled: []string{}, Source: r.Source, TrustedAt: r.TrustedAt}
 				for _, ws := range state.EnabledIn(r.Name) {
 					if state.Workspaces[ws].Plugins[r.Name].Version == r.Version {
 						e.Enabled = append(e.Enabled, ws)
@@ -308,7 +265,7 @@ type verifyEntry struct {
 	Digest   string           `json:"digest"`
 	OK       bool             `json:"ok"`
 	Unsigned bool             `json:"unsigned"`
-	Signer   *trust.SignerRef `json:"signer,omitempty"`
+	Signer   *store.SignerRef `json:"signer,omitempty"`
 	Drift    *bundle.Diff     `json:"drift,omitempty"`
 	Error    string           `json:"error,omitempty"`
 }
@@ -328,7 +285,7 @@ stored signature against the current signer policy (exit 4).`,
 			if err != nil {
 				return err
 			}
-			var recs []*trust.Record
+			var recs []*store.Record
 			if len(args) == 1 {
 				name, version, err := parseRef(args[0])
 				if err != nil {
@@ -340,7 +297,7 @@ stored signature against the current signer policy (exit 4).`,
 			} else if recs, err = st.Records(); err != nil {
 				return err
 			}
-			v, _, err := a.verifier(st)
+			v, err := a.verifier(st)
 			if err != nil {
 				return err
 			}
@@ -526,7 +483,7 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 				return err
 			}
 			if out == "" {
-				out = defaultSignature(args[0])
+				out = store.DefaultSignatureFile(args[0])
 			}
 			if err := atomicfile.WriteFile(out, sig, 0o644); err != nil {
 				return err
@@ -576,7 +533,7 @@ func (a *app) signersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.addSigner(cmd.Context(), s.Name, func(trust.Paths) (trust.Signer, error) { return s, nil })
+			return a.addSigner(cmd.Context(), s)
 		},
 	}
 	addKey.Flags().StringVar(&notBefore, "not-before", "", "accept signatures only from this time on (RFC 3339)")
@@ -602,24 +559,8 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 			if err != nil {
 				return err
 			}
-			if rootFile == "" {
-				return a.addSigner(cmd.Context(), s.Name, func(trust.Paths) (trust.Signer, error) { return s, nil })
-			}
-			data, err := os.ReadFile(rootFile)
-			if err != nil {
-				return err
-			}
-			return a.addSigner(cmd.Context(), s.Name, func(p trust.Paths) (trust.Signer, error) {
-				kept := p.TrustedRoot(s.Name)
-				if err := atomicfile.WriteFile(kept, data, 0o600); err != nil {
-					return trust.Signer{}, err
-				}
-				withCopy, err := trust.NewIdentitySigner(s.Name, issuer, san, sanRegex, kept)
-				if err != nil {
-					os.Remove(kept)
-				}
-				return withCopy, err
-			})
+			// The store keeps a copy of the trusted root.
+			return a.addSigner(cmd.Context(), s)
 		},
 	}
 	addIdentity.Flags().StringVar(&issuer, "issuer", "", "the exact OIDC issuer URL")
@@ -637,20 +578,20 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 			if err != nil {
 				return err
 			}
-			cfg, err := st.Config()
+			signers, err := st.Signers()
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				if cfg.Signers == nil {
-					cfg.Signers = []trust.Signer{}
+				if signers == nil {
+					signers = []trust.Signer{}
 				}
-				return writeJSON(a.stdout, cfg.Signers)
+				return writeJSON(a.stdout, signers)
 			}
-			if len(cfg.Signers) == 0 {
+			if len(signers) == 0 {
 				fmt.Fprintln(a.stdout, "No signers yet: every trust is refused. Add one with: berth signers add-key NAME PUBKEY.pem")
 			}
-			for _, s := range cfg.Signers {
+			for _, s := range signers {
 				fmt.Fprintln(a.stdout, s.String())
 			}
 			return nil
@@ -667,19 +608,9 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 			if err != nil {
 				return err
 			}
-			_, err = st.UpdateConfig(cmd.Context(), func(c *trust.Config) error {
-				for i, s := range c.Signers {
-					if s.Name == args[0] {
-						c.Signers = append(c.Signers[:i], c.Signers[i+1:]...)
-						return nil
-					}
-				}
-				return fmt.Errorf("there is no signer %q (`berth signers list` shows them)", args[0])
-			})
-			if err != nil {
+			if _, err := st.RemoveSigner(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			os.Remove(st.Paths().TrustedRoot(args[0]))
 			fmt.Fprintf(a.stdout, "Removed signer %q. Plugins it signed now fail `berth verify` until you trust their signer again.\n", args[0])
 			return nil
 		},
@@ -688,29 +619,16 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 	return cmd
 }
 
-// addSigner adds the signer that build makes, under the state lock and
-// only when no signer is named name yet: build may write files of that
-// signer (its trusted root copy) without touching an existing one's.
-func (a *app) addSigner(ctx context.Context, name string, build func(trust.Paths) (trust.Signer, error)) error {
+// addSigner adds a signer to the policy and says so.
+func (a *app) addSigner(ctx context.Context, s trust.Signer) error {
 	st, err := a.store()
 	if err != nil {
 		return err
 	}
-	var s trust.Signer
-	_, err = st.UpdateConfig(ctx, func(c *trust.Config) error {
-		if _, ok := c.Signer(name); ok {
-			return fmt.Errorf("a signer named %q exists already; remove it first with `berth signers remove %s`, or pick another name", name, name)
-		}
-		var err error
-		if s, err = build(st.Paths()); err != nil {
-			return err
-		}
-		c.Signers = append(c.Signers, s)
-		return nil
-	})
+	added, err := st.AddSigner(ctx, s)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "Added signer %s.\n", s)
+	fmt.Fprintf(a.stdout, "Added signer %s.\n", added)
 	return nil
 }

@@ -7,7 +7,7 @@
 // "berth", is the berth CLI (see init), so the server under test is the
 // same code, race detector included, that `go test -race` builds.
 
-package mcpexport_test
+package e2e
 
 import (
 	"bytes"
@@ -29,27 +29,20 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/internal/cli"
 	"github.com/berth-mcp/berth/internal/peers"
+	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // berthName is the name under which the test binary acts as the berth
-// CLI. upstreamName is the name under which TestMain (main_test.go) makes
-// it the "demo" upstream server: tools echo (read-only), wipe
-// (destructive) and secret.
+// CLI. upstreamName is the name under which TestMain makes it the "demo"
+// upstream server: tools echo (read-only), wipe (destructive) and secret.
 const (
 	berthName    = "berth"
-	upstreamName = "berth-export-upstream"
+	upstreamName = testupstream.Name
 )
-
-func init() {
-	if filepath.Base(os.Args[0]) == berthName {
-		os.Exit(cli.Main())
-	}
-}
 
 // The demo plugin's tools as berth exports them.
 const (
@@ -66,8 +59,8 @@ type world struct {
 	home  string
 	ws    string
 	bin   string
-	paths trust.Paths
-	store *trust.Store
+	paths store.Paths
+	store *store.Store
 	// path is the PATH of every berth process: bin first.
 	path []string
 
@@ -88,10 +81,10 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	w.path = []string{w.bin, "/usr/local/bin", "/usr/bin", "/bin"}
-	if w.paths, err = trust.NewPaths(w.home); err != nil {
+	if w.paths, err = store.NewPaths(w.home); err != nil {
 		t.Fatal(err)
 	}
-	w.store = trust.OpenStore(w.paths, nil)
+	w.store = store.Open(w.paths, nil)
 	t.Cleanup(func() {
 		// The store keeps snapshots read-only; let TempDir remove them.
 		filepath.WalkDir(w.home, func(p string, d os.DirEntry, err error) error {
@@ -128,8 +121,9 @@ func (w *world) plugin(name, server, command string, args ...string) {
 	if err != nil {
 		w.t.Fatalf("bundle %s: %v", name, err)
 	}
-	defer b.Close()
-	if _, err := w.store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "peers-test"}); err != nil {
+	digest, _ := store.ParseDigest(b.Digest)
+	b.Close()
+	if _, err := w.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest}); err != nil {
 		w.t.Fatal(err)
 	}
 	if _, err := pool.Enable(ctx, w.store, w.ws, name, ""); err != nil {
@@ -142,7 +136,7 @@ func (w *world) demo() { w.plugin("demo", "up", upstreamName) }
 
 func (w *world) policy(pattern, action string) {
 	w.t.Helper()
-	if err := pool.SetPolicy(context.Background(), w.store, trust.PolicyRule{Pattern: pattern, Action: action}); err != nil {
+	if err := w.store.SetPolicy(context.Background(), store.PolicyRule{Pattern: pattern, Action: store.Action(action)}); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -799,7 +793,7 @@ func TestTypeScriptSDKElicitation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(cfg.ToolPolicy, trust.PolicyRule{Pattern: demoEcho, Action: "allow"}) {
+		if !slices.Contains(cfg.ToolPolicy, store.PolicyRule{Pattern: demoEcho, Action: "allow"}) {
 			t.Fatalf("allow-always wrote no policy: %+v", cfg.ToolPolicy)
 		}
 	})

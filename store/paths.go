@@ -1,4 +1,4 @@
-package trust
+package store
 
 import (
 	"encoding/hex"
@@ -11,7 +11,8 @@ import (
 )
 
 // Paths derives every path of berth's on-disk state from one root
-// ($BERTH_HOME). Nothing else in berth computes a state path.
+// ($BERTH_HOME). Nothing else in berth computes a state path. Paths is
+// plain data, safe to copy and to share.
 //
 //	store/sha256/<hex>/            staged snapshots, read-only
 //	store/sha256/<hex>.meta.json   their listing and stat fingerprints
@@ -53,14 +54,15 @@ func DefaultRoot(getenv func(string) string) string {
 // Store is the directory of staged snapshots.
 func (p Paths) Store() string { return filepath.Join(p.Root, "store", "sha256") }
 
-// Snapshot is the staged snapshot of a digest ("sha256:<hex>").
-func (p Paths) Snapshot(digest string) string {
-	return filepath.Join(p.Store(), mustHex(digest))
+// Snapshot is the staged snapshot of a digest. The zero Digest is a
+// programmer error and panics.
+func (p Paths) Snapshot(d Digest) string {
+	return filepath.Join(p.Store(), d.mustHex())
 }
 
 // SnapshotMeta holds a snapshot's listing and stat fingerprints.
-func (p Paths) SnapshotMeta(digest string) string {
-	return filepath.Join(p.Store(), mustHex(digest)+".meta.json")
+func (p Paths) SnapshotMeta(d Digest) string {
+	return filepath.Join(p.Store(), d.mustHex()+".meta.json")
 }
 
 // TrustDir holds the trust records of every plugin.
@@ -106,24 +108,41 @@ func (p Paths) Approvals() string { return filepath.Join(p.Root, "approvals") }
 // Audit is the append-only log of approval decisions.
 func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }
 
-// ParseDigest checks "sha256:<64 lower-case hex>" and returns the hex.
-func ParseDigest(d string) (string, error) {
-	h, ok := strings.CutPrefix(d, "sha256:")
+// Digest is a bundle digest: "sha256:" and 64 lower-case hex digits.
+// Only a Digest names a snapshot's path, and the only way to make one is
+// ParseDigest, so a damaged file on disk can never make a path outside the
+// store, nor a panic. The zero Digest is no digest.
+type Digest struct{ hex string }
+
+// ParseDigest checks "sha256:<64 lower-case hex>" and returns it as a
+// Digest.
+func ParseDigest(s string) (Digest, error) {
+	h, ok := strings.CutPrefix(s, "sha256:")
 	if !ok || len(h) != 64 || strings.ToLower(h) != h {
-		return "", fmt.Errorf("%q is not a digest: write sha256: followed by 64 lower-case hex digits (berth digest prints one)", d)
+		return Digest{}, fmt.Errorf("%q is not a digest: write sha256: followed by 64 lower-case hex digits (berth digest prints one)", s)
 	}
 	if _, err := hex.DecodeString(h); err != nil {
-		return "", fmt.Errorf("%q is not a digest: write sha256: followed by 64 lower-case hex digits (berth digest prints one)", d)
+		return Digest{}, fmt.Errorf("%q is not a digest: write sha256: followed by 64 lower-case hex digits (berth digest prints one)", s)
 	}
-	return h, nil
+	return Digest{hex: h}, nil
 }
 
-func mustHex(digest string) string {
-	h, err := ParseDigest(digest)
-	if err != nil {
-		panic("trust: " + err.Error())
+// String returns "sha256:<hex>", or "" for the zero Digest.
+func (d Digest) String() string {
+	if d.hex == "" {
+		return ""
 	}
-	return h
+	return "sha256:" + d.hex
+}
+
+// IsZero reports whether d is the zero Digest.
+func (d Digest) IsZero() bool { return d.hex == "" }
+
+func (d Digest) mustHex() string {
+	if d.hex == "" {
+		panic("store: a path of the zero Digest")
+	}
+	return d.hex
 }
 
 // ensure creates the root with mode 0700 when missing.

@@ -1,4 +1,4 @@
-package trust
+package store
 
 import (
 	"context"
@@ -7,29 +7,25 @@ import (
 	"sort"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // Config is config.json: the operator's signer policy and tool policy.
+// Change it with UpdateConfig, or with AddSigner, RemoveSigner, SetPolicy
+// and UnsetPolicy.
 type Config struct {
-	Signers    []Signer     `json:"signers"`
-	ToolPolicy []PolicyRule `json:"toolPolicy,omitempty"`
-}
-
-// PolicyRule is one tool policy entry: an exact tool name or a glob (*
-// and ?) and what happens when it is called.
-type PolicyRule struct {
-	Pattern string `json:"pattern"`
-	Action  string `json:"action"` // "allow", "ask" or "deny"
+	Signers    []trust.Signer `json:"signers"`
+	ToolPolicy []PolicyRule   `json:"toolPolicy,omitempty"`
 }
 
 // Signer returns the signer named name.
-func (c *Config) Signer(name string) (Signer, bool) {
+func (c *Config) Signer(name string) (trust.Signer, bool) {
 	for _, s := range c.Signers {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return Signer{}, false
+	return trust.Signer{}, false
 }
 
 // Config reads config.json without the lock. A missing file is the empty

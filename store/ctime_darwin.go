@@ -1,6 +1,6 @@
 //go:build darwin
 
-package trust
+package store
 
 import "syscall"
 

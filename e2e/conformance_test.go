@@ -7,7 +7,7 @@
 // suite expects come from the go-sdk conformance everything-server, enabled
 // as a plugin over stdio. docs/conformance.md explains the results.
 
-package mcpexport_test
+package e2e
 
 import (
 	"bufio"

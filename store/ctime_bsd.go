@@ -1,6 +1,6 @@
 //go:build unix && !linux && !darwin
 
-package trust
+package store
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package trust
+package store
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // ErrDrift means a staged snapshot no longer matches what was reviewed.
@@ -23,7 +24,7 @@ var ErrDrift = errors.New("drift")
 
 // DriftError names what changed in a staged snapshot.
 type DriftError struct {
-	Digest string
+	Digest string // "sha256:<hex>"
 	Path   string // the snapshot directory
 	Diff   *bundle.Diff
 }
@@ -37,7 +38,7 @@ func (e *DriftError) Unwrap() error { return ErrDrift }
 
 // checkSnapshot re-hashes a snapshot and compares it with the listing it
 // was staged with. It returns the fresh fingerprints when they match.
-func (s *Store) checkSnapshot(ctx context.Context, digest string) (map[string]Fingerprint, error) {
+func (s *Store) checkSnapshot(ctx context.Context, digest Digest) (map[string]Fingerprint, error) {
 	meta, err := s.readMeta(digest)
 	if err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (s *Store) checkSnapshot(ctx context.Context, digest string) (map[string]Fi
 	dir := s.paths.Snapshot(digest)
 	tree, ps, err := bundle.ReadTree(ctx, dir, nil)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &DriftError{Digest: digest, Path: dir, Diff: &bundle.Diff{Removed: []string{"."}}}
+		return nil, &DriftError{Digest: digest.String(), Path: dir, Diff: &bundle.Diff{Removed: []string{"."}}}
 	}
 	if err != nil {
 		return nil, err
@@ -66,7 +67,7 @@ func (s *Store) checkSnapshot(ctx context.Context, digest string) (map[string]Fi
 		}
 	}
 	if !d.Empty() {
-		return nil, &DriftError{Digest: digest, Path: dir, Diff: d}
+		return nil, &DriftError{Digest: digest.String(), Path: dir, Diff: d}
 	}
 	return fingerprints(ctx, dir)
 }
@@ -78,8 +79,8 @@ type VerifyReport struct {
 	Drift *DriftError
 	// Signature is the verification result; nil for unsigned records or
 	// when verification failed.
-	Signature *Result
-	// Err is the first failure: a *DriftError (ErrDrift), an ErrUntrusted
+	Signature *trust.Result
+	// Err is the first failure: a *DriftError (ErrDrift), an trust.ErrUntrusted
 	// signature failure, or another error.
 	Err error
 }
@@ -87,9 +88,14 @@ type VerifyReport struct {
 // Verify re-checks a trust record offline: it re-hashes the staged
 // snapshot against the recorded digest, and re-verifies the stored
 // signature over the recorded listing against the current signer policy.
-func (s *Store) Verify(ctx context.Context, rec *Record, v *Verifier) *VerifyReport {
+func (s *Store) Verify(ctx context.Context, rec *Record, v *trust.Verifier) *VerifyReport {
 	rep := &VerifyReport{Record: rec}
-	if _, err := s.checkSnapshot(ctx, rec.Digest); err != nil {
+	digest, err := ParseDigest(rec.Digest)
+	if err != nil {
+		rep.Err = fmt.Errorf("trust record %s is damaged (digest: %v); remove it and re-trust the plugin", rec.ID(), err)
+		return rep
+	}
+	if _, err := s.checkSnapshot(ctx, digest); err != nil {
 		var de *DriftError
 		if errors.As(err, &de) {
 			rep.Drift = de
@@ -102,10 +108,10 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *Verifier) *VerifyRep
 	}
 	sig, err := os.ReadFile(s.paths.Signature(rec.Name, rec.Version))
 	if err != nil {
-		rep.Err = fmt.Errorf("the stored signature of %s is missing (%v): %w; re-trust the bundle with its signature", rec.ID(), err, ErrUntrusted)
+		rep.Err = fmt.Errorf("the stored signature of %s is missing (%v): %w; re-trust the bundle with its signature", rec.ID(), err, trust.ErrUntrusted)
 		return rep
 	}
-	meta, err := s.readMeta(rec.Digest)
+	meta, err := s.readMeta(digest)
 	if err != nil {
 		rep.Err = err
 		return rep
@@ -117,9 +123,9 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *Verifier) *VerifyRep
 	}
 	// Signer continuity rests on the recorded signer, so the stored
 	// signature must still be that signer's.
-	if got := RefOf(res); got.identity() != rec.Signer.identity() {
+	if got := refOf(res); got.identity() != rec.Signer.identity() {
 		rep.Err = fmt.Errorf("%s: the stored signature is by %s, but the trust record says %s: %w; re-trust the bundle with its publisher's signature (berth trust SOURCE)",
-			rec.ID(), got, rec.Signer, ErrUntrusted)
+			rec.ID(), got, rec.Signer, trust.ErrUntrusted)
 		return rep
 	}
 	rep.Signature = res
@@ -136,7 +142,7 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *Verifier) *VerifyRep
 // re-hash. It is safe for concurrent use.
 type DriftChecker struct {
 	store  *Store
-	digest string
+	digest Digest
 	dir    string
 
 	mu       sync.Mutex
@@ -152,10 +158,7 @@ type DriftChecker struct {
 
 // DriftChecker returns a checker for the snapshot of digest. Close it to
 // release its watch.
-func (s *Store) DriftChecker(digest string) (*DriftChecker, error) {
-	if _, err := ParseDigest(digest); err != nil {
-		return nil, err
-	}
+func (s *Store) DriftChecker(digest Digest) (*DriftChecker, error) {
 	meta, err := s.readMeta(digest)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package trust
+package store
 
 import (
 	"context"
@@ -62,14 +62,15 @@ func fingerprints(ctx context.Context, root string) (map[string]Fingerprint, err
 	return out, err
 }
 
-func (s *Store) readMeta(digest string) (*snapshotMeta, error) {
+func (s *Store) readMeta(d Digest) (*snapshotMeta, error) {
+	digest := d.String()
 	m := &snapshotMeta{}
-	ok, err := readJSON(s.paths.SnapshotMeta(digest), m)
+	ok, err := readJSON(s.paths.SnapshotMeta(d), m)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("the staged snapshot of %s has no metadata (%s); re-trust the bundle", digest, s.paths.SnapshotMeta(digest))
+		return nil, fmt.Errorf("the staged snapshot of %s has no metadata (%s); re-trust the bundle", digest, s.paths.SnapshotMeta(d))
 	}
 	if bundle.DigestOf([]byte(m.Listing)) != digest || m.Digest != digest {
 		return nil, fmt.Errorf("the metadata of the staged snapshot %s is damaged (its listing does not hash to the digest); run `berth gc` and re-trust the bundle", digest)
@@ -78,10 +79,7 @@ func (s *Store) readMeta(digest string) (*snapshotMeta, error) {
 }
 
 // Listing returns the canonical listing a snapshot was staged with.
-func (s *Store) Listing(digest string) (*bundle.Listing, error) {
-	if _, err := ParseDigest(digest); err != nil {
-		return nil, err
-	}
+func (s *Store) Listing(digest Digest) (*bundle.Listing, error) {
 	m, err := s.readMeta(digest)
 	if err != nil {
 		return nil, err

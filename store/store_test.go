@@ -1,4 +1,4 @@
-package trust
+package store
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/trust"
 )
 
 const goodBundle = "../testdata/bundles/good/stdio-bundled"
@@ -25,32 +26,41 @@ func openBundle(t *testing.T, src string) *bundle.Bundle {
 	return b
 }
 
+// mustDigest parses a digest that berth computed.
+func mustDigest(s string) Digest {
+	d, err := ParseDigest(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
 func newStore(t *testing.T) *Store {
 	t.Helper()
 	p, err := NewPaths(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return OpenStore(p, nil)
+	return Open(p, nil)
 }
 
 // signedRequest signs the bundle's listing with a fresh key and returns a
 // request verified against a policy holding that key.
-func signedRequest(t *testing.T, b *bundle.Bundle, signer string) (TrustRequest, Signer) {
+func signedRequest(t *testing.T, b *bundle.Bundle, signer string) (*verified, trust.Signer) {
 	t.Helper()
-	priv, pub, err := GenerateKey()
+	priv, pub, err := trust.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sig, err := Sign(context.Background(), b.Listing().Bytes(), priv)
+	sig, err := trust.Sign(context.Background(), b.Listing().Bytes(), priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewKeySigner(signer, pub, nil)
+	s, err := trust.NewKeySigner(signer, pub, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := NewVerifier([]Signer{s}, nil)
+	v, err := trust.NewVerifier([]trust.Signer{s}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,21 +68,21 @@ func signedRequest(t *testing.T, b *bundle.Bundle, signer string) (TrustRequest,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return TrustRequest{Bundle: b, Signature: sig, Verified: res, Source: b.Source, ReviewHash: "sha256:x"}, s
+	return &verified{bundle: b, signature: sig, result: res, source: b.Source, reviewHash: "sha256:x"}, s
 }
 
 func TestTrustStagesReadOnlySnapshot(t *testing.T) {
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
 	req, signer := signedRequest(t, b, "acme")
-	res, err := s.Trust(context.Background(), req)
+	res, err := s.record(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Already || res.Record.Digest != b.Digest || res.Record.Unsigned || res.Record.Signer.Fingerprint != signer.Fingerprint {
 		t.Fatalf("record %+v", res.Record)
 	}
-	snap := s.Paths().Snapshot(b.Digest)
+	snap := s.Paths().Snapshot(mustDigest(b.Digest))
 	fi, err := os.Stat(filepath.Join(snap, "bin", "notes-server"))
 	if err != nil || fi.Mode().Perm() != 0o555 {
 		t.Fatalf("bin mode %v %v", fi.Mode(), err)
@@ -90,14 +100,14 @@ func TestTrustStagesReadOnlySnapshot(t *testing.T) {
 		t.Fatalf("generation %d", st.Generation)
 	}
 	// Trusting again is a no-op.
-	again, err := s.Trust(context.Background(), req)
+	again, err := s.record(context.Background(), req)
 	if err != nil || !again.Already {
 		t.Fatalf("re-trust: %+v %v", again, err)
 	}
 	if st, _ := s.State(); st.Generation != 1 {
 		t.Fatalf("re-trust bumped the generation to %d", st.Generation)
 	}
-	v, _ := NewVerifier([]Signer{signer}, nil)
+	v, _ := trust.NewVerifier([]trust.Signer{signer}, nil)
 	if rep := s.Verify(context.Background(), res.Record, v); rep.Err != nil || rep.Signature == nil {
 		t.Fatalf("verify: %+v", rep)
 	}
@@ -107,13 +117,13 @@ func TestTrustRefusals(t *testing.T) {
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
 	req, _ := signedRequest(t, b, "acme")
-	if _, err := s.Trust(context.Background(), req); err != nil {
+	if _, err := s.record(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	// Another signer for the same plugin.
 	other, _ := signedRequest(t, b, "mallory")
-	_, err := s.Trust(context.Background(), other)
-	if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), `key "acme"`) || !strings.Contains(err.Error(), `key "mallory"`) || !strings.Contains(err.Error(), "--allow-signer-change") {
+	_, err := s.record(context.Background(), other)
+	if !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), `key "acme"`) || !strings.Contains(err.Error(), `key "mallory"`) || !strings.Contains(err.Error(), "AllowSignerChange") || !errors.As(err, new(*SignerChangeError)) {
 		t.Fatalf("signer change: %v", err)
 	}
 	// Same version, new digest.
@@ -122,9 +132,9 @@ func TestTrustRefusals(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "README.md"), []byte("changed\n"), 0o644)
 	b2 := openBundle(t, dir)
 	req2, _ := signedRequest(t, b2, "acme")
-	req2.Verified.KeyFingerprint = req.Verified.KeyFingerprint // same identity, so only immutability refuses
-	_, err = s.Trust(context.Background(), req2)
-	if !errors.Is(err, ErrUntrusted) || !strings.Contains(err.Error(), "versions are immutable") {
+	req2.result.KeyFingerprint = req.result.KeyFingerprint // same identity, so only immutability refuses
+	_, err = s.record(context.Background(), req2)
+	if !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "versions are immutable") {
 		t.Fatalf("same version new digest: %v", err)
 	}
 	if st, _ := s.State(); st.Generation != 1 {
@@ -166,10 +176,10 @@ func stagedChecker(t *testing.T) (*Store, *bundle.Bundle, *DriftChecker) {
 	t.Helper()
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
-	if _, err := s.Stage(context.Background(), b); err != nil {
+	if _, err := s.stage(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.DriftChecker(b.Digest)
+	c, err := s.DriftChecker(mustDigest(b.Digest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +219,7 @@ func TestDriftChecker(t *testing.T) {
 			if !c.Watching() {
 				t.Log("no file-system watch; every check sweeps")
 			}
-			tc.tamper(t, s.Paths().Snapshot(b.Digest))
+			tc.tamper(t, s.Paths().Snapshot(mustDigest(b.Digest)))
 			var err2 error
 			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 				if err2 = c.Check(context.Background()); err2 != nil {
@@ -233,7 +243,7 @@ func TestRevokeAndGC(t *testing.T) {
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
 	req, _ := signedRequest(t, b, "acme")
-	if _, err := s.Trust(context.Background(), req); err != nil {
+	if _, err := s.record(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(s.Paths().Store(), ".tmp-leftover", "x"), 0o555)
@@ -245,14 +255,14 @@ func TestRevokeAndGC(t *testing.T) {
 	if err != nil || len(gone) != 1 {
 		t.Fatalf("revoke: %v %v", gone, err)
 	}
-	if _, err := s.Revoke(context.Background(), "acme-notes", ""); !errors.Is(err, ErrUntrusted) {
+	if _, err := s.Revoke(context.Background(), "acme-notes", ""); !errors.Is(err, trust.ErrUntrusted) {
 		t.Fatalf("second revoke: %v", err)
 	}
 	gc, err = s.GC(context.Background())
 	if err != nil || len(gc.Snapshots) != 1 || gc.Snapshots[0] != b.Digest {
 		t.Fatalf("gc after revoke: %+v %v", gc, err)
 	}
-	if _, err := os.Stat(s.Paths().Snapshot(b.Digest)); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.Paths().Snapshot(mustDigest(b.Digest))); !os.IsNotExist(err) {
 		t.Fatal("snapshot still there")
 	}
 	if st, _ := s.State(); st.Generation != 2 {
@@ -311,7 +321,7 @@ func TestDriftCheckerAfterHarmlessChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, b, c := stagedChecker(t)
-			snap := s.Paths().Snapshot(b.Digest)
+			snap := s.Paths().Snapshot(mustDigest(b.Digest))
 			tc.harmless(t, snap)
 			for range 5 {
 				time.Sleep(20 * time.Millisecond)
@@ -406,8 +416,8 @@ func TestRecordsRefuseDamagedRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			b := openBundle(t, goodBundle)
-			req := TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source}
-			res, err := s.Trust(context.Background(), req)
+			req := &verified{bundle: b, source: b.Source}
+			res, err := s.record(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -436,13 +446,13 @@ func TestRevokeCrash(t *testing.T) {
 			ctx := context.Background()
 			p, _ := NewPaths(t.TempDir())
 			crashAt := ""
-			s := OpenStore(p, &StoreOptions{CrashHookUnsafe: func(at string) {
+			s := Open(p, &StoreOptions{CrashHookUnsafe: func(at string) {
 				if at == crashAt {
 					panic(at)
 				}
 			}})
 			b := openBundle(t, goodBundle)
-			if _, err := s.Trust(ctx, TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source}); err != nil {
+			if _, err := s.record(ctx, &verified{bundle: b, source: b.Source}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Update(ctx, func(st *State) error {
@@ -492,15 +502,15 @@ func TestTrustAgainRepairsDriftedSnapshot(t *testing.T) {
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
 	req, signer := signedRequest(t, b, "acme")
-	if _, err := s.Trust(ctx, req); err != nil {
+	if _, err := s.record(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(filepath.Join(s.Paths().Snapshot(b.Digest), "share", "index.txt"), 0o555)
-	res, err := s.Trust(ctx, req)
+	os.Chmod(filepath.Join(s.Paths().Snapshot(mustDigest(b.Digest)), "share", "index.txt"), 0o555)
+	res, err := s.record(ctx, req)
 	if err != nil || res.Already {
 		t.Fatalf("re-trust of a drifted snapshot: %+v %v", res, err)
 	}
-	v, _ := NewVerifier([]Signer{signer}, nil)
+	v, _ := trust.NewVerifier([]trust.Signer{signer}, nil)
 	if rep := s.Verify(ctx, res.Record, v); rep.Err != nil {
 		t.Fatalf("verify after re-trust: %v", rep.Err)
 	}
@@ -515,10 +525,10 @@ func TestGCRemovesTempFiles(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
-	if _, err := s.Trust(ctx, TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source}); err != nil {
+	if _, err := s.record(ctx, &verified{bundle: b, source: b.Source}); err != nil {
 		t.Fatal(err)
 	}
-	h, _ := ParseDigest(b.Digest)
+	h := mustDigest(b.Digest).hex
 	temps := []string{
 		filepath.Join(s.Paths().Store(), "."+h+".meta.json.tmp-123"),
 		filepath.Join(s.Paths().PluginTrustDir("acme-notes"), ".1.4.2.json.tmp-456"),
@@ -541,7 +551,7 @@ func TestGCRemovesTempFiles(t *testing.T) {
 	if recs, err := s.Records(); err != nil || len(recs) != 1 {
 		t.Fatalf("records after gc: %v %v", recs, err)
 	}
-	if _, err := os.Stat(s.Paths().SnapshotMeta(b.Digest)); err != nil {
+	if _, err := os.Stat(s.Paths().SnapshotMeta(mustDigest(b.Digest))); err != nil {
 		t.Fatal("gc removed the metadata of a kept snapshot")
 	}
 }
@@ -553,20 +563,20 @@ func TestVerifyChecksRecordedSigner(t *testing.T) {
 	s := newStore(t)
 	b := openBundle(t, goodBundle)
 	req, acme := signedRequest(t, b, "acme")
-	res, err := s.Trust(ctx, req)
+	res, err := s.record(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other, mallory := signedRequest(t, b, "mallory")
-	if err := os.WriteFile(s.Paths().Signature("acme-notes", "1.4.2"), other.Signature, 0o600); err != nil {
+	if err := os.WriteFile(s.Paths().Signature("acme-notes", "1.4.2"), other.signature, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v, err := NewVerifier([]Signer{acme, mallory}, nil)
+	v, err := trust.NewVerifier([]trust.Signer{acme, mallory}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := s.Verify(ctx, res.Record, v)
-	if !errors.Is(rep.Err, ErrUntrusted) || !strings.Contains(rep.Err.Error(), `key "mallory"`) || !strings.Contains(rep.Err.Error(), `key "acme"`) {
+	if !errors.Is(rep.Err, trust.ErrUntrusted) || !strings.Contains(rep.Err.Error(), `key "mallory"`) || !strings.Contains(rep.Err.Error(), `key "acme"`) {
 		t.Fatalf("verify with another signer's signature: %v", rep.Err)
 	}
 }
@@ -602,7 +612,7 @@ func TestTrustChecksNameAndVersion(t *testing.T) {
 		s := newStore(t)
 		b := openBundle(t, goodBundle)
 		b.Manifest.Name, b.Manifest.Version = tc.name, tc.version
-		_, err := s.Trust(context.Background(), TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: b.Source})
+		_, err := s.record(context.Background(), &verified{bundle: b, source: b.Source})
 		if err == nil {
 			t.Fatalf("%s@%s was trusted", tc.name, tc.version)
 		}
@@ -646,7 +656,7 @@ func TestStageRefusesSourceChangedAfterHashing(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := newStore(t)
-			if _, err := s.Stage(context.Background(), b); err == nil || !strings.Contains(err.Error(), "changed while berth copied it") && !strings.Contains(err.Error(), "does not match the bundle") {
+			if _, err := s.stage(context.Background(), b); err == nil || !strings.Contains(err.Error(), "changed while berth copied it") && !strings.Contains(err.Error(), "does not match the bundle") {
 				t.Fatalf("stage of a changed source: %v", err)
 			}
 			entries, _ := os.ReadDir(s.Paths().Store())
@@ -662,7 +672,7 @@ func TestStageRefusesSourceChangedAfterHashing(t *testing.T) {
 	b := openBundle(t, dir)
 	os.Chmod(filepath.Join(dir, "share", "index.txt"), 0o755)
 	s := newStore(t)
-	snap, err := s.Stage(context.Background(), b)
+	snap, err := s.stage(context.Background(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -678,7 +688,7 @@ func TestDriftCheckerSeesWhatTheWatchMisses(t *testing.T) {
 	ctx := context.Background()
 	s, b, c := stagedChecker(t)
 	link := filepath.Join(t.TempDir(), "link")
-	if err := os.Link(filepath.Join(s.Paths().Snapshot(b.Digest), "share", "index.txt"), link); err != nil {
+	if err := os.Link(filepath.Join(s.Paths().Snapshot(mustDigest(b.Digest)), "share", "index.txt"), link); err != nil {
 		t.Skipf("no hard link into the store: %v", err)
 	}
 	os.Chmod(link, 0o644)

@@ -1,4 +1,4 @@
-package trust
+package store
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testtree"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // BenchmarkVerifySnapshot re-verifies one trusted plugin whose snapshot is
@@ -24,19 +25,19 @@ func BenchmarkVerifySnapshot(b *testing.B) {
 	}
 	defer bd.Close()
 	p, _ := NewPaths(b.TempDir())
-	s := OpenStore(p, nil)
-	priv, pub, _ := GenerateKey()
-	sig, err := Sign(context.Background(), bd.Listing().Bytes(), priv)
+	s := Open(p, nil)
+	priv, pub, _ := trust.GenerateKey()
+	sig, err := trust.Sign(context.Background(), bd.Listing().Bytes(), priv)
 	if err != nil {
 		b.Fatal(err)
 	}
-	signer, _ := NewKeySigner("bench", pub, nil)
-	v, _ := NewVerifier([]Signer{signer}, nil)
+	signer, _ := trust.NewKeySigner("bench", pub, nil)
+	v, _ := trust.NewVerifier([]trust.Signer{signer}, nil)
 	res, err := v.Verify(context.Background(), bd.Listing().Bytes(), sig)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := s.Trust(context.Background(), TrustRequest{Bundle: bd, Signature: sig, Verified: res, Source: src, ReviewHash: "x"})
+	tr, err := s.record(context.Background(), &verified{bundle: bd, signature: sig, result: res, source: src, reviewHash: "x"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,5 +49,5 @@ func BenchmarkVerifySnapshot(b *testing.B) {
 			}
 		}
 	})
-	b.Run("sha256sum", func(b *testing.B) { testtree.Sha256sum(b, p.Snapshot(tr.Record.Digest), n) })
+	b.Run("sha256sum", func(b *testing.B) { testtree.Sha256sum(b, p.Snapshot(mustDigest(tr.Record.Digest)), n) })
 }

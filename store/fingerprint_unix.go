@@ -1,6 +1,6 @@
 //go:build unix
 
-package trust
+package store
 
 import (
 	"io/fs"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package trust
+package store
 
 import "syscall"
 
