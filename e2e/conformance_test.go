@@ -33,6 +33,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/internal/peers"
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // The conformance fixture plugin: berth exports the fixture tool
@@ -43,28 +44,12 @@ const (
 	confPrefix = confPlugin + "-" + confServer + "__"
 )
 
-// goBuild builds a main package of the build list (for example one of
-// go-sdk's) into dir and returns the program's path.
-func goBuild(t *testing.T, dir, pkg string) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command(goTool, "build", "-o", out, pkg)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, msg)
-	}
-	return out
-}
-
 // confWorld is a world whose workspace enables the go-sdk conformance
 // everything-server as plugin "conf", every tool allowed by a glob.
 func confWorld(t *testing.T) *world {
 	t.Helper()
 	w := newWorld(t)
-	goBuild(t, w.bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	testkit.Program(t, w.bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	w.plugin(confPlugin, confServer, "everything-server")
 	w.policy("*", "allow")
 	return w

@@ -497,6 +497,7 @@ func TestQueueTellsTheClientWhileItWaits(t *testing.T) {
 	logs := make(chan string, 10)
 	progress := make(chan *mcp.ProgressNotificationParams, 100)
 	c := mcp.NewClient(&mcp.Implementation{Name: "patient", Version: "1"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 the test checks the legacy sessions' logging
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s, _ := r.Params.Data.(string)
 			logs <- s
@@ -510,6 +511,7 @@ func TestQueueTellsTheClientWhileItWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	//lint:ignore SA1019 the test checks the legacy sessions' logging
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}

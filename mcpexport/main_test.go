@@ -101,12 +101,6 @@ func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 	return e
 }
 
-func (e *env) server() *Server {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.srv
-}
-
 // client connects a go-sdk client in memory. proto pins the protocol
 // version ("" lets it negotiate 2026-07-28); elicit, when set, is the
 // client's elicitation handler.

@@ -106,7 +106,8 @@ func New(p *pool.Pool, opts *Options) *Server {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
-			Logging:   &mcp.LoggingCapabilities{},
+			//lint:ignore SA1019 legacy sessions still get MCP logging during the SEP-2577 deprecation window
+			Logging: &mcp.LoggingCapabilities{},
 		},
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
 		Logger:                    s.log,

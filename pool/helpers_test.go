@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
 	"github.com/berth-mcp/berth/store"
 )
@@ -237,17 +238,9 @@ func status(t testing.TB, p *Pool, id string) ServerStatus {
 	return ServerStatus{}
 }
 
-// waitFor polls cond until it holds or d passed.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-	}
+	testkit.Eventually(t, d, what, cond)
 }
 
 // alive reports whether pid is a live process (a zombie is dead).

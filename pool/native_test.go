@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/nativetool"
 	"github.com/berth-mcp/berth/store"
 )
@@ -46,17 +45,8 @@ func nativePrograms(t testing.TB) (fmttools, testplugin string) {
 			return
 		}
 		nativeBuild.dir = dir
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		args := []string{"build", "-o", dir + string(os.PathSeparator)}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/berth-mcp/berth/examples/fmttools", "github.com/berth-mcp/berth/pool/internal/testplugin")
-		if out, err := exec.Command(goTool, args...).CombinedOutput(); err != nil {
-			nativeBuild.err = errors.New("building the native tool providers: " + err.Error() + "\n" + string(out))
+		if err := testkit.GoBuild(dir, "github.com/berth-mcp/berth/examples/fmttools", "github.com/berth-mcp/berth/pool/internal/testplugin"); err != nil {
+			nativeBuild.err = errors.New("building the native tool providers: " + err.Error())
 		}
 	})
 	if nativeBuild.err != nil {

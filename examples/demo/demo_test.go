@@ -1,7 +1,8 @@
-package cli
+package main
 
 import (
-	"errors"
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +11,9 @@ import (
 	"testing"
 )
 
-// TestDemo runs `berth demo`, the README's first command, end to end: it
-// must exit 0 and show every step, the approval queue and the drift
-// refusal included.
+// TestDemo runs the demo, the README's first command, end to end: it must
+// exit 0 and show every step, the approval queue and the drift refusal
+// included.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the example from source")
@@ -20,11 +21,9 @@ func TestDemo(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("the demo needs the go command")
 	}
-	cmd := exec.Command("berth", "demo")
-	cmd.Dir = "../.."
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("berth demo: %v\n%s", err, out)
+	var out bytes.Buffer
+	if code := run(context.Background(), &out, false); code != 0 {
+		t.Fatalf("the demo exited %d:\n%s", code, out.String())
 	}
 	for _, want := range []string{
 		"is a valid bundle: demo-notes 1.0.0",
@@ -35,8 +34,8 @@ func TestDemo(t *testing.T) {
 		"no longer matches what was reviewed",
 		"Demo complete: every step behaved as expected.",
 	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out.String())
 		}
 	}
 }
@@ -53,15 +52,12 @@ func TestDemoFailsWhenAStepFails(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(fake), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("berth", "demo")
-	cmd.Dir = "../.."
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
-		t.Fatalf("berth demo with a failing step: %v\n%s", err, out)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var out bytes.Buffer
+	if code := run(context.Background(), &out, false); code == 0 {
+		t.Fatalf("the demo with a failing step exited 0:\n%s", out.String())
 	}
-	if !strings.Contains(string(out), "DEMO FAILED: building ./examples/notesserver") || !strings.Contains(string(out), "simulated build failure") || strings.Contains(string(out), "Demo complete") {
-		t.Fatalf("the demo's output does not report the failed step:\n%s", out)
+	if !strings.Contains(out.String(), "DEMO FAILED: building ./examples/notesserver") || !strings.Contains(out.String(), "simulated build failure") || strings.Contains(out.String(), "Demo complete") {
+		t.Fatalf("the demo's output does not report the failed step:\n%s", out.String())
 	}
 }

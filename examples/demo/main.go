@@ -1,4 +1,17 @@
-package cli
+// Command demo runs berth's main job end to end on the example in this
+// directory, in a temporary BERTH_HOME and workspace, and prints each step:
+// it builds the example bundle and berth itself from source (a stdio MCP
+// server and a native tool provider), validates and reviews the bundle,
+// signs it with the example signer key and verifies that signature, trusts
+// and stages it, enables it, starts berth serve, connects an MCP client,
+// lists the tools, calls one (approved through the approval queue, so you
+// see that step), then tampers with a staged file and shows the next call
+// fail closed with the drift error. No network is used.
+//
+// Run it from the berth repository, with the Go toolchain (make demo, or
+// go run ./examples/demo [-keep]). It exits 0 only if every step behaved
+// as expected.
+package main
 
 import (
 	"bytes"
@@ -7,18 +20,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/mcpexport"
@@ -30,49 +44,46 @@ const (
 	demoHash   = "demo-notes__hash_file"
 )
 
-func (a *app) demoCommand() *cobra.Command {
-	var keep bool
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Run berth's main job end to end on the built-in example",
-		Long: `Demo runs berth's main job on the example in examples/demo, in a temporary
-BERTH_HOME and workspace, and prints each step: it builds the example bundle
-from source (a stdio MCP server and a native tool provider), validates and
-reviews it, signs it with the example signer key and verifies that signature,
-trusts and stages it, enables it, starts 'berth serve', connects an MCP
-client, lists the tools, calls one (approved through the approval queue, so
-you see that step), then tampers with a staged file and shows the next call
-fail closed with the drift error. No network is used.
+// berth's exit codes that the demo expects (docs/cli.md).
+const (
+	exitOK        = 0
+	exitUntrusted = 4
+	exitDrift     = 5
+)
 
-Run it from the berth repository (it needs the Go toolchain to build the
-example). It exits 0 only if every step behaved as expected.`,
-		Args: exactArgs(0, "no arguments"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := newDemo(a, keep)
-			if err != nil {
-				return err
-			}
-			defer d.cleanup()
-			if err := d.run(cmd.Context()); err != nil {
-				fmt.Fprintf(a.stdout, "\nDEMO FAILED: %v\n", err)
-				return &reported{err}
-			}
-			return nil
-		},
+func main() {
+	keep := flag.Bool("keep", false, "keep the temporary BERTH_HOME and workspace, and print where they are")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Stdout, *keep))
+}
+
+// run runs the demo and returns its exit code.
+func run(ctx context.Context, stdout io.Writer, keep bool) int {
+	d, err := newDemo(stdout, keep)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		return 1
 	}
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary BERTH_HOME and workspace, and print where they are")
-	return cmd
+	defer d.cleanup()
+	if err := d.run(ctx); err != nil {
+		fmt.Fprintf(stdout, "\nDEMO FAILED: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 type demo struct {
-	a                        *app
+	stdout                   io.Writer
 	keep                     bool
 	repo, tmp                string
 	home, ws, bundle, signer string
+	berthExe                 string
 	step                     int
 }
 
-func newDemo(a *app, keep bool) (*demo, error) {
+func newDemo(stdout io.Writer, keep bool) (*demo, error) {
 	repo, err := findRepo()
 	if err != nil {
 		return nil, err
@@ -84,9 +95,9 @@ func newDemo(a *app, keep bool) (*demo, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &demo{a: a, keep: keep, repo: repo, tmp: tmp,
+	d := &demo{stdout: stdout, keep: keep, repo: repo, tmp: tmp,
 		home: filepath.Join(tmp, "berth-home"), ws: filepath.Join(tmp, "workspace"), bundle: filepath.Join(tmp, "demo-notes"),
-		signer: filepath.Join(repo, "examples", "demo", "example-signer")}
+		signer: filepath.Join(repo, "examples", "demo", "example-signer"), berthExe: filepath.Join(tmp, "bin", "berth")}
 	return d, nil
 }
 
@@ -103,7 +114,7 @@ func findRepo() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("berth demo builds its example from source: run it inside the berth repository (make demo)")
+			return "", fmt.Errorf("the demo builds its example from source: run it inside the berth repository (make demo)")
 		}
 		dir = parent
 	}
@@ -111,7 +122,7 @@ func findRepo() (string, error) {
 
 func (d *demo) cleanup() {
 	if d.keep {
-		fmt.Fprintf(d.a.stdout, "\nKept: BERTH_HOME=%s, workspace %s\n", d.home, d.ws)
+		fmt.Fprintf(d.stdout, "\nKept: BERTH_HOME=%s, workspace %s\n", d.home, d.ws)
 		return
 	}
 	atomicfile.RemoveTree(d.tmp)
@@ -119,30 +130,44 @@ func (d *demo) cleanup() {
 
 func (d *demo) title(format string, args ...any) {
 	d.step++
-	fmt.Fprintf(d.a.stdout, "\n== Step %d: %s\n", d.step, fmt.Sprintf(format, args...))
+	fmt.Fprintf(d.stdout, "\n== Step %d: %s\n", d.step, fmt.Sprintf(format, args...))
 }
 
 func (d *demo) say(format string, args ...any) {
-	fmt.Fprintf(d.a.stdout, "   "+format+"\n", args...)
+	fmt.Fprintf(d.stdout, "   "+format+"\n", args...)
 }
 
-// berth runs a berth command in this process with the demo's BERTH_HOME,
-// prints it and its output, and checks its exit code.
+// berth runs a berth command with the demo's BERTH_HOME, prints it and
+// its output, and checks its exit code.
 func (d *demo) berth(ctx context.Context, want int, args ...string) (string, error) {
-	fmt.Fprintf(d.a.stdout, "   $ berth %s\n", strings.Join(quoteAll(args), " "))
-	var out bytes.Buffer
-	getenv := func(k string) string {
-		if k == "BERTH_HOME" {
-			return d.home
-		}
-		return os.Getenv(k)
+	fmt.Fprintf(d.stdout, "   $ berth %s\n", strings.Join(quoteAll(args), " "))
+	out, code, err := d.runBerth(ctx, args...)
+	if err != nil {
+		return "", err
 	}
-	code := run(ctx, args, getenv, strings.NewReader(""), &out, &out)
-	fmt.Fprint(d.a.stdout, indent(out.String(), "     "))
+	fmt.Fprint(d.stdout, indent(out, "     "))
 	if code != want {
-		return out.String(), fmt.Errorf("berth %s exited %d, expected %d", strings.Join(args, " "), code, want)
+		return out, fmt.Errorf("berth %s exited %d, expected %d", strings.Join(args, " "), code, want)
 	}
-	return out.String(), nil
+	return out, nil
+}
+
+// runBerth runs the berth that the demo built, with the demo's BERTH_HOME
+// and no standard input, and returns its output and exit code.
+func (d *demo) runBerth(ctx context.Context, args ...string) (string, int, error) {
+	cmd := exec.CommandContext(ctx, d.berthExe, args...)
+	cmd.Env = append(os.Environ(), "BERTH_HOME="+d.home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode(), nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("running berth %s: %w", strings.Join(args, " "), err)
+	}
+	return out.String(), 0, nil
 }
 
 func quoteAll(args []string) []string {
@@ -166,7 +191,7 @@ func indent(s, pre string) string {
 }
 
 func (d *demo) run(ctx context.Context) error {
-	fmt.Fprintf(d.a.stdout, "berth demo: the main job on a built-in example, in a temporary BERTH_HOME (%s)\nand workspace (%s). Nothing leaves this machine.\n", d.home, d.ws)
+	fmt.Fprintf(d.stdout, "berth demo: the main job on a built-in example, in a temporary BERTH_HOME (%s)\nand workspace (%s). Nothing leaves this machine.\n", d.home, d.ws)
 
 	d.title("build the example bundle from source")
 	if err := d.build(ctx); err != nil {
@@ -174,38 +199,38 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.title("validate and review it, as a person deciding whether to trust it")
-	if _, err := d.berth(ctx, ExitOK, "validate", d.bundle); err != nil {
+	if _, err := d.berth(ctx, exitOK, "validate", d.bundle); err != nil {
 		return err
 	}
-	if _, err := d.berth(ctx, ExitOK, "review", d.bundle); err != nil {
+	if _, err := d.berth(ctx, exitOK, "review", d.bundle); err != nil {
 		return err
 	}
 
 	d.title("the publisher signs the canonical listing with the example signer key")
-	if _, err := d.berth(ctx, ExitOK, "sign", d.bundle, "--key", d.signer+".key"); err != nil {
+	if _, err := d.berth(ctx, exitOK, "sign", d.bundle, "--key", d.signer+".key"); err != nil {
 		return err
 	}
 
 	d.title("the operator trusts that signer; berth verifies the signature, then trusts and stages the bundle")
-	if _, err := d.berth(ctx, ExitUntrusted, "trust", "--yes", d.bundle); err != nil {
+	if _, err := d.berth(ctx, exitUntrusted, "trust", "--yes", d.bundle); err != nil {
 		return fmt.Errorf("with no signer configured, trust must be refused: %w", err)
 	}
-	if _, err := d.berth(ctx, ExitOK, "signers", "add-key", "example", d.signer+".pub"); err != nil {
+	if _, err := d.berth(ctx, exitOK, "signers", "add-key", "example", d.signer+".pub"); err != nil {
 		return err
 	}
-	out, err := d.berth(ctx, ExitOK, "trust", "--yes", d.bundle)
+	out, err := d.berth(ctx, exitOK, "trust", "--yes", d.bundle)
 	if err != nil {
 		return err
 	}
 	if !strings.Contains(out, `Signed by key "example"`) {
 		return fmt.Errorf("trust did not name the example signer")
 	}
-	if _, err := d.berth(ctx, ExitOK, "verify"); err != nil {
+	if _, err := d.berth(ctx, exitOK, "verify"); err != nil {
 		return err
 	}
 
 	d.title("enable it for the workspace")
-	if _, err := d.berth(ctx, ExitOK, "enable", "demo-notes", "--workspace", d.ws); err != nil {
+	if _, err := d.berth(ctx, exitOK, "enable", "demo-notes", "--workspace", d.ws); err != nil {
 		return err
 	}
 
@@ -287,11 +312,11 @@ func (d *demo) run(ctx context.Context) error {
 	if !res.IsError || !strings.Contains(resultText(res), "no longer matches what was reviewed") || !strings.Contains(resultText(res), "berth.json") {
 		return fmt.Errorf("the call after tampering did not fail with the drift error")
 	}
-	if _, err := d.berth(ctx, ExitDrift, "verify"); err != nil {
+	if _, err := d.berth(ctx, exitDrift, "verify"); err != nil {
 		return err
 	}
 
-	fmt.Fprintf(d.a.stdout, "\nDemo complete: every step behaved as expected.\nNext: make test, then see README.md for installing berth and `berth connect claude-desktop`.\n")
+	fmt.Fprintf(d.stdout, "\nDemo complete: every step behaved as expected.\nNext: make test, then see README.md for installing berth and `berth connect claude-desktop`.\n")
 	return nil
 }
 
@@ -303,11 +328,13 @@ func (d *demo) build(ctx context.Context) error {
 		return err
 	}
 	for _, b := range []struct{ out, pkg string }{
-		{"notes-server", "./examples/notesserver"},
-		{"fmt-tools", "./examples/fmttools"},
+		{filepath.Join(bin, "notes-server"), "./examples/notesserver"},
+		{filepath.Join(bin, "fmt-tools"), "./examples/fmttools"},
+		{d.berthExe, "./cmd/berth"},
 	} {
-		d.say("$ go build -o %s %s", filepath.Join("demo-notes", "bin", b.out), b.pkg)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, b.out), b.pkg)
+		rel, _ := filepath.Rel(d.tmp, b.out)
+		d.say("$ go build -o %s %s", rel, b.pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = d.repo
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
@@ -353,12 +380,8 @@ func (d *demo) serve(ctx context.Context) (string, func(), error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		return "", nil, err
-	}
 	d.say("$ berth serve --workspace %s --http %s", d.ws, addr)
-	cmd := exec.Command(exe, "serve", "--workspace", d.ws, "--http", addr)
+	cmd := exec.Command(d.berthExe, "serve", "--workspace", d.ws, "--http", addr)
 	cmd.Env = append(os.Environ(), "BERTH_HOME="+d.home)
 	logf, err := os.Create(filepath.Join(d.tmp, "serve.log"))
 	if err != nil {
@@ -437,10 +460,10 @@ func (d *demo) callApproved(ctx context.Context, cs *mcp.ClientSession, name str
 		if len(list) != 1 || list[0].Tool != name {
 			return nil, fmt.Errorf("the approval queue holds %d calls, the first of %s; want the one call of %s", len(list), list[0].Tool, name)
 		}
-		if _, err := d.berth(ctx, ExitOK, "approvals"); err != nil {
+		if _, err := d.berth(ctx, exitOK, "approvals"); err != nil {
 			return nil, err
 		}
-		if _, err := d.berth(ctx, ExitOK, "approve", list[0].ID); err != nil {
+		if _, err := d.berth(ctx, exitOK, "approve", list[0].ID); err != nil {
 			return nil, err
 		}
 		r := <-done
@@ -452,21 +475,28 @@ func (d *demo) callApproved(ctx context.Context, cs *mcp.ClientSession, name str
 }
 
 func (d *demo) stagedFile(rel string) (string, error) {
-	var list []listEntry
-	var out bytes.Buffer
-	getenv := func(k string) string {
-		if k == "BERTH_HOME" {
-			return d.home
-		}
-		return os.Getenv(k)
+	var list []struct {
+		Staged string `json:"staged"`
 	}
-	if code := run(context.Background(), []string{"list", "--json"}, getenv, strings.NewReader(""), &out, io.Discard); code != 0 {
-		return "", errors.New("berth list failed")
+	out, code, err := d.runBerth(context.Background(), "list", "--json")
+	if err != nil || code != 0 {
+		return "", fmt.Errorf("berth list failed: %v", err)
 	}
-	if err := json.Unmarshal(out.Bytes(), &list); err != nil || len(list) != 1 {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 {
 		return "", fmt.Errorf("berth list --json: %v", err)
 	}
 	return filepath.Join(list[0].Staged, filepath.FromSlash(rel)), nil
+}
+
+// resultText joins the text of a tool result.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // short keeps a result readable in the demo's output.
