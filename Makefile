@@ -2,6 +2,8 @@
 GO      ?= go
 FUZZTIME ?= 20s
 BIN     ?= bin/berth
+# staticcheck, run at a pinned version so a fresh machine needs only Go.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: build test fuzz bench lint demo peers clean
 
@@ -11,7 +13,7 @@ build:
 # The README's first command: berth's main job end to end on the built-in
 # example, in a temporary BERTH_HOME and workspace.
 demo:
-	$(GO) run ./cmd/berth demo
+	$(GO) run ./examples/demo
 
 # The test command of the README and of CI.
 test:
@@ -36,6 +38,7 @@ lint:
 	@files=$$(git ls-files '*.go') && [ -n "$$files" ] || { echo "lint: git ls-files found no Go files; run make lint in a git checkout"; exit 1; }; \
 	out=$$(gofmt -l $$files); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 # The npm test peers (server-everything, Inspector, conformance, Node 22).
 peers:

@@ -15,15 +15,15 @@ import (
 	"strings"
 )
 
-// ArchiveKind returns "tar.gz" or "zip" for a supported archive name, or ""
-// for anything else.
-func ArchiveKind(name string) string {
+// ArchiveKind returns KindTarGz or KindZip for a supported archive name,
+// or "" for anything else.
+func ArchiveKind(name string) Kind {
 	lower := strings.ToLower(name)
 	switch {
 	case strings.HasSuffix(lower, ".tar.gz"), strings.HasSuffix(lower, ".tgz"):
-		return "tar.gz"
+		return KindTarGz
 	case strings.HasSuffix(lower, ".zip"):
-		return "zip"
+		return KindZip
 	}
 	return ""
 }
@@ -36,17 +36,17 @@ func ArchiveKind(name string) string {
 // zip bomb stops at the cap. err is set when the archive cannot be read.
 func Extract(ctx context.Context, src, dest string, limits *Limits) ([]*Problem, error) {
 	lim := limits.withDefaults()
-	x := &extractor{ctx: ctx, dest: dest, lim: lim, seen: map[string]string{}, folded: map[string]string{}}
+	x := &extractor{dest: dest, lim: lim, seen: map[string]entryKind{}, folded: map[string]string{}}
 	f, err := os.Open(src)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	switch ArchiveKind(src) {
-	case "tar.gz":
-		err = x.tarGz(f)
-	case "zip":
-		err = x.zip(f)
+	case KindTarGz:
+		err = x.tarGz(ctx, f)
+	case KindZip:
+		err = x.zip(ctx, f)
 	default:
 		return nil, fmt.Errorf("%s: not a supported archive; berth reads directories, .tar.gz, .tgz and .zip", src)
 	}
@@ -73,19 +73,31 @@ type formatError struct{ err error }
 
 func (e *formatError) Error() string { return e.err.Error() }
 
+// entryKind is what an archive entry is, or "implied" for a directory
+// that only the paths of other entries name.
+type entryKind string
+
+const (
+	entryFile     entryKind = "file"
+	entryDir      entryKind = "dir"
+	entrySymlink  entryKind = "symlink"
+	entryHardLink entryKind = "hardlink"
+	entrySpecial  entryKind = "special"
+	entryImplied  entryKind = "implied"
+)
+
 type extractor struct {
-	ctx     context.Context
 	dest    string
 	lim     Limits
 	ps      problems
-	seen    map[string]string // clean path -> kind ("file", "dir", "symlink", "implied")
+	seen    map[string]entryKind // clean path -> kind
 	folded  map[string]string
 	links   []walkEntry
 	total   int64
 	entries int
 }
 
-func (x *extractor) tarGz(r io.Reader) error {
+func (x *extractor) tarGz(ctx context.Context, r io.Reader) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return &formatError{fmt.Errorf("not gzip data: %w", err)}
@@ -93,7 +105,7 @@ func (x *extractor) tarGz(r io.Reader) error {
 	defer gz.Close()
 	tr := tar.NewReader(gz)
 	for {
-		if err := x.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		hdr, err := tr.Next()
@@ -103,18 +115,20 @@ func (x *extractor) tarGz(r io.Reader) error {
 		if err != nil {
 			return &formatError{err}
 		}
-		var kind string
+		var kind entryKind
+		// The reader reports the legacy TypeRegA as TypeReg (or TypeDir
+		// for a name ending in "/").
 		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeRegA:
-			kind = "file"
+		case tar.TypeReg:
+			kind = entryFile
 		case tar.TypeDir:
-			kind = "dir"
+			kind = entryDir
 		case tar.TypeSymlink:
-			kind = "symlink"
+			kind = entrySymlink
 		case tar.TypeLink:
-			kind = "hardlink"
+			kind = entryHardLink
 		case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-			kind = "special"
+			kind = entrySpecial
 		default:
 			return &formatError{fmt.Errorf("entry %q has tar type %q, which berth does not read", hdr.Name, hdr.Typeflag)}
 		}
@@ -137,13 +151,13 @@ func (x *extractor) drain(r io.Reader) error {
 		return &formatError{err}
 	}
 	if x.total > x.lim.MaxTotalSize {
-		x.ps.add(".", RuleTreeTooLarge, "the archive unpacks to more than %d bytes; remove what the plugin does not need, or raise the cap with --max-size", x.lim.MaxTotalSize)
+		x.ps.addLimit(".", RuleTreeTooLarge, LimitMaxTotalSize, "the archive unpacks to more than %d bytes; remove what the plugin does not need, or raise the cap", x.lim.MaxTotalSize)
 		return errStop
 	}
 	return nil
 }
 
-func (x *extractor) zip(f *os.File) error {
+func (x *extractor) zip(ctx context.Context, f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
@@ -153,27 +167,27 @@ func (x *extractor) zip(f *os.File) error {
 		return &formatError{err}
 	}
 	for _, zf := range zr.File {
-		if err := x.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		mode := zf.Mode()
-		kind := "file"
+		kind := entryFile
 		switch {
 		case mode.IsDir() || strings.HasSuffix(zf.Name, "/"):
-			kind = "dir"
+			kind = entryDir
 		case mode&os.ModeSymlink != 0:
-			kind = "symlink"
+			kind = entrySymlink
 		case !mode.IsRegular():
-			kind = "special"
+			kind = entrySpecial
 		}
 		var target string
 		var body io.Reader
-		if kind == "symlink" || kind == "file" {
+		if kind == entrySymlink || kind == entryFile {
 			rc, err := zf.Open()
 			if err != nil {
 				return &formatError{fmt.Errorf("entry %q: %w", zf.Name, err)}
 			}
-			if kind == "symlink" {
+			if kind == entrySymlink {
 				b, err := io.ReadAll(io.LimitReader(rc, int64(x.lim.MaxPathLen)+1))
 				rc.Close()
 				if err != nil {
@@ -197,10 +211,10 @@ func (x *extractor) zip(f *os.File) error {
 
 // entry checks one archive entry and writes it when it is a file or a
 // directory. Symlinks are collected and created at the end.
-func (x *extractor) entry(name, kind string, exec bool, linkname string, body io.Reader) error {
+func (x *extractor) entry(name string, kind entryKind, exec bool, linkname string, body io.Reader) error {
 	x.entries++
 	if x.entries > x.lim.MaxEntries {
-		x.ps.add(".", RuleTreeTooManyEntries, "the archive has more than %d entries; remove what the plugin does not need, or raise the cap with --max-entries", x.lim.MaxEntries)
+		x.ps.addLimit(".", RuleTreeTooManyEntries, LimitMaxEntries, "the archive has more than %d entries; remove what the plugin does not need, or raise the cap", x.lim.MaxEntries)
 		return errStop
 	}
 	rel, ok := x.cleanName(name)
@@ -210,7 +224,7 @@ func (x *extractor) entry(name, kind string, exec bool, linkname string, body io
 	if !checkPath(&x.ps, rel, x.lim.MaxPathLen) {
 		return nil
 	}
-	if prev, dup := x.seen[rel]; dup && !(prev == "implied" && kind == "dir") {
+	if prev, dup := x.seen[rel]; dup && !(prev == entryImplied && kind == entryDir) {
 		x.ps.add(rel, RuleArchiveDuplicate, "the archive holds this path more than once; keep one entry")
 		return nil
 	}
@@ -222,9 +236,9 @@ func (x *extractor) entry(name, kind string, exec bool, linkname string, body io
 	x.folded[key] = rel
 	for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
 		switch x.seen[dir] {
-		case "", "implied", "dir":
+		case "", entryImplied, entryDir:
 			if x.seen[dir] == "" {
-				x.seen[dir] = "implied"
+				x.seen[dir] = entryImplied
 				dk := foldPath(dir)
 				if other, ok := x.folded[dk]; ok && other != dir {
 					x.ps.add(dir, RulePathCaseCollision, "%q and %q differ only in case or Unicode normalization and would collide on macOS and Windows; rename one", other, dir)
@@ -238,21 +252,21 @@ func (x *extractor) entry(name, kind string, exec bool, linkname string, body io
 		}
 	}
 	switch kind {
-	case "hardlink":
+	case entryHardLink:
 		x.ps.add(rel, RuleHardLink, "this archive entry is a hard link to %q; store a copy or a relative symlink instead", linkname)
 		return nil
-	case "special":
+	case entrySpecial:
 		x.ps.add(rel, RuleSpecialFile, "this archive entry is a device, FIFO or other special file; a bundle may hold only regular files, directories and symlinks")
 		return nil
 	}
 	x.seen[rel] = kind
 	abs := filepath.Join(x.dest, filepath.FromSlash(rel))
 	switch kind {
-	case "dir":
+	case entryDir:
 		return os.MkdirAll(abs, 0o755)
-	case "symlink":
+	case entrySymlink:
 		if len(linkname) > x.lim.MaxPathLen {
-			x.ps.add(rel, RulePathTooLong, "this symlink's target is longer than the cap of %d bytes; shorten it, or raise the cap with --max-path", x.lim.MaxPathLen)
+			x.ps.addLimit(rel, RulePathTooLong, LimitMaxPathLen, "this symlink's target is longer than the cap of %d bytes; shorten it, or raise the cap", x.lim.MaxPathLen)
 			return nil
 		}
 		x.links = append(x.links, walkEntry{rel: rel, abs: abs, target: linkname})
@@ -283,7 +297,7 @@ func (x *extractor) entry(name, kind string, exec bool, linkname string, body io
 		return err
 	}
 	if x.total > x.lim.MaxTotalSize {
-		x.ps.add(".", RuleTreeTooLarge, "the archive unpacks to more than %d bytes; remove what the plugin does not need, or raise the cap with --max-size", x.lim.MaxTotalSize)
+		x.ps.addLimit(".", RuleTreeTooLarge, LimitMaxTotalSize, "the archive unpacks to more than %d bytes; remove what the plugin does not need, or raise the cap", x.lim.MaxTotalSize)
 		return errStop
 	}
 	return nil

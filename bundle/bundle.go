@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // BerthVersion is the version of berth that this package belongs to; it is
@@ -22,13 +25,23 @@ type Options struct {
 	TempDir string
 }
 
+// Kind is the form a bundle was read from.
+type Kind string
+
+// Kinds of bundle sources.
+const (
+	KindDirectory Kind = "directory"
+	KindTarGz     Kind = "tar.gz"
+	KindZip       Kind = "zip"
+)
+
 // Bundle is an opened bundle: its tree on disk, its listing and digest, and
-// its manifest. Close removes what Open extracted.
+// its manifest. Close removes what Load or Open extracted.
 type Bundle struct {
-	// Source is what Open was given.
+	// Source is what Load or Open was given.
 	Source string
-	// Kind is "directory", "tar.gz" or "zip".
-	Kind string
+	// Kind is how the source was read.
+	Kind Kind
 	// Dir is the bundle's root on disk: the source directory itself, or
 	// the directory an archive was extracted into.
 	Dir string
@@ -52,35 +65,43 @@ func (b *Bundle) Listing() *Listing {
 }
 
 // Close removes the extracted copy of an archive. It is safe to call more
-// than once.
+// than once, and on a nil *Bundle.
 func (b *Bundle) Close() error {
 	if b == nil || b.tmp == "" {
 		return nil
 	}
-	err := removeAll(b.tmp)
+	err := atomicfile.RemoveTree(b.tmp)
 	b.tmp = ""
 	return err
 }
 
-// removeAll removes a tree even where directories were made read-only.
-func removeAll(dir string) error {
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	return os.RemoveAll(dir)
+// Open reads a bundle from a directory, a .tar.gz/.tgz or a .zip, and
+// validates it fail-closed. It returns either a valid Bundle, which the
+// caller must Close, or an error and no Bundle. When the bundle breaks any
+// rule the error is an *InvalidError that lists every problem, and
+// errors.Is(err, ErrInvalidBundle) is true; use Load to keep an invalid
+// bundle (to show its digest, say). Open never runs anything from the
+// bundle and never reads an environment variable the manifest names.
+func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
+	b, ps, err := Load(ctx, source, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		b.Close()
+		return nil, &InvalidError{Source: source, Problems: ps}
+	}
+	return b, nil
 }
 
-// Open reads a bundle from a directory, a .tar.gz/.tgz or a .zip, and
-// validates it fail-closed. When the bundle breaks any rule, Open returns
-// the Bundle (as far as it could be read, so its digest can still be shown)
-// together with an *InvalidError that lists every problem; errors.Is(err,
-// ErrInvalidBundle) is then true. Other errors (a missing source, an I/O
-// failure) return a nil Bundle. Open never runs anything from the bundle
-// and never reads an environment variable the manifest names.
-func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
+// Load reads and validates a bundle like Open, but returns the problems of
+// an invalid bundle separately: a non-nil Bundle with no problems is
+// valid; a non-nil Bundle with problems holds as much as could be read
+// (Tree, Digest and Manifest may be nil or empty); either way the caller
+// must Close it. An error means the bundle could not be read at all (a
+// missing source, an unsupported kind, an I/O failure); the Bundle is nil
+// then. The problems are sorted by path, then rule.
+func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Problem, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -90,7 +111,7 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 	}
 	fi, err := os.Stat(source)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
+		return nil, nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
 	}
 	b := &Bundle{Source: source}
 	var ps problems
@@ -101,40 +122,40 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 			dir, err = filepath.EvalSymlinks(dir)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
+			return nil, nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
 		}
-		b.Kind, b.Dir = "directory", dir
+		b.Kind, b.Dir = KindDirectory, dir
 	case fi.Mode().IsRegular() && ArchiveKind(source) != "":
 		b.Kind = ArchiveKind(source)
 		tmp, err := os.MkdirTemp(opts.TempDir, "berth-extract-")
 		if err != nil {
-			return nil, fmt.Errorf("cannot extract %s: %w", source, err)
+			return nil, nil, fmt.Errorf("cannot extract %s: %w", source, err)
 		}
 		b.tmp, b.Dir = tmp, filepath.Join(tmp, "bundle")
 		if err := os.Mkdir(b.Dir, 0o700); err != nil {
 			b.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		xps, err := Extract(ctx, source, b.Dir, &opts.Limits)
 		if err != nil {
 			b.Close()
-			return nil, fmt.Errorf("cannot extract %s: %w", source, err)
+			return nil, nil, fmt.Errorf("cannot extract %s: %w", source, err)
 		}
 		if len(xps) > 0 {
-			return b, &InvalidError{Source: source, Problems: xps}
+			return b, xps, nil
 		}
 	default:
-		return nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz or .zip archive; point berth at the bundle directory or its archive", source)
+		return nil, nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz or .zip archive; point berth at the bundle directory or its archive", source)
 	}
 	tree, tps, err := ReadTree(ctx, b.Dir, &opts.Limits)
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("cannot read bundle %s: %w", source, err)
+		return nil, nil, fmt.Errorf("cannot read bundle %s: %w", source, err)
 	}
 	b.Tree = tree
 	ps.list = append(ps.list, tps...)
 	if tree.Listing == nil {
-		return b, &InvalidError{Source: source, Problems: ps.sorted()}
+		return b, ps.sorted(), nil
 	}
 	b.Digest = tree.Listing.Digest()
 	d := b.readManifest(&ps)
@@ -147,10 +168,10 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}
-	if !ps.empty() {
-		return b, &InvalidError{Source: source, Problems: ps.sorted()}
+	if ps.empty() {
+		return b, nil, nil
 	}
-	return b, nil
+	return b, ps.sorted(), nil
 }
 
 func (b *Bundle) readManifest(ps *problems) *decoded {
@@ -176,22 +197,10 @@ func (b *Bundle) readManifest(ps *problems) *decoded {
 	}
 	defer f.Close()
 	data := make([]byte, MaxManifestSize+1)
-	n, _ := readFull(f, data)
+	n, _ := io.ReadFull(f, data)
 	if sha256.Sum256(data[:n]) != e.SHA256 {
 		ps.add(ManifestFile, RuleManifestNotRegular, "berth.json changed while berth read the bundle; make sure nothing writes to the bundle and try again")
 		return nil
 	}
 	return decodeManifest(data[:n])
-}
-
-func readFull(f *os.File, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := f.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }

@@ -73,8 +73,8 @@ func TestBadBundles(t *testing.T) {
 			want, opts := wantFile(t, w)
 			src := badSource(t, w)
 			b, err := Open(context.Background(), src, opts)
-			defer b.Close()
 			if !errors.Is(err, ErrInvalidBundle) {
+				b.Close()
 				t.Fatalf("Open(%s) = %v, want an invalid-bundle error", src, err)
 			}
 			var ie *InvalidError

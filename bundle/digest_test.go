@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -246,13 +247,41 @@ func TestExtractNeverWritesOutside(t *testing.T) {
 }
 
 func TestCloseRemovesExtractedCopy(t *testing.T) {
-	b, err := Open(context.Background(), filepath.Join(fixtures, "bad", "archive-hard-link.tar.gz"), nil)
-	if err == nil {
-		t.Fatal("want an error")
+	b, ps, err := Load(context.Background(), filepath.Join(fixtures, "bad", "archive-hard-link.tar.gz"), nil)
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("Load = %v, %v; want problems", ps, err)
 	}
 	dir := b.Dir
 	b.Close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("%s still exists", dir)
+	}
+}
+
+// TestOpenRemovesInvalidExtract: Open returns no bundle for an invalid
+// archive, so it removes the extracted copy itself.
+func TestOpenRemovesInvalidExtract(t *testing.T) {
+	tmp := t.TempDir()
+	b, err := Open(context.Background(), filepath.Join(fixtures, "bad", "archive-hard-link.tar.gz"), &Options{TempDir: tmp})
+	if !errors.Is(err, ErrInvalidBundle) || b != nil {
+		t.Fatalf("Open = %v, %v; want no bundle and an invalid-bundle error", b, err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Fatalf("Open left %v behind in %s", ents, tmp)
+	}
+}
+
+// TestInvalidErrorUnwrap: every problem of an *InvalidError is reachable
+// with errors.As and errors.Is through the standard multi-error Unwrap.
+func TestInvalidErrorUnwrap(t *testing.T) {
+	p1 := &Problem{Path: "name", Rule: RuleNameFormat, Message: "bad"}
+	p2 := &Problem{Path: "version", Rule: RuleVersionSemver, Message: "bad"}
+	err := fmt.Errorf("wrapped: %w", &InvalidError{Source: "x", Problems: []*Problem{p1, p2}})
+	if !errors.Is(err, ErrInvalidBundle) || !errors.Is(err, p2) {
+		t.Fatalf("errors.Is misses the category or a problem: %v", err)
+	}
+	var p *Problem
+	if !errors.As(err, &p) || p != p1 {
+		t.Fatalf("errors.As found %v, want the first problem", p)
 	}
 }

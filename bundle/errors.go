@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/hashicorp/go-multierror"
 )
 
 // ErrInvalidBundle is the category of every validation failure. The CLI maps
@@ -24,6 +22,10 @@ type Problem struct {
 	// Message says what is wrong and how to fix it. It never holds a
 	// secret value.
 	Message string `json:"message"`
+	// Limit is set when a cap of Limits caused the problem: the message
+	// then ends with "or raise the cap", and Limit names the field that
+	// sets it.
+	Limit Limit `json:"-"`
 }
 
 func (p *Problem) Error() string {
@@ -31,7 +33,7 @@ func (p *Problem) Error() string {
 }
 
 // InvalidError reports every problem found in a bundle. It matches
-// ErrInvalidBundle with errors.Is.
+// ErrInvalidBundle with errors.Is, and errors.As finds each *Problem.
 type InvalidError struct {
 	Source   string
 	Problems []*Problem
@@ -54,13 +56,13 @@ func (e *InvalidError) Error() string {
 // Is reports whether target is ErrInvalidBundle.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalidBundle }
 
-// Unwrap returns the problems as a go-multierror, so callers can walk them.
-func (e *InvalidError) Unwrap() error {
-	var m *multierror.Error
-	for _, p := range e.Problems {
-		m = multierror.Append(m, p)
+// Unwrap returns the problems, so callers can walk them.
+func (e *InvalidError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
 	}
-	return m.ErrorOrNil()
+	return errs
 }
 
 // problems collects Problems in the order found.
@@ -70,6 +72,11 @@ type problems struct {
 
 func (ps *problems) add(path, rule, format string, args ...any) {
 	ps.list = append(ps.list, &Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+// addLimit adds a problem that the cap limit caused.
+func (ps *problems) addLimit(path, rule string, limit Limit, format string, args ...any) {
+	ps.list = append(ps.list, &Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...), Limit: limit})
 }
 
 func (ps *problems) empty() bool { return len(ps.list) == 0 }

@@ -1,5 +1,7 @@
 package bundle
 
+import "slices"
+
 // Rule IDs. Each is stable, kebab-case and documented in docs/rules.md.
 const (
 	// Decoding berth.json.
@@ -82,8 +84,20 @@ const (
 	RuleArchiveSizeMismatch = "archive-size-mismatch"
 )
 
-// Rules lists every rule ID with a one-line summary, in documentation order.
-var Rules = []struct{ ID, Summary string }{
+// Rule is one rule a bundle must follow.
+type Rule struct {
+	// ID is stable and kebab-case; Problem.Rule holds it.
+	ID string
+	// Summary says in one line what breaks the rule.
+	Summary string
+}
+
+// Rules returns every rule, in documentation order (docs/rules.md). The
+// slice is the caller's to change.
+func Rules() []Rule { return slices.Clone(rules) }
+
+// rules is every rule ID with a one-line summary, in documentation order.
+var rules = []Rule{
 	{RuleManifestMissing, "the bundle has no berth.json at its root"},
 	{RuleManifestNotRegular, "berth.json is not a regular file"},
 	{RuleManifestTooLarge, "berth.json is larger than 1 MiB"},

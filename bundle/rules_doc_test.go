@@ -30,7 +30,7 @@ func TestRulesDocumented(t *testing.T) {
 	}
 	known := map[string]bool{}
 	var ids []string
-	for _, r := range Rules {
+	for _, r := range Rules() {
 		known[r.ID] = true
 		ids = append(ids, r.ID)
 		if count[r.ID] == 0 {
@@ -84,7 +84,7 @@ func TestRulesComplete(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, r := range Rules {
+	for _, r := range Rules() {
 		if seen[r.ID] {
 			t.Errorf("Rules lists %q twice", r.ID)
 		}

@@ -28,6 +28,17 @@ type Limits struct {
 	MaxPathLen   int   // bytes of one path; default 4,096
 }
 
+// Limit names a field of Limits. A Problem that a cap caused carries it,
+// so that a front end can say how its user raises that cap.
+type Limit string
+
+// The fields of Limits.
+const (
+	LimitMaxTotalSize Limit = "MaxTotalSize"
+	LimitMaxEntries   Limit = "MaxEntries"
+	LimitMaxPathLen   Limit = "MaxPathLen"
+)
+
 // Default caps.
 const (
 	DefaultMaxTotalSize = 1 << 30
@@ -188,7 +199,7 @@ func ReadTree(ctx context.Context, root string, limits *Limits) (*Tree, []*Probl
 		rel = filepath.ToSlash(rel)
 		entries++
 		if entries > lim.MaxEntries {
-			ps.add(".", RuleTreeTooManyEntries, "the bundle has more than %d files, directories and symlinks; remove what the plugin does not need, or raise the cap with --max-entries", lim.MaxEntries)
+			ps.addLimit(".", RuleTreeTooManyEntries, LimitMaxEntries, "the bundle has more than %d files, directories and symlinks; remove what the plugin does not need, or raise the cap", lim.MaxEntries)
 			capHit = true
 			return filepath.SkipAll
 		}
@@ -229,7 +240,7 @@ func ReadTree(ctx context.Context, root string, limits *Limits) (*Tree, []*Probl
 			}
 			total += fi.Size()
 			if total > lim.MaxTotalSize {
-				ps.add(".", RuleTreeTooLarge, "the bundle's files add up to more than %d bytes; remove what the plugin does not need, or raise the cap with --max-size", lim.MaxTotalSize)
+				ps.addLimit(".", RuleTreeTooLarge, LimitMaxTotalSize, "the bundle's files add up to more than %d bytes; remove what the plugin does not need, or raise the cap", lim.MaxTotalSize)
 				capHit = true
 				return filepath.SkipAll
 			}
@@ -271,7 +282,7 @@ func specialKind(m fs.FileMode) string {
 // checkPath applies the path rules shared by directories and archives.
 func checkPath(ps *problems, rel string, maxLen int) bool {
 	if len(rel) > maxLen {
-		ps.add(shorten(rel), RulePathTooLong, "this path is %d bytes, over the cap of %d; shorten it, or raise the cap with --max-path", len(rel), maxLen)
+		ps.addLimit(shorten(rel), RulePathTooLong, LimitMaxPathLen, "this path is %d bytes, over the cap of %d; shorten it, or raise the cap", len(rel), maxLen)
 		return false
 	}
 	if !utf8.ValidString(rel) {

@@ -2,9 +2,11 @@ package bundle
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,7 +27,13 @@ var (
 )
 
 // IsStrictSemver reports whether v is a semver 2.0 version with no "v".
+// It is berth's one rule for a plugin's version.
 func IsStrictSemver(v string) bool { return semverRe.MatchString(v) }
+
+// IsValidName reports whether name is a plugin name: lower-case letters,
+// digits and inner hyphens, 1 to 64 characters. It is berth's one rule for
+// a plugin's name, in manifests, trust records and on command lines.
+func IsValidName(name string) bool { return nameRe.MatchString(name) }
 
 // forbiddenEnv are variables a bundle may not set: they change which code
 // runs in the child.
@@ -66,10 +74,10 @@ func validate(d *decoded, tree *Tree, berthVersion string) {
 	}()
 	m := d.manifest
 	v.top(m, berthVersion)
-	for _, name := range sortedKeys(m.MCPServers) {
+	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		v.server("mcpServers."+name, name, m.MCPServers[name])
 	}
-	for _, name := range sortedKeys(m.NativeTools) {
+	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
 		p := joinPath("nativeTools", name)
 		if !serverNameRe.MatchString(name) {
 			v.ps.add(p, RuleNativeToolNameFormat, "native tool name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
@@ -259,7 +267,7 @@ func (v *validator) stdio(p string, s *Stdio) {
 			}
 		}
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		kp := joinPath(p+".env", k)
 		v.envKey(kp, k)
 		v.envSource(kp+".fromEnv", s.Env[k])
@@ -393,7 +401,7 @@ func (v *validator) remote(p string, r *Remote) {
 	}
 	host, ok := v.remoteURL(p+".url", r.URL)
 	folded := map[string]string{}
-	for _, k := range sortedKeys(r.Headers) {
+	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
 		hp := joinPath(p+".headers", k)
 		other, dup := folded[strings.ToLower(k)]
 		folded[strings.ToLower(k)] = k
@@ -463,13 +471,4 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
 	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // Cache is the operator's verified copy of every catalog they added, in
@@ -503,7 +503,7 @@ func syncDir(dir string) error {
 }
 
 func writePrivate(path string, data []byte) error {
-	return trust.WriteFileAtomic(path, data, 0o600)
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 func mustJSON(v any) []byte {

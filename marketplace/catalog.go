@@ -17,6 +17,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -549,7 +550,7 @@ func checkVersion(add, warn func(path, rule, format string, args ...any), vp str
 	if !bundle.IsStrictSemver(v.Version) {
 		add(vp+".version", RuleVersionSemver, "%q is not a strict semver version like 1.4.2", v.Version)
 	}
-	if _, err := trust.ParseDigest(v.Digest); err != nil {
+	if _, err := store.ParseDigest(v.Digest); err != nil {
 		add(vp+".digest", RuleVersionDigest, "%v", err)
 	}
 	switch v.Archive.Format {
@@ -709,7 +710,7 @@ func (s *Signer) String() string {
 
 // Matches reports whether a verified signature came from this signer: the
 // same key, or the same issuer and SAN.
-func (s *Signer) Matches(ref *trust.SignerRef) bool {
+func (s *Signer) Matches(ref *store.SignerRef) bool {
 	if ref == nil || s.Kind != ref.Kind {
 		return false
 	}
@@ -726,4 +727,16 @@ func SignerFor(res *trust.Result) *Signer {
 		return &Signer{Kind: trust.KindKey, Fingerprint: res.KeyFingerprint, PublicKey: res.Signer.PublicKey}
 	}
 	return &Signer{Kind: trust.KindIdentity, Issuer: res.Issuer, SAN: res.SAN}
+}
+
+// signerRefOf names the signer of a verification result as trust records
+// do.
+func signerRefOf(res *trust.Result) *store.SignerRef {
+	ref := &store.SignerRef{Kind: res.Kind, Name: res.Signer.Name}
+	if res.Kind == trust.KindKey {
+		ref.Fingerprint = res.KeyFingerprint
+	} else {
+		ref.Issuer, ref.SAN = res.Issuer, res.SAN
+	}
+	return ref
 }

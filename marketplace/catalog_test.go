@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -99,7 +100,7 @@ func TestSignerCheck(t *testing.T) {
 	if (&Signer{Kind: trust.KindIdentity, Issuer: "http://x"}).check() == nil {
 		t.Error("an identity without https issuer and san is accepted")
 	}
-	if !id.Matches(&trust.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: id.SAN}) || id.Matches(&trust.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: "other"}) {
+	if !id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: id.SAN}) || id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: "other"}) {
 		t.Error("identity matching is wrong")
 	}
 }
@@ -168,7 +169,7 @@ func TestLockRoundTrip(t *testing.T) {
 	if len(got.Plugins) != 2 || got.Plugins[0].Name != "alpha" {
 		t.Fatalf("%+v", got)
 	}
-	if p, ok := got.Plugin("zeta"); !ok || p.Catalog.TargetsVersion != 7 || !p.Signer.Matches(&trust.SignerRef{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}) {
+	if p, ok := got.Plugin("zeta"); !ok || p.Catalog.TargetsVersion != 7 || !p.Signer.Matches(&store.SignerRef{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}) {
 		t.Errorf("zeta: %+v", p)
 	}
 	fi, _ := os.Stat(filepath.Join(dir, LockFile))

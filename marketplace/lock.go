@@ -11,6 +11,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -64,7 +66,7 @@ type LockCatalog struct {
 }
 
 // LockSignerOf returns the lock's form of a signer reference.
-func LockSignerOf(ref *trust.SignerRef) LockSigner {
+func LockSignerOf(ref *store.SignerRef) LockSigner {
 	if ref.Kind == trust.KindKey {
 		return LockSigner{Kind: trust.KindKey, Fingerprint: ref.Fingerprint}
 	}
@@ -72,7 +74,7 @@ func LockSignerOf(ref *trust.SignerRef) LockSigner {
 }
 
 // Matches reports whether a verified signer is the locked one.
-func (s LockSigner) Matches(ref *trust.SignerRef) bool {
+func (s LockSigner) Matches(ref *store.SignerRef) bool {
 	if ref == nil || ref.Kind != s.Kind {
 		return false
 	}
@@ -109,14 +111,14 @@ func ParseLock(data []byte) (*Lock, error) {
 	}
 	seen := map[string]bool{}
 	for i, p := range l.Plugins {
-		if err := trust.CheckRef(p.Name, p.Version); err != nil || p.Version == "" {
+		if err := store.CheckRef(p.Name, p.Version); err != nil || p.Version == "" {
 			bad(i, "name %q and version %q must be a plugin name and a strict semver version", p.Name, p.Version)
 		}
 		if seen[p.Name] {
 			bad(i, "%s is locked twice; keep one entry", p.Name)
 		}
 		seen[p.Name] = true
-		if _, err := trust.ParseDigest(p.Digest); err != nil {
+		if _, err := store.ParseDigest(p.Digest); err != nil {
 			bad(i, "%v", err)
 		}
 		if p.Constraint != "" {
@@ -228,5 +230,5 @@ func WriteLock(workspace string, l *Lock) error {
 	if _, err := ParseLock(data); err != nil {
 		return fmt.Errorf("refusing to write %s: %w", filepath.Join(workspace, LockFile), err)
 	}
-	return trust.WriteFileAtomic(filepath.Join(workspace, LockFile), data, 0o644)
+	return atomicfile.WriteFile(filepath.Join(workspace, LockFile), data, 0o644)
 }

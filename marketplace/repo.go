@@ -20,7 +20,9 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -525,7 +527,7 @@ type AddRequest struct {
 type AddResult struct {
 	Plugin, Version, Digest string
 	Signer                  *Signer
-	SignerRef               *trust.SignerRef
+	SignerRef               *store.SignerRef
 	// NewPlugin is true when the plugin was not in the catalog before.
 	NewPlugin bool
 	// Already is true when this version with this digest was in the
@@ -579,11 +581,11 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		return nil, err
 	}
 	b, err := bundle.Open(ctx, req.Source, req.BundleOptions)
-	defer b.Close()
 	if err != nil {
 		return nil, err
 	}
-	isDir := b.Kind == "directory"
+	defer b.Close()
+	isDir := b.Kind == bundle.KindDirectory
 	if req.URL != "" && isDir {
 		return nil, fmt.Errorf("--url names where the archive is served, but %s is a directory: give the archive file itself", req.Source)
 	}
@@ -592,7 +594,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
-	ref := trust.RefOf(res)
+	ref := signerRefOf(res)
 	out := &AddResult{Plugin: m.Name, Version: m.Version, Digest: b.Digest, Signer: SignerFor(res), SignerRef: ref}
 	p := cat.Plugin(m.Name)
 	if p == nil {
@@ -631,7 +633,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if err != nil {
 		return nil, err
 	}
-	format := b.Kind
+	format := string(b.Kind)
 	if isDir {
 		format = "tar.gz"
 	}
@@ -708,10 +710,10 @@ func checkPacked(ctx context.Context, dir string, archive []byte, digest string,
 		return err
 	}
 	b, err := bundle.Open(ctx, tmp.Name(), opts)
-	defer b.Close()
 	if err != nil {
 		return fmt.Errorf("the archive packed from the bundle does not open: %w", err)
 	}
+	defer b.Close()
 	if b.Digest != digest {
 		return fmt.Errorf("the archive packed from the bundle has digest %s, not %s; the bundle changed while it was packed", b.Digest, digest)
 	}
@@ -926,7 +928,7 @@ func writeServed(dir, rel string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return trust.WriteFileAtomic(p, data, 0o644)
+	return atomicfile.WriteFile(p, data, 0o644)
 }
 
 // lockDir takes the repository's file lock.

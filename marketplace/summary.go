@@ -131,12 +131,12 @@ func NewSummary(d *review.Disclosure) Summary {
 		ss := SummaryServer{
 			Name:        rs.Name,
 			Description: rs.Description,
-			Kind:        rs.Kind,
+			Kind:        string(rs.Kind),
 			Tools:       ToolFilter{Allow: nonNil(rs.Tools.Allow), Deny: nonNil(rs.Tools.Deny)},
 			Timeouts:    Timeouts{Startup: rs.Timeouts.Startup, Call: rs.Timeouts.Call},
 		}
 		if st := rs.Stdio; st != nil {
-			x := &SummaryStdio{Program: st.Program, Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []EnvSource{}}
+			x := &SummaryStdio{Program: string(st.Program), Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []EnvSource{}}
 			for _, e := range st.Env {
 				x.Env = append(x.Env, EnvSource{Name: e.Name, FromEnv: e.FromEnv})
 			}
@@ -213,12 +213,12 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 		rs := review.Server{
 			Name:        ss.Name,
 			Description: ss.Description,
-			Kind:        ss.Kind,
+			Kind:        review.ServerKind(ss.Kind),
 			Tools:       review.ToolFilter{Allow: nonNil(ss.Tools.Allow), Deny: nonNil(ss.Tools.Deny)},
 			Timeouts:    review.Timeouts{Startup: ss.Timeouts.Startup, Call: ss.Timeouts.Call},
 		}
 		if st := ss.Stdio; st != nil {
-			x := &review.Stdio{Authority: review.StdioAuthority, Program: st.Program, Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []review.EnvVar{}}
+			x := &review.Stdio{Authority: review.StdioAuthority, Program: review.Program(st.Program), Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []review.EnvVar{}}
 			for _, e := range st.Env {
 				x.Env = append(x.Env, review.EnvVar{Name: e.Name, FromEnv: e.FromEnv})
 			}

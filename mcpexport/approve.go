@@ -233,6 +233,7 @@ func notifyWaiting(ctx context.Context, req *mcp.CallToolRequest, id string, dea
 		return
 	}
 	msg := fmt.Sprintf("berth: this call waits for approval %s; run `berth approve %s` (or `berth deny %s`) in a terminal before %s", id, id, id, deadline.Format(time.TimeOnly))
+	//lint:ignore SA1019 legacy sessions still get MCP logging during the SEP-2577 deprecation window
 	ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "berth", Data: msg})
 	tok := req.Params.GetProgressToken()
 	if tok == nil {

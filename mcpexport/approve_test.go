@@ -16,7 +16,7 @@ import (
 
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 const legacy = "2025-11-25"
@@ -143,14 +143,14 @@ func TestAllowAlwaysWritesPolicy(t *testing.T) {
 			t.Fatalf("%q: asked %d times; allow-always should ask once", proto, asked.Load())
 		}
 		cfg, _ := e.store.Config()
-		if !slices.Contains(cfg.ToolPolicy, trust.PolicyRule{Pattern: echoTool, Action: "allow"}) {
+		if !slices.Contains(cfg.ToolPolicy, store.PolicyRule{Pattern: echoTool, Action: "allow"}) {
 			t.Fatalf("policy %+v", cfg.ToolPolicy)
 		}
 	}
 }
 
 func TestPolicyAllowRunsWithoutAsking(t *testing.T) {
-	e := newEnv(t, nil, trust.PolicyRule{Pattern: "demo-*", Action: "allow"})
+	e := newEnv(t, nil, store.PolicyRule{Pattern: "demo-*", Action: "allow"})
 	var asked atomic.Int32
 	cs := e.client(legacy, answer(&asked, "accept", "deny"))
 	if text, isErr := callTool(t, cs, echoTool, "hi"); isErr || text != "echo: hi" {
@@ -167,7 +167,7 @@ func TestPolicyAllowRunsWithoutAsking(t *testing.T) {
 		t.Fatalf("asked %d times for the destructive tool", asked.Load())
 	}
 	// Only an exact allow skips asking for it.
-	pool.SetPolicy(context.Background(), e.store, trust.PolicyRule{Pattern: wipeTool, Action: "allow"})
+	e.store.SetPolicy(context.Background(), store.PolicyRule{Pattern: wipeTool, Action: "allow"})
 	if text, isErr := callTool(t, cs, wipeTool, "hi"); isErr {
 		t.Fatalf("exact allow: %q", text)
 	}
@@ -177,7 +177,7 @@ func TestPolicyAllowRunsWithoutAsking(t *testing.T) {
 }
 
 func TestDeniedToolNeitherListedNorCallable(t *testing.T) {
-	e := newEnv(t, nil, trust.PolicyRule{Pattern: secretTool, Action: "deny"})
+	e := newEnv(t, nil, store.PolicyRule{Pattern: secretTool, Action: "deny"})
 	cs := e.client(legacy, nil)
 	names := toolNames(t, cs)
 	if slices.Contains(names, secretTool) || !slices.Contains(names, echoTool) {
@@ -243,7 +243,7 @@ func TestQueue(t *testing.T) {
 // TestPendingApprovalBlocksNoOne: while one client's call waits in the
 // queue, another client's allowed call runs.
 func TestPendingApprovalBlocksNoOne(t *testing.T) {
-	e := newEnv(t, &Options{ApprovalTimeout: 20 * time.Second}, trust.PolicyRule{Pattern: echoTool, Action: "allow"})
+	e := newEnv(t, &Options{ApprovalTimeout: 20 * time.Second}, store.PolicyRule{Pattern: echoTool, Action: "allow"})
 	waiting := e.client(legacy, nil)
 	other := e.client(legacy, nil)
 	done := make(chan string, 1)
@@ -497,6 +497,7 @@ func TestQueueTellsTheClientWhileItWaits(t *testing.T) {
 	logs := make(chan string, 10)
 	progress := make(chan *mcp.ProgressNotificationParams, 100)
 	c := mcp.NewClient(&mcp.Implementation{Name: "patient", Version: "1"}, &mcp.ClientOptions{
+		//lint:ignore SA1019 the test checks the legacy sessions' logging
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			s, _ := r.Params.Data.(string)
 			logs <- s
@@ -510,6 +511,7 @@ func TestQueueTellsTheClientWhileItWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	//lint:ignore SA1019 the test checks the legacy sessions' logging
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +568,7 @@ func TestQueueApproveAlways(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []trust.PolicyRule{{Pattern: wipeTool, Action: "allow"}}; !slices.Equal(cfg.ToolPolicy, want) {
+	if want := []store.PolicyRule{{Pattern: wipeTool, Action: "allow"}}; !slices.Equal(cfg.ToolPolicy, want) {
 		t.Fatalf("policy %+v, want %+v", cfg.ToolPolicy, want)
 	}
 	e.srv.timeout = 300 * time.Millisecond

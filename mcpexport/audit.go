@@ -21,21 +21,53 @@ type AuditEntry struct {
 	// Arguments is the shape of the arguments: every value replaced by its
 	// JSON type.
 	Arguments any `json:"arguments"`
-	// Policy is the operator's policy as it applied (pool.PolicyMatch's
+	// Policy is the operator's policy as it applied (store.PolicyMatch's
 	// String: "allow (exact)", "allow (demo-*)", "ask (default)").
 	Policy string `json:"policy"`
-	// DecidedBy is "policy", "elicitation", "input-requests", "queue",
-	// "timeout" or "error".
-	DecidedBy string `json:"decidedBy"`
-	// Decision is "allow" or "deny"; Always marks an "allow always".
-	Decision string `json:"decision"`
-	Always   bool   `json:"always,omitempty"`
+	// DecidedBy is who or what decided.
+	DecidedBy DecidedBy `json:"decidedBy"`
+	// Decision is allow or deny; Always marks an "allow always".
+	Decision Verdict `json:"decision"`
+	Always   bool    `json:"always,omitempty"`
 	// Approval is the queue ID when the queue decided.
 	Approval string `json:"approval,omitempty"`
-	// Outcome is "ran", "tool-error", "failed" or "refused".
-	Outcome string `json:"outcome"`
-	Reason  string `json:"reason,omitempty"`
+	// Outcome is what came of the call.
+	Outcome Outcome `json:"outcome"`
+	Reason  string  `json:"reason,omitempty"`
 }
+
+// DecidedBy is who or what decided a call (AuditEntry.DecidedBy).
+type DecidedBy string
+
+// Deciders of a call.
+const (
+	ByPolicy        DecidedBy = "policy"
+	ByElicitation   DecidedBy = "elicitation"
+	ByInputRequests DecidedBy = "input-requests"
+	ByQueue         DecidedBy = "queue"
+	ByTimeout       DecidedBy = "timeout"
+	ByError         DecidedBy = "error"
+)
+
+// Verdict is the decision about a call (AuditEntry.Decision).
+type Verdict string
+
+// Verdicts.
+const (
+	VerdictAllow Verdict = "allow"
+	VerdictDeny  Verdict = "deny"
+)
+
+// Outcome is what came of a call (AuditEntry.Outcome).
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeRan       Outcome = "ran"
+	OutcomeToolError Outcome = "tool-error"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeRefused   Outcome = "refused"
+)
 
 // Audit appends entries to the audit log. Each entry is one write of one
 // line to a file opened with O_APPEND, so lines from several processes do

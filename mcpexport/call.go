@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // modernProtocol is the first stateless protocol version, where servers
@@ -38,9 +38,9 @@ func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decis
 	c.entry.Plugin, c.entry.Server = r.Plugin, r.Server
 	c.entry.Policy = r.Policy.String()
 	if pool.AllowedByPolicy(r) {
-		return c.decide(true, "policy", "", false), nil
+		return c.decide(true, ByPolicy, "", false), nil
 	}
-	if r.Policy.Action == pool.ActionAllow {
+	if r.Policy.Action == store.ActionAllow {
 		c.entry.Reason = "destructive tool under a glob allow"
 	}
 	modern := c.req.ProtocolVersion() >= modernProtocol
@@ -77,27 +77,27 @@ func (c *call) elicit(ctx context.Context, r *pool.ApprovalRequest) (pool.Decisi
 	res, err := c.req.Session.Elicit(ctx, c.form(r))
 	if err != nil {
 		if ctx.Err() != nil {
-			return c.decide(false, "elicitation", "the call was cancelled while waiting for an answer", false), nil
+			return c.decide(false, ByElicitation, "the call was cancelled while waiting for an answer", false), nil
 		}
-		return c.decide(false, "elicitation", "the client could not ask: "+shortErr(err), false), nil
+		return c.decide(false, ByElicitation, "the client could not ask: "+shortErr(err), false), nil
 	}
-	return c.choice(res, "elicitation", r), nil
+	return c.choice(res, ByElicitation, r), nil
 }
 
 func (c *call) fromInputResponses(r *pool.ApprovalRequest) pool.Decision {
 	if err := c.s.states.redeem(c.req.Params.RequestState, c.tool, r.Arguments, time.Now()); err != nil {
-		return c.decide(false, "input-requests", err.Error(), false)
+		return c.decide(false, ByInputRequests, err.Error(), false)
 	}
 	res, ok := c.req.Params.InputResponses[inputKey].(*mcp.ElicitResult)
 	if !ok {
-		return c.decide(false, "input-requests", "the client did not answer berth's approval request", false)
+		return c.decide(false, ByInputRequests, "the client did not answer berth's approval request", false)
 	}
-	return c.choice(res, "input-requests", r)
+	return c.choice(res, ByInputRequests, r)
 }
 
 // choice acts on an elicitation answer; "allow always" also writes the
 // policy for this exact tool.
-func (c *call) choice(res *mcp.ElicitResult, by string, r *pool.ApprovalRequest) pool.Decision {
+func (c *call) choice(res *mcp.ElicitResult, by DecidedBy, r *pool.ApprovalRequest) pool.Decision {
 	ch, reason := choiceOf(res)
 	switch ch {
 	case choiceOnce:
@@ -114,7 +114,7 @@ func (c *call) choice(res *mcp.ElicitResult, by string, r *pool.ApprovalRequest)
 func (c *call) allowAlways() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return pool.SetPolicy(ctx, c.s.store, trust.PolicyRule{Pattern: c.tool, Action: pool.ActionAllow})
+	return c.s.store.SetPolicy(ctx, store.PolicyRule{Pattern: c.tool, Action: store.ActionAllow})
 }
 
 // queue records the call as pending and waits for `berth approve` or
@@ -129,7 +129,7 @@ func (c *call) queue(ctx context.Context, r *pool.ApprovalRequest) (pool.Decisio
 		Client: c.entry.Client, CreatedAt: now.UTC(), Deadline: deadline.UTC(),
 	})
 	if err != nil {
-		return c.decide(false, "queue", "the approval queue is unusable: "+shortErr(err), false), nil
+		return c.decide(false, ByQueue, "the approval queue is unusable: "+shortErr(err), false), nil
 	}
 	defer c.s.queue.Remove(p.ID)
 	c.entry.Approval = p.ID
@@ -140,28 +140,28 @@ func (c *call) queue(ctx context.Context, r *pool.ApprovalRequest) (pool.Decisio
 	d, err := c.s.queue.Wait(wctx, p)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return c.decide(false, "queue", "the call was cancelled while it waited for approval "+p.ID, false), nil
+		return c.decide(false, ByQueue, "the call was cancelled while it waited for approval "+p.ID, false), nil
 	case err != nil:
-		return c.decide(false, "timeout", fmt.Sprintf("no one approved it within %s (approval %s)", c.s.timeout, p.ID), false), nil
+		return c.decide(false, ByTimeout, fmt.Sprintf("no one approved it within %s (approval %s)", c.s.timeout, p.ID), false), nil
 	case !d.Allow:
-		return c.decide(false, "queue", fmt.Sprintf("it was denied with `berth deny %s`", p.ID), false), nil
+		return c.decide(false, ByQueue, fmt.Sprintf("it was denied with `berth deny %s`", p.ID), false), nil
 	}
 	if d.Always {
 		if err := c.allowAlways(); err != nil {
-			return c.decide(false, "queue", "allow-always could not be recorded: "+shortErr(err), false), nil
+			return c.decide(false, ByQueue, "allow-always could not be recorded: "+shortErr(err), false), nil
 		}
 	}
-	return c.decide(true, "queue", "", d.Always), nil
+	return c.decide(true, ByQueue, "", d.Always), nil
 }
 
-func (c *call) decide(allow bool, by, reason string, always bool) pool.Decision {
+func (c *call) decide(allow bool, by DecidedBy, reason string, always bool) pool.Decision {
 	c.entry.DecidedBy, c.entry.Always = by, always
 	if allow {
-		c.entry.Decision = "allow"
+		c.entry.Decision = VerdictAllow
 	} else {
-		c.entry.Decision, c.entry.Reason, c.denied = "deny", reason, reason
+		c.entry.Decision, c.entry.Reason, c.denied = VerdictDeny, reason, reason
 	}
-	return pool.Decision{Allow: allow, By: by, Reason: reason}
+	return pool.Decision{Allow: allow, By: string(by), Reason: reason}
 }
 
 // reason is what a refusal says: the approver's reason, or the pool's.

@@ -66,7 +66,7 @@ func ReadTokenFile(path string) (string, error) {
 // without "Authorization: Bearer <token>" (401). go-sdk's DNS-rebinding
 // protection (a loopback listener reached with a non-loopback Host) stays
 // on inside.
-func guard(next http.Handler, token string) http.Handler {
+func guard(next http.Handler, token, source string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
 			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q; berth serve accepts only loopback origins", o), http.StatusForbidden)
@@ -76,7 +76,7 @@ func guard(next http.Handler, token string) http.Handler {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
-				http.Error(w, "Unauthorized: send Authorization: Bearer <the token of --token-file>", http.StatusUnauthorized)
+				http.Error(w, "Unauthorized: send Authorization: Bearer <"+source+">", http.StatusUnauthorized)
 				return
 			}
 		}

@@ -45,7 +45,7 @@ func post(t *testing.T, h http.Handler, path string, header map[string]string) (
 
 func TestHTTPSecurity(t *testing.T) {
 	e := newEnv(t, nil)
-	h := e.srv.Handler(HTTPOptions{})
+	h := e.srv.Handler(&HTTPOptions{})
 	if code, body := post(t, h, "/mcp", nil); code != http.StatusOK {
 		t.Fatalf("plain loopback request: %d %s", code, body)
 	}
@@ -59,7 +59,7 @@ func TestHTTPSecurity(t *testing.T) {
 		t.Fatalf("DNS-rebinding Host: %d %s", code, body)
 	}
 
-	sse := e.srv.Handler(HTTPOptions{SSE: true})
+	sse := e.srv.Handler(&HTTPOptions{SSE: true})
 	if code, _ := post(t, sse, "/sse", map[string]string{"Origin": "https://evil.example"}); code != http.StatusForbidden {
 		t.Fatalf("cross-origin SSE request: %d", code)
 	}
@@ -68,7 +68,7 @@ func TestHTTPSecurity(t *testing.T) {
 	}
 
 	token := strings.Repeat("k", 40)
-	locked := e.srv.Handler(HTTPOptions{Token: token})
+	locked := e.srv.Handler(&HTTPOptions{Token: token})
 	if code, _ := post(t, locked, "/mcp", nil); code != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", code)
 	}
@@ -88,7 +88,7 @@ func TestHTTPSecurity(t *testing.T) {
 
 func TestListenRefusesNonLoopbackWithoutToken(t *testing.T) {
 	_, err := Listen("0.0.0.0:0", "")
-	if !errors.Is(err, ErrTokenRequired) || !strings.Contains(err.Error(), "--token-file") {
+	if !errors.Is(err, ErrTokenRequired) || !strings.Contains(err.Error(), "HTTPOptions.Token") {
 		t.Fatalf("err %v", err)
 	}
 	ln, err := Listen(":0", "")
@@ -134,7 +134,7 @@ func TestStreamableAndSSEOverTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go ServeHTTP(ctx, ln, e.srv.Handler(o))
+		go ServeHTTP(ctx, ln, e.srv.Handler(&o))
 		var tr mcp.Transport
 		base := "http://" + ln.Addr().String()
 		switch {

@@ -13,42 +13,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // TestMain lets the test binary act as the upstream MCP server of the
 // tests, run through a symlink named berth-export-upstream.
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "berth-export-upstream" {
-		upstream()
+	if filepath.Base(os.Args[0]) == testupstream.Name {
+		testupstream.Main()
 		return
 	}
 	os.Exit(m.Run())
-}
-
-type textArgs struct {
-	Text string `json:"text"`
-}
-
-// upstream serves three tools over stdio: echo (read-only), wipe
-// (destructive) and secret.
-func upstream() {
-	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
-	yes := true
-	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo the text", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
-		})
-	mcp.AddTool(s, &mcp.Tool{Name: "wipe", Description: "wipe everything", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}},
-		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped " + in.Text}}}, nil, nil
-		})
-	mcp.AddTool(s, &mcp.Tool{Name: "secret", Description: "a tool the operator denies"},
-		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "secret ran"}}}, nil, nil
-		})
-	s.Run(context.Background(), &mcp.StdioTransport{})
 }
 
 const (
@@ -62,13 +39,13 @@ const (
 type env struct {
 	mu    sync.Mutex
 	t     *testing.T
-	paths trust.Paths
-	store *trust.Store
+	paths store.Paths
+	store *store.Store
 	pool  *pool.Pool
 	srv   *Server
 }
 
-func newEnv(t *testing.T, opts *Options, policy ...trust.PolicyRule) *env {
+func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 	t.Helper()
 	ctx := context.Background()
 	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
@@ -81,21 +58,22 @@ func newEnv(t *testing.T, opts *Options, policy ...trust.PolicyRule) *env {
 	manifest := `{"manifestVersion":1,"name":"demo","version":"1.0.0","description":"exporter test plugin",
 	  "mcpServers":{"up":{"stdio":{"command":"berth-export-upstream"}}}}`
 	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644)
-	paths, _ := trust.NewPaths(home)
-	store := trust.OpenStore(paths, nil)
+	paths, _ := store.NewPaths(home)
+	st := store.Open(paths, nil)
 	b, err := bundle.Open(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	if _, err := store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "x"}); err != nil {
+	digest, _ := store.ParseDigest(b.Digest)
+	b.Close()
+	if _, err := st.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Enable(ctx, store, ws, "demo", ""); err != nil {
+	if _, err := pool.Enable(ctx, st, ws, "demo", ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range policy {
-		if err := pool.SetPolicy(ctx, store, r); err != nil {
+		if err := st.SetPolicy(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,30 +85,20 @@ func newEnv(t *testing.T, opts *Options, policy ...trust.PolicyRule) *env {
 			return nil
 		})
 	})
-	e := &env{t: t, paths: paths, store: store}
-	e.pool, err = pool.Open(ctx, paths, ws, &pool.Options{
+	e := &env{t: t, paths: paths, store: st}
+	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
 		BaseEnv:      []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
 		PollInterval: 50 * time.Millisecond,
-		Changed: func() {
-			if srv := e.server(); srv != nil {
-				srv.SyncSoon()
-			}
-		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.mu.Lock()
-	e.srv = New(e.pool, paths, opts)
+	e.srv = New(e.pool, opts)
 	e.mu.Unlock()
 	t.Cleanup(func() { e.pool.Close() })
+	t.Cleanup(func() { e.srv.Close() }) // before the pool: cleanups run last first
 	return e
-}
-
-func (e *env) server() *Server {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.srv
 }
 
 // client connects a go-sdk client in memory. proto pins the protocol
@@ -184,7 +152,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-func readAudit(t *testing.T, paths trust.Paths) []AuditEntry {
+func readAudit(t *testing.T, paths store.Paths) []AuditEntry {
 	t.Helper()
 	data, err := os.ReadFile(paths.Audit())
 	if err != nil {

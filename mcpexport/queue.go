@@ -17,7 +17,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // Pending is a call waiting in the approval queue, as `berth approvals`
@@ -117,7 +117,7 @@ func (q *Queue) Add(p Pending) (*Pending, error) {
 	p.ID = newID()
 	p.PID = os.Getpid()
 	p.Hash = hashPending(&p)
-	if err := writeJSONAtomic(q.pendingPath(p.ID), &p); err != nil {
+	if err := atomicfile.WriteJSON(q.pendingPath(p.ID), &p, 0o600); err != nil {
 		return nil, err
 	}
 	return &p, nil
@@ -236,14 +236,6 @@ func (q *Queue) Wait(ctx context.Context, p *Pending) (*QueueDecision, error) {
 	}
 }
 
-func writeJSONAtomic(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return trust.WriteFileAtomic(path, append(data, '\n'), 0o600)
-}
-
 // writeJSONOnce creates path with v, failing with fs.ErrExist when it
 // exists. A reader that sees the file before it is complete cannot parse
 // it and looks again.
@@ -252,21 +244,7 @@ func writeJSONOnce(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(append(data, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-	}
-	return err
+	return atomicfile.WriteNew(path, append(data, '\n'), 0o600)
 }
 
 func readJSON(path string, v any) error {

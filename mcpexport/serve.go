@@ -29,29 +29,39 @@ type HTTPOptions struct {
 	// every request but /healthz. It must be set for a non-loopback
 	// listener.
 	Token string
+	// TokenSource names the token where a refused request is told to send
+	// it ("Bearer <TokenSource>"); default "the token".
+	TokenSource string
 }
 
 // Handler returns the HTTP handler of one transport: /mcp (or /sse and
 // its message endpoint) behind the origin and token guard, and /healthz.
 // go-sdk's DNS-rebinding protection stays on.
-func (s *Server) Handler(o HTTPOptions) http.Handler {
+func (s *Server) Handler(o *HTTPOptions) http.Handler {
+	if o == nil {
+		o = &HTTPOptions{}
+	}
+	source := o.TokenSource
+	if source == "" {
+		source = "the token"
+	}
 	get := func(*http.Request) *mcp.Server { return s.ms }
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", healthz)
 	if o.SSE {
-		mux.Handle("/sse", guard(mcp.NewSSEHandler(get, &mcp.SSEOptions{}), o.Token))
+		mux.Handle("/sse", guard(mcp.NewSSEHandler(get, &mcp.SSEOptions{}), o.Token, source))
 	} else {
 		mux.Handle("/mcp", guard(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
 			Stateless:      o.Stateless,
 			SessionTimeout: time.Hour,
 			Logger:         s.log,
-		}), o.Token))
+		}), o.Token, source))
 	}
 	return mux
 }
 
 // ErrTokenRequired refuses a non-loopback listener without a token.
-var ErrTokenRequired = errors.New("a non-loopback address needs --token-file")
+var ErrTokenRequired = errors.New("a non-loopback address needs a bearer token (HTTPOptions.Token)")
 
 // Listen opens addr for Handler. A non-loopback address is refused unless
 // a token is set.
@@ -77,7 +87,10 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(sctx)
+		// Long-lived streams (SSE, a Streamable HTTP GET) never go idle, so
+		// Shutdown cuts them at its deadline and reports that; it is how
+		// serving ends, not a failure.
+		_ = srv.Shutdown(sctx)
 		return nil
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // DefaultApprovalTimeout is how long a queued call waits for a decision.
@@ -45,16 +45,24 @@ type Options struct {
 
 // Server exports one pool. It is safe for concurrent use: many sessions
 // over several transports may use it at once, and one session's pending
-// approval never blocks another's calls.
+// approval never blocks another's calls. It keeps its catalog in step with
+// the pool through one background worker; Close stops it.
 type Server struct {
 	pool    *pool.Pool
-	store   *trust.Store
+	store   *store.Store
 	ms      *mcp.Server
 	queue   *Queue
 	audit   *Audit
 	states  *stateBox
 	timeout time.Duration
 	log     *slog.Logger
+
+	syncCh      chan struct{} // wakes the sync worker; holds at most one wake-up
+	stopSync    context.CancelFunc
+	syncDone    chan struct{}
+	unsubscribe func()
+	closeOnce   sync.Once
+	closeErr    error
 
 	syncMu    sync.Mutex // serializes Sync
 	tools     map[string]string
@@ -63,17 +71,21 @@ type Server struct {
 	templates map[string]string
 }
 
-// New builds the MCP server of a pool. Call Sync (or let the pool's
-// Changed hook call SyncSoon) to fill its catalog.
-func New(p *pool.Pool, paths trust.Paths, opts *Options) *Server {
+// New builds the MCP server of a pool. Its approval queue, audit log and
+// "allow always" policy changes live in the pool's store (Pool.Store). It
+// subscribes to the pool's changes (Pool.OnChange) and keeps its catalog in
+// step from one background worker; the catalog is also assembled afresh
+// at every list request. Close the Server before the pool.
+func New(p *pool.Pool, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
+	st := p.Store()
 	s := &Server{
 		pool:      p,
-		store:     trust.OpenStore(paths, nil),
-		queue:     NewQueue(paths.Approvals()),
-		audit:     NewAudit(paths.Audit()),
+		store:     st,
+		queue:     NewQueue(st.Paths().Approvals()),
+		audit:     NewAudit(st.Paths().Audit()),
 		timeout:   opts.ApprovalTimeout,
 		log:       opts.Logger,
 		tools:     map[string]string{},
@@ -94,13 +106,32 @@ func New(p *pool.Pool, paths trust.Paths, opts *Options) *Server {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
-			Logging:   &mcp.LoggingCapabilities{},
+			//lint:ignore SA1019 legacy sessions still get MCP logging during the SEP-2577 deprecation window
+			Logging: &mcp.LoggingCapabilities{},
 		},
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
 		Logger:                    s.log,
 	})
 	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.boundaryMiddleware)
+	ctx, cancel := context.WithCancel(context.Background())
+	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
+	go s.syncWorker(ctx)
+	s.unsubscribe = p.OnChange(s.syncSoon)
 	return s
+}
+
+// Close stops the server's background work (the pool subscription and
+// the sync worker, waiting for a sync in progress) and closes the audit
+// log. It does not close the pool or end sessions; cancel the contexts of
+// ServeStdio and ServeHTTP for that. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.unsubscribe()
+		s.stopSync()
+		<-s.syncDone
+		s.closeErr = s.audit.Close()
+	})
+	return s.closeErr
 }
 
 // MCPServer is the underlying go-sdk server.
@@ -141,7 +172,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					// a protocol error. The approver refuses, so nothing can
 					// run from here.
 					_, err := s.pool.Call(ctx, p.Name, p.Arguments, refuseAll)
-					if errors.Is(err, trust.ErrDrift) {
+					if errors.Is(err, store.ErrDrift) {
 						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
 					}
 				}
@@ -205,16 +236,32 @@ func (s *Server) hasTool(name string) bool {
 	return ok
 }
 
-// SyncSoon re-assembles the catalog in the background; it is the pool's
-// Changed hook.
-func (s *Server) SyncSoon() {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.Sync(ctx); err != nil {
+// syncSoon asks the sync worker to re-assemble the catalog; a burst of
+// requests is one sync. It never blocks.
+func (s *Server) syncSoon() {
+	select {
+	case s.syncCh <- struct{}{}:
+	default:
+	}
+}
+
+// syncWorker runs the syncs that syncSoon asks for, one at a time, until
+// ctx ends.
+func (s *Server) syncWorker(ctx context.Context) {
+	defer close(s.syncDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.syncCh:
+		}
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := s.Sync(sctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			s.log.Warn("catalog sync", "error", err)
 		}
-	}()
+	}
 }
 
 // Sync makes the server's catalog the pool's: tools (deny never listed),
@@ -229,7 +276,7 @@ func (s *Server) Sync(ctx context.Context) error {
 	}
 	want := map[string]string{}
 	for _, t := range tools {
-		h := t.Hash + "|" + t.Policy.Action
+		h := t.Hash + "|" + string(t.Policy.Action)
 		want[t.Name] = h
 		if s.tools[t.Name] == h {
 			continue
@@ -365,7 +412,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 			if r := recover(); r != nil {
 				s.log.Error("panic in a tool call; only this call fails", "tool", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				res, err = toolError(fmt.Sprintf("berth: internal error while calling %s (logged on berth's stderr); nothing else was affected", name)), nil
-				c.entry.Outcome, c.entry.Reason = "failed", "panic"
+				c.entry.Outcome, c.entry.Reason = OutcomeFailed, "panic"
 				c.writeAudit()
 			}
 		}()
@@ -378,22 +425,22 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		defer c.writeAudit()
 		switch {
 		case err == nil && res.IsError:
-			c.entry.Outcome = "tool-error"
+			c.entry.Outcome = OutcomeToolError
 			return res, nil
 		case err == nil:
-			c.entry.Outcome = "ran"
+			c.entry.Outcome = OutcomeRan
 			return res, nil
 		case errors.Is(err, pool.ErrDenied):
-			c.entry.Outcome = "refused"
+			c.entry.Outcome = OutcomeRefused
 			if c.entry.Decision == "" {
-				c.entry.Decision, c.entry.DecidedBy = "deny", "policy"
+				c.entry.Decision, c.entry.DecidedBy = VerdictDeny, ByPolicy
 			}
 			return toolError(refusal(name, c.reason(err))), nil
-		case errors.Is(err, trust.ErrDrift):
-			c.entry.Outcome, c.entry.Reason = "refused", "drift"
+		case errors.Is(err, store.ErrDrift):
+			c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
 			return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
 		default:
-			c.entry.Outcome, c.entry.Reason = "failed", "error"
+			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
 			return toolError(fmt.Sprintf("berth could not run %s: %v", name, err)), nil
 		}
 	}

@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/berth-mcp/berth/internal/procgroup"
 )
 
 // DefaultStartTimeout bounds the start and handshake of a plugin when
@@ -199,7 +201,7 @@ func (c *Client) Exited() bool {
 		return true
 	}
 	pid := c.Pid()
-	return pid != 0 && processGone(pid)
+	return pid != 0 && procgroup.Exited(pid)
 }
 
 // Kill stops the plugin: a graceful shutdown through go-plugin, SIGKILL to
@@ -209,7 +211,7 @@ func (c *Client) Exited() bool {
 // progress fail with ErrExited.
 func (c *Client) Kill() {
 	c.killOnce.Do(func() {
-		if pid := c.Pid(); pid != 0 && processGone(pid) {
+		if pid := c.Pid(); pid != 0 && procgroup.Exited(pid) {
 			// The plugin died and left children behind, which may hold
 			// its stdout or stderr open: stop them first, or go-plugin
 			// waits for those pipes to close.

@@ -64,3 +64,18 @@ func ExampleLaunch() {
 	}
 	fmt.Println(res.IsError, res.StructuredContent)
 }
+
+// A handler decodes its arguments strictly: a field the tool does not
+// know is an error, which the model sees as an isError result.
+func ExampleDecodeArgs() {
+	var in struct {
+		Text string `json:"text"`
+	}
+	fmt.Println(nativetool.DecodeArgs(json.RawMessage(`{"text":"hi"}`), &in), in.Text)
+	fmt.Println(nativetool.DecodeArgs(json.RawMessage(`{"text":"hi","mode":"loud"}`), &in) != nil)
+	fmt.Println(string(nativetool.Text("done").Content[0]))
+	// Output:
+	// <nil> hi
+	// true
+	// {"type":"text","text":"done"}
+}

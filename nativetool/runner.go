@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/berth-mcp/berth/internal/procgroup"
 )
 
 // errAborted is returned by a launch whose context ended before the
@@ -79,7 +81,7 @@ func (r *procRunner) build(_ hclog.Logger, spec *exec.Cmd, tmpDir string) (runne
 		// caller's environment happens to carry.
 		Env: append(slices.Clip(r.env), spec.Env...),
 	}
-	setProcessGroup(cmd)
+	cmd.SysProcAttr = procgroup.Attr()
 	if r.stdout, err = cmd.StdoutPipe(); err != nil {
 		return fail(err)
 	}
@@ -116,7 +118,7 @@ func (r *procRunner) Kill(context.Context) error {
 	if pid == 0 {
 		return nil
 	}
-	signalGroup(pid, true)
+	procgroup.Kill(pid)
 	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
@@ -158,7 +160,7 @@ func (r *procRunner) abort() {
 	pid := r.pid
 	r.mu.Unlock()
 	if pid != 0 {
-		signalGroup(pid, true)
+		procgroup.Kill(pid)
 	}
 }
 
@@ -169,13 +171,8 @@ func (r *procRunner) stopGroup(grace time.Duration) {
 	r.mu.Lock()
 	pid := r.pid
 	r.mu.Unlock()
-	if pid == 0 || !groupAlive(pid) {
+	if pid == 0 || !procgroup.Alive(pid) {
 		return
 	}
-	signalGroup(pid, false)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) && groupAlive(pid) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	signalGroup(pid, true)
+	procgroup.Terminate(pid, grace, func(d time.Duration) bool { return procgroup.WaitGone(pid, d) })
 }

@@ -207,6 +207,7 @@ func (t *Tool) wire() (wireTool, error) {
 		return wireTool{}, fmt.Errorf("name must match %s", toolNameRe)
 	}
 	if t.Handler == nil {
+		//lint:ignore ST1005 the message starts with the field's name
 		return wireTool{}, errors.New("Handler is nil")
 	}
 	wt := wireTool{Name: t.Name, Description: t.Description}
@@ -323,6 +324,7 @@ func encodeResult(r *Result) ([]byte, error) {
 	}
 	for i, c := range w.Content {
 		if err := checkContentItem(c); err != nil {
+			//lint:ignore ST1005 the message starts with the field's name
 			return nil, fmt.Errorf("Content[%d]: %v", i, err)
 		}
 	}

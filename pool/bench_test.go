@@ -137,7 +137,7 @@ func BenchmarkColdStart(b *testing.B) {
 	start := func(n int) time.Duration {
 		before := cpuTime()
 		t0 := time.Now()
-		p, err := Open(ctx, f.paths, ws[n], f.options())
+		p, err := Open(ctx, f.store, ws[n], f.options())
 		if err != nil {
 			b.Fatal(err)
 		}

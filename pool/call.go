@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // Call calls a tool of the catalog by its exported name. In order: the
@@ -20,7 +20,7 @@ import (
 // dispatch, bounded by the server's call timeout.
 //
 // A call refused by the policy or the approver returns an error wrapping
-// ErrDenied; a drifted plugin one wrapping trust.ErrDrift. A tool that
+// ErrDenied; a drifted plugin one wrapping store.ErrDrift. A tool that
 // ran and failed returns a result with IsError set, and no error.
 //
 // When the server dies during the call (its process exits, its
@@ -221,7 +221,7 @@ func (p *Pool) lookupSame(ctx context.Context, e *toolEntry) (*toolEntry, error)
 }
 
 // SurfaceError refuses a tool whose definition differs from the pinned
-// surface. It wraps trust.ErrDrift (CLI exit code 5).
+// surface. It wraps store.ErrDrift (CLI exit code 5).
 type SurfaceError struct {
 	Tool   string
 	Change ToolChange
@@ -235,8 +235,8 @@ func (e *SurfaceError) Error() string {
 	return fmt.Sprintf("%s is withheld: %s since the plugin was enabled; review and accept it with `berth accept %s`", e.Tool, what, e.Change.Plugin)
 }
 
-// Unwrap returns trust.ErrDrift: a changed live tool surface is drift.
-func (e *SurfaceError) Unwrap() error { return trust.ErrDrift }
+// Unwrap returns store.ErrDrift: a changed live tool surface is drift.
+func (e *SurfaceError) Unwrap() error { return store.ErrDrift }
 
 // dispatch sends the call, and handles a server that dies during it.
 func (p *Pool) dispatch(ctx context.Context, e *toolEntry, args json.RawMessage) (*mcp.CallToolResult, error) {

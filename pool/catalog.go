@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 // Tool is one entry of the catalog.
@@ -26,14 +28,14 @@ type Tool struct {
 	// Hash is the tool's pinned surface hash (ToolHash).
 	Hash string `json:"hash"`
 	// Policy is the operator's policy for the tool (allow or ask).
-	Policy PolicyMatch `json:"policy"`
+	Policy store.PolicyMatch `json:"policy"`
 }
 
 type toolEntry struct {
 	tool   *Tool
 	s      *server
 	def    *mcp.Tool // upstream
-	policy PolicyMatch
+	policy store.PolicyMatch
 }
 
 // index is the assembled catalog, rebuilt when p.ver moved.
@@ -41,7 +43,7 @@ type index struct {
 	ver        uint64
 	tools      map[string]*toolEntry
 	list       []*Tool
-	denied     map[string]PolicyMatch
+	denied     map[string]store.PolicyMatch
 	withheld   map[string]ToolChange
 	collided   map[string][]string  // exported name → server IDs
 	collisions map[*server][]string // exported names
@@ -66,7 +68,7 @@ func (p *Pool) index() *index {
 	if p.idx != nil && p.idx.ver == v {
 		return p.idx
 	}
-	idx := &index{ver: v, tools: map[string]*toolEntry{}, denied: map[string]PolicyMatch{}, withheld: map[string]ToolChange{},
+	idx := &index{ver: v, tools: map[string]*toolEntry{}, denied: map[string]store.PolicyMatch{}, withheld: map[string]ToolChange{},
 		collided: map[string][]string{}, collisions: map[*server][]string{}, perServer: map[*server]int{}}
 	byName := map[string][]candidate{}
 	var names []string
@@ -107,8 +109,8 @@ func (p *Pool) index() *index {
 			idx.withheld[n] = *c.change
 			continue
 		}
-		m := MatchPolicy(p.policy, n)
-		if m.Action == ActionDeny {
+		m := store.MatchPolicy(p.policy, n)
+		if m.Action == store.ActionDeny {
 			idx.denied[n] = m
 			continue
 		}

@@ -17,7 +17,7 @@
 // retry rule, pinning and boundaries; only its connection differs. It is
 // launched only through nativetool.Launch with the executable's SHA-256
 // from the staged listing, so a file that differs is never started: that
-// refusal makes the plugin drifted (the error wraps trust.ErrDrift and
+// refusal makes the plugin drifted (the error wraps store.ErrDrift and
 // nativetool.ErrChecksumMismatch). It runs in its own process group with
 // the base environment of a stdio server plus BERTH_WORKSPACE, in the
 // staged snapshot; its stderr and go-plugin's log lines are kept like a
@@ -54,9 +54,9 @@
 // only when it moved) and reconciles: disabled, revoked or replaced
 // plugins are stopped, their calls cancelled and their process groups
 // terminated, newly enabled ones started, the tool policy re-read; and (2)
-// checks the plugin's staged snapshot for drift (trust.DriftChecker): a
+// checks the plugin's staged snapshot for drift (store.DriftChecker): a
 // drifted plugin's children are killed at once and the call fails with an
-// error wrapping trust.ErrDrift that names the file.
+// error wrapping store.ErrDrift that names the file.
 //
 // # Names, policy, surfaces
 //
@@ -66,14 +66,14 @@
 // reports the collision. Resources keep their URIs and ReadResource
 // routes each to the one server that lists it or has a matching template.
 // The manifest's tools.allow and tools.deny apply first (a native tool
-// provider has none), then the operator's tool policy (MatchPolicy): deny
+// provider has none), then the operator's tool policy (store.MatchPolicy): deny
 // hides a tool, allow and ask are attached to each catalog entry for the
 // approver.
 //
 // The first listing of a server after enable pins its tool surface in the
 // state (ToolHash per tool). Later, a changed or new tool is withheld and
 // the server is changed until Accept records the new surface; Call of a
-// withheld tool returns a *SurfaceError, which wraps trust.ErrDrift.
+// withheld tool returns a *SurfaceError, which wraps store.ErrDrift.
 //
 // # Concurrency
 //

@@ -8,12 +8,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // EnableResult reports what Enable did.
 type EnableResult struct {
-	Record    *trust.Record
+	Record    *store.Record
 	Workspace string
 	// Already is true when this version was enabled there before; nothing
 	// changed then.
@@ -27,35 +27,39 @@ type EnableResult struct {
 // order). Enabling another version replaces the enabled one, and its tool
 // surface is pinned afresh at the next start. It bumps the state
 // generation. An unknown or untrusted plugin is an error wrapping
-// trust.ErrNotTrusted.
-func Enable(ctx context.Context, store *trust.Store, workspace, name, version string) (*EnableResult, error) {
+// store.ErrNotTrusted.
+func Enable(ctx context.Context, st *store.Store, workspace, name, version string) (*EnableResult, error) {
 	ws, err := Workspace(workspace)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := store.Find(name, version)
+	recs, err := st.Find(name, version)
 	if err != nil {
 		return nil, err
 	}
 	rec := recs[len(recs)-1]
 	res := &EnableResult{Record: rec, Workspace: ws}
-	_, err = store.Update(ctx, func(st *trust.State) error {
+	_, err = st.Update(ctx, func(state *store.State) error {
 		// The record may have been revoked since Find.
-		if _, err := os.Stat(store.Paths().Record(rec.Name, rec.Version)); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s was revoked meanwhile: %w", rec.ID(), trust.ErrNotTrusted)
+		if _, err := os.Stat(st.Paths().Record(rec.Name, rec.Version)); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s was revoked meanwhile: %w", rec.ID(), store.ErrNotTrusted)
 		}
-		if _, err := os.Stat(store.Paths().Snapshot(rec.Digest)); err != nil {
+		d, err := store.ParseDigest(rec.Digest)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(st.Paths().Snapshot(d)); err != nil {
 			return fmt.Errorf("the staged snapshot of %s is missing (%v); re-trust the bundle", rec.ID(), err)
 		}
-		w := st.Workspace(ws)
+		w := state.Workspace(ws)
 		if en := w.Plugins[name]; en != nil {
 			if en.Version == rec.Version && en.Digest == rec.Digest {
 				res.Already = true
-				return trust.ErrNoChange
+				return store.ErrNoChange
 			}
 			res.Replaced = en.Version
 		}
-		w.Plugins[name] = &trust.Enablement{Version: rec.Version, Digest: rec.Digest, EnabledAt: time.Now().UTC()}
+		w.Plugins[name] = &store.Enablement{Version: rec.Version, Digest: rec.Digest, EnabledAt: time.Now().UTC()}
 		return nil
 	})
 	if err != nil {
@@ -68,24 +72,24 @@ func Enable(ctx context.Context, store *trust.Store, workspace, name, version st
 // generation; running pools stop its servers and cancel its calls at their
 // next boundary (within their poll interval). It returns the enablement
 // that was removed.
-func Disable(ctx context.Context, store *trust.Store, workspace, name string) (*trust.Enablement, error) {
-	if err := trust.CheckRef(name, ""); err != nil {
+func Disable(ctx context.Context, st *store.Store, workspace, name string) (*store.Enablement, error) {
+	if err := store.CheckRef(name, ""); err != nil {
 		return nil, err
 	}
 	ws, err := Workspace(workspace)
 	if err != nil {
 		return nil, err
 	}
-	var gone *trust.Enablement
-	_, err = store.Update(ctx, func(st *trust.State) error {
-		w := st.Workspaces[ws]
+	var gone *store.Enablement
+	_, err = st.Update(ctx, func(state *store.State) error {
+		w := state.Workspaces[ws]
 		if w == nil || w.Plugins[name] == nil {
 			return fmt.Errorf("%s is not enabled in %s; `berth list` shows where each plugin is enabled", name, ws)
 		}
 		gone = w.Plugins[name]
 		delete(w.Plugins, name)
 		if len(w.Plugins) == 0 {
-			delete(st.Workspaces, ws)
+			delete(state.Workspaces, ws)
 		}
 		return nil
 	})

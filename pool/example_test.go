@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // A library user opens the pool of a workspace, lists its catalog and
@@ -16,11 +16,11 @@ import (
 // (Not run: it needs an enabled plugin.)
 func Example() {
 	ctx := context.Background()
-	paths, err := trust.NewPaths(trust.DefaultRoot(os.Getenv))
+	paths, err := store.NewPaths(store.DefaultRoot(os.Getenv))
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := pool.Open(ctx, paths, ".", nil)
+	p, err := pool.Open(ctx, store.Open(paths, nil), ".", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,21 +57,4 @@ func ExampleExportName() {
 	// acme-notes-notes__search
 	// acme-notes__index
 	// 64 true
-}
-
-func ExampleMatchPolicy() {
-	rules := []trust.PolicyRule{
-		{Pattern: "acme-notes-*", Action: "allow"},
-		{Pattern: "acme-notes-notes__delete_*", Action: "deny"},
-		{Pattern: "acme-notes-notes__delete_draft", Action: "ask"},
-	}
-	for _, tool := range []string{"acme-notes-notes__search", "acme-notes-notes__delete_all", "acme-notes-notes__delete_draft", "other__x"} {
-		m := pool.MatchPolicy(rules, tool)
-		fmt.Printf("%s: %s %q exact=%v\n", tool, m.Action, m.Pattern, m.Exact)
-	}
-	// Output:
-	// acme-notes-notes__search: allow "acme-notes-*" exact=false
-	// acme-notes-notes__delete_all: deny "acme-notes-notes__delete_*" exact=false
-	// acme-notes-notes__delete_draft: ask "acme-notes-notes__delete_draft" exact=true
-	// other__x: ask "" exact=false
 }

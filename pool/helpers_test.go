@@ -18,8 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // TestMain lets the test binary act as the MCP test server and as a
@@ -41,9 +42,9 @@ func TestMain(m *testing.M) {
 
 // disableMain is `berth disable` in another process: HOME WORKSPACE NAME.
 func disableMain(args []string) int {
-	paths, err := trust.NewPaths(args[0])
+	paths, err := store.NewPaths(args[0])
 	if err == nil {
-		_, err = Disable(context.Background(), trust.OpenStore(paths, nil), args[1], args[2])
+		_, err = Disable(context.Background(), store.Open(paths, nil), args[1], args[2])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,8 +60,8 @@ type fixture struct {
 	home  string
 	ws    string
 	bin   string
-	paths trust.Paths
-	store *trust.Store
+	paths store.Paths
+	store *store.Store
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -71,10 +72,10 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.ws = ws
-	if f.paths, err = trust.NewPaths(f.home); err != nil {
+	if f.paths, err = store.NewPaths(f.home); err != nil {
 		t.Fatal(err)
 	}
-	f.store = trust.OpenStore(f.paths, nil)
+	f.store = store.Open(f.paths, nil)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -134,27 +135,38 @@ func mergeFiles(a, b map[string]string) map[string]string {
 	return out
 }
 
-// install trusts (unsigned) and enables a bundle directory.
-func (f *fixture) install(dir string) *trust.Record {
+// install trusts (unsigned, by its digest) and enables a bundle
+// directory.
+func (f *fixture) install(dir string) *store.Record {
 	f.t.Helper()
 	ctx := context.Background()
-	b, err := bundle.Open(ctx, dir, nil)
+	res, err := f.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digestOf(f.t, dir)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	defer b.Close()
-	res, err := f.store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "x"})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if _, err := Enable(ctx, f.store, f.ws, b.Manifest.Name, ""); err != nil {
+	if _, err := Enable(ctx, f.store, f.ws, res.Record.Name, ""); err != nil {
 		f.t.Fatal(err)
 	}
 	return res.Record
 }
 
+// digestOf is the digest of a valid bundle, for trusting it unsigned.
+func digestOf(t testing.TB, dir string) store.Digest {
+	t.Helper()
+	b, err := bundle.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	d, err := store.ParseDigest(b.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // plugin writes, trusts and enables a bundle.
-func (f *fixture) plugin(name string, servers map[string]any) *trust.Record {
+func (f *fixture) plugin(name string, servers map[string]any) *store.Record {
 	f.t.Helper()
 	return f.install(f.bundleDir(name, servers, nil))
 }
@@ -177,7 +189,7 @@ func (f *fixture) open(tune func(*Options)) *Pool {
 	if tune != nil {
 		tune(opts)
 	}
-	p, err := Open(context.Background(), f.paths, f.ws, opts)
+	p, err := Open(context.Background(), f.store, f.ws, opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -226,17 +238,9 @@ func status(t testing.TB, p *Pool, id string) ServerStatus {
 	return ServerStatus{}
 }
 
-// waitFor polls cond until it holds or d passed.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-	}
+	testkit.Eventually(t, d, what, cond)
 }
 
 // alive reports whether pid is a live process (a zombie is dead).
@@ -264,4 +268,13 @@ func serverPIDs(t testing.TB, p *Pool, tool string) pids {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// mustDigest parses a digest from a record that Records returned.
+func mustDigest(s string) store.Digest {
+	d, err := store.ParseDigest(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
 }

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/internal/procgroup"
+	"github.com/berth-mcp/berth/store"
 )
 
 // A server that dies in the middle of a call is restarted with backoff.
@@ -233,11 +234,11 @@ func TestDrift(t *testing.T) {
 			rec := f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,pid")})
 			p := f.open(func(o *Options) { o.PollInterval = -1 }) // only the call's boundary may notice
 			pid := serverPIDs(t, p, "demo-main__pid").PID
-			tc.tamper(f.paths.Snapshot(rec.Digest))
+			tc.tamper(f.paths.Snapshot(mustDigest(rec.Digest)))
 			time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
 			_, err := p.Call(context.Background(), "demo-main__echo", json.RawMessage(`{"text":"x"}`), allow)
-			var de *trust.DriftError
-			if !errors.Is(err, trust.ErrDrift) || !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "berth verify") {
+			var de *store.DriftError
+			if !errors.Is(err, store.ErrDrift) || !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "berth verify") {
 				t.Fatalf("call after tampering: %v", err)
 			}
 			waitFor(t, time.Second, "the drifted plugin's child to be killed", func() bool { return !alive(pid) })
@@ -472,7 +473,7 @@ while :; do sleep 0.05; done`
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { signalGroup(proc.pid(), sigKill) })
+	t.Cleanup(func() { procgroup.Kill(proc.pid()) })
 	var bg int
 	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
 		b, _ := os.ReadFile(out + ".bg")
@@ -509,7 +510,7 @@ func TestStopKillsGroupAfterLeaderExits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { signalGroup(proc.pid(), sigKill) })
+	t.Cleanup(func() { procgroup.Kill(proc.pid()) })
 	var bg int
 	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
 		b, _ := os.ReadFile(out)

@@ -50,7 +50,7 @@ func NativeExportName(plugin, tool string) string { return exportName(plugin, to
 func NativeProviderID(plugin, entry string) string { return exportName(plugin, entry) }
 
 // NativeSurfaceKey is the key of a native tool provider's pinned tool
-// surface in the state (trust.Enablement.Surfaces), "native:<entry>".
+// surface in the state (store.Enablement.Surfaces), "native:<entry>".
 // Servers' surfaces are kept under their names, which never contain ':'.
 func NativeSurfaceKey(entry string) string { return "native:" + entry }
 
@@ -83,35 +83,3 @@ func sanitize(s string) string {
 	}
 	return b.String()
 }
-
-// globMatch reports whether name matches pattern, where '*' matches any
-// run of characters (also none) and '?' exactly one; every other
-// character matches itself. It is the glob of tool filters and of the
-// operator's tool policy.
-func globMatch(pattern, name string) bool {
-	// Iterative matching with one backtrack point, linear in practice.
-	p, n := 0, 0
-	star, mark := -1, 0
-	for n < len(name) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == name[n]):
-			p++
-			n++
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case star >= 0:
-			p = star + 1
-			mark++
-			n = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
-
-func isGlob(pattern string) bool { return strings.ContainsAny(pattern, "*?") }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 func TestExportName(t *testing.T) {
@@ -68,57 +68,10 @@ func TestNativeProviderID(t *testing.T) {
 	}
 }
 
-func TestGlobMatch(t *testing.T) {
-	for _, tc := range []struct {
-		pat, name string
-		want      bool
-	}{
-		{"*", "", true}, {"*", "abc", true}, {"a*", "abc", true}, {"a*c", "abbbc", true}, {"a*c", "abcd", false},
-		{"?", "a", true}, {"?", "", false}, {"a?c", "abc", true}, {"*b*", "abc", true}, {"a**c", "ac", true},
-		{"acme-*__read_*", "acme-notes__read_note", true}, {"acme-*__read_*", "acme-notes__write", false},
-		{"[a]", "a", false}, {"[a]", "[a]", true}, {"v?.*", "v1.x", true},
-	} {
-		if got := globMatch(tc.pat, tc.name); got != tc.want {
-			t.Errorf("globMatch(%q, %q) = %v", tc.pat, tc.name, got)
-		}
-	}
-}
-
-func TestMatchPolicy(t *testing.T) {
-	rules := []trust.PolicyRule{
-		{Pattern: "*", Action: "allow"},
-		{Pattern: "acme-*", Action: "ask"},
-		{Pattern: "acme-notes-notes__delete*", Action: "deny"},
-		{Pattern: "acme-notes-notes__delete_draft", Action: "allow"},
-		{Pattern: "acme-notes-*", Action: "ask"},
-	}
-	for _, tc := range []struct {
-		tool string
-		want PolicyMatch
-	}{
-		{"other__x", PolicyMatch{Action: "allow", Pattern: "*"}},
-		{"acme-notes-notes__read", PolicyMatch{Action: "ask", Pattern: "acme-notes-*"}},
-		{"acme-notes-notes__delete_all", PolicyMatch{Action: "deny", Pattern: "acme-notes-notes__delete*"}},
-		{"acme-notes-notes__delete_draft", PolicyMatch{Action: "allow", Pattern: "acme-notes-notes__delete_draft", Exact: true}},
-	} {
-		if got := MatchPolicy(rules, tc.tool); got != tc.want {
-			t.Errorf("MatchPolicy(%s) = %+v, want %+v", tc.tool, got, tc.want)
-		}
-	}
-	if got := MatchPolicy(nil, "x"); got != (PolicyMatch{Action: "ask"}) {
-		t.Errorf("default %+v", got)
-	}
-	for _, bad := range []trust.PolicyRule{{Pattern: "a b", Action: "allow"}, {Pattern: "a", Action: "maybe"}, {Pattern: "", Action: "allow"}, {Pattern: "x[1]", Action: "allow"}} {
-		if CheckPolicyRule(bad) == nil {
-			t.Errorf("accepted %+v", bad)
-		}
-	}
-}
-
 func TestAllowedByPolicy(t *testing.T) {
 	yes, no := true, false
-	req := func(action string, exact bool, destructive *bool) *ApprovalRequest {
-		r := &ApprovalRequest{Policy: PolicyMatch{Action: action, Exact: exact, Pattern: "p"}}
+	req := func(action store.Action, exact bool, destructive *bool) *ApprovalRequest {
+		r := &ApprovalRequest{Policy: store.PolicyMatch{Action: action, Exact: exact, Pattern: "p"}}
 		if destructive != nil {
 			r.Annotations = annotations(destructive)
 		}
@@ -211,19 +164,4 @@ func mustJSON(v any) string {
 
 func annotations(destructive *bool) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{DestructiveHint: destructive}
-}
-
-func TestPolicyMatchString(t *testing.T) {
-	for _, tc := range []struct {
-		m    PolicyMatch
-		want string
-	}{
-		{PolicyMatch{Action: ActionAsk}, "ask (default)"},
-		{PolicyMatch{Action: ActionAllow, Pattern: "demo-main__echo", Exact: true}, "allow (exact)"},
-		{PolicyMatch{Action: ActionAllow, Pattern: "demo-*"}, "allow (demo-*)"},
-	} {
-		if got := tc.m.String(); got != tc.want {
-			t.Errorf("%+v: %q, want %q", tc.m, got, tc.want)
-		}
-	}
 }

@@ -17,18 +17,34 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/procgroup"
 	"github.com/berth-mcp/berth/nativetool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
-// Kinds of what a pool supervises (ServerStatus.Kind).
+// Kind is what a pool supervises (ServerStatus.Kind).
+type Kind string
+
+// Kinds of what a pool supervises.
 const (
 	// KindServer is an MCP server of the manifest's mcpServers.
-	KindServer = "server"
+	KindServer Kind = "server"
 	// KindNative is a native tool provider of the manifest's nativeTools:
 	// a go-plugin executable (package nativetool). Its Transport is
-	// "native" too.
-	KindNative = "native"
+	// TransportNative.
+	KindNative Kind = "native"
+)
+
+// Transport is how the pool talks to a server (ServerStatus.Transport).
+type Transport string
+
+// Transports.
+const (
+	TransportStdio          Transport = "stdio"
+	TransportStreamableHTTP Transport = bundle.TransportStreamableHTTP
+	TransportSSE            Transport = bundle.TransportSSE
+	// TransportNative is go-plugin's gRPC to a native tool provider.
+	TransportNative Transport = "native"
 )
 
 // nativeProtocol is what Status reports as a provider's protocol.
@@ -143,7 +159,7 @@ func (n *nativeSession) answered(err error) bool {
 // shutdown (SIGKILL after 2 s), or SIGKILL to the group at once when hard.
 func (n *nativeSession) close(_ time.Duration, hard bool) {
 	if pid := n.c.Pid(); hard && pid > 0 {
-		signalGroup(pid, sigKill)
+		procgroup.Kill(pid)
 	}
 	n.c.Kill()
 	n.stderr.flush()
@@ -153,7 +169,7 @@ func (n *nativeSession) exited() bool { return n.c.Exited() }
 
 // launchDriftError refuses a native tool executable whose SHA-256 is not
 // the one in the staged listing: the plugin drifted. It wraps
-// trust.ErrDrift (CLI exit code 5) and the *nativetool.ChecksumError,
+// store.ErrDrift (CLI exit code 5) and the *nativetool.ChecksumError,
 // which names the file and says to run berth verify and re-trust.
 type launchDriftError struct {
 	plugin string // name@version
@@ -162,8 +178,8 @@ type launchDriftError struct {
 
 func (e *launchDriftError) Error() string { return e.plugin + " drifted: " + e.err.Error() }
 
-// Unwrap returns trust.ErrDrift and the checksum error.
-func (e *launchDriftError) Unwrap() []error { return []error{trust.ErrDrift, e.err} }
+// Unwrap returns store.ErrDrift and the checksum error.
+func (e *launchDriftError) Unwrap() []error { return []error{store.ErrDrift, e.err} }
 
 // providerExitError describes a native tool provider whose process ended
 // on its own. It wraps nativetool.ErrExited.

@@ -9,9 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,8 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/nativetool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // nativeBuild holds the native tool providers built once per test run:
@@ -46,17 +45,8 @@ func nativePrograms(t testing.TB) (fmttools, testplugin string) {
 			return
 		}
 		nativeBuild.dir = dir
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		args := []string{"build", "-o", dir + string(os.PathSeparator)}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "github.com/berth-mcp/berth/examples/fmttools", "github.com/berth-mcp/berth/pool/internal/testplugin")
-		if out, err := exec.Command(goTool, args...).CombinedOutput(); err != nil {
-			nativeBuild.err = errors.New("building the native tool providers: " + err.Error() + "\n" + string(out))
+		if err := testkit.GoBuild(dir, "github.com/berth-mcp/berth/examples/fmttools", "github.com/berth-mcp/berth/pool/internal/testplugin"); err != nil {
+			nativeBuild.err = errors.New("building the native tool providers: " + err.Error())
 		}
 	})
 	if nativeBuild.err != nil {
@@ -100,7 +90,7 @@ func (f *fixture) nativeBundleDir(name string, servers map[string]any, providers
 
 // testProvider is a bundle "acme" with the test plugin as native tool
 // provider "tp" (bin/tp), and the given servers.
-func (f *fixture) testProvider(servers map[string]any) *trust.Record {
+func (f *fixture) testProvider(servers map[string]any) *store.Record {
 	f.t.Helper()
 	_, tp := nativePrograms(f.t)
 	return f.install(f.nativeBundleDir("acme", servers, provider{"tp", tp, "bin/tp"}))
@@ -189,7 +179,7 @@ func TestNativeExampleProvider(t *testing.T) {
 
 	// Policy: a glob allow runs the read-only tool without an approver,
 	// but not the destructive one, until an exact allow names it.
-	if err := SetPolicy(ctx, f.store, trust.PolicyRule{Pattern: "acme__*", Action: ActionAllow}); err != nil {
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "acme__*", Action: store.ActionAllow}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := p.Call(ctx, "acme__hash_file", json.RawMessage(`{"path":"data.json"}`), nil); err != nil || res.IsError {
@@ -201,7 +191,7 @@ func TestNativeExampleProvider(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.ws, "data.json")); string(b) != string(data) {
 		t.Fatal("the refused call ran")
 	}
-	SetPolicy(ctx, f.store, trust.PolicyRule{Pattern: "acme__format_json_in_place", Action: ActionAllow})
+	f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "acme__format_json_in_place", Action: store.ActionAllow})
 	if res, err := p.Call(ctx, "acme__format_json_in_place", json.RawMessage(`{"path":"data.json"}`), nil); err != nil || res.IsError {
 		t.Fatalf("format_json_in_place with an exact allow: %v %+v", err, res)
 	}
@@ -209,7 +199,7 @@ func TestNativeExampleProvider(t *testing.T) {
 		t.Fatalf("not formatted in place: %s", b)
 	}
 	// deny: not listed, refused.
-	SetPolicy(ctx, f.store, trust.PolicyRule{Pattern: "acme__format_json", Action: ActionDeny})
+	f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "acme__format_json", Action: store.ActionDeny})
 	if got := toolNames(t, p); slices.Contains(got, "acme__format_json") {
 		t.Fatalf("a denied tool is listed: %v", got)
 	}
@@ -235,7 +225,7 @@ func TestNativeExampleProvider(t *testing.T) {
 		t.Fatalf("pinned surfaces %+v", sf)
 	}
 	log, _ := os.ReadFile(f.paths.Log("acme__fmt"))
-	if !strings.Contains(string(log), "started pid "+strconv.Itoa(st.PID)) || !strings.Contains(string(log), f.paths.Snapshot(rec.Digest)+"/bin/fmt-tools") {
+	if !strings.Contains(string(log), "started pid "+strconv.Itoa(st.PID)) || !strings.Contains(string(log), f.paths.Snapshot(mustDigest(rec.Digest))+"/bin/fmt-tools") {
 		t.Fatalf("log:\n%s", log)
 	}
 
@@ -291,8 +281,8 @@ func TestNativeEnvironment(t *testing.T) {
 			t.Errorf("unexpected variable %s in the provider's environment", k)
 		}
 	}
-	if got.Cwd != f.paths.Snapshot(rec.Digest) {
-		t.Errorf("cwd %s, want the snapshot %s", got.Cwd, f.paths.Snapshot(rec.Digest))
+	if got.Cwd != f.paths.Snapshot(mustDigest(rec.Digest)) {
+		t.Errorf("cwd %s, want the snapshot %s", got.Cwd, f.paths.Snapshot(mustDigest(rec.Digest)))
 	}
 	ids := serverPIDs(t, p, "acme__pid")
 	if ids.PGID != ids.PID || ids.PPID != os.Getpid() || status(t, p, "acme__tp").PID != ids.PID {
@@ -387,11 +377,11 @@ func TestNativePanicAndExit(t *testing.T) {
 // An executable that no longer matches the staged listing when it is
 // launched is never started: the checksum comes from the listing. The
 // plugin is drifted, the error names the file and the fix, and calls fail
-// with trust.ErrDrift.
+// with store.ErrDrift.
 func TestNativeChecksumMismatchNeverStarts(t *testing.T) {
 	f := newFixture(t)
 	rec := f.testProvider(nil)
-	exe := filepath.Join(f.paths.Snapshot(rec.Digest), "bin", "tp")
+	exe := filepath.Join(f.paths.Snapshot(mustDigest(rec.Digest)), "bin", "tp")
 	var launches atomic.Int32
 	p := f.open(func(o *Options) {
 		o.PollInterval = -1 // only the launch can find it
@@ -412,7 +402,7 @@ func TestNativeChecksumMismatchNeverStarts(t *testing.T) {
 		}
 	})
 	st := status(t, p, "acme__tp")
-	if st.State != StateDrifted || !errors.Is(st.Err, trust.ErrDrift) || !errors.Is(st.Err, nativetool.ErrChecksumMismatch) {
+	if st.State != StateDrifted || !errors.Is(st.Err, store.ErrDrift) || !errors.Is(st.Err, nativetool.ErrChecksumMismatch) {
 		t.Fatalf("status %+v", st)
 	}
 	for _, want := range []string{"acme@1.0.0 drifted", "does not match the reviewed bundle", exe, "it was not started", "berth verify", "trust the bundle again"} {
@@ -427,7 +417,7 @@ func TestNativeChecksumMismatchNeverStarts(t *testing.T) {
 		t.Fatalf("tools of a drifted plugin: %v", got)
 	}
 	_, err := p.Call(context.Background(), "acme__echo", nil, allow)
-	if !errors.Is(err, trust.ErrDrift) || !strings.Contains(err.Error(), "does not match the reviewed bundle") {
+	if !errors.Is(err, store.ErrDrift) || !strings.Contains(err.Error(), "does not match the reviewed bundle") {
 		t.Fatalf("call: %v", err)
 	}
 	time.Sleep(100 * time.Millisecond) // no restart loop
@@ -445,7 +435,7 @@ func TestNativeDrift(t *testing.T) {
 	p := f.open(func(o *Options) { o.PollInterval = -1 }) // only the call's boundary may notice
 	pid := serverPIDs(t, p, "acme__pid").PID
 	// Swap the executable (a running one cannot be written to: ETXTBSY).
-	exe := filepath.Join(f.paths.Snapshot(rec.Digest), "bin", "tp")
+	exe := filepath.Join(f.paths.Snapshot(mustDigest(rec.Digest)), "bin", "tp")
 	data, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -459,7 +449,7 @@ func TestNativeDrift(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
 	_, err = p.Call(context.Background(), "acme__echo", nil, allow)
-	if !errors.Is(err, trust.ErrDrift) || !strings.Contains(err.Error(), "bin/tp") || !strings.Contains(err.Error(), "berth verify") {
+	if !errors.Is(err, store.ErrDrift) || !strings.Contains(err.Error(), "bin/tp") || !strings.Contains(err.Error(), "berth verify") {
 		t.Fatalf("call after tampering: %v", err)
 	}
 	waitFor(t, 2*time.Second, "the provider to be killed", func() bool { return !alive(pid) })
@@ -472,7 +462,7 @@ func TestNativeDrift(t *testing.T) {
 	if st := status(t, p, "acme"); st.State != StateDrifted || !strings.Contains(st.LastError, "bin/tp") {
 		t.Fatalf("new pool: %+v", st)
 	}
-	if _, err := p.Call(context.Background(), "acme__echo", nil, allow); !errors.Is(err, trust.ErrDrift) {
+	if _, err := p.Call(context.Background(), "acme__echo", nil, allow); !errors.Is(err, store.ErrDrift) {
 		t.Fatalf("call in a new pool: %v", err)
 	}
 	if n := starts(t, f.ws); n != 1 {
@@ -518,7 +508,7 @@ func TestNativeSurfaceChange(t *testing.T) {
 	}
 	_, err := p.Call(ctx, "acme__echo", nil, allow)
 	var se *SurfaceError
-	if !errors.As(err, &se) || !errors.Is(err, trust.ErrDrift) || !strings.Contains(err.Error(), "berth accept acme") {
+	if !errors.As(err, &se) || !errors.Is(err, store.ErrDrift) || !strings.Contains(err.Error(), "berth accept acme") {
 		t.Fatalf("call of a withheld tool: %v", err)
 	}
 

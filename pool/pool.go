@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -42,11 +44,6 @@ type Options struct {
 	// drift) in the background, so that a disable or revoke stops calls
 	// already running. Default 100ms; a negative value turns it off.
 	PollInterval time.Duration
-	// Changed, when set, is called when the catalog may have changed (a
-	// server started or stopped, a server announced list_changed, a
-	// reconcile happened). It is called from one goroutine of the pool,
-	// never under a lock, and coalesces bursts; it should return quickly.
-	Changed func()
 
 	testNet *testNetwork
 	// testBeforeLaunch, in tests only, runs just before a native tool
@@ -65,15 +62,15 @@ type Options struct {
 // GetPrompt, ReadResource) the pool checks the state generation and
 // reconciles, and checks the staged snapshots for drift.
 type Pool struct {
-	paths     trust.Paths
-	store     *trust.Store
+	paths     store.Paths
+	store     *store.Store
 	workspace string
 	opts      Options
 	lookupEnv func(string) (string, bool)
 	baseEnv   []string
 	backoff   time.Duration
 	grace     time.Duration
-	watch     *trust.GenerationWatch
+	watch     *store.GenerationWatch
 
 	reconcileMu sync.Mutex // serializes boundary generation checks and reconciles
 	// reconcileDue is set while the last reconcile failed: the watch has
@@ -84,7 +81,7 @@ type Pool struct {
 	mu      sync.Mutex // guards the fields below; taken before any server's mu
 	plugins map[string]*plugin
 	retired []*plugin // replaced, possibly still stopping; Close waits for them
-	policy  []trust.PolicyRule
+	policy  []store.PolicyRule
 	idx     *index
 	closed  bool
 
@@ -92,6 +89,10 @@ type Pool struct {
 	changedCh chan struct{}
 	stopBg    chan struct{}
 	bg        sync.WaitGroup
+
+	subMu   sync.Mutex // guards subs and nextSub
+	subs    map[int]func()
+	nextSub int
 }
 
 // plugin is one enabled plugin: its staged snapshot, drift checker and
@@ -101,10 +102,11 @@ type plugin struct {
 	name      string
 	version   string
 	digest    string
+	d         store.Digest // digest, parsed
 	enabledAt time.Time
 	dir       string
 	listing   *bundle.Listing // the staged listing: checksums of native tool executables
-	drift     *trust.DriftChecker
+	drift     *store.DriftChecker
 	servers   []*server // MCP servers, then native tool providers
 	err       error     // the plugin could not be set up at all
 	gone      bool      // disabled or revoked; kept for Status until enabled again
@@ -127,17 +129,18 @@ func Workspace(dir string) (string, error) {
 	return real, nil
 }
 
-// Open opens the pool of a workspace and starts the enabled plugins'
-// servers in the background, concurrently; it does not wait for them
-// (WaitStarted does). It fails only when the state or the configuration
-// cannot be read.
-func Open(ctx context.Context, paths trust.Paths, workspace string, opts *Options) (*Pool, error) {
+// Open opens the pool of a workspace on the state of st, and starts the
+// enabled plugins' servers in the background, concurrently; it does not
+// wait for them (WaitStarted does). Every change the pool makes (a pinned
+// surface, an accepted change) goes through st. It fails only when the
+// state or the configuration cannot be read.
+func Open(ctx context.Context, st *store.Store, workspace string, opts *Options) (*Pool, error) {
 	ws, err := Workspace(workspace)
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{paths: paths, store: trust.OpenStore(paths, nil), workspace: ws, plugins: map[string]*plugin{},
-		stopBg: make(chan struct{})}
+	p := &Pool{paths: st.Paths(), store: st, workspace: ws, plugins: map[string]*plugin{},
+		stopBg: make(chan struct{}), changedCh: make(chan struct{}, 1), subs: map[int]func(){}}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -158,15 +161,12 @@ func Open(ctx context.Context, paths trust.Paths, workspace string, opts *Option
 	p.backoff = cmpOr(p.opts.RestartBackoff, time.Second)
 	p.grace = cmpOr(p.opts.TerminateGrace, 400*time.Millisecond)
 	p.watch = p.store.WatchGeneration()
-	if p.opts.Changed != nil {
-		p.changedCh = make(chan struct{}, 1)
-		p.bg.Add(1)
-		go p.notifier()
-	}
+	p.bg.Add(1)
+	go p.notifier()
 	p.reconcileMu.Lock()
-	st, _, err := p.watch.Check()
+	state, _, err := p.watch.Check()
 	if err == nil {
-		err = p.reconcile(ctx, st)
+		err = p.reconcile(ctx, state)
 	}
 	p.reconcileMu.Unlock()
 	if err != nil {
@@ -190,13 +190,31 @@ func cmpOr(d, def time.Duration) time.Duration {
 // WorkspaceDir is the pool's workspace, absolute and symlink-resolved.
 func (p *Pool) WorkspaceDir() string { return p.workspace }
 
+// Store is the store the pool works on.
+func (p *Pool) Store() *store.Store { return p.store }
+
+// OnChange registers f to be called when the catalog may have changed (a
+// server started or stopped, a server announced list_changed, a reconcile
+// happened), until remove is called or the pool is closed. The calls come
+// from one goroutine of the pool, never under a lock, and a burst of
+// changes is coalesced into one call; f should return quickly.
+func (p *Pool) OnChange(f func()) (remove func()) {
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	id := p.nextSub
+	p.nextSub++
+	p.subs[id] = f
+	return func() {
+		p.subMu.Lock()
+		defer p.subMu.Unlock()
+		delete(p.subs, id)
+	}
+}
+
 func (p *Pool) invalidate() { p.ver.Add(1) }
 
-// changed signals the Changed callback.
+// changed signals the OnChange subscribers.
 func (p *Pool) changed() {
-	if p.changedCh == nil {
-		return
-	}
 	select {
 	case p.changedCh <- struct{}{}:
 	default:
@@ -208,7 +226,12 @@ func (p *Pool) notifier() {
 	for {
 		select {
 		case <-p.changedCh:
-			p.opts.Changed()
+			p.subMu.Lock()
+			subs := slices.Collect(maps.Values(p.subs))
+			p.subMu.Unlock()
+			for _, f := range subs {
+				f()
+			}
 		case <-p.stopBg:
 			return
 		}
@@ -282,18 +305,18 @@ func (p *Pool) activePlugins() []*plugin {
 // replaced are stopped (their calls cancelled, their children
 // terminated), newly enabled ones are started, pinned surfaces and the
 // tool policy are refreshed. The caller holds reconcileMu.
-func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
+func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 	cfg, err := p.store.Config()
 	if err != nil {
 		return fmt.Errorf("reading the berth configuration: %w", err)
 	}
 	for _, r := range cfg.ToolPolicy {
 		// A damaged rule is never skipped: it may be the deny that matters.
-		if err := CheckPolicyRule(r); err != nil {
+		if err := store.CheckPolicyRule(r); err != nil {
 			return fmt.Errorf("the tool policy in %s has an unusable rule: %v; fix it with `berth policy set`, or remove it with `berth policy unset` (berth runs no tool under a policy it cannot read)", p.paths.Config(), err)
 		}
 	}
-	enabled := map[string]*trust.Enablement{}
+	enabled := map[string]*store.Enablement{}
 	if w := st.Workspaces[p.workspace]; w != nil {
 		enabled = w.Plugins
 	}
@@ -341,7 +364,7 @@ func (p *Pool) reconcile(ctx context.Context, st *trust.State) error {
 		why := fmt.Errorf("%s was replaced by %s@%s in %s", x.pl.name, x.pl.name, x.version, p.workspace)
 		if !x.replace {
 			why = fmt.Errorf("%s was disabled in %s", x.pl.name, p.workspace)
-			if _, err := p.store.Find(x.pl.name, x.pl.version); errors.Is(err, trust.ErrNotTrusted) {
+			if _, err := p.store.Find(x.pl.name, x.pl.version); errors.Is(err, store.ErrNotTrusted) {
 				why = fmt.Errorf("%s@%s was revoked (berth revoke)", x.pl.name, x.pl.version)
 			}
 		}
@@ -386,7 +409,7 @@ var errClosed = errors.New("the pool is closed")
 // and manifest (read from the staged snapshot once it passed the drift
 // check). Problems are kept in the plugin, not returned: one broken
 // plugin never holds up the others.
-func (p *Pool) newPlugin(ctx context.Context, name string, en *trust.Enablement) *plugin {
+func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement) *plugin {
 	pl := &plugin{p: p, name: name, version: en.Version, digest: en.Digest, enabledAt: en.EnabledAt}
 	fail := func(err error) *plugin {
 		pl.err = err
@@ -399,11 +422,13 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *trust.Enablement)
 	if recs[0].Digest != en.Digest {
 		return fail(fmt.Errorf("%s@%s is enabled with digest %s, but its trust record says %s: %w; run `berth enable %s@%s` again", name, en.Version, en.Digest, recs[0].Digest, trust.ErrUntrusted, name, en.Version))
 	}
-	if _, err := trust.ParseDigest(en.Digest); err != nil {
+	d, err := store.ParseDigest(en.Digest)
+	if err != nil {
 		return fail(err)
 	}
-	pl.dir = p.paths.Snapshot(en.Digest)
-	dc, err := p.store.DriftChecker(en.Digest)
+	pl.d = d
+	pl.dir = p.paths.Snapshot(d)
+	dc, err := p.store.DriftChecker(d)
 	if err != nil {
 		return fail(fmt.Errorf("%s@%s: %w", name, en.Version, err))
 	}
@@ -412,10 +437,10 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *trust.Enablement)
 	if err != nil {
 		return fail(err)
 	}
-	for _, sname := range slices.Sorted(mapsKeys(m.MCPServers)) {
+	for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		pl.servers = append(pl.servers, newServer(p, pl, sname, m.MCPServers[sname], en.Surfaces[sname]))
 	}
-	for _, name := range slices.Sorted(mapsKeys(m.NativeTools)) {
+	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
 		pl.servers = append(pl.servers, newNativeServer(p, pl, name, m.NativeTools[name], en.Surfaces[NativeSurfaceKey(name)]))
 	}
 	return pl
@@ -427,7 +452,7 @@ func (pl *plugin) manifest(ctx context.Context) (*bundle.Manifest, error) {
 	if err := pl.checkDrift(ctx); err != nil {
 		return nil, err
 	}
-	listing, err := pl.p.store.Listing(pl.digest)
+	listing, err := pl.p.store.Listing(pl.d)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +466,7 @@ func (pl *plugin) manifest(ctx context.Context) (*bundle.Manifest, error) {
 		return nil, err
 	}
 	if sha256.Sum256(data) != e.SHA256 {
-		return nil, fmt.Errorf("%s@%s: the staged %s does not match its listing: %w; run `berth verify`, then re-trust the bundle", pl.name, pl.version, bundle.ManifestFile, trust.ErrDrift)
+		return nil, fmt.Errorf("%s@%s: the staged %s does not match its listing: %w; run `berth verify`, then re-trust the bundle", pl.name, pl.version, bundle.ManifestFile, store.ErrDrift)
 	}
 	m, problems := bundle.DecodeManifest(data)
 	if len(problems) > 0 || m == nil {
@@ -465,7 +490,7 @@ func (pl *plugin) driftErr() error {
 }
 
 // checkDrift is boundary step 2 for one plugin. On drift the plugin's
-// servers are killed at once and the error (wrapping trust.ErrDrift)
+// servers are killed at once and the error (wrapping store.ErrDrift)
 // names the file and says to run berth verify and re-trust.
 func (pl *plugin) checkDrift(ctx context.Context) error {
 	if pl.err != nil {
@@ -478,13 +503,13 @@ func (pl *plugin) checkDrift(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if !errors.Is(err, trust.ErrDrift) {
+	if !errors.Is(err, store.ErrDrift) {
 		return fmt.Errorf("checking the staged copy of %s@%s for drift: %w", pl.name, pl.version, err)
 	}
 	return pl.markDrifted(fmt.Errorf("%s@%s drifted: %w", pl.name, pl.version, err))
 }
 
-// markDrifted records that the plugin drifted (err wraps trust.ErrDrift)
+// markDrifted records that the plugin drifted (err wraps store.ErrDrift)
 // and kills its servers at once. The first error recorded stays, and is
 // returned.
 func (pl *plugin) markDrifted(err error) error {
@@ -531,7 +556,7 @@ func (pl *plugin) stop(why error) {
 // process pinned it first (then that one is returned).
 func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]string) (map[string]string, error) {
 	var pinned map[string]string
-	_, err := p.store.Update(ctx, func(st *trust.State) error {
+	_, err := p.store.Update(ctx, func(st *store.State) error {
 		w := st.Workspaces[p.workspace]
 		if w == nil || w.Plugins[s.pl.name] == nil {
 			return fmt.Errorf("%s is no longer enabled in %s", s.pl.name, p.workspace)
@@ -542,13 +567,13 @@ func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]s
 		}
 		if sf := en.Surfaces[s.pinKey]; sf != nil {
 			pinned = sf.Tools
-			return trust.ErrNoChange
+			return store.ErrNoChange
 		}
 		if en.Surfaces == nil {
-			en.Surfaces = map[string]*trust.Surface{}
+			en.Surfaces = map[string]*store.Surface{}
 		}
 		pinned = hashes
-		en.Surfaces[s.pinKey] = &trust.Surface{Tools: hashes, RecordedAt: time.Now().UTC().Truncate(time.Second)}
+		en.Surfaces[s.pinKey] = &store.Surface{Tools: hashes, RecordedAt: time.Now().UTC().Truncate(time.Second)}
 		return nil
 	})
 	if pinned == nil && err == nil {
@@ -625,11 +650,11 @@ type ServerStatus struct {
 	Version string `json:"version"`
 	// Kind is KindServer or KindNative; empty for a plugin that could not
 	// be set up.
-	Kind  string `json:"kind,omitempty"`
-	State State  `json:"state"`
+	Kind  Kind  `json:"kind,omitempty"`
+	State State `json:"state"`
 	// Transport is "stdio", "streamable-http" or "sse" for a server,
 	// "native" for a native tool provider.
-	Transport string `json:"transport"`
+	Transport Transport `json:"transport"`
 	// Protocol is the negotiated MCP version while connected; for a
 	// native tool provider, "nativetool/" and its protocol version.
 	Protocol string `json:"protocol,omitempty"`
@@ -668,7 +693,7 @@ func (p *Pool) Status() []ServerStatus {
 	for _, pl := range p.activePlugins() {
 		if pl.err != nil {
 			state := StateFailed
-			if errors.Is(pl.err, trust.ErrDrift) {
+			if errors.Is(pl.err, store.ErrDrift) {
 				state = StateDrifted
 			}
 			out = append(out, ServerStatus{ID: pl.name, Plugin: pl.name, Version: pl.version, State: state, GaveUp: true, LastError: pl.err.Error(), Err: pl.err})
@@ -698,7 +723,7 @@ func (p *Pool) Status() []ServerStatus {
 				st.NextRestart = s.nextStart
 			}
 			s.mu.Unlock()
-			if s.kind == "stdio" || s.kind == KindNative {
+			if s.kind == TransportStdio || s.kind == TransportNative {
 				st.StderrTail = s.out.tail()
 			}
 			out = append(out, st)
@@ -748,7 +773,7 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 	if len(live) == 0 {
 		return nil
 	}
-	_, err := p.store.Update(ctx, func(st *trust.State) error {
+	_, err := p.store.Update(ctx, func(st *store.State) error {
 		w := st.Workspaces[p.workspace]
 		if w == nil || w.Plugins[plugin] == nil {
 			return fmt.Errorf("%s is no longer enabled in %s", plugin, p.workspace)
@@ -758,11 +783,11 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 			return fmt.Errorf("%s was re-enabled in %s meanwhile; run berth accept %s again", plugin, p.workspace, plugin)
 		}
 		if en.Surfaces == nil {
-			en.Surfaces = map[string]*trust.Surface{}
+			en.Surfaces = map[string]*store.Surface{}
 		}
 		now := time.Now().UTC().Truncate(time.Second)
 		for name, h := range surfaces {
-			en.Surfaces[name] = &trust.Surface{Tools: h, RecordedAt: now}
+			en.Surfaces[name] = &store.Surface{Tools: h, RecordedAt: now}
 		}
 		return nil
 	})

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 func toolNames(t *testing.T, p *Pool) []string {
@@ -74,7 +74,7 @@ func TestStdioServer(t *testing.T) {
 		Args []string
 	}
 	json.Unmarshal([]byte(callText(t, p, "demo-main__cwd", "{}")), &cwd)
-	snap := f.paths.Snapshot(rec.Digest)
+	snap := f.paths.Snapshot(mustDigest(rec.Digest))
 	if cwd.Cwd != snap || !slices.Contains(cwd.Args, "--root="+f.ws) || !slices.Contains(cwd.Args, snap+"/share/data.txt") {
 		t.Fatalf("cwd %+v (snapshot %s, workspace %s)", cwd, snap, f.ws)
 	}
@@ -136,8 +136,8 @@ func TestPolicy(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,destroy,sum")})
 	ctx := context.Background()
-	for _, r := range []trust.PolicyRule{{Pattern: "demo-main__*", Action: "allow"}, {Pattern: "demo-main__sum", Action: "deny"}} {
-		if err := SetPolicy(ctx, f.store, r); err != nil {
+	for _, r := range []store.PolicyRule{{Pattern: "demo-main__*", Action: "allow"}, {Pattern: "demo-main__sum", Action: "deny"}} {
+		if err := f.store.SetPolicy(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +146,7 @@ func TestPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]PolicyMatch{}
+	got := map[string]store.PolicyMatch{}
 	for _, tl := range tools {
 		got[tl.Name] = tl.Policy
 	}
@@ -167,7 +167,7 @@ func TestPolicy(t *testing.T) {
 	}
 	// An exact allow covers the destructive tool; the pool picks it up at
 	// its next boundary.
-	if err := SetPolicy(ctx, f.store, trust.PolicyRule{Pattern: "demo-main__destroy", Action: "allow"}); err != nil {
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo-main__destroy", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Call(ctx, "demo-main__destroy", nil, nil); err != nil {
@@ -191,14 +191,14 @@ func TestDamagedPolicyRuleFailsClosed(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo")})
 	ctx := context.Background()
-	if err := SetPolicy(ctx, f.store, trust.PolicyRule{Pattern: "demo-main__*", Action: "allow"}); err != nil {
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo-main__*", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := `{"signers": [], "toolPolicy": [{"pattern": "demo-main__*", "action": "allow"}, {"pattern": "demo-main__echo", "action": "DENY"}]}`
 	if err := os.WriteFile(f.paths.Config(), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(ctx, f.paths, f.ws, f.options())
+	p, err := Open(ctx, f.store, f.ws, f.options())
 	if err == nil {
 		defer p.Close()
 		_, err = p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"x"}`), nil)

@@ -124,8 +124,8 @@ func (g *guard) client() *http.Client {
 }
 
 // transport returns the MCP client transport of the remote.
-func (g *guard) transport(kind string) mcp.Transport {
-	if kind == bundle.TransportSSE {
+func (g *guard) transport(kind Transport) mcp.Transport {
+	if kind == TransportSSE {
 		return &mcp.SSEClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}
 	}
 	return &mcp.StreamableClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}

@@ -108,7 +108,7 @@ func TestRemoteLoopbackLiteral(t *testing.T) {
 					t.Fatalf("request headers %v", h)
 				}
 			}
-			if st := status(t, p, "web-api"); st.Transport != kind || st.State != StateRunning {
+			if st := status(t, p, "web-api"); st.Transport != Transport(kind) || st.State != StateRunning {
 				t.Fatalf("status %+v", st)
 			}
 		})
@@ -176,7 +176,7 @@ func addrs(s ...string) []netip.Addr {
 // checked address.
 func TestRemoteIgnoresAmbientProxy(t *testing.T) {
 	proxy := &recorder{}
-	px := httptest.NewServer(proxy.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "proxy", 502) })))
+	px := httptest.NewServer(proxy.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "proxy", http.StatusBadGateway) })))
 	t.Cleanup(px.Close)
 	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"} {
 		t.Setenv(k, px.URL)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // State is a server's state in a pool.
@@ -85,10 +86,10 @@ type server struct {
 	pl       *plugin
 	name     string // the manifest's key under mcpServers or nativeTools
 	id       string
-	pinKey   string             // its key in trust.Enablement.Surfaces
+	pinKey   string             // its key in store.Enablement.Surfaces
 	spec     *bundle.Server     // MCP servers; nil for a native tool provider
 	native   *bundle.NativeTool // native tool providers; nil for MCP servers
-	kind     string             // "stdio", "streamable-http", "sse" or "native"
+	kind     Transport
 	startup  time.Duration
 	callTime time.Duration
 	out      *output
@@ -123,24 +124,24 @@ type server struct {
 
 // newServer sets up the supervisor of an MCP server; pinned is its
 // surface from the state, if recorded.
-func newServer(p *Pool, pl *plugin, name string, spec *bundle.Server, pinned *trust.Surface) *server {
-	s := &server{p: p, pl: pl, name: name, id: ServerID(pl.name, name), pinKey: name, spec: spec, kind: "stdio"}
+func newServer(p *Pool, pl *plugin, name string, spec *bundle.Server, pinned *store.Surface) *server {
+	s := &server{p: p, pl: pl, name: name, id: ServerID(pl.name, name), pinKey: name, spec: spec, kind: TransportStdio}
 	s.startup, s.callTime = spec.ParseTimeouts()
 	if spec.Remote != nil {
-		s.kind = spec.Remote.Transport
+		s.kind = Transport(spec.Remote.Transport)
 	}
 	return s.init(pinned)
 }
 
 // newNativeServer sets up the supervisor of a native tool provider. The
 // manifest gives it no timeouts: it has the defaults of a server.
-func newNativeServer(p *Pool, pl *plugin, name string, nt *bundle.NativeTool, pinned *trust.Surface) *server {
-	s := &server{p: p, pl: pl, name: name, id: NativeProviderID(pl.name, name), pinKey: NativeSurfaceKey(name), native: nt, kind: KindNative,
+func newNativeServer(p *Pool, pl *plugin, name string, nt *bundle.NativeTool, pinned *store.Surface) *server {
+	s := &server{p: p, pl: pl, name: name, id: NativeProviderID(pl.name, name), pinKey: NativeSurfaceKey(name), native: nt, kind: TransportNative,
 		startup: bundle.DefaultStartupTimeout, callTime: bundle.DefaultCallTimeout}
 	return s.init(pinned)
 }
 
-func (s *server) init(pinned *trust.Surface) *server {
+func (s *server) init(pinned *store.Surface) *server {
 	s.state = StateStarting
 	s.done, s.settled, s.notify = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	if pinned != nil {
@@ -599,7 +600,7 @@ func (s *server) applyTools(ctx context.Context, tools []*mcp.Tool) error {
 func (s *server) setPinned(tools map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if tools == nil || sameHashes(tools, s.pinned) {
+	if tools == nil || (s.pinned != nil && maps.Equal(tools, s.pinned)) {
 		return
 	}
 	s.pinned = tools
@@ -611,18 +612,6 @@ func (s *server) setPinned(tools map[string]string) {
 	s.p.invalidate()
 }
 
-func sameHashes(a, b map[string]string) bool {
-	if len(a) != len(b) || (a == nil) != (b == nil) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // allowedByManifest applies the manifest's tools.allow and tools.deny of
 // a server. A native tool provider has no filter: all its tools pass.
 func (s *server) allowedByManifest(tool string) bool {
@@ -631,7 +620,7 @@ func (s *server) allowedByManifest(tool string) bool {
 	}
 	f := s.spec.Tools
 	for _, d := range f.Deny {
-		if globMatch(d, tool) {
+		if bundle.MatchGlob(d, tool) {
 			return false
 		}
 	}
@@ -639,7 +628,7 @@ func (s *server) allowedByManifest(tool string) bool {
 		return true
 	}
 	for _, a := range f.Allow {
-		if globMatch(a, tool) {
+		if bundle.MatchGlob(a, tool) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/procgroup"
 )
 
 // baseEnvNames are the host variables every stdio server receives: a
@@ -62,7 +64,7 @@ func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base 
 		}
 	}
 	var missing []string
-	for _, k := range slices.Sorted(mapsKeys(sp.Env)) {
+	for _, k := range slices.Sorted(maps.Keys(sp.Env)) {
 		src := sp.Env[k].FromEnv
 		v, ok := lookup(src)
 		if !ok {
@@ -75,7 +77,7 @@ func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base 
 		return nil, permanent("server %s needs the environment variable %s, which is not set where berth runs; set it there (its value reaches only the server's environment, never argv or logs), or disable the plugin", id, strings.Join(missing, " and "))
 	}
 	list := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(mapsKeys(env)) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		list = append(list, k+"="+env[k])
 	}
 
@@ -102,16 +104,6 @@ func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base 
 		return nil, permanent("server %s: the program %s is missing or not executable; for ${workspace} programs create it, for ${bundle} ones re-trust the bundle", id, path)
 	}
 	return &spawnSpec{path: path, argv: argv, env: list, dir: dir}, nil
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // lookPath finds a program on the server's PATH (not berth's). Relative
@@ -171,7 +163,7 @@ func startProcess(sp *spawnSpec, out *output) (*process, error) {
 		outW.Close()
 		return nil, err
 	}
-	cmd := &exec.Cmd{Path: sp.path, Args: sp.argv, Env: sp.env, Dir: sp.dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: procAttr()}
+	cmd := &exec.Cmd{Path: sp.path, Args: sp.argv, Env: sp.env, Dir: sp.dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: procgroup.Attr()}
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
@@ -227,19 +219,16 @@ func (p *process) stop(grace time.Duration, hard bool) {
 		pid := p.pid()
 		if hard {
 			p.signalled.Store(true)
-			signalGroup(pid, sigKill)
+			procgroup.Kill(pid)
 		} else {
 			p.stdin.Close()
 			if !p.waitExit(grace) {
 				p.signalled.Store(true)
-				signalGroup(pid, sigTerm)
-				if !p.waitExit(grace) {
-					signalGroup(pid, sigKill)
-				}
+				procgroup.Terminate(pid, grace, p.waitExit)
 			}
 		}
 		p.waitExit(5 * time.Second)
-		signalGroup(pid, sigKill)
+		procgroup.Kill(pid)
 		p.stdin.Close()
 		p.stdout.Close()
 		// The copier ends when the last holder of stderr is gone; a process

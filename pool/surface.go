@@ -52,10 +52,13 @@ func ToolHash(t *mcp.Tool) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
+// ChangeKind is how a tool differs from its pinned surface.
+type ChangeKind string
+
 // Kinds of tool surface changes.
 const (
-	ChangeAdded   = "added"   // a tool the pinned surface does not have
-	ChangeChanged = "changed" // a tool whose hash differs from the pinned one
+	ChangeAdded   ChangeKind = "added"   // a tool the pinned surface does not have
+	ChangeChanged ChangeKind = "changed" // a tool whose hash differs from the pinned one
 )
 
 // ToolChange is one difference between a server's live tool surface and
@@ -65,10 +68,10 @@ type ToolChange struct {
 	Plugin string `json:"plugin"`
 	// Server is the manifest's key of the server or native tool
 	// provider; ID its identity (ServerStatus.ID).
-	Server string `json:"server"`
-	ID     string `json:"id"`
-	Tool   string `json:"tool"` // the upstream name
-	Kind   string `json:"kind"` // "added" or "changed"
+	Server string     `json:"server"`
+	ID     string     `json:"id"`
+	Tool   string     `json:"tool"` // the upstream name
+	Kind   ChangeKind `json:"kind"`
 	// Pinned is the pinned hash ("" for an added tool); Live the hash of
 	// what the server lists now.
 	Pinned string `json:"pinned,omitempty"`
@@ -97,7 +100,7 @@ func diffSurface(s *server, live []*mcp.Tool, hashes, pinned map[string]string) 
 
 func sameChanges(a, b []ToolChange) bool {
 	key := func(c ToolChange) string {
-		return c.Plugin + "\x00" + c.ID + "\x00" + c.Tool + "\x00" + c.Kind + "\x00" + c.Live
+		return c.Plugin + "\x00" + c.ID + "\x00" + c.Tool + "\x00" + string(c.Kind) + "\x00" + c.Live
 	}
 	if len(a) != len(b) {
 		return false

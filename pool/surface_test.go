@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // A server whose tool description changes on its next start: the tool is
@@ -50,7 +50,7 @@ func TestSurfaceChangeWithheldThenAccepted(t *testing.T) {
 	}
 	_, err := p.Call(context.Background(), "demo-main__echo", nil, allow)
 	var se *SurfaceError
-	if !errors.As(err, &se) || !errors.Is(err, trust.ErrDrift) || !strings.Contains(err.Error(), "berth accept demo") {
+	if !errors.As(err, &se) || !errors.Is(err, store.ErrDrift) || !strings.Contains(err.Error(), "berth accept demo") {
 		t.Fatalf("call of a withheld tool: %v", err)
 	}
 	// Accepting what was not shown is refused.
@@ -86,7 +86,8 @@ func TestListChanged(t *testing.T) {
 			f := newFixture(t)
 			f.plugin("demo", map[string]any{"main": testServer(args...)})
 			var changed atomic.Int32
-			p := f.open(func(o *Options) { o.Changed = func() { changed.Add(1) } })
+			p := f.open(nil)
+			p.OnChange(func() { changed.Add(1) })
 			if got := toolNames(t, p); len(got) != 2 {
 				t.Fatalf("tools %v", got)
 			}
@@ -184,7 +185,7 @@ func TestDispatchRefusesToolChangedByRestart(t *testing.T) {
 	})
 	res, err := p.dispatch(ctx, e, json.RawMessage(`{"text":"x"}`))
 	var se *SurfaceError
-	if !errors.As(err, &se) || !errors.Is(err, trust.ErrDrift) {
+	if !errors.As(err, &se) || !errors.Is(err, store.ErrDrift) {
 		t.Fatalf("dispatch of a tool changed by a restart: %v %+v", err, res)
 	}
 }

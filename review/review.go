@@ -8,8 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -48,19 +49,38 @@ type Files struct {
 type Server struct {
 	Name        string     `json:"name"`
 	Description string     `json:"description,omitempty"`
-	Kind        string     `json:"kind"` // "stdio" or "remote"
+	Kind        ServerKind `json:"kind"`
 	Stdio       *Stdio     `json:"stdio,omitempty"`
 	Remote      *Remote    `json:"remote,omitempty"`
 	Tools       ToolFilter `json:"tools"`
 	Timeouts    Timeouts   `json:"timeouts"`
 }
 
+// ServerKind is how a server runs (Server.Kind).
+type ServerKind string
+
+// Kinds of servers.
+const (
+	KindStdio  ServerKind = "stdio"  // a local process berth starts
+	KindRemote ServerKind = "remote" // an endpoint berth connects to
+)
+
+// Program is where a stdio server's program comes from (Stdio.Program).
+type Program string
+
+// Where programs come from.
+const (
+	ProgramBundled   Program = "bundled"   // a ${bundle}/ file, checked by its hash
+	ProgramWorkspace Program = "workspace" // a ${workspace}/ file
+	ProgramHost      Program = "host"      // a program on the host's PATH
+)
+
 // Stdio discloses a local server: it runs as the user.
 type Stdio struct {
 	// Authority says what a local server can do.
 	Authority string `json:"authority"`
-	// Program is "bundled", "host" or "workspace".
-	Program string `json:"program"`
+	// Program says where the program comes from.
+	Program Program `json:"program"`
 	// Command is the command as written, variables unexpanded.
 	Command string `json:"command"`
 	// SHA256 is the hash of a bundled program.
@@ -150,10 +170,10 @@ func New(b *bundle.Bundle) *Disclosure {
 	if m.Requires != nil {
 		d.Requires = m.Requires.Berth
 	}
-	for _, name := range sortedKeys(m.MCPServers) {
+	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		d.Servers = append(d.Servers, server(name, m.MCPServers[name], l))
 	}
-	for _, name := range sortedKeys(m.NativeTools) {
+	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
 		nt := NativeTool{Name: name, Executable: m.NativeTools[name].Executable}
 		if e, ok := l.Lookup(strings.TrimPrefix(nt.Executable, "${bundle}/")); ok {
 			nt.SHA256 = hex.EncodeToString(e.SHA256[:])
@@ -178,7 +198,7 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 	}
 	switch {
 	case s.Stdio != nil:
-		out.Kind = "stdio"
+		out.Kind = KindStdio
 		st := &Stdio{
 			Authority: authority,
 			Command:   s.Stdio.Command,
@@ -191,14 +211,14 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 		}
 		switch {
 		case strings.HasPrefix(st.Command, "${bundle}/"):
-			st.Program = "bundled"
+			st.Program = ProgramBundled
 			if e, ok := l.Lookup(strings.TrimPrefix(st.Command, "${bundle}/")); ok {
 				st.SHA256 = hex.EncodeToString(e.SHA256[:])
 			}
 		case strings.HasPrefix(st.Command, "${workspace}"):
-			st.Program = "workspace"
+			st.Program = ProgramWorkspace
 		default:
-			st.Program = "host"
+			st.Program = ProgramHost
 			pkgs, _, _ := bundle.FetchedPackages(s.Stdio.Command, s.Stdio.Args)
 			for _, p := range pkgs {
 				st.RuntimeFetch = append(st.RuntimeFetch, Fetch{Tool: p.Tool, Package: p.Package})
@@ -206,7 +226,7 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 		}
 		out.Stdio = st
 	case s.Remote != nil:
-		out.Kind = "remote"
+		out.Kind = KindRemote
 		r := &Remote{
 			Transport: s.Remote.Transport,
 			Headers:   envVars(s.Remote.Headers),
@@ -244,7 +264,7 @@ func normalizedURL(ep *bundle.Endpoint) string {
 
 func envVars(m map[string]bundle.EnvSource) []EnvVar {
 	out := []EnvVar{}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out = append(out, EnvVar{Name: k, FromEnv: m[k].FromEnv})
 	}
 	return out
@@ -269,13 +289,4 @@ func (d *Disclosure) Hash() string {
 	}
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -40,9 +40,9 @@ func (d *Disclosure) WriteText(w io.Writer) error {
 	for _, s := range d.Servers {
 		p.f("\n")
 		switch s.Kind {
-		case "stdio":
+		case KindStdio:
 			p.stdio(s)
-		case "remote":
+		case KindRemote:
 			p.remote(s)
 		}
 		p.tools(s.Tools)
@@ -66,9 +66,9 @@ func (p *printer) stdio(s Server) {
 	p.f("%s\n", Printable(title))
 	p.field("authority", "it "+st.Authority)
 	switch st.Program {
-	case "bundled":
+	case ProgramBundled:
 		p.field("program", st.Command+" (bundled, sha256 "+st.SHA256+")")
-	case "workspace":
+	case ProgramWorkspace:
 		p.field("program", st.Command+" (a program from your workspace; not part of the reviewed bundle)")
 	default:
 		p.field("program", st.Command+" (a host program found on PATH; not part of the reviewed bundle)")

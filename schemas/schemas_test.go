@@ -111,7 +111,7 @@ func TestBerthReturnsCopy(t *testing.T) {
 
 func TestSchemaRulesAreRules(t *testing.T) {
 	known := map[string]bool{}
-	for _, r := range bundle.Rules {
+	for _, r := range bundle.Rules() {
 		known[r.ID] = true
 	}
 	for id := range schemaRules {
@@ -878,8 +878,8 @@ func berthRules(t *testing.T, manifest []byte) []string {
 		t.Fatal(err)
 	}
 	b, err := bundle.Open(context.Background(), dir, nil)
-	defer b.Close()
 	if err == nil {
+		b.Close()
 		return nil
 	}
 	var ie *bundle.InvalidError

@@ -38,5 +38,9 @@
 // produces a key-based v0.3 bundle with no transparency-log entry and no
 // timestamp, entirely offline.
 //
+// This package keeps no state on disk: package store keeps the signer
+// policy in config.json, and its Store.Trust (the install pipeline)
+// verifies with a Verifier of this package before it records anything.
+//
 // The package keeps no global mutable state.
 package trust

@@ -23,6 +23,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // GenerateKey generates an ECDSA P-256 key pair for Sign. The private key
@@ -78,34 +80,13 @@ func WriteKeyPair(prefix string) (keyPath, pubPath string, err error) {
 	return keyPath, pubPath, nil
 }
 
-// writeNew creates path exclusively (O_EXCL) with mode perm and writes data.
-func writeNew(path string, data []byte, perm fs.FileMode) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("refusing to overwrite %s: %w; choose another prefix or move the existing file away", path, fs.ErrExist)
-		}
-		return fmt.Errorf("creating %s: %w", path, err)
+// writeNew creates path exclusively with mode perm and writes data.
+func writeNew(path string, data []byte, perm fs.FileMode) error {
+	err := atomicfile.WriteNew(path, data, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("refusing to overwrite %s: %w; choose another prefix or move the existing file away", path, fs.ErrExist)
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("closing %s: %w", path, cerr)
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	// The umask may have cleared bits of perm; the modes are part of the contract.
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("setting the mode of %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	return nil
+	return err
 }
 
 // Sign signs listing with the PEM private key privPEM and returns a

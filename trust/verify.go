@@ -352,10 +352,21 @@ func checkMessageDigest(ms *protocommon.MessageSignature, listing []byte, digest
 }
 
 // explain turns a sigstore-go verification error into one plain line
-// (with sigstore's own words in brackets).
+// (with sigstore's own words in brackets). A mismatched certificate
+// identity is found by its type; sigstore-go v1.3.0 has no typed error for
+// the other failures, so they are told apart by its messages, which the
+// tests against real signatures pin (verify_test.go).
 func explain(err error) string {
 	// sigstore-go formats an empty errors.Join with %w as "%!w(<nil>)".
 	msg := strings.ReplaceAll(err.Error(), "; error: %!w(<nil>)", "")
+	var nm *verify.ErrNoMatchingCertificateIdentity
+	if errors.As(err, &nm) {
+		why := "the certificate's identity does not match this signer"
+		if errs := nm.Unwrap(); len(errs) > 0 {
+			return why + ": " + errs[len(errs)-1].Error()
+		}
+		return why + " [sigstore: " + msg + "]"
+	}
 	var why string
 	switch {
 	case strings.Contains(msg, "could not verify message"),

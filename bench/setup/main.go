@@ -25,7 +25,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 type list []string
@@ -82,23 +82,27 @@ func run(home, workspace, plugin, server, exe, command string, args, policy []st
 	if err := os.WriteFile(filepath.Join(dir, "berth.json"), data, 0o644); err != nil {
 		return err
 	}
-	paths, err := trust.NewPaths(home)
+	paths, err := store.NewPaths(home)
 	if err != nil {
 		return err
 	}
-	store := trust.OpenStore(paths, nil)
+	st := store.Open(paths, nil)
 	b, err := bundle.Open(ctx, dir, nil)
 	if err != nil {
 		return fmt.Errorf("the bundle: %w", err)
 	}
-	defer b.Close()
-	if _, err := store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "bench"}); err != nil {
+	digest, err := store.ParseDigest(b.Digest)
+	b.Close()
+	if err != nil {
+		return err
+	}
+	if _, err := st.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest}); err != nil {
 		return fmt.Errorf("trust: %w", err)
 	}
 	if err := os.MkdirAll(workspace, 0o755); err != nil {
 		return err
 	}
-	if _, err := pool.Enable(ctx, store, workspace, plugin, ""); err != nil {
+	if _, err := pool.Enable(ctx, st, workspace, plugin, ""); err != nil {
 		return fmt.Errorf("enable: %w", err)
 	}
 	for _, p := range policy {
@@ -106,7 +110,7 @@ func run(home, workspace, plugin, server, exe, command string, args, policy []st
 		if !ok {
 			return fmt.Errorf("-policy %q: want PATTERN=ACTION", p)
 		}
-		if err := pool.SetPolicy(ctx, store, trust.PolicyRule{Pattern: pat, Action: action}); err != nil {
+		if err := st.SetPolicy(ctx, store.PolicyRule{Pattern: pat, Action: store.Action(action)}); err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
 	}

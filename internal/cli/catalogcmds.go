@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +8,7 @@ import (
 
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -136,7 +136,11 @@ is immutable: the same version with another digest is refused.`,
 			if err != nil {
 				return err
 			}
-			v, signers, err := a.verifier(st)
+			signers, err := st.Signers()
+			if err != nil {
+				return err
+			}
+			v, err := trust.NewVerifier(signers, nil)
 			if err != nil {
 				return err
 			}
@@ -144,11 +148,11 @@ is immutable: the same version with another digest is refused.`,
 				return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
 			}
 			if sigFile == "" {
-				sigFile = defaultSignature(source)
+				sigFile = store.DefaultSignatureFile(source)
 			}
-			sig, err := readSignature(sigFile)
+			sig, err := readLimitedFile(sigFile, trust.MaxSignatureSize)
 			if err != nil {
-				return fmt.Errorf("no signature for %s at %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, sigFile, errors.Unwrap(err), trust.ErrUntrusted)
+				return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
 			}
 			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t}
 			if cmd.Flags().Changed("tag") {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -62,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	code := exitCode(err)
 	var rep *reported
 	if !errors.As(err, &rep) {
-		msg := err.Error()
+		msg := forCLI(err).Error()
 		fmt.Fprintf(stderr, "berth: %s\n", strings.TrimRight(msg, "\n"))
 		if code == ExitUsage {
 			fmt.Fprintf(stderr, "Run 'berth help' or 'berth %s --help' for usage.\n", commandName(root, args))
@@ -121,7 +122,7 @@ func exitCode(err error) int {
 		return ExitInvalid
 	case errors.Is(err, trust.ErrUntrusted):
 		return ExitUntrusted
-	case errors.Is(err, trust.ErrDrift):
+	case errors.Is(err, store.ErrDrift):
 		return ExitDrift
 	case errors.Is(err, pool.ErrDenied):
 		return ExitDenied

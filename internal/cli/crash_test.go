@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // berthCmd runs the berth binary that testscript.Main put on PATH, with
@@ -133,8 +133,8 @@ func TestCrashDuringTrust(t *testing.T) {
 			checkConsistent(t, home)
 			// The revoke bumped the generation whatever it left to do, and
 			// running it again finishes the job.
-			paths, _ := trust.NewPaths(home)
-			if st, _ := trust.OpenStore(paths, nil).State(); st.Generation != 2 {
+			paths, _ := store.NewPaths(home)
+			if st, _ := store.Open(paths, nil).State(); st.Generation != 2 {
 				t.Fatalf("generation %d after trust and a killed revoke, want 2", st.Generation)
 			}
 			if strings.Contains(runBerth(t, home, "list"), "crashy") {
@@ -222,15 +222,15 @@ func TestConcurrentChanges(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	paths, _ := trust.NewPaths(home)
-	st, err := trust.OpenStore(paths, nil).State()
+	paths, _ := store.NewPaths(home)
+	st, err := store.Open(paths, nil).State()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Generation != uint64(changes) {
 		t.Fatalf("generation %d after %d changes", st.Generation, changes)
 	}
-	cfg, _ := trust.OpenStore(paths, nil).Config()
+	cfg, _ := store.Open(paths, nil).Config()
 	if len(cfg.Signers) != workers*rounds {
 		t.Fatalf("%d signers, want %d: a config write was lost", len(cfg.Signers), workers*rounds)
 	}

@@ -12,14 +12,13 @@ import (
 
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/review"
-	"github.com/berth-mcp/berth/trust"
 )
 
 // The user's side of a marketplace: berth marketplace, search and show.
 
 // catalogs opens the verified catalog cache under $BERTH_HOME.
 func (a *app) catalogs() (*marketplace.Cache, error) {
-	paths, err := trust.NewPaths(trust.DefaultRoot(a.getenv))
+	paths, err := a.paths()
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +114,7 @@ func readLimitedFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over the %d-byte limit of a root.json", path, max)
+		return nil, fmt.Errorf("%s is over the %d-byte limit", path, max)
 	}
 	return data, nil
 }

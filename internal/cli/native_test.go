@@ -19,7 +19,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // berth serve, run as a process over stdio the way MCP clients run it,
@@ -63,25 +63,26 @@ func TestServeNativeTools(t *testing.T) {
 	  "description": "a test plugin with a native tool provider",
 	  "mcpServers": {"main": {"stdio": {"command": "berth-testserver", "args": ["-tools", "echo"]}}},
 	  "nativeTools": {"fmt": {"executable": "${bundle}/bin/fmt-tools"}}}`), 0o644)
-	paths, err := trust.NewPaths(home)
+	paths, err := store.NewPaths(home)
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := trust.OpenStore(paths, nil)
+	st := store.Open(paths, nil)
 	b, err := bundle.Open(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := store.Trust(ctx, trust.TrustRequest{Bundle: b, UnsignedUnsafe: true, Source: dir, ReviewHash: "x"})
+	digest, _ := store.ParseDigest(b.Digest)
 	b.Close()
+	rec, err := st.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Enable(ctx, store, ws, "demo", ""); err != nil {
+	if _, err := pool.Enable(ctx, st, ws, "demo", ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []trust.PolicyRule{{Pattern: "demo__*", Action: pool.ActionAllow}} {
-		if err := pool.SetPolicy(ctx, store, r); err != nil {
+	for _, r := range []store.PolicyRule{{Pattern: "demo__*", Action: store.ActionAllow}} {
+		if err := st.SetPolicy(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +184,7 @@ func TestServeNativeTools(t *testing.T) {
 
 	// Swap the staged executable while serve runs (the running binary
 	// cannot be written to): the next call fails closed.
-	staged := filepath.Join(paths.Snapshot(rec.Record.Digest), "bin", "fmt-tools")
+	staged := filepath.Join(rec.Snapshot, "bin", "fmt-tools")
 	os.Chmod(filepath.Dir(staged), 0o755)
 	if err := os.WriteFile(staged+".new", append(exe, 0), 0o755); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
 )
 
@@ -22,17 +23,8 @@ import (
 // its package's directory.
 func buildPrograms(t *testing.T, bin string, pkgs ...string) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	args := []string{"build", "-o", bin + string(os.PathSeparator)}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command(goTool, append(args, pkgs...)...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %v: %v\n%s", pkgs, err, out)
+	if err := testkit.GoBuild(bin, pkgs...); err != nil {
+		t.Fatal(err)
 	}
 }
 

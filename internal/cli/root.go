@@ -48,7 +48,6 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.approvalsCommand(),
 		a.approveCommand(true),
 		a.approveCommand(false),
-		a.demoCommand(),
 		a.connectCommand(),
 		a.disconnectCommand(),
 		a.catalogCommand(),

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // Apply writes the prepared change. Unchanged and Absent write nothing.
@@ -44,11 +46,17 @@ func (ed *Edit) Apply(ctx context.Context) error {
 			return fmt.Errorf("cannot create the folder of %s: %w", ed.Target.Path, err)
 		}
 	}
-	tmp, err := writeTemp(dir, filepath.Base(ed.path), ed.data, mode, ed.info)
+	f, err := atomicfile.Create(ed.path, mode, &atomicfile.Options{TempTag: ".berth-"})
+	if err == nil {
+		defer f.Abort() // a no-op once replaced
+		if _, err = f.Write(ed.data); err == nil {
+			keepOwner(f.File, ed.info)
+			err = f.Close()
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w; nothing was changed", ed.Target.Path, err)
 	}
-	defer os.Remove(tmp) // a no-op once renamed
 	if err := ed.checkUnchanged(); err != nil {
 		return err
 	}
@@ -59,11 +67,11 @@ func (ed *Edit) Apply(ctx context.Context) error {
 		}
 		ed.Backup = b
 	}
-	if err := os.Rename(tmp, ed.path); err != nil {
+	if err := f.Replace(); err != nil {
 		return fmt.Errorf("cannot replace %s: %w; nothing was changed", ed.Target.Path, err)
 	}
 	ed.Written = true
-	_ = syncDir(dir) // the rename is done; a failed directory sync only weakens durability
+	_ = atomicfile.SyncDir(dir) // the rename is done; a failed directory sync only weakens durability
 	return nil
 }
 
@@ -98,34 +106,6 @@ func (ed *Edit) checkUnchanged() error {
 	return nil
 }
 
-// writeTemp writes data to a new temp file in dir and returns its path.
-func writeTemp(dir, base string, data []byte, mode fs.FileMode, owner fs.FileInfo) (path string, err error) {
-	f, err := os.CreateTemp(dir, "."+base+".berth-*")
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return "", err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return "", err
-	}
-	keepOwner(f, owner)
-	if err = f.Sync(); err != nil {
-		return "", err
-	}
-	if err = f.Close(); err != nil {
-		return "", err
-	}
-	return f.Name(), nil
-}
-
 // writeBackup copies old to path.bak-<stamp> (then -2, -3, ... when taken).
 func writeBackup(path string, old []byte, mode fs.FileMode, owner fs.FileInfo, stamp string) (string, error) {
 	for i := 1; i <= 100; i++ {
@@ -158,16 +138,4 @@ func writeBackup(path string, old []byte, mode fs.FileMode, owner fs.FileInfo, s
 		return name, nil
 	}
 	return "", fmt.Errorf("too many backups named %s.bak-%s*", path, stamp)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
 }

@@ -194,7 +194,8 @@ func (v *VirtualSigstore) tlogEntry(tb testing.TB, leaf *x509.Certificate, artif
 	if err != nil {
 		tb.Fatal(err)
 	}
-	entry, err := tlog.NewEntry(body, integrated, logIndex, logIDRaw, set, proof) //nolint:staticcheck // the v1 constructor is what we need
+	//lint:ignore SA1019 a Rekor v1 entry is what this fake log makes; NewTlogEntry takes a whole protobuf entry
+	entry, err := tlog.NewEntry(body, integrated, logIndex, logIDRaw, set, proof)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,430 @@
+//go:build unix
+
+// The official MCP conformance suite against `berth serve --http`: the
+// legacy era (stateful Streamable HTTP, @modelcontextprotocol/conformance
+// 0.1.16) and the 2026-07-28 era (--stateless, 0.2.0-alpha.12 with
+// --requirements 2026-07-28). The fixture tools, prompts and resources the
+// suite expects come from the go-sdk conformance everything-server, enabled
+// as a plugin over stdio. docs/conformance.md explains the results.
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/peers"
+	"github.com/berth-mcp/berth/internal/testkit"
+)
+
+// The conformance fixture plugin: berth exports the fixture tool
+// test_simple_text as conf-srv__test_simple_text.
+const (
+	confPlugin = "conf"
+	confServer = "srv"
+	confPrefix = confPlugin + "-" + confServer + "__"
+)
+
+// confWorld is a world whose workspace enables the go-sdk conformance
+// everything-server as plugin "conf", every tool allowed by a glob.
+func confWorld(t *testing.T) *world {
+	t.Helper()
+	w := newWorld(t)
+	testkit.Program(t, w.bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+	w.plugin(confPlugin, confServer, "everything-server")
+	w.policy("*", "allow")
+	return w
+}
+
+type confCheck struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	Description  string `json:"description"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+type confRun struct {
+	code      int
+	output    string
+	scenarios map[string][]confCheck
+}
+
+// failed reports whether a scenario has a FAILURE or WARNING check,
+// ignoring the check IDs in excused.
+func (r *confRun) failed(scenario string, excused map[string]string) []confCheck {
+	var bad []confCheck
+	for _, c := range r.scenarios[scenario] {
+		if _, ok := excused[c.ID]; ok {
+			continue
+		}
+		if c.Status == "FAILURE" || c.Status == "WARNING" {
+			bad = append(bad, c)
+		}
+	}
+	return bad
+}
+
+var resultDirRe = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
+
+// runConformance runs `<suite> server --url URL -o OUT --expected-failures
+// BASELINE ARGS...` and reads every scenario's checks.json.
+func runConformance(ctx context.Context, t *testing.T, suite, url, baseline string, args ...string) *confRun {
+	t.Helper()
+	out := t.TempDir()
+	cmd := peers.Command(ctx, t, suite, append([]string{"server", "--url", url, "-o", out, "--expected-failures", baseline}, args...)...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not finish: %v\n%s", suite, ctx.Err(), buf.String())
+	}
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("%s: %v", suite, err)
+	}
+	r := &confRun{code: cmd.ProcessState.ExitCode(), output: buf.String(), scenarios: map[string][]confCheck{}}
+	dirs, _ := os.ReadDir(out)
+	for _, d := range dirs {
+		m := resultDirRe.FindStringSubmatch(d.Name())
+		if m == nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(out, d.Name(), "checks.json"))
+		if err != nil {
+			t.Fatalf("scenario %s: %v", m[1], err)
+		}
+		var checks []confCheck
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatalf("scenario %s: %v", m[1], err)
+		}
+		r.scenarios[m[1]] = append(r.scenarios[m[1]], checks...)
+	}
+	if len(r.scenarios) == 0 {
+		t.Fatalf("%s wrote no results (exit %d):\n%s", suite, r.code, r.output)
+	}
+	return r
+}
+
+// summary is one line per scenario, for the test log and the docs.
+func (r *confRun) summary() string {
+	names := make([]string, 0, len(r.scenarios))
+	for n := range r.scenarios {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	total := map[string]int{}
+	for _, n := range names {
+		counts := map[string]int{}
+		var first string
+		for _, c := range r.scenarios[n] {
+			counts[c.Status]++
+			total[c.Status]++
+			if first == "" && (c.Status == "FAILURE" || c.Status == "WARNING") {
+				first = c.ID + ": " + c.ErrorMessage
+				if len(first) > 160 {
+					first = first[:160] + "…"
+				}
+			}
+		}
+		mark := "PASS"
+		if counts["FAILURE"] > 0 {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(&b, "%-4s %-52s ok %d, failed %d, warnings %d  %s\n", mark, n, counts["SUCCESS"], counts["FAILURE"], counts["WARNING"], first)
+	}
+	fmt.Fprintf(&b, "%d scenarios; checks: %d ok, %d failed, %d warnings\n", len(names), total["SUCCESS"], total["FAILURE"], total["WARNING"])
+	return b.String()
+}
+
+// baselinePath returns testdata/conformance/NAME.
+func baselinePath(t *testing.T, name string) string {
+	t.Helper()
+	dir, err := peers.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(filepath.Dir(dir), "conformance", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkConformance asserts the outcome of a run: the suite accepted it
+// against its baseline (every failure listed, no stale entry), and every
+// scenario that concerns the protocol ran and passed, check by check,
+// but for the excused checks (check ID → why).
+func checkConformance(t *testing.T, r *confRun, mustPass []string, excused map[string]string) {
+	t.Helper()
+	t.Logf("conformance results:\n%s", r.summary())
+	if r.code != 0 {
+		t.Errorf("the suite exited %d: a failure not in the baseline, or a baseline entry that now passes (update testdata/conformance and docs/conformance.md):\n%s", r.code, tail(r.output, 60))
+	}
+	for _, s := range mustPass {
+		if _, ran := r.scenarios[s]; !ran {
+			t.Errorf("protocol scenario %s did not run", s)
+			continue
+		}
+		for _, c := range r.failed(s, excused) {
+			t.Errorf("protocol scenario %s: %s %s: %s", s, c.Status, c.ID, c.ErrorMessage)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Scenarios of 0.1.16 that test the protocol rather than the fixture's
+// tools and prompts: they must pass through berth.
+var legacyProtocolScenarios = []string{
+	"server-initialize", "ping", "logging-set-level", "tools-list",
+	"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+	"prompts-list", "server-sse-multiple-streams", "dns-rebinding-protection",
+}
+
+// Scenarios of 0.2.0-alpha.12 (2026-07-28) that test the protocol.
+var statelessProtocolScenarios = []string{
+	"server-stateless", "caching", "tools-list",
+	"resources-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+	"sep-2164-resource-not-found", "prompts-list", "server-sse-multiple-streams",
+	"dns-rebinding-protection", "http-header-validation", "http-custom-header-server-validation",
+	"input-required-result-unsupported-methods", "input-required-result-validate-input",
+}
+
+// Checks of server-stateless that call diagnostic fixture tools by their
+// upstream names; the fixture-names runs exercise them.
+var statelessDiagnosticChecks = map[string]string{
+	"sep-2575-server-rejects-undeclared-capability":              "calls the fixture tool test_missing_capability by name",
+	"sep-2575-missing-capability-http-400":                       "calls the fixture tool test_missing_capability by name",
+	"sep-2575-http-server-no-independent-requests-on-stream":     "calls the fixture tool test_streaming_elicitation by name",
+	"sep-2575-server-no-log-without-loglevel":                    "calls the fixture tool test_logging_tool by name",
+	"sep-2575-server-sends-tools-list-changed-on-subscription":   "mutates the list through the fixture tool test_trigger_tool_change (a WARNING)",
+	"sep-2575-server-sends-prompts-list-changed-on-subscription": "mutates the list through the fixture tool test_trigger_prompt_change (a WARNING)",
+}
+
+// Checks that fail or warn when the suite reaches the fixture through
+// berth by name, because berth relays a plugin server's tools but not its
+// side of the protocol.
+var statelessRelayChecks = map[string]string{
+	"sep-2575-server-rejects-undeclared-capability":            "the plugin server's -32021 (missing client capability) reaches the client as a tool error",
+	"sep-2575-missing-capability-http-400":                     "follows from the check above: no -32021, so no HTTP 400 to check",
+	"sep-2575-server-sends-tools-list-changed-on-subscription": "a WARNING: the suite adds the same transient tool a second time; berth's catalog does not change, so it sends no second list_changed",
+	"sep-2322-error-on-protocol-error":                         "a WARNING: berth allows the fixture tool by policy and does not read inputResponses it did not ask for; the plugin server never sees them",
+}
+
+// TestConformanceLegacy runs conformance 0.1.16 against `berth serve
+// --http` (stateful, the legacy protocol), first as is (the suite's
+// fixture names are namespaced by berth, so only protocol scenarios can
+// pass), then through fixtureNames, which lets the suite call the fixture
+// tools and prompts by their upstream names: that run shows what berth
+// relays.
+func TestConformanceLegacy(t *testing.T) {
+	peers.Require(t)
+	w := confWorld(t)
+	s := w.serve(1, "--http", "127.0.0.1:0", "--approval-timeout", "5s")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Run("berth-names", func(t *testing.T) {
+		r := runConformance(ctx, t, "conformance", s.urls[0], baselinePath(t, "legacy.yml"))
+		checkConformance(t, r, legacyProtocolScenarios, nil)
+	})
+	t.Run("fixture-names", func(t *testing.T) {
+		r := runConformance(ctx, t, "conformance", fixtureNames(t, s.urls[0]), baselinePath(t, "legacy-fixture-names.yml"))
+		checkConformance(t, r, append(slices.Clone(legacyProtocolScenarios), fixturePassThrough...), nil)
+	})
+}
+
+// TestConformanceStateless runs conformance 0.2.0-alpha.12 with
+// --requirements 2026-07-28 against `berth serve --http --stateless`, as
+// is and with fixture names (see TestConformanceLegacy).
+func TestConformanceStateless(t *testing.T) {
+	peers.Require(t)
+	w := confWorld(t)
+	s := w.serve(1, "--http", "127.0.0.1:0", "--stateless", "--approval-timeout", "5s")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Run("berth-names", func(t *testing.T) {
+		r := runConformance(ctx, t, "conformance-next", s.urls[0], baselinePath(t, "stateless.yml"), "--requirements", "2026-07-28")
+		checkConformance(t, r, statelessProtocolScenarios, statelessDiagnosticChecks)
+	})
+	t.Run("fixture-names", func(t *testing.T) {
+		r := runConformance(ctx, t, "conformance-next", fixtureNames(t, s.urls[0]), baselinePath(t, "stateless-fixture-names.yml"), "--requirements", "2026-07-28")
+		checkConformance(t, r, append(slices.Clone(statelessProtocolScenarios), append(fixturePassThrough, "json-schema-2020-12")...), statelessRelayChecks)
+	})
+}
+
+// fixturePassThrough are the fixture scenarios berth must relay when the
+// suite can reach the fixture by name: tool results of every content type,
+// tool errors and prompts pass through unchanged.
+var fixturePassThrough = []string{
+	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+	"tools-call-mixed-content", "tools-call-error",
+	"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
+}
+
+// fixtureNames serves a reverse proxy in front of berth serve's /mcp URL
+// that maps the conformance fixture's upstream names to berth's: in
+// requests, a tools/call or prompts/get name (and the Mcp-Name header)
+// gains the prefix conf-srv__; in responses, the prefix is removed
+// wherever it appears. Everything else, Host and Origin included, passes
+// unchanged, so the protocol checks still see berth.
+func fixtureNames(t *testing.T, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host})
+			r.Out.Host = r.In.Host
+			if r.Out.Body == nil || r.Out.Method != http.MethodPost {
+				return
+			}
+			body, err := io.ReadAll(r.Out.Body)
+			r.Out.Body.Close()
+			if renamed := false; err == nil {
+				if body, renamed = prefixNames(body); renamed {
+					// 2026-07-28 mirrors the name in Mcp-Name.
+					if name := r.Out.Header.Get("Mcp-Name"); name != "" && !strings.HasPrefix(name, confPrefix) {
+						r.Out.Header.Set("Mcp-Name", confPrefix+name)
+					}
+				}
+			}
+			r.Out.Body = io.NopCloser(bytes.NewReader(body))
+			r.Out.ContentLength = int64(len(body))
+			r.Out.Header.Set("Content-Length", fmt.Sprint(len(body)))
+		},
+		ModifyResponse: func(res *http.Response) error {
+			res.Header.Del("Content-Length")
+			res.ContentLength = -1
+			res.Body = &unprefixReader{src: bufio.NewReader(res.Body), body: res.Body}
+			return nil
+		},
+		FlushInterval: -1,
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL + u.Path
+}
+
+// prefixNames gives the name of a tools/call or prompts/get request (or of
+// each in a batch) berth's prefix, and reports whether it did. A body that
+// is not such JSON is left alone.
+func prefixNames(body []byte) ([]byte, bool) {
+	fix := func(msg map[string]any) bool {
+		if m, _ := msg["method"].(string); m != "tools/call" && m != "prompts/get" {
+			return false
+		}
+		p, _ := msg["params"].(map[string]any)
+		if name, ok := p["name"].(string); ok && !strings.HasPrefix(name, confPrefix) {
+			p["name"] = confPrefix + name
+			return true
+		}
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return body, false
+	}
+	changed := false
+	switch x := v.(type) {
+	case map[string]any:
+		changed = fix(x)
+	case []any:
+		for _, e := range x {
+			if m, ok := e.(map[string]any); ok && fix(m) {
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return body, false
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
+
+// unprefixReader removes berth's prefix from a response, line by line, so
+// SSE events stream through as they come.
+type unprefixReader struct {
+	src  *bufio.Reader
+	body io.Closer
+	buf  []byte
+	err  error
+}
+
+func (r *unprefixReader) Read(p []byte) (int, error) {
+	for len(r.buf) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		line, err := r.src.ReadBytes('\n')
+		r.buf, r.err = bytes.ReplaceAll(line, []byte(confPrefix), nil), err
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+func (r *unprefixReader) Close() error { return r.body.Close() }
+
+// TestRelayedResultsIdentifyBerth: on 2026-07-28 every result names the
+// server in _meta "io.modelcontextprotocol/serverInfo". A tool result
+// berth relays must name berth, the server the client talks to, not the
+// plugin's server behind it (which stamps its own on the pool's session).
+func TestRelayedResultsIdentifyBerth(t *testing.T) {
+	w := newWorld(t)
+	w.demo()
+	w.policy(demoEcho, "allow")
+	s := w.serve(1, "--http", "127.0.0.1:0", "--stateless")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "identity-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.urls[0]}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s, want 2026-07-28", v)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: demoEcho, Arguments: map[string]any{"text": "who"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%+v %v", res, err)
+	}
+	info, _ := json.Marshal(res.Meta[mcp.MetaKeyServerInfo])
+	var impl mcp.Implementation
+	if err := json.Unmarshal(info, &impl); err != nil || impl.Name != "berth" {
+		t.Fatalf("the relayed result names the server %s, want berth", info)
+	}
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
+)
+
+func (a *app) acceptCommand() *cobra.Command {
+	var workspace string
+	var yes, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "accept NAME",
+		Short: "Review and accept a plugin's changed tools",
+		Long: `Accept starts the plugin's servers in a workspace, shows every tool whose
+definition (description, schemas, annotations) differs from the surface
+pinned when the plugin was enabled, and every tool added since, asks for
+confirmation (on a terminal; otherwise --yes is required, exit 2), and
+records the new surface. Until then those tools are withheld.`,
+		Args: exactArgs(1, "one NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, _, err := parseRef(args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			p, err := a.openPool(ctx, workspace)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			var changes []pool.ToolChange
+			enabled := false
+			for _, s := range p.Status() {
+				if s.Plugin == name {
+					enabled = true
+					changes = append(changes, s.Changes...)
+				}
+			}
+			if !enabled {
+				return fmt.Errorf("%s is not enabled in %s, so there is nothing to accept (berth enable %s)", name, p.WorkspaceDir(), name)
+			}
+			if len(changes) == 0 {
+				if asJSON {
+					return writeJSON(a.stdout, acceptJSON{Accepted: []pool.ToolChange{}})
+				}
+				fmt.Fprintf(a.stdout, "Nothing to accept: the tools of %s match their pinned surface.\n", name)
+				return nil
+			}
+			if !asJSON || !yes {
+				a.showChanges(changes)
+			}
+			if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), yes, "--yes"); err != nil {
+				return err
+			}
+			if err := p.Accept(ctx, name, changes); err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, acceptJSON{Accepted: changes})
+			}
+			fmt.Fprintf(a.stdout, "Accepted %d tool change(s) of %s; those tools are offered again.\n", len(changes), name)
+			return nil
+		},
+	}
+	workspaceFlag(cmd, &workspace)
+	cmd.Flags().BoolVar(&yes, "yes", false, "accept without asking (required without a terminal)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"accepted": [changes]}`)
+	return cmd
+}
+
+func (a *app) showChanges(changes []pool.ToolChange) {
+	w := a.stdout
+	for _, c := range changes {
+		id := c.ID
+		if id == "" {
+			id = pool.ServerID(c.Plugin, c.Server)
+		}
+		if c.Kind == pool.ChangeAdded {
+			fmt.Fprintf(w, "%s: new tool %s (not in the pinned surface)\n", id, review.PrintableLines(c.Tool))
+		} else {
+			fmt.Fprintf(w, "%s: %s changed since it was pinned\n  pinned: %s\n  now:    %s\n", id, review.PrintableLines(c.Tool), c.Pinned, c.Live)
+		}
+		d := c.Definition
+		fmt.Fprintf(w, "  description:  %s\n", review.PrintableLines(d.Description))
+		in, _ := json.Marshal(d.InputSchema)
+		fmt.Fprintf(w, "  input schema: %s\n", review.PrintableLines(string(in)))
+		if d.OutputSchema != nil {
+			out, _ := json.Marshal(d.OutputSchema)
+			fmt.Fprintf(w, "  output schema: %s\n", review.PrintableLines(string(out)))
+		}
+		fmt.Fprintf(w, "  annotations:  %s\n", annotationText(d.Annotations))
+	}
+}
+
+// acceptJSON is what accept --json prints.
+type acceptJSON struct {
+	Accepted []pool.ToolChange `json:"accepted"`
+}

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
+)
+
+// cliApprover approves calls for `berth call`: what the policy allows by
+// itself, what --yes approves, or what the operator confirms on a
+// terminal.
+type cliApprover struct {
+	a   *app
+	yes bool
+}
+
+func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (pool.Decision, error) {
+	if pool.AllowedByPolicy(req) {
+		return pool.Decision{Allow: true, By: "policy"}, nil
+	}
+	if c.yes {
+		return pool.Decision{Allow: true, By: "--yes"}, nil
+	}
+	if !c.a.isTerminal() {
+		return pool.Decision{By: "berth call", Reason: fmt.Sprintf("the policy for %s is %s and berth is not on a terminal, so it cannot ask; pass --yes to approve this call", req.Tool, req.Policy)}, nil
+	}
+	w := c.a.stdout
+	fmt.Fprintf(w, "Call %s?\n", req.Tool)
+	on := "server"
+	if req.Native {
+		on = "native tool provider"
+	}
+	fmt.Fprintf(w, "  tool:        %s on %s %s of plugin %s\n", review.PrintableLines(req.UpstreamTool), on, req.Server, req.Plugin)
+	fmt.Fprintf(w, "  arguments:   %s\n", req.Arguments)
+	fmt.Fprintf(w, "  annotations: %s\n", annotationText(req.Annotations))
+	fmt.Fprintf(w, "  policy:      %s\n", req.Policy)
+	ok, err := c.a.ask("Run it?")
+	if err != nil {
+		return pool.Decision{}, err
+	}
+	if ok {
+		return pool.Decision{Allow: true, By: "terminal"}, nil
+	}
+	return pool.Decision{By: "terminal", Reason: "the operator said no"}, nil
+}
+
+func annotationText(an *mcp.ToolAnnotations) string {
+	if an == nil {
+		return "none"
+	}
+	var parts []string
+	if an.Title != "" {
+		parts = append(parts, fmt.Sprintf("title %q", an.Title))
+	}
+	if an.ReadOnlyHint {
+		parts = append(parts, "readOnlyHint")
+	}
+	if an.IdempotentHint {
+		parts = append(parts, "idempotentHint")
+	}
+	if an.DestructiveHint != nil {
+		parts = append(parts, fmt.Sprintf("destructiveHint=%v", *an.DestructiveHint))
+	}
+	if an.OpenWorldHint != nil {
+		parts = append(parts, fmt.Sprintf("openWorldHint=%v", *an.OpenWorldHint))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// callArgs builds the arguments object from --args or --arg k=v. A value
+// is a string when the tool's input schema says the property is a string;
+// otherwise JSON when it parses as JSON, else a string.
+func callArgs(raw string, kvs []string, schema any) (json.RawMessage, error) {
+	if raw != "" && len(kvs) > 0 {
+		return nil, usagef("use either --args JSON or --arg k=v, not both")
+	}
+	if raw != "" {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+			return nil, usagef("--args must be a JSON object, like '{\"text\": \"hi\"}'")
+		}
+		return json.RawMessage(raw), nil
+	}
+	props := map[string]any{}
+	if s, ok := schema.(map[string]any); ok {
+		if p, ok := s["properties"].(map[string]any); ok {
+			props = p
+		}
+	}
+	obj := map[string]json.RawMessage{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--arg %q is not k=v", kv)
+		}
+		isString := false
+		if p, ok := props[k].(map[string]any); ok && p["type"] == "string" {
+			isString = true
+		}
+		if !isString && json.Valid([]byte(v)) {
+			obj[k] = json.RawMessage(v)
+			continue
+		}
+		b, _ := json.Marshal(v)
+		obj[k] = b
+	}
+	b, err := json.Marshal(obj)
+	return b, err
+}
+
+func (a *app) callCommand() *cobra.Command {
+	var workspace, rawArgs string
+	var kvs []string
+	var yes, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "call TOOL",
+		Short: "Call one tool of the workspace",
+		Long: `Call starts the workspace's servers and calls one tool by its exported name
+(berth tools lists them), with arguments from --args JSON or --arg k=v
+(repeatable; a value is a string when the tool's schema says so, else JSON
+when it parses as JSON, else a string).
+
+The operator's policy decides: allow runs, ask asks on a terminal (showing
+the tool, server, arguments and annotations) and needs --yes without one,
+deny refuses. A destructive tool (destructiveHint: true) asks even when a
+glob allows it; only an exact-name allow skips that.
+
+Exit codes: 0 ok, 1 the tool failed (its error text is printed), 5 the
+plugin drifted or the tool changed since it was pinned, 6 the call was
+refused.`,
+		Args: exactArgs(1, "one TOOL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if rawArgs != "" && len(kvs) > 0 {
+				return usagef("use either --args JSON or --arg k=v, not both")
+			}
+			ctx := cmd.Context()
+			p, err := a.openPool(ctx, workspace)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			var schema any
+			if len(kvs) > 0 {
+				if tools, err := p.Tools(ctx); err == nil {
+					for _, t := range tools {
+						if t.Name == args[0] {
+							schema = t.Definition.InputSchema
+						}
+					}
+				}
+			}
+			body, err := callArgs(rawArgs, kvs, schema)
+			if err != nil {
+				return err
+			}
+			res, err := p.Call(ctx, args[0], body, cliApprover{a: a, yes: yes})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := writeJSON(a.stdout, res); err != nil {
+					return err
+				}
+			} else if !res.IsError {
+				writeResult(a.stdout, res)
+			}
+			if res.IsError {
+				msg := resultText(res)
+				if !asJSON {
+					fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", args[0], msg)
+				}
+				return &reported{fmt.Errorf("the tool %s failed: %s", args[0], msg)}
+			}
+			return nil
+		},
+	}
+	workspaceFlag(cmd, &workspace)
+	cmd.Flags().StringVar(&rawArgs, "args", "", "the arguments as a JSON object")
+	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "one argument as k=v (repeatable)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the MCP CallToolResult as JSON")
+	return cmd
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// writeResult prints a tool result for a person: text as is, other
+// content described.
+func writeResult(w io.Writer, res *mcp.CallToolResult) {
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			fmt.Fprintln(w, c.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(w, "[resource link %s]\n", c.URI)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				fmt.Fprintf(w, "[resource %s]\n%s\n", c.Resource.URI, c.Resource.Text)
+			}
+		default:
+			b, _ := json.Marshal(c)
+			fmt.Fprintln(w, string(b))
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+		fmt.Fprintln(w, string(b))
+	}
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+func (a *app) digestCommand() *cobra.Command {
+	var opts bundle.Options
+	var listing, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "digest SOURCE",
+		Short: "Print a bundle's digest, or its canonical listing",
+		Long: `Digest prints sha256:<hex>, the sha256 of the bundle's canonical listing:
+one line per file, sorted by path bytes, "<mode> <sha256> <size> <path>",
+with mode 100644, 100755 or 120000 (symlink). A directory and an archive of
+the same tree have the same digest; an exec bit changes it.
+
+--listing prints the listing itself: it is the artifact that 'berth sign'
+and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
+		Args: exactArgs(1, "one SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := openBundle(cmd.Context(), args[0], &opts)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			switch {
+			case listing:
+				_, err = a.stdout.Write(b.Listing().Bytes())
+			case asJSON:
+				err = writeJSON(a.stdout, digestJSON{Digest: b.Digest, Files: len(b.Listing().Entries), TotalSize: b.Listing().TotalSize()})
+			default:
+				_, err = fmt.Fprintln(a.stdout, b.Digest)
+			}
+			return err
+		},
+	}
+	limitFlags(cmd, &opts)
+	cmd.Flags().BoolVar(&listing, "listing", false, "print the canonical listing instead of the digest")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"digest", "files", "totalSize"}`)
+	cmd.MarkFlagsMutuallyExclusive("listing", "json")
+	return cmd
+}
+
+// digestJSON is what digest --json prints.
+type digestJSON struct {
+	Digest    string `json:"digest"`
+	Files     int    `json:"files"`
+	TotalSize int64  `json:"totalSize"`
+}

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) gcCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove snapshots no trust record points to, and leftovers",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			res, err := st.GC(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, res)
+			}
+			fmt.Fprintf(a.stdout, "Removed %d snapshot(s) and %d leftover(s).\n", len(res.Snapshots), len(res.Leftovers))
+			for _, s := range res.Snapshots {
+				fmt.Fprintf(a.stdout, "  snapshot %s\n", s)
+			}
+			for _, l := range res.Leftovers {
+				fmt.Fprintf(a.stdout, "  leftover %s\n", l)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
+	return cmd
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Library errors name the option of the call that would change the
+// outcome (a field of bundle.Limits, say), never one of berth's flags; the
+// CLI renders them here in its own terms, as flags.
+
+// limitFlag maps each cap of bundle.Limits to the flag that raises it.
+var limitFlag = map[bundle.Limit]string{
+	bundle.LimitMaxTotalSize: "--max-size",
+	bundle.LimitMaxEntries:   "--max-entries",
+	bundle.LimitMaxPathLen:   "--max-path",
+}
+
+// cliProblems returns the problems with every cap named by its flag.
+func cliProblems(ps []*bundle.Problem) []*bundle.Problem {
+	out := make([]*bundle.Problem, len(ps))
+	for i, p := range ps {
+		if f, ok := limitFlag[p.Limit]; ok {
+			q := *p
+			q.Message += " with " + f
+			p = &q
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// rendered is an error as the CLI words it; it unwraps to the library's
+// error, so its category (and exit code) stays.
+type rendered struct {
+	msg string
+	err error
+}
+
+func (e *rendered) Error() string { return e.msg }
+func (e *rendered) Unwrap() error { return e.err }
+
+// forCLI returns err as the CLI shows it: an error a library returned
+// with a hint for its caller is worded with the flag that the hint names.
+// Only an error of such a type itself is rewritten, not one wrapped in
+// another (the wrapper's words stay the wrapper's); the result unwraps to
+// err, so exit codes do not change.
+func forCLI(err error) error {
+	switch e := err.(type) {
+	case *bundle.InvalidError:
+		return &rendered{(&bundle.InvalidError{Source: e.Source, Problems: cliProblems(e.Problems)}).Error(), err}
+	case *store.DigestMismatchError:
+		return &rendered{fmt.Sprintf("%s has digest %s, but --digest pins %s: %v; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want, trust.ErrUntrusted), err}
+	case *store.NoSignerError:
+		return &rendered{fmt.Sprintf("no signer is configured, so berth cannot trust %s: %v; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`), or trust it unsigned by its exact digest with --allow-unsigned --digest %s", e.Source, trust.ErrUntrusted, e.Digest), err}
+	case *store.SignatureMissingError:
+		return &rendered{fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and pass it with --signature FILE", e.Source, e.Path, errors.Unwrap(e.Err), trust.ErrUntrusted), err}
+	case *store.SignerChangeError:
+		return &rendered{fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s: %v; if the publisher really changed signers, run again with --allow-signer-change", e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted), err}
+	}
+	return err
+}

@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/store"
+)
+
+type listEntry struct {
+	Name      string           `json:"name"`
+	Version   string           `json:"version"`
+	Digest    string           `json:"digest"`
+	Signer    *store.SignerRef `json:"signer"`
+	Unsigned  bool             `json:"unsigned"`
+	Staged    string           `json:"staged"`
+	Enabled   []string         `json:"enabledIn"`
+	Source    string           `json:"source"`
+	TrustedAt time.Time        `json:"trustedAt"`
+}
+
+func (a *app) listCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List trusted plugins and where they are enabled",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			recs, err := st.Records()
+			if err != nil {
+				return err
+			}
+			state, err := st.State()
+			if err != nil {
+				return err
+			}
+			out := []listEntry{}
+			for _, r := range recs {
+				d, err := store.ParseDigest(r.Digest) // Records checked it
+				if err != nil {
+					return err
+				}
+				e := listEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, Signer: r.Signer, Unsigned: r.Unsigned, Staged: st.Paths().Snapshot(d), Enabled: []string{}, Source: r.Source, TrustedAt: r.TrustedAt}
+				for _, ws := range state.EnabledIn(r.Name) {
+					if state.Workspaces[ws].Plugins[r.Name].Version == r.Version {
+						e.Enabled = append(e.Enabled, ws)
+					}
+				}
+				out = append(out, e)
+			}
+			if asJSON {
+				return writeJSON(a.stdout, out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(a.stdout, "Nothing is trusted yet. Trust a bundle with: berth trust SOURCE")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tVERSION\tDIGEST\tSIGNER\tENABLED IN")
+			for _, e := range out {
+				signer := "UNSIGNED"
+				if e.Signer != nil {
+					signer = e.Signer.String()
+				}
+				enabled := "-"
+				if len(e.Enabled) > 0 {
+					enabled = strings.Join(e.Enabled, ", ")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Version, e.Digest[:19]+"…", signer, enabled)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON, with full digests and staged paths")
+	return cmd
+}

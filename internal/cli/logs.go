@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/pool"
+)
+
+var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
+
+func (a *app) logsCommand() *cobra.Command {
+	var lines int
+	cmd := &cobra.Command{
+		Use:   "logs PLUGIN-SERVER",
+		Short: "Print the stderr tail of a server",
+		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>-<server>.log
+(a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
+its stderr and berth's own lines about it (started, exited, restarts), from
+every berth process that ran it. berth status lists the server names.`,
+		Args: exactArgs(1, "one PLUGIN-SERVER"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			if !serverIDRe.MatchString(id) {
+				return usagef("%q is not a server name like acme-notes-notes (berth status lists them)", id)
+			}
+			if lines <= 0 {
+				return usagef("--lines must be positive")
+			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			path := st.Paths().Log(id)
+			tail, err := pool.TailLog(path, lines)
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("there is no log of %s yet (%s); berth writes it when the server starts, for example with berth status", id, path)
+			}
+			if err != nil {
+				return err
+			}
+			for _, l := range tail {
+				fmt.Fprintln(a.stdout, l)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&lines, "lines", pool.TailLines, "how many lines to print")
+	return cmd
+}

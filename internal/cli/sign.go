@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+func (a *app) keygenCommand() *cobra.Command {
+	var prefix string
+	cmd := &cobra.Command{
+		Use:   "keygen --out PREFIX",
+		Short: "Make an ECDSA P-256 key pair for signing bundles",
+		Long: `Keygen writes PREFIX.key (the private key, PKCS#8 PEM, mode 0600) and
+PREFIX.pub (the public key, PEM). It never overwrites a file. Keep the
+private key secret; give PREFIX.pub to the people who trust your bundles
+(berth signers add-key NAME PREFIX.pub).`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if prefix == "" {
+				return usagef("--out PREFIX is required")
+			}
+			key, pub, err := trust.WriteKeyPair(prefix)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Wrote %s (private, keep it secret) and %s (public).\n", key, pub)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&prefix, "out", "", "write PREFIX.key and PREFIX.pub")
+	return cmd
+}
+
+func (a *app) signCommand() *cobra.Command {
+	var opts bundle.Options
+	var keyFile, out string
+	cmd := &cobra.Command{
+		Use:   "sign SOURCE --key PREFIX.key",
+		Short: "Sign a bundle's canonical listing with a key",
+		Long: `Sign validates the bundle and writes a Sigstore bundle (v0.3 JSON) over its
+canonical listing, key-based with no transparency log, to
+SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
+--new-bundle-format over 'berth digest --listing' output works too.`,
+		Args: exactArgs(1, "one SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keyFile == "" {
+				return usagef("--key FILE is required (make one with berth keygen --out PREFIX)")
+			}
+			priv, err := os.ReadFile(keyFile)
+			if err != nil {
+				return err
+			}
+			b, err := openBundle(cmd.Context(), args[0], &opts)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			sig, err := trust.Sign(cmd.Context(), b.Listing().Bytes(), priv)
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = store.DefaultSignatureFile(args[0])
+			}
+			if err := atomicfile.WriteFile(out, sig, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, out)
+			return nil
+		},
+	}
+	limitFlags(cmd, &opts)
+	cmd.Flags().StringVar(&keyFile, "key", "", "the private key (PKCS#8 PEM, from berth keygen)")
+	cmd.Flags().StringVar(&out, "out", "", "where to write the signature (default SOURCE.sigstore.json)")
+	return cmd
+}

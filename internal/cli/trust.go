@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+)
+
+func (a *app) trustCommand() *cobra.Command {
+	var (
+		opts                                          bundle.Options
+		sigFile, digest                               string
+		yes, allowUnsigned, allowSignerChange, asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "trust SOURCE",
+		Short: "Verify, review and stage a bundle so it can be enabled",
+		Long: `Trust makes a bundle trusted: it validates it (exit 3 on any problem),
+computes its digest, verifies its Sigstore signature offline against your
+signer policy (exit 4 on a missing, malformed or non-matching signature or a
+signer not in the policy), prints the review with the signer named, asks
+for confirmation (on a terminal; otherwise --yes is required, else exit 2),
+stages an immutable copy and writes the trust record.
+
+The signature is read from SOURCE.sigstore.json unless --signature says
+otherwise. --digest pins the expected digest (a mismatch is exit 4).
+--allow-unsigned trusts an unsigned bundle, only together with --digest.
+Versions are immutable: the same name and version with another digest is
+refused. A new version from another signer than the last one is refused
+unless --allow-signer-change.`,
+		Args: exactArgs(1, "one SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			source := args[0]
+			if asJSON && !yes {
+				return usagef("--json cannot ask for confirmation; add --yes")
+			}
+			if allowUnsigned && digest == "" {
+				return usagef("--allow-unsigned needs --digest sha256:HEX: an unsigned bundle is trusted only by its exact digest (berth digest prints it)")
+			}
+			topts := &store.TrustOptions{Bundle: &opts, AllowSignerChange: allowSignerChange, UnsignedUnsafe: allowUnsigned}
+			if digest != "" {
+				d, err := store.ParseDigest(digest)
+				if err != nil {
+					return usagef("--digest: %v", err)
+				}
+				topts.Digest = d
+			}
+			if !allowUnsigned {
+				topts.SignatureFile = sigFile
+			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			if err := checkLimits(&opts); err != nil {
+				return err
+			}
+			topts.Confirm = func(c *store.Candidate) error {
+				if !asJSON {
+					if err := c.Review.WriteText(a.stdout); err != nil {
+						return err
+					}
+					fmt.Fprintln(a.stdout)
+					if c.Signer != nil {
+						fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", c.Signer)
+					} else {
+						fmt.Fprintf(a.stdout, "UNSIGNED: trusted only because its digest is %s, as you pinned.\n", c.Bundle.Digest)
+					}
+				}
+				return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), yes, "--yes")
+			}
+			res, err := st.Trust(cmd.Context(), source, topts)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Staged: res.Snapshot})
+			}
+			if res.Already {
+				fmt.Fprintf(a.stdout, "%s is already trusted with this digest; nothing changed.\n", res.Record.ID())
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "Trusted %s (%s), staged at %s.\nEnable it with: berth enable %s\n", res.Record.ID(), res.Record.Digest, res.Snapshot, res.Record.Name)
+			return nil
+		},
+	}
+	limitFlags(cmd, &opts)
+	f := cmd.Flags()
+	f.StringVar(&sigFile, "signature", "", "the Sigstore bundle to verify (default SOURCE.sigstore.json)")
+	f.BoolVarP(&yes, "yes", "y", false, "trust without asking (required when not on a terminal)")
+	f.StringVar(&digest, "digest", "", "the digest the bundle must have (sha256:HEX)")
+	f.BoolVar(&allowUnsigned, "allow-unsigned", false, "trust a bundle without a signature, by --digest only; recorded as unsigned")
+	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
+	f.BoolVar(&asJSON, "json", false, "print the record and review as JSON (needs --yes)")
+	return cmd
+}
+
+// trustJSON is what trust --json prints.
+type trustJSON struct {
+	Already bool               `json:"already"`
+	Record  *store.Record      `json:"record"`
+	Review  *review.Disclosure `json:"review"`
+	Staged  string             `json:"staged"`
+}

@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+type jsonProblem struct {
+	Path    string `json:"path"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+func jsonProblems(ps []*bundle.Problem) []jsonProblem {
+	out := []jsonProblem{}
+	for _, p := range cliProblems(ps) {
+		out = append(out, jsonProblem{p.Path, p.Rule, p.Message})
+	}
+	return out
+}
+
+// validateJSON is what validate --json prints.
+type validateJSON struct {
+	Valid  bool          `json:"valid"`
+	Digest string        `json:"digest"`
+	Errors []jsonProblem `json:"errors"`
+}
+
+func (a *app) validateCommand() *cobra.Command {
+	var opts bundle.Options
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "validate SOURCE",
+		Short: "Check a bundle against every rule, fail-closed",
+		Long: `Validate checks a bundle (a directory, .tar.gz, .tgz or .zip) against every
+rule of manifest v1 and of the file tree, and prints every problem at once,
+each with its location, its rule ID (see docs/rules.md) and how to fix it.
+It never runs anything from the bundle and never reads a secret.
+
+Exit code 0 means valid; 3 means invalid.`,
+		Args: exactArgs(1, "one SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkLimits(&opts); err != nil {
+				return err
+			}
+			b, problems, err := bundle.Load(cmd.Context(), args[0], &opts)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			var invalid error
+			if len(problems) > 0 {
+				invalid = &bundle.InvalidError{Source: args[0], Problems: problems}
+			}
+			if asJSON {
+				out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems)}
+				if err := writeJSON(a.stdout, out); err != nil {
+					return err
+				}
+				if invalid != nil {
+					return &reported{invalid}
+				}
+				return nil
+			}
+			if invalid != nil {
+				return invalid
+			}
+			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s %s, %s\n", args[0], b.Manifest.Name, b.Manifest.Version, b.Digest)
+			return nil
+		},
+	}
+	limitFlags(cmd, &opts)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid", "digest", "errors": [{"path", "rule", "message"}]}`)
+	return cmd
+}

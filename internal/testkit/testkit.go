@@ -1,0 +1,57 @@
+// Package testkit is what berth's tests share: building a program of the
+// module with the go command, and waiting for a condition. Only tests
+// import it.
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// GoBuild builds the packages pkgs (import paths of the build list) into
+// dir, each program named after its package's last element. With Race
+// (this test binary has the race detector), the programs have it too, and
+// reuse the packages the test built.
+func GoBuild(dir string, pkgs ...string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("the tests build programs with the go command, which is not on PATH: %w", err)
+	}
+	args := []string{"build", "-o", dir + string(os.PathSeparator)}
+	if Race {
+		args = append(args, "-race")
+	}
+	out, err := exec.Command(goTool, append(args, pkgs...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build %v: %v\n%s", pkgs, err, out)
+	}
+	return nil
+}
+
+// Program is GoBuild of one package in a test: it fails the test when the
+// build fails and returns the program's path.
+func Program(t testing.TB, dir, pkg string) string {
+	t.Helper()
+	if err := GoBuild(dir, pkg); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, filepath.Base(pkg))
+}
+
+// Eventually polls cond every 10 ms for up to d and fails the test, naming
+// what it waited for, if cond never held.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+	}
+}

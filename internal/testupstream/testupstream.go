@@ -1,0 +1,37 @@
+// Package testupstream is the upstream MCP server of the exporter's
+// tests: a test binary runs it under the name berth-export-upstream, and a
+// plugin of the tests runs that program over stdio.
+package testupstream
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Name is the program name under which a test binary serves Main.
+const Name = "berth-export-upstream"
+
+type textArgs struct {
+	Text string `json:"text"`
+}
+
+// Main serves three tools over stdio until stdin closes: echo
+// (read-only), wipe (destructive) and secret.
+func Main() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	yes := true
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo the text", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wipe", Description: "wipe everything", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wiped " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "secret", Description: "a tool the operator denies"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "secret ran"}}}, nil, nil
+		})
+	s.Run(context.Background(), &mcp.StdioTransport{})
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Config is config.json: the operator's signer policy and tool policy.
+// Change it with UpdateConfig, or with AddSigner, RemoveSigner, SetPolicy
+// and UnsetPolicy.
+type Config struct {
+	Signers    []trust.Signer `json:"signers"`
+	ToolPolicy []PolicyRule   `json:"toolPolicy,omitempty"`
+}
+
+// Signer returns the signer named name.
+func (c *Config) Signer(name string) (trust.Signer, bool) {
+	for _, s := range c.Signers {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return trust.Signer{}, false
+}
+
+// Config reads config.json without the lock. A missing file is the empty
+// configuration. Every signer is re-validated: a damaged entry is an
+// error, never silently ignored.
+func (s *Store) Config() (*Config, error) {
+	c := &Config{}
+	if _, err := readJSON(s.paths.Config(), c); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, sg := range c.Signers {
+		if err := sg.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s has an unusable signer; fix or remove it with `berth signers remove NAME`: %w", s.paths.Config(), errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// UpdateConfig changes config.json under the lock and bumps the state
+// generation, so running pools pick the change up. fn may return
+// ErrNoChange.
+func (s *Store) UpdateConfig(ctx context.Context, fn func(*Config) error) (*Config, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	c, err := s.Config()
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(c); err != nil {
+		if errors.Is(err, ErrNoChange) {
+			return c, nil
+		}
+		return nil, err
+	}
+	sort.SliceStable(c.Signers, func(i, j int) bool { return c.Signers[i].Name < c.Signers[j].Name })
+	if err := atomicfile.WriteJSON(s.paths.Config(), c, 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := s.updateLocked(func(*State) error { return nil }); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,100 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// A publisher signs a bundle; the operator adds the publisher's key to the
+// signer policy and trusts the bundle through the install pipeline, which
+// verifies, reviews, asks and stages.
+func Example() {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "store-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() {
+		// Staged snapshots are read-only.
+		filepath.WalkDir(tmp, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+		os.RemoveAll(tmp)
+	}()
+
+	// The publisher's bundle and its signature beside it.
+	dir := filepath.Join(tmp, "acme-notes")
+	os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+	os.WriteFile(filepath.Join(dir, "bin", "notes"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(`{"manifestVersion": 1, "name": "acme-notes", "version": "1.4.2",
+	  "description": "Search your notes", "mcpServers": {"notes": {"stdio": {"command": "${bundle}/bin/notes"}}}}`), 0o644)
+	b, err := bundle.Open(ctx, dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	priv, pub, err := trust.GenerateKey()
+	if err != nil {
+		log.Fatal(err)
+	}
+	sig, err := trust.Sign(ctx, b.Listing().Bytes(), priv)
+	b.Close()
+	if err != nil {
+		log.Fatal(err)
+	}
+	os.WriteFile(store.DefaultSignatureFile(dir), sig, 0o644)
+
+	// The operator.
+	paths, err := store.NewPaths(filepath.Join(tmp, "berth-home"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	st := store.Open(paths, nil)
+	acme, err := trust.NewKeySigner("acme", pub, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := st.AddSigner(ctx, acme); err != nil {
+		log.Fatal(err)
+	}
+	res, err := st.Trust(ctx, dir, &store.TrustOptions{Confirm: func(c *store.Candidate) error {
+		fmt.Printf("trust %s %s, signed by %s %q? yes\n", c.Review.Name, c.Review.Version, c.Signer.Kind, c.Signer.Name)
+		return nil
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("trusted", res.Record.ID(), "unsigned:", res.Record.Unsigned)
+	state, _ := st.State()
+	fmt.Println("generation", state.Generation)
+	// Output:
+	// trust acme-notes 1.4.2, signed by key "acme"? yes
+	// trusted acme-notes@1.4.2 unsigned: false
+	// generation 2
+}
+
+func ExampleMatchPolicy() {
+	rules := []store.PolicyRule{
+		{Pattern: "acme-notes-*", Action: "allow"},
+		{Pattern: "acme-notes-notes__delete_*", Action: "deny"},
+		{Pattern: "acme-notes-notes__delete_draft", Action: "ask"},
+	}
+	for _, tool := range []string{"acme-notes-notes__search", "acme-notes-notes__delete_all", "acme-notes-notes__delete_draft", "other__x"} {
+		m := store.MatchPolicy(rules, tool)
+		fmt.Printf("%s: %s %q exact=%v\n", tool, m.Action, m.Pattern, m.Exact)
+	}
+	// Output:
+	// acme-notes-notes__search: allow "acme-notes-*" exact=false
+	// acme-notes-notes__delete_all: deny "acme-notes-notes__delete_*" exact=false
+	// acme-notes-notes__delete_draft: ask "acme-notes-notes__delete_draft" exact=true
+	// other__x: ask "" exact=false
+}

@@ -1,0 +1,156 @@
+package store
+
+import (
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/adrg/xdg"
+)
+
+// Paths derives every path of berth's on-disk state from one root
+// ($BERTH_HOME). Nothing else in berth computes a state path. Paths is
+// plain data, safe to copy and to share.
+//
+//	store/sha256/<hex>/            staged snapshots, read-only
+//	store/sha256/<hex>.meta.json   their listing and stat fingerprints
+//	store/sha256/.tmp-*            staging in progress (removed by gc)
+//	trust/<name>/<version>.json    trust records
+//	trust/<name>/<version>.sigstore.json   the signature, for offline re-verify
+//	state.json                     generation, enablements, pinned surfaces
+//	config.json                    signer policy, tool policy
+//	roots/<signer>.trusted_root.json   trusted roots of identity signers
+//	logs/                          server stderr logs
+//	approvals/                     pending approvals
+//	audit.log                      approval decisions, JSON lines
+//	catalogs/                      verified copies of added catalogs (package marketplace)
+type Paths struct {
+	Root string
+}
+
+// NewPaths returns the Paths under root, made absolute.
+func NewPaths(root string) (Paths, error) {
+	if root == "" {
+		return Paths{}, fmt.Errorf("the berth state root is empty; set BERTH_HOME to a directory")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Paths{}, err
+	}
+	return Paths{Root: abs}, nil
+}
+
+// DefaultRoot returns $BERTH_HOME, or the platform's user data directory
+// + "/berth" (~/.local/share/berth on Linux, ~/Library/Application
+// Support/berth on macOS, %LOCALAPPDATA%\berth on Windows).
+func DefaultRoot(getenv func(string) string) string {
+	if h := getenv("BERTH_HOME"); h != "" {
+		return h
+	}
+	return filepath.Join(xdg.DataHome, "berth")
+}
+
+// Store is the directory of staged snapshots.
+func (p Paths) Store() string { return filepath.Join(p.Root, "store", "sha256") }
+
+// Snapshot is the staged snapshot of a digest. The zero Digest is a
+// programmer error and panics.
+func (p Paths) Snapshot(d Digest) string {
+	return filepath.Join(p.Store(), d.mustHex())
+}
+
+// SnapshotMeta holds a snapshot's listing and stat fingerprints.
+func (p Paths) SnapshotMeta(d Digest) string {
+	return filepath.Join(p.Store(), d.mustHex()+".meta.json")
+}
+
+// TrustDir holds the trust records of every plugin.
+func (p Paths) TrustDir() string { return filepath.Join(p.Root, "trust") }
+
+// PluginTrustDir holds the trust records of one plugin.
+func (p Paths) PluginTrustDir(name string) string { return filepath.Join(p.TrustDir(), name) }
+
+// Record is the trust record of name@version.
+func (p Paths) Record(name, version string) string {
+	return filepath.Join(p.PluginTrustDir(name), version+".json")
+}
+
+// Signature is the stored signature of name@version.
+func (p Paths) Signature(name, version string) string {
+	return filepath.Join(p.PluginTrustDir(name), version+".sigstore.json")
+}
+
+// TrustedRoot is the copy of a trusted_root.json that an identity signer
+// uses, kept under the root so the policy never depends on a file elsewhere.
+func (p Paths) TrustedRoot(signer string) string {
+	return filepath.Join(p.Root, "roots", signer+".trusted_root.json")
+}
+
+// State is state.json.
+func (p Paths) State() string { return filepath.Join(p.Root, "state.json") }
+
+// Config is config.json.
+func (p Paths) Config() string { return filepath.Join(p.Root, "config.json") }
+
+// Lock is the file lock that serializes every state change.
+func (p Paths) Lock() string { return filepath.Join(p.Root, ".lock") }
+
+// Logs is the directory of server logs.
+func (p Paths) Logs() string { return filepath.Join(p.Root, "logs") }
+
+// Log is the stderr log of one server ("<plugin>-<server>").
+func (p Paths) Log(server string) string { return filepath.Join(p.Logs(), server+".log") }
+
+// Approvals is the directory of the approval queue.
+func (p Paths) Approvals() string { return filepath.Join(p.Root, "approvals") }
+
+// Audit is the append-only log of approval decisions.
+func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }
+
+// Catalogs is the directory of the verified catalog copies, which package
+// marketplace lays out inside.
+func (p Paths) Catalogs() string { return filepath.Join(p.Root, "catalogs") }
+
+// Digest is a bundle digest: "sha256:" and 64 lower-case hex digits.
+// Only a Digest names a snapshot's path, and the only way to make one is
+// ParseDigest, so a damaged file on disk can never make a path outside the
+// store, nor a panic. The zero Digest is no digest.
+type Digest struct{ hex string }
+
+// ParseDigest checks "sha256:<64 lower-case hex>" and returns it as a
+// Digest.
+func ParseDigest(s string) (Digest, error) {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 64 || strings.ToLower(h) != h {
+		return Digest{}, fmt.Errorf("%q is not a digest: write sha256: followed by 64 lower-case hex digits (berth digest prints one)", s)
+	}
+	if _, err := hex.DecodeString(h); err != nil {
+		return Digest{}, fmt.Errorf("%q is not a digest: write sha256: followed by 64 lower-case hex digits (berth digest prints one)", s)
+	}
+	return Digest{hex: h}, nil
+}
+
+// String returns "sha256:<hex>", or "" for the zero Digest.
+func (d Digest) String() string {
+	if d.hex == "" {
+		return ""
+	}
+	return "sha256:" + d.hex
+}
+
+// IsZero reports whether d is the zero Digest.
+func (d Digest) IsZero() bool { return d.hex == "" }
+
+func (d Digest) mustHex() string {
+	if d.hex == "" {
+		panic("store: a path of the zero Digest")
+	}
+	return d.hex
+}
+
+// ensure creates the root with mode 0700 when missing.
+func (p Paths) ensure() error {
+	return os.MkdirAll(p.Root, 0o700)
+}

@@ -1,0 +1,178 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// SignerRef names the signer that a trust record was accepted from.
+type SignerRef struct {
+	Kind        trust.SignerKind `json:"kind"`
+	Name        string           `json:"name"`
+	Fingerprint string           `json:"fingerprint,omitempty"`
+	Issuer      string           `json:"issuer,omitempty"`
+	SAN         string           `json:"san,omitempty"`
+}
+
+// identity is what signer continuity compares: the key or the certificate
+// identity, not the policy entry's name.
+func (r *SignerRef) identity() string {
+	if r == nil {
+		return "unsigned"
+	}
+	if r.Kind == trust.KindKey {
+		return "key " + r.Fingerprint
+	}
+	return "identity " + r.Issuer + " " + r.SAN
+}
+
+func (r *SignerRef) String() string {
+	if r == nil {
+		return "no signature (trusted unsigned by digest)"
+	}
+	if r.Kind == trust.KindKey {
+		return fmt.Sprintf("key %q (%s)", r.Name, r.Fingerprint)
+	}
+	return fmt.Sprintf("identity %q (issuer %s, SAN %s)", r.Name, r.Issuer, r.SAN)
+}
+
+// refOf returns the signer reference of a verification result.
+func refOf(res *trust.Result) *SignerRef {
+	ref := &SignerRef{Kind: res.Kind, Name: res.Signer.Name}
+	if res.Kind == trust.KindKey {
+		ref.Fingerprint = res.KeyFingerprint
+	} else {
+		ref.Issuer, ref.SAN = res.Issuer, res.SAN
+	}
+	return ref
+}
+
+// Record is a trust record: a reviewed, verified, staged version of a
+// plugin. It is written last when trusting.
+type Record struct {
+	Name       string     `json:"name"`
+	Version    string     `json:"version"`
+	Digest     string     `json:"digest"`
+	Signer     *SignerRef `json:"signer,omitempty"`
+	Unsigned   bool       `json:"unsigned"`
+	ReviewHash string     `json:"reviewHash"`
+	Source     string     `json:"source"`
+	TrustedAt  time.Time  `json:"trustedAt"`
+}
+
+// ID is name@version.
+func (r *Record) ID() string { return r.Name + "@" + r.Version }
+
+// CheckRef validates a plugin name and optional version given on a command
+// line before they are used in a path.
+func CheckRef(name, version string) error {
+	if !bundle.IsValidName(name) {
+		return fmt.Errorf("%q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", name)
+	}
+	if version != "" && !bundle.IsStrictSemver(version) {
+		return fmt.Errorf("%q is not a version (strict semver like 1.4.2); `berth list` shows the trusted versions", version)
+	}
+	return nil
+}
+
+// Records lists every trust record, sorted by name and then by semver.
+func (s *Store) Records() ([]*Record, error) {
+	matches, err := filepath.Glob(filepath.Join(s.paths.TrustDir(), "*", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, m := range matches {
+		if strings.HasSuffix(m, ".sigstore.json") {
+			continue
+		}
+		r := &Record{}
+		if _, err := readJSON(m, r); err != nil {
+			return nil, err
+		}
+		if CheckRef(r.Name, r.Version) != nil || s.paths.Record(r.Name, r.Version) != m {
+			return nil, fmt.Errorf("trust record %s does not match its path; remove it and re-trust the plugin", m)
+		}
+		// The digest names a store path, and the signer decides whether
+		// the signature is checked: neither may be taken on faith.
+		if _, err := ParseDigest(r.Digest); err != nil {
+			return nil, fmt.Errorf("trust record %s is damaged (digest: %v); remove it and re-trust the plugin", m, err)
+		}
+		if r.Unsigned != (r.Signer == nil) {
+			return nil, fmt.Errorf("trust record %s is damaged (unsigned is %v but signer is %v); remove it and re-trust the plugin", m, r.Unsigned, r.Signer)
+		}
+		out = append(out, r)
+	}
+	sortRecords(out)
+	return out, nil
+}
+
+func sortRecords(rs []*Record) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Name != rs[j].Name {
+			return rs[i].Name < rs[j].Name
+		}
+		return semverLess(rs[i].Version, rs[j].Version)
+	})
+}
+
+func semverLess(a, b string) bool {
+	va, ea := semver.StrictNewVersion(a)
+	vb, eb := semver.StrictNewVersion(b)
+	if ea != nil || eb != nil {
+		return a < b
+	}
+	return va.LessThan(vb)
+}
+
+// Find returns the records of name (every version when version is ""),
+// oldest version first. No record is an error naming what to run.
+func (s *Store) Find(name, version string) ([]*Record, error) {
+	if err := CheckRef(name, version); err != nil {
+		return nil, err
+	}
+	all, err := s.Records()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, r := range all {
+		if r.Name == name && (version == "" || r.Version == version) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		what := name
+		if version != "" {
+			what += "@" + version
+		}
+		return nil, fmt.Errorf("%s is not trusted: %w; trust it first with `berth trust SOURCE` (`berth list` shows what is trusted)", what, ErrNotTrusted)
+	}
+	return out, nil
+}
+
+// ErrNotTrusted means a plugin has no trust record. It wraps
+// trust.ErrUntrusted.
+var ErrNotTrusted = fmt.Errorf("no trust record: %w", trust.ErrUntrusted)
+
+func (s *Store) recordsOf(name string) ([]*Record, error) {
+	all, err := s.Records()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Record
+	for _, r := range all {
+		if r.Name == name {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+)
+
+// Revoke removes the trust records of name (one version, or all when
+// version is ""), drops their enablements and bumps the generation. The
+// snapshots stay until GC.
+func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, error) {
+	if err := CheckRef(name, version); err != nil {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	recs, err := s.recordsOf(name)
+	if err != nil {
+		return nil, err
+	}
+	var gone []*Record
+	for _, r := range recs {
+		if version == "" || r.Version == version {
+			gone = append(gone, r)
+		}
+	}
+	if len(gone) == 0 {
+		what := name
+		if version != "" {
+			what += "@" + version
+		}
+		return nil, fmt.Errorf("%s is not trusted, so there is nothing to revoke: %w (`berth list` shows what is trusted)", what, ErrNotTrusted)
+	}
+	// The state goes first: with the enablements dropped and the
+	// generation bumped, running pools stop the plugin even if berth dies
+	// before the records are gone (running revoke again finishes). The
+	// records follow at once, before the directory syncs, so a pool that
+	// reacts to the bump finds them gone.
+	st, err := s.State()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range st.Workspaces {
+		if e := w.Plugins[name]; e != nil {
+			for _, r := range gone {
+				if e.Version == r.Version {
+					delete(w.Plugins, name)
+				}
+			}
+		}
+	}
+	if err := s.replaceStateLocked(st); err != nil {
+		return nil, err
+	}
+	s.hook("revoke-state-written")
+	for _, r := range gone {
+		if err := os.Remove(s.paths.Record(r.Name, r.Version)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		os.Remove(s.paths.Signature(r.Name, r.Version))
+	}
+	s.hook("revoke-removed")
+	atomicfile.SyncDir(s.paths.PluginTrustDir(name))
+	os.Remove(s.paths.PluginTrustDir(name)) // only if empty
+	return gone, atomicfile.SyncDir(s.paths.Root)
+}
+
+// isLeftover reports whether name is a staging temp dir (".tmp-*") or the
+// temp file of an interrupted atomic write (".<base>.tmp-*").
+func isLeftover(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// GCResult lists what GC removed.
+type GCResult struct {
+	Snapshots []string `json:"snapshots"`
+	Leftovers []string `json:"leftovers"`
+}
+
+// GC removes snapshots no trust record points to, their metadata, and
+// the leftovers of interrupted staging and record writes.
+func (s *Store) GC(ctx context.Context) (*GCResult, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	recs, err := s.Records()
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, r := range recs {
+		if d, err := ParseDigest(r.Digest); err == nil {
+			keep[d.hex] = true
+		}
+	}
+	res := &GCResult{Snapshots: []string{}, Leftovers: []string{}}
+	// Temp files of record and signature writes that a crash cut short.
+	temps, err := filepath.Glob(filepath.Join(s.paths.TrustDir(), "*", ".*.tmp-*"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range temps {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		res.Leftovers = append(res.Leftovers, p)
+	}
+	entries, err := os.ReadDir(s.paths.Store())
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		p := filepath.Join(s.paths.Store(), name)
+		switch {
+		case isLeftover(name):
+			if err := atomicfile.RemoveTree(p); err != nil {
+				return nil, err
+			}
+			res.Leftovers = append(res.Leftovers, p)
+		case strings.HasSuffix(name, ".meta.json"):
+			h := strings.TrimSuffix(name, ".meta.json")
+			if !keep[h] {
+				if err := os.Remove(p); err != nil {
+					return nil, err
+				}
+				if _, err := os.Stat(filepath.Join(s.paths.Store(), h)); errors.Is(err, fs.ErrNotExist) {
+					res.Leftovers = append(res.Leftovers, p)
+				}
+			}
+		case e.IsDir() && !keep[name]:
+			if err := atomicfile.RemoveTree(p); err != nil {
+				return nil, err
+			}
+			res.Snapshots = append(res.Snapshots, "sha256:"+name)
+		}
+	}
+	return res, atomicfile.SyncDir(s.paths.Store())
+}

@@ -1,0 +1,154 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
+)
+
+// stage copies a valid bundle into the content-addressed store, under the
+// lock, and returns its path. Only record stages for good: a snapshot no
+// record names is removed by GC.
+func (s *Store) stage(ctx context.Context, b *bundle.Bundle) (string, error) {
+	d, err := ParseDigest(b.Digest)
+	if err != nil {
+		return "", err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := s.stageLocked(ctx, b, d); err != nil {
+		return "", err
+	}
+	return s.paths.Snapshot(d), nil
+}
+
+// stageLocked copies the bundle into a temp dir inside the store,
+// re-computes the digest of the copy, makes it read-only, records its
+// fingerprints and renames it into place. An intact existing snapshot of
+// the same digest is reused; a damaged one is replaced.
+func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle, digest Digest) (reused bool, err error) {
+	final := s.paths.Snapshot(digest)
+	if _, err := os.Stat(final); err == nil {
+		if _, derr := s.checkSnapshot(ctx, digest); derr == nil {
+			return true, nil
+		}
+		// Damaged: move it aside for gc and stage afresh.
+		aside := filepath.Join(s.paths.Store(), ".tmp-damaged-"+filepath.Base(final)+"-"+fmt.Sprint(s.now().UnixNano()))
+		if err := os.Rename(final, aside); err != nil {
+			return false, fmt.Errorf("replacing the damaged snapshot %s: %w", final, err)
+		}
+	}
+	if err := os.MkdirAll(s.paths.Store(), 0o700); err != nil {
+		return false, err
+	}
+	tmp, err := os.MkdirTemp(s.paths.Store(), ".tmp-")
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if err != nil {
+			atomicfile.RemoveTree(tmp)
+		}
+	}()
+	if err := copyBundle(ctx, b, tmp); err != nil {
+		return false, err
+	}
+	s.hook("stage-copied")
+	tree, ps, err := bundle.ReadTree(ctx, tmp, nil)
+	if err != nil {
+		return false, err
+	}
+	if len(ps) > 0 || tree.Listing == nil || tree.Listing.Digest() != b.Digest {
+		return false, fmt.Errorf("the staged copy of %s does not match the bundle (the source changed while berth copied it?); try again", b.Source)
+	}
+	if err := makeReadOnly(tmp); err != nil {
+		return false, err
+	}
+	fps, err := fingerprints(ctx, tmp)
+	if err != nil {
+		return false, err
+	}
+	meta := &snapshotMeta{Digest: b.Digest, Listing: string(tree.Listing.Bytes()), Files: fps}
+	if err := atomicfile.WriteJSON(s.paths.SnapshotMeta(digest), meta, 0o600); err != nil {
+		return false, err
+	}
+	s.hook("stage-meta-written")
+	if err := os.Rename(tmp, final); err != nil {
+		return false, err
+	}
+	if err := atomicfile.SyncDir(s.paths.Store()); err != nil {
+		return false, err
+	}
+	s.hook("stage-renamed")
+	return false, nil
+}
+
+// copyBundle copies the bundle's directories, files and symlinks into dst,
+// checking each file's hash against the listing while copying.
+func copyBundle(ctx context.Context, b *bundle.Bundle, dst string) error {
+	for _, d := range b.Tree.Dirs() {
+		if err := os.MkdirAll(filepath.Join(dst, filepath.FromSlash(d)), 0o700); err != nil {
+			return err
+		}
+	}
+	buf := make([]byte, 256<<10)
+	for _, e := range b.Listing().Entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		to := filepath.Join(dst, filepath.FromSlash(e.Path))
+		if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+			return err
+		}
+		if e.Mode == bundle.ModeSymlink {
+			if err := os.Symlink(e.Target, to); err != nil {
+				return err
+			}
+			continue
+		}
+		perm := os.FileMode(0o600)
+		if e.Mode == bundle.ModeExec {
+			perm = 0o700
+		}
+		if err := copyFile(filepath.Join(b.Dir, filepath.FromSlash(e.Path)), to, perm, e, buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string, perm os.FileMode, e bundle.Entry, buf []byte) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1), buf)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if n != e.Size || [32]byte(h.Sum(nil)) != e.SHA256 {
+		return fmt.Errorf("%s changed while berth copied it; make sure nothing writes to the bundle and try again", from)
+	}
+	return nil
+}

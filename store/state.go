@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+)
+
+// State is state.json: the generation and what is enabled where. Every
+// change to it happens under the store lock and bumps Generation.
+type State struct {
+	// Generation increases by one with every change to the state or the
+	// configuration. Running pools compare it at every boundary.
+	Generation uint64 `json:"generation"`
+	// Workspaces maps an absolute, symlink-resolved workspace path to what
+	// is enabled there.
+	Workspaces map[string]*Workspace `json:"workspaces,omitempty"`
+}
+
+// Workspace is what is enabled in one workspace.
+type Workspace struct {
+	// Plugins maps a plugin name to its enablement.
+	Plugins map[string]*Enablement `json:"plugins"`
+}
+
+// Enablement attaches one trusted version of a plugin to a workspace.
+type Enablement struct {
+	Version   string    `json:"version"`
+	Digest    string    `json:"digest"`
+	EnabledAt time.Time `json:"enabledAt"`
+	// Surfaces are the pinned tool surfaces, by server name ("<plugin>"
+	// for native tools is the tool provider's name).
+	Surfaces map[string]*Surface `json:"surfaces,omitempty"`
+}
+
+// Surface is a server's reviewed tool surface: per tool, the hash of its
+// canonical JSON (name, description, schemas, annotations).
+type Surface struct {
+	Tools      map[string]string `json:"tools"`
+	RecordedAt time.Time         `json:"recordedAt"`
+}
+
+// Workspace returns the workspace entry, creating it.
+func (s *State) Workspace(path string) *Workspace {
+	if s.Workspaces == nil {
+		s.Workspaces = map[string]*Workspace{}
+	}
+	w := s.Workspaces[path]
+	if w == nil {
+		w = &Workspace{Plugins: map[string]*Enablement{}}
+		s.Workspaces[path] = w
+	}
+	if w.Plugins == nil {
+		w.Plugins = map[string]*Enablement{}
+	}
+	return w
+}
+
+// EnabledIn lists the workspaces where name is enabled.
+func (s *State) EnabledIn(name string) []string {
+	var out []string
+	for path, w := range s.Workspaces {
+		if w != nil && w.Plugins[name] != nil {
+			out = append(out, path)
+		}
+	}
+	sortStrings(out)
+	return out
+}
+
+// ErrNoChange, returned by an update function, ends the update without
+// writing and without bumping the generation.
+var ErrNoChange = errors.New("no change")
+
+// lock takes the store's file lock, waiting until ctx is done.
+func (s *Store) lock(ctx context.Context) (func(), error) {
+	if err := s.paths.ensure(); err != nil {
+		return nil, err
+	}
+	fl := flock.New(s.paths.Lock())
+	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the berth state lock %s: %w", s.paths.Lock(), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("could not take the berth state lock %s", s.paths.Lock())
+	}
+	return func() { fl.Unlock() }, nil
+}
+
+// State reads state.json without taking the lock (it is only ever replaced
+// atomically). A missing file is the empty state of generation 0.
+func (s *Store) State() (*State, error) {
+	st := &State{}
+	if _, err := readJSON(s.paths.State(), st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// Update changes the state under the lock: it reads the current state,
+// calls fn, bumps the generation and writes the result atomically. If fn
+// returns ErrNoChange nothing is written; any other error aborts.
+func (s *Store) Update(ctx context.Context, fn func(*State) error) (*State, error) {
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return s.updateLocked(fn)
+}
+
+func (s *Store) updateLocked(fn func(*State) error) (*State, error) {
+	st, err := s.State()
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(st); err != nil {
+		if errors.Is(err, ErrNoChange) {
+			return st, nil
+		}
+		return nil, err
+	}
+	return st, s.bumpLocked(st)
+}
+
+func (s *Store) bumpLocked(st *State) error {
+	if err := s.replaceStateLocked(st); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(s.paths.Root)
+}
+
+// replaceStateLocked bumps the generation and replaces state.json (temp
+// file, fsync, rename); the caller syncs the root directory.
+func (s *Store) replaceStateLocked(st *State) error {
+	st.Generation++
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.ReplaceFile(s.paths.State(), append(data, '\n'), 0o600)
+}
+
+// GenerationWatch notices a moved generation cheaply: a stat of state.json
+// at every check, and a read only when the file was replaced or was
+// written so recently that a replacement could share its inode number,
+// size and (coarse) modification time. A replaced config.json counts as a
+// move too, so a configuration change whose bump a crash cut off (or a
+// hand edit) is not missed. It is safe for concurrent use.
+type GenerationWatch struct {
+	store   *Store
+	mu      sync.Mutex
+	last    os.FileInfo
+	lastCfg os.FileInfo
+	state   *State
+	settled bool // last was older than racyWindow when it was read
+}
+
+// racyWindow is how old state.json must be before its stat alone is
+// trusted to tell replacements apart: file-system clocks tick coarsely
+// and inode numbers are reused. On file systems with sub-second times the
+// clock ticks every few milliseconds (Linux stamps files with the coarse
+// clock), so 50ms is enough; a time with no sub-second part may come from
+// a file system that keeps whole seconds, and then 2s is.
+const (
+	racyWindow     = 2 * time.Second
+	racyWindowFine = 50 * time.Millisecond
+)
+
+// racy reports whether a file's stat may not yet tell it apart from a
+// replacement written in the same clock tick.
+func racy(fi os.FileInfo, now time.Time) bool {
+	if fi == nil {
+		return false
+	}
+	window := racyWindow
+	if fi.ModTime().Nanosecond() != 0 {
+		window = racyWindowFine
+	}
+	return now.Sub(fi.ModTime()) <= window
+}
+
+// WatchGeneration returns a watch whose first Check reads the state.
+func (s *Store) WatchGeneration() *GenerationWatch {
+	return &GenerationWatch{store: s}
+}
+
+// Check returns the current state and whether its generation moved (or
+// config.json was replaced) since the previous Check (always true the
+// first time).
+func (w *GenerationWatch) Check() (*State, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fi, err := statOrNil(w.store.paths.State())
+	if err != nil {
+		return nil, false, err
+	}
+	cfi, err := statOrNil(w.store.paths.Config())
+	if err != nil {
+		return nil, false, err
+	}
+	cfgMoved := !sameFile(w.lastCfg, cfi)
+	if w.state != nil && w.settled && sameFile(w.last, fi) && !cfgMoved {
+		return w.state, false, nil
+	}
+	readAt := time.Now()
+	st, err := w.store.State()
+	if err != nil {
+		return nil, false, err
+	}
+	moved := w.state == nil || st.Generation != w.state.Generation || cfgMoved
+	w.last, w.lastCfg, w.state = fi, cfi, st
+	w.settled = !racy(fi, readAt)
+	return st, moved, nil
+}
+
+// statOrNil stats path; a missing file is a nil FileInfo.
+func statOrNil(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return fi, err
+}
+
+func sameFile(a, b os.FileInfo) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}

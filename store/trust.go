@@ -1,0 +1,259 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// TrustOptions tune Store.Trust. A nil *TrustOptions means the defaults:
+// a signed bundle whose signature lies beside it (DefaultSignatureFile),
+// recorded as coming from its absolute path, trusted without asking.
+type TrustOptions struct {
+	// Bundle tunes how the source is read: its size caps and where an
+	// archive is extracted.
+	Bundle *bundle.Options
+	// Signature is the signature to verify: a Sigstore bundle, v0.3 JSON.
+	// When nil, Trust reads it from SignatureFile.
+	Signature []byte
+	// SignatureFile is the file of the signature when Signature is nil; ""
+	// means DefaultSignatureFile(source). It may come with an untrusted
+	// bundle, so at most trust.MaxSignatureSize+1 bytes of it are read.
+	SignatureFile string
+	// Digest, unless zero, is the digest the bundle must have: another
+	// one is a *DigestMismatchError.
+	Digest Digest
+	// UnsignedUnsafe trusts the bundle without a signature, by its exact
+	// Digest alone (which must be set); the record says unsigned.
+	UnsignedUnsafe bool
+	// AllowSignerChange accepts a signer other than the one that signed
+	// the plugin's latest trusted version; otherwise that is a
+	// *SignerChangeError.
+	AllowSignerChange bool
+	// Source is the origin the trust record names (a catalog's URL, say);
+	// "" means the absolute path of the source.
+	Source string
+	// Confirm, when set, is called once the bundle is validated, verified
+	// and reviewed, before anything is written: it shows the candidate to
+	// a person, or decides itself. An error from it ends Trust with that
+	// error, and nothing is changed. nil confirms.
+	Confirm func(*Candidate) error
+}
+
+// Candidate is what Trust is about to record, as Confirm sees it.
+type Candidate struct {
+	// Bundle is the opened, valid bundle; Trust closes it when it returns.
+	Bundle *bundle.Bundle
+	// Review is the bundle's disclosure; its Hash goes into the record.
+	Review *review.Disclosure
+	// Signer is the signer of the policy that accepted the signature, and
+	// Verification the result; both nil when trusted unsigned.
+	Signer       *SignerRef
+	Verification *trust.Result
+}
+
+// TrustResult reports what Trust did.
+type TrustResult struct {
+	Record *Record
+	// Snapshot is the directory of the staged snapshot.
+	Snapshot string
+	// Review is the disclosure of the bundle (the one Confirm saw).
+	Review *review.Disclosure
+	// Already is true when this exact version and digest were trusted
+	// before; nothing changed then.
+	Already bool
+	// Reused is true when the snapshot already existed.
+	Reused bool
+}
+
+// DefaultSignatureFile is where the signature of a bundle lies unless
+// told otherwise: <dir>.sigstore.json beside a directory,
+// <archive>.sigstore.json beside an archive.
+func DefaultSignatureFile(source string) string {
+	return filepath.Clean(source) + ".sigstore.json"
+}
+
+// Trust runs berth's install pipeline on source (a bundle directory or
+// archive): it opens and validates the bundle (an *bundle.InvalidError on
+// any problem), checks the pinned digest, verifies the signature offline
+// against the signer policy of config.json, reviews the bundle, asks
+// Confirm, and then, under the state lock, stages an immutable copy and
+// writes the trust record last (see the package doc). Trust does not
+// enable the plugin.
+//
+// The record can only come from this path: the signer it names is one
+// that Trust itself verified, against the policy as it was read here.
+// Every refusal of the signature or the signer policy wraps
+// trust.ErrUntrusted.
+func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*TrustResult, error) {
+	if opts == nil {
+		opts = &TrustOptions{}
+	}
+	if opts.UnsignedUnsafe && opts.Digest.IsZero() {
+		return nil, fmt.Errorf("trusting %s without a signature needs its exact digest (TrustOptions.Digest): %w", source, trust.ErrUntrusted)
+	}
+	if opts.UnsignedUnsafe && (opts.Signature != nil || opts.SignatureFile != "") {
+		return nil, fmt.Errorf("trusting %s: TrustOptions.UnsignedUnsafe contradicts a given signature; set one of them", source)
+	}
+	b, err := bundle.Open(ctx, source, opts.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	if !opts.Digest.IsZero() && opts.Digest.String() != b.Digest {
+		return nil, &DigestMismatchError{Source: source, Got: b.Digest, Want: opts.Digest.String()}
+	}
+	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange}
+	if v.source == "" {
+		v.source = absSource(source)
+	}
+	if !opts.UnsignedUnsafe {
+		cfg, err := s.Config()
+		if err != nil {
+			return nil, err
+		}
+		ver, err := trust.NewVerifier(cfg.Signers, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(cfg.Signers) == 0 {
+			return nil, &NoSignerError{Source: source, Digest: b.Digest}
+		}
+		sig := opts.Signature
+		if sig == nil {
+			path := opts.SignatureFile
+			if path == "" {
+				path = DefaultSignatureFile(source)
+			}
+			if sig, err = readSignature(path); err != nil {
+				return nil, &SignatureMissingError{Source: source, Path: path, Err: err}
+			}
+		}
+		res, err := ver.Verify(ctx, b.Listing().Bytes(), sig)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		v.signature, v.result = sig, res
+	}
+	d := review.New(b)
+	v.reviewHash = d.Hash()
+	if opts.Confirm != nil {
+		c := &Candidate{Bundle: b, Review: d, Verification: v.result}
+		if v.result != nil {
+			c.Signer = refOf(v.result)
+		}
+		if err := opts.Confirm(c); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.record(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	res.Review = d
+	return res, nil
+}
+
+// readSignature reads at most trust.MaxSignatureSize+1 bytes of a
+// signature file, which may come with an untrusted bundle: Verify refuses
+// anything larger.
+func readSignature(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, trust.MaxSignatureSize+1))
+}
+
+// absSource is the source a record names: a URL as it is, a path made
+// absolute.
+func absSource(s string) string {
+	if strings.Contains(s, "://") {
+		return s
+	}
+	if abs, err := filepath.Abs(s); err == nil {
+		return abs
+	}
+	return s
+}
+
+// DigestMismatchError refuses a bundle whose digest is not the pinned
+// one (TrustOptions.Digest). It wraps trust.ErrUntrusted.
+type DigestMismatchError struct {
+	Source    string
+	Got, Want string
+}
+
+func (e *DigestMismatchError) Error() string {
+	return fmt.Sprintf("%s has digest %s, but the pinned digest is %s: %v; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want, trust.ErrUntrusted)
+}
+
+// Unwrap returns trust.ErrUntrusted.
+func (e *DigestMismatchError) Unwrap() error { return trust.ErrUntrusted }
+
+// NoSignerError refuses a signed trust while the signer policy is empty.
+// It wraps trust.ErrUntrusted.
+type NoSignerError struct {
+	Source string
+	// Digest is the bundle's, for trusting it unsigned by that digest.
+	Digest string
+}
+
+func (e *NoSignerError) Error() string {
+	return fmt.Sprintf("no signer is configured, so berth cannot trust %s: %v; add the publisher's key or identity to the signer policy (Store.AddSigner), or trust it unsigned by its exact digest %s (TrustOptions.UnsignedUnsafe with TrustOptions.Digest)", e.Source, trust.ErrUntrusted, e.Digest)
+}
+
+// Unwrap returns trust.ErrUntrusted.
+func (e *NoSignerError) Unwrap() error { return trust.ErrUntrusted }
+
+// SignatureMissingError means the signature file could not be read. It
+// wraps trust.ErrUntrusted and the read error.
+type SignatureMissingError struct {
+	Source, Path string
+	Err          error
+}
+
+func (e *SignatureMissingError) Error() string {
+	return fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and give it in TrustOptions.Signature or TrustOptions.SignatureFile", e.Source, e.Path, pathCause(e.Err), trust.ErrUntrusted)
+}
+
+// Unwrap returns trust.ErrUntrusted and the read error.
+func (e *SignatureMissingError) Unwrap() []error { return []error{trust.ErrUntrusted, e.Err} }
+
+// pathCause is the cause inside an *os.PathError (the path is named
+// already).
+func pathCause(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// SignerChangeError refuses a new version signed by someone other than
+// the signer of the plugin's latest trusted version, unless
+// TrustOptions.AllowSignerChange. It wraps trust.ErrUntrusted.
+type SignerChangeError struct {
+	// Name and Version are the plugin and its latest trusted version.
+	Name, Version string
+	// Trusted signed that version; Offered signed this bundle (nil:
+	// unsigned).
+	Trusted, Offered *SignerRef
+}
+
+func (e *SignerChangeError) Error() string {
+	return fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s: %v; if the publisher really changed signers, trust it with TrustOptions.AllowSignerChange",
+		e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted)
+}
+
+// Unwrap returns trust.ErrUntrusted.
+func (e *SignerChangeError) Unwrap() error { return trust.ErrUntrusted }

@@ -1,7 +1,0 @@
-//go:build unix && !linux && !darwin
-
-package trust
-
-import "syscall"
-
-func ctimeNs(*syscall.Stat_t) int64 { return 0 }

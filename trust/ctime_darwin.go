@@ -1,7 +1,0 @@
-//go:build darwin
-
-package trust
-
-import "syscall"
-
-func ctimeNs(st *syscall.Stat_t) int64 { return st.Ctimespec.Sec*1e9 + st.Ctimespec.Nsec }

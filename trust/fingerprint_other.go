@@ -1,7 +1,0 @@
-//go:build !unix
-
-package trust
-
-import "io/fs"
-
-func sysFingerprint(fs.FileInfo, *Fingerprint) {}
