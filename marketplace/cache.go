@@ -175,7 +175,7 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	if root == nil {
 		want := strings.ToLower(strings.TrimPrefix(pin.SHA256, "sha256:"))
 		if !hex64.MatchString("sha256:" + want) {
-			return nil, fmt.Errorf("--root-sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", pin.SHA256)
+			return nil, fmt.Errorf("the pinned sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", pin.SHA256)
 		}
 		o := src.opener(&c.o.Source)
 		rctx, cancel := c.requestContext(ctx)
@@ -208,7 +208,7 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
 		return nil, err
 	}
-	syncDir(c.dir)
+	atomicfile.SyncDir(c.dir)
 	return c.info(st), nil
 }
 
@@ -462,44 +462,16 @@ func writeCopy(dir string, files map[string][]byte) error {
 		return err
 	}
 	for name, data := range files {
-		if err := writeSynced(filepath.Join(dir, name), data); err != nil {
+		if err := atomicfile.WriteNew(filepath.Join(dir, name), data, 0o600); err != nil {
 			os.RemoveAll(dir)
 			return err
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		os.RemoveAll(dir)
 		return err
 	}
-	return syncDir(filepath.Dir(dir))
-}
-
-func writeSynced(path string, data []byte) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
+	return atomicfile.SyncDir(filepath.Dir(dir))
 }
 
 func writePrivate(path string, data []byte) error {
@@ -553,7 +525,7 @@ func (c *Cache) Remove(ctx context.Context, name string) error {
 	if err := os.Rename(dir, gone); err != nil {
 		return err
 	}
-	syncDir(c.dir)
+	atomicfile.SyncDir(c.dir)
 	return os.RemoveAll(gone)
 }
 

@@ -86,7 +86,7 @@ func (e *VerifyError) advice() string {
 	case KindVersionChanged:
 		return kept + " Published versions are immutable: a catalog that changes what a version is may be serving a different, unreviewed bundle under a known name. Tell the curator; they must publish changes as new versions."
 	case KindRootPin:
-		return "Nothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and pass it with --root-sha256 or --root."
+		return "Nothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and add the catalog with it: berth marketplace add NAME SOURCE --root-sha256 HEX (or --root FILE)."
 	case KindDownloadMismatch:
 		return "The file was not used. The server, a mirror or the network altered it; try another URL of the version, or tell the curator."
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // The four top-level TUF roles, in the order they are described.
@@ -129,27 +131,13 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// writeNewFile creates path with data, never replacing a file, and syncs it.
-func writeNewFile(path string, data []byte, perm fs.FileMode) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s exists already; berth never overwrites a key: move it away, or use another directory", path)
-		}
-		return err
+// writeNewFile creates path with data, never replacing a file.
+func writeNewFile(path string, data []byte, perm fs.FileMode) error {
+	err := atomicfile.WriteNew(path, data, perm)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s exists already; berth never overwrites a key: move it away, or use another directory", path)
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	return f.Sync()
+	return err
 }
 
 // ParseDuration reads an expiry: a Go duration ("24h", "90m", "2s") or a

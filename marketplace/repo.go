@@ -146,7 +146,7 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 		return nil, err
 	}
 	if within(absKeys, absDir) {
-		return nil, fmt.Errorf("the key directory %s is inside the catalog directory %s, so the private keys would be published with the catalog; keep them elsewhere (for example --keys ~/.berth-catalog-keys/NAME)", keyDir, dir)
+		return nil, fmt.Errorf("the key directory %s is inside the catalog directory %s, so the private keys would be published with the catalog; keep them in a directory outside it, like ~/.berth-catalog-keys/NAME", keyDir, dir)
 	}
 	for _, f := range []string{"root.json", "1.root.json", "timestamp.json", settingsFile, workingFile} {
 		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
@@ -161,7 +161,7 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	}
 	for _, role := range roleNames {
 		if _, err := os.Lstat(keyPath(keyDir, role)); err == nil {
-			return nil, fmt.Errorf("%s exists already; berth never overwrites a key: use an empty --keys directory", keyPath(keyDir, role))
+			return nil, fmt.Errorf("%s exists already; berth never overwrites a key: use an empty key directory", keyPath(keyDir, role))
 		}
 	}
 	unlock, err := lockDir(ctx, dir)
@@ -489,7 +489,7 @@ func metaFile(version int64, data []byte) *metadata.MetaFiles {
 // keysFor loads the keys of the given roles.
 func (r *Repository) keysFor(root *metadata.RootType, roles ...string) (map[string]*roleKey, error) {
 	if r.keyDir == "" {
-		return nil, fmt.Errorf("this command signs the catalog: give the key directory with --keys KEYDIR")
+		return nil, fmt.Errorf("signing the catalog needs its key directory, and none was given")
 	}
 	keys := map[string]*roleKey{}
 	for _, role := range roles {
@@ -564,7 +564,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	}
 	if req.URL != "" {
 		if err := CheckLocation(req.URL); err != nil || !strings.HasPrefix(strings.ToLower(req.URL), "https://") {
-			return nil, fmt.Errorf("--url %q: give the absolute https URL where the archive will be served", req.URL)
+			return nil, fmt.Errorf("the archive's URL %q is not an absolute https URL; give the URL where the archive will be served", req.URL)
 		}
 	}
 	unlock, err := lockDir(ctx, r.dir)
@@ -587,7 +587,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	defer b.Close()
 	isDir := b.Kind == bundle.KindDirectory
 	if req.URL != "" && isDir {
-		return nil, fmt.Errorf("--url names where the archive is served, but %s is a directory: give the archive file itself", req.Source)
+		return nil, fmt.Errorf("a URL names where an archive is served, but %s is a directory: give the archive file itself", req.Source)
 	}
 	m := b.Manifest
 	res, err := req.Verifier.Verify(ctx, b.Listing().Bytes(), req.Signature)
@@ -735,17 +735,17 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 	switch status {
 	case StatusActive:
 		if reason != "" || replacement != "" {
-			return nil, fmt.Errorf("an active version has no reason or replacement; drop --reason and --replacement")
+			return nil, fmt.Errorf("an active version has no reason or replacement")
 		}
 	case StatusDeprecated, StatusYanked, StatusRevoked:
 		if strings.TrimSpace(reason) == "" {
-			return nil, fmt.Errorf("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
+			return nil, fmt.Errorf("a %s version needs a reason: users see it when they look at the plugin", status)
 		}
 		if replacement != "" && status != StatusDeprecated {
-			return nil, fmt.Errorf("--replacement goes only with deprecated")
+			return nil, fmt.Errorf("only a deprecated version names a replacement")
 		}
 		if replacement != "" && !nameRe.MatchString(replacement) {
-			return nil, fmt.Errorf("--replacement %q is not a plugin name", replacement)
+			return nil, fmt.Errorf("the replacement %q is not a plugin name", replacement)
 		}
 	default:
 		return nil, fmt.Errorf("status %q: write active, deprecated, yanked or revoked", status)

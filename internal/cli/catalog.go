@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,6 +130,14 @@ is immutable: the same version with another digest is refused.`,
 			if err != nil {
 				return err
 			}
+			if url != "" {
+				if fi, err := os.Stat(source); err == nil && fi.IsDir() {
+					return usagef("--url names where the archive is served, but %s is a directory: give the archive file itself", source)
+				}
+				if err := marketplace.CheckLocation(url); err != nil || !strings.HasPrefix(url, "https://") {
+					return usagef("--url %q: give the absolute https URL where the archive will be served", url)
+				}
+			}
 			r, err := openRepo(dir, keys)
 			if err != nil {
 				return err
@@ -227,7 +237,17 @@ enabled when a refresh finds it revoked. active clears the status.`,
 			}
 			status := marketplace.Status(args[2])
 			switch status {
-			case marketplace.StatusActive, marketplace.StatusDeprecated, marketplace.StatusYanked, marketplace.StatusRevoked:
+			case marketplace.StatusActive:
+				if reason != "" || replacement != "" {
+					return usagef("an active version has no reason or replacement: drop --reason and --replacement")
+				}
+			case marketplace.StatusDeprecated, marketplace.StatusYanked, marketplace.StatusRevoked:
+				if strings.TrimSpace(reason) == "" {
+					return usagef("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
+				}
+				if replacement != "" && status != marketplace.StatusDeprecated {
+					return usagef("--replacement goes only with deprecated")
+				}
 			default:
 				return usagef("the status %q is not active, deprecated, yanked or revoked", args[2])
 			}
