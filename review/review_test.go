@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -132,9 +133,17 @@ func TestTextEscapesTerminalControls(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "berth.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Validation refuses the control characters (control-character); the
+	// review escapes them anyway, and U+202E, which validation lets pass.
 	b, err := bundle.Open(context.Background(), dir, nil)
-	if err != nil {
-		t.Fatal(err)
+	var ie *bundle.InvalidError
+	if !errors.As(err, &ie) {
+		t.Fatalf("Open = %v, want the control characters refused", err)
+	}
+	for _, p := range ie.Problems {
+		if p.Rule != bundle.RuleControlCharacter {
+			t.Fatalf("unexpected problem %v", p)
+		}
 	}
 	defer b.Close()
 	out := string(text(t, New(b)))
