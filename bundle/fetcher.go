@@ -217,7 +217,7 @@ func checkPython(command string, args []string) error {
 				}
 				top, _, _ := strings.Cut(mod, ".")
 				if pythonPMs[strings.ToLower(top)] {
-					return cmdErr(RuleRuntimeFetchForm, "args", "%s -m %s runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
+					return cmdErr(RuleRuntimeFetchForm, "args", "%q -m %q runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
 				}
 				return nil
 			}
@@ -262,7 +262,7 @@ func checkNodeScript(command, script string) error {
 	for _, ext := range []string{".js", ".cjs", ".mjs"} {
 		if n, ok := strings.CutSuffix(lower, ext); ok {
 			if nodeCLIs[n] {
-				return cmdErr(RuleRuntimeFetchForm, "args", "%s runs %q, a package manager's own entry script; name the package runner as the command (like \"npx\") in a form berth accepts", command, script)
+				return cmdErr(RuleRuntimeFetchForm, "args", "%q runs %q, a package manager's own entry script; name the package runner as the command (like \"npx\") in a form berth accepts", command, script)
 			}
 			return nil
 		}
@@ -321,7 +321,7 @@ func (p *program) read(args []string) (*RuntimeFetch, error) {
 	if r, ok := p.subs[args[0]]; ok {
 		if len(r.sub) == 2 {
 			if len(args) < 2 || args[1] != r.sub[1] {
-				return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s %s is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
+				return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
 			}
 			return r.parse(args[2:])
 		}
@@ -401,7 +401,7 @@ func (r *runner) parse(args []string) (*RuntimeFetch, error) {
 				}
 			}
 		default:
-			return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
+			return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %q is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
 		}
 	}
 	if r.needDashDash && !sawDashDash {
@@ -565,7 +565,7 @@ func pyExample(spec string) string {
 
 func denoExample(spec string) string {
 	if strings.HasPrefix(spec, "jsr:") || strings.HasPrefix(spec, "npm:") {
-		return spec[:4] + strings.Trim(npmExample(spec[4:]), `"`)
+		return fmt.Sprintf("%q", spec[:4]+strings.Trim(npmExample(spec[4:]), `"`))
 	}
 	return "\"npm:<package>@1.2.3\""
 }

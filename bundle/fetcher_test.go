@@ -40,7 +40,7 @@ func TestStdioFetch(t *testing.T) {
 		{"npx --node-options=--require=${workspace}/inject.js acme@1.0.0", "!runtime-fetch-option --node-options is refused"},
 		{"npx --script-shell=/bin/sh acme@1.0.0", "!runtime-fetch-option --script-shell is refused"},
 		{"npx --shell sh acme@1.0.0", "!runtime-fetch-option --shell is refused"},
-		{"npx --reg=https://r.example acme@1.0.0", "!runtime-fetch-option --reg is not an option berth accepts"},
+		{"npx --reg=https://r.example acme@1.0.0", "!runtime-fetch-option \"--reg\" is not an option berth accepts"},
 		{"npx --yes=true acme@1.0.0", "!runtime-fetch-option takes no value"},
 		{"npx -yq acme@1.0.0", "!runtime-fetch-option -yq"},
 		{"npx --foo acme@1.2.3 evil", "!runtime-fetch-option --foo"},
@@ -121,10 +121,10 @@ func TestStdioFetch(t *testing.T) {
 		{"pip install evil", "!runtime-fetch-form berth accepts no form of \"pip\""},
 		{"pip3.12 install evil", "!runtime-fetch-form berth accepts no form of \"pip3.12\""},
 		{"poetry run server", "!runtime-fetch-form berth accepts no form"},
-		{"python3 -m pip install evil", "!runtime-fetch-form -m pip runs a package manager"},
-		{"python3.12 -Im pip install evil", "!runtime-fetch-form -m pip"},
-		{"python -mpipx run evil", "!runtime-fetch-form -m pipx"},
-		{"python -X dev -m uv tool run evil", "!runtime-fetch-form -m uv"},
+		{"python3 -m pip install evil", "!runtime-fetch-form -m \"pip\" runs a package manager"},
+		{"python3.12 -Im pip install evil", "!runtime-fetch-form -m \"pip\""},
+		{"python -mpipx run evil", "!runtime-fetch-form -m \"pipx\""},
+		{"python -X dev -m uv tool run evil", "!runtime-fetch-form -m \"uv\""},
 		{"python -m http.server", ""},
 
 		// go, cargo, gem, corepack.
