@@ -1,6 +1,9 @@
 package bundle
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // envKeyGroup is a set of environment variables a bundle may not set, with
 // what they configure. A pattern ending in '*' is a prefix; any other is a
@@ -68,4 +71,14 @@ func forbiddenEnvKey(k string) (what, pattern string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// EnvKeyForbidden reports whether a bundle may not set the environment
+// variable name (rule env-key-forbidden), and why.
+func EnvKeyForbidden(name string) (string, bool) {
+	what, pattern, ok := forbiddenEnvKey(name)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%s (%s) configures %s", name, pattern, what), true
 }

@@ -273,8 +273,8 @@ func checkNodeScript(command, script string) error {
 // runner is one program, or program and subcommand, that downloads a
 // package and runs it, with the arguments berth accepts.
 type runner struct {
-	// sub is the subcommand that must come first ("exec", "dlx"); "" for
-	// a program that is itself the runner (npx, uvx).
+	// sub is a two-word subcommand ("tool run"); a one-word one is the
+	// key of program.subs.
 	sub  []string
 	tool string // "npm exec"
 	eco  string
@@ -303,7 +303,8 @@ type runner struct {
 	example func(spec string) string
 }
 
-// subRunners maps a program to the runners of its subcommands.
+// program is a runner itself (npx, uvx) or has runners as subcommands
+// (npm exec, pnpm dlx), which must come first.
 type program struct {
 	direct *runner            // the program itself is the runner
 	subs   map[string]*runner // by subcommand
@@ -334,6 +335,7 @@ func (p *program) read(args []string) (*RuntimeFetch, error) {
 	return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s with %s is not a form berth accepts (it may run or download code berth cannot review); berth accepts only %s, with the subcommand first", tool, what, p.forms)
 }
 
+// tool is the program's name in messages.
 func (p *program) tool() string {
 	for _, r := range p.subs {
 		return strings.Fields(r.tool)[0]
@@ -742,7 +744,6 @@ var runners = func() map[string]*program {
 		return &runner{tool: tool, eco: EcosystemOCI,
 			forms:     tool + " -i [--rm] [--init] [--pull=missing|always|never] [--read-only] [--network=none|bridge] [--cap-drop=ALL] [--security-opt=no-new-privileges] [-e NAME] [-v ${workspace}[/dir]:/path[:ro]] [-w /path] <image>@sha256:<digest> [args...]",
 			flags:     setOf("-i", "--interactive", "--rm", "--init", "--read-only", "-q", "--quiet"),
-			flagMatch: nil,
 			valueOpts: containerValueOpts,
 			refused: map[string]string{
 				"--privileged":   "it gives the container the host's devices and capabilities",

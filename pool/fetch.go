@@ -42,14 +42,19 @@ const (
 var fetchConfigs = []string{fetchNpmrc, fetchGlobal, fetchYarnrc, fetchUV, fetchPip, fetchGoEnv}
 
 // stdioSpawn resolves a stdio server's command line and environment. A
-// command that the current rules refuse (a bundle trusted by an older
-// berth) is not started. A runtime fetcher runs in a new empty directory
+// command or an environment variable that the current rules refuse (a
+// bundle trusted by an older berth) is not started. A runtime fetcher runs in a new empty directory
 // with the package managers' configuration pointed at berth's files; the
 // spec's cleanup removes the directory.
 func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string) (*spawnSpec, error) {
 	f, err := bundle.StdioFetch(st)
 	if err != nil {
 		return nil, permanent("server %s: berth does not run this command: %v; the bundle was trusted under earlier rules: update it and trust it again", id, err)
+	}
+	for _, k := range slices.Sorted(mapsKeys(st.Env)) {
+		if why, bad := bundle.EnvKeyForbidden(k); bad {
+			return nil, permanent("server %s: berth does not set %s for a server: %s [%s]; the bundle was trusted under earlier rules: update it and trust it again", id, k, why, bundle.RuleEnvKeyForbidden)
+		}
 	}
 	if f == nil {
 		return resolveStdio(id, st, snapshot, p.workspace, p.baseEnv, p.lookupEnv)

@@ -236,9 +236,20 @@ func TestFetcherNeverUsesTheWorkspace(t *testing.T) {
 // rules let a wrapper or an unpinned fetch pass is not started now; the
 // error says why and how to recover.
 func TestRefusedCommandDoesNotStart(t *testing.T) {
+	for _, c := range []struct {
+		stdio map[string]any
+		rule  string
+	}{
+		{map[string]any{"command": "sh", "args": []string{"-c", "berth-testserver -tools echo"}}, "command-wrapper"},
+		{map[string]any{"command": "berth-testserver", "args": []string{"-tools", "echo"}, "env": map[string]any{"NODE_PATH": map[string]any{"fromEnv": "PATH"}}}, "env-key-forbidden"},
+	} {
+		t.Run(c.rule, func(t *testing.T) { testRefusedCommand(t, c.stdio, c.rule) })
+	}
+}
+
+func testRefusedCommand(t *testing.T, stdio map[string]any, rule string) {
 	f := newFixture(t)
-	src := f.bundleDir("old", map[string]any{"main": map[string]any{"stdio": map[string]any{
-		"command": "sh", "args": []string{"-c", "berth-testserver -tools echo"}}}}, nil)
+	src := f.bundleDir("old", map[string]any{"main": map[string]any{"stdio": stdio}}, nil)
 	ctx := context.Background()
 	b, _ := bundle.Open(ctx, src, nil)
 	if b == nil || b.Manifest == nil || b.Listing() == nil {
@@ -253,7 +264,7 @@ func TestRefusedCommandDoesNotStart(t *testing.T) {
 	}
 	p := f.open(nil)
 	st := status(t, p, "old-main")
-	if st.State != StateFailed || st.PID != 0 || !strings.Contains(st.LastError, "command-wrapper") || !strings.Contains(st.LastError, "trust it again") {
+	if st.State != StateFailed || st.PID != 0 || !strings.Contains(st.LastError, rule) || !strings.Contains(st.LastError, "trust it again") {
 		t.Fatalf("status %+v; want failed, never started, with the rule and the fix", st)
 	}
 }
