@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -242,6 +243,10 @@ func (b *binder) bind(v reflect.Value, n *node, path string) {
 			b.wrongType(path, "a string", n)
 			return
 		}
+		if i := strings.IndexFunc(n.str, unicode.IsControl); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(n.str[i:])
+			b.ps.add(path, RuleControlCharacter, "this string holds %s at byte %d (the value is not shown; it may be a secret); remove it: control characters can hide text from a reviewer or end a string early in other readers", describeRune(r), i)
+		}
 		v.SetString(n.str)
 	case reflect.Int:
 		if n.kind != 'n' {
@@ -252,6 +257,9 @@ func (b *binder) bind(v reflect.Value, n *node, path string) {
 		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<31 {
 			b.wrongType(path, "an integer", n)
 			return
+		}
+		if !plainInteger.MatchString(string(n.num)) {
+			b.ps.add(path, RuleIntegerForm, "%s is written with a fraction or an exponent; write the integer %d as plain digits: JSON readers disagree on whether %s is an integer", n.num, int64(f), n.num)
 		}
 		v.SetInt(int64(f))
 	default:
@@ -297,6 +305,10 @@ func jsonFields(t reflect.Type) map[string]int {
 }
 
 var simpleKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// plainInteger is a JSON number written as an integer: no fraction, no
+// exponent, no "-0".
+var plainInteger = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
 
 // joinPath appends an object key to a JSON path: a.b for simple keys,
 // a["x.y"] otherwise.

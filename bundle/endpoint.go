@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/idna"
@@ -76,6 +77,9 @@ func ParseEndpoint(rawURL string) (*Endpoint, error) {
 		}
 	}
 	port := u.Port()
+	if n, err := strconv.Atoi(port); port != "" && (err != nil || n < 1 || n > 65535 || port[0] == '0') {
+		return fail(RuleRemoteURLPort, "the url's port %q is not a port number from 1 to 65535 (without leading zeros); a larger number would wrap around to another port", port)
+	}
 	if port == "" {
 		port = "443"
 		if u.Scheme == "http" {

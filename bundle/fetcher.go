@@ -4,228 +4,478 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 )
 
-// RuntimeFetch describes a package that a stdio command downloads and runs
-// when it starts (npx, bunx, pnpm dlx, yarn dlx, npm exec, uvx, pipx run).
+// RuntimeFetch is the one package that a stdio command downloads from a
+// registry and runs when it starts.
 type RuntimeFetch struct {
-	Tool    string // "npx", "uvx", ...
-	Package string // the full package argument, e.g. "@acme/notes@1.2.3"
+	// Tool is the program and subcommand as berth read them: "npx",
+	// "npm exec", "pnpm dlx", "uvx", "pipx run", "deno run", "go run",
+	// "docker run", ...
+	Tool string
+	// Package is the package exactly as the manifest names it:
+	// "@acme/notes@1.2.3", "mcp-server-fetch==2025.4.7",
+	// "npm:@acme/notes@1.2.3", "golang.org/x/tools/gopls@v0.16.0",
+	// "ghcr.io/acme/notes@sha256:…".
+	Package string
+	// Ecosystem is the kind of registry: "npm", "jsr", "pypi", "go" or
+	// "oci".
+	Ecosystem string
+	// Registry is where the package comes from unless the operator
+	// configured a mirror: "https://registry.npmjs.org/",
+	// "https://pypi.org/simple/", "https://proxy.golang.org/", or the
+	// image's registry host ("docker.io", "ghcr.io").
+	Registry string
 }
+
+// Ecosystems of a RuntimeFetch.
+const (
+	EcosystemNPM  = "npm"
+	EcosystemJSR  = "jsr"
+	EcosystemPyPI = "pypi"
+	EcosystemGo   = "go"
+	EcosystemOCI  = "oci"
+)
+
+// CommandError is a stdio command that berth refuses: a shell or wrapper,
+// or a package manager, package runner or runtime used in a form berth does
+// not accept.
+type CommandError struct {
+	// Rule is the rule ID.
+	Rule string
+	// Field is "command" or "args": where in the stdio object the problem
+	// is.
+	Field string
+	// Message says what is wrong and which forms are accepted.
+	Message string
+}
+
+func (e *CommandError) Error() string { return e.Message + " [" + e.Rule + "]" }
+
+// StdioFetch reads a stdio server's command the way berth runs it. For a
+// command that downloads and runs a package (npx, uvx, docker run, ...) it
+// returns that package; for any other program it returns nil. The error,
+// a *CommandError, says why berth refuses the command: a shell or a
+// wrapper, or a package manager, package runner or language runtime that
+// can download code, used in any form but the few that berth fully
+// understands (docs/rules.md lists them). Programs are recognized by the
+// base name of the command, in any letter case, with or without a Windows
+// extension (.exe, .cmd, .bat, .ps1, .com).
+func StdioFetch(s *Stdio) (*RuntimeFetch, error) {
+	return readCommand(s.Command, s.Args)
+}
+
+// FetchedPackages is StdioFetch for a command and its arguments. It returns
+// the package in a slice, and whether the program is one that berth reads
+// as a runtime fetcher (or refuses as a wrapper).
+func FetchedPackages(command string, args []string) ([]RuntimeFetch, bool, error) {
+	f, err := readCommand(command, args)
+	if err != nil {
+		return nil, true, err
+	}
+	if f == nil {
+		return nil, false, nil
+	}
+	return []RuntimeFetch{*f}, true, nil
+}
+
+// programName is the name a command is recognized by: its base name, lower
+// case, without a Windows program extension or a version suffix
+// ("python3.12", "pip3", "go1.22.0").
+func programName(command string) string {
+	name := command
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.ToLower(name)
+	for _, ext := range []string{".exe", ".cmd", ".bat", ".ps1", ".com"} {
+		if n, ok := strings.CutSuffix(name, ext); ok {
+			name = n
+			break
+		}
+	}
+	if m := versionedName.FindStringSubmatch(name); m != nil {
+		name = m[1]
+	}
+	return name
+}
+
+var versionedName = regexp.MustCompile(`^(python|pypy|pip|pipx|go|gem|node|nodejs|ruby|bundle|bundler)[0-9][0-9.]*$`)
+
+// wrappers are shells and programs that run another program: a bundle
+// names the program it runs directly, so that the review shows it.
+var wrappers = setOf(
+	// shells
+	"sh", "bash", "rbash", "zsh", "dash", "ash", "ksh", "ksh93", "mksh", "pdksh", "oksh", "yash", "posh",
+	"csh", "tcsh", "fish", "nu", "elvish", "xonsh", "pwsh", "powershell", "powershell_ise", "cmd", "command",
+	"busybox", "toybox",
+	// programs that run the rest of their arguments as a command
+	"env", "nice", "nohup", "timeout", "gtimeout", "xargs", "stdbuf", "setsid", "time", "watch",
+	"flock", "script", "expect", "unbuffer", "ionice", "taskset", "chrt", "numactl", "chroot", "unshare",
+	"nsenter", "strace", "ltrace", "gdb", "lldb", "valgrind", "firejail", "bwrap", "systemd-run", "chpst",
+	"daemonize", "tini", "dumb-init", "gosu", "su-exec", "caffeinate", "arch", "sandbox-exec", "open",
+	"osascript", "wsl", "cscript", "wscript", "mshta", "rundll32", "runas", "winpty",
+	"proxychains", "proxychains4", "torsocks", "tsocks", "faketime",
+	"sudo", "doas", "su", "runuser", "setpriv", "pkexec",
+	"cross-env", "dotenv", "dotenvx", "direnv", "concurrently", "npm-run-all", "run-p", "run-s", "nodemon", "pm2", "forever",
+	// version managers, which download and select runtimes
+	"nix", "nix-shell", "mise", "rtx", "asdf", "volta", "fnm", "nvm", "n", "nodenv", "pyenv", "rbenv", "goenv",
+)
+
+// noForm are programs that download code and have no form berth accepts.
+var noForm = map[string]string{
+	"pip":            "pip installs packages; ship the server in the bundle or run it with uvx or pipx run and an exact version",
+	"poetry":         "poetry resolves a project's dependencies; ship the server in the bundle, or run it with uvx and an exact version",
+	"pdm":            "pdm resolves a project's dependencies; ship the server in the bundle, or run it with uvx and an exact version",
+	"hatch":          "hatch resolves a project's dependencies; ship the server in the bundle, or run it with uvx and an exact version",
+	"pipenv":         "pipenv resolves a project's dependencies; ship the server in the bundle, or run it with uvx and an exact version",
+	"rye":            "rye resolves a project's dependencies; ship the server in the bundle, or run it with uvx and an exact version",
+	"conda":          "conda installs packages; ship the server in the bundle",
+	"mamba":          "mamba installs packages; ship the server in the bundle",
+	"micromamba":     "micromamba installs packages; ship the server in the bundle",
+	"pixi":           "pixi installs packages; ship the server in the bundle",
+	"corepack":       "corepack downloads package managers; name the package runner (npx, pnpm dlx, yarn dlx) directly",
+	"cargo":          "cargo downloads and builds crates; ship the built server in the bundle",
+	"cargo-binstall": "cargo-binstall downloads binaries; ship the server in the bundle",
+	"rustup":         "rustup downloads toolchains; ship the built server in the bundle",
+	"gem":            "gem installs and runs gems; ship the server in the bundle",
+	"bundle":         "bundler resolves a Gemfile; ship the server in the bundle",
+	"bundler":        "bundler resolves a Gemfile; ship the server in the bundle",
+	"cnpm":           "cnpm is an npm client of another registry; use npx with an exact version",
+	"nlx":            "nlx runs whatever package manager a project uses; use npx with an exact version",
+	"ni":             "ni runs whatever package manager a project uses; use npx with an exact version",
+	"dx":             "dx is deno's package runner, which berth does not read; use deno run npm:<package>@<version>",
+}
+
+// pythons are interpreters whose -m may start a package manager.
+var pythons = setOf("python", "pypy", "py")
+
+// pythonPMs are modules that download packages when run with python -m.
+var pythonPMs = setOf("pip", "pipx", "uv", "poetry", "pdm", "hatch", "pipenv", "ensurepip", "conda", "mamba")
+
+// nodeCLIs are the base names of package managers' entry scripts, which
+// node could be pointed at to run them.
+var nodeCLIs = setOf("npm-cli", "npx-cli", "npm", "npx", "pnpm", "pnpx", "yarn", "yarnpkg", "corepack", "bun", "bunx")
+
+func cmdErr(rule, field, format string, args ...any) error {
+	return &CommandError{Rule: rule, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// readCommand classifies a command and, for a runtime fetcher, reads its
+// arguments against the accepted forms.
+func readCommand(command string, args []string) (*RuntimeFetch, error) {
+	name := programName(command)
+	if wrappers[name] {
+		return nil, cmdErr(RuleCommandWrapper, "command", "the command %q is a shell or a program that runs another program; name the program the server is directly (\"${bundle}/bin/server\", \"node\", \"npx\"), so that the review shows what runs", command)
+	}
+	if why, ok := noForm[name]; ok {
+		return nil, cmdErr(RuleRuntimeFetchForm, "command", "berth accepts no form of %q: %s", command, why)
+	}
+	if pythons[name] {
+		return nil, checkPython(command, args)
+	}
+	if name == "node" || name == "nodejs" {
+		return nil, checkNode(command, args)
+	}
+	r, ok := runners[name]
+	if !ok {
+		return nil, nil
+	}
+	return r.read(args)
+}
+
+// checkPython refuses python -m <package manager>. Short options may be
+// clustered as python reads them: -Im pip, -mpip.
+func checkPython(command string, args []string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+			return nil // the script, or stdin
+		}
+		if strings.HasPrefix(a, "--") {
+			if a == "--check-hash-based-pycs" {
+				i++
+			}
+			continue
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'c':
+				return nil // a command line; it is in argv, which the review shows
+			case 'X', 'W':
+				if j == len(a)-1 {
+					i++
+				}
+				j = len(a)
+			case 'm':
+				mod := a[j+1:]
+				if mod == "" && i+1 < len(args) {
+					mod = args[i+1]
+				}
+				top, _, _ := strings.Cut(mod, ".")
+				if pythonPMs[strings.ToLower(top)] {
+					return cmdErr(RuleRuntimeFetchForm, "args", "%q -m %q runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
+				}
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// nodeValueOpts are node options that take the next argument as a value.
+var nodeValueOpts = setOf("-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--env-file", "--input-type", "--title", "--inspect-port", "--redirect-warnings", "--icu-data-dir", "--openssl-config", "--tls-cipher-list", "--secure-heap", "--secure-heap-min", "--disable-warning")
+
+// checkNode refuses node pointed at a package manager's entry script
+// (node /usr/lib/node_modules/npm/bin/npx-cli.js ...).
+func checkNode(command string, args []string) error {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			if i+1 < len(args) {
+				return checkNodeScript(command, args[i+1])
+			}
+			return nil
+		case a == "-e" || a == "--eval" || a == "-p" || a == "--print" || a == "-":
+			return nil
+		case strings.HasPrefix(a, "-"):
+			if nodeValueOpts[a] {
+				i++
+			}
+		default:
+			return checkNodeScript(command, a)
+		}
+	}
+	return nil
+}
+
+func checkNodeScript(command, script string) error {
+	base := script
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	lower := strings.ToLower(base)
+	for _, ext := range []string{".js", ".cjs", ".mjs"} {
+		if n, ok := strings.CutSuffix(lower, ext); ok {
+			if nodeCLIs[n] {
+				return cmdErr(RuleRuntimeFetchForm, "args", "%q runs %q, a package manager's own entry script; name the package runner as the command (like \"npx\") in a form berth accepts", command, script)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// runner is one program, or program and subcommand, that downloads a
+// package and runs it, with the arguments berth accepts.
+type runner struct {
+	// sub is a two-word subcommand ("tool run"); a one-word one is the
+	// key of program.subs.
+	sub  []string
+	tool string // "npm exec"
+	eco  string
+	// forms says in words which forms are accepted, for messages.
+	forms string
+	// flags are options without a value.
+	flags set
+	// flagMatch accepts further options without a value by pattern.
+	flagMatch *regexp.Regexp
+	// valueOpts are options with a value, each with its check (nil: any
+	// value).
+	valueOpts map[string]func(string) error
+	// pkgOpts are options whose value is the package; the first
+	// positional is then the name of a program of that package.
+	pkgOpts set
+	// refused are options refused with a reason of their own.
+	refused map[string]string
+	// dashDash: "--" may stand before the package.
+	dashDash bool
+	// needDashDash: the package must follow "--", since the program keeps
+	// reading options after it (npm exec).
+	needDashDash bool
+	// pkg checks the package spec.
+	pkg func(spec string) error
+	// example is a pinned spec like the one given, for messages.
+	example func(spec string) string
+}
+
+// program is a runner itself (npx, uvx) or has runners as subcommands
+// (npm exec, pnpm dlx), which must come first.
+type program struct {
+	direct *runner            // the program itself is the runner
+	subs   map[string]*runner // by subcommand
+	forms  string
+}
+
+func (p *program) read(args []string) (*RuntimeFetch, error) {
+	if p.direct != nil {
+		return p.direct.parse(args)
+	}
+	tool := p.tool()
+	if len(args) == 0 {
+		return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s is given no subcommand; berth accepts only %s", tool, p.forms)
+	}
+	if r, ok := p.subs[args[0]]; ok {
+		if len(r.sub) == 2 {
+			if len(args) < 2 || args[1] != r.sub[1] {
+				return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
+			}
+			return r.parse(args[2:])
+		}
+		return r.parse(args[1:])
+	}
+	what := fmt.Sprintf("the subcommand %q", args[0])
+	if strings.HasPrefix(args[0], "-") {
+		what = fmt.Sprintf("the option %q before the subcommand", args[0])
+	}
+	return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s with %s is not a form berth accepts (it may run or download code berth cannot review); berth accepts only %s, with the subcommand first", tool, what, p.forms)
+}
+
+// tool is the program's name in messages.
+func (p *program) tool() string {
+	for _, r := range p.subs {
+		return strings.Fields(r.tool)[0]
+	}
+	return p.direct.tool
+}
+
+func first(s []string, n int) []string {
+	if len(s) < n {
+		return s
+	}
+	return s[:n]
+}
+
+func (r *runner) parse(args []string) (*RuntimeFetch, error) {
+	var pkg string
+	fromOpt := false
+	sawDashDash := false
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			if !r.dashDash {
+				return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s does not take \"--\" before the package; berth accepts only %s", r.tool, r.forms)
+			}
+			sawDashDash = true
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		switch {
+		case r.refused[name] != "":
+			return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s is refused: %s; berth accepts only %s", r.tool, name, r.refused[name], r.forms)
+		case r.flagMatch != nil && r.flagMatch.MatchString(a):
+		case r.flags[name]:
+			if hasVal {
+				return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s takes no value; write it as %s", r.tool, name, name)
+			}
+		case r.pkgOpts[name]:
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s %s needs a package; berth accepts only %s", r.tool, name, r.forms)
+				}
+				i++
+				val = args[i]
+			}
+			if pkg != "" {
+				return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s names more than one package (%q and %q); berth accepts exactly one: %s", r.tool, pkg, val, r.forms)
+			}
+			pkg, fromOpt = val, true
+		case r.valueOpts != nil && hasKey(r.valueOpts, name):
+			if !hasVal {
+				if i+1 >= len(args) {
+					return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s needs a value", r.tool, name)
+				}
+				i++
+				val = args[i]
+			}
+			if check := r.valueOpts[name]; check != nil {
+				if err := check(val); err != nil {
+					return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s %q: %v", r.tool, name, val, err)
+				}
+			}
+		default:
+			return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %q is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
+		}
+	}
+	if r.needDashDash && !sawDashDash {
+		return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s reads options after the package too, so the package must follow \"--\"; berth accepts only %s", r.tool, r.forms)
+	}
+	positional := ""
+	if i < len(args) {
+		positional = args[i]
+	}
+	if fromOpt {
+		if positional == "" {
+			return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s names the package %q but no program of it to run; berth accepts only %s", r.tool, pkg, r.forms)
+		}
+		if !binName.MatchString(positional) {
+			return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s runs %q from the package %q, which is not the plain name of a program (letters, digits, '.', '_', '-'); a second package or a command line cannot be reviewed; berth accepts only %s", r.tool, positional, pkg, r.forms)
+		}
+	} else {
+		if positional == "" {
+			return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s is given no package to run; berth accepts only %s", r.tool, r.forms)
+		}
+		pkg = positional
+	}
+	if err := r.pkg(pkg); err != nil {
+		rule := RuleRuntimeFetchUnpinned
+		if r.eco == EcosystemOCI {
+			rule = RuleRuntimeFetchImageDigest
+		}
+		return nil, cmdErr(rule, "args", "%s runs %q, %v; pin it like %s", r.tool, pkg, err, r.example(pkg))
+	}
+	f := &RuntimeFetch{Tool: r.tool, Package: pkg, Ecosystem: r.eco, Registry: defaultRegistry[r.eco]}
+	switch r.eco {
+	case EcosystemOCI:
+		f.Registry = imageRegistry(pkg)
+	case EcosystemNPM:
+		if strings.HasPrefix(pkg, "jsr:") {
+			f.Ecosystem, f.Registry = EcosystemJSR, defaultRegistry[EcosystemJSR]
+		}
+	}
+	if r.tool == "docker run" || r.tool == "podman run" || r.tool == "nerdctl run" {
+		if err := checkContainerArgs(r.tool, args[:i]); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+var defaultRegistry = map[string]string{
+	EcosystemNPM:  "https://registry.npmjs.org/",
+	EcosystemJSR:  "https://jsr.io/",
+	EcosystemPyPI: "https://pypi.org/simple/",
+	EcosystemGo:   "https://proxy.golang.org/",
+}
+
+// binName is the plain name of a program of a package.
+var binName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 var (
 	// pyVersion is an exact PEP 440 version: no wildcards, no ranges.
 	pyVersion = regexp.MustCompile(`^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$`)
 	npmName   = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
+	jsrName   = regexp.MustCompile(`^@[a-z0-9][a-z0-9-]*/[a-z0-9][a-z0-9-]*$`)
 	pyName    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?$`)
+	// pyMinor is a Python version for uvx --python: 3, 3.12 or 3.12.4.
+	pyMinor = regexp.MustCompile(`^3(\.\d{1,2}){0,2}$`)
 )
 
-// fetcher describes the options a fetcher takes before the package. An
-// option that is in none of its sets is refused unless written with
-// "=VALUE": berth could not tell whether the next argument is its value or
-// the package, and so which package runs.
-type fetcher struct {
-	python    bool
-	flags     set // options that take no value
-	valueOpts set // options that take a value
-	pkgOpts   set // options whose value is a package spec
-	shellOpts set // options that run a shell command line
-	// uncheckedOpts bring in packages from somewhere berth cannot check.
-	uncheckedOpts set
-}
-
-type set map[string]bool
-
-func setOf(s ...string) set {
-	m := set{}
-	for _, x := range s {
-		m[x] = true
-	}
-	return m
-}
-
-var (
-	npmFetcher = fetcher{
-		flags:     setOf("-y", "--yes", "--no", "-q", "--quiet", "-s", "--silent", "-d", "--verbose", "--ignore-existing", "--no-install", "--prefer-offline", "--prefer-online", "--offline", "--bun"),
-		valueOpts: setOf("--registry", "--cache", "--userconfig", "--globalconfig", "--prefix", "--loglevel", "-w", "--workspace", "--allow-build"),
-		pkgOpts:   setOf("-p", "--package"),
-		shellOpts: setOf("-c", "--call", "--shell-mode"),
-	}
-	uvFetcher = fetcher{
-		python:        true,
-		flags:         setOf("-q", "--quiet", "-v", "--verbose", "-n", "--no-cache", "--offline", "--isolated", "--refresh", "-U", "--upgrade", "--reinstall", "--no-progress", "--native-tls", "--no-config", "--no-python-downloads", "--managed-python", "--no-managed-python", "--no-sources", "--no-build", "--no-binary", "--no-build-isolation", "--no-env-file", "--show-resolution"),
-		valueOpts:     setOf("--python", "-p", "--index", "--index-url", "--extra-index-url", "--default-index", "-i", "--find-links", "-f", "--directory", "--cache-dir", "--constraints", "-c", "--overrides", "--with-editable", "--env-file", "--python-preference", "--exclude-newer", "--refresh-package", "--upgrade-package", "--reinstall-package", "--no-build-package", "--no-binary-package", "--resolution", "--prerelease", "--index-strategy", "--keyring-provider", "--link-mode", "--color", "--config-file", "--config-setting", "-C"),
-		pkgOpts:       setOf("--from", "--with", "-w"),
-		uncheckedOpts: setOf("--with-requirements"),
-	}
-	pipxFetcher = fetcher{
-		python:        true,
-		flags:         setOf("-q", "--quiet", "-v", "--verbose", "--no-cache", "--pypackages", "--system-site-packages", "--path"),
-		valueOpts:     setOf("--python", "--index-url", "-i", "--backend"),
-		pkgOpts:       setOf("--spec"),
-		uncheckedOpts: setOf("--pip-args"),
-	}
-)
-
-// detectFetch recognizes a runtime fetcher. rest are the arguments after
-// the fetcher's own subcommand. The command is compared without case and
-// without a Windows program extension, since "NPX" runs npx on macOS and
-// "npx.cmd" runs it on Windows.
-func detectFetch(command string, args []string) (fetcher, string, []string, bool) {
-	name := strings.ToLower(command)
-	for _, ext := range []string{".cmd", ".exe", ".bat", ".ps1"} {
-		name = strings.TrimSuffix(name, ext)
-	}
-	switch name {
-	case "npx", "bunx", "pnpx":
-		return npmFetcher, name, args, true
-	case "pnpm", "yarn":
-		if rest, ok := subcommand(args, "dlx"); ok {
-			return npmFetcher, name + " dlx", rest, true
-		}
-	case "bun":
-		if rest, ok := subcommand(args, "x"); ok {
-			return npmFetcher, "bun x", rest, true
-		}
-	case "npm":
-		for _, sub := range []string{"exec", "x"} {
-			if rest, ok := subcommand(args, sub); ok {
-				return npmFetcher, "npm " + sub, rest, true
-			}
-		}
-	case "uvx":
-		return uvFetcher, "uvx", args, true
-	case "uv":
-		if rest, ok := subcommand(args, "tool", "run"); ok {
-			return uvFetcher, "uv tool run", rest, true
-		}
-	case "pipx":
-		if rest, ok := subcommand(args, "run"); ok {
-			return pipxFetcher, "pipx run", rest, true
-		}
-	}
-	return fetcher{}, "", nil, false
-}
-
-// subcommand finds the words of a subcommand in args, allowing options
-// before and between them (npm --yes exec, uv -q tool run), and returns the
-// arguments after it. A word right after an option may be that option's
-// value, so it does not end the search; any other word does.
-func subcommand(args []string, words ...string) ([]string, bool) {
-	k, afterOpt := 0, false
-	for i, a := range args {
-		switch {
-		case a == "--":
-			return nil, false
-		case strings.HasPrefix(a, "-"):
-			afterOpt = !strings.Contains(a, "=")
-		case a == words[k]:
-			k++
-			afterOpt = false
-			if k == len(words) {
-				return args[i+1:], true
-			}
-		case afterOpt:
-			afterOpt = false
-		default:
-			return nil, false
-		}
-	}
-	return nil, false
-}
-
-// checkFetcher requires every package a runtime fetcher runs to carry an
-// exact version.
-func checkFetcher(ps *problems, p, command string, args []string) {
-	_, _, err := FetchedPackages(command, args)
-	if err != nil {
-		ps.add(p+".args", RuleRuntimeFetchUnpinned, "%v", err)
-	}
-}
-
-// FetchedPackages returns the packages a command downloads at start, with
-// an error when one of them is not pinned to an exact version.
-func FetchedPackages(command string, args []string) ([]RuntimeFetch, bool, error) {
-	f, tool, rest, ok := detectFetch(command, args)
-	if !ok {
-		return nil, false, nil
-	}
-	var pkgs []string
-	explicit := false
-	positional := ""
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if a == "--" {
-			if i+1 < len(rest) && positional == "" {
-				positional = rest[i+1]
-			}
-			break
-		}
-		if strings.HasPrefix(a, "-") {
-			name, val, hasVal := strings.Cut(a, "=")
-			switch {
-			case f.shellOpts[name]:
-				return nil, true, fmt.Errorf("%s %s runs a shell command line, which cannot be pinned or reviewed; run the package directly with an exact version", tool, name)
-			case f.uncheckedOpts[name]:
-				return nil, true, fmt.Errorf("%s %s installs packages that berth cannot check for exact versions; name each one with an exact version instead", tool, name)
-			case f.pkgOpts[name]:
-				if !hasVal {
-					if i+1 >= len(rest) {
-						return nil, true, fmt.Errorf("%s %s needs a package argument", tool, name)
-					}
-					i++
-					val = rest[i]
-				}
-				pkgs = append(pkgs, val)
-				if name != "--with" && name != "-w" {
-					explicit = true
-				}
-			case f.valueOpts[name]:
-				if !hasVal {
-					i++
-				}
-			case f.flags[name], hasVal:
-			default:
-				return nil, true, fmt.Errorf("berth does not know the %s option %q, so it cannot tell which package runs; write an option that takes a value as %s=VALUE, put options after the package, or remove it", tool, name, name)
-			}
-			continue
-		}
-		positional = a
-		break
-	}
-	if !explicit {
-		if positional == "" {
-			return nil, true, fmt.Errorf("%s is given no package to run; name the package with an exact version", tool)
-		}
-		pkgs = append([]string{positional}, pkgs...)
-	}
-	var out []RuntimeFetch
-	for _, pkg := range pkgs {
-		if err := pinned(f.python, pkg); err != nil {
-			return nil, true, fmt.Errorf("%s runs %q, %v; pin it like %s", tool, pkg, err, pinExample(f.python, pkg))
-		}
-		out = append(out, RuntimeFetch{Tool: tool, Package: pkg})
-	}
-	return out, true, nil
-}
-
-func pinned(python bool, spec string) error {
-	if python {
-		name, ver, ok := strings.Cut(spec, "==")
-		if !ok {
-			name, ver, ok = strings.Cut(spec, "@")
-		}
-		if !ok {
-			return fmt.Errorf("which has no version")
-		}
-		if !pyName.MatchString(name) {
-			return fmt.Errorf("which is not a plain package name (URLs, paths and git sources cannot be pinned by version)")
-		}
-		if !pyVersion.MatchString(ver) {
-			return fmt.Errorf("whose version %q is not one exact version (no ranges, wildcards or \"latest\")", ver)
-		}
-		return nil
-	}
+func pinnedNPM(spec string) error {
 	at := strings.LastIndex(spec, "@")
 	if at <= 0 {
 		return fmt.Errorf("which has no version")
@@ -240,15 +490,445 @@ func pinned(python bool, spec string) error {
 	return nil
 }
 
-func pinExample(python bool, spec string) string {
-	if python {
-		name, _, _ := strings.Cut(spec, "==")
-		name, _, _ = strings.Cut(name, "@")
-		return fmt.Sprintf("%q", name+"==1.2.3")
+func pinnedPython(spec string) error {
+	name, ver, ok := strings.Cut(spec, "==")
+	if !ok {
+		name, ver, ok = strings.Cut(spec, "@")
 	}
+	if !ok {
+		return fmt.Errorf("which has no version")
+	}
+	if !pyName.MatchString(name) {
+		return fmt.Errorf("which is not a plain package name (URLs, paths and git sources cannot be pinned by version)")
+	}
+	if !pyVersion.MatchString(ver) {
+		return fmt.Errorf("whose version %q is not one exact version (no ranges, wildcards or \"latest\")", ver)
+	}
+	return nil
+}
+
+// pinnedDeno accepts npm:<name>@<semver> and jsr:@scope/name@<semver>.
+func pinnedDeno(spec string) error {
+	switch {
+	case strings.HasPrefix(spec, "npm:"):
+		return pinnedNPM(strings.TrimPrefix(spec, "npm:"))
+	case strings.HasPrefix(spec, "jsr:"):
+		rest := strings.TrimPrefix(spec, "jsr:")
+		at := strings.LastIndex(rest, "@")
+		if at <= 0 {
+			return fmt.Errorf("which has no version")
+		}
+		if !jsrName.MatchString(rest[:at]) {
+			return fmt.Errorf("which is not a plain JSR package name (@scope/name)")
+		}
+		if !semverRe.MatchString(rest[at+1:]) {
+			return fmt.Errorf("whose version %q is not an exact semver version (no ranges, tags or \"latest\")", rest[at+1:])
+		}
+		return nil
+	}
+	return fmt.Errorf("which is not an npm: or jsr: package (a local script or a URL may import code from anywhere)")
+}
+
+// pinnedGo accepts an import path and one canonical module version.
+func pinnedGo(spec string) error {
+	path, ver, ok := strings.Cut(spec, "@")
+	if !ok {
+		return fmt.Errorf("which has no version (without one, go run builds the package of the current module)")
+	}
+	if err := module.CheckImportPath(path); err != nil || !strings.Contains(strings.SplitN(path, "/", 2)[0], ".") {
+		return fmt.Errorf("which is not a module import path like example.com/tool/cmd/server")
+	}
+	if !semver.IsValid(ver) || semver.Canonical(ver)+buildSuffix(ver) != ver {
+		return fmt.Errorf("whose version %q is not one exact module version like v1.2.3 (no \"latest\", branches, queries or short forms)", ver)
+	}
+	return nil
+}
+
+func buildSuffix(v string) string {
+	if b := semver.Build(v); b == "+incompatible" {
+		return b
+	}
+	return ""
+}
+
+func npmExample(spec string) string {
 	name := spec
 	if at := strings.LastIndex(spec, "@"); at > 0 {
 		name = spec[:at]
 	}
 	return fmt.Sprintf("%q", name+"@1.2.3")
+}
+
+func pyExample(spec string) string {
+	name, _, _ := strings.Cut(spec, "==")
+	name, _, _ = strings.Cut(name, "@")
+	return fmt.Sprintf("%q", name+"==1.2.3")
+}
+
+func denoExample(spec string) string {
+	if strings.HasPrefix(spec, "jsr:") || strings.HasPrefix(spec, "npm:") {
+		return fmt.Sprintf("%q", spec[:4]+strings.Trim(npmExample(spec[4:]), `"`))
+	}
+	return "\"npm:<package>@1.2.3\""
+}
+
+func goExample(spec string) string {
+	path, _, _ := strings.Cut(spec, "@")
+	return fmt.Sprintf("%q", path+"@v1.2.3")
+}
+
+func imageExample(spec string) string {
+	name := spec
+	if i := strings.Index(name, "@"); i >= 0 {
+		name = name[:i]
+	}
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name = name[:i]
+	}
+	return fmt.Sprintf("%q (the digest that `docker buildx imagetools inspect` or `crane digest` prints for the tag you reviewed)", name+"@sha256:<64 hex digits>")
+}
+
+// npmFlags are the npm options of npx and npm exec that change neither
+// where the package comes from nor how it runs.
+var npmFlags = setOf("-y", "--yes", "-q", "--quiet", "-s", "--silent", "--no-install", "--prefer-online", "--prefer-offline")
+
+// npmRefused are options that change where the code comes from or how it
+// runs, with the reason.
+var npmRefused = map[string]string{
+	"--registry":           "it changes where the package comes from",
+	"--userconfig":         "it reads npm configuration from a file the bundle chooses",
+	"--globalconfig":       "it reads npm configuration from a file the bundle chooses",
+	"--node-options":       "it passes options to node (like --require) that run other code",
+	"--script-shell":       "it runs the package through a shell of the bundle's choice",
+	"--shell":              "it runs the package through a shell of the bundle's choice",
+	"-c":                   "it runs a shell command line",
+	"--call":               "it runs a shell command line",
+	"--prefix":             "it makes npm look for packages in another directory",
+	"-w":                   "it runs in a workspace of a project",
+	"--workspace":          "it runs in a workspace of a project",
+	"--workspaces":         "it runs in the workspaces of a project",
+	"--include":            "it changes which dependencies are installed",
+	"--omit":               "it changes which dependencies are installed",
+	"--cache":              "it reads packages from a cache directory the bundle chooses",
+	"--offline":            "it runs only what a cache holds",
+	"--ignore-scripts":     "it changes how the package is installed",
+	"--foreground-scripts": "it changes how the package is installed",
+	"--allow-build":        "it runs the build scripts of dependencies",
+	"--shell-mode":         "it runs a shell command line",
+	"--overrides":          "it replaces dependencies",
+	"--strict-ssl":         "it changes how the registry's certificate is checked",
+	"--cafile":             "it changes which certificates are trusted",
+	"--ca":                 "it changes which certificates are trusted",
+	"--proxy":              "it sends the download through a proxy of the bundle's choice",
+	"--https-proxy":        "it sends the download through a proxy of the bundle's choice",
+}
+
+var pyRefused = map[string]string{
+	"--with":                 "it adds packages the bundle does not pin",
+	"-w":                     "it adds packages the bundle does not pin",
+	"--with-editable":        "it adds a local package",
+	"--with-requirements":    "it adds packages from a file berth cannot check",
+	"--index":                "it changes where packages come from",
+	"--index-url":            "it changes where packages come from",
+	"-i":                     "it changes where packages come from",
+	"--extra-index-url":      "it changes where packages come from",
+	"--default-index":        "it changes where packages come from",
+	"--find-links":           "it changes where packages come from",
+	"-f":                     "it changes where packages come from",
+	"--constraints":          "it changes which dependency versions are used",
+	"-c":                     "it changes which dependency versions are used",
+	"--overrides":            "it replaces dependencies",
+	"--build-constraints":    "it changes how packages are built",
+	"--config-file":          "it reads configuration from a file the bundle chooses",
+	"--config-setting":       "it changes how packages are built",
+	"-C":                     "it changes how packages are built",
+	"--directory":            "it runs in another directory, whose configuration it reads",
+	"--project":              "it reads a project's configuration",
+	"--env-file":             "it reads environment variables from a file",
+	"--pip-args":             "it passes options to pip that berth cannot check",
+	"--pypackages":           "it runs packages from the working directory",
+	"--path":                 "it runs a local package",
+	"--editable":             "it installs a local package",
+	"-e":                     "it installs a local package",
+	"--system-site-packages": "it lets the host's packages take the place of the registry's",
+	"--python":               "it selects an interpreter berth cannot see",
+	"--backend":              "it selects another installer",
+	"--allow-insecure-host":  "it turns off certificate checks",
+	"--keyring-provider":     "it runs a credential program",
+}
+
+var (
+	npmForms    = "npx [-y] [-q] <package>@<exact version> [args...], or npx [-y] --package=<package>@<exact version> <program> [args...]"
+	npmExecForm = "npm exec [-y] -- <package>@<exact version> [args...] (also npm x)"
+	uvForms     = "uvx [-q] [--python 3.X] <package>==<exact version> [args...], or uvx [-q] --from <package>==<exact version> <program> [args...] (also uv tool run)"
+	pipxForms   = "pipx run [-q] <package>==<exact version> [args...], or pipx run [-q] --spec <package>==<exact version> <program> [args...]"
+)
+
+func npmRunner(tool, forms string) *runner {
+	return &runner{tool: tool, eco: EcosystemNPM, forms: forms, flags: npmFlags, pkgOpts: setOf("-p", "--package"),
+		refused: npmRefused, dashDash: true, pkg: pinnedNPM, example: npmExample}
+}
+
+// runners maps program names to the runners berth reads.
+var runners = func() map[string]*program {
+	npx := npmRunner("npx", npmForms)
+	npmExec := npmRunner("npm exec", npmExecForm)
+	npmExec.needDashDash = true
+	npmX := *npmExec
+	npmX.tool = "npm x"
+	pnpmDlx := &runner{tool: "pnpm dlx", eco: EcosystemNPM, forms: "pnpm dlx [-s] <package>@<exact version> [args...], or pnpm dlx [-s] --package=<package>@<exact version> <program> [args...] (also pnpx)",
+		flags: setOf("-s", "--silent"), pkgOpts: setOf("--package"), refused: npmRefused, pkg: pinnedNPM, example: npmExample}
+	pnpx := *pnpmDlx
+	pnpx.tool = "pnpx"
+	yarnDlx := &runner{tool: "yarn dlx", eco: EcosystemNPM, forms: "yarn dlx [-q] <package>@<exact version> [args...], or yarn dlx [-q] --package=<package>@<exact version> <program> [args...]",
+		flags: setOf("-q", "--quiet"), pkgOpts: setOf("-p", "--package"), refused: npmRefused, pkg: pinnedNPM, example: npmExample}
+	bunx := &runner{tool: "bunx", eco: EcosystemNPM, forms: "bunx [--bun] <package>@<exact version> [args...], or bunx [--bun] --package=<package>@<exact version> <program> [args...] (also bun x)",
+		flags: setOf("--bun"), pkgOpts: setOf("-p", "--package"), refused: npmRefused, pkg: pinnedNPM, example: npmExample}
+	bunX := *bunx
+	bunX.tool = "bun x"
+	pyVal := map[string]func(string) error{
+		"--python": func(v string) error {
+			if !pyMinor.MatchString(v) {
+				return fmt.Errorf("berth accepts only a Python version like 3.12 here, never a path or an implementation name")
+			}
+			return nil
+		},
+	}
+	pyVal["-p"] = pyVal["--python"]
+	uvRefused := map[string]string{}
+	for k, v := range pyRefused {
+		if k != "--python" {
+			uvRefused[k] = v
+		}
+	}
+	uvx := &runner{tool: "uvx", eco: EcosystemPyPI, forms: uvForms,
+		flags:     setOf("-q", "--quiet", "-n", "--no-cache", "--isolated", "--no-progress", "--offline"),
+		valueOpts: pyVal, pkgOpts: setOf("--from"), refused: uvRefused, pkg: pinnedPython, example: pyExample}
+	uvToolRun := *uvx
+	uvToolRun.tool, uvToolRun.sub = "uv tool run", []string{"tool", "run"}
+	pipxRun := &runner{tool: "pipx run", eco: EcosystemPyPI, forms: pipxForms,
+		flags: setOf("-q", "--quiet", "--no-cache"), pkgOpts: setOf("--spec"), refused: pyRefused, pkg: pinnedPython, example: pyExample}
+	denoRun := &runner{tool: "deno run", eco: EcosystemNPM, forms: "deno run [-q] [-A | --allow-<permission>[=...] ...] npm:<package>@<exact version> [args...], or jsr:@<scope>/<name>@<exact version>",
+		flags:     setOf("-q", "--quiet", "-A", "--allow-all", "--no-prompt"),
+		flagMatch: regexp.MustCompile(`^--(allow|deny)-(read|write|net|env|sys|run|ffi)(=[^=]*)?$`),
+		refused: map[string]string{
+			"--allow-import":                       "it lets the package import code from hosts the review does not show",
+			"-I":                                   "it lets the package import code from hosts the review does not show",
+			"--allow-scripts":                      "it runs the install scripts of npm packages",
+			"--config":                             "it reads configuration from a file the bundle chooses",
+			"-c":                                   "it reads configuration from a file the bundle chooses",
+			"--import-map":                         "it replaces where modules come from",
+			"--lock":                               "it reads a lock file the bundle chooses",
+			"--reload":                             "it changes what is taken from the cache",
+			"-r":                                   "it changes what is taken from the cache",
+			"--cert":                               "it changes which certificates are trusted",
+			"--unsafely-ignore-certificate-errors": "it turns off certificate checks",
+			"--env-file":                           "it reads environment variables from a file",
+			"--preload":                            "it runs another module first",
+			"--v8-flags":                           "it changes how the runtime runs code",
+		},
+		pkg: pinnedDeno, example: denoExample}
+	goRun := &runner{tool: "go run", eco: EcosystemGo, forms: "go run <module import path>@<exact version like v1.2.3> [args...], with no build flags",
+		refused: map[string]string{
+			"-exec":     "it runs the program through another program",
+			"-toolexec": "it runs the compiler through another program",
+			"-overlay":  "it replaces source files",
+			"-modfile":  "it reads another go.mod",
+			"-mod":      "it changes how modules are resolved",
+			"-ldflags":  "it changes how the program is built",
+			"-gcflags":  "it changes how the program is built",
+			"-tags":     "it changes which files are built",
+		},
+		pkg: pinnedGo, example: goExample}
+	container := func(tool string) *runner {
+		return &runner{tool: tool, eco: EcosystemOCI,
+			forms:     tool + " -i [--rm] [--init] [--pull=missing|always|never] [--read-only] [--network=none|bridge] [--cap-drop=ALL] [--security-opt=no-new-privileges] [-e NAME] [-v ${workspace}[/dir]:/path[:ro]] [-w /path] <image>@sha256:<digest> [args...]",
+			flags:     setOf("-i", "--interactive", "--rm", "--init", "--read-only", "-q", "--quiet"),
+			valueOpts: containerValueOpts,
+			refused: map[string]string{
+				"--privileged":   "it gives the container the host's devices and capabilities",
+				"--cap-add":      "it gives the container more capabilities",
+				"--device":       "it gives the container a host device",
+				"--pid":          "it shares a host namespace",
+				"--ipc":          "it shares a host namespace",
+				"--uts":          "it shares a host namespace",
+				"--userns":       "it shares a host namespace",
+				"--cgroupns":     "it shares a host namespace",
+				"--mount":        "it mounts host paths; use -v ${workspace}:/path",
+				"--volumes-from": "it mounts another container's volumes",
+				"--env-file":     "it reads environment variables from a file",
+				"--entrypoint":   "it runs another program than the image's",
+				"--platform":     "it selects another image than the digest names",
+				"-t":             "a terminal breaks the stdio transport",
+				"--tty":          "a terminal breaks the stdio transport",
+				"-d":             "a detached container does not talk over stdio",
+				"--detach":       "a detached container does not talk over stdio",
+			},
+			pkg: pinnedImage, example: imageExample}
+	}
+	return map[string]*program{
+		"npx":     {direct: npx},
+		"npm":     {subs: map[string]*runner{"exec": npmExec, "x": &npmX}, forms: npmExecForm},
+		"pnpm":    {subs: map[string]*runner{"dlx": pnpmDlx}, forms: pnpmDlx.forms},
+		"pnpx":    {direct: &pnpx},
+		"yarn":    {subs: map[string]*runner{"dlx": yarnDlx}, forms: yarnDlx.forms},
+		"yarnpkg": {subs: map[string]*runner{"dlx": yarnDlx}, forms: yarnDlx.forms},
+		"bunx":    {direct: bunx},
+		"bun":     {subs: map[string]*runner{"x": &bunX}, forms: "bun x [--bun] <package>@<exact version> [args...]"},
+		"deno":    {subs: map[string]*runner{"run": denoRun}, forms: denoRun.forms},
+		"uvx":     {direct: uvx},
+		"uv":      {subs: map[string]*runner{"tool": &uvToolRun}, forms: "uv tool run [-q] <package>==<exact version> [args...], or uv tool run [-q] --from <package>==<exact version> <program> [args...] (also uvx)"},
+		"pipx":    {subs: map[string]*runner{"run": pipxRun}, forms: pipxForms},
+		"go":      {subs: map[string]*runner{"run": goRun}, forms: goRun.forms},
+		"docker":  {subs: map[string]*runner{"run": container("docker run")}, forms: container("docker run").forms},
+		"podman":  {subs: map[string]*runner{"run": container("podman run")}, forms: container("podman run").forms},
+		"nerdctl": {subs: map[string]*runner{"run": container("nerdctl run")}, forms: container("nerdctl run").forms},
+	}
+}()
+
+// containerValueOpts are the container options with a value that berth
+// accepts, with their checks.
+var containerValueOpts = map[string]func(string) error{
+	"--pull":         oneOf("missing", "always", "never"),
+	"--network":      oneOf("none", "bridge"),
+	"--net":          oneOf("none", "bridge"),
+	"--cap-drop":     oneOf("ALL", "all"),
+	"--security-opt": oneOf("no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"),
+	"-e":             envPassName,
+	"--env":          envPassName,
+	"-v":             volumeSpec,
+	"--volume":       volumeSpec,
+	"-w":             containerPath,
+	"--workdir":      containerPath,
+	"--memory":       limitValue,
+	"-m":             limitValue,
+	"--cpus":         limitValue,
+}
+
+var limitRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[bkmgBKMG]?$`)
+
+func limitValue(v string) error {
+	if !limitRe.MatchString(v) {
+		return fmt.Errorf("is not a plain number with an optional unit")
+	}
+	return nil
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, x := range vals {
+			if v == x {
+				return nil
+			}
+		}
+		return fmt.Errorf("berth accepts only %s here", strings.Join(vals, ", "))
+	}
+}
+
+// envPassName accepts -e NAME, which passes the variable of that name from
+// the server's environment; a literal -e NAME=VALUE would put a value into
+// argv.
+func envPassName(v string) error {
+	if !envNameRe.MatchString(v) {
+		return fmt.Errorf("berth accepts only -e NAME, which passes NAME from the server's environment (declare it in env with fromEnv); a value in argv is visible to every local user")
+	}
+	return nil
+}
+
+var containerPathRe = regexp.MustCompile(`^/[A-Za-z0-9._/-]*$`)
+
+func containerPath(v string) error {
+	if !containerPathRe.MatchString(v) || strings.Contains(v, "..") {
+		return fmt.Errorf("is not a plain absolute path inside the container")
+	}
+	return nil
+}
+
+// volumeSpec accepts ${workspace}[/dir]:/path[:ro] and
+// ${bundle}[/dir]:/path[:ro]: the container sees only what the review
+// names. Host paths and named volumes are refused.
+func volumeSpec(v string) error {
+	src, rest, ok := strings.Cut(v, ":")
+	if !ok {
+		return fmt.Errorf("berth accepts only ${workspace}[/dir]:/path[:ro] or ${bundle}[/dir]:/path[:ro]")
+	}
+	okSrc := false
+	for _, root := range []string{"${workspace}", "${bundle}"} {
+		if src == root {
+			okSrc = true
+		} else if rel, ok := strings.CutPrefix(src, root+"/"); ok && cleanRel(rel) {
+			okSrc = true
+		}
+	}
+	if !okSrc {
+		return fmt.Errorf("mounts something other than the workspace or the bundle; berth accepts only ${workspace}[/dir]:/path[:ro] or ${bundle}[/dir]:/path[:ro]")
+	}
+	dst, opt, _ := strings.Cut(rest, ":")
+	if containerPath(dst) != nil {
+		return fmt.Errorf("does not mount at a plain absolute path inside the container")
+	}
+	if opt != "" && opt != "ro" && opt != "rw" {
+		return fmt.Errorf("has the mount option %q; berth accepts only ro or rw", opt)
+	}
+	return nil
+}
+
+// checkContainerArgs checks what berth cannot check option by option:
+// that the container keeps stdin open (-i), without which it cannot speak
+// MCP over stdio.
+func checkContainerArgs(tool string, opts []string) error {
+	for _, o := range opts {
+		if o == "-i" || o == "--interactive" {
+			return nil
+		}
+	}
+	return cmdErr(RuleRuntimeFetchForm, "args", "%s needs -i before the image, or the container's stdin is closed and it cannot speak MCP over stdio", tool)
+}
+
+// imageRef is the image reference grammar of the OCI distribution
+// specification: [host[:port]/]path[:tag]@sha256:<hex>.
+var (
+	imageRef     = regexp.MustCompile(`^(?:((?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?))*(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)/)?([a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)(?::([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@([A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Za-z=_-]+))?$`)
+	sha256Digest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+func pinnedImage(spec string) error {
+	m := imageRef.FindStringSubmatch(spec)
+	if m == nil {
+		return fmt.Errorf("which is not an image reference like registry.example/name@sha256:<digest>")
+	}
+	if m[4] == "" {
+		if m[3] != "" {
+			return fmt.Errorf("which names the image by its tag %q, which the registry can move", m[3])
+		}
+		return fmt.Errorf("which names no digest, so the registry decides which image runs")
+	}
+	if !sha256Digest.MatchString(m[4]) {
+		return fmt.Errorf("whose digest %q is not sha256: and 64 lower-case hex digits", m[4])
+	}
+	return nil
+}
+
+// imageRegistry is the registry an image reference names: its first path
+// component when that looks like a host, docker.io otherwise.
+func imageRegistry(spec string) string {
+	m := imageRef.FindStringSubmatch(spec)
+	if m == nil || m[1] == "" {
+		return "docker.io"
+	}
+	h := m[1]
+	if strings.ContainsAny(h, ".:[") || h == "localhost" {
+		return h
+	}
+	return "docker.io"
+}
+
+type set map[string]bool
+
+func setOf(s ...string) set {
+	m := set{}
+	for _, x := range s {
+		m[x] = true
+	}
+	return m
 }

@@ -1,68 +1,201 @@
 package bundle
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
 
-func TestFetchedPackages(t *testing.T) {
+// TestStdioFetch reads commands the way berth runs them: the accepted
+// forms give their one package; everything else of a package manager,
+// package runner or runtime that downloads code, and every shell or
+// wrapper, is refused with its own rule.
+func TestStdioFetch(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, c := range []struct {
 		argv string // command and args, split on spaces
-		want string // the pinned packages, or "!" and a part of the error
+		want string // "tool|package|registry", "" for a plain program, or "!rule" and a part of the message
 	}{
 		{"node server.js", ""},
-		{"npx -y @acme/notes@1.2.3 stdio", "@acme/notes@1.2.3"},
-		{"npx --registry https://r.example -y acme@1.2.3", "acme@1.2.3"},
-		{"npx --package=acme@1.2.3 -p tool@2.0.0-rc.1 notes", "acme@1.2.3 tool@2.0.0-rc.1"},
-		{"npx -- acme@1.2.3", "acme@1.2.3"},
-		{"npx -y acme@latest", "!\"latest\" is not an exact semver"},
-		{"npx acme@^1.2", "!not an exact semver"},
-		{"npx acme@1.0.0-..", "!not an exact semver"},
-		{"npx acme@01.2.3", "!not an exact semver"},
-		{"npx acme", "!has no version"},
-		{"npx -y", "!no package to run"},
-		{"npx -c evil", "!shell command line"},
-		{"pnpm dlx --shell-mode evil", "!shell command line"},
-		// An option berth does not know may take the next argument as its
-		// value; then the package that runs is the one after it.
-		{"npx --foo acme@1.2.3 evil", "!does not know the npx option \"--foo\""},
-		{"npx --foo=bar acme@1.2.3", "acme@1.2.3"},
-		{"npx --prefix x@1.2.3 evil", "!runs \"evil\", which has no version"},
-		// Global options before the subcommand, aliases, and the spellings
-		// that run the same program on macOS and Windows.
-		{"pnpm --silent dlx evil", "!pnpm dlx runs \"evil\""},
-		{"npm --yes exec evil@latest", "!npm exec runs \"evil@latest\""},
-		{"npm --registry https://r.example x evil", "!npm x runs \"evil\""},
-		{"npm run start", ""},
-		{"yarn dlx acme@1.2.3", "acme@1.2.3"},
-		{"pnpx evil", "!pnpx runs \"evil\""},
-		{"bun x evil", "!bun x runs \"evil\""},
-		{"bunx --bun acme@1.2.3", "acme@1.2.3"},
-		{"NPX evil", "!npx runs \"evil\""},
-		{"npx.cmd evil", "!npx runs \"evil\""},
-		{"uvx mcp-server-fetch==2025.4.7", "mcp-server-fetch==2025.4.7"},
-		{"uvx tool@1.0 --with evil", "tool@1.0"},
-		{"uvx --with dep==1.0 tool==2.0", "tool==2.0 dep==1.0"},
-		{"uvx --from tool==1.0 cmd", "tool==1.0"},
-		{"uvx tool@latest", "!\"latest\" is not one exact version"},
-		{"uvx tool>=1", "!has no version"},
-		{"uvx git+https://github.com/acme/tool", "!has no version"},
-		{"uvx --refresh-package x==1.0 evil", "!uvx runs \"evil\""},
-		{"uvx --unknown x==1.0 evil", "!does not know the uvx option"},
-		{"uvx --with-requirements req.txt tool==1.0", "!cannot check"},
-		{"uv -q tool run evil", "!uv tool run runs \"evil\""},
-		{"uv tool --quiet run evil", "!uv tool run runs \"evil\""},
-		{"uv run server.py", ""},
-		{"pipx run --spec tool==1.0 cmd", "tool==1.0"},
-		{"pipx --verbose run evil", "!pipx run runs \"evil\""},
-		{"pipx run --pip-args=evil tool==1.0", "!cannot check"},
+		{"${bundle}/bin/notes-server --root", ""},
+		{"python3 -u ${bundle}/server.py", ""},
+		{"python -c print(1)", ""},
+
+		// npx and npm exec.
+		{"npx -y @acme/notes@1.2.3 stdio --flag", "npx|@acme/notes@1.2.3|https://registry.npmjs.org/"},
+		{"npx -y -- acme@1.2.3 --registry=x", "npx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"npx --package=acme@1.2.3 notes --any", "npx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"npx -p acme@1.2.3 notes", "npx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"npx -y acme@latest", "!runtime-fetch-unpinned \"latest\" is not an exact semver"},
+		{"npx acme@^1.2", "!runtime-fetch-unpinned not an exact semver"},
+		{"npx acme@01.2.3", "!runtime-fetch-unpinned not an exact semver"},
+		{"npx acme", "!runtime-fetch-unpinned has no version"},
+		{"npx x@npm:evil@1.0.0", "!runtime-fetch-unpinned not a plain npm package name"},
+		{"npx -y", "!runtime-fetch-packages no package to run"},
+		{"npx --package=a@1.0.0 -p b@1.0.0 notes", "!runtime-fetch-packages more than one package"},
+		{"npx --package=a@1.0.0 b@latest", "!runtime-fetch-packages not the plain name of a program"},
+		{"npx --package=a@1.0.0", "!runtime-fetch-packages no program of it"},
+		{"npx -c evil", "!runtime-fetch-option shell command line"},
+		{"npx --registry=https://r.example acme@1.2.3", "!runtime-fetch-option where the package comes from"},
+		{"npx --userconfig ./npmrc acme@1.2.3", "!runtime-fetch-option npm configuration"},
+		{"npx --node-options=--require=${workspace}/inject.js acme@1.0.0", "!runtime-fetch-option --node-options is refused"},
+		{"npx --script-shell=/bin/sh acme@1.0.0", "!runtime-fetch-option --script-shell is refused"},
+		{"npx --shell sh acme@1.0.0", "!runtime-fetch-option --shell is refused"},
+		{"npx --reg=https://r.example acme@1.0.0", "!runtime-fetch-option \"--reg\" is not an option berth accepts"},
+		{"npx --yes=true acme@1.0.0", "!runtime-fetch-option takes no value"},
+		{"npx -yq acme@1.0.0", "!runtime-fetch-option -yq"},
+		{"npx --foo acme@1.2.3 evil", "!runtime-fetch-option --foo"},
+		{"NPX evil@1.0.0", "npx|evil@1.0.0|https://registry.npmjs.org/"},
+		{"npx.cmd evil", "!runtime-fetch-unpinned npx runs \"evil\""},
+		{"NPX.EXE -y a@latest", "!runtime-fetch-unpinned"},
+		{"${workspace}/node_modules/.bin/npx -y a@latest", "!runtime-fetch-unpinned"},
+		{"${bundle}/bin/npx -y a@1.0.0", "npx|a@1.0.0|https://registry.npmjs.org/"},
+		{"npm exec -y -- acme@1.2.3 --flag", "npm exec|acme@1.2.3|https://registry.npmjs.org/"},
+		{"npm x -- acme@1.2.3", "npm x|acme@1.2.3|https://registry.npmjs.org/"},
+		{"npm exec --package=acme@1.2.3 -- notes", "npm exec|acme@1.2.3|https://registry.npmjs.org/"},
+		{"npm exe -y cowsay@latest", "!runtime-fetch-form the subcommand \"exe\""},
+		{"npm exe -y cowsay@1.0.0", "!runtime-fetch-form the subcommand \"exe\""},
+		{"npm -- exec cowsay@1.0.0", "!runtime-fetch-form the option \"--\" before the subcommand"},
+		{"npm --yes exec -- evil@1.0.0", "!runtime-fetch-form before the subcommand"},
+		{"npm create x", "!runtime-fetch-form the subcommand \"create\""},
+		{"npm init x", "!runtime-fetch-form the subcommand \"init\""},
+		{"npm run start", "!runtime-fetch-form the subcommand \"run\""},
+		{"npm start", "!runtime-fetch-form the subcommand \"start\""},
+		{"npm", "!runtime-fetch-form no subcommand"},
+		{"npm exec a@1.0.0 --package=b@latest", "!runtime-fetch-form must follow \"--\""},
+		{"npm exec -y a@1.0.0", "!runtime-fetch-form must follow \"--\""},
+
+		// pnpm, yarn, bun.
+		{"pnpm dlx acme@1.2.3 --silent", "pnpm dlx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"pnpx acme@1.2.3", "pnpx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"pnpm --silent dlx evil", "!runtime-fetch-form before the subcommand"},
+		{"pnpm dlx --shell-mode evil", "!runtime-fetch-option shell command line"},
+		{"pnpm exec acme", "!runtime-fetch-form the subcommand \"exec\""},
+		{"yarn dlx acme@1.2.3", "yarn dlx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"yarn dlx -p acme@1.2.3 notes", "yarn dlx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"yarn start", "!runtime-fetch-form the subcommand \"start\""},
+		{"bunx --bun acme@1.2.3", "bunx|acme@1.2.3|https://registry.npmjs.org/"},
+		{"bun x evil", "!runtime-fetch-unpinned bun x runs \"evil\""},
+		{"bun ${bundle}/server.js", "!runtime-fetch-form the subcommand"},
+		{"bun run ${bundle}/server.js", "!runtime-fetch-form the subcommand \"run\""},
+
+		// deno.
+		{"deno run -A npm:acme@1.2.3 --port=1", "deno run|npm:acme@1.2.3|https://registry.npmjs.org/"},
+		{"deno run --allow-net=api.example --allow-read jsr:@acme/notes@1.2.3", "deno run|jsr:@acme/notes@1.2.3|https://jsr.io/"},
+		{"deno run npm:x", "!runtime-fetch-unpinned has no version"},
+		{"deno run ${bundle}/server.ts", "!runtime-fetch-unpinned not an npm: or jsr: package"},
+		{"deno run https://deno.land/x/evil/mod.ts", "!runtime-fetch-unpinned not an npm: or jsr: package"},
+		{"deno run --allow-import npm:acme@1.2.3", "!runtime-fetch-option --allow-import is refused"},
+		{"deno run --config=x.json npm:acme@1.2.3", "!runtime-fetch-option --config is refused"},
+		{"deno npm:acme@1.2.3", "!runtime-fetch-form the subcommand \"npm:acme@1.2.3\""},
+		{"deno x acme@1.2.3", "!runtime-fetch-form the subcommand \"x\""},
+		{"dx acme@1.2.3", "!runtime-fetch-form berth accepts no form of \"dx\""},
+
+		// uv, pipx.
+		{"uvx mcp-server-fetch==2025.4.7", "uvx|mcp-server-fetch==2025.4.7|https://pypi.org/simple/"},
+		{"uvx tool@1.0 --with evil", "uvx|tool@1.0|https://pypi.org/simple/"},
+		{"uvx --from tool==1.0 cmd --x", "uvx|tool==1.0|https://pypi.org/simple/"},
+		{"uvx -q --python 3.12 tool==1.0", "uvx|tool==1.0|https://pypi.org/simple/"},
+		{"uvx --python=/usr/bin/python3 tool==1.0", "!runtime-fetch-option only a Python version"},
+		{"uvx --with dep==1.0 tool==2.0", "!runtime-fetch-option --with is refused"},
+		{"uvx --index-url https://evil tool==2.0", "!runtime-fetch-option --index-url is refused"},
+		{"uvx --extra-index-url=https://evil tool==2.0", "!runtime-fetch-option --extra-index-url is refused"},
+		{"uvx --find-links ./wheels tool==2.0", "!runtime-fetch-option --find-links is refused"},
+		{"uvx --overrides o.txt tool==2.0", "!runtime-fetch-option --overrides is refused"},
+		{"uvx --constraints c.txt tool==2.0", "!runtime-fetch-option --constraints is refused"},
+		{"uvx --config-file ./uv.toml tool==2.0", "!runtime-fetch-option --config-file is refused"},
+		{"uvx --with-requirements req.txt tool==1.0", "!runtime-fetch-option --with-requirements is refused"},
+		{"uvx tool@latest", "!runtime-fetch-unpinned \"latest\" is not one exact version"},
+		{"uvx tool>=1", "!runtime-fetch-unpinned has no version"},
+		{"uvx git+https://github.com/acme/tool", "!runtime-fetch-unpinned has no version"},
+		{"uvx --from tool==1.0", "!runtime-fetch-packages no program of it"},
+		{"uv tool run tool==1.0", "uv tool run|tool==1.0|https://pypi.org/simple/"},
+		{"uv -q tool run evil", "!runtime-fetch-form before the subcommand"},
+		{"uv tool --quiet run evil", "!runtime-fetch-form"},
+		{"uv run server.py", "!runtime-fetch-form the subcommand \"run\""},
+		{"uv run --with evil server.py", "!runtime-fetch-form the subcommand \"run\""},
+		{"pipx run --spec tool==1.0 cmd", "pipx run|tool==1.0|https://pypi.org/simple/"},
+		{"pipx run tool==1.0", "pipx run|tool==1.0|https://pypi.org/simple/"},
+		{"pipx --verbose run evil", "!runtime-fetch-form before the subcommand"},
+		{"pipx run --pip-args=evil tool==1.0", "!runtime-fetch-option --pip-args is refused"},
+		{"pipx run --index-url https://evil tool==1.0", "!runtime-fetch-option --index-url is refused"},
+		{"pip install evil", "!runtime-fetch-form berth accepts no form of \"pip\""},
+		{"pip3.12 install evil", "!runtime-fetch-form berth accepts no form of \"pip3.12\""},
+		{"poetry run server", "!runtime-fetch-form berth accepts no form"},
+		{"python3 -m pip install evil", "!runtime-fetch-form -m \"pip\" runs a package manager"},
+		{"python3.12 -Im pip install evil", "!runtime-fetch-form -m \"pip\""},
+		{"python -mpipx run evil", "!runtime-fetch-form -m \"pipx\""},
+		{"python -X dev -m uv tool run evil", "!runtime-fetch-form -m \"uv\""},
+		{"python -m http.server", ""},
+
+		// go, cargo, gem, corepack.
+		{"go run golang.org/x/tools/gopls@v0.16.0 serve", "go run|golang.org/x/tools/gopls@v0.16.0|https://proxy.golang.org/"},
+		{"go run example.com/m/v2/cmd/x@v2.0.0-20240101000000-abcdefabcdef", "go run|example.com/m/v2/cmd/x@v2.0.0-20240101000000-abcdefabcdef|https://proxy.golang.org/"},
+		{"go run x@latest", "!runtime-fetch-unpinned not a module import path"},
+		{"go run example.com/x@latest", "!runtime-fetch-unpinned not one exact module version"},
+		{"go run example.com/x@v1.2", "!runtime-fetch-unpinned not one exact module version"},
+		{"go run example.com/x@master", "!runtime-fetch-unpinned not one exact module version"},
+		{"go run ./cmd/server", "!runtime-fetch-unpinned has no version"},
+		{"go run -exec=evil example.com/x@v1.0.0", "!runtime-fetch-option -exec is refused"},
+		{"go run -mod=mod example.com/x@v1.0.0", "!runtime-fetch-option -mod is refused"},
+		{"go install example.com/x@v1.0.0", "!runtime-fetch-form the subcommand \"install\""},
+		{"go1.22.0 run example.com/x@latest", "!runtime-fetch-unpinned"},
+		{"cargo run", "!runtime-fetch-form berth accepts no form of \"cargo\""},
+		{"gem exec evil", "!runtime-fetch-form berth accepts no form of \"gem\""},
+		{"corepack pnpm@9.0.0 dlx x@1.0.0", "!runtime-fetch-form berth accepts no form of \"corepack\""},
+		{"node /usr/lib/node_modules/npm/bin/npx-cli.js -y x@latest", "!runtime-fetch-form package manager's own entry script"},
+		{"node --require ${bundle}/x.js ${workspace}/node_modules/pnpm/bin/pnpm.cjs dlx x", "!runtime-fetch-form package manager's own entry script"},
+
+		// containers.
+		{"docker run -i --rm ghcr.io/acme/notes@" + digest + " --x", "docker run|ghcr.io/acme/notes@" + digest + "|ghcr.io"},
+		{"docker run -i --rm -e NOTES_TOKEN -v ${workspace}:/ws:ro -w /ws mcp/fetch:1.0@" + digest, "docker run|mcp/fetch:1.0@" + digest + "|docker.io"},
+		{"podman run -i localhost:5000/acme@" + digest, "podman run|localhost:5000/acme@" + digest + "|localhost:5000"},
+		{"docker run -i img:latest", "!runtime-fetch-image-digest by its tag \"latest\""},
+		{"docker run -i img", "!runtime-fetch-image-digest names no digest"},
+		{"docker run -i img@sha256:abc", "!runtime-fetch-image-digest not sha256: and 64"},
+		{"docker run --rm ghcr.io/acme/notes@" + digest, "!runtime-fetch-form needs -i"},
+		{"docker run -i --privileged img@" + digest, "!runtime-fetch-option --privileged is refused"},
+		{"docker run -i -v /:/host img@" + digest, "!runtime-fetch-option mounts something other than the workspace"},
+		{"docker run -i -v /var/run/docker.sock:/var/run/docker.sock img@" + digest, "!runtime-fetch-option mounts something other"},
+		{"docker run -i -e TOKEN=secret img@" + digest, "!runtime-fetch-option only -e NAME"},
+		{"docker run -i --network=host img@" + digest, "!runtime-fetch-option only none, bridge"},
+		{"docker run -it img@" + digest, "!runtime-fetch-option -it"},
+		{"docker -H tcp://evil run -i img@" + digest, "!runtime-fetch-form before the subcommand"},
+		{"docker compose up", "!runtime-fetch-form the subcommand \"compose\""},
+
+		// Shells and wrappers.
+		{"sh -c npx -y x@latest", "!command-wrapper \"sh\" is a shell"},
+		{"bash ${bundle}/start.sh", "!command-wrapper"},
+		{"env npx -y x@1.0.0", "!command-wrapper \"env\""},
+		{"/usr/bin/env node", "!command-wrapper"},
+		{"nice npx x@1.0.0", "!command-wrapper"},
+		{"nohup x", "!command-wrapper"},
+		{"timeout 10 npx x@1.0.0", "!command-wrapper"},
+		{"xargs npx", "!command-wrapper"},
+		{"stdbuf -o0 npx", "!command-wrapper"},
+		{"setsid npx", "!command-wrapper"},
+		{"sudo npx", "!command-wrapper"},
+		{"doas npx", "!command-wrapper"},
+		{"busybox sh -c x", "!command-wrapper"},
+		{"zsh", "!command-wrapper"},
+		{"dash", "!command-wrapper"},
+		{"fish", "!command-wrapper"},
+		{"pwsh -c x", "!command-wrapper"},
+		{"cmd.exe /c npx x@latest", "!command-wrapper"},
+		{"CMD /c npx", "!command-wrapper"},
+		{"powershell.exe -Command x", "!command-wrapper"},
+		{"${bundle}/bin/sh -c x", "!command-wrapper"},
+		{"mise exec node@22 -- node x", "!command-wrapper"},
 	} {
 		argv := strings.Fields(c.argv)
-		pkgs, _, err := FetchedPackages(argv[0], argv[1:])
-		if msg, ok := strings.CutPrefix(c.want, "!"); ok {
-			if err == nil || !strings.Contains(err.Error(), msg) {
-				t.Errorf("%s: error %v, want one containing %q", c.argv, err, msg)
+		f, err := StdioFetch(&Stdio{Command: argv[0], Args: argv[1:]})
+		if rest, ok := strings.CutPrefix(c.want, "!"); ok {
+			rule, msg, _ := strings.Cut(rest, " ")
+			ce, isCE := err.(*CommandError)
+			if !isCE || ce.Rule != rule || !strings.Contains(ce.Message, msg) {
+				t.Errorf("%s: error %v, want [%s] containing %q", c.argv, err, rule, msg)
+			}
+			if isCE && strings.ContainsFunc(ce.Message, func(r rune) bool { return r < ' ' }) {
+				t.Errorf("%s: message has a control character: %q", c.argv, ce.Message)
 			}
 			continue
 		}
@@ -70,12 +203,26 @@ func TestFetchedPackages(t *testing.T) {
 			t.Errorf("%s: %v", c.argv, err)
 			continue
 		}
-		var got []string
-		for _, p := range pkgs {
-			got = append(got, p.Package)
+		got := ""
+		if f != nil {
+			got = f.Tool + "|" + f.Package + "|" + f.Registry
 		}
-		if want := strings.Fields(c.want); !slices.Equal(got, want) {
-			t.Errorf("%s: packages %q, want %q", c.argv, got, want)
+		if got != c.want {
+			t.Errorf("%s: got %q, want %q", c.argv, got, c.want)
 		}
+	}
+}
+
+// TestFetchedPackagesCompat: the older entry point reports the same.
+func TestFetchedPackagesCompat(t *testing.T) {
+	pkgs, isFetch, err := FetchedPackages("npx", []string{"-y", "a@1.0.0"})
+	if err != nil || !isFetch || len(pkgs) != 1 || pkgs[0].Package != "a@1.0.0" || pkgs[0].Ecosystem != EcosystemNPM {
+		t.Fatalf("FetchedPackages = %v, %v, %v", pkgs, isFetch, err)
+	}
+	if pkgs, isFetch, err := FetchedPackages("node", []string{"x.js"}); err != nil || isFetch || pkgs != nil {
+		t.Fatalf("FetchedPackages(node) = %v, %v, %v", pkgs, isFetch, err)
+	}
+	if _, isFetch, err := FetchedPackages("sh", []string{"-c", "x"}); err == nil || !isFetch {
+		t.Fatalf("FetchedPackages(sh) = %v, %v", isFetch, err)
 	}
 }

@@ -195,6 +195,11 @@ func TestGenerateArchiveFixtures(t *testing.T) {
 		{"archive-path-too-long.tar.gz", "max-path 64", []string{"path-too-long\tshare/" + strings.Repeat("x", 54) + "…" + strings.Repeat("x", 16)}, func(p string) {
 			writeTarGz(t, p, with(file("share/"+strings.Repeat("x", 100), "x")))
 		}},
+		{"archive-windows-reserved.zip", "", []string{"path-windows-name\t\"share/nul.txt\""}, func(p string) { writeZip(t, p, with(file("share/nul.txt", "x")), nil) }},
+		{"archive-windows-reserved-dir.tar.gz", "", []string{"path-windows-name\t\"share/COM1/x.txt\""}, func(p string) { writeTarGz(t, p, with(file("share/COM1/x.txt", "x"))) }},
+		{"archive-trailing-dot.tar.gz", "", []string{"path-windows-name\t\"share/notes.\""}, func(p string) { writeTarGz(t, p, with(file("share/notes.", "x"))) }},
+		{"archive-trailing-space.zip", "", []string{"path-windows-name\t\"share/notes \""}, func(p string) { writeZip(t, p, with(file("share/notes ", "x")), nil) }},
+		{"archive-colon.tar.gz", "", []string{"path-windows-name\t\"share/index.txt:stream\""}, func(p string) { writeTarGz(t, p, with(file("share/index.txt:stream", "x"))) }},
 		{"archive-corrupt.tar.gz", "", []string{"archive-format\t."}, func(p string) {
 			os.WriteFile(p, []byte("this is not a gzip stream\n"), 0o644)
 		}},

@@ -84,6 +84,21 @@ const (
 	RuleArchiveSizeMismatch = "archive-size-mismatch"
 )
 
+// Rule IDs of the hardening of runtime fetches, environment keys and
+// portable manifests and trees (issue 9).
+const (
+	RuleCommandWrapper          = "command-wrapper"
+	RuleRuntimeFetchForm        = "runtime-fetch-form"
+	RuleRuntimeFetchOption      = "runtime-fetch-option"
+	RuleRuntimeFetchPackages    = "runtime-fetch-packages"
+	RuleRuntimeFetchImageDigest = "runtime-fetch-image-digest"
+	RuleRuntimeFetchCwd         = "runtime-fetch-cwd"
+	RuleIntegerForm             = "integer-form"
+	RuleControlCharacter        = "control-character"
+	RuleRemoteURLPort           = "remote-url-port"
+	RulePathWindowsName         = "path-windows-name"
+)
+
 // Rule is one rule a bundle must follow.
 type Rule struct {
 	// ID is stable and kebab-case; Problem.Rule holds it.
@@ -132,7 +147,7 @@ var rules = []Rule{
 	{RuleRuntimeFetchUnpinned, "a runtime fetcher (npx, bunx, pnpm dlx, uvx, ...) runs a package without an exact version"},
 	{RuleEnvLiteralValue, "an env value is a literal string instead of {\"fromEnv\": NAME}"},
 	{RuleEnvNameFormat, "an environment variable name is not [A-Za-z_][A-Za-z0-9_]*"},
-	{RuleEnvKeyForbidden, "the bundle sets PATH, LD_PRELOAD, LD_LIBRARY_PATH, DYLD_*, NODE_OPTIONS or PYTHONPATH"},
+	{RuleEnvKeyForbidden, "the bundle sets a variable that configures the loader, a shell, an interpreter or a package manager (PATH, LD_*, NODE_*, ...)"},
 	{RuleRemoteTransport, "a remote's transport is missing or not streamable-http or sse"},
 	{RuleRemoteURL, "a remote's url is missing or does not parse"},
 	{RuleRemoteURLScheme, "a remote's url is not https (http only for loopback literals)"},
@@ -161,4 +176,16 @@ var rules = []Rule{
 	{RuleArchiveTraversal, "an archive entry whose path contains .."},
 	{RuleArchiveDuplicate, "an archive entry that appears twice"},
 	{RuleArchiveSizeMismatch, "an archive entry whose data does not match its declared size"},
+
+	// Hardening (issue 9): documented in their own section of docs/rules.md.
+	{RuleCommandWrapper, "the command is a shell or a program that runs another program (sh, env, sudo, timeout, ...)"},
+	{RuleRuntimeFetchForm, "a package manager, package runner or runtime that downloads code is used in a form berth does not accept"},
+	{RuleRuntimeFetchOption, "a runtime fetcher is given an option that is not on its allow-list"},
+	{RuleRuntimeFetchPackages, "a runtime fetcher names no package, or more than one"},
+	{RuleRuntimeFetchImageDigest, "a container runner names its image by tag or without a sha256 digest"},
+	{RuleRuntimeFetchCwd, "a runtime-fetched server sets cwd; it always runs in an empty directory of berth's"},
+	{RuleIntegerForm, "an integer is written with a fraction or an exponent (1.0, 1e0)"},
+	{RuleControlCharacter, "a manifest string or key holds a NUL or another control character"},
+	{RuleRemoteURLPort, "a remote's url has a port outside 1-65535"},
+	{RulePathWindowsName, "a path Windows cannot hold: a reserved name (CON, NUL, COM1, ...), a name ending in '.' or ' ', or ':'"},
 }

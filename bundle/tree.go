@@ -295,7 +295,41 @@ func checkPath(ps *problems, rel string, maxLen int) bool {
 			return false
 		}
 	}
+	if why := windowsName(rel); why != "" {
+		ps.add(fmt.Sprintf("%q", rel), RulePathWindowsName, "this path %s, which Windows cannot create or reads as something else; rename it", why)
+		return false
+	}
 	return true
+}
+
+// windowsReserved are the device names Windows reserves in every
+// directory, with any extension.
+var windowsReserved = func() map[string]bool {
+	m := map[string]bool{"CON": true, "PRN": true, "AUX": true, "NUL": true, "CONIN$": true, "CONOUT$": true}
+	for _, d := range []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "¹", "²", "³"} {
+		m["COM"+d], m["LPT"+d] = true, true
+	}
+	return m
+}()
+
+// windowsName says why a slash-separated path cannot be a Windows path: a
+// component that is a reserved device name (with any extension: "nul.txt"),
+// ends in '.' or ' ', or holds a character Windows does not allow in names
+// (':' names an alternate data stream or a drive). "" when it can.
+func windowsName(rel string) string {
+	for _, c := range strings.Split(rel, "/") {
+		if i := strings.IndexAny(c, `:<>"|?*`); i >= 0 {
+			return fmt.Sprintf("has %q in the name %q", c[i], c)
+		}
+		if strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ") {
+			return fmt.Sprintf("has the name %q, which ends in a dot or a space", c)
+		}
+		base, _, _ := strings.Cut(c, ".")
+		if windowsReserved[strings.ToUpper(strings.TrimRight(base, " "))] {
+			return fmt.Sprintf("has the name %q, a device name that Windows reserves", c)
+		}
+	}
+	return ""
 }
 
 func describeRune(r rune) string {

@@ -35,10 +35,6 @@ func IsStrictSemver(v string) bool { return semverRe.MatchString(v) }
 // a plugin's name, in manifests, trust records and on command lines.
 func IsValidName(name string) bool { return nameRe.MatchString(name) }
 
-// forbiddenEnv are variables a bundle may not set: they change which code
-// runs in the child.
-var forbiddenEnv = []string{"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "PYTHONPATH"}
-
 // forbiddenHeaders are headers berth controls itself.
 var forbiddenHeaders = []string{"host", "authorization", "cookie", "content-length", "transfer-encoding", "connection"}
 
@@ -243,9 +239,8 @@ func (v *validator) stdio(p string, s *Stdio) {
 			}
 		case strings.ContainsAny(s.Command, `/\`) || strings.TrimSpace(s.Command) != s.Command || s.Command == "." || s.Command == "..":
 			v.ps.add(p+".command", RuleCommandForm, "command %q must be \"${bundle}/…\" for a program in the bundle, or a bare program name found on PATH (like \"node\"); host paths are not allowed", s.Command)
-		default:
-			checkFetcher(v.ps, p, s.Command, s.Args)
 		}
+		v.command(p, s)
 	}
 	for i, a := range s.Args {
 		ap := fmt.Sprintf("%s.args[%d]", p, i)
@@ -279,15 +274,8 @@ func (v *validator) envKey(p, k string) {
 		v.ps.add(p, RuleEnvNameFormat, "environment variable name %q must match [A-Za-z_][A-Za-z0-9_]*", k)
 		return
 	}
-	up := strings.ToUpper(k)
-	for _, f := range forbiddenEnv {
-		if up == f {
-			v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s: it changes which code the server runs; remove it (berth gives every server a minimal PATH)", k)
-			return
-		}
-	}
-	if strings.HasPrefix(up, "DYLD_") {
-		v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s: DYLD_* variables change which code the server loads; remove it", k)
+	if what, pattern, ok := forbiddenEnvKey(k); ok {
+		v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s (%s, in any letter case): it configures %s, which changes which code the server runs or where that code comes from; remove it, and pass what the server needs as an argument or a variable of its own", k, pattern, what)
 	}
 }
 
@@ -471,4 +459,19 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// command applies the rules of runtime fetches and wrappers to a stdio
+// command (fetcher.go), and refuses a cwd for a fetched package, which
+// always runs in an empty directory of berth's.
+func (v *validator) command(p string, s *Stdio) {
+	f, err := StdioFetch(s)
+	if err != nil {
+		ce := err.(*CommandError)
+		v.ps.add(p+"."+ce.Field, ce.Rule, "%s", ce.Message)
+		return
+	}
+	if f != nil && (s.Cwd != "" || v.present[p+".cwd"]) {
+		v.ps.add(p+".cwd", RuleRuntimeFetchCwd, "%s runs %q in a new empty directory of berth's, never in the bundle or the workspace (whose node_modules, .npmrc or pyproject.toml would change what runs); remove cwd and pass the directory the server works on as an argument, like \"--root=${workspace}\"", f.Tool, f.Package)
+	}
 }

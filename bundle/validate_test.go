@@ -46,7 +46,7 @@ func TestMessagesQuoteBundleText(t *testing.T) {
 	if !errors.As(err, &ie) {
 		t.Fatalf("Open = %v", err)
 	}
-	if len(ie.Problems) != 5 {
+	if len(ie.Problems) != 10 { // 5 rules, and each string also holds a control character
 		t.Errorf("problems:\n%v", err)
 	}
 	for _, p := range ie.Problems {

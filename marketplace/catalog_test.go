@@ -1,6 +1,7 @@
 package marketplace
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -122,8 +124,8 @@ func TestDiffAuthority(t *testing.T) {
 	for _, want := range []string{
 		"+ server cloud added: remote server https://mcp.evil.example/",
 		"+ env main added: AWS_SECRET from $AWS_SECRET_ACCESS_KEY",
-		"+ fetch main added: x@1.1.0 with npx",
-		"- fetch main removed: x@1.0.0 with npx",
+		"+ fetch main added: x@1.1.0 with npx from https://registry.npmjs.org/",
+		"- fetch main removed: x@1.0.0 with npx from https://registry.npmjs.org/",
 		"+ program main", // unchanged command: no program line
 		"+ tool-filter main changed: all tools -> all except delete_*",
 		"+ tool main__exfiltrate added: sends your files",
@@ -195,5 +197,42 @@ func TestLockRoundTrip(t *testing.T) {
 	}
 	if err := WriteLock(dir, &Lock{Plugins: []LockPlugin{{Name: "x"}}}); err == nil {
 		t.Error("an invalid lock was written")
+	}
+}
+
+// TestSummaryDisclosureSameWords: berth show says what berth review says.
+// For every good fixture, the disclosure rebuilt from the catalog summary
+// prints exactly the review of the bundle, and the bundle passes
+// CheckSummary against its own summary.
+func TestSummaryDisclosureSameWords(t *testing.T) {
+	dirs, _ := filepath.Glob("../testdata/bundles/good/*/berth.json")
+	if len(dirs) < 3 {
+		t.Fatalf("only %d fixtures", len(dirs))
+	}
+	for _, m := range dirs {
+		dir := filepath.Dir(m)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			b := openBundle(t, dir)
+			defer b.Close()
+			d := review.New(b)
+			man := b.Manifest
+			p := &Plugin{Name: man.Name, Description: man.Description, License: man.License, Homepage: man.Homepage}
+			if man.Publisher != nil {
+				p.Publisher = &Publisher{Name: man.Publisher.Name, URL: man.Publisher.URL}
+			}
+			v := &Version{Version: man.Version, Digest: b.Digest, Summary: NewSummary(d)}
+			if man.Requires != nil {
+				v.RequiresBerth = man.Requires.Berth
+			}
+			var want, got bytes.Buffer
+			d.WriteText(&want)
+			v.Summary.Disclosure(p, v).WriteText(&got)
+			if want.String() != got.String() {
+				t.Errorf("show and review differ:\nreview:\n%s\nshow:\n%s", want.String(), got.String())
+			}
+			if err := CheckSummary(man.Name, v, d); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

@@ -151,7 +151,7 @@ func setDiff(add func(area, subject, change, old, new string), area, subject str
 func fetches(fs []Fetch) []string {
 	out := []string{}
 	for _, f := range fs {
-		out = append(out, f.Package+" with "+f.Tool)
+		out = append(out, f.Package+" with "+f.Tool+" from "+f.Registry)
 	}
 	return out
 }

@@ -27,7 +27,7 @@ func genPlugin(name, desc string, tier Tier, tags []string, signer *Signer, vers
 			Summary: Summary{
 				Files: SummaryFiles{Count: 3, TotalSize: 1200},
 				Servers: []SummaryServer{{Name: "main", Kind: "stdio",
-					Stdio:    &SummaryStdio{Program: "host", Command: "npx", Argv: []string{"npx", "-y", name + "@" + v}, Cwd: "${bundle}", Env: []EnvSource{{Name: "TOKEN", FromEnv: "GEN_TOKEN"}}, Fetches: []Fetch{{Tool: "npx", Package: name + "@" + v}}},
+					Stdio:    &SummaryStdio{Program: "host", Command: "npx", Argv: []string{"npx", "-y", name + "@" + v}, Cwd: "${bundle}", Env: []EnvSource{{Name: "TOKEN", FromEnv: "GEN_TOKEN"}}, Fetches: []Fetch{{Tool: "npx", Package: name + "@" + v, Ecosystem: "npm", Registry: "https://registry.npmjs.org/"}}},
 					Tools:    ToolFilter{Allow: []string{}, Deny: []string{}},
 					Timeouts: Timeouts{Startup: "30s", Call: "1m0s"}}},
 				NativeTools: []SummaryNativeTool{},

@@ -75,10 +75,16 @@ type EnvSource struct {
 	FromEnv string `json:"fromEnv"`
 }
 
-// Fetch is a package fetched and run when a server starts.
+// Fetch is a package fetched and run when a server starts, and where it
+// comes from.
 type Fetch struct {
 	Tool    string `json:"tool"`
 	Package string `json:"package"`
+	// Ecosystem is "npm", "jsr", "pypi", "go" or "oci".
+	Ecosystem string `json:"ecosystem"`
+	// Registry is where the package comes from unless the operator set a
+	// mirror: a URL, or an image registry's host.
+	Registry string `json:"registry"`
 }
 
 // ToolFilter is a server's allow and deny lists.
@@ -141,7 +147,7 @@ func NewSummary(d *review.Disclosure) Summary {
 				x.Env = append(x.Env, EnvSource{Name: e.Name, FromEnv: e.FromEnv})
 			}
 			for _, f := range st.RuntimeFetch {
-				x.Fetches = append(x.Fetches, Fetch{Tool: f.Tool, Package: f.Package})
+				x.Fetches = append(x.Fetches, Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry})
 			}
 			ss.Stdio = x
 		}
@@ -223,7 +229,7 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 				x.Env = append(x.Env, review.EnvVar{Name: e.Name, FromEnv: e.FromEnv})
 			}
 			for _, f := range st.Fetches {
-				x.RuntimeFetch = append(x.RuntimeFetch, review.Fetch{Tool: f.Tool, Package: f.Package})
+				x.RuntimeFetch = append(x.RuntimeFetch, review.Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry, Dependencies: review.FetchDependencies(f.Ecosystem)})
 			}
 			rs.Stdio = x
 		}

@@ -123,12 +123,13 @@ func TestHungChild(t *testing.T) {
 	}
 }
 
-// A server started through a wrapper (sh -c) runs as a grandchild; when
-// the wrapper dies, or the pool closes, the whole group goes.
+// A server started through a wrapper (a bundled shell script) runs as a
+// grandchild; when the wrapper dies, or the pool closes, the whole group
+// goes.
 func TestWrapperGrandchildDies(t *testing.T) {
 	f := newFixture(t)
-	f.plugin("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{
-		"command": "sh", "args": []string{"-c", "berth-testserver -tools pid,echo; echo wrapper done >&2"}}}})
+	f.install(f.bundleDir("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{"command": "${bundle}/bin/wrapper"}}},
+		map[string]string{"bin/wrapper": "#!/bin/sh\nberth-testserver -tools pid,echo; echo wrapper done >&2\n"}))
 	p := f.open(nil)
 	ids := serverPIDs(t, p, "demo-main__pid")
 	wrapper := status(t, p, "demo-main").PID
@@ -376,8 +377,8 @@ func TestCloseWaitsForReplacedServers(t *testing.T) {
 	f := newFixture(t)
 	// The wrapper ignores SIGTERM and outlives the server, so stopping it
 	// takes the whole grace twice and ends with SIGKILL.
-	f.plugin("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{
-		"command": "sh", "args": []string{"-c", "trap '' TERM; berth-testserver -tools echo,pid; sleep 30"}}}})
+	f.install(f.bundleDir("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{"command": "${bundle}/bin/wrapper"}}},
+		map[string]string{"bin/wrapper": "#!/bin/sh\ntrap '' TERM; berth-testserver -tools echo,pid; sleep 30\n"}))
 	p := f.open(func(o *Options) { o.TerminateGrace = time.Second })
 	wrapper := status(t, p, "demo-main").PID
 

@@ -444,7 +444,7 @@ func (s *server) connectOnce() (*conn, error, bool) {
 func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	var transport mcp.Transport
 	if s.spec.Stdio != nil {
-		sp, err := resolveStdio(s.id, s.spec.Stdio, s.pl.dir, s.p.workspace, s.p.baseEnv, s.p.lookupEnv)
+		sp, err := s.p.stdioSpawn(s.id, s.spec.Stdio, s.pl.dir)
 		if err != nil {
 			return nil, err
 		}

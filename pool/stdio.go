@@ -37,6 +37,9 @@ type spawnSpec struct {
 	argv []string // argv[0] is the manifest's command, substituted
 	env  []string
 	dir  string
+	// cleanup, when set, runs once the process has exited or failed to
+	// start (it removes a runtime fetcher's directory; see fetch.go).
+	cleanup func()
 }
 
 // permanentError marks a start failure that retrying cannot fix (a missing
@@ -172,6 +175,9 @@ func startProcess(sp *spawnSpec, out *output) (*process, error) {
 		inW.Close()
 		outR.Close()
 		errR.Close()
+		if sp.cleanup != nil {
+			sp.cleanup()
+		}
 		return nil, err
 	}
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), stderrDone: make(chan struct{})}
@@ -182,6 +188,9 @@ func startProcess(sp *spawnSpec, out *output) (*process, error) {
 	}()
 	go func() {
 		p.waitErr = cmd.Wait()
+		if sp.cleanup != nil {
+			sp.cleanup()
+		}
 		close(p.exited)
 	}()
 	return p, nil

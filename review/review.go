@@ -102,11 +102,36 @@ type EnvVar struct {
 	FromEnv string `json:"fromEnv"`
 }
 
-// Fetch is a package a runtime fetcher downloads when the server starts.
+// Fetch is the package a runtime fetcher downloads when the server starts.
 type Fetch struct {
 	Tool    string `json:"tool"`
 	Package string `json:"package"`
+	// Ecosystem is "npm", "jsr", "pypi", "go" or "oci".
+	Ecosystem string `json:"ecosystem"`
+	// Registry is where the package comes from unless the operator set a
+	// mirror: a URL, or an image registry's host.
+	Registry string `json:"registry"`
+	// Dependencies says who decides the versions of the package's
+	// dependencies.
+	Dependencies string `json:"dependencies"`
 }
+
+// Dependency resolution, per ecosystem.
+var dependencies = map[string]string{
+	bundle.EcosystemNPM:  "resolved by the registry when the server starts; the bundle pins only the package itself",
+	bundle.EcosystemJSR:  "resolved by the registry when the server starts; the bundle pins only the package itself",
+	bundle.EcosystemPyPI: "resolved by the registry when the server starts; the bundle pins only the package itself",
+	bundle.EcosystemGo:   "fixed by the module's go.mod and checked against the Go checksum database",
+	bundle.EcosystemOCI:  "none to resolve: the digest fixes the image and all its layers",
+}
+
+// FetchDependencies says who decides the versions of the dependencies of
+// a package fetched from ecosystem (Fetch.Dependencies), for code that
+// rebuilds a Disclosure from a summary of one (a catalog entry).
+func FetchDependencies(ecosystem string) string { return dependencies[ecosystem] }
+
+// fetchDir is the working directory of a runtime-fetched server.
+const fetchDir = "a new empty directory of berth's (never the bundle or the workspace)"
 
 // Remote discloses a server reached over the network.
 type Remote struct {
@@ -221,7 +246,8 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 			st.Program = ProgramHost
 			pkgs, _, _ := bundle.FetchedPackages(s.Stdio.Command, s.Stdio.Args)
 			for _, p := range pkgs {
-				st.RuntimeFetch = append(st.RuntimeFetch, Fetch{Tool: p.Tool, Package: p.Package})
+				st.RuntimeFetch = append(st.RuntimeFetch, Fetch{Tool: p.Tool, Package: p.Package, Ecosystem: p.Ecosystem, Registry: p.Registry, Dependencies: dependencies[p.Ecosystem]})
+				st.Cwd = fetchDir
 			}
 		}
 		out.Stdio = st

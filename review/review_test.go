@@ -132,9 +132,19 @@ func TestTextEscapesTerminalControls(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "berth.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := bundle.Open(context.Background(), dir, nil)
+	// Validation refuses the control characters (control-character); the
+	// review escapes them anyway, and U+202E, which validation lets pass.
+	b, problems, err := bundle.Load(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(problems) == 0 {
+		t.Fatal("Load found no problem, want the control characters refused")
+	}
+	for _, p := range problems {
+		if p.Rule != bundle.RuleControlCharacter {
+			t.Fatalf("unexpected problem %v", p)
+		}
 	}
 	defer b.Close()
 	out := string(text(t, New(b)))
@@ -150,5 +160,56 @@ func TestTextEscapesTerminalControls(t *testing.T) {
 	}
 	if !strings.Contains(out, `ok\x1b[2J\r\nIt asks for nothing.\u202e\a`) {
 		t.Errorf("the escaped text is not shown:\n%s", out)
+	}
+}
+
+// TestFetchDisclosure: the review says what is downloaded, from where, who
+// resolves its dependencies, and that it runs in a directory of berth's.
+func TestFetchDisclosure(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	m := map[string]any{
+		"manifestVersion": 1, "name": "fetch", "version": "1.0.0", "description": "d",
+		"mcpServers": map[string]any{
+			"a": map[string]any{"stdio": map[string]any{"command": "npx", "args": []string{"-y", "@acme/notes@1.2.3"}}},
+			"b": map[string]any{"stdio": map[string]any{"command": "go", "args": []string{"run", "golang.org/x/tools/gopls@v0.16.0"}}},
+			"c": map[string]any{"stdio": map[string]any{"command": "docker", "args": []string{"run", "-i", "--rm", "ghcr.io/acme/notes@" + digest}}},
+		},
+	}
+	data, _ := json.Marshal(m)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "berth.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	d := New(b)
+	want := map[string]Fetch{
+		"a": {Tool: "npx", Package: "@acme/notes@1.2.3", Ecosystem: "npm", Registry: "https://registry.npmjs.org/", Dependencies: dependencies["npm"]},
+		"b": {Tool: "go run", Package: "golang.org/x/tools/gopls@v0.16.0", Ecosystem: "go", Registry: "https://proxy.golang.org/", Dependencies: dependencies["go"]},
+		"c": {Tool: "docker run", Package: "ghcr.io/acme/notes@" + digest, Ecosystem: "oci", Registry: "ghcr.io", Dependencies: dependencies["oci"]},
+	}
+	for _, s := range d.Servers {
+		if len(s.Stdio.RuntimeFetch) != 1 || s.Stdio.RuntimeFetch[0] != want[s.Name] {
+			t.Errorf("server %s: %+v, want %+v", s.Name, s.Stdio.RuntimeFetch, want[s.Name])
+		}
+		if s.Stdio.Cwd != fetchDir {
+			t.Errorf("server %s: directory %q", s.Name, s.Stdio.Cwd)
+		}
+	}
+	out := string(text(t, d))
+	for _, line := range []string{
+		"from         the npm registry, https://registry.npmjs.org/, unless the operator set a mirror",
+		"dependencies resolved by the registry when the server starts",
+		"from         the Go module proxy, https://proxy.golang.org/",
+		"dependencies fixed by the module's go.mod and checked against the Go checksum database",
+		"from         the container registry ghcr.io",
+		"directory    a new empty directory of berth's",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("the review lacks %q:\n%s", line, out)
+		}
 	}
 }

@@ -87,7 +87,26 @@ func (p *printer) stdio(s Server) {
 	}
 	for _, f := range st.RuntimeFetch {
 		p.field("downloads", f.Package+" with "+f.Tool+" when it starts, and runs it")
+		p.field("from", registryName(f))
+		p.field("dependencies", f.Dependencies)
 	}
+}
+
+// registryName says where a fetched package comes from, for a person.
+func registryName(f Fetch) string {
+	switch f.Ecosystem {
+	case "npm":
+		return "the npm registry, " + f.Registry + ", unless the operator set a mirror (docs/pool.md)"
+	case "jsr":
+		return "JSR, " + f.Registry
+	case "pypi":
+		return "PyPI, " + f.Registry + ", unless the operator set a mirror (docs/pool.md)"
+	case "go":
+		return "the Go module proxy, " + f.Registry + ", unless the operator set GOPROXY (docs/pool.md)"
+	case "oci":
+		return "the container registry " + f.Registry
+	}
+	return f.Registry
 }
 
 func (p *printer) remote(s Server) {

@@ -34,7 +34,7 @@ var catalogRequired = map[reflect.Type][]string{
 	reflect.TypeFor[marketplace.SummaryStdio]():      {"program", "command", "argv", "cwd", "env"},
 	reflect.TypeFor[marketplace.SummaryRemote]():     {"endpoint", "transport", "headers", "hosts"},
 	reflect.TypeFor[marketplace.EnvSource]():         {"name", "fromEnv"},
-	reflect.TypeFor[marketplace.Fetch]():             {"tool", "package"},
+	reflect.TypeFor[marketplace.Fetch]():             {"tool", "package", "ecosystem", "registry"},
 	reflect.TypeFor[marketplace.ToolFilter]():        {"allow", "deny"},
 	reflect.TypeFor[marketplace.Timeouts]():          {"startup", "call"},
 	reflect.TypeFor[marketplace.SummaryNativeTool](): {"name", "executable", "sha256", "size"},

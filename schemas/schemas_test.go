@@ -189,7 +189,8 @@ func TestSchemaAgreesWithBerth(t *testing.T) {
 		want  []string
 	}{
 		{"minimal", `{}`, nil},
-		{"manifest version 1.0", `{"manifestVersion": 1.0}`, nil},
+		{"manifest version 1.0", `{"manifestVersion": 1.0}`, []string{bundle.RuleIntegerForm}},
+		{"manifest version 1e0", `{"manifestVersion": 1e0}`, []string{bundle.RuleIntegerForm}},
 		{"upper-case https", `{"homepage": "HTTPS://Acme.Example/x", "publisher": {"name": "Acme", "url": "https://acme.example:8443"}}`, nil},
 		{"description 1024 characters", fmt.Sprintf(`{"description": %q}`, long(1024)), nil},
 		{"name 64 characters", fmt.Sprintf(`{"name": %q}`, name64), nil},

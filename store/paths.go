@@ -25,6 +25,7 @@ import (
 //	logs/                          server stderr logs
 //	approvals/                     pending approvals
 //	audit.log                      approval decisions, JSON lines
+//	fetchers/                      runtime fetchers' config (npmrc, uv.toml, ...) and run/ directories
 //	catalogs/                      verified copies of added catalogs (package marketplace)
 type Paths struct {
 	Root string
@@ -105,6 +106,11 @@ func (p Paths) Log(server string) string { return filepath.Join(p.Logs(), server
 
 // Approvals is the directory of the approval queue.
 func (p Paths) Approvals() string { return filepath.Join(p.Root, "approvals") }
+
+// Fetchers holds the package managers' configuration that berth gives
+// runtime-fetched servers (the operator's to edit: a mirror registry),
+// and run/, their empty working directories.
+func (p Paths) Fetchers() string { return filepath.Join(p.Root, "fetchers") }
 
 // Audit is the append-only log of approval decisions.
 func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }

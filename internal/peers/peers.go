@@ -6,7 +6,7 @@
 // The peers are npm packages pinned in testdata/peers/package.json and
 // package-lock.json: @modelcontextprotocol/server-everything, the inspector
 // CLI, two versions of the conformance suite, the TypeScript SDK,
-// supergateway, mcp-proxy, and a Node.js 22 binary installed from the npm
+// supergateway, mcp-proxy, npm (for its npx), and a Node.js 22 binary installed from the npm
 // registry. scripts/install-peers installs them. Every command built by
 // [Command] runs under that Node.js 22, with a minimal environment, so tests
 // do not depend on the host's node.
@@ -72,16 +72,19 @@ func entryScript(name string) (string, bool) {
 		return "node_modules/supergateway/dist/index.js", true
 	case "mcp-proxy":
 		return "node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs", true
+	case "npx":
+		// npm's own npx, to test what berth does around runtime fetches.
+		return "node_modules/npm/bin/npx-cli.js", true
 	}
 	return "", false
 }
 
 // names lists the peer names accepted by [Command], for error messages.
-const names = "node, server-everything, inspector, conformance, conformance-next, supergateway, mcp-proxy"
+const names = "node, server-everything, inspector, conformance, conformance-next, supergateway, mcp-proxy, npx"
 
 // scriptNames are the names that [entryScript] knows.
 func scriptNames() []string {
-	return []string{"server-everything", "inspector", "conformance", "conformance-next", "supergateway", "mcp-proxy"}
+	return []string{"server-everything", "inspector", "conformance", "conformance-next", "supergateway", "mcp-proxy", "npx"}
 }
 
 // Dir returns the absolute path of testdata/peers. It finds the module root
@@ -233,6 +236,7 @@ func Require(t testing.TB) string {
 //   - "inspector": the inspector launcher; pass "--cli" first.
 //   - "conformance" (0.1.16), "conformance-next" (0.2.0-alpha.12).
 //   - "supergateway", "mcp-proxy".
+//   - "npx": npm's npx (npm 11), for tests of runtime fetches.
 //
 // For every name but "node", cmd.Dir is a fresh t.TempDir(), so files a peer
 // writes to its working directory (conformance's ./results) stay out of the
