@@ -74,6 +74,9 @@ func (e *VerifyError) advice() string {
 	case KindRollback:
 		return kept + " The source serves metadata older than what berth verified before: a mirror or an attacker may be replaying an old catalog to hide updates or revocations. Check the source with the catalog's curator; if the curator rebuilt the catalog on purpose, remove it (berth marketplace remove " + e.Catalog + ") and add it again with its new root."
 	case KindExpired:
+		if e.First {
+			return kept + " The curator has stopped refreshing the catalog, or someone is serving a frozen copy to hide updates. Ask the curator to run berth catalog refresh, then add the catalog again."
+		}
 		return kept + " The curator has stopped refreshing the catalog, or someone is serving a frozen copy to hide updates. Search and show still answer from the cache, marked stale. Ask the curator to run berth catalog refresh, then run berth marketplace update " + e.Catalog + "."
 	case KindMixAndMatch:
 		return kept + " Files of different catalog versions are being served together, by a mirror caught mid-update or by an attacker. Try again later; if it persists, tell the curator that the catalog must be republished whole."

@@ -618,7 +618,19 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	}
 	if v := p.Version(m.Version); v != nil {
 		if v.Digest == b.Digest {
-			out.Already = true
+			if isPublished(pub.catalog, m.Name, m.Version, b.Digest) {
+				out.Already = true
+				return out, nil
+			}
+			// The working copy has it but no published version does: an
+			// add that stopped before publishing. Publish it now.
+			keys, err := r.keysFor(&pub.root.Signed, metadata.TARGETS, metadata.SNAPSHOT, metadata.TIMESTAMP)
+			if err != nil {
+				return nil, err
+			}
+			if out.Publish, err = r.publish(pub, keys, compact(cat.Marshal()), true); err != nil {
+				return nil, err
+			}
 			return out, nil
 		}
 		return nil, fmt.Errorf("%w: %s %s is already in the catalog with digest %s, and this bundle has %s; %w, so publish the change as a new version", trust.ErrUntrusted, m.Name, m.Version, v.Digest, b.Digest, ErrVersionChanged)
@@ -692,6 +704,21 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		return nil, err
 	}
 	return out, nil
+}
+
+// isPublished reports whether the published catalog lists name@version
+// with digest.
+func isPublished(catalog []byte, name, version, digest string) bool {
+	c, _, err := ParseCatalog(catalog)
+	if err != nil {
+		return false
+	}
+	p := c.Plugin(name)
+	if p == nil {
+		return false
+	}
+	v := p.Version(version)
+	return v != nil && v.Digest == digest
 }
 
 // checkPacked re-opens a packed archive and checks that it has the digest

@@ -100,6 +100,23 @@ func TestAddSignerRules(t *testing.T) {
 	if err != nil || !res.Already {
 		t.Fatalf("re-add: %v %+v", err, res)
 	}
+	// An add that stopped after the working copy was written but before
+	// the catalog was published is finished by running it again.
+	cat, _ := e.repo().working()
+	dir3, sig3 := e.bundle("acme-notes", "1.0.1", "")
+	b3 := openBundle(t, dir3)
+	cat.Plugin("acme-notes").Versions = append(cat.Plugin("acme-notes").Versions, &Version{Version: "1.0.1", Digest: b3.Digest,
+		Archive: Archive{Format: "tar.gz", Size: 1, SHA256: "sha256:" + strings.Repeat("0", 64)}, URLs: []string{"x.tar.gz"}, SignatureURL: "x.sig",
+		Released: e.clk.now(), Status: StatusActive, Summary: cat.Plugin("acme-notes").Versions[0].Summary})
+	b3.Close()
+	e.write(workingFile, cat.Marshal())
+	res, err = e.repo().Add(e.ctx, AddRequest{Source: dir3, Signature: sig3, Verifier: e.verifier})
+	if err != nil || res.Already || res.Publish == nil {
+		t.Fatalf("finishing an interrupted add: %v %+v", err, res)
+	}
+	if rep, _ := Lint(e.repoDir, &RepoOptions{Now: e.clk.now}); !rep.Published {
+		t.Error("the interrupted add was not published")
+	}
 	// Same version, other content: versions are immutable.
 	os.WriteFile(filepath.Join(dir, "README.md"), []byte("changed\n"), 0o644)
 	sig = e.sign(dir)

@@ -89,36 +89,56 @@ func parseIndex(data []byte) (*index, error) {
 	if header != indexHeader {
 		return nil, fmt.Errorf("the search index is not %q", indexHeader)
 	}
-	idx := &index{}
+	idx := &index{Plugins: make([]indexEntry, 0, strings.Count(rest, "\np\t")+1)}
+	var f [8]string
 	for line := range strings.SplitSeq(rest, "\n") {
 		if line == "" {
 			continue
 		}
-		f := strings.Split(line, "\t")
+		n := splitFields(line, f[:])
+		bad := func() (*index, error) { return nil, fmt.Errorf("the search index has a bad line %q", shortText(line)) }
 		switch {
-		case f[0] == "p" && len(f) == 8:
+		case f[0] == "p" && n == 8:
 			off, err1 := strconv.ParseInt(f[3], 10, 64)
-			n, err2 := strconv.ParseInt(f[4], 10, 64)
+			size, err2 := strconv.ParseInt(f[4], 10, 64)
 			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("the search index has a bad line %q", shortText(line))
+				return bad()
 			}
-			e := indexEntry{Off: off, N: n, Name: f[1], Tier: Tier(f[2]), Publisher: unescape(f[6]), Description: unescape(f[7])}
+			e := indexEntry{Off: off, N: size, Name: f[1], Tier: Tier(f[2]), Publisher: unescape(f[6]), Description: unescape(f[7])}
 			if f[5] != "" {
 				e.Tags = strings.Split(f[5], ",")
 			}
 			idx.Plugins = append(idx.Plugins, e)
-		case f[0] == "v" && len(f) == 5 && len(idx.Plugins) > 0:
+		case f[0] == "v" && n == 5 && len(idx.Plugins) > 0:
 			sec, err := strconv.ParseInt(f[3], 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("the search index has a bad time %q", f[3])
+				return bad()
 			}
 			e := &idx.Plugins[len(idx.Plugins)-1]
 			e.Versions = append(e.Versions, indexVersion{Version: f[1], Status: Status(f[2]), Released: time.Unix(sec, 0).UTC(), Requires: unescape(f[4])})
 		default:
-			return nil, fmt.Errorf("the search index has a bad line %q", shortText(line))
+			return bad()
 		}
 	}
 	return idx, nil
+}
+
+// splitFields splits a line at tabs into f without allocating; it returns
+// the number of fields, len(f)+1 when there are more than f holds.
+func splitFields(line string, f []string) int {
+	n := 0
+	for {
+		i := strings.IndexByte(line, '\t')
+		if n == len(f) {
+			return n + 1
+		}
+		if i < 0 {
+			f[n] = line
+			return n + 1
+		}
+		f[n], line = line[:i], line[i+1:]
+		n++
+	}
 }
 
 func unescape(s string) string {
