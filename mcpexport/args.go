@@ -42,9 +42,9 @@ type ArgumentError struct {
 func (e *ArgumentError) Error() string {
 	at := ""
 	if e.Path != "" {
-		at = " at " + e.Path
+		at = e.Path + ": "
 	}
-	return fmt.Sprintf("%s%s: berth refuses it before any decision, because what an approver would be shown could differ from what the server would read", e.Problem, at)
+	return fmt.Sprintf("%s%s (berth refuses such arguments before any decision: what an approver is shown could differ from what the server reads)", at, e.Problem)
 }
 
 func (e *ArgumentError) Unwrap() error { return ErrAmbiguousArguments }
@@ -54,6 +54,13 @@ func (e *ArgumentError) Unwrap() error { return ErrAmbiguousArguments }
 // invalid UTF-8, an escaped lone UTF-16 surrogate, or objects and arrays
 // nested deeper than maxDepth. prefix starts the paths of its errors.
 func checkStrict(data []byte, maxDepth int, prefix string) error {
+	return checkStrictAt(data, maxDepth, 0, prefix)
+}
+
+// checkStrictAt is checkStrict for a document whose arguments start outer
+// levels deep (a message: 2, params: 1), so that errors count levels of
+// the arguments.
+func checkStrictAt(data []byte, maxDepth, outer int, prefix string) error {
 	if !utf8.Valid(data) {
 		off := 0
 		for off < len(data) {
@@ -92,7 +99,7 @@ func checkStrict(data []byte, maxDepth int, prefix string) error {
 		switch c := data[i]; c {
 		case '{', '[':
 			if len(stack) >= maxDepth {
-				return &ArgumentError{Path: path(), Problem: fmt.Sprintf("objects and arrays nest deeper than %d levels", maxDepth)}
+				return &ArgumentError{Path: path(), Problem: fmt.Sprintf("objects and arrays nest deeper than %d levels; flatten the arguments", maxDepth-outer)}
 			}
 			stack = append(stack, &frame{obj: c == '{'})
 			expectKey = c == '{'
@@ -377,7 +384,7 @@ func checkBody(body []byte) (ids []jsonrpc.ID, err error) {
 		if rawID, ok := env["id"]; ok {
 			var id any
 			if json.Unmarshal(rawID, &id) == nil {
-				if jid, err := jsonrpc.MakeID(normalizeID(id)); err == nil {
+				if jid, err := jsonrpc.MakeID(id); err == nil && id != nil {
 					ids = append(ids, jid)
 				}
 			}
@@ -388,18 +395,11 @@ func checkBody(body []byte) (ids []jsonrpc.ID, err error) {
 		if len(msgs) > 1 || body[0] == '[' {
 			prefix = fmt.Sprintf("[%d]", i)
 		}
-		if err := checkStrict(m, maxMessageDepth, prefix); err != nil {
+		if err := checkStrictAt(m, maxMessageDepth, 2, prefix); err != nil {
 			return ids, err
 		}
 	}
 	return ids, nil
-}
-
-func normalizeID(id any) any {
-	if f, ok := id.(float64); ok && f == float64(int64(f)) {
-		return int64(f)
-	}
-	return id
 }
 
 // gatedMethods are the requests whose params carry arguments an approval
@@ -459,7 +459,7 @@ func (c *checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !json.Valid(req.Params) {
 			perr = &ArgumentError{Path: "params", Problem: "the params are not well-formed JSON"}
 		} else {
-			perr = checkStrict(req.Params, maxMessageDepth-1, "params")
+			perr = checkStrictAt(req.Params, maxMessageDepth-1, 1, "params")
 		}
 		if perr == nil {
 			return msg, nil

@@ -1,6 +1,7 @@
 package mcpexport
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -314,5 +315,21 @@ func readJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(data, v)
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	if p, ok := v.(*Pending); ok {
+		// The file is indented; the arguments are the canonical (compact)
+		// encoding, which their digest binds.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p.Arguments); err != nil {
+			return err
+		}
+		p.Arguments = buf.Bytes()
+		sum := sha256.Sum256(p.Arguments)
+		if p.ArgumentsDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+			return fmt.Errorf("%s: the arguments do not match their digest", path)
+		}
+	}
+	return nil
 }
