@@ -402,10 +402,6 @@ func checkBody(body []byte) (ids []jsonrpc.ID, err error) {
 	return ids, nil
 }
 
-// gatedMethods are the requests whose params carry arguments an approval
-// is made on.
-var gatedMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
-
 // refusedParams is the JSON-RPC error of a request refused for ambiguous
 // params.
 func refusedParams(method string, err error) *jsonrpc.Error {
