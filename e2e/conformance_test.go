@@ -249,11 +249,11 @@ func TestConformanceLegacy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t.Run("berth-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance", s.urls[0], baselinePath(t, "legacy.yml"))
+		r := runConformance(ctx, t, "conformance", withToken(t, s), baselinePath(t, "legacy.yml"))
 		checkConformance(t, r, legacyProtocolScenarios, nil)
 	})
 	t.Run("fixture-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance", fixtureNames(t, s.urls[0]), baselinePath(t, "legacy-fixture-names.yml"))
+		r := runConformance(ctx, t, "conformance", fixtureNames(t, withToken(t, s)), baselinePath(t, "legacy-fixture-names.yml"))
 		checkConformance(t, r, append(slices.Clone(legacyProtocolScenarios), fixturePassThrough...), nil)
 	})
 }
@@ -268,11 +268,11 @@ func TestConformanceStateless(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t.Run("berth-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance-next", s.urls[0], baselinePath(t, "stateless.yml"), "--requirements", "2026-07-28")
+		r := runConformance(ctx, t, "conformance-next", withToken(t, s), baselinePath(t, "stateless.yml"), "--requirements", "2026-07-28")
 		checkConformance(t, r, statelessProtocolScenarios, statelessDiagnosticChecks)
 	})
 	t.Run("fixture-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance-next", fixtureNames(t, s.urls[0]), baselinePath(t, "stateless-fixture-names.yml"), "--requirements", "2026-07-28")
+		r := runConformance(ctx, t, "conformance-next", fixtureNames(t, withToken(t, s)), baselinePath(t, "stateless-fixture-names.yml"), "--requirements", "2026-07-28")
 		checkConformance(t, r, append(slices.Clone(statelessProtocolScenarios), append(fixturePassThrough, "json-schema-2020-12")...), statelessRelayChecks)
 	})
 }
@@ -284,6 +284,29 @@ var fixturePassThrough = []string{
 	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
 	"tools-call-mixed-content", "tools-call-error",
 	"prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
+}
+
+// withToken serves a reverse proxy in front of s's /mcp URL that adds
+// s's bearer token to every request (the conformance suite has no option
+// for a header); everything else, Host and Origin included, passes
+// unchanged, so the protocol checks still see berth.
+func withToken(t *testing.T, s *served) string {
+	t.Helper()
+	u, err := url.Parse(s.urls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host})
+			r.Out.Host = r.In.Host
+			r.Out.Header.Set("Authorization", "Bearer "+s.token)
+		},
+		FlushInterval: -1,
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL + u.Path
 }
 
 // fixtureNames serves a reverse proxy in front of berth serve's /mcp URL
@@ -410,7 +433,7 @@ func TestRelayedResultsIdentifyBerth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "identity-test", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.urls[0]}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.urls[0], HTTPClient: s.httpClient()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,10 +232,29 @@ type served struct {
 	cmd  *exec.Cmd
 	log  *lineLog
 	urls []string // in the order of the listening lines
-	done chan struct{}
+	// token is the bearer token every HTTP request must carry: the one in
+	// the token file the listening line names.
+	token string
+	done  chan struct{}
 }
 
-var listeningRe = regexp.MustCompile(`msg="berth serve: listening" url=(\S+)`)
+// authHeader is the header a client of s sends.
+func (s *served) authHeader() string { return "Authorization: Bearer " + s.token }
+
+// httpClient is a client that sends s's token.
+func (s *served) httpClient() *http.Client {
+	return &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+s.token)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+var listeningRe = regexp.MustCompile(`msg="berth serve: listening" url=(\S+).* token_file=(\S+)`)
 
 // serve starts `berth serve --workspace WS args...`, waits until it listens
 // (one "listening" line per --sse/--http), and stops it at the end of the
@@ -262,6 +282,14 @@ func (w *world) serve(listeners int, args ...string) *served {
 			w.t.Fatalf("berth serve %s did not listen: %v\n%s", strings.Join(args, " "), err, s.log)
 		}
 		s.urls = append(s.urls, m[1])
+		data, err := os.ReadFile(m[2])
+		if err != nil {
+			w.t.Fatalf("the token file berth serve names: %v", err)
+		}
+		s.token = strings.TrimSpace(string(data))
+		if strings.Contains(s.log.String(), s.token) {
+			w.t.Fatalf("berth serve logged its token:\n%s", s.log)
+		}
 	}
 	return s
 }
@@ -488,9 +516,9 @@ func TestInspectorCLI(t *testing.T) {
 			name: name,
 			args: func(isShort bool) []string {
 				if isShort {
-					return []string{url(short, suffix)}
+					return []string{url(short, suffix), "--header", short.authHeader()}
 				}
-				return []string{url(long, suffix)}
+				return []string{url(long, suffix), "--header", long.authHeader()}
 			},
 			log: func(isShort bool, _ *lineLog) *lineLog {
 				if isShort {
@@ -619,7 +647,7 @@ func TestInspectorThroughServerEverything(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		target []string
-	}{{"http", []string{s.urls[0]}}, {"stdio", stdio}} {
+	}{{"http", []string{s.urls[0], "--header", s.authHeader()}}, {"stdio", stdio}} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := func(args ...string) *inspectorRun {
 				return inspector(ctx, t, append(slices.Clone(tc.target), args...)...)
@@ -666,7 +694,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const [url, tool, answersJSON] = process.argv.slice(1);
+const [url, tool, answersJSON, token] = process.argv.slice(1);
 const answers = JSON.parse(answersJSON);
 const client = new Client({ name: 'berth-ts-sdk-test', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
 let current;
@@ -676,7 +704,7 @@ client.setRequestHandler(ElicitRequestSchema, async (req) => {
   if (a.action === 'accept') return { action: 'accept', content: { decision: a.decision } };
   return { action: a.action === 'never' ? 'decline' : a.action };
 });
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: 'Bearer ' + token } } });
 await client.connect(transport);
 const calls = [];
 for (const answer of answers) {
@@ -723,7 +751,7 @@ func TestTypeScriptSDKElicitation(t *testing.T) {
 	runTS := func(t *testing.T, tool string, answers ...tsAnswer) *tsOutput {
 		t.Helper()
 		plan, _ := json.Marshal(answers)
-		cmd := peers.Command(ctx, t, "node", "--input-type=module", "-e", tsClient, s.urls[0], tool, string(plan))
+		cmd := peers.Command(ctx, t, "node", "--input-type=module", "-e", tsClient, s.urls[0], tool, string(plan), s.token)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		if err := cmd.Run(); err != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/review"
 )
 
 // The choices of an approval form.
@@ -46,11 +45,10 @@ var approvalSchema = json.RawMessage(`{
   "required": ["decision"]
 }`)
 
-// maxShownArgs caps the arguments shown in an approval.
-const maxShownArgs = 2000
-
-// approvalMessage is what a person reads before deciding.
-func approvalMessage(req *pool.ApprovalRequest) string {
+// approvalMessage is what a person reads before deciding. Arguments too
+// long for a form are summarized (ShowArguments), naming the queue entry
+// id that shows them whole.
+func approvalMessage(req *pool.ApprovalRequest, o origin, client, id string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "berth: allow this tool call?\n\n")
 	fmt.Fprintf(&b, "Tool:        %s\n", req.Tool)
@@ -59,28 +57,26 @@ func approvalMessage(req *pool.ApprovalRequest) string {
 	}
 	fmt.Fprintf(&b, "Annotations: %s\n", describeAnnotations(req.Annotations))
 	fmt.Fprintf(&b, "Policy:      %s\n", req.Policy)
-	fmt.Fprintf(&b, "Arguments:\n%s\n", prettyArgs(req.Arguments, maxShownArgs))
+	fmt.Fprintf(&b, "Client:      %s\n", describeClient(client, o))
+	args, _ := ShowArguments(req.Arguments, maxFormArgs, id)
+	fmt.Fprintf(&b, "Arguments:\n%s\n", args)
 	return b.String()
 }
 
-func prettyArgs(raw json.RawMessage, limit int) string {
-	if len(raw) == 0 {
-		return "{}"
+// describeClient says who asks: the client's own name, marked as such,
+// and what berth knows of the session.
+func describeClient(name string, o origin) string {
+	return fmt.Sprintf("%q (as it names itself), over %s, %s", name, o.Transport, authWords(o))
+}
+
+func authWords(o origin) string {
+	switch {
+	case o.Transport == TransportStdio:
+		return "started by the client"
+	case o.Authenticated:
+		return "authenticated with the token"
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, raw, "", "  "); err != nil {
-		buf.Reset()
-		buf.Write(raw)
-	}
-	s := review.PrintableLines(buf.String())
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + fmt.Sprintf("\n… (%d more bytes not shown)", len(s)-cut)
-	}
-	return s
+	return "NOT authenticated"
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
@@ -144,8 +140,8 @@ func choiceOf(res *mcp.ElicitResult) (choice, reason string) {
 }
 
 // stateBox makes and checks the opaque RequestState of an InputRequests
-// round trip. A state is bound to the tool and the exact arguments, is
-// signed with a secret of this process, expires, and is good for one use,
+// round trip. A state is bound to the tool and the exact arguments (their
+// canonical encoding, which is what runs), is signed with a secret of this process, expires, and is good for one use,
 // so a client cannot replay an approval for another call.
 type stateBox struct {
 	secret []byte
@@ -168,17 +164,9 @@ func (s *stateBox) mac(nonce []byte, expiry int64, tool string, args json.RawMes
 	binary.Write(h, binary.BigEndian, expiry)
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
-	argSum := sha256.Sum256(compactJSON(args))
+	argSum := sha256.Sum256(args)
 	h.Write(argSum[:])
 	return h.Sum(nil)
-}
-
-func compactJSON(raw json.RawMessage) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return raw
-	}
-	return buf.Bytes()
 }
 
 // issue returns a fresh state for tool and args.

@@ -2,6 +2,7 @@ package mcpexport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -194,16 +195,23 @@ func TestDeniedToolNeitherListedNorCallable(t *testing.T) {
 // approveNext settles the next pending call in the queue.
 func approveNext(t *testing.T, q *Queue, allow, always bool) {
 	t.Helper()
+	if p := nextPending(t, q); p != nil {
+		if _, err := q.Decide(p.ID, allow, always, "test"); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// nextPending waits for a call in the queue.
+func nextPending(t *testing.T, q *Queue) *Pending {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		list, _ := q.List()
-		if len(list) > 0 {
-			if _, err := q.Decide(list[0].ID, allow, always, "test"); err != nil {
-				t.Error(err)
-			}
-			return
+		if list, _ := q.List(); len(list) > 0 {
+			return list[0]
 		}
 	}
 	t.Error("no call appeared in the approval queue")
+	return nil
 }
 
 func TestQueue(t *testing.T) {
@@ -271,9 +279,11 @@ func TestPendingApprovalBlocksNoOne(t *testing.T) {
 func TestStateBoxRefusesReplay(t *testing.T) {
 	b := newStateBox(time.Minute)
 	now := time.Now()
-	args := []byte(`{"text": "hi"}`)
+	// The box binds the canonical encoding (CanonicalArguments), which is
+	// what runs: the handler passes nothing else.
+	args := []byte(`{"text":"hi"}`)
 	st := b.issue("t", args, now)
-	if err := b.redeem(st, "t", []byte(`{"text":"hi"}`), now); err != nil {
+	if err := b.redeem(st, "t", args, now); err != nil {
 		t.Fatalf("redeem: %v", err)
 	}
 	if err := b.redeem(st, "t", args, now); err == nil {
@@ -330,7 +340,7 @@ func TestPanicFailsOnlyThatRequest(t *testing.T) {
 func TestQueueDecisionIsFinal(t *testing.T) {
 	q := NewQueue(t.TempDir())
 	now := time.Now()
-	p, err := q.Add(Pending{Tool: echoTool, Arguments: "{}", Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
+	p, err := q.Add(Pending{Tool: echoTool, Arguments: json.RawMessage("{}"), Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,11 +365,11 @@ func TestQueueDecisionIsFinal(t *testing.T) {
 func TestQueueForgetsCallsThatNoLongerWait(t *testing.T) {
 	q := NewQueue(t.TempDir())
 	now := time.Now()
-	expired, err := q.Add(Pending{Tool: echoTool, Arguments: "{}", Client: "c", CreatedAt: now.Add(-time.Hour), Deadline: now.Add(-time.Minute)})
+	expired, err := q.Add(Pending{Tool: echoTool, Arguments: json.RawMessage("{}"), Client: "c", CreatedAt: now.Add(-time.Hour), Deadline: now.Add(-time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := q.Add(Pending{Tool: echoTool, Arguments: "{}", Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
+	live, err := q.Add(Pending{Tool: echoTool, Arguments: json.RawMessage("{}"), Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,12 +416,13 @@ func TestApprovalsShowHiddenCharacters(t *testing.T) {
 	if p == nil {
 		t.Fatal("the call never reached the queue")
 	}
-	for _, s := range []string{p.Client, p.Arguments} {
+	shown := PrettyArguments(p.Arguments)
+	for _, s := range []string{p.Client, string(p.Arguments), shown} {
 		if strings.ContainsAny(s, "\x1b\r\t\x7f\u202e") {
 			t.Errorf("hidden characters reach the approval: %q", s)
 		}
 	}
-	if !strings.Contains(p.Arguments, `gpj.\u202eexe\x7f`) || !strings.Contains(p.Client, `evil\x1b[2K\rtrusted-client x`) {
+	if !strings.Contains(shown, `gpj.\u202eexe\u007f`) || !strings.Contains(p.Client, `evil\x1b[2K\rtrusted-client x`) {
 		t.Errorf("the approval does not show the escaped characters: %q, %q", p.Client, p.Arguments)
 	}
 	if got := review.PrintableLines("tag \U000E0041 é\n"); got != `tag \U000e0041 é`+"\n" {

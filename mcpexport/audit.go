@@ -18,6 +18,13 @@ type AuditEntry struct {
 	Plugin string    `json:"plugin,omitempty"`
 	Server string    `json:"server,omitempty"`
 	Client string    `json:"client,omitempty"`
+	// Transport and Authenticated say how the client reached berth
+	// (Pending.Transport, Pending.Authenticated).
+	Transport     string `json:"transport,omitempty"`
+	Authenticated bool   `json:"authenticated"`
+	// ArgumentsDigest is "sha256:" and the hex SHA-256 of the canonical
+	// arguments the decision was made on (and the server received).
+	ArgumentsDigest string `json:"argumentsDigest,omitempty"`
 	// Arguments is the shape of the arguments: every value replaced by its
 	// JSON type.
 	Arguments any `json:"arguments"`
@@ -26,7 +33,8 @@ type AuditEntry struct {
 	Policy string `json:"policy"`
 	// DecidedBy is who or what decided.
 	DecidedBy DecidedBy `json:"decidedBy"`
-	// Decision is allow or deny; Always marks an "allow always".
+	// Decision is allow or deny, or none for a call withdrawn before
+	// anyone decided; Always marks an "allow always".
 	Decision Verdict `json:"decision"`
 	Always   bool    `json:"always,omitempty"`
 	// Approval is the queue ID when the queue decided.
@@ -47,6 +55,9 @@ const (
 	ByQueue         DecidedBy = "queue"
 	ByTimeout       DecidedBy = "timeout"
 	ByError         DecidedBy = "error"
+	// ByBerth marks a call berth refused before asking anyone (too many
+	// calls waiting, ambiguous arguments).
+	ByBerth DecidedBy = "berth"
 )
 
 // Verdict is the decision about a call (AuditEntry.Decision).
@@ -56,6 +67,7 @@ type Verdict string
 const (
 	VerdictAllow Verdict = "allow"
 	VerdictDeny  Verdict = "deny"
+	VerdictNone  Verdict = "none"
 )
 
 // Outcome is what came of a call (AuditEntry.Outcome).
@@ -67,6 +79,10 @@ const (
 	OutcomeToolError Outcome = "tool-error"
 	OutcomeFailed    Outcome = "failed"
 	OutcomeRefused   Outcome = "refused"
+	// OutcomeWithdrawn: the call's request was cancelled, its session
+	// ended or its connection went away while it waited for a human; it
+	// did not run and can no longer be approved.
+	OutcomeWithdrawn Outcome = "withdrawn"
 )
 
 // Audit appends entries to the audit log. Each entry is one write of one

@@ -2,9 +2,13 @@ package mcpexport
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,14 +25,18 @@ const modernProtocol = "2026-07-28"
 // elicitation on legacy sessions whose client declared it; InputRequests
 // on 2026-07-28 sessions whose client can answer them; the approval queue.
 type call struct {
-	s     *Server
-	req   *mcp.CallToolRequest
-	tool  string
-	entry AuditEntry
+	s      *Server
+	req    *mcp.CallToolRequest
+	tool   string
+	origin origin
+	entry  AuditEntry
 	// inputRequired is the input-required result to return instead of
 	// running, on the first round of an InputRequests approval.
 	inputRequired *mcp.CallToolResult
 	denied        string
+	// withdrawn is set when the call's request ended while it waited for
+	// a human.
+	withdrawn bool
 }
 
 var errInputRequired = errors.New("waiting for the client's answer to an input request")
@@ -45,19 +53,30 @@ func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decis
 	}
 	modern := c.req.ProtocolVersion() >= modernProtocol
 	canElicit := elicitsForms(c.req.ClientCapabilities())
+	_, fits := ShowArguments(r.Arguments, maxFormArgs, "")
 	switch {
 	case modern && c.req.Params.InputResponses != nil:
 		return c.fromInputResponses(r), nil
-	case modern && canElicit:
+	case modern && canElicit && fits:
 		c.inputRequired = &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{inputKey: c.form(r)},
+			InputRequests: mcp.InputRequestMap{inputKey: c.form(r, "")},
 			RequestState:  c.s.states.issue(c.tool, r.Arguments, time.Now()),
 		}
 		return pool.Decision{}, errInputRequired
-	case !modern && canElicit && c.req.Session != nil && c.req.Session.InitializeParams() != nil:
-		return c.elicit(ctx, r)
 	}
-	return c.queue(ctx, r)
+	// From here a human is waited for: bounded per session and in all.
+	release, err := c.s.pending.acquire(c.req.Session)
+	if err != nil {
+		return c.decide(false, ByBerth, err.Error(), false), nil
+	}
+	defer release()
+	if !modern && canElicit && c.req.Session != nil && c.req.Session.InitializeParams() != nil {
+		if fits {
+			return c.elicit(ctx, r), nil
+		}
+		return c.elicitWithQueue(ctx, r), nil
+	}
+	return c.queue(ctx, r), nil
 }
 
 // elicitsForms reports whether a client can answer a form elicitation.
@@ -69,19 +88,69 @@ func elicitsForms(caps *mcp.ClientCapabilities) bool {
 	return e.Form != nil || e.URL == nil
 }
 
-func (c *call) form(r *pool.ApprovalRequest) *mcp.ElicitParams {
-	return &mcp.ElicitParams{Mode: "form", Message: approvalMessage(r), RequestedSchema: approvalSchema}
+func (c *call) form(r *pool.ApprovalRequest, id string) *mcp.ElicitParams {
+	return &mcp.ElicitParams{Mode: "form", Message: approvalMessage(r, c.origin, c.entry.Client, id), RequestedSchema: approvalSchema}
 }
 
-func (c *call) elicit(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
-	res, err := c.req.Session.Elicit(ctx, c.form(r))
+func (c *call) elicit(ctx context.Context, r *pool.ApprovalRequest) pool.Decision {
+	res, err := c.req.Session.Elicit(ctx, c.form(r, ""))
 	if err != nil {
 		if ctx.Err() != nil {
-			return c.decide(false, ByElicitation, "the call was cancelled while waiting for an answer", false), nil
+			return c.withdraw(ByElicitation, withdrawalReason(ctx))
 		}
-		return c.decide(false, ByElicitation, "the client could not ask: "+shortErr(err), false), nil
+		return c.decide(false, ByElicitation, "the client could not ask: "+shortErr(err), false)
 	}
-	return c.choice(res, ByElicitation, r), nil
+	return c.choice(res, ByElicitation)
+}
+
+// elicitWithQueue asks in the client's form and waits in the queue at
+// once, for arguments too long for a form: the form summarizes them and
+// names the queue entry, whose `berth approvals --full ID` shows them
+// whole. The first decision, in the form or by `berth approve`/`deny`,
+// settles the call.
+func (c *call) elicitWithQueue(ctx context.Context, r *pool.ApprovalRequest) pool.Decision {
+	p, wctx, cancel, err := c.enqueue(ctx, r)
+	if err != nil {
+		return c.decide(false, ByQueue, "the approval queue is unusable: "+shortErr(err), false)
+	}
+	defer cancel()
+	type answer struct {
+		res *mcp.ElicitResult
+		err error
+	}
+	asked := make(chan answer, 1)
+	go func() {
+		res, err := c.req.Session.Elicit(wctx, c.form(r, p.ID))
+		asked <- answer{res, err}
+	}()
+	waited := make(chan *QueueDecision, 1)
+	go func() {
+		d, _ := c.s.queue.Wait(wctx, p)
+		waited <- d
+	}()
+	var d *QueueDecision
+	select {
+	case a := <-asked:
+		if a.err == nil {
+			// Claim the decision, so that a `berth approve` after this
+			// answer is refused; if one came first, it settles the call.
+			ch, _ := choiceOf(a.res)
+			mine := &QueueDecision{ID: p.ID, Hash: p.Hash, Allow: ch != choiceDeny, Always: ch == choiceAlways, By: string(ByElicitation), At: time.Now().UTC()}
+			if writeJSONOnce(c.s.queue.decisionPath(p.ID), mine) == nil {
+				c.s.queue.Remove(p.ID)
+				return c.choice(a.res, ByElicitation)
+			}
+			d = &QueueDecision{}
+			if readJSON(c.s.queue.decisionPath(p.ID), d) != nil || d.Hash != p.Hash {
+				d = nil
+			}
+		}
+		if d == nil {
+			d = <-waited
+		}
+	case d = <-waited:
+	}
+	return c.settled(ctx, wctx, p, d)
 }
 
 func (c *call) fromInputResponses(r *pool.ApprovalRequest) pool.Decision {
@@ -92,12 +161,12 @@ func (c *call) fromInputResponses(r *pool.ApprovalRequest) pool.Decision {
 	if !ok {
 		return c.decide(false, ByInputRequests, "the client did not answer berth's approval request", false)
 	}
-	return c.choice(res, ByInputRequests, r)
+	return c.choice(res, ByInputRequests)
 }
 
 // choice acts on an elicitation answer; "allow always" also writes the
 // policy for this exact tool.
-func (c *call) choice(res *mcp.ElicitResult, by DecidedBy, r *pool.ApprovalRequest) pool.Decision {
+func (c *call) choice(res *mcp.ElicitResult, by DecidedBy) pool.Decision {
 	ch, reason := choiceOf(res)
 	switch ch {
 	case choiceOnce:
@@ -117,41 +186,71 @@ func (c *call) allowAlways() error {
 	return c.s.store.SetPolicy(ctx, store.PolicyRule{Pattern: c.tool, Action: store.ActionAllow})
 }
 
-// queue records the call as pending and waits for `berth approve` or
-// `berth deny`, sending progress and a log message meanwhile; after the
-// timeout it fails closed.
-func (c *call) queue(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
+// enqueue records the call as pending and returns the context of its
+// wait, which ends at the approval deadline.
+func (c *call) enqueue(ctx context.Context, r *pool.ApprovalRequest) (*Pending, context.Context, context.CancelFunc, error) {
 	now := time.Now()
 	deadline := now.Add(c.s.timeout)
 	p, err := c.s.queue.Add(Pending{
 		Tool: c.tool, Plugin: r.Plugin, Server: r.Server,
-		Arguments: prettyArgs(r.Arguments, maxShownArgs), Annotations: describeAnnotations(r.Annotations),
-		Client: c.entry.Client, CreatedAt: now.UTC(), Deadline: deadline.UTC(),
+		Arguments: r.Arguments, Annotations: describeAnnotations(r.Annotations),
+		Client: c.entry.Client, Transport: c.origin.Transport, Authenticated: c.origin.Authenticated,
+		Session: c.s.sessionTag(c.req.Session), CreatedAt: now.UTC(), Deadline: deadline.UTC(),
 	})
 	if err != nil {
-		return c.decide(false, ByQueue, "the approval queue is unusable: "+shortErr(err), false), nil
+		return nil, nil, nil, err
 	}
-	defer c.s.queue.Remove(p.ID)
 	c.entry.Approval = p.ID
 	c.s.log.Info("a tool call waits for approval", "tool", c.tool, "approval", p.ID, "approve", "berth approve "+p.ID, "deny", "berth deny "+p.ID, "deadline", deadline.Format(time.TimeOnly))
 	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	go notifyWaiting(wctx, c.req, p.ID, deadline, now)
-	d, err := c.s.queue.Wait(wctx, p)
+	return p, wctx, cancel, nil
+}
+
+// queue records the call as pending and waits for `berth approve` or
+// `berth deny`, sending progress and a log message meanwhile; after the
+// timeout it fails closed. When the call's request ends first, the entry
+// is withdrawn.
+func (c *call) queue(ctx context.Context, r *pool.ApprovalRequest) pool.Decision {
+	p, wctx, cancel, err := c.enqueue(ctx, r)
+	if err != nil {
+		return c.decide(false, ByQueue, "the approval queue is unusable: "+shortErr(err), false)
+	}
+	defer cancel()
+	d, _ := c.s.queue.Wait(wctx, p)
+	return c.settled(ctx, wctx, p, d)
+}
+
+// settled acts on the outcome of a wait in the queue: a decision (d), the
+// end of the call's request (ctx), or the deadline (wctx).
+func (c *call) settled(ctx, wctx context.Context, p *Pending, d *QueueDecision) pool.Decision {
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return c.decide(false, ByQueue, "the call was cancelled while it waited for approval "+p.ID, false), nil
-	case err != nil:
-		return c.decide(false, ByTimeout, fmt.Sprintf("no one approved it within %s (approval %s)", c.s.timeout, p.ID), false), nil
-	case !d.Allow:
-		return c.decide(false, ByQueue, fmt.Sprintf("it was denied with `berth deny %s`", p.ID), false), nil
+	case d == nil && ctx.Err() != nil:
+		reason := withdrawalReason(ctx)
+		c.s.queue.Withdraw(p, reason)
+		c.s.log.Info("a waiting tool call was withdrawn", "tool", c.tool, "approval", p.ID, "reason", reason)
+		return c.withdraw(ByQueue, reason)
+	case d == nil:
+		c.s.queue.Remove(p.ID)
+		return c.decide(false, ByTimeout, fmt.Sprintf("no one approved it within %s (approval %s)", c.s.timeout, p.ID), false)
+	}
+	c.s.queue.Remove(p.ID)
+	by := ByQueue
+	if d.By == string(ByElicitation) {
+		by = ByElicitation
+	}
+	if !d.Allow {
+		if by == ByElicitation {
+			return c.decide(false, by, "the user declined in the client's form", false)
+		}
+		return c.decide(false, ByQueue, fmt.Sprintf("it was denied with `berth deny %s`", p.ID), false)
 	}
 	if d.Always {
 		if err := c.allowAlways(); err != nil {
-			return c.decide(false, ByQueue, "allow-always could not be recorded: "+shortErr(err), false), nil
+			return c.decide(false, by, "allow-always could not be recorded: "+shortErr(err), false)
 		}
 	}
-	return c.decide(true, ByQueue, "", d.Always), nil
+	return c.decide(true, by, "", d.Always)
 }
 
 func (c *call) decide(allow bool, by DecidedBy, reason string, always bool) pool.Decision {
@@ -162,6 +261,14 @@ func (c *call) decide(allow bool, by DecidedBy, reason string, always bool) pool
 		c.entry.Decision, c.entry.Reason, c.denied = VerdictDeny, reason, reason
 	}
 	return pool.Decision{Allow: allow, By: string(by), Reason: reason}
+}
+
+// withdraw ends a call whose request ended while a human was asked:
+// nothing was decided and nothing runs.
+func (c *call) withdraw(by DecidedBy, reason string) pool.Decision {
+	c.withdrawn = true
+	c.entry.DecidedBy, c.entry.Decision, c.entry.Reason, c.denied = by, VerdictNone, reason, "withdrawn: "+reason
+	return pool.Decision{By: string(by), Reason: c.denied}
 }
 
 // reason is what a refusal says: the approver's reason, or the pool's.
@@ -190,4 +297,64 @@ func shortErr(err error) string {
 		s = s[:300] + "…"
 	}
 	return s
+}
+
+// Defaults of the bounds on pending approvals.
+const (
+	DefaultMaxPendingPerSession = 16
+	DefaultMaxPending           = 256
+)
+
+// ErrTooManyPending refuses a call at once when its session, or the
+// server, already has as many calls waiting for a human as allowed.
+var ErrTooManyPending = errors.New("too many calls wait for approval")
+
+// pendingLimits counts the calls that wait for a human (an elicitation
+// or the queue), per session and in all.
+type pendingLimits struct {
+	mu         sync.Mutex
+	total      int
+	perSession map[*mcp.ServerSession]int
+	maxTotal   int
+	maxSession int
+}
+
+func (l *pendingLimits) acquire(ss *mcp.ServerSession) (release func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.perSession[ss] >= l.maxSession:
+		return nil, fmt.Errorf("this session already has %d calls waiting for approval, the most it may have (berth serve --max-pending-per-session): %w; settle them (berth approvals) or let them time out first", l.maxSession, ErrTooManyPending)
+	case l.total >= l.maxTotal:
+		return nil, fmt.Errorf("%d calls already wait for approval on this berth serve, the most it allows (berth serve --max-pending): %w; settle them (berth approvals) or let them time out first", l.maxTotal, ErrTooManyPending)
+	}
+	if l.perSession == nil {
+		l.perSession = map[*mcp.ServerSession]int{}
+	}
+	l.perSession[ss]++
+	l.total++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.total--
+		if l.perSession[ss]--; l.perSession[ss] <= 0 {
+			delete(l.perSession, ss)
+		}
+	}, nil
+}
+
+// sessionTag is a short tag that tells sessions apart in the queue,
+// without showing a session's ID (which would let anyone who reads the
+// queue post into that session).
+func (s *Server) sessionTag(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	id := ss.ID()
+	if id == "" {
+		id = fmt.Sprintf("%p", ss)
+	}
+	h := hmac.New(sha256.New, s.states.secret)
+	h.Write([]byte(id))
+	return hex.EncodeToString(h.Sum(nil))[:8]
 }

@@ -1,17 +1,27 @@
 package mcpexport
 
 import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
 // DefaultAddr is where the HTTP transports listen unless told otherwise.
 const DefaultAddr = "127.0.0.1:8931"
+
+// MinTokenLen is the shortest bearer token berth accepts.
+const MinTokenLen = 32
 
 // ListenAddr normalizes an --http/--sse address: an empty host means the
 // loopback address, never every interface. It reports whether the address
@@ -39,49 +49,185 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ReadTokenFile reads a bearer token for a non-loopback listener. The file
-// must be private to its owner and the token long enough to resist
-// guessing.
+// ReadTokenFile reads the bearer token of the HTTP listeners from path.
+// The file must be a regular file owned by the current user and readable
+// by no one else (mode 0600 or stricter), and the token at least
+// MinTokenLen characters with no spaces.
 func ReadTokenFile(path string) (string, error) {
-	fi, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("cannot read the token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("cannot read the token file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("the token file %s is not a regular file", path)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("the token file %s is readable by others (mode %v); run chmod 600 %s", path, fi.Mode().Perm(), path)
+		return "", fmt.Errorf("the token file %s is readable or writable by group or others (mode %v), so another user could use the token; run chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read the token file: %w", err)
+	if err := ownedByMe(fi); err != nil {
+		return "", fmt.Errorf("the token file %s %v; make your own with: head -c 32 /dev/urandom | base64 > FILE && chmod 600 FILE", path, err)
 	}
-	tok := strings.TrimSpace(string(data))
-	if len(tok) < 32 || strings.ContainsAny(tok, " \t\r\n") {
-		return "", fmt.Errorf("the token in %s must be at least 32 characters with no spaces; make one with: head -c 32 /dev/urandom | base64 > %s", path, path)
+	data := make([]byte, 4096)
+	n, err := f.Read(data)
+	if err != nil && n == 0 {
+		return "", fmt.Errorf("cannot read the token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(data[:n]))
+	if len(tok) < MinTokenLen || strings.ContainsAny(tok, " \t\r\n") || !printableASCII(tok) {
+		return "", fmt.Errorf("the token in %s must be at least %d printable characters with no spaces; make one with: head -c 32 /dev/urandom | base64 > %s", path, MinTokenLen, path)
 	}
 	return tok, nil
 }
 
-// guard wraps the MCP handlers: it refuses a non-loopback Origin (a web
-// page must not drive the server) and, when a token is set, any request
-// without "Authorization: Bearer <token>" (401). go-sdk's DNS-rebinding
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// LoadOrCreateToken returns the token in path, creating the file first
+// when it does not exist: 32 random bytes, base64url (43 characters),
+// mode 0600. Creation is atomic and exclusive, so concurrent first runs
+// agree on one token, and a crash never leaves a partial file. A path that
+// is a symbolic link is refused. created reports whether this call made
+// the file.
+func LoadOrCreateToken(path string) (token string, created bool, err error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", false, fmt.Errorf("the token file %s is a symbolic link; remove it (berth makes a new token) or pass a token file of your own", path)
+		}
+		tok, err := ReadTokenFile(path)
+		return tok, false, err
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", false, fmt.Errorf("cannot read the token file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", false, err
+	}
+	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".serve.token-*")
+	if err != nil {
+		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	werr := tmp.Chmod(0o600)
+	if werr == nil {
+		_, werr = tmp.WriteString(tok + "\n")
+	}
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return "", false, fmt.Errorf("cannot write the token file: %w", werr)
+	}
+	// A hard link fails when path exists: the first of two racing runs
+	// wins and the other reads its token.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			tok, err := ReadTokenFile(path)
+			return tok, false, err
+		}
+		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	}
+	return tok, true, nil
+}
+
+// origin is how a session reached berth, for the approval queue and the
+// audit log. It rides on the context a session's handlers get.
+type origin struct {
+	Transport     string
+	Authenticated bool
+}
+
+type originKey struct{}
+
+func withOrigin(ctx context.Context, o origin) context.Context {
+	return context.WithValue(ctx, originKey{}, o)
+}
+
+func originOf(ctx context.Context) origin {
+	if o, ok := ctx.Value(originKey{}).(origin); ok {
+		return o
+	}
+	return origin{Transport: "in-process"}
+}
+
+// Transports as the approval queue and audit log name them.
+const (
+	TransportStdio     = "stdio"
+	TransportSSE       = "sse"
+	TransportHTTP      = "streamable-http"
+	TransportStateless = "streamable-http-stateless"
+)
+
+// authorized reports whether r carries "Authorization: Bearer <token>".
+// The comparison is of fixed-length digests, in constant time, so neither
+// the token's content nor its length leaks through timing.
+func authorized(r *http.Request, want []byte) bool {
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+	return subtle.ConstantTimeCompare(sum[:], want) == 1
+}
+
+// guard wraps the MCP handlers. It refuses a non-loopback Origin (a web
+// page must not drive the server) and, unless the listener runs with
+// UnsafeNoToken, any request without "Authorization: Bearer <token>"
+// (401, WWW-Authenticate: Bearer). Without a token it serves only requests
+// that arrived on a loopback address. It marks the request's context with
+// the transport and whether it was authenticated. go-sdk's DNS-rebinding
 // protection (a loopback listener reached with a non-loopback Host) stays
 // on inside.
-func guard(next http.Handler, token, source string) http.Handler {
+func guard(next http.Handler, o *HTTPOptions, transport, source string) http.Handler {
+	var want []byte
+	if o.Token != "" {
+		sum := sha256.Sum256([]byte(o.Token))
+		want = sum[:]
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
-			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q; berth serve accepts only loopback origins", o), http.StatusForbidden)
+		if orig := r.Header.Get("Origin"); orig != "" && !loopbackOrigin(orig) {
+			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q; berth serve accepts only loopback origins", orig), http.StatusForbidden)
 			return
 		}
-		if token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
-				http.Error(w, "Unauthorized: send Authorization: Bearer <"+source+">", http.StatusUnauthorized)
+		if want == nil {
+			if !arrivedOnLoopback(r) {
+				http.Error(w, "Forbidden: this listener has no token and serves loopback addresses only", http.StatusForbidden)
 				return
 			}
+		} else if !authorized(r, want) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
+			http.Error(w, "Unauthorized: send Authorization: Bearer <"+source+">", http.StatusUnauthorized)
+			return
 		}
+		r = r.WithContext(withOrigin(r.Context(), origin{Transport: transport, Authenticated: want != nil}))
 		next.ServeHTTP(w, r)
 	})
+}
+
+func arrivedOnLoopback(r *http.Request) bool {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || a == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	return err == nil && isLoopbackHost(host)
 }
 
 func loopbackOrigin(o string) bool {

@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		testupstream.Main()
 		return
 	}
+	if os.Getenv(otherUserEnv) != "" {
+		otherUserMain()
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -108,7 +112,7 @@ func (e *env) client(proto string, elicit func(context.Context, *mcp.ElicitReque
 	e.t.Helper()
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
-	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+	if _, err := e.srv.Connect(ctx, st); err != nil {
 		e.t.Fatal(err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})

@@ -1,6 +1,7 @@
 package mcpexport
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,11 +28,27 @@ type Pending struct {
 	Tool   string `json:"tool"`
 	Plugin string `json:"plugin,omitempty"`
 	Server string `json:"server,omitempty"`
-	// Arguments are the call's arguments, pretty-printed and truncated.
-	Arguments   string    `json:"arguments"`
-	Annotations string    `json:"annotations,omitempty"`
-	Client      string    `json:"client"`
-	CreatedAt   time.Time `json:"createdAt"`
+	// Arguments are the call's arguments, whole, in their canonical
+	// encoding (CanonicalArguments): exactly what the plugin's server
+	// receives if the call is approved.
+	Arguments json.RawMessage `json:"arguments"`
+	// ArgumentsDigest is "sha256:" and the hex SHA-256 of Arguments.
+	ArgumentsDigest string `json:"argumentsDigest"`
+	Annotations     string `json:"annotations,omitempty"`
+	// Client is the name and version the client gave itself: the client
+	// chooses it, nothing checks it.
+	Client string `json:"client"`
+	// Transport is how the client reached berth (TransportStdio, ...).
+	Transport string `json:"transport"`
+	// Authenticated reports whether the session proved it may use berth:
+	// over HTTP, with the bearer token; over stdio, by being the process
+	// that started berth serve. A session of a listener that runs without
+	// a token (--unsafe-no-token) is not authenticated.
+	Authenticated bool `json:"authenticated"`
+	// Session tells the client's sessions apart (a short tag, not the
+	// session's ID).
+	Session   string    `json:"session,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 	// Deadline is when the waiting call fails closed; after it the call
 	// can no longer be settled.
 	Deadline time.Time `json:"deadline"`
@@ -51,6 +68,11 @@ type QueueDecision struct {
 	Always bool      `json:"always,omitempty"`
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
+	// Withdrawn marks a call that no one waits for any more: its request
+	// was cancelled, its session ended or its connection went away. It
+	// can no longer be approved.
+	Withdrawn bool   `json:"withdrawn,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // Queue is the approval queue under $BERTH_HOME/approvals: one file per
@@ -104,7 +126,7 @@ func ValidID(id string) bool {
 }
 
 func hashPending(p *Pending) string {
-	data, _ := json.Marshal([]any{p.ID, p.Tool, p.Arguments, p.Client, p.CreatedAt.UnixNano()})
+	data, _ := json.Marshal([]any{p.ID, p.Tool, p.Plugin, p.Server, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
 }
@@ -116,6 +138,8 @@ func (q *Queue) Add(p Pending) (*Pending, error) {
 	}
 	p.ID = newID()
 	p.PID = os.Getpid()
+	sum := sha256.Sum256(p.Arguments)
+	p.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
 	p.Hash = hashPending(&p)
 	if err := atomicfile.WriteJSON(q.pendingPath(p.ID), &p, 0o600); err != nil {
 		return nil, err
@@ -127,6 +151,32 @@ func (q *Queue) Add(p Pending) (*Pending, error) {
 func (q *Queue) Remove(id string) {
 	os.Remove(q.pendingPath(id))
 	os.Remove(q.decisionPath(id))
+}
+
+// Withdraw records that no one waits for a pending call any more and
+// removes it from the queue. A record of the withdrawal stays for
+// withdrawnKept, so that `berth approve ID` can say what happened; a
+// decision made before the withdrawal is kept instead (the caller is gone
+// either way: nothing runs).
+func (q *Queue) Withdraw(p *Pending, reason string) {
+	d := &QueueDecision{ID: p.ID, Hash: p.Hash, By: "berth", At: time.Now().UTC(), Withdrawn: true, Reason: reason}
+	_ = writeJSONOnce(q.decisionPath(p.ID), d)
+	os.Remove(q.pendingPath(p.ID))
+}
+
+// withdrawnKept is how long the record of a withdrawal stays.
+const withdrawnKept = time.Hour
+
+// ErrWithdrawn means the call an approval ID named is no longer waiting:
+// its client cancelled the request, ended the session or went away.
+var ErrWithdrawn = errors.New("nobody is waiting for this approval any more")
+
+func (q *Queue) withdrawn(id string) error {
+	d := &QueueDecision{}
+	if readJSON(q.decisionPath(id), d) != nil || !d.Withdrawn || d.ID != id {
+		return nil
+	}
+	return fmt.Errorf("approval %s was withdrawn at %s: %s, so %w; nothing was run", id, d.At.Local().Format(time.TimeOnly), d.Reason, ErrWithdrawn)
 }
 
 // waiting reports whether a pending call can still be settled: its
@@ -146,7 +196,14 @@ func (q *Queue) List() ([]*Pending, error) {
 	}
 	var out []*Pending
 	for _, m := range matches {
-		if strings.HasSuffix(m, ".decision.json") {
+		if id, ok := strings.CutSuffix(filepath.Base(m), ".decision.json"); ok {
+			// A decision without its call: a withdrawal's record, or what a
+			// crash left. Both go after a while.
+			if fi, err := os.Stat(m); err == nil && time.Since(fi.ModTime()) > withdrawnKept && ValidID(id) {
+				if _, err := os.Stat(q.pendingPath(id)); errors.Is(err, fs.ErrNotExist) {
+					os.Remove(m)
+				}
+			}
 			continue
 		}
 		p := &Pending{}
@@ -171,6 +228,9 @@ func (q *Queue) Get(id string) (*Pending, error) {
 	if !ValidID(id) {
 		return nil, fmt.Errorf("%q is not an approval ID (they look like k7f3-9q2x; `berth approvals` lists them): %w", id, ErrNoSuchApproval)
 	}
+	if err := q.withdrawn(id); err != nil {
+		return nil, err
+	}
 	p := &Pending{}
 	if err := readJSON(q.pendingPath(id), p); err != nil || p.ID != id || !p.waiting(time.Now()) {
 		return nil, fmt.Errorf("no call is waiting for approval %s (it may have been settled or timed out; `berth approvals` lists the waiting ones): %w", id, ErrNoSuchApproval)
@@ -193,6 +253,9 @@ func (q *Queue) Decide(id string, allow, always bool, by string) (*Pending, erro
 	d := &QueueDecision{ID: id, Hash: p.Hash, Allow: allow, Always: always && allow, By: by, At: time.Now().UTC()}
 	if err := writeJSONOnce(q.decisionPath(id), d); err != nil {
 		if errors.Is(err, fs.ErrExist) {
+			if err := q.withdrawn(id); err != nil {
+				return nil, err
+			}
 			prev := "decided"
 			if old := (&QueueDecision{}); readJSON(q.decisionPath(id), old) == nil {
 				prev = map[bool]string{true: "approved", false: "denied"}[old.Allow] + " by " + old.By
@@ -252,5 +315,21 @@ func readJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(data, v)
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	if p, ok := v.(*Pending); ok {
+		// The file is indented; the arguments are the canonical (compact)
+		// encoding, which their digest binds.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p.Arguments); err != nil {
+			return err
+		}
+		p.Arguments = buf.Bytes()
+		sum := sha256.Sum256(p.Arguments)
+		if p.ArgumentsDigest != "sha256:"+hex.EncodeToString(sum[:]) {
+			return fmt.Errorf("%s: the arguments do not match their digest", path)
+		}
+	}
+	return nil
 }

@@ -14,8 +14,36 @@ import (
 // ServeStdio serves one client over the process's stdin and stdout until
 // the client closes them or ctx ends. Nothing else may write to stdout.
 func (s *Server) ServeStdio(ctx context.Context) error {
-	return s.ms.Run(ctx, &mcp.StdioTransport{})
+	ctx, _ = withLife(withOrigin(ctx, origin{Transport: TransportStdio, Authenticated: true}), errSessionGone)
+	return s.ms.Run(ctx, s.checked(&mcp.StdioTransport{}))
 }
+
+// Connect serves one client over t, as ServeStdio does over stdio: every
+// request's params are checked before go-sdk decodes them. (Connecting
+// MCPServer directly skips that check; tool arguments are still checked.)
+// When ctx ends, the calls of the session that wait for a human are
+// withdrawn.
+func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
+	ctx, _ = withLife(ctx, errSessionGone)
+	return s.ms.Connect(ctx, s.checked(t), nil)
+}
+
+func (s *Server) checked(t mcp.Transport) mcp.Transport {
+	return &checkedTransport{Transport: t, log: s.logRefused}
+}
+
+func (s *Server) logRefused(method string, err error) {
+	s.log.Warn("refused a request with ambiguous params", "method", method, "error", err)
+}
+
+// Defaults of HTTPOptions.
+const (
+	DefaultMaxSessions        = 256
+	DefaultSessionIdleTimeout = 10 * time.Minute
+	DefaultReadTimeout        = 30 * time.Second
+	DefaultWriteIdleTimeout   = 30 * time.Second
+	DefaultKeepAliveTimeout   = 60 * time.Second
+)
 
 // HTTPOptions configure an HTTP listener.
 type HTTPOptions struct {
@@ -25,60 +53,130 @@ type HTTPOptions struct {
 	// Stateless serves Streamable HTTP without sessions (the 2026-07-28
 	// era); legacy clients then lose their capabilities (no elicitation).
 	Stateless bool
-	// Token, when set, is required as "Authorization: Bearer <token>" on
-	// every request but /healthz. It must be set for a non-loopback
-	// listener.
+	// Token is required as "Authorization: Bearer <token>" on every
+	// request but /healthz, on every address (MinTokenLen characters at
+	// least). It must be set unless UnsafeNoToken is.
 	Token string
+	// UnsafeNoToken serves without a token. Any local user can then call
+	// the workspace's tools and answer its approval forms; it is accepted
+	// on a loopback address only.
+	UnsafeNoToken bool
 	// TokenSource names the token where a refused request is told to send
 	// it ("Bearer <TokenSource>"); default "the token".
 	TokenSource string
+	// MaxSessions caps the sessions of the listener (Streamable HTTP and
+	// SSE; stateless requests have none). When a new session would pass
+	// it, the session idle the longest is closed; when none is idle, the
+	// new one is refused (503). Default DefaultMaxSessions.
+	MaxSessions int
+	// SessionIdleTimeout closes a session that has had no request in
+	// flight for this long. Default DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+	// ReadTimeout bounds reading a request's headers, and again its
+	// body. Default DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// WriteIdleTimeout cuts a response that cannot write for this long
+	// (a client that stopped reading). Streams that are merely quiet are
+	// not cut. Default DefaultWriteIdleTimeout.
+	WriteIdleTimeout time.Duration
+	// KeepAliveTimeout closes an idle keep-alive connection. Default
+	// DefaultKeepAliveTimeout.
+	KeepAliveTimeout time.Duration
+}
+
+func (o *HTTPOptions) withDefaults() *HTTPOptions {
+	c := *o
+	if c.TokenSource == "" {
+		c.TokenSource = "the token"
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.SessionIdleTimeout <= 0 {
+		c.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteIdleTimeout <= 0 {
+		c.WriteIdleTimeout = DefaultWriteIdleTimeout
+	}
+	if c.KeepAliveTimeout <= 0 {
+		c.KeepAliveTimeout = DefaultKeepAliveTimeout
+	}
+	return &c
 }
 
 // Handler returns the HTTP handler of one transport: /mcp (or /sse and
 // its message endpoint) behind the origin and token guard, and /healthz.
-// go-sdk's DNS-rebinding protection stays on.
+// go-sdk's DNS-rebinding protection stays on. It panics when o sets
+// neither Token nor UnsafeNoToken, or both.
 func (s *Server) Handler(o *HTTPOptions) http.Handler {
 	if o == nil {
 		o = &HTTPOptions{}
 	}
-	source := o.TokenSource
-	if source == "" {
-		source = "the token"
+	if (o.Token == "") == !o.UnsafeNoToken {
+		panic("mcpexport: HTTPOptions needs a Token, or UnsafeNoToken (loopback only), not both")
 	}
+	o = o.withDefaults()
 	get := func(*http.Request) *mcp.Server { return s.ms }
+	f := &front{s: s, o: o, sessions: map[string]*sessionUse{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", healthz)
 	if o.SSE {
-		mux.Handle("/sse", guard(mcp.NewSSEHandler(get, &mcp.SSEOptions{}), o.Token, source))
+		f.sdk = mcp.NewSSEHandler(get, &mcp.SSEOptions{})
+		mux.Handle("/sse", guard(f, o, TransportSSE, o.TokenSource))
 	} else {
-		mux.Handle("/mcp", guard(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			Stateless:      o.Stateless,
-			SessionTimeout: time.Hour,
-			Logger:         s.log,
-		}), o.Token, source))
+		transport := TransportHTTP
+		if o.Stateless {
+			transport = TransportStateless
+		}
+		f.sdk = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+			Stateless:                    o.Stateless,
+			SessionTimeout:               o.SessionIdleTimeout,
+			Logger:                       s.log,
+			PropagateRequestCancellation: true,
+		})
+		mux.Handle("/mcp", guard(f, o, transport, o.TokenSource))
 	}
 	return mux
 }
 
-// ErrTokenRequired refuses a non-loopback listener without a token.
-var ErrTokenRequired = errors.New("a non-loopback address needs a bearer token (HTTPOptions.Token)")
+// ErrTokenRequired refuses a listener without a token.
+var ErrTokenRequired = errors.New("an HTTP listener needs a bearer token (HTTPOptions.Token)")
 
-// Listen opens addr for Handler. A non-loopback address is refused unless
-// a token is set.
-func Listen(addr string, token string) (net.Listener, error) {
+// ErrUnsafeNoTokenNotLoopback refuses HTTPOptions.UnsafeNoToken on an
+// address that is not a loopback one.
+var ErrUnsafeNoTokenNotLoopback = errors.New("serving without a token is allowed on a loopback address only (HTTPOptions.UnsafeNoToken)")
+
+// Listen opens addr for Handler(o). It refuses a listener without a token
+// unless o.UnsafeNoToken is set and the address is a loopback one.
+func Listen(addr string, o *HTTPOptions) (net.Listener, error) {
+	if o == nil {
+		o = &HTTPOptions{}
+	}
 	hostport, loopback, err := ListenAddr(addr)
 	if err != nil {
 		return nil, err
 	}
-	if !loopback && token == "" {
-		return nil, fmt.Errorf("%s is not a loopback address: %w, so that only clients holding the token can connect (make one with: head -c 32 /dev/urandom | base64 > token && chmod 600 token)", hostport, ErrTokenRequired)
+	switch {
+	case o.Token == "" && !o.UnsafeNoToken:
+		return nil, fmt.Errorf("%s: %w, so that only clients holding it can connect (make one with: head -c 32 /dev/urandom | base64 > token && chmod 600 token)", hostport, ErrTokenRequired)
+	case o.Token == "" && !loopback:
+		return nil, fmt.Errorf("%s is not a loopback address: %w", hostport, ErrUnsafeNoTokenNotLoopback)
 	}
 	return net.Listen("tcp", hostport)
 }
 
 // ServeHTTP serves h on ln until ctx ends, then shuts down gracefully.
-func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// The header read timeout and the keep-alive timeout come from o (nil:
+// the defaults); the handler of Handler bounds bodies and writes itself.
+func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o *HTTPOptions) error {
+	if o == nil {
+		o = &HTTPOptions{}
+	}
+	o = o.withDefaults()
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadTimeout, IdleTimeout: o.KeepAliveTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -8,10 +8,13 @@ package mcpexport
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -26,16 +29,25 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-// DefaultApprovalTimeout is how long a queued call waits for a decision.
-const DefaultApprovalTimeout = 120 * time.Second
+// DefaultApprovalTimeout is how long a queued call waits for a decision:
+// less than the 60 s after which the TypeScript SDK and the MCP Inspector
+// give up on a request by default, so that the client reads berth's
+// refusal instead of a timeout of its own.
+const DefaultApprovalTimeout = 55 * time.Second
 
 // maxDescription caps tool descriptions (clients cap them too).
 const maxDescription = 2048
 
 // Options tune a Server. A nil *Options means the defaults.
 type Options struct {
-	// ApprovalTimeout bounds the wait in the approval queue; default 120s.
+	// ApprovalTimeout bounds the wait in the approval queue; default
+	// DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// MaxPendingPerSession and MaxPending bound the calls that wait for a
+	// human (an elicitation or the queue) per session and in all; a call
+	// beyond them is refused at once. Defaults DefaultMaxPendingPerSession
+	// and DefaultMaxPending.
+	MaxPendingPerSession, MaxPending int
 	// Logger receives the server's log; default text on stderr.
 	Logger *slog.Logger
 	// SupportedProtocolVersions narrows the protocol versions offered
@@ -54,8 +66,12 @@ type Server struct {
 	queue   *Queue
 	audit   *Audit
 	states  *stateBox
-	timeout time.Duration
-	log     *slog.Logger
+	pending *pendingLimits
+	// requests are the HTTP requests in flight, for withdrawing the calls
+	// whose request went away.
+	requests liveRequests
+	timeout  time.Duration
+	log      *slog.Logger
 
 	syncCh      chan struct{} // wakes the sync worker; holds at most one wake-up
 	stopSync    context.CancelFunc
@@ -100,6 +116,13 @@ func New(p *pool.Pool, opts *Options) *Server {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	s.states = newStateBox(s.timeout + time.Minute)
+	s.pending = &pendingLimits{maxSession: opts.MaxPendingPerSession, maxTotal: opts.MaxPending}
+	if s.pending.maxSession <= 0 {
+		s.pending.maxSession = DefaultMaxPendingPerSession
+	}
+	if s.pending.maxTotal <= 0 {
+		s.pending.maxTotal = DefaultMaxPending
+	}
 	s.ms = mcp.NewServer(&mcp.Implementation{Name: "berth", Title: "berth", Version: bundle.BerthVersion}, &mcp.ServerOptions{
 		Instructions: "Tools of the berth workspace " + p.WorkspaceDir() + ". Calls run only when the operator's policy allows them or a human approves them.",
 		Capabilities: &mcp.ServerCapabilities{
@@ -402,12 +425,23 @@ func isObjectSchema(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &m) == nil && m["type"] == "object"
 }
 
-// toolHandler runs one exported tool: approval, then the pool's dispatch
-// with its boundaries. Failures come back as tool errors that say what
-// happened and what to run.
+// toolHandler runs one exported tool: the arguments' canonical encoding
+// (ambiguous arguments are refused before anything else), approval, then
+// the pool's dispatch with its boundaries, of exactly the encoding that
+// was approved. Failures come back as tool errors that say what happened
+// and what to run.
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		c := &call{s: s, req: req, tool: name}
+		var header http.Header
+		if req.Extra != nil {
+			header = req.Extra.Header
+		}
+		ctx, stop := s.requests.bind(ctx, header)
+		defer stop()
+		ctx, stopLife := bindLife(ctx)
+		defer stopLife()
+		c := &call{s: s, req: req, tool: name, origin: originOf(ctx)}
+		c.entry = AuditEntry{Tool: name, Client: clientName(req), Transport: c.origin.Transport, Authenticated: c.origin.Authenticated}
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("panic in a tool call; only this call fails", "tool", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -416,14 +450,26 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 				c.writeAudit()
 			}
 		}()
-		args := json.RawMessage(req.Params.Arguments)
-		c.entry = AuditEntry{Tool: name, Client: clientName(req), Arguments: ArgumentShape(args)}
+		args, aerr := CanonicalArguments(req.Params.Arguments)
+		if aerr != nil {
+			c.entry.Arguments = "refused"
+			c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, aerr.Error()
+			c.writeAudit()
+			s.logRefused("tools/call", aerr)
+			return nil, refusedParams("tools/call", aerr)
+		}
+		sum := sha256.Sum256(args)
+		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
+		c.entry.Arguments = ArgumentShape(args)
 		res, err = s.pool.Call(ctx, name, args, c)
 		if c.inputRequired != nil {
 			return c.inputRequired, nil
 		}
 		defer c.writeAudit()
 		switch {
+		case c.withdrawn:
+			c.entry.Outcome = OutcomeWithdrawn
+			return toolError(fmt.Sprintf("berth did not run %s: the call was %s. Nothing was run.", name, c.denied)), nil
 		case err == nil && res.IsError:
 			c.entry.Outcome = OutcomeToolError
 			return res, nil

@@ -119,6 +119,10 @@ func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }
 // marketplace lays out inside.
 func (p Paths) Catalogs() string { return filepath.Join(p.Root, "catalogs") }
 
+// ServeToken is the bearer token of `berth serve`'s HTTP listeners when no
+// --token-file is given: created on first use (mode 0600), then reused.
+func (p Paths) ServeToken() string { return filepath.Join(p.Root, "serve.token") }
+
 // Digest is a bundle digest: "sha256:" and 64 lower-case hex digits.
 // Only a Digest names a snapshot's path, and the only way to make one is
 // ParseDigest, so a damaged file on disk can never make a path outside the

@@ -37,6 +37,7 @@ func main() {
 		warmup   = flag.Duration("warmup", time.Second, "calls before measuring")
 		proto    = flag.String("protocol", "2025-11-25", "protocol version to pin")
 		token    = flag.String("token", "", "bearer token for the HTTP transports")
+		tokenF   = flag.String("token-file", "", "file holding the bearer token (berth serve's $BERTH_HOME/serve.token), read at the first connection")
 		wait     = flag.Duration("wait", 0, "retry the first connection this long (a server that is still starting)")
 	)
 	flag.Parse()
@@ -46,6 +47,15 @@ func main() {
 	}
 	ctx := context.Background()
 	connect := func() (*mcp.ClientSession, error) {
+		if *tokenF != "" && *token == "" {
+			// berth serve makes the file as it starts: a missing file is a
+			// server still starting (see -wait).
+			data, err := os.ReadFile(*tokenF)
+			if err != nil {
+				return nil, err
+			}
+			*token = strings.TrimSpace(string(data))
+		}
 		var t mcp.Transport
 		switch {
 		case *command != "":

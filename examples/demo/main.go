@@ -81,6 +81,9 @@ type demo struct {
 	home, ws, bundle, signer string
 	berthExe                 string
 	step                     int
+	// token is what berth serve's HTTP listener wants in
+	// "Authorization: Bearer", from the file it made on first use.
+	token string
 }
 
 func newDemo(stdout io.Writer, keep bool) (*demo, error) {
@@ -415,13 +418,20 @@ func (d *demo) serve(ctx context.Context) (string, func(), error) {
 			return "", nil, fmt.Errorf("berth serve did not start:\n%s", log)
 		}
 	}
-	d.say("serving %s", url)
+	tok, err := os.ReadFile(filepath.Join(d.home, "serve.token"))
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("berth serve made no token file: %w", err)
+	}
+	d.token = strings.TrimSpace(string(tok))
+	d.say("serving %s; clients send Authorization: Bearer $(cat $BERTH_HOME/serve.token)", url)
 	return url, stop, nil
 }
 
 func (d *demo) connect(ctx context.Context, url string) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "berth-demo-client", Version: "1.0.0"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	hc := &http.Client{Transport: bearer{d.token, http.DefaultTransport}}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", url, err)
 	}
@@ -514,4 +524,16 @@ func firstLine(s string) string {
 		s = s[:70] + "…"
 	}
 	return s
+}
+
+// bearer sends "Authorization: Bearer token" with every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }

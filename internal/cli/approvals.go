@@ -20,15 +20,36 @@ func (a *app) queue() (*mcpexport.Queue, error) {
 }
 
 func (a *app) approvalsCommand() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		full   string
+	)
 	cmd := &cobra.Command{
-		Use:   "approvals",
+		Use:   "approvals [--full ID] [--json]",
 		Short: "List tool calls waiting for approval",
-		Args:  exactArgs(0, "no arguments"),
+		Long: `Approvals lists the tool calls waiting for approval: the tool, the client
+(the name it gives itself, which nothing checks), the transport it came
+over and whether its session is authenticated, and the arguments, exactly
+as the plugin's server would receive them. Arguments too long to list are
+shown key by key with their sizes; --full ID shows one call's whole.
+--json prints the calls with their arguments as JSON objects, whole.`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := a.queue()
 			if err != nil {
 				return err
+			}
+			if full != "" {
+				p, err := q.Get(full)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(a.stdout, p)
+				}
+				a.showPending(p, true)
+				fmt.Fprintf(a.stdout, "\nApprove with: berth approve %s [--always]   Refuse with: berth deny %s\n", p.ID, p.ID)
+				return nil
 			}
 			list, err := q.List()
 			if err != nil {
@@ -46,20 +67,59 @@ func (a *app) approvalsCommand() *cobra.Command {
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTOOL\tCLIENT\tAGE\tTIMES OUT")
+			fmt.Fprintln(tw, "ID\tTOOL\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT")
 			for _, p := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Client, p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
 			}
 			tw.Flush()
 			for _, p := range list {
-				fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  annotations: %s\n  arguments:\n    %s\n", p.ID, p.Tool, p.Server, p.Annotations, strings.ReplaceAll(p.Arguments, "\n", "\n    "))
+				a.showPending(p, false)
 			}
 			fmt.Fprintln(a.stdout, "\nApprove with: berth approve ID [--always]   Refuse with: berth deny ID")
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the pending calls as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the pending calls as JSON, arguments whole")
+	cmd.Flags().StringVar(&full, "full", "", "show one pending call with its whole arguments")
 	return cmd
+}
+
+// showPending prints one pending call; whole shows all of its arguments.
+func (a *app) showPending(p *mcpexport.Pending, whole bool) {
+	args := mcpexport.PrettyArguments(p.Arguments)
+	if !whole {
+		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
+	}
+	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
+		p.ID, p.Tool, p.Server, p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.Annotations, p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+}
+
+// maxListedArgs is how many bytes of pretty-printed arguments `berth
+// approvals` shows per call before it summarizes them.
+const maxListedArgs = 4000
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func authenticated(p *mcpexport.Pending) string {
+	if p.Authenticated {
+		return "yes"
+	}
+	return "NO"
+}
+
+func authWords(p *mcpexport.Pending) string {
+	switch {
+	case p.Transport == mcpexport.TransportStdio:
+		return "authenticated (the client started berth serve)"
+	case p.Authenticated:
+		return "authenticated with the bearer token"
+	}
+	return "NOT authenticated (no token: anyone who could reach the listener)"
 }
 
 func (a *app) approveCommand(allow bool) *cobra.Command {

@@ -19,11 +19,13 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var (
 		workspace, sseAddr, httpAddr, tokenFile string
-		stateless                               bool
+		stateless, unsafeNoToken                bool
 		approvalTimeout                         time.Duration
+		maxPendingPerSession, maxPending        int
+		hopts                                   mcpexport.HTTPOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE]",
+		Use:   "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long: `Serve is an MCP server that offers the tools, prompts and resources of the
 plugins enabled in a workspace (default: the current directory). Without
@@ -32,15 +34,19 @@ other clients launch it (berth connect writes that entry for you).
 
 --http ADDR serves Streamable HTTP at /mcp (stateful; --stateless for the
 2026-07-28 era); --sse ADDR serves the legacy HTTP+SSE transport at /sse.
-An ADDR without a host (":8931") listens on 127.0.0.1. A non-loopback ADDR
-needs --token-file: every request must then carry "Authorization: Bearer
-<token>". Requests from non-loopback web origins are refused; /healthz
-answers without auth.
+An ADDR without a host (":8931") listens on 127.0.0.1. Every request, on
+every address, loopback included, must carry "Authorization: Bearer
+<token>": the token of --token-file, else of $BERTH_HOME/serve.token (made
+on first use, mode 0600, and kept). /healthz answers without it.
+--unsafe-no-token lets any local user in; it works on loopback only.
+Requests from non-loopback web origins are refused.
 
 A call runs only if the policy allows it (berth policy set TOOL allow) or a
 human approves it: in the client (elicitation or input requests), or with
 'berth approve ID' while it waits in the queue (--approval-timeout, then it
-is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
+is refused). A call whose client gives up, ends its session or goes away is
+withdrawn from the queue. Decisions go to $BERTH_HOME/audit.log. Logs go to
+stderr. docs/serve.md has the details.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if stateless && httpAddr == "" {
@@ -49,13 +55,20 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 			if approvalTimeout <= 0 {
 				return usagef("--approval-timeout must be positive")
 			}
-			token := ""
-			if tokenFile != "" {
-				t, err := mcpexport.ReadTokenFile(tokenFile)
-				if err != nil {
-					return err
+			if maxPendingPerSession <= 0 || maxPending <= 0 || hopts.MaxSessions <= 0 {
+				return usagef("--max-pending-per-session, --max-pending and --max-sessions must be positive")
+			}
+			for name, d := range map[string]time.Duration{"--session-idle-timeout": hopts.SessionIdleTimeout, "--read-timeout": hopts.ReadTimeout, "--write-idle-timeout": hopts.WriteIdleTimeout, "--keepalive-timeout": hopts.KeepAliveTimeout} {
+				if d <= 0 {
+					return usagef("%s must be positive", name)
 				}
-				token = t
+			}
+			listening := sseAddr != "" || httpAddr != ""
+			if tokenFile != "" && unsafeNoToken {
+				return usagef("--token-file and --unsafe-no-token contradict each other; choose one")
+			}
+			if (tokenFile != "" || unsafeNoToken) && !listening {
+				return usagef("--token-file and --unsafe-no-token apply to --http and --sse only")
 			}
 			if a.getenv("GOGC") == "" {
 				// Every relayed call decodes JSON twice through go-sdk, which
@@ -64,32 +77,66 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 				debug.SetGCPercent(400)
 			}
 			ctx := cmd.Context()
-			// Listen first: a refused address fails before anything starts.
+			log := slog.New(slog.NewTextHandler(a.stderr, nil))
+			// Check the addresses and the token first: a refused listener
+			// fails before anything starts.
 			type listener struct {
 				o    *mcpexport.HTTPOptions
 				addr string
 				ln   net.Listener
 			}
 			var lns []*listener
-			const tokenSource = "the token of --token-file"
 			if sseAddr != "" {
-				lns = append(lns, &listener{o: &mcpexport.HTTPOptions{SSE: true, Token: token, TokenSource: tokenSource}, addr: sseAddr})
+				o := hopts
+				o.SSE = true
+				lns = append(lns, &listener{o: &o, addr: sseAddr})
 			}
 			if httpAddr != "" {
-				lns = append(lns, &listener{o: &mcpexport.HTTPOptions{Stateless: stateless, Token: token, TokenSource: tokenSource}, addr: httpAddr})
+				o := hopts
+				o.Stateless = stateless
+				lns = append(lns, &listener{o: &o, addr: httpAddr})
 			}
 			for _, l := range lns {
-				if err := needToken(l.addr, token); err != nil {
-					return err
+				if unsafeNoToken {
+					if err := needLoopback(l.addr); err != nil {
+						return err
+					}
 				}
-				ln, err := mcpexport.Listen(l.addr, token)
+			}
+			token, tokenPath := "", tokenFile
+			if listening && !unsafeNoToken {
+				if tokenFile != "" {
+					t, err := mcpexport.ReadTokenFile(tokenFile)
+					if err != nil {
+						return err
+					}
+					token = t
+				} else {
+					paths, err := a.paths()
+					if err != nil {
+						return err
+					}
+					tokenPath = paths.ServeToken()
+					t, created, err := mcpexport.LoadOrCreateToken(tokenPath)
+					if err != nil {
+						return err
+					}
+					if created {
+						log.Info("berth serve: made a bearer token for the HTTP listeners", "token_file", tokenPath)
+					}
+					token = t
+				}
+			}
+			for _, l := range lns {
+				l.o.Token, l.o.UnsafeNoToken = token, unsafeNoToken
+				l.o.TokenSource = "the token in " + tokenPath
+				ln, err := mcpexport.Listen(l.addr, l.o)
 				if err != nil {
 					return err
 				}
 				defer ln.Close()
 				l.ln = ln
 			}
-			log := slog.New(slog.NewTextHandler(a.stderr, nil))
 			st, err := a.store()
 			if err != nil {
 				return err
@@ -102,7 +149,7 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 				return err
 			}
 			defer p.Close()
-			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log})
+			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log, MaxPendingPerSession: maxPendingPerSession, MaxPending: maxPending})
 			defer srv.Close()
 			if len(lns) == 0 {
 				log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir())
@@ -112,6 +159,9 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 				}
 				return err
 			}
+			if unsafeNoToken {
+				log.Warn("berth serve: serving WITHOUT a token (--unsafe-no-token): every local user can call this workspace's tools and answer its approval forms")
+			}
 			g, gctx := errgroup.WithContext(ctx)
 			for _, l := range lns {
 				ln := l.ln
@@ -119,9 +169,15 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 				if l.o.SSE {
 					path = "/sse"
 				}
-				log.Info("berth serve: listening", "url", "http://"+ln.Addr().String()+path, "workspace", p.WorkspaceDir(), "stateless", l.o.Stateless, "token", token != "")
+				if unsafeNoToken {
+					log.Info("berth serve: listening", "url", "http://"+ln.Addr().String()+path, "workspace", p.WorkspaceDir(), "stateless", l.o.Stateless, "token", "none")
+				} else {
+					log.Info("berth serve: listening", "url", "http://"+ln.Addr().String()+path, "workspace", p.WorkspaceDir(), "stateless", l.o.Stateless,
+						"token_file", tokenPath, "clients_send", "Authorization: Bearer $(cat "+tokenPath+")")
+				}
 				h := srv.Handler(l.o)
-				g.Go(func() error { return mcpexport.ServeHTTP(gctx, ln, h) })
+				o := l.o
+				g.Go(func() error { return mcpexport.ServeHTTP(gctx, ln, h, o) })
 			}
 			return g.Wait()
 		},
@@ -131,20 +187,29 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 	f.StringVar(&sseAddr, "sse", "", "serve the legacy HTTP+SSE transport at ADDR (/sse)")
 	f.StringVar(&httpAddr, "http", "", "serve Streamable HTTP at ADDR (/mcp)")
 	f.BoolVar(&stateless, "stateless", false, "serve Streamable HTTP without sessions (the 2026-07-28 era)")
-	f.StringVar(&tokenFile, "token-file", "", "require this bearer token (needed for a non-loopback ADDR)")
-	f.DurationVar(&approvalTimeout, "approval-timeout", mcpexport.DefaultApprovalTimeout, "how long a call waits in the approval queue before it is refused")
+	f.StringVar(&tokenFile, "token-file", "", "the bearer token HTTP clients must send (a file of mode 0600; default: $BERTH_HOME/serve.token, made on first use)")
+	f.BoolVar(&unsafeNoToken, "unsafe-no-token", false, "serve HTTP without a token: any local user can call the tools (loopback addresses only)")
+	f.DurationVar(&approvalTimeout, "approval-timeout", mcpexport.DefaultApprovalTimeout, "how long a call waits in the approval queue before it is refused (keep it below the client's request timeout)")
+	f.IntVar(&maxPendingPerSession, "max-pending-per-session", mcpexport.DefaultMaxPendingPerSession, "calls of one session that may wait for approval at once; more are refused at once")
+	f.IntVar(&maxPending, "max-pending", mcpexport.DefaultMaxPending, "calls that may wait for approval at once, in all")
+	f.IntVar(&hopts.MaxSessions, "max-sessions", mcpexport.DefaultMaxSessions, "sessions per HTTP listener; a new one closes the session idle the longest")
+	f.DurationVar(&hopts.SessionIdleTimeout, "session-idle-timeout", mcpexport.DefaultSessionIdleTimeout, "close an HTTP session with no request in flight for this long")
+	f.DurationVar(&hopts.ReadTimeout, "read-timeout", mcpexport.DefaultReadTimeout, "time a client has to send a request's headers, and again its body")
+	f.DurationVar(&hopts.WriteIdleTimeout, "write-idle-timeout", mcpexport.DefaultWriteIdleTimeout, "cut a response the client has not read for this long")
+	f.DurationVar(&hopts.KeepAliveTimeout, "keepalive-timeout", mcpexport.DefaultKeepAliveTimeout, "close an idle keep-alive connection after this long")
 	return cmd
 }
 
-// needToken refuses a non-loopback address without --token-file, before
-// mcpexport.Listen would (in the words of its options).
-func needToken(addr, token string) error {
+// needLoopback refuses --unsafe-no-token on an address that is not a
+// loopback one, before mcpexport.Listen would (in the words of its
+// options).
+func needLoopback(addr string) error {
 	hostport, loopback, err := mcpexport.ListenAddr(addr)
-	if err != nil || loopback || token != "" {
+	if err != nil || loopback {
 		return nil // Listen reports a bad address
 	}
 	return &rendered{
-		msg: fmt.Sprintf("%s is not a loopback address: a non-loopback address needs --token-file, so that only clients holding the token can connect (make one with: head -c 32 /dev/urandom | base64 > token && chmod 600 token)", hostport),
-		err: mcpexport.ErrTokenRequired,
+		msg: fmt.Sprintf("%s is not a loopback address: --unsafe-no-token works on loopback addresses only, because it lets anyone who can reach the port call your tools; drop --unsafe-no-token (clients then send the token of $BERTH_HOME/serve.token or --token-file)", hostport),
+		err: mcpexport.ErrUnsafeNoTokenNotLoopback,
 	}
 }

@@ -16,8 +16,9 @@ type textArgs struct {
 	Text string `json:"text"`
 }
 
-// Main serves three tools over stdio until stdin closes: echo
-// (read-only), wipe (destructive) and secret.
+// Main serves four tools over stdio until stdin closes: echo
+// (read-only), wipe (destructive), secret, and raw, which answers with
+// the bytes of the arguments it received, exactly.
 func Main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
 	yes := true
@@ -32,6 +33,10 @@ func Main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "secret", Description: "a tool the operator denies"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "secret ran"}}}, nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "raw", Description: "show the arguments as received", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
 		})
 	s.Run(context.Background(), &mcp.StdioTransport{})
 }

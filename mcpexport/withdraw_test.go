@@ -1,0 +1,284 @@
+package mcpexport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rawPost posts one JSON-RPC message to url with the test token and
+// returns the response; ctx ends the request (the client going away).
+func rawPost(ctx context.Context, url, session, proto, body string) (*http.Response, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if proto != "" {
+		req.Header.Set("Mcp-Protocol-Version", proto)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// rawInit opens a stateful session by hand and returns its ID.
+func rawInit(t *testing.T, url string) string {
+	t.Helper()
+	res, err := rawPost(context.Background(), url, "", "", initBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	sid := res.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("no session: %d", res.StatusCode)
+	}
+	res, err = rawPost(context.Background(), url, sid, legacy, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return sid
+}
+
+const callBody = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo-up__echo","arguments":{"text":"hi"}}}`
+
+// TestApprovalDiesWithItsRequest: a call waiting in the queue is withdrawn
+// within 2 s when its request is cancelled, its session ends or its
+// connection goes away, over every transport: it leaves the queue, it
+// cannot be approved any more (ErrWithdrawn, "nobody is waiting"), and the
+// audit log says withdrawn.
+func TestApprovalDiesWithItsRequest(t *testing.T) {
+	type run struct {
+		name string
+		// start makes the call wait in the queue; gone makes its client
+		// go away.
+		start func(t *testing.T, e *env, base string) (gone func())
+	}
+	runs := []run{
+		{"stateful HTTP, connection dropped", func(t *testing.T, e *env, base string) func() {
+			sid := rawInit(t, base+"/mcp")
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				if res, err := rawPost(ctx, base+"/mcp", sid, legacy, callBody); err == nil {
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			}()
+			return cancel
+		}},
+		{"stateful HTTP, session deleted", func(t *testing.T, e *env, base string) func() {
+			sid := rawInit(t, base+"/mcp")
+			go func() {
+				if res, err := rawPost(context.Background(), base+"/mcp", sid, legacy, callBody); err == nil {
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			}()
+			return func() {
+				req, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
+				req.Header.Set("Authorization", "Bearer "+testToken)
+				req.Header.Set("Mcp-Session-Id", sid)
+				if res, err := http.DefaultClient.Do(req); err == nil {
+					res.Body.Close()
+				}
+			}
+		}},
+		{"stateful HTTP, request cancelled", func(t *testing.T, e *env, base string) func() {
+			c := mcp.NewClient(&mcp.Implementation{Name: "quitter", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: bearerClient(testToken)}, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			go cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}})
+			return cancel
+		}},
+		{"stateless HTTP, connection dropped", func(t *testing.T, e *env, base string) func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				if res, err := rawPost(ctx, base+"/mcp", "", legacy, callBody); err == nil {
+					io.Copy(io.Discard, res.Body)
+					res.Body.Close()
+				}
+			}()
+			return cancel
+		}},
+		{"SSE, connection dropped", func(t *testing.T, e *env, base string) func() {
+			hc, kill := killableClient()
+			c := mcp.NewClient(&mcp.Implementation{Name: "quitter", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), &mcp.SSEClientTransport{Endpoint: base + "/sse", HTTPClient: hc}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}})
+			return kill
+		}},
+		{"stdio-like session, request cancelled", func(t *testing.T, e *env, base string) func() {
+			cs := e.client(legacy, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			go cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}})
+			return cancel
+		}},
+		{"stdio, pipes closed", func(t *testing.T, e *env, base string) func() {
+			// What a client's stdio looks like to berth serve: two pipes,
+			// closed when the client dies.
+			sr, cw := io.Pipe()
+			cr, sw := io.Pipe()
+			if _, err := e.srv.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}); err != nil {
+				t.Fatal(err)
+			}
+			c := mcp.NewClient(&mcp.Implementation{Name: "quitter", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}})
+			return func() { cw.Close(); sw.Close(); sr.Close(); cr.Close() }
+		}},
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			e := newEnv(t, &Options{ApprovalTimeout: time.Minute})
+			o := &HTTPOptions{Token: testToken, SSE: strings.HasPrefix(r.name, "SSE"), Stateless: strings.HasPrefix(r.name, "stateless")}
+			ln, err := Listen("127.0.0.1:0", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go ServeHTTP(ctx, ln, e.srv.Handler(o), o)
+			gone := r.start(t, e, "http://"+ln.Addr().String())
+			p := nextPending(t, e.srv.queue)
+			if p == nil {
+				t.FailNow()
+			}
+			gone()
+			start := time.Now()
+			for {
+				list, _ := e.srv.queue.List()
+				if len(list) == 0 {
+					break
+				}
+				if time.Since(start) > 2*time.Second {
+					t.Fatalf("the approval %s is still pending 2s after its client went away", p.ID)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			_, err = e.srv.queue.Decide(p.ID, true, false, "late")
+			if !errors.Is(err, ErrWithdrawn) || !strings.Contains(err.Error(), "nobody is waiting") || !strings.Contains(err.Error(), "nothing was run") {
+				t.Fatalf("approving the withdrawn call: %v", err)
+			}
+			var a []AuditEntry
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if a = readAudit(t, e.paths); len(a) > 0 {
+					break
+				}
+			}
+			if len(a) != 1 || a[0].Outcome != OutcomeWithdrawn || a[0].Approval != p.ID || a[0].Decision != VerdictNone {
+				t.Fatalf("audit %+v, want one withdrawn entry", a)
+			}
+			t.Logf("withdrawn: %s", a[0].Reason)
+		})
+	}
+}
+
+// TestPendingApprovalsAreBounded: beyond the calls one session (and the
+// server) may have waiting, a call is refused at once, saying why.
+func TestPendingApprovalsAreBounded(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: time.Minute, MaxPendingPerSession: 2, MaxPending: 3})
+	one, two, three := e.client(legacy, nil), e.client(legacy, nil), e.client(legacy, nil)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); wg.Wait() }()
+	wait := func(cs *mcp.ClientSession) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs.CallTool(ctx, &mcp.CallToolParams{Name: echoTool, Arguments: map[string]any{"text": "hi"}})
+		}()
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if list, _ := e.srv.queue.List(); len(list) == n {
+				return
+			}
+		}
+		t.Fatalf("the queue never held %d calls", n)
+	}
+	wait(one)
+	wait(one)
+	waitFor(2)
+	start := time.Now()
+	if text, isErr := callTool(t, one, echoTool, "third"); !isErr || !strings.Contains(text, "this session already has 2 calls waiting for approval") || !strings.Contains(text, "--max-pending-per-session") {
+		t.Fatalf("a third call of one session: %q", text)
+	}
+	wait(two)
+	waitFor(3)
+	if text, isErr := callTool(t, three, echoTool, "fourth"); !isErr || !strings.Contains(text, "3 calls already wait for approval") || !strings.Contains(text, "--max-pending") {
+		t.Fatalf("a call beyond the total: %q", text)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the refusals took %v; they must be at once", d)
+	}
+}
+
+// TestQueueWithdraw: a withdrawn call leaves the queue, and approving or
+// denying it says nobody is waiting any more.
+func TestQueueWithdraw(t *testing.T) {
+	q := NewQueue(t.TempDir())
+	now := time.Now()
+	p, err := q.Add(Pending{Tool: echoTool, Arguments: json.RawMessage(`{}`), Client: "c", CreatedAt: now, Deadline: now.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Withdraw(p, "the client cancelled the request")
+	if list, _ := q.List(); len(list) != 0 {
+		t.Fatalf("listed after withdrawal: %+v", list)
+	}
+	for _, allow := range []bool{true, false} {
+		if _, err := q.Decide(p.ID, allow, false, "late"); !errors.Is(err, ErrWithdrawn) || !strings.Contains(err.Error(), "the client cancelled the request") {
+			t.Fatalf("deciding a withdrawn call: %v", err)
+		}
+	}
+	if _, err := q.Get(p.ID); !errors.Is(err, ErrWithdrawn) {
+		t.Fatalf("Get of a withdrawn call: %v", err)
+	}
+}
+
+// killableClient is an HTTP client with the test token whose kill closes
+// every connection it opened, as a client process that dies would.
+func killableClient() (*http.Client, func()) {
+	var mu sync.Mutex
+	var conns []net.Conn
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+		return c, err
+	}}
+	kill := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	return &http.Client{Transport: bearer{testToken, tr}}, kill
+}
