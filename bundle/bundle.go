@@ -20,6 +20,9 @@ type Options struct {
 	BerthVersion string
 	// TempDir is where archives are extracted; "" means os.TempDir().
 	TempDir string
+	// RuntimeVersion checks the runtimes an imported bundle declares;
+	// nil means HostRuntimeVersion.
+	RuntimeVersion RuntimeVersionFunc
 }
 
 // Bundle is an opened bundle: its tree on disk, its listing and digest, and
@@ -27,7 +30,8 @@ type Options struct {
 type Bundle struct {
 	// Source is what Open was given.
 	Source string
-	// Kind is "directory", "tar.gz" or "zip".
+	// Kind is "directory", "tar.gz", "zip" (also a .mcpb) or "json" (a
+	// server.json file).
 	Kind string
 	// Dir is the bundle's root on disk: the source directory itself, or
 	// the directory an archive was extracted into.
@@ -39,8 +43,14 @@ type Bundle struct {
 	// Digest is "sha256:<hex>" of the canonical listing; "" when the tree
 	// could not be listed.
 	Digest string
+	// Import is set when the source is of another format (import.go).
+	Import *Import
+	// Notes are remarks on how the source was read, for the person
+	// reading the review (a manifest of another format beside berth.json).
+	Notes []string
 
 	tmp string
+	imp *importState
 }
 
 // Listing returns the canonical listing, or nil.
@@ -104,8 +114,8 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 			return nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
 		}
 		b.Kind, b.Dir = "directory", dir
-	case fi.Mode().IsRegular() && ArchiveKind(source) != "":
-		b.Kind = ArchiveKind(source)
+	case fi.Mode().IsRegular() && sourceKind(source) != "":
+		b.Kind = sourceKind(source)
 		tmp, err := os.MkdirTemp(opts.TempDir, "berth-extract-")
 		if err != nil {
 			return nil, fmt.Errorf("cannot extract %s: %w", source, err)
@@ -115,7 +125,7 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 			b.Close()
 			return nil, err
 		}
-		xps, err := Extract(ctx, source, b.Dir, &opts.Limits)
+		xps, err := b.unpack(ctx, source, b.Kind, &opts.Limits)
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("cannot extract %s: %w", source, err)
@@ -124,7 +134,11 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 			return b, &InvalidError{Source: source, Problems: xps}
 		}
 	default:
-		return nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz or .zip archive; point berth at the bundle directory or its archive", source)
+		return nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz, .zip or .mcpb archive nor a server.json; point berth at the bundle directory or its archive", source)
+	}
+	if err := b.prepareImport(ctx, opts); err != nil {
+		b.Close()
+		return nil, err
 	}
 	tree, tps, err := ReadTree(ctx, b.Dir, &opts.Limits)
 	if err != nil {
@@ -134,6 +148,7 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 	b.Tree = tree
 	ps.list = append(ps.list, tps...)
 	if tree.Listing == nil {
+		b.finishImport(&ps)
 		return b, &InvalidError{Source: source, Problems: ps.sorted()}
 	}
 	b.Digest = tree.Listing.Digest()
@@ -143,10 +158,11 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 		if d.manifest != nil {
 			b.Manifest = d.manifest
 			dv := &decoded{manifest: d.manifest, present: d.present, bad: d.bad}
-			validate(dv, tree, bv)
+			validateWith(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion})
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}
+	b.finishImport(&ps)
 	if !ps.empty() {
 		return b, &InvalidError{Source: source, Problems: ps.sorted()}
 	}

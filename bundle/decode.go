@@ -80,6 +80,7 @@ type node struct {
 	elems []*node
 	str   string
 	num   json.Number
+	b     bool
 }
 
 // maxDepth is how deeply objects and arrays may nest in berth.json. A
@@ -154,7 +155,7 @@ func (p *parser) value(path string) (*node, error) {
 	case json.Number:
 		return &node{kind: 'n', num: t}, nil
 	case bool:
-		return &node{kind: 'b'}, nil
+		return &node{kind: 'b', b: t}, nil
 	case nil:
 		return &node{kind: 'z'}, nil
 	}
@@ -243,6 +244,12 @@ func (b *binder) bind(v reflect.Value, n *node, path string) {
 			return
 		}
 		v.SetString(n.str)
+	case reflect.Bool:
+		if n.kind != 'b' {
+			b.wrongType(path, "a boolean", n)
+			return
+		}
+		v.SetBool(n.b)
 	case reflect.Int:
 		if n.kind != 'n' {
 			b.wrongType(path, "an integer", n)
