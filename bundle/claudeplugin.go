@@ -38,6 +38,8 @@ type claudeImport struct {
 	varOrder []string
 	// from records which file defined each server.
 	from map[string]string
+	// listed are the component files already listed.
+	listed map[string]bool
 }
 
 func convertClaude(dir string) *conversion {
@@ -51,7 +53,7 @@ func convertClaude(dir string) *conversion {
 	if !ok {
 		return c
 	}
-	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*ImportInput{}, from: map[string]string{}}
+	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*ImportInput{}, from: map[string]string{}, listed: map[string]bool{}}
 	x.imp = &ImportedFrom{Format: FormatClaudePlugin, Manifest: claudeManifest}
 	x.m = &Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(top)
@@ -557,6 +559,10 @@ func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
 }
 
 func (x *claudeImport) hooksFile(rel string) {
+	if x.listed[rel] {
+		return
+	}
+	x.listed[rel] = true
 	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
 	data, err := readLimited(filepath.Join(x.dir, filepath.FromSlash(rel)), maxForeignSize)
 	var root *node
@@ -627,6 +633,10 @@ func quoteAll(ss []string) []string {
 
 // namedFile lists the entries of a JSON file of named definitions.
 func (x *claudeImport) namedFile(rel, kind, reason string) {
+	if x.listed[rel] {
+		return
+	}
+	x.listed[rel] = true
 	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
 	data, err := readLimited(filepath.Join(x.dir, filepath.FromSlash(rel)), maxForeignSize)
 	var root *node

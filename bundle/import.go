@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -63,7 +65,37 @@ func newConversion(format, file string) *conversion {
 }
 
 // at records that the berth path p comes from the source location loc.
-func (c *conversion) at(p, loc string) { c.locs[p] = loc }
+// The validator writes some keys as a.b.c even when they hold dots, so
+// both spellings are recorded.
+func (c *conversion) at(p, loc string) {
+	c.locs[p] = loc
+	c.locs[dotted(p)] = loc
+}
+
+// dotted writes a path's quoted keys (a["x.y"]) as plain ones (a.x.y).
+func dotted(p string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(p, `["`)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(p[i:], `"]`)
+		if j < 0 {
+			break
+		}
+		b.WriteString(p[:i])
+		b.WriteString(".")
+		key, err := strconv.Unquote(p[i+1 : i+j+1])
+		if err != nil {
+			key = p[i+2 : i+j]
+		}
+		b.WriteString(key)
+		p = p[i+j+2:]
+	}
+	b.WriteString(p)
+	return strings.TrimPrefix(b.String(), ".")
+}
 
 // sourceKind says how a regular file is read: "tar.gz", "zip" (also .mcpb
 // and any zip by its magic bytes) or "json" (a server.json). "" means
@@ -171,7 +203,12 @@ func detect(dir string) (format string, notes []string, problem *Problem) {
 		found = append(found, FormatMCPRegistry)
 	}
 	if has(ManifestFile) {
+		from := importedManifest(dir)
 		for _, f := range found {
+			if sourceFile(f) == from {
+				notes = append(notes, fmt.Sprintf("berth.json was imported from %s (%s), which is kept beside it; berth reads berth.json", from, formatName(f)))
+				continue
+			}
 			notes = append(notes, fmt.Sprintf("%s is read as the manifest; %s (%s) beside it is ignored", ManifestFile, sourceFile(f), formatName(f)))
 		}
 		return FormatBerth, notes, nil
@@ -204,6 +241,23 @@ func detect(dir string) (format string, notes []string, problem *Problem) {
 		files = append(files, sourceFile(f)+" ("+formatName(f)+")")
 	}
 	return "", nil, &Problem{Path: ".", Rule: RuleImportAmbiguous, Message: fmt.Sprintf("the bundle has no berth.json and holds %s; berth does not guess which one is meant: remove the others, or write a berth.json", strings.Join(files, " and "))}
+}
+
+// importedManifest returns importedFrom.manifest of dir/berth.json, or "".
+func importedManifest(dir string) string {
+	data, err := readLimited(filepath.Join(dir, ManifestFile), MaxManifestSize)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		ImportedFrom struct {
+			Manifest string `json:"manifest"`
+		} `json:"importedFrom"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return ""
+	}
+	return m.ImportedFrom.Manifest
 }
 
 func sourceFile(format string) string {
@@ -319,15 +373,27 @@ func (b *Bundle) finishImport(ps *problems) {
 		keep(p)
 	}
 	c := st.conv
-	reported := map[string]bool{}
+	var reported []string
 	if c != nil {
 		for _, p := range c.ps.list {
-			reported[p.Path] = true
+			reported = append(reported, p.Path)
 			keep(p)
 		}
 	}
+	// covered reports whether the importer reported a problem at loc or
+	// inside it: a problem of the generated manifest there follows from
+	// that one.
+	covered := func(loc string) bool {
+		for _, r := range reported {
+			if r == loc || strings.HasPrefix(r, loc+".") || strings.HasPrefix(r, loc+"[") || strings.HasPrefix(r, loc+": ") {
+				return true
+			}
+		}
+		return false
+	}
+	var hostsMissing []*Problem
 	for _, p := range ps.list {
-		if treeRules[p.Rule] || c == nil {
+		if treeRules[p.Rule] {
 			keep(p)
 			continue
 		}
@@ -336,15 +402,33 @@ func (b *Bundle) finishImport(ps *problems) {
 			// source's problem.
 			continue
 		}
+		if c == nil {
+			keep(p)
+			continue
+		}
 		loc, ok := c.locate(p.Path)
 		if !ok {
 			keep(p)
 			continue
 		}
-		if reported[loc] {
+		if covered(loc) || (p.Rule == RuleNoComponents && len(reported) > 0) {
+			// A server the importer could not convert is missing from
+			// mcpServers: its problem says why.
 			continue
 		}
-		keep(&Problem{Path: loc, Rule: p.Rule, Message: p.Message + " (in berth's terms: " + generatedPath(p.Path) + ")"})
+		q := &Problem{Path: loc, Rule: p.Rule, Message: p.Message + " (in berth's terms: " + generatedPath(p.Path) + ")"}
+		if p.Rule == RuleNetworkHostsMissing {
+			// The importer writes network.hosts from the url; when it
+			// could not, the url's own problem says why.
+			hostsMissing = append(hostsMissing, q)
+			continue
+		}
+		keep(q)
+	}
+	for _, q := range hostsMissing {
+		if !slices.ContainsFunc(out, func(p *Problem) bool { return p.Path == q.Path }) {
+			keep(q)
+		}
 	}
 	ps.list = out
 }
@@ -469,7 +553,7 @@ func (b *Bundle) WriteTree(ctx context.Context, dir string) error {
 	if err == nil {
 		var tree *Tree
 		var ps []*Problem
-		tree, ps, err = ReadTree(ctx, staged, nil)
+		tree, ps, err = ReadTree(ctx, staged, b.Tree.limitsToRead())
 		if err == nil && (len(ps) > 0 || tree.Listing == nil || tree.Listing.Digest() != b.Digest) {
 			err = errors.New("the written copy does not have the bundle's digest (did something change the source while berth copied it?); try again")
 		}
@@ -481,4 +565,17 @@ func (b *Bundle) WriteTree(ctx context.Context, dir string) error {
 		err = rerr
 	}
 	return err
+}
+
+// limitsToRead are caps under which the tree can be read again: the
+// defaults, raised to what the tree holds.
+func (t *Tree) limitsToRead() *Limits {
+	lim := (&Limits{}).withDefaults()
+	n := len(t.dirs) + len(t.Listing.Entries)
+	lim.MaxEntries = max(lim.MaxEntries, n)
+	lim.MaxTotalSize = max(lim.MaxTotalSize, t.Listing.TotalSize())
+	for _, e := range t.Listing.Entries {
+		lim.MaxPathLen = max(lim.MaxPathLen, len(e.Path))
+	}
+	return &lim
 }

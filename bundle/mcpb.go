@@ -412,7 +412,7 @@ func (x *mcpbImport) entryPoint(ep string) {
 		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q is a directory; name the server's entry file", ep)
 		return
 	}
-	x.notCarried(x.d.loc(p), "metadata", ep, "checked to be in the bundle; berth runs what mcp_config names, not the entry point")
+	x.notCarried(x.d.loc(p), "metadata", "", "checked to be in the bundle ("+ep+"); berth runs what mcp_config names, not the entry point")
 }
 
 // subst applies the MCPB substitutions to a command or argument:
@@ -550,7 +550,7 @@ func (x *mcpbImport) compatibility(top obj) {
 	}
 	comp := &Compatibility{}
 	if cd, ok := co.str("claude_desktop", false); ok {
-		x.notCarried(d.loc("compatibility.claude_desktop"), "metadata", cd, "a Claude Desktop version range; berth has its own (requires.berth)")
+		x.notCarried(d.loc("compatibility.claude_desktop"), "metadata", "", fmt.Sprintf("the Claude Desktop version range %q; berth has its own (requires.berth)", cd))
 	}
 	if pls, ok := co.strs("platforms"); ok {
 		for i, pl := range pls {

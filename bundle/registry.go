@@ -412,7 +412,7 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 			d.add(a.at("type"), RuleRegistryWrongType, "argument type %q is not positional or named", typ)
 			continue
 		}
-		in.Name = label
+		in.Name = inputName(p, label)
 		a.boolean("isRepeated")
 		value, hasValue := a.str("value", false)
 		vars := x.variables(a, p)
@@ -467,9 +467,9 @@ func (x *registryImport) input(a obj, p string) ImportInput {
 	return in
 }
 
-// variables reads the variables of an input; it returns their names.
-func (x *registryImport) variables(a obj, p string) map[string]bool {
-	out := map[string]bool{}
+// variables reads the variables of an input.
+func (x *registryImport) variables(a obj, p string) map[string]*ImportInput {
+	out := map[string]*ImportInput{}
 	n, ok := a.keys["variables"]
 	if !ok {
 		return out
@@ -480,22 +480,32 @@ func (x *registryImport) variables(a obj, p string) map[string]bool {
 	}
 	keys, vals := vo.members()
 	for i, k := range keys {
+		in := &ImportInput{}
 		if io, ok := x.d.object(vals[i], joinPath(a.at("variables"), k), registryFields.input...); ok {
-			x.input(io, "")
+			*in = x.input(io, "")
 			io.str("value", false)
 		}
-		out[k] = true
+		out[k] = in
 	}
 	return out
 }
 
-func hasTemplate(s string, vars map[string]bool) bool {
+func hasTemplate(s string, vars map[string]*ImportInput) bool {
 	for _, m := range templateRe.FindAllStringSubmatch(s, -1) {
-		if vars[m[1]] {
+		if vars[m[1]] != nil {
 			return true
 		}
 	}
 	return false
+}
+
+// inputName names an input by where it is and what it is called:
+// "packages[0] WEATHER_API_KEY", "remotes[0] Authorization".
+func inputName(p, name string) string {
+	if i := strings.Index(p, "]"); i >= 0 {
+		p = p[:i+1]
+	}
+	return p + " " + name
 }
 
 // keyValue maps an environment variable or header: with no value, or a
@@ -512,13 +522,13 @@ func (x *registryImport) keyValue(p string, n *node, use string, header bool) (k
 		return "", "", false
 	}
 	in := x.input(kv, p)
-	in.Name = key
+	in.Name = inputName(p, key)
 	vars := x.variables(kv, p)
 	value, hasValue := kv.str("value", false)
 	src := key
 	if hasValue {
 		m := templateRe.FindStringSubmatch(value)
-		if m == nil || m[0] != value || !vars[m[1]] {
+		if m == nil || m[0] != value || vars[m[1]] == nil {
 			what := "environment variable"
 			if header {
 				what = "header"
@@ -527,6 +537,23 @@ func (x *registryImport) keyValue(p string, n *node, use string, header bool) (k
 			return "", "", false
 		}
 		src = m[1]
+		// The user supplies the variable: its description, requiredness
+		// and secrecy are the input's.
+		v := vars[src]
+		in.Required = in.Required || v.Required
+		in.Sensitive = in.Sensitive || v.Sensitive
+		if in.Description == "" {
+			in.Description = v.Description
+		}
+		if in.Type == "" {
+			in.Type = v.Type
+		}
+		if in.Default == "" {
+			in.Default = v.Default
+		}
+		if in.Sensitive {
+			in.Default = ""
+		}
 	}
 	from = inputEnvName(x.name, src)
 	if prev, dup := x.envSeen[from]; dup && prev != p {
@@ -635,11 +662,16 @@ func (x *registryImport) bearer(p string, n *node, server string) string {
 		return ""
 	}
 	vars := x.variables(kv, p)
-	if !vars[m[1]] {
+	v := vars[m[1]]
+	if v == nil {
 		return ""
 	}
 	in := x.input(kv, p)
-	in.Name = name
+	in.Name = inputName(p, name)
+	in.Required = in.Required || v.Required
+	if in.Description == "" {
+		in.Description = v.Description
+	}
 	in.Sensitive, in.Default = true, ""
 	from := inputEnvName(x.name, m[1])
 	in.FromEnv = from

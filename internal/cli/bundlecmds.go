@@ -56,6 +56,11 @@ rule of manifest v1 and of the file tree, and prints every problem at once,
 each with its location, its rule ID (see docs/rules.md) and how to fix it.
 It never runs anything from the bundle and never reads a secret.
 
+It reads other formats too, by their content: an MCP Bundle (.mcpb, or a
+directory with manifest.json), a Claude Code plugin (a directory with
+.claude-plugin/plugin.json) and an MCP Registry server.json. Their problems
+are located in the source's own file and field.
+
 Exit code 0 means valid; 3 means invalid.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,9 +74,14 @@ Exit code 0 means valid; 3 means invalid.`,
 					Valid  bool          `json:"valid"`
 					Digest string        `json:"digest"`
 					Errors []jsonProblem `json:"errors"`
+					Format string        `json:"format,omitempty"`
+					Notes  []string      `json:"notes,omitempty"`
 				}{Valid: err == nil, Errors: problemsOf(err)}
 				if b != nil {
-					out.Digest = b.Digest
+					out.Digest, out.Notes = b.Digest, b.Notes
+					if b.Import != nil {
+						out.Format = b.Import.Format
+					}
 				}
 				if werr := writeJSON(a.stdout, out); werr != nil {
 					return werr
@@ -84,12 +94,19 @@ Exit code 0 means valid; 3 means invalid.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s %s, %s\n", args[0], b.Manifest.Name, b.Manifest.Version, b.Digest)
+			for _, n := range b.Notes {
+				fmt.Fprintf(a.stderr, "note: %s\n", n)
+			}
+			name := b.Manifest.Name + " " + b.Manifest.Version
+			if imp := importedAs(b); imp != "" {
+				name += ", " + imp
+			}
+			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", args[0], name, b.Digest)
 			return nil
 		},
 	}
 	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid", "digest", "errors": [{"path", "rule", "message"}]}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid", "digest", "errors": [{"path", "rule", "message"}], "format", "notes"}`)
 	return cmd
 }
 
@@ -104,6 +121,12 @@ programs it runs and as whom, their arguments and working directory, the
 environment variables they receive (names and sources, never values), the
 packages they download at start, the remote endpoints and the credentials
 sent there, tool filters, native tool executables with their hashes.
+
+For a source of another format (an MCP Bundle, a Claude Code plugin, a
+server.json) it also says which format and version it came from, what each
+of the values it asks its user for becomes in berth's terms, the tools and
+prompts it declares, and what was not carried over and why (hooks called
+out), and shows an MCPB signature block (berth's trust does not rest on it).
 
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
