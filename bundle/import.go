@@ -137,7 +137,12 @@ func (b *Bundle) unpack(ctx context.Context, source, kind string, lim *Limits) (
 		}
 		return ps, err
 	}
-	data, err := readLimited(source, maxForeignSize)
+	f, err := os.Open(source)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxForeignSize+1))
+	f.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -295,6 +300,12 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options) error {
 		return nil
 	}
 	if format == "" || format == FormatBerth {
+		if b.Import != nil {
+			// A berth bundle's zip with an MCPB signature block: the
+			// block is no part of the bundle.
+			b.Notes = append(b.Notes, "the file ends with an MCPB signature block, which berth ignores: berth verifies Sigstore signatures over its canonical listing")
+			b.Import = nil
+		}
 		return nil
 	}
 	st := &importState{}
