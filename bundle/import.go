@@ -326,7 +326,7 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options) error {
 		}
 		b.tmp = tmp
 		dst := filepath.Join(tmp, "bundle")
-		if err := copyListed(ctx, tree, dst); err != nil {
+		if err := copyListed(ctx, tree, dst, false); err != nil {
 			return fmt.Errorf("cannot copy %s: %w", b.Source, err)
 		}
 		b.Dir = dst
@@ -478,9 +478,10 @@ func parentPath(p string) string {
 	return ""
 }
 
-// copyTree copies the listed files, symlinks and directories of tree into
+// copyListed copies the listed files, symlinks and directories of tree into
 // dst, which must not exist, checking each file against its listed hash.
-func copyListed(ctx context.Context, tree *Tree, dst string) error {
+// durable syncs each file to disk (for a copy that outlives berth).
+func copyListed(ctx context.Context, tree *Tree, dst string, durable bool) error {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		return err
 	}
@@ -508,14 +509,14 @@ func copyListed(ctx context.Context, tree *Tree, dst string) error {
 		if e.Mode == ModeExec {
 			perm = 0o755
 		}
-		if err := copyChecked(filepath.Join(tree.Root, filepath.FromSlash(e.Path)), to, perm, e, buf); err != nil {
+		if err := copyChecked(filepath.Join(tree.Root, filepath.FromSlash(e.Path)), to, perm, e, buf, durable); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func copyChecked(from, to string, perm os.FileMode, e Entry, buf []byte) error {
+func copyChecked(from, to string, perm os.FileMode, e Entry, buf []byte, durable bool) error {
 	in, err := openNoFollow(from)
 	if err != nil {
 		return err
@@ -527,7 +528,7 @@ func copyChecked(from, to string, perm os.FileMode, e Entry, buf []byte) error {
 	}
 	h := sha256.New()
 	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1), buf)
-	if err == nil {
+	if err == nil && durable {
 		err = out.Sync()
 	}
 	if cerr := out.Close(); err == nil {
@@ -560,7 +561,7 @@ func (b *Bundle) WriteTree(ctx context.Context, dir string) error {
 		return err
 	}
 	staged := filepath.Join(tmp, "tree")
-	err = copyListed(ctx, b.Tree, staged)
+	err = copyListed(ctx, b.Tree, staged, true)
 	if err == nil {
 		var tree *Tree
 		var ps []*Problem
