@@ -158,7 +158,7 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 		if d.manifest != nil {
 			b.Manifest = d.manifest
 			dv := &decoded{manifest: d.manifest, present: d.present, bad: d.bad}
-			validateWith(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion})
+			validate(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion})
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}

@@ -50,15 +50,10 @@ type validator struct {
 	probe   runtimeProbe
 }
 
-// validate applies the semantic rules of manifest v1. Problems at paths
-// whose value could not be decoded were reported already and are dropped.
-func validate(d *decoded, tree *Tree, berthVersion string) {
-	validateWith(d, tree, berthVersion, runtimeProbe{})
-}
-
-// validateWith is validate with the probe that checks the runtimes an
-// imported bundle declares.
-func validateWith(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe) {
+// validate applies the semantic rules of manifest v1; probe checks the
+// runtimes an imported bundle declares. Problems at paths whose value
+// could not be decoded were reported already and are dropped.
+func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe) {
 	if d.bad[""] {
 		return
 	}
