@@ -50,6 +50,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.approveCommand(false),
 		a.connectCommand(),
 		a.disconnectCommand(),
+		a.importCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = func(cmd *cobra.Command, args []string) error {
