@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -79,7 +78,7 @@ func convertClaude(dir string) *conversion {
 
 // readForeign reads and parses a JSON file of the tree; nil when it cannot.
 func readForeign(d *doc, dir, rel string) *node {
-	data, err := readLimited(filepath.Join(dir, filepath.FromSlash(rel)), maxForeignSize)
+	data, err := readIn(dir, rel, maxForeignSize)
 	if err != nil {
 		d.add("", d.rules.syntax, "cannot read %s (%v); it must be a regular file", rel, err)
 		return nil
@@ -160,7 +159,7 @@ func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 		x.d.add(p, RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
 		return "", false
 	}
-	if !lexists(filepath.Join(x.dir, filepath.FromSlash(rel))) {
+	if !existsIn(x.dir, rel) {
 		x.d.add(p, RuleClaudePath, "%q names nothing in the plugin; add it or fix the path", v)
 		return "", false
 	}
@@ -171,7 +170,7 @@ func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 // mcpServers of plugin.json (a path, an inline object, or an array of
 // those), which supplements it.
 func (x *claudeImport) servers(top obj) {
-	if lexists(filepath.Join(x.dir, claudeMCPFile)) {
+	if existsIn(x.dir, claudeMCPFile) {
 		x.serverFile(claudeMCPFile)
 	}
 	n, ok := top.keys["mcpServers"]
@@ -455,19 +454,19 @@ func (x *claudeImport) components(top obj) {
 		kind := map[string]string{"commands": "command", "agents": "agent", "skills": "skill", "outputStyles": "output-style", "themes": "theme"}[k]
 		x.pathsOrObject(n, k, kind, "a Claude Code "+kind+"; "+never)
 	}
-	if lexists(filepath.Join(x.dir, "hooks", "hooks.json")) {
+	if existsIn(x.dir, "hooks/hooks.json") {
 		x.hooksFile("hooks/hooks.json")
 	}
 	if n, ok := top.keys["hooks"]; ok {
 		x.hooks(x.d, n, "hooks")
 	}
-	if lexists(filepath.Join(x.dir, ".lsp.json")) {
+	if existsIn(x.dir, ".lsp.json") {
 		x.namedFile(".lsp.json", "lsp-server", "a language server Claude Code would start; "+never)
 	}
 	if n, ok := top.keys["lspServers"]; ok {
 		x.named(x.d, n, "lspServers", "lsp-server", "a language server Claude Code would start; "+never)
 	}
-	if lexists(filepath.Join(x.dir, "monitors", "monitors.json")) {
+	if existsIn(x.dir, "monitors/monitors.json") {
 		x.notCarried("monitors/monitors.json", "monitor", "", "monitors are commands Claude Code would run in the background; "+never)
 	}
 	for _, k := range []string{"monitors", "channels", "settings", "dependencies"} {
@@ -484,18 +483,22 @@ func (x *claudeImport) components(top obj) {
 }
 
 // listDir lists the files with suffix under a default component folder.
+// The folder is walked inside the plugin only (os.Root), and symlinks in
+// it are not followed.
 func (x *claudeImport) listDir(dir, kind, suffix, reason string) {
-	root := filepath.Join(x.dir, dir)
-	if fi, err := os.Lstat(root); err != nil || !fi.IsDir() {
+	if fi, err := lstatIn(x.dir, dir); err != nil || !fi.IsDir() {
 		return
 	}
+	root, err := os.OpenRoot(x.dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
 	n := 0
-	filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+	fs.WalkDir(root.FS(), dir, func(rel string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() || !strings.HasSuffix(e.Name(), suffix) {
 			return nil
 		}
-		rel, _ := filepath.Rel(x.dir, p)
-		rel = filepath.ToSlash(rel)
 		name := strings.TrimSuffix(strings.TrimPrefix(rel, dir+"/"), suffix)
 		n++
 		if n <= maxListed {
@@ -508,15 +511,20 @@ func (x *claudeImport) listDir(dir, kind, suffix, reason string) {
 	}
 }
 
-// listSkills lists skills/<name>/SKILL.md.
+// listSkills lists skills/<name>/SKILL.md, inside the plugin only.
 func (x *claudeImport) listSkills(dir string) {
-	entries, err := os.ReadDir(filepath.Join(x.dir, dir))
+	root, err := os.OpenRoot(x.dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), dir)
 	if err != nil {
 		return
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.IsDir() || !lexists(filepath.Join(x.dir, dir, e.Name(), "SKILL.md")) {
+		if !e.IsDir() || !existsIn(x.dir, dir+"/"+e.Name()+"/SKILL.md") {
 			continue
 		}
 		if n++; n <= maxListed {
@@ -564,7 +572,7 @@ func (x *claudeImport) hooksFile(rel string) {
 	}
 	x.listed[rel] = true
 	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	data, err := readLimited(filepath.Join(x.dir, filepath.FromSlash(rel)), maxForeignSize)
+	data, err := readIn(x.dir, rel, maxForeignSize)
 	var root *node
 	if err == nil {
 		root = d.parse(data)
@@ -638,7 +646,7 @@ func (x *claudeImport) namedFile(rel, kind, reason string) {
 	}
 	x.listed[rel] = true
 	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	data, err := readLimited(filepath.Join(x.dir, filepath.FromSlash(rel)), maxForeignSize)
+	data, err := readIn(x.dir, rel, maxForeignSize)
 	var root *node
 	if err == nil {
 		root = d.parse(data)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,22 +155,52 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	return nil, os.WriteFile(filepath.Join(b.Dir, registryManifest), data, 0o644)
 }
 
-// readLimited reads a regular file of at most max bytes (one more is read,
-// so the caller can tell it is too large).
-func readLimited(name string, max int64) ([]byte, error) {
-	f, err := openNoFollow(name)
+// readIn reads the regular file rel (slash-separated) of the tree at dir,
+// of at most max bytes (one more is read, so the caller can tell it is too
+// large). rel is resolved inside dir only (os.Root): a symlink on the way
+// that leads out of the tree is an error, so an importer never reads a
+// file outside the bundle. rel itself may not be a symlink.
+func readIn(dir, rel string, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	defer root.Close()
+	name := filepath.FromSlash(rel)
+	fi, err := root.Lstat(name)
 	if err != nil {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
+		return nil, fmt.Errorf("%s: %w", rel, errChanged)
 	}
 	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
+// lstatIn is os.Lstat of rel (slash-separated) inside the tree at dir,
+// resolved as readIn resolves it: a path that leads out of the tree
+// through a symlink is an error.
+func lstatIn(dir, rel string) (fs.FileInfo, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.Lstat(filepath.FromSlash(rel))
+}
+
+// existsIn reports whether rel names something inside the tree at dir.
+func existsIn(dir, rel string) bool {
+	_, err := lstatIn(dir, rel)
+	return err == nil
 }
 
 // looksLike reports whether data is a JSON object with one of keys.
@@ -194,9 +225,9 @@ func lexists(p string) bool {
 // detect finds the format of the tree at dir. A berth.json wins, with a
 // note for every other manifest beside it.
 func detect(dir string) (format string, notes []string, problem *Problem) {
-	has := func(rel string) bool { return lexists(filepath.Join(dir, filepath.FromSlash(rel))) }
+	has := func(rel string) bool { return existsIn(dir, rel) }
 	peek := func(rel string, keys ...string) bool {
-		data, err := readLimited(filepath.Join(dir, filepath.FromSlash(rel)), maxForeignSize)
+		data, err := readIn(dir, rel, maxForeignSize)
 		return err == nil && looksLike(data, keys...)
 	}
 	var found []string
@@ -252,7 +283,7 @@ func detect(dir string) (format string, notes []string, problem *Problem) {
 
 // importedManifest returns importedFrom.manifest of dir/berth.json, or "".
 func importedManifest(dir string) string {
-	data, err := readLimited(filepath.Join(dir, ManifestFile), MaxManifestSize)
+	data, err := readIn(dir, ManifestFile, MaxManifestSize)
 	if err != nil {
 		return ""
 	}

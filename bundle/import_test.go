@@ -370,3 +370,85 @@ func TestMCPBRuntimes(t *testing.T) {
 		}
 	}
 }
+
+// An importer reads the source's files inside the bundle only: a symlink
+// that leads out of it (absolute, or relative through ..) is never
+// followed, so nothing of the file it points at reaches a problem, a note
+// or the review. The symlink itself is a problem, as in any bundle.
+func TestImportReadsNothingOutsideTheBundle(t *testing.T) {
+	const secret = "OUTSIDE-SECRET-7f3a"
+	outside := t.TempDir()
+	write := func(dir, rel, data string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(outside, "plugin.json", `{"name": "`+secret+`", "version": "`+secret+`"}`)
+	write(outside, "servers.json", `{"mcpServers": {"`+secret+`": {"command": "`+secret+`"}}}`)
+	write(outside, "manifest.json", `{"manifest_version": "`+secret+`"}`)
+	write(outside, "hooks.json", `{"hooks": {"`+secret+`": []}}`)
+	write(outside, "skill-"+secret+"/SKILL.md", "x")
+	plugin := `{"name": "p", "version": "1.0.0", "description": "d"}`
+	cases := map[string]func(dir string) error{
+		// .claude-plugin/ itself leads out.
+		"plugin-dir": func(dir string) error {
+			write(dir, ".mcp.json", `{"mcpServers": {}}`)
+			return os.Symlink(outside, filepath.Join(dir, ".claude-plugin"))
+		},
+		// mcpServers names a file through a directory that leads out.
+		"servers-path": func(dir string) error {
+			write(dir, ".claude-plugin/plugin.json", `{"name": "p", "version": "1.0.0", "description": "d", "mcpServers": "./ext/servers.json"}`)
+			rel, _ := filepath.Rel(dir, outside)
+			return os.Symlink(rel, filepath.Join(dir, "ext"))
+		},
+		// hooks and skills through directories that lead out.
+		"components": func(dir string) error {
+			write(dir, ".claude-plugin/plugin.json", plugin)
+			if err := os.Symlink(outside, filepath.Join(dir, "hooks")); err != nil {
+				return err
+			}
+			return os.Symlink(outside, filepath.Join(dir, "skills"))
+		},
+		// An MCP Bundle whose entry point and manifest lie outside.
+		"mcpb": func(dir string) error {
+			if err := os.Symlink(outside, filepath.Join(dir, "server")); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join(outside, "manifest.json"), filepath.Join(dir, "manifest.json"))
+		},
+	}
+	for name, build := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := build(dir); err != nil {
+				t.Fatal(err)
+			}
+			b, ps, err := Load(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			var text strings.Builder
+			escapes := false
+			for _, p := range ps {
+				text.WriteString(p.Path + " " + p.Message + "\n")
+				escapes = escapes || p.Rule == RuleSymlinkEscapes
+			}
+			text.WriteString(strings.Join(b.Notes, "\n"))
+			if b.Manifest != nil {
+				text.Write(EncodeManifest(b.Manifest))
+			}
+			if strings.Contains(text.String(), secret) {
+				t.Fatalf("a file outside the bundle was read:\n%s", text.String())
+			}
+			if !escapes {
+				t.Fatalf("no %s problem:\n%s", RuleSymlinkEscapes, text.String())
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/mail"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -67,7 +66,7 @@ type mcpbImport struct {
 func convertMCPB(dir string) *conversion {
 	c := newConversion(FormatMCPB, mcpbManifest)
 	d := &doc{file: mcpbManifest, rules: mcpbRules, ps: &c.ps}
-	data, err := readLimited(filepath.Join(dir, mcpbManifest), maxForeignSize)
+	data, err := readIn(dir, mcpbManifest, maxForeignSize)
 	if err != nil {
 		d.add("", RuleMCPBSyntax, "cannot read manifest.json (%v); it must be a regular file at the bundle's root", err)
 		return c
@@ -403,7 +402,7 @@ func (x *mcpbImport) entryPoint(ep string) {
 		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
 		return
 	}
-	fi, err := os.Lstat(filepath.Join(x.dir, filepath.FromSlash(ep)))
+	fi, err := lstatIn(x.dir, ep)
 	switch {
 	case err != nil:
 		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q is not in the bundle; add the file or fix the path", ep)
