@@ -45,6 +45,7 @@ type userOption struct {
 	required  bool
 	hasDef    bool
 	def       string // as text; a list joined with ", "
+	defKind   byte   // the JSON kind of the default: 's', 'n', 'b' or 'a'
 	envName   string // the host variable it is read from in env
 	ref       string // ${user_config.KEY}
 	input     *ImportInput
@@ -243,9 +244,9 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 		o.number("max")
 		if dn, ok := o.keys["default"]; ok {
 			if s, ok := scalarText(dn); ok {
-				uo.hasDef, uo.def = true, s
+				uo.hasDef, uo.def, uo.defKind = true, s, dn.kind
 			} else if list, ok := d.strList(dn, o.at("default")); ok {
-				uo.hasDef, uo.def = true, strings.Join(list, ", ")
+				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), 'a'
 			}
 		}
 		uo.input = &ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
@@ -461,6 +462,10 @@ func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule stri
 	case o.typ == "directory" && !o.multiple:
 		o.uses = append(o.uses, "${workspace} in the arguments: the workspace the plugin is enabled for")
 		return "${workspace}", true
+	case o.typ == "number" && o.hasDef && o.defKind != 'n', o.typ == "boolean" && o.hasDef && o.defKind != 'b':
+		// The default is fixed in argv under the option's type: a
+		// "number" whose default is the text "--require=x" is no number.
+		d.add(path, rule, "%s is a %s option, but its default is not a JSON %s; berth fixes only a %s default in the arguments: write the default as one (%s), or read the value from an environment variable", ref, o.typ, o.typ, o.typ, map[string]string{"number": "20", "boolean": "false"}[o.typ])
 	case (o.typ == "number" || o.typ == "boolean") && o.hasDef:
 		o.uses = append(o.uses, fmt.Sprintf("the fixed value %q in the arguments (its default; berth has no per-user setting for arguments)", o.def))
 		return o.def, true
