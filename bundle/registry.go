@@ -356,7 +356,10 @@ func (x *registryImport) pkg(p string, n *node) {
 	for i, l := range locs {
 		x.c.at(index(sp+".stdio.args", i), l)
 	}
-	x.c.at(sp+".stdio.args", d.loc(o.at("identifier")))
+	// A problem of the command as a whole (a runtime-fetch form berth
+	// refuses) comes from the package entry: its runtimeArguments, its
+	// environment variables (-e NAME) or its identifier.
+	x.c.at(sp+".stdio.args", d.loc(p))
 }
 
 func registrySourceHint(typ string) string {
