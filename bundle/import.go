@@ -149,8 +149,13 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	if err != nil {
 		return nil, err
 	}
-	if looksLike(data, "manifest_version", "dxt_version") {
+	switch {
+	case looksLike(data, "manifest_version", "dxt_version"):
 		return nil, fmt.Errorf("%s is an MCP Bundle manifest, not a bundle; point berth at the .mcpb file or the directory that holds manifest.json", source)
+	case looksLike(data, "manifestVersion"):
+		return nil, fmt.Errorf("%s is a berth manifest, not a bundle; point berth at the directory that holds berth.json, or its archive", source)
+	case looksLike(data, "mcpServers"):
+		return nil, fmt.Errorf("%s holds MCP servers of a Claude Code plugin, not a bundle; point berth at the plugin's directory (the one that holds .claude-plugin/plugin.json)", source)
 	}
 	return nil, os.WriteFile(filepath.Join(b.Dir, registryManifest), data, 0o644)
 }
