@@ -172,7 +172,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 	b.Tree = tree
 	ps.list = append(ps.list, tps...)
 	if tree.Listing == nil {
-		b.finishImport(&ps)
+		b.finishImport(&ps, tps)
 		return b, ps.sorted(), nil
 	}
 	b.Digest = tree.Listing.Digest()
@@ -186,7 +186,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}
-	b.finishImport(&ps)
+	b.finishImport(&ps, tps)
 	if ps.empty() {
 		return b, nil, nil
 	}

@@ -390,24 +390,20 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options) error {
 	return os.WriteFile(filepath.Join(b.Dir, ManifestFile), EncodeManifest(c.manifest), 0o644)
 }
 
-// treeRules are the rules of the file tree and archives: their problems
-// are located by file path already.
-var treeRules = map[string]bool{
-	RuleSymlinkEscapes: true, RuleSymlinkDangling: true, RuleHardLink: true, RuleSpecialFile: true,
-	RulePathCharacters: true, RulePathCaseCollision: true, RulePathTooLong: true,
-	RuleTreeTooLarge: true, RuleTreeTooManyEntries: true,
-	RuleArchiveFormat: true, RuleArchiveAbsolute: true, RuleArchiveTraversal: true,
-	RuleArchiveDuplicate: true, RuleArchiveSizeMismatch: true, RuleMCPBSignatureBlock: true,
-}
-
 // finishImport turns the problems of the generated berth.json into
 // problems of the source: each is located at the source file and field it
 // came from, and one at a place where the importer already reported a
-// problem is dropped (the importer's says it in the source's terms).
-func (b *Bundle) finishImport(ps *problems) {
+// problem is dropped (the importer's says it in the source's terms). The
+// problems of the file tree (tree, which ReadTree found; they are in ps
+// too) are located by file path already and are all kept.
+func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 	st := b.imp
 	if st == nil {
 		return
+	}
+	ofTree := map[*Problem]bool{}
+	for _, p := range tree {
+		ofTree[p] = true
 	}
 	var out []*Problem
 	seen := map[[2]string]bool{}
@@ -442,7 +438,7 @@ func (b *Bundle) finishImport(ps *problems) {
 	}
 	var hostsMissing []*Problem
 	for _, p := range ps.list {
-		if treeRules[p.Rule] {
+		if ofTree[p] {
 			keep(p)
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -448,6 +449,41 @@ func TestImportReadsNothingOutsideTheBundle(t *testing.T) {
 			}
 			if !escapes {
 				t.Fatalf("no %s problem:\n%s", RuleSymlinkEscapes, text.String())
+			}
+		})
+	}
+}
+
+// Every problem of the file tree is reported for a source of another
+// format, also when the source's manifest could not be converted at all:
+// a tree rule added later (path-windows-name) is not lost.
+func TestImportKeepsTreeProblems(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows cannot create the file nul.txt")
+	}
+	for name, files := range map[string]map[string]string{
+		"converted":     {".claude-plugin/plugin.json": `{"name": "p", "version": "1.0.0", "description": "d"}`, ".mcp.json": `{"mcpServers": {"s": {"command": "node", "args": ["a.js"]}}}`},
+		"not-converted": {".mcp.json": `{"mcpServers": {}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			files["share/nul.txt"] = "x"
+			for rel, data := range files {
+				p := filepath.Join(dir, filepath.FromSlash(rel))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b, ps, err := Load(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if !slices.ContainsFunc(ps, func(p *Problem) bool {
+				return p.Rule == RulePathWindowsName && strings.Contains(p.Path, "share/nul.txt")
+			}) {
+				t.Fatalf("no %s problem at share/nul.txt: %v", RulePathWindowsName, &InvalidError{Source: dir, Problems: ps})
 			}
 		})
 	}
