@@ -35,20 +35,28 @@ func ArchiveKind(name string) Kind {
 // one. Sizes are counted while streaming, never trusted from headers, so a
 // zip bomb stops at the cap. err is set when the archive cannot be read.
 func Extract(ctx context.Context, src, dest string, limits *Limits) ([]*Problem, error) {
+	ps, _, err := extract(ctx, src, ArchiveKind(src), dest, limits)
+	return ps, err
+}
+
+// extract is Extract of an archive of the given kind. A zip's appended
+// MCPB signature block is removed before the zip is read (mcpbsig.go) and
+// returned.
+func extract(ctx context.Context, src string, kind Kind, dest string, limits *Limits) ([]*Problem, *MCPBSignature, error) {
 	lim := limits.withDefaults()
 	x := &extractor{dest: dest, lim: lim, seen: map[string]entryKind{}, folded: map[string]string{}}
 	f, err := os.Open(src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	switch ArchiveKind(src) {
+	switch kind {
 	case KindTarGz:
 		err = x.tarGz(ctx, f)
 	case KindZip:
 		err = x.zip(ctx, f)
 	default:
-		return nil, fmt.Errorf("%s: not a supported archive; berth reads directories, .tar.gz, .tgz and .zip", src)
+		return nil, nil, fmt.Errorf("%s: not a supported archive; berth reads directories, .tar.gz, .tgz, .zip and .mcpb", src)
 	}
 	if errors.Is(err, errStop) {
 		err = nil
@@ -56,14 +64,14 @@ func Extract(ctx context.Context, src, dest string, limits *Limits) ([]*Problem,
 	if err != nil {
 		var fe *formatError
 		if !errors.As(err, &fe) {
-			return nil, err
+			return nil, nil, err
 		}
 		x.ps.add(".", RuleArchiveFormat, "%s: %v; re-create the archive with tar -czf or zip", filepath.Base(src), fe.err)
 	}
 	if x.ps.empty() {
 		x.symlinks()
 	}
-	return x.ps.sorted(), nil
+	return x.ps.sorted(), x.sig, nil
 }
 
 // errStop ends extraction after a cap was hit; the problem is recorded.
@@ -95,6 +103,7 @@ type extractor struct {
 	links   []walkEntry
 	total   int64
 	entries int
+	sig     *MCPBSignature
 }
 
 func (x *extractor) tarGz(ctx context.Context, r io.Reader) error {
@@ -162,7 +171,12 @@ func (x *extractor) zip(ctx context.Context, f *os.File) error {
 	if err != nil {
 		return err
 	}
-	zr, err := zip.NewReader(f, fi.Size())
+	size, sig, ok := x.mcpbSignature(f, fi.Size())
+	if !ok {
+		return nil
+	}
+	x.sig = sig
+	zr, err := zip.NewReader(io.NewSectionReader(f, 0, size), size)
 	if err != nil {
 		return &formatError{err}
 	}

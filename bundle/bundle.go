@@ -23,6 +23,9 @@ type Options struct {
 	BerthVersion string
 	// TempDir is where archives are extracted; "" means os.TempDir().
 	TempDir string
+	// RuntimeVersion checks the runtimes an imported bundle declares;
+	// nil means HostRuntimeVersion.
+	RuntimeVersion RuntimeVersionFunc
 }
 
 // Kind is the form a bundle was read from.
@@ -33,6 +36,8 @@ const (
 	KindDirectory Kind = "directory"
 	KindTarGz     Kind = "tar.gz"
 	KindZip       Kind = "zip"
+	// KindJSON is a server.json file (an MCP Registry entry).
+	KindJSON Kind = "json"
 )
 
 // Bundle is an opened bundle: its tree on disk, its listing and digest, and
@@ -52,8 +57,14 @@ type Bundle struct {
 	// Digest is "sha256:<hex>" of the canonical listing; "" when the tree
 	// could not be listed.
 	Digest string
+	// Import is set when the source is of another format (import.go).
+	Import *Import
+	// Notes are remarks on how the source was read, for the person
+	// reading the review (a manifest of another format beside berth.json).
+	Notes []string
 
 	tmp string
+	imp *importState
 }
 
 // Listing returns the canonical listing, or nil.
@@ -75,7 +86,9 @@ func (b *Bundle) Close() error {
 	return err
 }
 
-// Open reads a bundle from a directory, a .tar.gz/.tgz or a .zip, and
+// Open reads a bundle from a directory, a .tar.gz/.tgz or a .zip, or a
+// source of another format (an MCP Bundle .mcpb or its directory, a Claude
+// Code plugin directory, an MCP Registry server.json: import.go), and
 // validates it fail-closed. It returns either a valid Bundle, which the
 // caller must Close, or an error and no Bundle. When the bundle breaks any
 // rule the error is an *InvalidError that lists every problem, and
@@ -125,8 +138,8 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 			return nil, nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
 		}
 		b.Kind, b.Dir = KindDirectory, dir
-	case fi.Mode().IsRegular() && ArchiveKind(source) != "":
-		b.Kind = ArchiveKind(source)
+	case fi.Mode().IsRegular() && sourceKind(source) != "":
+		b.Kind = sourceKind(source)
 		tmp, err := os.MkdirTemp(opts.TempDir, "berth-extract-")
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot extract %s: %w", source, err)
@@ -136,7 +149,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 			b.Close()
 			return nil, nil, err
 		}
-		xps, err := Extract(ctx, source, b.Dir, &opts.Limits)
+		xps, err := b.unpack(ctx, source, b.Kind, &opts.Limits)
 		if err != nil {
 			b.Close()
 			return nil, nil, fmt.Errorf("cannot extract %s: %w", source, err)
@@ -145,7 +158,11 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 			return b, xps, nil
 		}
 	default:
-		return nil, nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz or .zip archive; point berth at the bundle directory or its archive", source)
+		return nil, nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz, .zip or .mcpb archive nor a server.json; point berth at the bundle directory or its archive", source)
+	}
+	if err := b.prepareImport(ctx, opts); err != nil {
+		b.Close()
+		return nil, nil, err
 	}
 	tree, tps, err := ReadTree(ctx, b.Dir, &opts.Limits)
 	if err != nil {
@@ -155,6 +172,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 	b.Tree = tree
 	ps.list = append(ps.list, tps...)
 	if tree.Listing == nil {
+		b.finishImport(&ps, tps)
 		return b, ps.sorted(), nil
 	}
 	b.Digest = tree.Listing.Digest()
@@ -164,10 +182,11 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 		if d.manifest != nil {
 			b.Manifest = d.manifest
 			dv := &decoded{manifest: d.manifest, present: d.present, bad: d.bad}
-			validate(dv, tree, bv)
+			validate(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion})
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}
+	b.finishImport(&ps, tps)
 	if ps.empty() {
 		return b, nil, nil
 	}

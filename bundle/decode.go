@@ -81,6 +81,7 @@ type node struct {
 	elems []*node
 	str   string
 	num   json.Number
+	b     bool
 }
 
 // maxDepth is how deeply objects and arrays may nest in berth.json. A
@@ -155,7 +156,7 @@ func (p *parser) value(path string) (*node, error) {
 	case json.Number:
 		return &node{kind: 'n', num: t}, nil
 	case bool:
-		return &node{kind: 'b'}, nil
+		return &node{kind: 'b', b: t}, nil
 	case nil:
 		return &node{kind: 'z'}, nil
 	}
@@ -248,6 +249,12 @@ func (b *binder) bind(v reflect.Value, n *node, path string) {
 			b.ps.add(path, RuleControlCharacter, "this string holds %s at byte %d (the value is not shown; it may be a secret); remove it: control characters can hide text from a reviewer or end a string early in other readers", describeRune(r), i)
 		}
 		v.SetString(n.str)
+	case reflect.Bool:
+		if n.kind != 'b' {
+			b.wrongType(path, "a boolean", n)
+			return
+		}
+		v.SetBool(n.b)
 	case reflect.Int:
 		if n.kind != 'n' {
 			b.wrongType(path, "an integer", n)

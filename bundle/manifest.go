@@ -20,6 +20,9 @@ type Manifest struct {
 	Requires        *Requires              `json:"requires,omitempty"`
 	MCPServers      map[string]*Server     `json:"mcpServers,omitempty"`
 	NativeTools     map[string]*NativeTool `json:"nativeTools,omitempty"`
+	// ImportedFrom is set in a berth.json that berth import generated
+	// from another format (imported.go).
+	ImportedFrom *ImportedFrom `json:"importedFrom,omitempty"`
 }
 
 // Publisher names who publishes the bundle.

@@ -99,6 +99,57 @@ const (
 	RulePathWindowsName         = "path-windows-name"
 )
 
+// Importers of other formats (imported.go, mcpb.go, claudeplugin.go,
+// registry.go). A problem of an imported source is located in the source's
+// own file and field: "manifest.json: server.mcp_config.env.API_KEY".
+const (
+	RuleImportedFrom    = "imported-from"
+	RuleImportAmbiguous = "import-ambiguous"
+
+	RuleMCPBSyntax         = "mcpb-manifest-syntax"
+	RuleMCPBVersion        = "mcpb-manifest-version"
+	RuleMCPBUnknownField   = "mcpb-unknown-field"
+	RuleMCPBWrongType      = "mcpb-wrong-type"
+	RuleMCPBRequiredField  = "mcpb-required-field"
+	RuleMCPBEntryPoint     = "mcpb-entry-point"
+	RuleMCPBVariable       = "mcpb-variable"
+	RuleMCPBUserConfigArg  = "mcpb-user-config-arg"
+	RuleMCPBEnvValue       = "mcpb-env-value"
+	RuleMCPBUserConfigName = "mcpb-user-config-name"
+	RuleMCPBPlatform       = "mcpb-platform"
+	RuleMCPBRuntime        = "mcpb-runtime"
+	RuleMCPBSignatureBlock = "mcpb-signature-block"
+
+	RuleClaudeManifestMissing = "claude-plugin-manifest-missing"
+	RuleClaudeSyntax          = "claude-plugin-syntax"
+	RuleClaudeUnknownField    = "claude-plugin-unknown-field"
+	RuleClaudeWrongType       = "claude-plugin-wrong-type"
+	RuleClaudeRequiredField   = "claude-plugin-required-field"
+	RuleClaudeVersionMissing  = "claude-plugin-version-missing"
+	RuleClaudePath            = "claude-plugin-path"
+	RuleClaudeServerType      = "claude-plugin-server-type"
+	RuleClaudeServerDuplicate = "claude-plugin-server-duplicate"
+	RuleClaudeVariable        = "claude-plugin-variable"
+	RuleClaudeLiteralValue    = "claude-plugin-literal-value"
+	RuleClaudeRemoteAuth      = "claude-plugin-remote-auth"
+
+	RuleRegistrySyntax        = "registry-syntax"
+	RuleRegistrySchema        = "registry-schema"
+	RuleRegistryUnknownField  = "registry-unknown-field"
+	RuleRegistryWrongType     = "registry-wrong-type"
+	RuleRegistryRequiredField = "registry-required-field"
+	RuleRegistryUnpinned      = "registry-version-unpinned"
+	RuleRegistryOCIDigest     = "registry-oci-digest"
+	RuleRegistryMCPBDigest    = "registry-mcpb-digest"
+	RuleRegistryPackageType   = "registry-package-type"
+	RuleRegistryPackageSource = "registry-package-source"
+	RuleRegistryTransport     = "registry-transport"
+	RuleRegistryURLVariable   = "registry-url-variable"
+	RuleRegistryLiteralValue  = "registry-literal-value"
+	RuleRegistrySecretArgv    = "registry-secret-in-argv"
+	RuleRegistryArgumentInput = "registry-argument-input"
+)
+
 // Rule is one rule a bundle must follow.
 type Rule struct {
 	// ID is stable and kebab-case; Problem.Rule holds it.
@@ -188,4 +239,48 @@ var rules = []Rule{
 	{RuleControlCharacter, "a manifest string or key holds a NUL or another control character"},
 	{RuleRemoteURLPort, "a remote's url has a port outside 1-65535"},
 	{RulePathWindowsName, "a path Windows cannot hold: a reserved name (CON, NUL, COM1, ...), a name ending in '.' or ' ', or ':'"},
+
+	// Importers of other formats.
+	{RuleImportedFrom, "importedFrom in berth.json names an unknown format or a manifest file the bundle lacks"},
+	{RuleImportAmbiguous, "a source without berth.json holds the manifests of more than one other format"},
+	{RuleMCPBSyntax, "manifest.json of an MCP Bundle is not one well-formed JSON object, or not a regular file"},
+	{RuleMCPBVersion, "manifest_version (or dxt_version) is missing, not 0.1 to 0.4, or the two disagree"},
+	{RuleMCPBUnknownField, "a field that the MCPB manifest version does not define"},
+	{RuleMCPBWrongType, "an MCPB field has the wrong type or a value outside its set"},
+	{RuleMCPBRequiredField, "a field that MCPB requires is missing"},
+	{RuleMCPBEntryPoint, "server.entry_point is not a clean path of a file in the bundle"},
+	{RuleMCPBVariable, "a ${...} that berth cannot carry over: ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, an unknown one, or an undeclared user_config key"},
+	{RuleMCPBUserConfigArg, "a user_config value in command or args that could hold a secret or has no fixed value"},
+	{RuleMCPBEnvValue, "an mcp_config env value that is not exactly ${user_config.KEY}"},
+	{RuleMCPBUserConfigName, "two user_config keys map to the same environment variable"},
+	{RuleMCPBPlatform, "compatibility.platforms does not include this machine's platform"},
+	{RuleMCPBRuntime, "compatibility.runtimes is not a version range, or this machine's node or python is not in it"},
+	{RuleMCPBSignatureBlock, "the appended MCPB signature block is cut off, doubled, oversized or followed by other bytes"},
+	{RuleClaudeManifestMissing, "a Claude Code plugin directory has .mcp.json but no .claude-plugin/plugin.json"},
+	{RuleClaudeSyntax, "plugin.json or an MCP server file is not one well-formed JSON object, or not a regular file"},
+	{RuleClaudeUnknownField, "a field that Claude Code plugin files do not define"},
+	{RuleClaudeWrongType, "a Claude Code plugin field has the wrong type"},
+	{RuleClaudeRequiredField, "a field that a Claude Code plugin file requires is missing (name, a server's command or url)"},
+	{RuleClaudeVersionMissing, "plugin.json has no version"},
+	{RuleClaudePath, "a plugin path does not start with ./, leaves the plugin, or names nothing in it"},
+	{RuleClaudeServerType, "an MCP server's type is not stdio, http or sse, or its fields do not fit its type"},
+	{RuleClaudeServerDuplicate, "two MCP server definitions of the plugin have the same name"},
+	{RuleClaudeVariable, "a ${...} that berth cannot carry over, or any variable in a url or in command and args other than ${CLAUDE_PLUGIN_ROOT}"},
+	{RuleClaudeLiteralValue, "an env or header value that is not exactly one ${VAR} (or Authorization: Bearer ${VAR})"},
+	{RuleClaudeRemoteAuth, "a remote server uses headersHelper or oauth, which berth does not carry over"},
+	{RuleRegistrySyntax, "server.json is not one well-formed JSON object, or not a regular file"},
+	{RuleRegistrySchema, "server.json's $schema is missing or not the 2025-12-11 schema"},
+	{RuleRegistryUnknownField, "a field that server.json (2025-12-11) does not define"},
+	{RuleRegistryWrongType, "a server.json field has the wrong type or a value outside its pattern"},
+	{RuleRegistryRequiredField, "a field that server.json requires is missing"},
+	{RuleRegistryUnpinned, "a package's version is missing, \"latest\" or a range"},
+	{RuleRegistryOCIDigest, "an oci package names its image by tag only, without @sha256:"},
+	{RuleRegistryMCPBDigest, "an mcpb package has no valid fileSha256"},
+	{RuleRegistryPackageType, "a package's registryType has no pinned runner in berth (nuget, cargo, ...)"},
+	{RuleRegistryPackageSource, "a package names a registryBaseUrl other than its registry's default"},
+	{RuleRegistryTransport, "a package's transport is not stdio, or a remote's type is not streamable-http or sse"},
+	{RuleRegistryURLVariable, "a {variable} in a remote's url"},
+	{RuleRegistryLiteralValue, "a header or environment variable with a fixed value, or a value that is not exactly one {variable}"},
+	{RuleRegistrySecretArgv, "an argument marked isSecret, which would be visible in argv"},
+	{RuleRegistryArgumentInput, "a required argument with no value or default, or a value with a {variable}"},
 }

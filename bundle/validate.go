@@ -51,16 +51,18 @@ type validator struct {
 	ps      *problems
 	present map[string]bool
 	tree    *Tree
+	probe   runtimeProbe
 }
 
-// validate applies the semantic rules of manifest v1. Problems at paths
-// whose value could not be decoded were reported already and are dropped.
-func validate(d *decoded, tree *Tree, berthVersion string) {
+// validate applies the semantic rules of manifest v1; probe checks the
+// runtimes an imported bundle declares. Problems at paths whose value
+// could not be decoded were reported already and are dropped.
+func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe) {
 	if d.bad[""] {
 		return
 	}
 	var ps problems
-	v := &validator{ps: &ps, present: d.present, tree: tree}
+	v := &validator{ps: &ps, present: d.present, tree: tree, probe: probe}
 	defer func() {
 		for _, p := range ps.list {
 			if !underBad(d.bad, p.Path) {
@@ -70,6 +72,7 @@ func validate(d *decoded, tree *Tree, berthVersion string) {
 	}()
 	m := d.manifest
 	v.top(m, berthVersion)
+	v.importedFrom(m.ImportedFrom)
 	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		v.server("mcpServers."+name, name, m.MCPServers[name])
 	}

@@ -30,6 +30,14 @@ type Disclosure struct {
 	Files       Files        `json:"files"`
 	Servers     []Server     `json:"servers"`
 	NativeTools []NativeTool `json:"nativeTools"`
+	// ImportedFrom is set for a bundle imported from another format: the
+	// format, what each input became, the declared surface, and what was
+	// not carried over (imported.go).
+	ImportedFrom *bundle.ImportedFrom `json:"importedFrom,omitempty"`
+	// MCPBSignature is set for a .mcpb with a signature block.
+	MCPBSignature *MCPBSignature `json:"mcpbSignature,omitempty"`
+	// Notes are remarks on how the source was read.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Publisher is who publishes the bundle, as the manifest claims. Only a
@@ -206,6 +214,7 @@ func New(b *bundle.Bundle) *Disclosure {
 		}
 		d.NativeTools = append(d.NativeTools, nt)
 	}
+	d.importedFrom(b)
 	return d
 }
 
@@ -307,9 +316,13 @@ func (d *Disclosure) JSON() []byte {
 
 // Hash returns "sha256:<hex>" of the compact JSON of the disclosure, which
 // trust records keep so a later review can be compared with the one that
-// was accepted.
+// was accepted. The notes and the MCPB signature block describe the file
+// the bundle came in, not the bundle, and are left out: a .mcpb and the
+// bundle berth import writes from it have the same hash.
 func (d *Disclosure) Hash() string {
-	data, err := json.Marshal(d)
+	c := *d
+	c.Notes, c.MCPBSignature = nil, nil
+	data, err := json.Marshal(&c)
 	if err != nil {
 		panic(err)
 	}

@@ -31,9 +31,11 @@ func (d *Disclosure) WriteText(w io.Writer) error {
 	}
 	p.field("digest", d.Digest)
 	p.field("files", fmt.Sprintf("%d, %s in all", d.Files.Count, humanBytes(d.Files.TotalSize)))
+	p.importHead(d)
 	p.f("\n")
 	if len(d.Servers) == 0 && len(d.NativeTools) == 0 {
 		p.f("It asks for nothing.\n")
+		p.importTail(d)
 		return p.err
 	}
 	p.f("If you trust it, it may:\n")
@@ -54,6 +56,7 @@ func (d *Disclosure) WriteText(w io.Writer) error {
 		p.field("program", nt.Executable+" (bundled, sha256 "+nt.SHA256+", "+humanBytes(nt.Size)+")")
 		p.field("checked", "berth starts it only if its checksum still matches the reviewed one")
 	}
+	p.importTail(d)
 	return p.err
 }
 

@@ -38,6 +38,11 @@ var contractRequired = map[reflect.Type][]string{
 	reflect.TypeFor[bundle.Remote]():     {"transport", "url", "network"},
 	reflect.TypeFor[bundle.Network]():    {"hosts"},
 	reflect.TypeFor[bundle.NativeTool](): {"executable"},
+	// importedFrom, written by berth import.
+	reflect.TypeFor[bundle.ImportedFrom](): {"format", "manifest"},
+	reflect.TypeFor[bundle.ImportInput]():  {"name", "becomes"},
+	reflect.TypeFor[bundle.DeclaredItem](): {"name"},
+	reflect.TypeFor[bundle.NotCarried]():   {"field", "kind", "reason"},
 }
 
 // schemaRules are the rules whose every violation in the bad fixtures the

@@ -19,6 +19,12 @@ environment variables they receive (names and sources, never values), the
 packages they download at start, the remote endpoints and the credentials
 sent there, tool filters, native tool executables with their hashes.
 
+For a source of another format (an MCP Bundle, a Claude Code plugin, a
+server.json) it also says which format and version it came from, what each
+of the values it asks its user for becomes in berth's terms, the tools and
+prompts it declares, and what was not carried over and why (hooks called
+out), and shows an MCPB signature block (berth's trust does not rest on it).
+
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {

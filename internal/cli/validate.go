@@ -27,6 +27,9 @@ type validateJSON struct {
 	Valid  bool          `json:"valid"`
 	Digest string        `json:"digest"`
 	Errors []jsonProblem `json:"errors"`
+	// Format is the format of a source berth imported (bundle.Import).
+	Format string   `json:"format,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
 }
 
 func (a *app) validateCommand() *cobra.Command {
@@ -39,6 +42,11 @@ func (a *app) validateCommand() *cobra.Command {
 rule of manifest v1 and of the file tree, and prints every problem at once,
 each with its location, its rule ID (see docs/rules.md) and how to fix it.
 It never runs anything from the bundle and never reads a secret.
+
+It reads other formats too, by their content: an MCP Bundle (.mcpb, or a
+directory with manifest.json), a Claude Code plugin (a directory with
+.claude-plugin/plugin.json) and an MCP Registry server.json. Their problems
+are located in the source's own file and field.
 
 Exit code 0 means valid; 3 means invalid.`,
 		Args: exactArgs(1, "one SOURCE"),
@@ -56,7 +64,10 @@ Exit code 0 means valid; 3 means invalid.`,
 				invalid = &bundle.InvalidError{Source: args[0], Problems: problems}
 			}
 			if asJSON {
-				out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems)}
+				out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems), Notes: b.Notes}
+				if b.Import != nil {
+					out.Format = b.Import.Format
+				}
 				if err := writeJSON(a.stdout, out); err != nil {
 					return err
 				}
@@ -68,11 +79,18 @@ Exit code 0 means valid; 3 means invalid.`,
 			if invalid != nil {
 				return invalid
 			}
-			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s %s, %s\n", args[0], b.Manifest.Name, b.Manifest.Version, b.Digest)
+			for _, n := range b.Notes {
+				fmt.Fprintf(a.stderr, "note: %s\n", n)
+			}
+			name := b.Manifest.Name + " " + b.Manifest.Version
+			if imp := importedAs(b); imp != "" {
+				name += ", " + imp
+			}
+			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", args[0], name, b.Digest)
 			return nil
 		},
 	}
 	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid", "digest", "errors": [{"path", "rule", "message"}]}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid", "digest", "errors": [{"path", "rule", "message"}], "format", "notes"}`)
 	return cmd
 }

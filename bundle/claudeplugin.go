@@ -1,0 +1,680 @@
+package bundle
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// claudeFields are the fields of .claude-plugin/plugin.json (SchemaStore
+// claude-code-plugin-manifest.json).
+var claudeFields = []string{"$schema", "name", "version", "description", "author", "homepage", "repository", "license", "keywords", "dependencies", "commands", "agents", "skills", "outputStyles", "themes", "hooks", "mcpServers", "lspServers", "monitors", "channels", "settings", "userConfig"}
+
+// envRefRe is a value that is exactly ${VAR} or ${VAR:-default}.
+var envRefRe = regexp.MustCompile(`^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}$`)
+
+// bearerRefRe is an Authorization value "Bearer ${VAR}".
+var bearerRefRe = regexp.MustCompile(`^[Bb]earer (\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\})$`)
+
+// maxListed caps how many components of one kind the review lists.
+const maxListed = 200
+
+type claudeImport struct {
+	c     *conversion
+	d     *doc // plugin.json
+	dir   string
+	name  string
+	imp   *ImportedFrom
+	m     *Manifest
+	opts  map[string]*userOption
+	order []string
+	// vars are the ${VAR} inputs, by name, in the order met.
+	vars     map[string]*ImportInput
+	varOrder []string
+	// from records which file defined each server.
+	from map[string]string
+	// listed are the component files already listed.
+	listed map[string]bool
+}
+
+func convertClaude(dir string) *conversion {
+	c := newConversion(FormatClaudePlugin, claudeManifest)
+	d := &doc{file: claudeManifest, rules: claudeRules, ps: &c.ps}
+	root := readForeign(d, dir, claudeManifest)
+	if root == nil {
+		return c
+	}
+	top, ok := d.object(root, "", claudeFields...)
+	if !ok {
+		return c
+	}
+	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*ImportInput{}, from: map[string]string{}, listed: map[string]bool{}}
+	x.imp = &ImportedFrom{Format: FormatClaudePlugin, Manifest: claudeManifest}
+	x.m = &Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
+	x.top(top)
+	if n, ok := top.keys["userConfig"]; ok {
+		if uc, ok := d.object(n, "userConfig"); ok {
+			x.order, x.opts = readUserOptions(d, uc, "userConfig", x.name)
+		}
+	}
+	x.servers(top)
+	x.components(top)
+	for _, k := range x.order {
+		o := x.opts[k]
+		o.input.Becomes = becomes(o)
+		x.imp.Inputs = append(x.imp.Inputs, *o.input)
+	}
+	for _, v := range x.varOrder {
+		x.imp.Inputs = append(x.imp.Inputs, *x.vars[v])
+	}
+	c.at("importedFrom", d.loc(""))
+	c.manifest = x.m
+	return c
+}
+
+// readForeign reads and parses a JSON file of the tree; nil when it cannot.
+func readForeign(d *doc, dir, rel string) *node {
+	data, err := readIn(dir, rel, maxForeignSize)
+	if err != nil {
+		d.add("", d.rules.syntax, "cannot read %s (%v); it must be a regular file", rel, err)
+		return nil
+	}
+	root := d.parse(data)
+	if root != nil && root.kind != 'o' {
+		d.add("", d.rules.syntax, "%s must hold a JSON object, not %s", rel, kindName(root))
+		return nil
+	}
+	return root
+}
+
+func (x *claudeImport) top(top obj) {
+	c, d, m := x.c, x.d, x.m
+	if s, ok := top.str("name", true); ok {
+		m.Name, x.name = s, s
+	}
+	c.at("name", d.loc("name"))
+	if s, ok := top.str("version", false); ok {
+		m.Version = s
+	} else if !top.has("version") {
+		d.add("version", RuleClaudeVersionMissing, "the plugin has no version, and berth does not invent one: trust records, drift checks and upgrades are per version; add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json")
+	}
+	c.at("version", d.loc("version"))
+	if s, ok := top.str("description", false); ok {
+		m.Description = s
+	}
+	c.at("description", d.loc("description"))
+	if s, ok := top.str("license", false); ok {
+		m.License = s
+	}
+	c.at("license", d.loc("license"))
+	if n, ok := top.keys["author"]; ok {
+		if a, ok := d.object(n, "author", "name", "email", "url"); ok {
+			name, _ := a.str("name", true)
+			m.Publisher = &Publisher{Name: name}
+			c.at("publisher", d.loc("author"))
+			c.at("publisher.name", d.loc("author.name"))
+			if _, ok := a.str("email", false); ok {
+				x.notCarried(d.loc("author.email"), "metadata", "", "berth's publisher has a name and a URL only")
+			}
+			if u, ok := a.str("url", false); ok {
+				if isHTTPS(u) {
+					m.Publisher.URL = u
+					c.at("publisher.url", d.loc("author.url"))
+				} else {
+					x.notCarried(d.loc("author.url"), "metadata", "", "berth shows only https:// publisher URLs")
+				}
+			}
+		}
+	}
+	if u, ok := top.str("homepage", false); ok {
+		if isHTTPS(u) {
+			m.Homepage = u
+			c.at("homepage", d.loc("homepage"))
+		} else {
+			x.notCarried(d.loc("homepage"), "metadata", "", "berth shows only an https:// homepage")
+		}
+	}
+	if _, ok := top.str("repository", false); ok {
+		x.notCarried(d.loc("repository"), "metadata", "", "berth's manifest has no repository field")
+	}
+	if _, ok := top.strs("keywords"); ok {
+		x.notCarried(d.loc("keywords"), "metadata", "", "berth's manifest has no keywords (a catalog has tags)")
+	}
+	top.str("$schema", false)
+}
+
+func (x *claudeImport) notCarried(field, kind, name, reason string) {
+	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
+}
+
+// pluginPath checks a path value of plugin.json: "./" and a clean path
+// inside the plugin that exists. It returns the path without "./".
+func (x *claudeImport) pluginPath(p, v string) (string, bool) {
+	rel, ok := strings.CutPrefix(v, "./")
+	if !ok || !cleanRel(rel) {
+		x.d.add(p, RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
+		return "", false
+	}
+	if !existsIn(x.dir, rel) {
+		x.d.add(p, RuleClaudePath, "%q names nothing in the plugin; add it or fix the path", v)
+		return "", false
+	}
+	return rel, true
+}
+
+// servers reads the MCP servers: .mcp.json at the plugin root, and
+// mcpServers of plugin.json (a path, an inline object, or an array of
+// those), which supplements it.
+func (x *claudeImport) servers(top obj) {
+	if existsIn(x.dir, claudeMCPFile) {
+		x.serverFile(claudeMCPFile)
+	}
+	n, ok := top.keys["mcpServers"]
+	if !ok {
+		return
+	}
+	var items []*node
+	var paths []string
+	if n.kind == 'a' {
+		for i, e := range n.elems {
+			items = append(items, e)
+			paths = append(paths, index("mcpServers", i))
+		}
+	} else {
+		items, paths = []*node{n}, []string{"mcpServers"}
+	}
+	for i, e := range items {
+		switch e.kind {
+		case 's':
+			if strings.HasSuffix(strings.ToLower(e.str), ".mcpb") || strings.Contains(e.str, "://") {
+				x.d.add(paths[i], RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.str)
+				continue
+			}
+			if rel, ok := x.pluginPath(paths[i], e.str); ok {
+				x.serverFile(rel)
+			}
+		case 'o':
+			o, _ := x.d.object(e, paths[i])
+			keys, vals := o.members()
+			for j, k := range keys {
+				x.server(x.d, k, joinPath(paths[i], k), vals[j])
+			}
+		default:
+			x.d.wrong(paths[i], "a path, an object of servers, or an array of those", e)
+		}
+	}
+}
+
+// serverFile reads a file of MCP servers, in the documented form
+// {"mcpServers": {...}} or the flat form {"name": {...}}.
+func (x *claudeImport) serverFile(rel string) {
+	d := &doc{file: rel, rules: claudeRules, ps: x.d.ps}
+	root := readForeign(d, x.dir, rel)
+	if root == nil {
+		return
+	}
+	base := ""
+	if slices.Contains(root.keys, "mcpServers") {
+		o, _ := d.object(root, "", "mcpServers")
+		root, base = o.keys["mcpServers"], "mcpServers"
+	}
+	o, ok := d.object(root, base)
+	if !ok {
+		return
+	}
+	keys, vals := o.members()
+	for i, k := range keys {
+		x.server(d, k, joinPath(base, k), vals[i])
+	}
+}
+
+// server converts one MCP server definition.
+func (x *claudeImport) server(d *doc, name, p string, n *node) {
+	if prev, dup := x.from[name]; dup {
+		d.add(p, RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", name, prev)
+		return
+	}
+	x.from[name] = d.loc(p)
+	o, ok := d.object(n, p, "type", "command", "args", "env", "url", "headers", "headersHelper", "oauth")
+	if !ok {
+		return
+	}
+	typ, _ := o.str("type", false)
+	sp := joinPath("mcpServers", name)
+	x.c.at(sp, d.loc(p))
+	if x.m.MCPServers == nil {
+		x.m.MCPServers = map[string]*Server{}
+		x.c.at("mcpServers", d.loc(""))
+	}
+	stdioKeys := []string{"command", "args", "env"}
+	remoteKeys := []string{"url", "headers", "headersHelper", "oauth"}
+	misfit := func(keys []string, kind string) {
+		for _, k := range keys {
+			if o.has(k) {
+				d.add(o.at(k), RuleClaudeServerType, "%s is not a field of a %s server; remove it, or fix \"type\"", k, kind)
+			}
+		}
+	}
+	switch typ {
+	case "", "stdio":
+		misfit(remoteKeys, "stdio")
+		x.stdio(d, o, sp, name)
+	case "http", "sse":
+		misfit(stdioKeys, typ)
+		x.remote(d, o, sp, name, typ)
+	case "ws":
+		d.add(o.at("type"), RuleClaudeServerType, "berth has no WebSocket transport; use the server's http (Streamable HTTP) or sse endpoint")
+	default:
+		d.add(o.at("type"), RuleClaudeServerType, "type %q is not stdio, http or sse", typ)
+	}
+}
+
+func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
+	s := &Server{Stdio: &Stdio{}}
+	x.m.MCPServers[name] = s
+	x.c.at(sp+".stdio", o.d.loc(o.path))
+	if cmd, ok := o.str("command", true); ok {
+		s.Stdio.Command = x.subst(d, cmd, o.at("command"), true)
+	}
+	x.c.at(sp+".stdio.command", d.loc(o.at("command")))
+	if args, ok := o.strs("args"); ok {
+		for i, a := range args {
+			ap := index(o.at("args"), i)
+			s.Stdio.Args = append(s.Stdio.Args, x.subst(d, a, ap, false))
+			x.c.at(index(sp+".stdio.args", i), d.loc(ap))
+		}
+	}
+	x.c.at(sp+".stdio.args", d.loc(o.at("args")))
+	keys, env, _ := o.strMap("env")
+	x.c.at(sp+".stdio.env", d.loc(o.at("env")))
+	for _, k := range keys {
+		kp := joinPath(o.at("env"), k)
+		from, ok := x.envSource(d, kp, env[k], fmt.Sprintf("the environment variable %s of the server %q", k, name), false)
+		if !ok {
+			continue
+		}
+		if s.Stdio.Env == nil {
+			s.Stdio.Env = map[string]EnvSource{}
+		}
+		s.Stdio.Env[k] = EnvSource{FromEnv: from}
+		x.c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
+	}
+}
+
+func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
+	r := &Remote{Transport: TransportStreamableHTTP}
+	if typ == "sse" {
+		r.Transport = TransportSSE
+	}
+	x.m.MCPServers[name] = &Server{Remote: r}
+	x.c.at(sp+".remote", d.loc(o.path))
+	x.c.at(sp+".remote.transport", d.loc(o.at("type")))
+	if u, ok := o.str("url", true); ok {
+		if strings.Contains(u, "${") {
+			d.add(o.at("url"), RuleClaudeVariable, "the url holds a ${…} variable; berth's review shows the one endpoint a remote talks to, so the url must be written out (a credential in it belongs in a header from the environment)")
+		} else {
+			r.URL = u
+			if ep, err := ParseEndpoint(u); err == nil {
+				r.Network = &Network{Hosts: []string{ep.Host}}
+			}
+		}
+	}
+	x.c.at(sp+".remote.url", d.loc(o.at("url")))
+	x.c.at(sp+".remote.network", d.loc(o.at("url")))
+	keys, hs, _ := o.strMap("headers")
+	x.c.at(sp+".remote.headers", d.loc(o.at("headers")))
+	for _, k := range keys {
+		hp := joinPath(o.at("headers"), k)
+		v := hs[k]
+		if strings.EqualFold(k, "authorization") {
+			if m := bearerRefRe.FindStringSubmatch(v); m != nil {
+				from, ok := x.envSource(d, hp, m[1], fmt.Sprintf("the bearer token of the server %q", name), true)
+				if ok {
+					r.Auth = &RemoteAuth{BearerFromEnv: from}
+					x.c.at(sp+".remote.auth", d.loc(hp))
+				}
+				continue
+			}
+		}
+		from, ok := x.envSource(d, hp, v, fmt.Sprintf("the header %s of the server %q", k, name), true)
+		if !ok {
+			continue
+		}
+		if r.Headers == nil {
+			r.Headers = map[string]EnvSource{}
+		}
+		r.Headers[k] = EnvSource{FromEnv: from}
+		x.c.at(joinPath(sp+".remote.headers", k), d.loc(hp))
+	}
+	if o.has("headersHelper") {
+		d.add(o.at("headersHelper"), RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")
+	}
+	if o.has("oauth") {
+		d.add(o.at("oauth"), RuleClaudeRemoteAuth, "berth does not carry over OAuth settings, so the server could not authenticate; use a bearer token from the environment (\"Authorization\": \"Bearer ${TOKEN}\")")
+	}
+}
+
+// envSource maps an env or header value to the host variable it is read
+// from: exactly ${VAR} or ${VAR:-default} (VAR itself), or
+// ${user_config.KEY} (the option's variable).
+func (x *claudeImport) envSource(d *doc, p, v, use string, secret bool) (string, bool) {
+	if key, ok := userConfigRef(v); ok {
+		o := x.opts[key]
+		if o == nil {
+			d.add(p, RuleClaudeVariable, "${user_config.%s} names no option of userConfig; declare it there or fix the name", key)
+			return "", false
+		}
+		o.input.FromEnv = o.envName
+		o.uses = append(o.uses, use+", read from your $"+o.envName)
+		return o.envName, true
+	}
+	m := envRefRe.FindStringSubmatch(v)
+	if m == nil {
+		if strings.Contains(v, "${") {
+			d.add(p, RuleClaudeLiteralValue, "berth reads a value from one host variable, so this must be exactly \"${VAR}\" or \"${VAR:-default}\" (or, for Authorization, \"Bearer ${VAR}\"); it mixes text and variables (not shown: it may be a secret)")
+		} else {
+			d.add(p, RuleClaudeLiteralValue, "a literal value cannot be carried over (not shown: it may be a secret): berth passes only values from the host's environment; write \"${VAR}\" and set VAR on the host")
+		}
+		return "", false
+	}
+	name := m[1]
+	if name == "CLAUDE_PLUGIN_ROOT" || name == "CLAUDE_PLUGIN_DATA" {
+		d.add(p, RuleClaudeLiteralValue, "${%s} is a path Claude Code fills in, not a host variable; berth passes only values from the host's environment", name)
+		return "", false
+	}
+	in := x.vars[name]
+	if in == nil {
+		in = &ImportInput{Name: "${" + name + "}", FromEnv: name}
+		x.vars[name] = in
+		x.varOrder = append(x.varOrder, name)
+	}
+	if secret {
+		in.Sensitive, in.Default = true, ""
+	} else if m[2] != "" && !in.Sensitive {
+		in.Default = m[3]
+	}
+	uses := use + ", read from your $" + name
+	if m[2] != "" {
+		uses += " (berth does not use the default: it starts the server only when $" + name + " is set)"
+	}
+	if in.Becomes == "" {
+		in.Becomes = uses
+	} else if !strings.Contains(in.Becomes, uses) {
+		in.Becomes += "; " + uses
+	}
+	return name, true
+}
+
+// subst applies ${CLAUDE_PLUGIN_ROOT} → ${bundle} and the user options to
+// a command or argument; any other variable is a problem, since argv is
+// visible to every local user.
+func (x *claudeImport) subst(d *doc, s, p string, isCommand bool) string {
+	return substitute(s, func(name string, terminated bool) (string, bool) {
+		switch {
+		case !terminated:
+			d.add(p, RuleClaudeVariable, "\"${%s\" has no closing '}'; berth does not guess what was meant", name)
+			return "", false
+		case name == "CLAUDE_PLUGIN_ROOT":
+			return "${bundle}", true
+		case name == "CLAUDE_PLUGIN_DATA":
+			d.add(p, RuleClaudeVariable, "${CLAUDE_PLUGIN_DATA} is Claude Code's data folder for the plugin, which berth does not have; keep data in the workspace (${workspace}) or let the server choose its own folder")
+			return "", false
+		}
+		if key, ok := strings.CutPrefix(name, "user_config."); ok {
+			o := x.opts[key]
+			if o == nil {
+				d.add(p, RuleClaudeVariable, "${user_config.%s} names no option of userConfig; declare it there or fix the name", key)
+				return "", false
+			}
+			return userOptionArg(d, o, p, isCommand, RuleClaudeVariable)
+		}
+		d.add(p, RuleClaudeVariable, "${%s} in a command line cannot be carried over: argv is visible to every local user, so berth allows no environment variables there; pass the value in env (\"env\": {\"NAME\": \"${%s}\"})", name, strings.SplitN(name, ":-", 2)[0])
+		return "", false
+	})
+}
+
+// components lists what berth does not run: commands, agents, skills,
+// hooks, output styles, themes, monitors, LSP servers, channels,
+// settings and dependencies.
+func (x *claudeImport) components(top obj) {
+	const never = "never run by berth"
+	x.listDir("commands", "command", ".md", "a Claude Code slash command; "+never)
+	x.listDir("agents", "agent", ".md", "a Claude Code subagent; "+never)
+	x.listSkills("skills")
+	x.listDir("output-styles", "output-style", ".md", "a Claude Code output style; "+never)
+	for _, k := range []string{"commands", "agents", "skills", "outputStyles", "themes"} {
+		n, ok := top.keys[k]
+		if !ok {
+			continue
+		}
+		kind := map[string]string{"commands": "command", "agents": "agent", "skills": "skill", "outputStyles": "output-style", "themes": "theme"}[k]
+		x.pathsOrObject(n, k, kind, "a Claude Code "+kind+"; "+never)
+	}
+	if existsIn(x.dir, "hooks/hooks.json") {
+		x.hooksFile("hooks/hooks.json")
+	}
+	if n, ok := top.keys["hooks"]; ok {
+		x.hooks(x.d, n, "hooks")
+	}
+	if existsIn(x.dir, ".lsp.json") {
+		x.namedFile(".lsp.json", "lsp-server", "a language server Claude Code would start; "+never)
+	}
+	if n, ok := top.keys["lspServers"]; ok {
+		x.named(x.d, n, "lspServers", "lsp-server", "a language server Claude Code would start; "+never)
+	}
+	if existsIn(x.dir, "monitors/monitors.json") {
+		x.notCarried("monitors/monitors.json", "monitor", "", "monitors are commands Claude Code would run in the background; "+never)
+	}
+	for _, k := range []string{"monitors", "channels", "settings", "dependencies"} {
+		if top.has(k) {
+			reason := map[string]string{
+				"monitors":     "monitors are commands Claude Code would run in the background; " + never,
+				"channels":     "channels push messages into a Claude Code session; berth has none",
+				"settings":     "Claude Code settings; berth changes no client settings",
+				"dependencies": "other Claude Code plugins; berth installs each bundle on its own",
+			}[k]
+			x.notCarried(x.d.loc(k), strings.TrimSuffix(k, "s"), "", reason)
+		}
+	}
+}
+
+// listDir lists the files with suffix under a default component folder.
+// The folder is walked inside the plugin only (os.Root), and symlinks in
+// it are not followed.
+func (x *claudeImport) listDir(dir, kind, suffix, reason string) {
+	if fi, err := lstatIn(x.dir, dir); err != nil || !fi.IsDir() {
+		return
+	}
+	root, err := os.OpenRoot(x.dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	n := 0
+	fs.WalkDir(root.FS(), dir, func(rel string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(e.Name(), suffix) {
+			return nil
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(rel, dir+"/"), suffix)
+		n++
+		if n <= maxListed {
+			x.notCarried(rel, kind, strings.ReplaceAll(name, "/", ":"), reason)
+		}
+		return nil
+	})
+	if n > maxListed {
+		x.notCarried(dir, kind, "", fmt.Sprintf("and %d more in %s/; %s", n-maxListed, dir, reason))
+	}
+}
+
+// listSkills lists skills/<name>/SKILL.md, inside the plugin only.
+func (x *claudeImport) listSkills(dir string) {
+	root, err := os.OpenRoot(x.dir)
+	if err != nil {
+		return
+	}
+	defer root.Close()
+	entries, err := fs.ReadDir(root.FS(), dir)
+	if err != nil {
+		return
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || !existsIn(x.dir, dir+"/"+e.Name()+"/SKILL.md") {
+			continue
+		}
+		if n++; n <= maxListed {
+			x.notCarried(dir+"/"+e.Name()+"/SKILL.md", "skill", e.Name(), "a Claude Code skill (instructions and files for the model); never run by berth")
+		}
+	}
+	if n > maxListed {
+		x.notCarried(dir, "skill", "", fmt.Sprintf("and %d more skills", n-maxListed))
+	}
+}
+
+// pathsOrObject lists a plugin.json component field: a path, an array of
+// paths, or an object of named entries.
+func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
+	switch n.kind {
+	case 's':
+		if rel, ok := x.pluginPath(p, n.str); ok {
+			x.notCarried(rel, kind, strings.TrimSuffix(path.Base(rel), ".md"), reason)
+		}
+	case 'a':
+		for i, e := range n.elems {
+			if e.kind != 's' {
+				x.d.wrong(index(p, i), "a path", e)
+				continue
+			}
+			if rel, ok := x.pluginPath(index(p, i), e.str); ok {
+				x.notCarried(rel, kind, strings.TrimSuffix(path.Base(rel), ".md"), reason)
+			}
+		}
+	case 'o':
+		for i, k := range n.keys {
+			if i >= maxListed {
+				break
+			}
+			x.notCarried(x.d.loc(joinPath(p, k)), kind, k, reason)
+		}
+	default:
+		x.d.wrong(p, "a path, an array of paths or an object", n)
+	}
+}
+
+func (x *claudeImport) hooksFile(rel string) {
+	if x.listed[rel] {
+		return
+	}
+	x.listed[rel] = true
+	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
+	data, err := readIn(x.dir, rel, maxForeignSize)
+	var root *node
+	if err == nil {
+		root = d.parse(data)
+	}
+	if root == nil {
+		x.notCarried(rel, "hook", "", "a hooks file berth could not read; hooks are commands Claude Code runs on events, and berth never runs them")
+		return
+	}
+	x.hooks(d, root, "")
+}
+
+// hooks lists hook events and the commands Claude Code would run. Hooks
+// are listed, never run, so a file berth cannot read is listed as such
+// rather than refused.
+func (x *claudeImport) hooks(d *doc, n *node, p string) {
+	if n.kind == 's' {
+		if rel, ok := x.pluginPath(p, n.str); ok {
+			x.hooksFile(rel)
+		}
+		return
+	}
+	if n.kind == 'a' {
+		for i, e := range n.elems {
+			x.hooks(d, e, index(p, i))
+		}
+		return
+	}
+	if n.kind != 'o' {
+		x.notCarried(d.loc(p), "hook", "", "hooks berth could not read; berth never runs hooks")
+		return
+	}
+	if i := slices.Index(n.keys, "hooks"); i >= 0 && n.vals[i].kind == 'o' {
+		n, p = n.vals[i], joinPath(p, "hooks")
+	}
+	for i, event := range n.keys {
+		var cmds []string
+		for _, group := range n.vals[i].elems {
+			for j, k := range group.keys {
+				if k != "hooks" {
+					continue
+				}
+				for _, h := range group.vals[j].elems {
+					for l, hk := range h.keys {
+						if hk == "command" && h.vals[l].kind == 's' {
+							cmds = append(cmds, h.vals[l].str)
+						}
+					}
+				}
+			}
+		}
+		reason := "a HOOK: code Claude Code would run on this event"
+		if len(cmds) > 0 {
+			reason += " (" + strings.Join(quoteAll(cmds), ", ") + ")"
+		}
+		x.notCarried(d.loc(joinPath(p, event)), "hook", event, reason+"; berth never runs hooks")
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// namedFile lists the entries of a JSON file of named definitions.
+func (x *claudeImport) namedFile(rel, kind, reason string) {
+	if x.listed[rel] {
+		return
+	}
+	x.listed[rel] = true
+	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
+	data, err := readIn(x.dir, rel, maxForeignSize)
+	var root *node
+	if err == nil {
+		root = d.parse(data)
+	}
+	if root == nil || root.kind != 'o' {
+		x.notCarried(rel, kind, "", reason+" (a file berth could not read)")
+		return
+	}
+	x.named(d, root, "", kind, reason)
+}
+
+func (x *claudeImport) named(d *doc, n *node, p, kind, reason string) {
+	switch n.kind {
+	case 's':
+		if rel, ok := x.pluginPath(p, n.str); ok {
+			x.namedFile(rel, kind, reason)
+		}
+	case 'a':
+		for i, e := range n.elems {
+			x.named(d, e, index(p, i), kind, reason)
+		}
+	case 'o':
+		for i, k := range n.keys {
+			if i < maxListed {
+				x.notCarried(d.loc(joinPath(p, k)), kind, k, reason)
+			}
+		}
+	default:
+		x.notCarried(d.loc(p), kind, "", reason)
+	}
+}

@@ -1,0 +1,665 @@
+package bundle
+
+import (
+	"fmt"
+	"net/mail"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// MCPBServerName is the name of the one server of an imported MCP Bundle.
+const MCPBServerName = "server"
+
+// mcpbFields are the top-level fields of each MCPB manifest version, as
+// the strict schemas of the mcpb tool define them.
+var mcpbFields = func() map[string][]string {
+	base := []string{"$schema", "dxt_version", "manifest_version", "name", "display_name", "version", "description", "long_description", "author", "repository", "homepage", "documentation", "support", "icon", "screenshots", "server", "tools", "tools_generated", "prompts", "prompts_generated", "keywords", "license", "compatibility", "user_config"}
+	with := func(extra ...string) []string { return append(slices.Clone(base), extra...) }
+	return map[string][]string{
+		"0.1": with("_meta"),
+		"0.2": with("privacy_policies"),
+		"0.3": with("privacy_policies", "icons", "localization", "_meta"),
+		"0.4": with("privacy_policies", "icons", "localization", "_meta"),
+	}
+}()
+
+var (
+	// substRe finds ${...} references, and an unterminated "${".
+	substRe     = regexp.MustCompile(`\$\{([^}]*)(\}|$)`)
+	iconSizeRe  = regexp.MustCompile(`^\d+x\d+$`)
+	bcp47Re     = regexp.MustCompile(`^[A-Za-z0-9]{2,8}(?:-[A-Za-z0-9]{1,8})*$`)
+	userDirVars = []string{"HOME", "DESKTOP", "DOCUMENTS", "DOWNLOADS"}
+)
+
+// userOption is one user_config option (MCPB) or userConfig option
+// (Claude Code plugins, the same shape).
+type userOption struct {
+	key       string
+	loc       string
+	typ       string
+	multiple  bool
+	sensitive bool
+	required  bool
+	hasDef    bool
+	def       string // as text; a list joined with ", "
+	defKind   byte   // the JSON kind of the default: 's', 'n', 'b' or 'a'
+	envName   string // the host variable it is read from in env
+	ref       string // ${user_config.KEY}
+	input     *ImportInput
+	uses      []string
+}
+
+// mcpbImport converts one MCPB manifest.
+type mcpbImport struct {
+	c    *conversion
+	d    *doc
+	dir  string
+	name string
+	imp  *ImportedFrom
+	opts map[string]*userOption
+	// order is the order of opts in the manifest.
+	order []string
+}
+
+func convertMCPB(dir string) *conversion {
+	c := newConversion(FormatMCPB, mcpbManifest)
+	d := &doc{file: mcpbManifest, rules: mcpbRules, ps: &c.ps}
+	data, err := readIn(dir, mcpbManifest, maxForeignSize)
+	if err != nil {
+		d.add("", RuleMCPBSyntax, "cannot read manifest.json (%v); it must be a regular file at the bundle's root", err)
+		return c
+	}
+	root := d.parse(data)
+	if root == nil {
+		return c
+	}
+	if root.kind != 'o' {
+		d.add("", RuleMCPBSyntax, "manifest.json must hold a JSON object, not %s", kindName(root))
+		return c
+	}
+	version, ok := mcpbVersion(d, root)
+	if !ok {
+		return c
+	}
+	top, _ := d.object(root, "", mcpbFields[version]...)
+	x := &mcpbImport{c: c, d: d, dir: dir, opts: map[string]*userOption{}}
+	x.imp = &ImportedFrom{Format: FormatMCPB, FormatVersion: version, Manifest: mcpbManifest}
+	m := &Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
+	x.top(m, top)
+	x.userConfig(top)
+	x.server(m, top, version)
+	x.surface(top)
+	x.compatibility(top)
+	x.metadata(top)
+	for _, k := range x.order {
+		o := x.opts[k]
+		o.input.Becomes = becomes(o)
+		x.imp.Inputs = append(x.imp.Inputs, *o.input)
+	}
+	c.at("importedFrom", d.loc(""))
+	c.manifest = m
+	return c
+}
+
+// mcpbVersion reads manifest_version and its deprecated alias dxt_version.
+func mcpbVersion(d *doc, root *node) (string, bool) {
+	var got []string
+	var where []string
+	for i, k := range root.keys {
+		if k != "manifest_version" && k != "dxt_version" {
+			continue
+		}
+		v := root.vals[i]
+		if v.kind != 's' {
+			d.add(k, RuleMCPBVersion, "%s must be a string such as \"0.3\", not %s", k, kindName(v))
+			return "", false
+		}
+		if _, ok := mcpbFields[v.str]; !ok {
+			d.add(k, RuleMCPBVersion, "%s %q is not an MCPB manifest version berth reads (0.1, 0.2, 0.3, 0.4); berth does not guess at the fields of another version", k, v.str)
+			return "", false
+		}
+		got = append(got, v.str)
+		where = append(where, k)
+	}
+	switch {
+	case len(got) == 0:
+		d.add("manifest_version", RuleMCPBVersion, "manifest_version is required (or its deprecated alias dxt_version): the MCPB manifest version, such as \"0.3\"")
+		return "", false
+	case len(got) == 2 && got[0] != got[1]:
+		d.add(where[1], RuleMCPBVersion, "%s is %q but %s is %q; they must be equal (mcpb itself refuses this), or keep only manifest_version", where[1], got[1], where[0], got[0])
+		return "", false
+	}
+	return got[0], true
+}
+
+func (x *mcpbImport) top(m *Manifest, top obj) {
+	c, d := x.c, x.d
+	if s, ok := top.str("name", true); ok {
+		m.Name, x.name = s, s
+	}
+	c.at("name", d.loc("name"))
+	if s, ok := top.str("version", true); ok {
+		m.Version = s
+	}
+	c.at("version", d.loc("version"))
+	if s, ok := top.str("description", true); ok {
+		m.Description = s
+	}
+	c.at("description", d.loc("description"))
+	if s, ok := top.str("license", false); ok {
+		m.License = s
+	}
+	c.at("license", d.loc("license"))
+	if !top.has("author") {
+		d.add("author", RuleMCPBRequiredField, "author is required: {\"name\": \"…\"}")
+	} else if a, ok := d.object(top.keys["author"], "author", "name", "email", "url"); ok {
+		name, _ := a.str("name", true)
+		m.Publisher = &Publisher{Name: name}
+		c.at("publisher", d.loc("author"))
+		c.at("publisher.name", d.loc("author.name"))
+		if e, ok := a.str("email", false); ok {
+			if _, err := mail.ParseAddress(e); err != nil {
+				d.add("author.email", RuleMCPBWrongType, "author.email %q is not an email address", e)
+			}
+			x.notCarried(d.loc("author.email"), "metadata", "", "berth's publisher has a name and a URL only")
+		}
+		if u, ok := a.str("url", false); ok && x.url("author.url", u) {
+			if isHTTPS(u) {
+				m.Publisher.URL = u
+				c.at("publisher.url", d.loc("author.url"))
+			} else {
+				x.notCarried(d.loc("author.url"), "metadata", "", "berth shows only https:// publisher URLs")
+			}
+		}
+	}
+	if u, ok := top.str("homepage", false); ok && x.url("homepage", u) {
+		if isHTTPS(u) {
+			m.Homepage = u
+			c.at("homepage", d.loc("homepage"))
+		} else {
+			x.notCarried(d.loc("homepage"), "metadata", "", "berth shows only an https:// homepage")
+		}
+	}
+}
+
+// url checks a field that mcpb requires to be a URL.
+func (x *mcpbImport) url(path, raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || (u.Host == "" && u.Opaque == "") {
+		x.d.add(path, RuleMCPBWrongType, "%s %q is not an absolute URL", path, raw)
+		return false
+	}
+	return true
+}
+
+func isHTTPS(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "https" && u.Host != "" && u.User == nil
+}
+
+func (x *mcpbImport) notCarried(field, kind, name, reason string) {
+	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
+}
+
+// userConfig reads the user_config options.
+func (x *mcpbImport) userConfig(top obj) {
+	n, ok := top.keys["user_config"]
+	if !ok {
+		return
+	}
+	uc, ok := x.d.object(n, "user_config")
+	if !ok {
+		return
+	}
+	x.order, x.opts = readUserOptions(x.d, uc, "user_config", x.name)
+	x.checkEnvNames()
+}
+
+// readUserOptions reads MCPB user_config or Claude Code userConfig
+// options (the same shape).
+func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[string]*userOption) {
+	var order []string
+	opts := map[string]*userOption{}
+	keys, vals := uc.members()
+	for i, k := range keys {
+		p := joinPath(base, k)
+		o, ok := d.object(vals[i], p, "type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max")
+		if !ok {
+			continue
+		}
+		uo := &userOption{key: k, loc: d.loc(p), envName: inputEnvName(bundleName, k), ref: "${user_config." + k + "}"}
+		uo.typ, _ = o.str("type", true)
+		if uo.typ != "" && !slices.Contains([]string{"string", "number", "boolean", "directory", "file"}, uo.typ) {
+			d.add(o.at("type"), d.rules.wrongType, "type %q is not one of string, number, boolean, directory, file", uo.typ)
+		}
+		title, _ := o.str("title", true)
+		desc, _ := o.str("description", true)
+		uo.required, _ = o.boolean("required")
+		uo.multiple, _ = o.boolean("multiple")
+		uo.sensitive, _ = o.boolean("sensitive")
+		o.number("min")
+		o.number("max")
+		if dn, ok := o.keys["default"]; ok {
+			if s, ok := scalarText(dn); ok {
+				uo.hasDef, uo.def, uo.defKind = true, s, dn.kind
+			} else if list, ok := d.strList(dn, o.at("default")); ok {
+				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), 'a'
+			}
+		}
+		uo.input = &ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
+		if uo.hasDef && !uo.sensitive {
+			uo.input.Default = uo.def
+		}
+		order = append(order, k)
+		opts[k] = uo
+	}
+	return order, opts
+}
+
+func (x *mcpbImport) checkEnvNames() {
+	seen := map[string]string{}
+	for _, k := range x.order {
+		name := inputEnvName(x.name, k)
+		if other, dup := seen[name]; dup {
+			x.d.add(joinPath("user_config", k), RuleMCPBUserConfigName, "user_config keys %q and %q both become the environment variable %s; rename one", other, k, name)
+			continue
+		}
+		seen[name] = k
+	}
+}
+
+// becomes says what an option is in berth's terms.
+func becomes(o *userOption) string {
+	if len(o.uses) == 0 {
+		return "not used by the server's command, arguments or environment"
+	}
+	return strings.Join(slices.Compact(o.uses), "; ")
+}
+
+// server converts server and its mcp_config.
+func (x *mcpbImport) server(m *Manifest, top obj, version string) {
+	c, d := x.c, x.d
+	if !top.has("server") {
+		d.add("server", RuleMCPBRequiredField, "server is required: {\"type\", \"entry_point\", \"mcp_config\"}")
+		return
+	}
+	srv, ok := d.object(top.keys["server"], "server", "type", "entry_point", "mcp_config")
+	if !ok {
+		return
+	}
+	types := []string{"node", "python", "binary"}
+	if version == "0.4" {
+		types = append(types, "uv")
+	}
+	if t, ok := srv.str("type", true); ok && !slices.Contains(types, t) {
+		d.add("server.type", RuleMCPBWrongType, "server.type %q is not one of %s in manifest version %s", t, strings.Join(types, ", "), version)
+	}
+	if ep, ok := srv.str("entry_point", true); ok {
+		x.entryPoint(ep)
+	}
+	sp := joinPath("mcpServers", MCPBServerName)
+	s := &Server{Stdio: &Stdio{}}
+	if dn, ok := top.str("display_name", false); ok {
+		s.Description = dn
+	}
+	m.MCPServers = map[string]*Server{MCPBServerName: s}
+	c.at("mcpServers", d.loc("server"))
+	c.at(sp, d.loc("server"))
+	c.at(sp+".description", d.loc("display_name"))
+	if !srv.has("mcp_config") {
+		d.add("server.mcp_config", RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type")
+		return
+	}
+	mc, ok := d.object(srv.keys["mcp_config"], "server.mcp_config", "command", "args", "env", "platform_overrides")
+	if !ok {
+		return
+	}
+	c.at(sp+".stdio", d.loc("server.mcp_config"))
+	// The base config, then the override for this platform, wholesale.
+	cmdPath, argsPath, envPath := "server.mcp_config.command", "server.mcp_config.args", "server.mcp_config.env"
+	command, hasCommand := mc.str("command", true)
+	args, _ := mc.strs("args")
+	envKeys, env, _ := mc.strMap("env")
+	if n, ok := mc.keys["platform_overrides"]; ok {
+		x.imp.Platform = goosPlatform()
+		po, _ := d.object(n, "server.mcp_config.platform_overrides")
+		keys, vals := po.members()
+		for i, pl := range keys {
+			pp := joinPath("server.mcp_config.platform_overrides", pl)
+			o, ok := d.object(vals[i], pp, "command", "args", "env")
+			if !ok {
+				continue
+			}
+			oc, hasC := o.str("command", false)
+			oa, hasA := o.strs("args")
+			ok2, oe, hasE := o.strMap("env")
+			if pl != x.imp.Platform {
+				x.notCarried(d.loc(pp), "platform-override", pl, "for another platform than this one ("+x.imp.Platform+")")
+				continue
+			}
+			if hasC {
+				command, hasCommand, cmdPath = oc, true, pp+".command"
+			}
+			if hasA {
+				args, argsPath = oa, pp+".args"
+			}
+			if hasE {
+				envKeys, env, envPath = ok2, oe, pp+".env"
+			}
+		}
+	}
+	if hasCommand {
+		s.Stdio.Command = x.subst(command, cmdPath, true)
+	}
+	c.at(sp+".stdio.command", d.loc(cmdPath))
+	for i, a := range args {
+		s.Stdio.Args = append(s.Stdio.Args, x.subst(a, index(argsPath, i), false))
+		c.at(index(sp+".stdio.args", i), d.loc(index(argsPath, i)))
+	}
+	c.at(sp+".stdio.args", d.loc(argsPath))
+	c.at(sp+".stdio.env", d.loc(envPath))
+	for _, k := range envKeys {
+		kp := joinPath(envPath, k)
+		key, ok := userConfigRef(env[k])
+		switch {
+		case ok && x.opts[key] != nil:
+			if s.Stdio.Env == nil {
+				s.Stdio.Env = map[string]EnvSource{}
+			}
+			from := inputEnvName(x.name, key)
+			s.Stdio.Env[k] = EnvSource{FromEnv: from}
+			o := x.opts[key]
+			o.input.FromEnv = from
+			use := fmt.Sprintf("the environment variable %s of the server, read from your $%s", k, from)
+			if !o.required {
+				use += " (berth starts the server only when it is set)"
+			}
+			o.uses = append(o.uses, use)
+			c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
+		case ok:
+			d.add(kp, RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
+		default:
+			d.add(kp, RuleMCPBEnvValue, "berth passes a server only values from the host's environment, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY); this value is something else (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
+		}
+	}
+}
+
+// userConfigRef reports whether s is exactly ${user_config.KEY}.
+func userConfigRef(s string) (string, bool) {
+	rest, ok := strings.CutPrefix(s, "${user_config.")
+	if !ok || !strings.HasSuffix(rest, "}") {
+		return "", false
+	}
+	key := strings.TrimSuffix(rest, "}")
+	return key, key != "" && !strings.ContainsAny(key, "{}")
+}
+
+func (x *mcpbImport) entryPoint(ep string) {
+	p := "server.entry_point"
+	if !cleanRel(ep) {
+		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
+		return
+	}
+	fi, err := lstatIn(x.dir, ep)
+	switch {
+	case err != nil:
+		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q is not in the bundle; add the file or fix the path", ep)
+		return
+	case fi.IsDir():
+		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q is a directory; name the server's entry file", ep)
+		return
+	}
+	x.notCarried(x.d.loc(p), "metadata", "", "checked to be in the bundle ("+ep+"); berth runs what mcp_config names, not the entry point")
+}
+
+// subst applies the MCPB substitutions to a command or argument:
+// ${__dirname} → ${bundle}, ${pathSeparator} and ${/} → the platform's
+// separator, ${user_config.KEY} as its type allows (docs/manifest.md).
+// Any other variable is a problem.
+func (x *mcpbImport) subst(s, path string, isCommand bool) string {
+	return substitute(s, func(name string, terminated bool) (string, bool) {
+		switch {
+		case !terminated:
+			x.d.add(path, RuleMCPBVariable, "\"${%s\" has no closing '}'; berth does not guess what was meant", name)
+			return "", false
+		case name == "__dirname":
+			return "${bundle}", true
+		case name == "pathSeparator" || name == "/":
+			x.imp.Platform = goosPlatform()
+			return string(filepath.Separator), true
+		case slices.Contains(userDirVars, name):
+			x.d.add(path, RuleMCPBVariable, "${%s} cannot be carried over: berth puts no host paths into a server's command line (argv is visible to every local user, and the folder differs per user); ship what the server needs in the bundle (${__dirname}/…), or take the folder from a user_config option of type directory, which berth maps to ${workspace}", name)
+			return "", false
+		}
+		if key, ok := strings.CutPrefix(name, "user_config."); ok {
+			o := x.opts[key]
+			if o == nil {
+				x.d.add(path, RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
+				return "", false
+			}
+			return userOptionArg(x.d, o, path, isCommand, RuleMCPBUserConfigArg)
+		}
+		x.d.add(path, RuleMCPBVariable, "${%s} is not a variable berth can carry over; MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses)", name)
+		return "", false
+	})
+}
+
+// userOptionArg maps a user option used in a command or an argument.
+// A directory becomes ${workspace}, the folder a plugin is enabled for; a
+// number or boolean with a default becomes that fixed value; anything
+// else could hold a secret or has no value berth can fix, and argv is
+// visible to every local user.
+func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule string) (string, bool) {
+	ref := o.ref
+	switch {
+	case isCommand:
+		d.add(path, rule, "%s chooses the program to run, which a review could not show; name the program in the manifest", ref)
+	case o.sensitive:
+		d.add(path, rule, "%s is sensitive and would be visible to every local user in the server's command line; pass it in env instead (berth reads it from $%s)", ref, o.envName)
+	case o.typ == "directory" && !o.multiple:
+		o.uses = append(o.uses, "${workspace} in the arguments: the workspace the plugin is enabled for")
+		return "${workspace}", true
+	case o.typ == "number" && o.hasDef && o.defKind != 'n', o.typ == "boolean" && o.hasDef && o.defKind != 'b':
+		// The default is fixed in argv under the option's type: a
+		// "number" whose default is the text "--require=x" is no number.
+		d.add(path, rule, "%s is a %s option, but its default is not a JSON %s; berth fixes only a %s default in the arguments: write the default as one (%s), or read the value from an environment variable", ref, o.typ, o.typ, o.typ, map[string]string{"number": "20", "boolean": "false"}[o.typ])
+	case (o.typ == "number" || o.typ == "boolean") && o.hasDef:
+		o.uses = append(o.uses, fmt.Sprintf("the fixed value %q in the arguments (its default; berth has no per-user setting for arguments)", o.def))
+		return o.def, true
+	case o.typ == "number" || o.typ == "boolean":
+		d.add(path, rule, "%s has no default, and berth has no per-user setting for arguments; give it a default, or read it from an environment variable", ref)
+	default:
+		d.add(path, rule, "%s is a %s option that could hold a secret, and a value in the command line is visible to every local user; pass it in env instead (berth reads it from $%s), or make it a directory option, which berth maps to ${workspace}", ref, optType(o), o.envName)
+	}
+	return "", false
+}
+
+func optType(o *userOption) string {
+	t := o.typ
+	if t == "" {
+		t = "untyped"
+	}
+	if o.multiple {
+		t = "multiple " + t
+	}
+	return t
+}
+
+// substitute replaces each ${name} of s with what f returns for it;
+// terminated is false for a "${" without its "}". A reference f refuses
+// is kept as written (f reports the problem).
+func substitute(s string, f func(name string, terminated bool) (string, bool)) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range substRe.FindAllStringSubmatchIndex(s, -1) {
+		b.WriteString(s[last:m[0]])
+		last = m[1]
+		if v, ok := f(s[m[2]:m[3]], m[4] != m[5]); ok {
+			b.WriteString(v)
+		} else {
+			b.WriteString(s[m[0]:m[1]])
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// surface reads the declared tools and prompts.
+func (x *mcpbImport) surface(top obj) {
+	d := x.d
+	decl := &Declared{}
+	if elems, ok := top.array("tools"); ok {
+		for i, e := range elems {
+			o, ok := d.object(e, index("tools", i), "name", "description")
+			if !ok {
+				continue
+			}
+			name, _ := o.str("name", true)
+			desc, _ := o.str("description", false)
+			decl.Tools = append(decl.Tools, DeclaredItem{Name: name, Description: desc})
+		}
+	}
+	if elems, ok := top.array("prompts"); ok {
+		for i, e := range elems {
+			o, ok := d.object(e, index("prompts", i), "name", "description", "arguments", "text")
+			if !ok {
+				continue
+			}
+			name, _ := o.str("name", true)
+			desc, _ := o.str("description", false)
+			o.strs("arguments")
+			o.str("text", true)
+			decl.Prompts = append(decl.Prompts, DeclaredItem{Name: name, Description: desc})
+		}
+	}
+	decl.ToolsGenerated, _ = top.boolean("tools_generated")
+	decl.PromptsGenerated, _ = top.boolean("prompts_generated")
+	if len(decl.Tools)+len(decl.Prompts) > 0 || decl.ToolsGenerated || decl.PromptsGenerated {
+		x.imp.Declared = decl
+	}
+}
+
+func (x *mcpbImport) compatibility(top obj) {
+	d, c := x.d, x.c
+	n, ok := top.keys["compatibility"]
+	if !ok {
+		return
+	}
+	co, ok := d.object(n, "compatibility", "claude_desktop", "platforms", "runtimes")
+	if !ok {
+		return
+	}
+	comp := &Compatibility{}
+	if cd, ok := co.str("claude_desktop", false); ok {
+		x.notCarried(d.loc("compatibility.claude_desktop"), "metadata", "", fmt.Sprintf("the Claude Desktop version range %q; berth has its own (requires.berth)", cd))
+	}
+	if pls, ok := co.strs("platforms"); ok {
+		for i, pl := range pls {
+			if !slices.Contains([]string{"darwin", "win32", "linux"}, pl) {
+				d.add(index("compatibility.platforms", i), RuleMCPBWrongType, "platform %q is not darwin, win32 or linux", pl)
+			}
+		}
+		comp.Platforms = pls
+		c.at("importedFrom.compatibility.platforms", d.loc("compatibility.platforms"))
+		for i := range pls {
+			c.at(index("importedFrom.compatibility.platforms", i), d.loc(index("compatibility.platforms", i)))
+		}
+	}
+	if rn, ok := co.keys["runtimes"]; ok {
+		ro, _ := d.object(rn, "compatibility.runtimes", "python", "node")
+		for _, k := range []string{"node", "python"} {
+			if v, ok := ro.str(k, false); ok {
+				if comp.Runtimes == nil {
+					comp.Runtimes = map[string]string{}
+				}
+				comp.Runtimes[k] = v
+				c.at(joinPath("importedFrom.compatibility.runtimes", k), d.loc(joinPath("compatibility.runtimes", k)))
+			}
+		}
+	}
+	if len(comp.Platforms) > 0 || len(comp.Runtimes) > 0 {
+		x.imp.Compatibility = comp
+	}
+}
+
+// metadata checks the fields that do not change what runs and lists them
+// as not carried over.
+func (x *mcpbImport) metadata(top obj) {
+	d := x.d
+	meta := func(key, reason string) {
+		if top.has(key) {
+			x.notCarried(d.loc(key), "metadata", "", reason)
+		}
+	}
+	top.str("long_description", false)
+	meta("long_description", "berth shows the one-line description")
+	if top.has("repository") {
+		if o, ok := d.object(top.keys["repository"], "repository", "type", "url"); ok {
+			o.str("type", true)
+			if u, ok := o.str("url", true); ok {
+				x.url("repository.url", u)
+			}
+		}
+	}
+	meta("repository", "berth's manifest has no repository field")
+	for _, k := range []string{"documentation", "support"} {
+		if u, ok := top.str(k, false); ok {
+			x.url(k, u)
+		}
+		meta(k, "berth's manifest has no "+k+" link")
+	}
+	top.str("icon", false)
+	meta("icon", "berth shows no icons")
+	if elems, ok := top.array("icons"); ok {
+		for i, e := range elems {
+			o, ok := d.object(e, index("icons", i), "src", "size", "theme")
+			if !ok {
+				continue
+			}
+			o.str("src", true)
+			if sz, ok := o.str("size", true); ok && !iconSizeRe.MatchString(sz) {
+				d.add(o.at("size"), RuleMCPBWrongType, "size %q must be WIDTHxHEIGHT, such as \"16x16\"", sz)
+			}
+			if th, ok := o.str("theme", false); ok && th == "" {
+				d.add(o.at("theme"), RuleMCPBWrongType, "theme may not be empty when it is given")
+			}
+		}
+	}
+	meta("icons", "berth shows no icons")
+	top.strs("screenshots")
+	meta("screenshots", "berth shows no screenshots")
+	top.strs("keywords")
+	meta("keywords", "berth's manifest has no keywords (a catalog has tags)")
+	if list, ok := top.strs("privacy_policies"); ok {
+		for i, u := range list {
+			x.url(index("privacy_policies", i), u)
+		}
+	}
+	meta("privacy_policies", "berth's manifest has no privacy policy links")
+	if n, ok := top.keys["localization"]; ok {
+		if o, ok := d.object(n, "localization", "resources", "default_locale"); ok {
+			if r, ok := o.str("resources", true); ok && !strings.Contains(strings.ToLower(r), "${locale}") {
+				d.add("localization.resources", RuleMCPBWrongType, "resources must include a \"${locale}\" placeholder")
+			}
+			if l, ok := o.str("default_locale", true); ok && !bcp47Re.MatchString(l) {
+				d.add("localization.default_locale", RuleMCPBWrongType, "default_locale %q is not a BCP 47 locale such as \"en-US\"", l)
+			}
+		}
+	}
+	meta("localization", "berth shows the manifest's own text")
+	if n, ok := top.keys["_meta"]; ok {
+		if o, ok := d.object(n, "_meta"); ok {
+			keys, vals := o.members()
+			for i, k := range keys {
+				if vals[i].kind != 'o' {
+					d.wrong(joinPath("_meta", k), "an object", vals[i])
+				}
+			}
+		}
+	}
+	meta("_meta", "vendor data; berth reads none")
+	top.str("$schema", false)
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+// importedAs says, for messages, what format a bundle was read from.
+func importedAs(b *bundle.Bundle) string {
+	if b.Manifest == nil || b.Manifest.ImportedFrom == nil {
+		return ""
+	}
+	imp := b.Manifest.ImportedFrom
+	v := ""
+	if imp.FormatVersion != "" {
+		v = " " + imp.FormatVersion
+	}
+	return fmt.Sprintf("imported from %s%s (%s)", imp.Format, v, imp.Manifest)
+}
+
+// importJSON is what import --json prints.
+type importJSON struct {
+	Out          string               `json:"out"`
+	Name         string               `json:"name"`
+	Version      string               `json:"version"`
+	Digest       string               `json:"digest"`
+	Format       string               `json:"format"`
+	ImportedFrom *bundle.ImportedFrom `json:"importedFrom,omitempty"`
+	Notes        []string             `json:"notes,omitempty"`
+}
+
+func (a *app) importCommand() *cobra.Command {
+	var (
+		opts   bundle.Options
+		out    string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import SOURCE --out DIR",
+		Short: "Write the berth bundle of an MCP Bundle, Claude Code plugin or server.json",
+		Long: `Import reads an MCP Bundle (.mcpb, or a directory with manifest.json), a
+Claude Code plugin (a directory with .claude-plugin/plugin.json) or an MCP
+Registry server.json, validates it as validate does, and writes the
+equivalent berth bundle into the new directory DIR: the source's files and
+a generated berth.json (docs/manifest.md, "Importing other formats").
+
+The written bundle discloses the same authority as its source, and has the
+digest that validate, review and trust show for the source; importing it
+again gives the same digest. berth.json records where it came from and what
+was not carried over. A .mcpb's signature block is not part of the bundle.
+
+An invalid source writes nothing (exit 3). DIR must not exist.`,
+		Args: exactArgs(1, "one SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usagef("--out DIR is required: the new directory to write the berth bundle into")
+			}
+			b, err := openBundle(cmd.Context(), args[0], &opts)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			if err := b.WriteTree(cmd.Context(), out); err != nil {
+				return fmt.Errorf("cannot write %s: %w", out, err)
+			}
+			format := bundle.FormatBerth
+			if imp := b.Manifest.ImportedFrom; imp != nil && b.Import != nil {
+				format = imp.Format
+			}
+			if asJSON {
+				return writeJSON(a.stdout, importJSON{Out: out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes})
+			}
+			for _, n := range b.Notes {
+				fmt.Fprintf(a.stderr, "note: %s\n", n)
+			}
+			what := importedAs(b)
+			switch {
+			case b.Import == nil && what != "":
+				what = "already a berth bundle (" + what + "), copied as it is"
+			case b.Import == nil:
+				what = "already a berth bundle, copied as it is"
+			}
+			fmt.Fprintf(a.stdout, "Wrote %s: %s %s, %s, %s.\n", out, b.Manifest.Name, b.Manifest.Version, what, b.Digest)
+			if imp := b.Manifest.ImportedFrom; imp != nil && len(imp.NotCarriedOver) > 0 {
+				n := len(imp.NotCarriedOver)
+				parts := "1 part of the source was"
+				if n != 1 {
+					parts = fmt.Sprintf("%d parts of the source were", n)
+				}
+				fmt.Fprintf(a.stdout, "%s not carried over; berth review lists them.\n", parts)
+			}
+			fmt.Fprintf(a.stdout, "Review it with: berth review %s\n", filepath.Clean(out))
+			return nil
+		},
+	}
+	limitFlags(cmd, &opts)
+	cmd.Flags().StringVar(&out, "out", "", "the new directory to write the berth bundle into")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"out", "name", "version", "digest", "format", "importedFrom", "notes"}`)
+	return cmd
+}

@@ -1,0 +1,198 @@
+package review
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+// MCPBSignature discloses the signature block appended to a .mcpb. It is
+// shown and never trusted: berth's trust rests on Sigstore signatures over
+// its canonical listing.
+type MCPBSignature struct {
+	Present bool `json:"present"`
+	// Verifies is true when the CMS signature is valid over the zip for
+	// the certificate it carries; that certificate is checked against no
+	// trust store.
+	Verifies    bool       `json:"verifies"`
+	Problem     string     `json:"problem,omitempty"`
+	SelfSigned  bool       `json:"selfSigned"`
+	Subject     string     `json:"subject,omitempty"`
+	Issuer      string     `json:"issuer,omitempty"`
+	Fingerprint string     `json:"fingerprint,omitempty"`
+	NotBefore   *time.Time `json:"notBefore,omitempty"`
+	NotAfter    *time.Time `json:"notAfter,omitempty"`
+	Trust       string     `json:"trust"`
+}
+
+const mcpbSignatureTrust = "berth's trust does not rest on this signature: berth verifies Sigstore signatures over its canonical listing (berth trust, berth verify)"
+
+// importedFrom fills in what the review says of a bundle imported from
+// another format.
+func (d *Disclosure) importedFrom(b *bundle.Bundle) {
+	d.ImportedFrom = b.Manifest.ImportedFrom
+	d.Notes = append(d.Notes, b.Notes...)
+	if b.Import == nil || b.Import.Signature == nil {
+		return
+	}
+	s := b.Import.Signature
+	out := &MCPBSignature{Present: true, Verifies: s.Verifies, Problem: s.Problem, SelfSigned: s.SelfSigned,
+		Subject: s.Subject, Issuer: s.Issuer, Fingerprint: s.Fingerprint, Trust: mcpbSignatureTrust}
+	if !s.NotBefore.IsZero() {
+		nb, na := s.NotBefore, s.NotAfter
+		out.NotBefore, out.NotAfter = &nb, &na
+	}
+	d.MCPBSignature = out
+}
+
+var formatTitles = map[string]string{
+	bundle.FormatMCPB:         "an MCP Bundle (Claude Desktop extension)",
+	bundle.FormatClaudePlugin: "a Claude Code plugin",
+	bundle.FormatMCPRegistry:  "an MCP Registry server.json",
+}
+
+func (p *printer) importHead(d *Disclosure) {
+	for _, n := range d.Notes {
+		p.field("note", n)
+	}
+	imp := d.ImportedFrom
+	if imp != nil {
+		what := formatTitles[imp.Format]
+		if what == "" {
+			what = imp.Format
+		}
+		version := ""
+		if imp.FormatVersion != "" {
+			version = ", format version " + imp.FormatVersion
+		}
+		p.field("imported", fmt.Sprintf("from %s (%s%s); berth reviews the berth.json it generated from it", what, imp.Manifest, version))
+		if imp.SourceName != "" {
+			p.field("", "registry name "+imp.SourceName+", berth name "+d.Name)
+		}
+		if imp.Platform != "" {
+			p.field("", "imported for "+imp.Platform+": the source has platform-specific settings")
+		}
+	}
+	if s := d.MCPBSignature; s != nil {
+		var what string
+		switch {
+		case s.Fingerprint == "":
+			what = "an MCPB signature block that berth cannot read (" + s.Problem + ")"
+		default:
+			kind := "signed by"
+			if s.SelfSigned {
+				kind = "self-signed by"
+			}
+			what = fmt.Sprintf("an MCPB signature block, %s %s (certificate sha256 %s)", kind, s.Subject, s.Fingerprint)
+			if s.Verifies {
+				what += "; it verifies over the zip"
+			} else {
+				what += "; " + s.Problem
+			}
+		}
+		p.field("signature", what)
+		p.field("", "berth's trust does not rest on it: berth verifies Sigstore signatures over its canonical listing")
+	}
+}
+
+func (p *printer) importTail(d *Disclosure) {
+	imp := d.ImportedFrom
+	if imp == nil {
+		return
+	}
+	if len(imp.Inputs) > 0 {
+		p.f("\nIt asks its user for these values; in berth's terms:\n")
+		for _, in := range imp.Inputs {
+			var attrs []string
+			if in.Type != "" {
+				attrs = append(attrs, in.Type)
+			}
+			if in.Required {
+				attrs = append(attrs, "required")
+			}
+			if in.Sensitive {
+				attrs = append(attrs, "sensitive")
+			}
+			if in.Default != "" {
+				attrs = append(attrs, "default "+fmt.Sprintf("%q", in.Default))
+			}
+			title := "- " + in.Name
+			if len(attrs) > 0 {
+				title += " (" + strings.Join(attrs, ", ") + ")"
+			}
+			if in.Title != "" {
+				title += ": " + in.Title
+			}
+			p.f("%s\n", Printable(title))
+			p.field("becomes", in.Becomes)
+		}
+	}
+	if decl := imp.Declared; decl != nil {
+		p.f("\nIt declares (what the server lists is pinned when you enable it):\n")
+		items := func(label string, list []bundle.DeclaredItem, generated bool) {
+			var names []string
+			for _, it := range list {
+				n := it.Name
+				if it.Description != "" {
+					n += " (" + it.Description + ")"
+				}
+				names = append(names, n)
+			}
+			if generated {
+				names = append(names, "and more that the server makes at run time")
+			}
+			if len(names) > 0 {
+				p.field(label, strings.Join(names, ", "))
+			}
+		}
+		items("tools", decl.Tools, decl.ToolsGenerated)
+		items("prompts", decl.Prompts, decl.PromptsGenerated)
+	}
+	if c := imp.Compatibility; c != nil {
+		p.f("\nIt needs (berth checked this machine against it):\n")
+		if len(c.Platforms) > 0 {
+			p.field("platforms", strings.Join(c.Platforms, ", "))
+		}
+		for _, k := range slices.Sorted(maps.Keys(c.Runtimes)) {
+			p.field("runtime", k+" "+c.Runtimes[k])
+		}
+	}
+	if len(imp.NotCarriedOver) == 0 {
+		return
+	}
+	var hooks []bundle.NotCarried
+	for _, n := range imp.NotCarriedOver {
+		if n.Kind == "hook" {
+			hooks = append(hooks, n)
+		}
+	}
+	if len(hooks) > 0 {
+		p.f("\nHOOKS: the source has hooks, code that %s would run on its own events. berth never runs them:\n", clientOf(imp.Format))
+		for _, h := range hooks {
+			p.f("%s\n", Printable("- "+h.Field+": "+h.Reason))
+		}
+	}
+	p.f("\nNot carried over, never run by berth:\n")
+	for _, n := range imp.NotCarriedOver {
+		if n.Kind == "hook" {
+			continue
+		}
+		line := "- " + n.Field + " (" + n.Kind
+		if n.Name != "" && !strings.HasSuffix(n.Field, n.Name) {
+			line += " " + n.Name
+		}
+		line += "): " + n.Reason
+		p.f("%s\n", Printable(line))
+	}
+}
+
+func clientOf(format string) string {
+	if format == bundle.FormatClaudePlugin {
+		return "Claude Code"
+	}
+	return "its client"
+}
