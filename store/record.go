@@ -124,6 +124,18 @@ func sortRecords(rs []*Record) {
 	})
 }
 
+// SameVersion reports whether two strict semver versions are the same
+// version: equal but for build metadata (1.0.0 and 1.0.0+x), which semver
+// 2.0 leaves out of precedence. For immutability they are one version.
+func SameVersion(a, b string) bool {
+	va, ea := semver.StrictNewVersion(a)
+	vb, eb := semver.StrictNewVersion(b)
+	if ea != nil || eb != nil {
+		return a == b
+	}
+	return va.Equal(vb)
+}
+
 func semverLess(a, b string) bool {
 	va, ea := semver.StrictNewVersion(a)
 	vb, eb := semver.StrictNewVersion(b)

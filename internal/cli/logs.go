@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 )
 
 var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
@@ -21,7 +22,9 @@ func (a *app) logsCommand() *cobra.Command {
 		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>-<server>.log
 (a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
 its stderr and berth's own lines about it (started, exited, restarts), from
-every berth process that ran it. berth status lists the server names.`,
+every berth process that ran it. berth status lists the server names.
+Control characters, terminal escape sequences and bytes that are not UTF-8
+are printed escaped (\x1b, \u202e, \x9b), as berth status prints them.`,
 		Args: exactArgs(1, "one PLUGIN-SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -44,7 +47,9 @@ every berth process that ran it. berth status lists the server names.`,
 				return err
 			}
 			for _, l := range tail {
-				fmt.Fprintln(a.stdout, l)
+				// A server writes what it likes to its stderr: escape what a
+				// terminal would act on, as berth status does.
+				fmt.Fprintln(a.stdout, review.PrintableLines(l))
 			}
 			return nil
 		},
