@@ -3,10 +3,11 @@ package mcpexport
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 // AuditEntry is one line of $BERTH_HOME/audit.log: a decision about a tool
@@ -110,17 +111,16 @@ func (a *Audit) openLocked() error {
 	a.seen = time.Now()
 	if a.f != nil {
 		open, err1 := a.f.Stat()
-		named, err2 := os.Stat(a.path)
+		named, err2 := os.Lstat(a.path)
 		if err1 == nil && err2 == nil && os.SameFile(open, named) {
 			return nil
 		}
 		a.f.Close()
 		a.f = nil
 	}
-	if err := os.MkdirAll(filepath.Dir(a.path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Never through a symbolic link, nor into a file or directory that is
+	// not the operator's alone.
+	f, err := store.OpenPrivateAppend(a.path)
 	if err != nil {
 		return err
 	}

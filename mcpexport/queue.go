@@ -18,6 +18,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/store"
 )
 
 // Pending is a call waiting in the approval queue, as `berth approvals`
@@ -111,7 +112,7 @@ func hashPending(p *Pending) string {
 
 // Add records a pending call and returns it with its ID.
 func (q *Queue) Add(p Pending) (*Pending, error) {
-	if err := os.MkdirAll(q.dir, 0o700); err != nil {
+	if err := store.EnsurePrivateDir(q.dir); err != nil {
 		return nil, err
 	}
 	p.ID = newID()
@@ -247,8 +248,10 @@ func writeJSONOnce(path string, v any) error {
 	return atomicfile.WriteNew(path, append(data, '\n'), 0o600)
 }
 
+// readJSON reads an approval file, never through a symbolic link nor from
+// a file that is not the operator's alone.
 func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := store.ReadPrivateFile(path, 4<<20)
 	if err != nil {
 		return err
 	}

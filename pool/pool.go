@@ -132,11 +132,15 @@ func Workspace(dir string) (string, error) {
 // Open opens the pool of a workspace on the state of st, and starts the
 // enabled plugins' servers in the background, concurrently; it does not
 // wait for them (WaitStarted does). Every change the pool makes (a pinned
-// surface, an accepted change) goes through st. It fails only when the
+// surface, an accepted change) goes through st. It fails when the state
+// directory is not the operator's alone (store.Paths.CheckPrivate) or the
 // state or the configuration cannot be read.
 func Open(ctx context.Context, st *store.Store, workspace string, opts *Options) (*Pool, error) {
 	ws, err := Workspace(workspace)
 	if err != nil {
+		return nil, err
+	}
+	if err := st.Paths().CheckPrivate(); err != nil {
 		return nil, err
 	}
 	p := &Pool{paths: st.Paths(), store: st, workspace: ws, plugins: map[string]*plugin{},
