@@ -114,7 +114,7 @@ func (c *call) choice(res *mcp.ElicitResult, by DecidedBy, r *pool.ApprovalReque
 func (c *call) allowAlways() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.s.store.SetPolicy(ctx, store.PolicyRule{Pattern: c.tool, Action: store.ActionAllow})
+	return c.s.store.SetPolicy(ctx, store.PolicyRule{Plugin: c.entry.Plugin, Pattern: c.tool, Action: store.ActionAllow})
 }
 
 // queue records the call as pending and waits for `berth approve` or

@@ -151,31 +151,22 @@ func (p *Pool) waitStarting(ctx context.Context) error {
 	return nil
 }
 
-// notFound explains a missing tool, naming a plugin or server that
-// should have it.
+// notFound explains a missing tool, naming the plugin or server that
+// should have it (by the name's plugin and provider parts).
 func (p *Pool) notFound(name string) error {
-	var broken *plugin
+	plugin, provider, _, _ := ParseName(name)
 	for _, pl := range p.activePlugins() {
-		if (pl.err != nil || pl.driftErr() != nil) && (strings.HasPrefix(name, pl.name+"-") || strings.HasPrefix(name, pl.name+"__")) &&
-			(broken == nil || len(pl.name) > len(broken.name)) {
-			broken = pl
+		if pl.name != plugin || (pl.err == nil && pl.driftErr() == nil) {
+			continue
 		}
-	}
-	if broken != nil {
-		if err := broken.driftErr(); err != nil {
+		if err := pl.driftErr(); err != nil {
 			return err
 		}
-		return broken.err
+		return pl.err
 	}
-	var running []*server // native tool providers that could have offered it
 	for _, s := range p.servers() {
-		prefix := s.id + "__"
-		if s.native != nil {
-			// A native tool's name does not say which provider of the
-			// plugin offers it: explain the first that is not running.
-			prefix = s.pl.name + "__"
-		}
-		if !strings.HasPrefix(name, prefix) {
+		prefix := s.id + Sep
+		if !strings.HasPrefix(name, prefix) || s.pl.name != plugin || s.name != provider {
 			continue
 		}
 		s.mu.Lock()
@@ -191,18 +182,9 @@ func (p *Pool) notFound(name string) error {
 			return fmt.Errorf("no tool %s: %w", name, ferr)
 		case err != nil && (st == StateStopped || st == StateDrifted || gave):
 			return fmt.Errorf("no tool %s: %s %s is %s: %w", name, s.noun(), s.id, st, err)
-		case (st == StateRunning || st == StateChanged) && s.native != nil:
-			running = append(running, s)
 		case st == StateRunning || st == StateChanged:
-			return fmt.Errorf("server %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.id, strings.TrimPrefix(name, prefix))
+			return fmt.Errorf("%s %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.noun(), s.id, strings.TrimPrefix(name, prefix))
 		}
-	}
-	if len(running) > 0 {
-		var ids []string
-		for _, s := range running {
-			ids = append(ids, s.id)
-		}
-		return fmt.Errorf("no native tool provider of %s (%s) has a tool %s; berth tools lists the catalog", running[0].pl.name, joinNames(ids), strings.TrimPrefix(name, running[0].pl.name+"__"))
 	}
 	return fmt.Errorf("no tool named %s is enabled in %s; berth tools lists the catalog", name, p.workspace)
 }

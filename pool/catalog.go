@@ -109,7 +109,7 @@ func (p *Pool) index() *index {
 			idx.withheld[n] = *c.change
 			continue
 		}
-		m := store.MatchPolicy(p.policy, n)
+		m := store.MatchPolicy(p.policy, store.PolicySubject{Plugin: c.s.pl.name, Signer: c.s.pl.signer, Name: n})
 		if m.Action == store.ActionDeny {
 			idx.denied[n] = m
 			continue

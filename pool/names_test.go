@@ -17,10 +17,10 @@ import (
 func TestExportName(t *testing.T) {
 	long := strings.Repeat("x", 60)
 	for _, tc := range []struct{ plugin, server, tool, want string }{
-		{"acme-notes", "notes", "search", "acme-notes-notes__search"},
-		{"a", "b", "read.file", "a-b__read_file-"},        // sanitized: hash suffix
-		{"acme", "s", long, "acme-s__" + long[:47] + "-"}, // cut to 55 + "-" + 8 hex
-		{"acme", "s", "ünï", "acme-s___n_-"},              // one '_' per rune
+		{"acme-notes", "notes", "search", "acme-notes__notes__search"},
+		{"a", "b", "read.file", "a__b__read_file-"},        // sanitized: hash suffix
+		{"acme", "s", long, "acme__s__" + long[:46] + "-"}, // cut to 55 + "-" + 8 hex
+		{"acme", "s", "ünï", "acme__s___n_-"},              // one '_' per rune
 	} {
 		got := ExportName(tc.plugin, tc.server, tc.tool)
 		if !ValidName(got) || !strings.HasPrefix(got, tc.want) {
@@ -42,26 +42,46 @@ func TestExportName(t *testing.T) {
 	if ExportName("p", "s", "foo.bar") == ExportName("p", "s", "foo_bar") {
 		t.Fatal("sanitized name collides with a literal one")
 	}
-	if got := NativeExportName("acme", "fmt"); got != "acme__fmt" {
-		t.Fatal(got)
+}
+
+// The grammar leaves no doubt where a plugin's name ends: plugins "a" and
+// "a-b" with servers "b-c" and "c", which used to export the same
+// "a-b-c__x", export different names, and every name splits back into its
+// plugin, provider and tool.
+func TestNameBoundaries(t *testing.T) {
+	if ExportName("a", "b-c", "x") == ExportName("a-b", "c", "x") {
+		t.Fatal("two plugins export one name")
+	}
+	if ServerID("a", "b-c") == ServerID("a-b", "c") {
+		t.Fatal("two servers share an ID")
+	}
+	for _, tc := range []struct{ plugin, provider, tool string }{
+		{"a", "b-c", "x"}, {"a-b", "c", "x"}, {"acme-notes", "notes_v2", "search__all"}, {"p", "s", "_lead"}, {"p", "s-", "t"},
+	} {
+		plugin, provider, rest, ok := ParseName(ExportName(tc.plugin, tc.provider, tc.tool))
+		if !ok || plugin != tc.plugin || provider != tc.provider || rest != tc.tool {
+			t.Errorf("ParseName(ExportName(%q, %q, %q)) = %q %q %q %v", tc.plugin, tc.provider, tc.tool, plugin, provider, rest, ok)
+		}
+	}
+	for _, bad := range []string{"acme-notes-notes", "_x__y", "acme_x"} {
+		if _, _, _, ok := ParseName(bad); ok {
+			t.Errorf("ParseName(%q) found a plugin", bad)
+		}
 	}
 }
 
-// A native tool provider's identity is "<plugin>__<entry>", valid and at
-// most 64 characters for the longest names a manifest allows (plugin 64,
-// entry 32), and never the ID of a server of the same plugin; its pinned
-// surface key never meets a server's.
+// A provider's identity is "<plugin>__<provider>" for servers and native
+// tool providers alike, valid and at most 64 characters for the longest
+// names a manifest allows (plugin 64, provider 32); its pinned surface key
+// never meets a server's.
 func TestNativeProviderID(t *testing.T) {
-	if got := NativeProviderID("acme-fmt", "fmt"); got != "acme-fmt__fmt" {
+	if got := NativeProviderID("acme-fmt", "fmt"); got != "acme-fmt__fmt" || got != ServerID("acme-fmt", "fmt") {
 		t.Fatal(got)
 	}
 	plugin, entry := strings.Repeat("p", 64), strings.Repeat("e", 32)
 	a, b := NativeProviderID(plugin, entry), NativeProviderID(plugin, entry[1:]+"f")
 	if !ValidName(a) || !ValidName(b) || len(a) != 64 || a == b || a != NativeProviderID(plugin, entry) {
 		t.Fatalf("%q %q", a, b)
-	}
-	if NativeProviderID("acme", "fmt") == ServerID("acme", "fmt") {
-		t.Fatal("a provider and a server of the same name share an ID")
 	}
 	if NativeSurfaceKey("fmt") != "native:fmt" || strings.ContainsRune(ServerID("a", "b"), ':') {
 		t.Fatal(NativeSurfaceKey("fmt"))
@@ -130,10 +150,10 @@ func TestPromptsAndResources(t *testing.T) {
 	for _, pr := range prompts {
 		names = append(names, pr.Name)
 	}
-	if strings.Join(names, " ") != "demo-dup__greet demo-one__greet demo-two__greet" {
+	if strings.Join(names, " ") != "demo__dup__greet demo__one__greet demo__two__greet" {
 		t.Fatalf("prompts %v", names)
 	}
-	res, err := p.GetPrompt(ctx, "demo-one__greet", map[string]string{"who": "berth"})
+	res, err := p.GetPrompt(ctx, "demo__one__greet", map[string]string{"who": "berth"})
 	if err != nil || len(res.Messages) != 1 || !strings.Contains(mustJSON(res.Messages[0].Content), "Hello, berth") {
 		t.Fatalf("prompt: %v %v", res, err)
 	}

@@ -34,6 +34,12 @@ func (r *SignerRef) identity() string {
 	return "identity " + r.Issuer + " " + r.SAN
 }
 
+// SignerIdentity is the identity of the signer the record was accepted
+// from, as signer continuity compares it: "key <fingerprint>",
+// "identity <issuer> <SAN>", or "unsigned". A tool policy rule that allows
+// records it (PolicyRule.Signer).
+func (r *Record) SignerIdentity() string { return r.Signer.identity() }
+
 func (r *SignerRef) String() string {
 	if r == nil {
 		return "no signature (trusted unsigned by digest)"

@@ -17,19 +17,19 @@ var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
 func (a *app) logsCommand() *cobra.Command {
 	var lines int
 	cmd := &cobra.Command{
-		Use:   "logs PLUGIN-SERVER",
+		Use:   "logs PLUGIN__SERVER",
 		Short: "Print the stderr tail of a server",
-		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>-<server>.log
+		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>__<server>.log
 (a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
 its stderr and berth's own lines about it (started, exited, restarts), from
 every berth process that ran it. berth status lists the server names.
 Control characters, terminal escape sequences and bytes that are not UTF-8
 are printed escaped (\x1b, \u202e, \x9b), as berth status prints them.`,
-		Args: exactArgs(1, "one PLUGIN-SERVER"),
+		Args: exactArgs(1, "one PLUGIN__SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			if !serverIDRe.MatchString(id) {
-				return usagef("%q is not a server name like acme-notes-notes (berth status lists them)", id)
+				return usagef("%q is not a server name like acme-notes__notes (berth status lists them)", id)
 			}
 			if lines <= 0 {
 				return usagef("--lines must be positive")
