@@ -52,10 +52,21 @@ const maxShownArgs = 2000
 // approvalMessage is what a person reads before deciding.
 func approvalMessage(req *pool.ApprovalRequest) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "berth: allow this tool call?\n\n")
-	fmt.Fprintf(&b, "Tool:        %s\n", req.Tool)
-	if req.Plugin != "" {
-		fmt.Fprintf(&b, "Server:      %s of plugin %s (tool %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
+	switch req.Kind {
+	case pool.RequestPrompt:
+		fmt.Fprintf(&b, "berth: allow getting this prompt?\n\n")
+		fmt.Fprintf(&b, "Prompt:      %s\n", req.Tool)
+		fmt.Fprintf(&b, "Server:      %s of plugin %s (prompt %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
+	case pool.RequestResource:
+		fmt.Fprintf(&b, "berth: allow reading this resource?\n\n")
+		fmt.Fprintf(&b, "Resource:    %s\n", review.Printable(req.URI))
+		fmt.Fprintf(&b, "Server:      %s of plugin %s (policy name %s)\n", req.Server, req.Plugin, req.Tool)
+	default:
+		fmt.Fprintf(&b, "berth: allow this tool call?\n\n")
+		fmt.Fprintf(&b, "Tool:        %s\n", req.Tool)
+		if req.Plugin != "" {
+			fmt.Fprintf(&b, "Server:      %s of plugin %s (tool %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
+		}
 	}
 	fmt.Fprintf(&b, "Annotations: %s\n", describeAnnotations(req.Annotations))
 	fmt.Fprintf(&b, "Policy:      %s\n", req.Policy)

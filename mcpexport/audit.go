@@ -7,18 +7,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
 
 // AuditEntry is one line of $BERTH_HOME/audit.log: a decision about a tool
-// call and what came of it. It never holds argument values, only their
+// call, a prompt or a resource read, and what came of it. It never holds argument values, only their
 // shape.
 type AuditEntry struct {
-	Time   time.Time `json:"time"`
-	Tool   string    `json:"tool"`
-	Plugin string    `json:"plugin,omitempty"`
-	Server string    `json:"server,omitempty"`
-	Client string    `json:"client,omitempty"`
+	Time time.Time `json:"time"`
+	// Kind is "prompt" or "resource" for a prompts/get or resources/read;
+	// empty for a tool call.
+	Kind pool.RequestKind `json:"kind,omitempty"`
+	// Tool is the name the policy decided by: the tool's or prompt's
+	// exported name, or the identity of a resource's server.
+	Tool string `json:"tool"`
+	// URI is the resource read.
+	URI    string `json:"uri,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
+	Server string `json:"server,omitempty"`
+	Client string `json:"client,omitempty"`
 	// Arguments is the shape of the arguments: every value replaced by its
 	// JSON type.
 	Arguments any `json:"arguments"`

@@ -21,8 +21,11 @@ const modernProtocol = "2026-07-28"
 // elicitation on legacy sessions whose client declared it; InputRequests
 // on 2026-07-28 sessions whose client can answer them; the approval queue.
 type call struct {
-	s     *Server
-	req   *mcp.CallToolRequest
+	s   *Server
+	req *mcp.CallToolRequest
+	// kind is what is asked for; a prompt or a resource comes with req
+	// made from its request (promptRequest, resourceRequest).
+	kind  pool.RequestKind
 	tool  string
 	entry AuditEntry
 	// inputRequired is the input-required result to return instead of
@@ -51,7 +54,7 @@ func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decis
 	case modern && canElicit:
 		c.inputRequired = &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{inputKey: c.form(r)},
-			RequestState:  c.s.states.issue(c.tool, r.Arguments, time.Now()),
+			RequestState:  c.s.states.issue(c.stateKey(), r.Arguments, time.Now()),
 		}
 		return pool.Decision{}, errInputRequired
 	case !modern && canElicit && c.req.Session != nil && c.req.Session.InitializeParams() != nil:
@@ -85,7 +88,7 @@ func (c *call) elicit(ctx context.Context, r *pool.ApprovalRequest) (pool.Decisi
 }
 
 func (c *call) fromInputResponses(r *pool.ApprovalRequest) pool.Decision {
-	if err := c.s.states.redeem(c.req.Params.RequestState, c.tool, r.Arguments, time.Now()); err != nil {
+	if err := c.s.states.redeem(c.req.Params.RequestState, c.stateKey(), r.Arguments, time.Now()); err != nil {
 		return c.decide(false, ByInputRequests, err.Error(), false)
 	}
 	res, ok := c.req.Params.InputResponses[inputKey].(*mcp.ElicitResult)
@@ -170,6 +173,16 @@ func (c *call) reason(err error) string {
 		return c.denied
 	}
 	return err.Error()
+}
+
+// stateKey is what an input request's state is bound to besides the
+// arguments: the name, and for a prompt or resource its kind, so that an
+// approval of a prompt is never redeemed for a tool of the same name.
+func (c *call) stateKey() string {
+	if c.kind == pool.RequestTool {
+		return c.tool
+	}
+	return string(c.kind) + ":" + c.tool
 }
 
 func (c *call) writeAudit() {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
@@ -28,6 +29,10 @@ import (
 
 // DefaultApprovalTimeout is how long a queued call waits for a decision.
 const DefaultApprovalTimeout = 120 * time.Second
+
+// catchUpWait bounds how long a request for something not yet in the
+// catalog waits for the servers' first start.
+const catchUpWait = 20 * time.Second
 
 // maxDescription caps tool descriptions (clients cap them too).
 const maxDescription = 2048
@@ -160,12 +165,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// A client may call a tool it knows from an earlier session
 			// without listing first: assemble the catalog once.
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.hasTool(p.Name) {
-				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				s.pool.WaitStarted(wctx)
-				cancel()
-				if err := s.Sync(ctx); err != nil {
-					s.log.Warn("catalog boundary", "method", method, "error", err)
-				}
+				s.catchUp(ctx, method)
 				if !s.hasTool(p.Name) {
 					// Not in the catalog: if that is because its plugin
 					// drifted, say so as a tool error; an unknown name stays
@@ -174,6 +174,34 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					_, err := s.pool.Call(ctx, p.Name, p.Arguments, refuseAll)
 					if errors.Is(err, store.ErrDrift) {
 						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
+					}
+				}
+			}
+		case "prompts/get":
+			// As for tools/call: a prompt asked for before any list.
+			if p, ok := req.GetParams().(*mcp.GetPromptParams); ok && !s.hasPrompt(p.Name) {
+				s.catchUp(ctx, method)
+				if !s.hasPrompt(p.Name) {
+					// Not offered: a denied prompt is refused (and
+					// audited) with the reason; an unknown one stays
+					// go-sdk's protocol error.
+					if res, err := s.getPrompt(ctx, &mcp.GetPromptRequest{Session: sessionOf(req), Params: p, Extra: req.GetExtra()}); !errors.Is(err, pool.ErrNotFound) {
+						if err != nil {
+							return nil, err
+						}
+						return res, nil
+					}
+				}
+			}
+		case "resources/read":
+			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && !s.hasResource(p.URI) {
+				s.catchUp(ctx, method)
+				if !s.hasResource(p.URI) {
+					if res, err := s.readResource(ctx, &mcp.ReadResourceRequest{Session: sessionOf(req), Params: p, Extra: req.GetExtra()}); !errors.Is(err, pool.ErrNotFound) {
+						if err != nil {
+							return nil, err
+						}
+						return res, nil
 					}
 				}
 			}
@@ -227,6 +255,35 @@ func dropUpstreamIdentity(res mcp.Result) {
 	if len(*meta) == 0 {
 		*meta = nil
 	}
+}
+
+func (s *Server) hasPrompt(name string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	_, ok := s.prompts[name]
+	return ok
+}
+
+// hasResource reports whether uri is a registered resource or matches a
+// registered template.
+func (s *Server) hasResource(uri string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if _, ok := s.resources[uri]; ok {
+		return true
+	}
+	for t := range s.templates {
+		if tp, err := uritemplate.New(t); err == nil && tp.Regexp().MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionOf is the server session of a request, if it has one.
+func sessionOf(req mcp.Request) *mcp.ServerSession {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return ss
 }
 
 func (s *Server) hasTool(name string) bool {
@@ -300,10 +357,7 @@ func (s *Server) Sync(ctx context.Context) error {
 		want[p.Name] = h
 		if s.prompts[p.Name] != h {
 			def := *p.Definition
-			name := p.Name
-			s.ms.AddPrompt(&def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-				return s.pool.GetPrompt(ctx, name, req.Params.Arguments)
-			})
+			s.ms.AddPrompt(&def, s.getPrompt)
 			s.prompts[p.Name] = h
 		}
 	}
@@ -314,9 +368,7 @@ func (s *Server) Sync(ctx context.Context) error {
 		return err
 	}
 	wantR, wantT := map[string]string{}, map[string]string{}
-	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return s.pool.ReadResource(ctx, req.Params.URI)
-	}
+	read := s.readResource
 	for _, r := range resources {
 		switch {
 		case r.Resource != nil:

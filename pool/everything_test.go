@@ -72,11 +72,11 @@ func TestServerEverything(t *testing.T) {
 				t.Fatalf("get-sum: %q", got)
 			}
 			ctx := context.Background()
-			rr, err := p.ReadResource(ctx, "demo://resource/dynamic/text/1")
+			rr, err := p.ReadResource(ctx, "demo://resource/dynamic/text/1", allow)
 			if err != nil || len(rr.Contents) == 0 || rr.Contents[0].Text == "" {
 				t.Fatalf("resource: %+v %v", rr, err)
 			}
-			pr, err := p.GetPrompt(ctx, "everything__ev__simple-prompt", nil)
+			pr, err := p.GetPrompt(ctx, "everything__ev__simple-prompt", nil, allow)
 			if err != nil || len(pr.Messages) == 0 {
 				t.Fatalf("prompt: %+v %v", pr, err)
 			}

@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -153,7 +154,7 @@ func TestPromptsAndResources(t *testing.T) {
 	if strings.Join(names, " ") != "demo__dup__greet demo__one__greet demo__two__greet" {
 		t.Fatalf("prompts %v", names)
 	}
-	res, err := p.GetPrompt(ctx, "demo__one__greet", map[string]string{"who": "berth"})
+	res, err := p.GetPrompt(ctx, "demo__one__greet", map[string]string{"who": "berth"}, allow)
 	if err != nil || len(res.Messages) != 1 || !strings.Contains(mustJSON(res.Messages[0].Content), "Hello, berth") {
 		t.Fatalf("prompt: %v %v", res, err)
 	}
@@ -161,18 +162,18 @@ func TestPromptsAndResources(t *testing.T) {
 	if err != nil || len(rs) != 6 {
 		t.Fatalf("resources %d %v", len(rs), err)
 	}
-	rr, err := p.ReadResource(ctx, "test://one/static")
+	rr, err := p.ReadResource(ctx, "test://one/static", allow)
 	if err != nil || rr.Contents[0].Text != "static from one" {
 		t.Fatalf("read: %+v %v", rr, err)
 	}
-	rr, err = p.ReadResource(ctx, "test://one/item/42")
+	rr, err = p.ReadResource(ctx, "test://one/item/42", allow)
 	if err != nil || rr.Contents[0].Text != "item test://one/item/42" {
 		t.Fatalf("template read: %+v %v", rr, err)
 	}
-	if _, err := p.ReadResource(ctx, "test://two/static"); err == nil || !strings.Contains(err.Error(), "several servers") {
+	if _, err := p.ReadResource(ctx, "test://two/static", allow); err == nil || !strings.Contains(err.Error(), "several servers") {
 		t.Fatalf("shared URI: %v", err)
 	}
-	if _, err := p.ReadResource(ctx, "test://nobody/x"); err == nil {
+	if _, err := p.ReadResource(ctx, "test://nobody/x", allow); err == nil {
 		t.Fatal("read of an unknown URI")
 	}
 }
@@ -184,4 +185,87 @@ func mustJSON(v any) string {
 
 func annotations(destructive *bool) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{DestructiveHint: destructive}
+}
+
+// Prompts and resources are under the operator's policy like tools: deny
+// hides and refuses them, ask goes to the approver (which sees what is
+// asked for), allow runs without one. A resource is decided by its
+// server's identity, a prompt by its exported name.
+func TestPromptAndResourcePolicy(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{
+		"one": testServer("-tools", "echo", "-extras", "-name", "one"),
+		"two": testServer("-tools", "echo", "-extras", "-name", "two"),
+	})
+	ctx := context.Background()
+	for _, r := range []store.PolicyRule{
+		{Pattern: "demo__one__greet", Action: store.ActionDeny},
+		{Pattern: "demo__one", Action: store.ActionDeny},
+		{Pattern: "demo__two", Action: store.ActionAllow},
+	} {
+		if err := f.store.SetPolicy(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := f.open(nil)
+	prompts, err := p.Prompts(ctx)
+	if err != nil || len(prompts) != 1 || prompts[0].Name != "demo__two__greet" || prompts[0].Policy.Action != store.ActionAsk {
+		t.Fatalf("prompts %+v %v", prompts, err)
+	}
+	rs, err := p.Resources(ctx)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("resources %d %v", len(rs), err)
+	}
+	for _, r := range rs {
+		if r.Server != "two" || r.Policy.Action != store.ActionAllow || r.Policy.Pattern != "demo__two" {
+			t.Fatalf("resource %+v", r)
+		}
+	}
+	never := ApproverFunc(func(context.Context, *ApprovalRequest) (Decision, error) {
+		t.Error("the approver was asked about a denied request")
+		return Decision{Allow: true}, nil
+	})
+	if _, err := p.GetPrompt(ctx, "demo__one__greet", nil, never); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `policy denies the prompt demo__one__greet (rule "demo__one__greet")`) {
+		t.Fatalf("a denied prompt: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "test://one/static", never); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `denies the resources of demo__one (rule "demo__one")`) {
+		t.Fatalf("a denied resource: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "test://one/item/7", never); !errors.Is(err, ErrDenied) {
+		t.Fatalf("a denied template: %v", err)
+	}
+	// ask: the approver decides, and sees what is asked for.
+	var seen []*ApprovalRequest
+	record := func(ok bool) Approver {
+		return ApproverFunc(func(_ context.Context, r *ApprovalRequest) (Decision, error) {
+			seen = append(seen, r)
+			return Decision{Allow: ok, By: "test"}, nil
+		})
+	}
+	if _, err := p.GetPrompt(ctx, "demo__two__greet", map[string]string{"who": "x"}, record(false)); !errors.Is(err, ErrDenied) {
+		t.Fatalf("a refused prompt: %v", err)
+	}
+	if _, err := p.GetPrompt(ctx, "demo__two__greet", map[string]string{"who": "x"}, nil); !errors.Is(err, ErrDenied) {
+		t.Fatalf("an ask prompt without an approver: %v", err)
+	}
+	res, err := p.GetPrompt(ctx, "demo__two__greet", map[string]string{"who": "berth"}, record(true))
+	if err != nil || !strings.Contains(mustJSON(res.Messages[0].Content), "Hello, berth") {
+		t.Fatalf("an approved prompt: %v %v", res, err)
+	}
+	if len(seen) != 2 || seen[1].Kind != RequestPrompt || seen[1].Tool != "demo__two__greet" || seen[1].UpstreamTool != "greet" || string(seen[1].Arguments) != `{"who":"berth"}` || seen[1].Policy.Action != store.ActionAsk {
+		t.Fatalf("approval requests %+v", seen)
+	}
+	// allow: runs without an approver.
+	rr, err := p.ReadResource(ctx, "test://two/item/9", nil)
+	if err != nil || rr.Contents[0].Text != "item test://two/item/9" {
+		t.Fatalf("an allowed resource: %+v %v", rr, err)
+	}
+	seen = nil
+	if _, err := p.ReadResource(ctx, "test://two/static", record(true)); err != nil || len(seen) != 1 || seen[0].Kind != RequestResource || seen[0].URI != "test://two/static" || seen[0].Tool != "demo__two" || !AllowedByPolicy(seen[0]) {
+		t.Fatalf("the approval request of a resource: %+v %v", seen, err)
+	}
+	// A rule of demo does not reach another plugin's prompts.
+	if _, err := p.GetPrompt(ctx, "demo__nope__greet", nil, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown prompt: %v", err)
+	}
 }
