@@ -13,8 +13,8 @@ import (
 
 // Tool is one entry of the catalog.
 type Tool struct {
-	// Name is the exported name, "<plugin>-<server>__<tool>", or
-	// "<plugin>__<tool>" for a native tool.
+	// Name is the exported name, "<plugin>__<server>__<tool>", or
+	// "<plugin>__<entry>__<tool>" for a native tool.
 	Name   string `json:"name"`
 	Plugin string `json:"plugin"`
 	// Server is the manifest's key of the server, or of the native tool
@@ -145,9 +145,9 @@ func (p *Pool) servers() []*server {
 }
 
 // Tools assembles the catalog: the tools of every running server, named
-// "<plugin>-<server>__<tool>" and filtered by the manifest's tools.allow
+// "<plugin>__<server>__<tool>" and filtered by the manifest's tools.allow
 // and tools.deny, and of every running native tool provider, named
-// "<plugin>__<tool>"; without tools withheld for a surface change or a
+// "<plugin>__<entry>__<tool>"; without tools withheld for a surface change or a
 // name collision, and without tools the operator's policy denies; each
 // with its policy. Servers still starting are not waited for.
 func (p *Pool) Tools(ctx context.Context) ([]*Tool, error) {
@@ -166,7 +166,7 @@ func (p *Pool) Tools(ctx context.Context) ([]*Tool, error) {
 
 // Prompt is one prompt of the catalog.
 type Prompt struct {
-	// Name is the exported name, "<plugin>-<server>__<prompt>".
+	// Name is the exported name, "<plugin>__<server>__<prompt>".
 	Name         string `json:"name"`
 	Plugin       string `json:"plugin"`
 	Server       string `json:"server"`

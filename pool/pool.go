@@ -674,7 +674,7 @@ func (p *Pool) isClosed() bool {
 // ServerStatus is the state of one server or native tool provider of the
 // pool.
 type ServerStatus struct {
-	// ID is "<plugin>-<server>" for a server, "<plugin>__<entry>" for a
+	// ID is "<plugin>__<server>" for a server, "<plugin>__<entry>" for a
 	// native tool provider (NativeProviderID); for a plugin that could
 	// not be set up at all, the plugin's name.
 	ID     string `json:"id"`
