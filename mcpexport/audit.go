@@ -12,8 +12,8 @@ import (
 )
 
 // AuditEntry is one line of $BERTH_HOME/audit.log: a decision about a tool
-// call, a prompt or a resource read, and what came of it. It never holds argument values, only their
-// shape.
+// call, a prompt or a resource read, and what came of it. It never holds
+// argument values, only their shape.
 type AuditEntry struct {
 	Time time.Time `json:"time"`
 	// Kind is "prompt" or "resource" for a prompts/get or resources/read;

@@ -24,7 +24,7 @@ type call struct {
 	s   *Server
 	req *mcp.CallToolRequest
 	// kind is what is asked for; a prompt or a resource comes with req
-	// made from its request (promptRequest, resourceRequest).
+	// made from its request (asToolRequest).
 	kind  pool.RequestKind
 	tool  string
 	entry AuditEntry

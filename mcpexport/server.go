@@ -165,7 +165,12 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// A client may call a tool it knows from an earlier session
 			// without listing first: assemble the catalog once.
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.hasTool(p.Name) {
-				s.catchUp(ctx, method)
+				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				s.pool.WaitStarted(wctx)
+				cancel()
+				if err := s.Sync(ctx); err != nil {
+					s.log.Warn("catalog boundary", "method", method, "error", err)
+				}
 				if !s.hasTool(p.Name) {
 					// Not in the catalog: if that is because its plugin
 					// drifted, say so as a tool error; an unknown name stays
