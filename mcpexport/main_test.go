@@ -33,9 +33,9 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	echoTool   = "demo-up__echo"
-	wipeTool   = "demo-up__wipe"
-	secretTool = "demo-up__secret"
+	echoTool   = "demo__up__echo"
+	wipeTool   = "demo__up__wipe"
+	secretTool = "demo__up__secret"
 )
 
 // env is one BERTH_HOME with the plugin "demo" (server "up") trusted and
