@@ -63,6 +63,7 @@ const (
 	// Tool filters and native tools.
 	RuleToolPattern          = "tool-pattern"
 	RuleNativeToolNameFormat = "native-tool-name-format"
+	RuleNativeToolNameTaken  = "native-tool-name-taken"
 	RuleNativeExecutable     = "native-executable"
 
 	// The file tree.
@@ -183,7 +184,7 @@ var rules = []Rule{
 	{RuleHTTPSURL, "publisher.url or homepage is not an https URL"},
 	{RuleRequiresConstraint, "requires.berth is not a valid semver constraint"},
 	{RuleRequiresUnsatisfied, "this berth's version does not satisfy requires.berth"},
-	{RuleServerNameFormat, "a server name is not lower-case letters, digits, _ and - (1-32)"},
+	{RuleServerNameFormat, "a server name is not lower-case letters, digits, _ and - (1-32), or has __"},
 	{RuleServerTransport, "a server sets neither or both of stdio and remote"},
 	{RuleTimeoutFormat, "a timeout is not a Go duration"},
 	{RuleTimeoutRange, "a timeout is outside its range (startup 1s-10m, call 1s-1h)"},
@@ -211,7 +212,8 @@ var rules = []Rule{
 	{RuleNetworkHostsMissing, "a remote has no network.hosts"},
 	{RuleNetworkHostsMismatch, "network.hosts is not the endpoint's normalized host set"},
 	{RuleToolPattern, "a tool allow/deny entry uses characters other than [A-Za-z0-9_.-*?]"},
-	{RuleNativeToolNameFormat, "a native tool name is not lower-case letters, digits, _ and - (1-32)"},
+	{RuleNativeToolNameFormat, "a native tool name is not lower-case letters, digits, _ and - (1-32), or has __"},
+	{RuleNativeToolNameTaken, "a native tool provider has the name of a server"},
 	{RuleNativeExecutable, "a native tool executable is not a ${bundle}/ regular file with an exec bit"},
 	{RuleSymlinkEscapes, "a symlink points outside the bundle, or is absolute"},
 	{RuleSymlinkDangling, "a symlink points at nothing inside the bundle"},

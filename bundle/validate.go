@@ -78,8 +78,14 @@ func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
 		p := joinPath("nativeTools", name)
-		if !serverNameRe.MatchString(name) {
+		switch {
+		case !serverNameRe.MatchString(name):
 			v.ps.add(p, RuleNativeToolNameFormat, "native tool name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
+		case strings.Contains(name, "__"):
+			v.ps.add(p, RuleNativeToolNameFormat, "native tool name %q has \"__\", which separates the provider from the tool in exported names (<plugin>__<provider>__<tool>); rename it, e.g. %q", name, strings.ReplaceAll(name, "__", "_"))
+		}
+		if _, taken := m.MCPServers[name]; taken {
+			v.ps.add(p, RuleNativeToolNameTaken, "a server is named %q too, and exported names would not say which one a tool belongs to (<plugin>__%s__<tool>); rename one of them", name, name)
 		}
 		nt := m.NativeTools[name]
 		if nt == nil {
@@ -160,8 +166,11 @@ func (v *validator) httpsURL(p, raw string) {
 }
 
 func (v *validator) server(p, name string, s *Server) {
-	if !serverNameRe.MatchString(name) {
+	switch {
+	case !serverNameRe.MatchString(name):
 		v.ps.add(p, RuleServerNameFormat, "server name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
+	case strings.Contains(name, "__"):
+		v.ps.add(p, RuleServerNameFormat, "server name %q has \"__\", which separates the server from the tool in exported names (<plugin>__<server>__<tool>); rename it, e.g. %q", name, strings.ReplaceAll(name, "__", "_"))
 	}
 	if s == nil {
 		return

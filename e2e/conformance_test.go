@@ -37,21 +37,22 @@ import (
 )
 
 // The conformance fixture plugin: berth exports the fixture tool
-// test_simple_text as conf-srv__test_simple_text.
+// test_simple_text as conf__srv__test_simple_text.
 const (
 	confPlugin = "conf"
 	confServer = "srv"
-	confPrefix = confPlugin + "-" + confServer + "__"
+	confPrefix = confPlugin + "__" + confServer + "__"
 )
 
 // confWorld is a world whose workspace enables the go-sdk conformance
-// everything-server as plugin "conf", every tool allowed by a glob.
+// everything-server as plugin "conf", its every tool, prompt and resource
+// allowed by a glob of the plugin.
 func confWorld(t *testing.T) *world {
 	t.Helper()
 	w := newWorld(t)
 	testkit.Program(t, w.bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
 	w.plugin(confPlugin, confServer, "everything-server")
-	w.policy("*", "allow")
+	w.policy(confPlugin+"__*", "allow")
 	return w
 }
 
@@ -312,7 +313,7 @@ func withToken(t *testing.T, s *served) string {
 // fixtureNames serves a reverse proxy in front of berth serve's /mcp URL
 // that maps the conformance fixture's upstream names to berth's: in
 // requests, a tools/call or prompts/get name (and the Mcp-Name header)
-// gains the prefix conf-srv__; in responses, the prefix is removed
+// gains the prefix conf__srv__; in responses, the prefix is removed
 // wherever it appears. Everything else, Host and Origin included, passes
 // unchanged, so the protocol checks still see berth.
 func fixtureNames(t *testing.T, target string) string {

@@ -47,9 +47,9 @@ const (
 
 // The demo plugin's tools as berth exports them.
 const (
-	demoEcho   = "demo-up__echo"
-	demoWipe   = "demo-up__wipe"
-	demoSecret = "demo-up__secret"
+	demoEcho   = "demo__up__echo"
+	demoWipe   = "demo__up__wipe"
+	demoSecret = "demo__up__secret"
 )
 
 // world is one BERTH_HOME and workspace, and a bin directory holding the
@@ -99,7 +99,7 @@ func newWorld(t *testing.T) *world {
 }
 
 // plugin writes a bundle with one stdio server, trusts it (unsigned) and
-// enables it in the workspace. Its tools are "<name>-<server>__<tool>".
+// enables it in the workspace. Its tools are "<name>__<server>__<tool>".
 func (w *world) plugin(name, server, command string, args ...string) {
 	w.t.Helper()
 	ctx := context.Background()
@@ -632,7 +632,7 @@ func TestInspectorThroughServerEverything(t *testing.T) {
 	w := newWorld(t)
 	w.path = append([]string{filepath.Dir(node)}, w.path...)
 	w.plugin("everything", "srv", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio")
-	const prefix = "everything-srv__"
+	const prefix = "everything__srv__"
 	w.policy(prefix+"echo", "allow")
 	w.policy(prefix+"get-sum", "allow")
 	s := w.serve(1, "--http", "127.0.0.1:0", "--approval-timeout", "2s")
@@ -821,7 +821,9 @@ func TestTypeScriptSDKElicitation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Contains(cfg.ToolPolicy, store.PolicyRule{Pattern: demoEcho, Action: "allow"}) {
+		if !slices.ContainsFunc(cfg.ToolPolicy, func(r store.PolicyRule) bool {
+			return r.Pattern == demoEcho && r.Action == "allow" && r.Plugin == "demo"
+		}) {
 			t.Fatalf("allow-always wrote no policy: %+v", cfg.ToolPolicy)
 		}
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 )
 
 // The choices of an approval form.
@@ -50,10 +51,21 @@ var approvalSchema = json.RawMessage(`{
 // id that shows them whole.
 func approvalMessage(req *pool.ApprovalRequest, o origin, client, id string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "berth: allow this tool call?\n\n")
-	fmt.Fprintf(&b, "Tool:        %s\n", req.Tool)
-	if req.Plugin != "" {
-		fmt.Fprintf(&b, "Server:      %s of plugin %s (tool %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
+	switch req.Kind {
+	case pool.RequestPrompt:
+		fmt.Fprintf(&b, "berth: allow getting this prompt?\n\n")
+		fmt.Fprintf(&b, "Prompt:      %s\n", req.Tool)
+		fmt.Fprintf(&b, "Server:      %s of plugin %s (prompt %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
+	case pool.RequestResource:
+		fmt.Fprintf(&b, "berth: allow reading this resource?\n\n")
+		fmt.Fprintf(&b, "Resource:    %s\n", review.Printable(req.URI))
+		fmt.Fprintf(&b, "Server:      %s of plugin %s (policy name %s)\n", req.Server, req.Plugin, req.Tool)
+	default:
+		fmt.Fprintf(&b, "berth: allow this tool call?\n\n")
+		fmt.Fprintf(&b, "Tool:        %s\n", req.Tool)
+		if req.Plugin != "" {
+			fmt.Fprintf(&b, "Server:      %s of plugin %s (tool %q there)\n", req.Server, req.Plugin, req.UpstreamTool)
+		}
 	}
 	fmt.Fprintf(&b, "Annotations: %s\n", describeAnnotations(req.Annotations))
 	fmt.Fprintf(&b, "Policy:      %s\n", req.Policy)

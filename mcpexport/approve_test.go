@@ -27,7 +27,7 @@ const legacy = "2025-11-25"
 func answer(n *atomic.Int32, action, decision string) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		n.Add(1)
-		if !strings.Contains(req.Params.Message, "demo-up__") || !strings.Contains(req.Params.Message, `"text": "hi"`) {
+		if !strings.Contains(req.Params.Message, "demo__up__") || !strings.Contains(req.Params.Message, `"text": "hi"`) {
 			return nil, fmt.Errorf("unexpected approval message: %s", req.Params.Message)
 		}
 		res := &mcp.ElicitResult{Action: action}
@@ -144,14 +144,14 @@ func TestAllowAlwaysWritesPolicy(t *testing.T) {
 			t.Fatalf("%q: asked %d times; allow-always should ask once", proto, asked.Load())
 		}
 		cfg, _ := e.store.Config()
-		if !slices.Contains(cfg.ToolPolicy, store.PolicyRule{Pattern: echoTool, Action: "allow"}) {
+		if !slices.Contains(cfg.ToolPolicy, store.PolicyRule{Plugin: "demo", Pattern: echoTool, Action: "allow", Signer: "unsigned"}) {
 			t.Fatalf("policy %+v", cfg.ToolPolicy)
 		}
 	}
 }
 
 func TestPolicyAllowRunsWithoutAsking(t *testing.T) {
-	e := newEnv(t, nil, store.PolicyRule{Pattern: "demo-*", Action: "allow"})
+	e := newEnv(t, nil, store.PolicyRule{Pattern: "demo__*", Action: "allow"})
 	var asked atomic.Int32
 	cs := e.client(legacy, answer(&asked, "accept", "deny"))
 	if text, isErr := callTool(t, cs, echoTool, "hi"); isErr || text != "echo: hi" {
@@ -579,7 +579,7 @@ func TestQueueApproveAlways(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []store.PolicyRule{{Pattern: wipeTool, Action: "allow"}}; !slices.Equal(cfg.ToolPolicy, want) {
+	if want := []store.PolicyRule{{Plugin: "demo", Pattern: wipeTool, Action: "allow", Signer: "unsigned"}}; !slices.Equal(cfg.ToolPolicy, want) {
 		t.Fatalf("policy %+v, want %+v", cfg.ToolPolicy, want)
 	}
 	e.srv.timeout = 300 * time.Millisecond

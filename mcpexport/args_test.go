@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const rawTool = "demo-up__raw"
+const rawTool = "demo__up__raw"
 
 // ambiguous are arguments berth must refuse before any decision, with
 // the words that name the problem.

@@ -3,21 +3,30 @@ package mcpexport
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 )
 
 // AuditEntry is one line of $BERTH_HOME/audit.log: a decision about a tool
-// call and what came of it. It never holds argument values, only their
-// shape.
+// call, a prompt or a resource read, and what came of it. It never holds
+// argument values, only their shape.
 type AuditEntry struct {
-	Time   time.Time `json:"time"`
-	Tool   string    `json:"tool"`
-	Plugin string    `json:"plugin,omitempty"`
-	Server string    `json:"server,omitempty"`
-	Client string    `json:"client,omitempty"`
+	Time time.Time `json:"time"`
+	// Kind is "prompt" or "resource" for a prompts/get or resources/read;
+	// empty for a tool call.
+	Kind pool.RequestKind `json:"kind,omitempty"`
+	// Tool is the name the policy decided by: the tool's or prompt's
+	// exported name, or the identity of a resource's server.
+	Tool string `json:"tool"`
+	// URI is the resource read.
+	URI    string `json:"uri,omitempty"`
+	Plugin string `json:"plugin,omitempty"`
+	Server string `json:"server,omitempty"`
+	Client string `json:"client,omitempty"`
 	// Transport and Authenticated say how the client reached berth
 	// (Pending.Transport, Pending.Authenticated).
 	Transport     string `json:"transport,omitempty"`
@@ -126,17 +135,16 @@ func (a *Audit) openLocked() error {
 	a.seen = time.Now()
 	if a.f != nil {
 		open, err1 := a.f.Stat()
-		named, err2 := os.Stat(a.path)
+		named, err2 := os.Lstat(a.path)
 		if err1 == nil && err2 == nil && os.SameFile(open, named) {
 			return nil
 		}
 		a.f.Close()
 		a.f = nil
 	}
-	if err := os.MkdirAll(filepath.Dir(a.path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// Never through a symbolic link, nor into a file or directory that is
+	// not the operator's alone.
+	f, err := store.OpenPrivateAppend(a.path)
 	if err != nil {
 		return err
 	}

@@ -25,8 +25,11 @@ const modernProtocol = "2026-07-28"
 // elicitation on legacy sessions whose client declared it; InputRequests
 // on 2026-07-28 sessions whose client can answer them; the approval queue.
 type call struct {
-	s      *Server
-	req    *mcp.CallToolRequest
+	s   *Server
+	req *mcp.CallToolRequest
+	// kind is what is asked for; a prompt or a resource comes with req
+	// made from its request (asToolRequest).
+	kind   pool.RequestKind
 	tool   string
 	origin origin
 	entry  AuditEntry
@@ -45,6 +48,12 @@ var errInputRequired = errors.New("waiting for the client's answer to an input r
 func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
 	c.entry.Plugin, c.entry.Server = r.Plugin, r.Server
 	c.entry.Policy = r.Policy.String()
+	if c.kind != pool.RequestTool {
+		// A prompt's or resource's arguments, as the pool encoded them:
+		// what is shown and what the server receives.
+		sum := sha256.Sum256(r.Arguments)
+		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
+	}
 	if pool.AllowedByPolicy(r) {
 		return c.decide(true, ByPolicy, "", false), nil
 	}
@@ -60,7 +69,7 @@ func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decis
 	case modern && canElicit && fits:
 		c.inputRequired = &mcp.CallToolResult{
 			InputRequests: mcp.InputRequestMap{inputKey: c.form(r, "")},
-			RequestState:  c.s.states.issue(c.tool, r.Arguments, time.Now()),
+			RequestState:  c.s.states.issue(c.stateKey(), r.Arguments, time.Now()),
 		}
 		return pool.Decision{}, errInputRequired
 	}
@@ -154,7 +163,7 @@ func (c *call) elicitWithQueue(ctx context.Context, r *pool.ApprovalRequest) poo
 }
 
 func (c *call) fromInputResponses(r *pool.ApprovalRequest) pool.Decision {
-	if err := c.s.states.redeem(c.req.Params.RequestState, c.tool, r.Arguments, time.Now()); err != nil {
+	if err := c.s.states.redeem(c.req.Params.RequestState, c.stateKey(), r.Arguments, time.Now()); err != nil {
 		return c.decide(false, ByInputRequests, err.Error(), false)
 	}
 	res, ok := c.req.Params.InputResponses[inputKey].(*mcp.ElicitResult)
@@ -183,7 +192,7 @@ func (c *call) choice(res *mcp.ElicitResult, by DecidedBy) pool.Decision {
 func (c *call) allowAlways() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return c.s.store.SetPolicy(ctx, store.PolicyRule{Pattern: c.tool, Action: store.ActionAllow})
+	return c.s.store.SetPolicy(ctx, store.PolicyRule{Plugin: c.entry.Plugin, Pattern: c.tool, Action: store.ActionAllow})
 }
 
 // enqueue records the call as pending and returns the context of its
@@ -192,7 +201,7 @@ func (c *call) enqueue(ctx context.Context, r *pool.ApprovalRequest) (*Pending, 
 	now := time.Now()
 	deadline := now.Add(c.s.timeout)
 	p, err := c.s.queue.Add(Pending{
-		Tool: c.tool, Plugin: r.Plugin, Server: r.Server,
+		Kind: c.kind, Tool: c.tool, URI: r.URI, Plugin: r.Plugin, Server: r.Server,
 		Arguments: r.Arguments, Annotations: describeAnnotations(r.Annotations),
 		Client: c.entry.Client, Transport: c.origin.Transport, Authenticated: c.origin.Authenticated,
 		Session: c.s.sessionTag(c.req.Session), CreatedAt: now.UTC(), Deadline: deadline.UTC(),
@@ -277,6 +286,16 @@ func (c *call) reason(err error) string {
 		return c.denied
 	}
 	return err.Error()
+}
+
+// stateKey is what an input request's state is bound to besides the
+// arguments: the name, and for a prompt or resource its kind, so that an
+// approval of a prompt is never redeemed for a tool of the same name.
+func (c *call) stateKey() string {
+	if c.kind == pool.RequestTool {
+		return c.tool
+	}
+	return string(c.kind) + ":" + c.tool
 }
 
 func (c *call) writeAudit() {

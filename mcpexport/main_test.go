@@ -1,6 +1,7 @@
 package mcpexport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -33,9 +34,9 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	echoTool   = "demo-up__echo"
-	wipeTool   = "demo-up__wipe"
-	secretTool = "demo-up__secret"
+	echoTool   = "demo__up__echo"
+	wipeTool   = "demo__up__wipe"
+	secretTool = "demo__up__secret"
 )
 
 // env is one BERTH_HOME with the plugin "demo" (server "up") trusted and
@@ -159,7 +160,8 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 func readAudit(t *testing.T, paths store.Paths) []AuditEntry {
 	t.Helper()
 	data, err := os.ReadFile(paths.Audit())
-	if err != nil {
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		// Not written yet: the log is created before its first line.
 		return nil
 	}
 	var out []AuditEntry

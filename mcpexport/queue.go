@@ -19,13 +19,22 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 )
 
 // Pending is a call waiting in the approval queue, as `berth approvals`
 // shows it.
 type Pending struct {
-	ID     string `json:"id"`
-	Tool   string `json:"tool"`
+	ID string `json:"id"`
+	// Kind is "prompt" or "resource" for a prompts/get or resources/read;
+	// empty for a tool call.
+	Kind pool.RequestKind `json:"kind,omitempty"`
+	// Tool is the name the policy decides by: the tool's or prompt's
+	// exported name, or the identity of a resource's server.
+	Tool string `json:"tool"`
+	// URI is the resource to be read.
+	URI    string `json:"uri,omitempty"`
 	Plugin string `json:"plugin,omitempty"`
 	Server string `json:"server,omitempty"`
 	// Arguments are the call's arguments, whole, in their canonical
@@ -126,14 +135,14 @@ func ValidID(id string) bool {
 }
 
 func hashPending(p *Pending) string {
-	data, _ := json.Marshal([]any{p.ID, p.Tool, p.Plugin, p.Server, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
+	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Server, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
 }
 
 // Add records a pending call and returns it with its ID.
 func (q *Queue) Add(p Pending) (*Pending, error) {
-	if err := os.MkdirAll(q.dir, 0o700); err != nil {
+	if err := store.EnsurePrivateDir(q.dir); err != nil {
 		return nil, err
 	}
 	p.ID = newID()
@@ -310,8 +319,10 @@ func writeJSONOnce(path string, v any) error {
 	return atomicfile.WriteNew(path, append(data, '\n'), 0o600)
 }
 
+// readJSON reads an approval file, never through a symbolic link nor from
+// a file that is not the operator's alone.
 func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := store.ReadPrivateFile(path, 4<<20)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
@@ -34,6 +35,10 @@ import (
 // give up on a request by default, so that the client reads berth's
 // refusal instead of a timeout of its own.
 const DefaultApprovalTimeout = 55 * time.Second
+
+// catchUpWait bounds how long a request for something not yet in the
+// catalog waits for the servers' first start.
+const catchUpWait = 20 * time.Second
 
 // maxDescription caps tool descriptions (clients cap them too).
 const maxDescription = 2048
@@ -200,6 +205,34 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					}
 				}
 			}
+		case "prompts/get":
+			// As for tools/call: a prompt asked for before any list.
+			if p, ok := req.GetParams().(*mcp.GetPromptParams); ok && !s.hasPrompt(p.Name) {
+				s.catchUp(ctx, method)
+				if !s.hasPrompt(p.Name) {
+					// Not offered: a denied prompt is refused (and
+					// audited) with the reason; an unknown one stays
+					// go-sdk's protocol error.
+					if res, err := s.getPrompt(ctx, &mcp.GetPromptRequest{Session: sessionOf(req), Params: p, Extra: req.GetExtra()}); !errors.Is(err, pool.ErrNotFound) {
+						if err != nil {
+							return nil, err
+						}
+						return res, nil
+					}
+				}
+			}
+		case "resources/read":
+			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && !s.hasResource(p.URI) {
+				s.catchUp(ctx, method)
+				if !s.hasResource(p.URI) {
+					if res, err := s.readResource(ctx, &mcp.ReadResourceRequest{Session: sessionOf(req), Params: p, Extra: req.GetExtra()}); !errors.Is(err, pool.ErrNotFound) {
+						if err != nil {
+							return nil, err
+						}
+						return res, nil
+					}
+				}
+			}
 		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 			// Let the first start of every server settle, so a client that
 			// lists right after connecting sees the whole catalog.
@@ -250,6 +283,35 @@ func dropUpstreamIdentity(res mcp.Result) {
 	if len(*meta) == 0 {
 		*meta = nil
 	}
+}
+
+func (s *Server) hasPrompt(name string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	_, ok := s.prompts[name]
+	return ok
+}
+
+// hasResource reports whether uri is a registered resource or matches a
+// registered template.
+func (s *Server) hasResource(uri string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if _, ok := s.resources[uri]; ok {
+		return true
+	}
+	for t := range s.templates {
+		if tp, err := uritemplate.New(t); err == nil && tp.Regexp().MatchString(uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionOf is the server session of a request, if it has one.
+func sessionOf(req mcp.Request) *mcp.ServerSession {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return ss
 }
 
 func (s *Server) hasTool(name string) bool {
@@ -323,10 +385,7 @@ func (s *Server) Sync(ctx context.Context) error {
 		want[p.Name] = h
 		if s.prompts[p.Name] != h {
 			def := *p.Definition
-			name := p.Name
-			s.ms.AddPrompt(&def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-				return s.pool.GetPrompt(ctx, name, req.Params.Arguments)
-			})
+			s.ms.AddPrompt(&def, s.getPrompt)
 			s.prompts[p.Name] = h
 		}
 	}
@@ -337,9 +396,7 @@ func (s *Server) Sync(ctx context.Context) error {
 		return err
 	}
 	wantR, wantT := map[string]string{}, map[string]string{}
-	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		return s.pool.ReadResource(ctx, req.Params.URI)
-	}
+	read := s.readResource
 	for _, r := range resources {
 		switch {
 		case r.Resource != nil:

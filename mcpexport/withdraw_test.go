@@ -52,7 +52,7 @@ func rawInit(t *testing.T, url string) string {
 	return sid
 }
 
-const callBody = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo-up__echo","arguments":{"text":"hi"}}}`
+const callBody = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"demo__up__echo","arguments":{"text":"hi"}}}`
 
 // TestApprovalDiesWithItsRequest: a call waiting in the queue is withdrawn
 // within 2 s when its request is cancelled, its session ends or its

@@ -15,18 +15,40 @@ import (
 // code 6. A refused call's error wraps it.
 var ErrDenied = errors.New("denied")
 
+// RequestKind is what a request asks for: a tool call, a prompt or a
+// resource read. All three go through the operator's policy and the
+// approver.
+type RequestKind string
+
+// Request kinds.
+const (
+	// RequestTool is a tools/call; it is the zero value.
+	RequestTool RequestKind = ""
+	// RequestPrompt is a prompts/get.
+	RequestPrompt RequestKind = "prompt"
+	// RequestResource is a resources/read.
+	RequestResource RequestKind = "resource"
+)
+
 // ApprovalRequest describes a call waiting for a decision.
 type ApprovalRequest struct {
-	// Tool is the exported name, "<plugin>-<server>__<tool>" (or
-	// "<plugin>__<tool>" for a native tool).
+	// Kind is what is asked for: a tool call (the zero value), a prompt or
+	// a resource.
+	Kind RequestKind
+	// Tool is the name the policy decides the request by: the exported
+	// name of a tool or prompt, "<plugin>__<provider>__<name>", or for a
+	// resource the identity of its server, "<plugin>__<server>".
 	Tool string
+	// URI is the resource's URI, for a resource read.
+	URI string
 	// Plugin and Server name the plugin and its server (the manifest's
 	// key; for a native tool, the nativeTools key of its provider);
-	// UpstreamTool is the tool's name on that server.
+	// UpstreamTool is the tool's (or prompt's) name on that server.
 	Plugin, Server, UpstreamTool string
 	// Native is set for a tool of a native tool provider.
 	Native bool
-	// Arguments are the call's arguments, a JSON object.
+	// Arguments are the call's arguments, a JSON object (a prompt's
+	// arguments; {"uri": URI} for a resource).
 	Arguments json.RawMessage
 	// Annotations are the tool's annotations as listed (and pinned); nil
 	// when it has none.

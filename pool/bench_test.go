@@ -38,7 +38,7 @@ func BenchmarkDispatch(b *testing.B) {
 			p := f.open(nil)
 			ctx := context.Background()
 			args := json.RawMessage(`{"text":"bench"}`)
-			if _, err := p.Call(ctx, "bench-echo__echo", args, allow); err != nil {
+			if _, err := p.Call(ctx, "bench__echo__echo", args, allow); err != nil {
 				b.Fatal(err)
 			}
 
@@ -51,14 +51,14 @@ func BenchmarkDispatch(b *testing.B) {
 			defer cs.Close()
 			params := &mcp.CallToolParams{Name: "echo", Arguments: args}
 			for range 50 { // warm both paths
-				p.Call(ctx, "bench-echo__echo", args, allow)
+				p.Call(ctx, "bench__echo__echo", args, allow)
 				cs.CallTool(ctx, params)
 			}
 			var viaPool, bare latency.Recorder
 			b.ResetTimer()
 			viaPoolCall := func() {
 				start := time.Now()
-				if _, err := p.Call(ctx, "bench-echo__echo", args, allow); err != nil {
+				if _, err := p.Call(ctx, "bench__echo__echo", args, allow); err != nil {
 					b.Fatal(err)
 				}
 				viaPool.Add(time.Since(start))

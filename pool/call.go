@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -151,31 +152,22 @@ func (p *Pool) waitStarting(ctx context.Context) error {
 	return nil
 }
 
-// notFound explains a missing tool, naming a plugin or server that
-// should have it.
+// notFound explains a missing tool, naming the plugin or server that
+// should have it (by the name's plugin and provider parts).
 func (p *Pool) notFound(name string) error {
-	var broken *plugin
+	plugin, provider, _, _ := ParseName(name)
 	for _, pl := range p.activePlugins() {
-		if (pl.err != nil || pl.driftErr() != nil) && (strings.HasPrefix(name, pl.name+"-") || strings.HasPrefix(name, pl.name+"__")) &&
-			(broken == nil || len(pl.name) > len(broken.name)) {
-			broken = pl
+		if pl.name != plugin || (pl.err == nil && pl.driftErr() == nil) {
+			continue
 		}
-	}
-	if broken != nil {
-		if err := broken.driftErr(); err != nil {
+		if err := pl.driftErr(); err != nil {
 			return err
 		}
-		return broken.err
+		return pl.err
 	}
-	var running []*server // native tool providers that could have offered it
 	for _, s := range p.servers() {
-		prefix := s.id + "__"
-		if s.native != nil {
-			// A native tool's name does not say which provider of the
-			// plugin offers it: explain the first that is not running.
-			prefix = s.pl.name + "__"
-		}
-		if !strings.HasPrefix(name, prefix) {
+		prefix := s.id + Sep
+		if !strings.HasPrefix(name, prefix) || s.pl.name != plugin || s.name != provider {
 			continue
 		}
 		s.mu.Lock()
@@ -191,18 +183,9 @@ func (p *Pool) notFound(name string) error {
 			return fmt.Errorf("no tool %s: %w", name, ferr)
 		case err != nil && (st == StateStopped || st == StateDrifted || gave):
 			return fmt.Errorf("no tool %s: %s %s is %s: %w", name, s.noun(), s.id, st, err)
-		case (st == StateRunning || st == StateChanged) && s.native != nil:
-			running = append(running, s)
 		case st == StateRunning || st == StateChanged:
-			return fmt.Errorf("server %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.id, strings.TrimPrefix(name, prefix))
+			return fmt.Errorf("%s %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.noun(), s.id, strings.TrimPrefix(name, prefix))
 		}
-	}
-	if len(running) > 0 {
-		var ids []string
-		for _, s := range running {
-			ids = append(ids, s.id)
-		}
-		return fmt.Errorf("no native tool provider of %s (%s) has a tool %s; berth tools lists the catalog", running[0].pl.name, joinNames(ids), strings.TrimPrefix(name, running[0].pl.name+"__"))
 	}
 	return fmt.Errorf("no tool named %s is enabled in %s; berth tools lists the catalog", name, p.workspace)
 }
@@ -338,8 +321,16 @@ func (s *server) sameSurface(c *conn, e *toolEntry) error {
 	return nil
 }
 
-// GetPrompt gets a prompt by its exported name.
-func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+// ErrNotFound means no running server offers the prompt or resource
+// asked for.
+var ErrNotFound = errors.New("not found")
+
+// GetPrompt gets a prompt by its exported name, under the same policy and
+// approval as a tool call: a prompt the policy denies is refused (an error
+// wrapping ErrDenied); otherwise the approver decides (nil: only what
+// AllowedByPolicy allows runs), and the boundary checks run again before
+// the prompt is fetched. A name no running server offers wraps ErrNotFound.
+func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string, approver Approver) (*mcp.GetPromptResult, error) {
 	idx, _, collided, err := p.promptIndex(ctx)
 	if err != nil {
 		return nil, err
@@ -349,7 +340,33 @@ func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]strin
 		if ids, ok := collided[name]; ok {
 			return nil, fmt.Errorf("%s is the name of prompts of several servers (%s), so berth offers none of them", name, joinNames(ids))
 		}
-		return nil, fmt.Errorf("no prompt named %s in %s", name, p.workspace)
+		return nil, fmt.Errorf("no prompt named %s in %s: %w", name, p.workspace, ErrNotFound)
+	}
+	if args == nil {
+		args = map[string]string{}
+	}
+	rawArgs, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	req := &ApprovalRequest{Kind: RequestPrompt, Tool: name, Plugin: e.s.pl.name, Server: e.s.name, UpstreamTool: e.prompt.UpstreamName, Arguments: rawArgs, Policy: e.prompt.Policy}
+	if req.Policy.Action == store.ActionDeny {
+		return nil, &PolicyDeniedError{Request: req}
+	}
+	if err := e.s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.approve(ctx, approver, req, "the prompt "+name); err != nil {
+		return nil, err
+	}
+	if err := p.generation(ctx); err != nil {
+		return nil, err
+	}
+	if idx, _, _, err = p.promptIndex(ctx); err != nil {
+		return nil, err
+	}
+	if n := idx[name]; n == nil || n.s != e.s || n.prompt.UpstreamName != e.prompt.UpstreamName || n.prompt.Policy.Action == store.ActionDeny {
+		return nil, fmt.Errorf("the prompt %s changed while the request waited; ask for it again", name)
 	}
 	if err := e.s.pl.checkDrift(ctx); err != nil {
 		return nil, err
@@ -369,11 +386,40 @@ func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]strin
 }
 
 // ReadResource reads a resource, routed to the one server that lists the
-// URI or has a template matching it.
-func (p *Pool) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+// URI or has a template matching it, under the same policy and approval
+// as a tool call, decided by the server's identity "<plugin>__<server>": a
+// server whose resources the policy denies is refused (an error wrapping
+// ErrDenied); otherwise the approver decides (nil: only what
+// AllowedByPolicy allows runs). A URI no running server serves wraps
+// ErrNotFound.
+func (p *Pool) ReadResource(ctx context.Context, uri string, approver Approver) (*mcp.ReadResourceResult, error) {
 	s, err := p.routeResource(ctx, uri)
 	if err != nil {
 		return nil, err
+	}
+	rawArgs, err := json.Marshal(map[string]string{"uri": uri})
+	if err != nil {
+		return nil, err
+	}
+	req := &ApprovalRequest{Kind: RequestResource, Tool: s.id, URI: uri, Plugin: s.pl.name, Server: s.name, Arguments: rawArgs, Policy: p.policyFor(s, s.id)}
+	if req.Policy.Action == store.ActionDeny {
+		return nil, &PolicyDeniedError{Request: req}
+	}
+	if err := s.pl.checkDrift(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.approve(ctx, approver, req, "reading "+uri); err != nil {
+		return nil, err
+	}
+	if err := p.generation(ctx); err != nil {
+		return nil, err
+	}
+	again, err := p.routeResource(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	if again != s || p.policyFor(s, s.id).Action == store.ActionDeny {
+		return nil, fmt.Errorf("the server of %s changed while the request waited; read it again", uri)
 	}
 	if err := s.pl.checkDrift(ctx); err != nil {
 		return nil, err
@@ -390,4 +436,43 @@ func (p *Pool) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceR
 		return nil, fmt.Errorf("reading %s from %s: %w", uri, s.id, err)
 	}
 	return res, nil
+}
+
+// PolicyDeniedError refuses a prompt or resource that the operator's
+// policy denies; the approver is not asked. It wraps ErrDenied, and
+// Request is what would have been asked.
+type PolicyDeniedError struct {
+	Request *ApprovalRequest
+}
+
+func (e *PolicyDeniedError) Error() string {
+	r := e.Request
+	what := fmt.Sprintf("the prompt %s (rule %q)", r.Tool, r.Policy.Pattern)
+	if r.Kind == RequestResource {
+		what = fmt.Sprintf("the resources of %s (rule %q), %s among them", r.Tool, r.Policy.Pattern, r.URI)
+	}
+	return fmt.Sprintf("the operator's policy denies %s; change it with `berth policy set` or `berth policy unset %s`", what, r.Policy.Pattern)
+}
+
+// Unwrap returns ErrDenied.
+func (e *PolicyDeniedError) Unwrap() error { return ErrDenied }
+
+// approve asks the approver (nil: policyOnly) about a request; a refusal
+// is an error wrapping ErrDenied.
+func (p *Pool) approve(ctx context.Context, approver Approver, req *ApprovalRequest, what string) error {
+	if approver == nil {
+		approver = policyOnly
+	}
+	d, err := approver.Approve(ctx, req)
+	if err != nil {
+		return fmt.Errorf("approving %s: %w", what, err)
+	}
+	if !d.Allow {
+		reason := d.Reason
+		if reason == "" {
+			reason = "not approved"
+		}
+		return fmt.Errorf("%s was refused (%s, decided by %s): %w; allow it with `berth policy set %s allow`, or approve the request", what, reason, orDefault(d.By, "the approver"), ErrDenied, req.Tool)
+	}
+	return nil
 }

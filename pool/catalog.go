@@ -13,8 +13,8 @@ import (
 
 // Tool is one entry of the catalog.
 type Tool struct {
-	// Name is the exported name, "<plugin>-<server>__<tool>", or
-	// "<plugin>__<tool>" for a native tool.
+	// Name is the exported name, "<plugin>__<server>__<tool>", or
+	// "<plugin>__<entry>__<tool>" for a native tool.
 	Name   string `json:"name"`
 	Plugin string `json:"plugin"`
 	// Server is the manifest's key of the server, or of the native tool
@@ -109,7 +109,7 @@ func (p *Pool) index() *index {
 			idx.withheld[n] = *c.change
 			continue
 		}
-		m := store.MatchPolicy(p.policy, n)
+		m := store.MatchPolicy(p.policy, store.PolicySubject{Plugin: c.s.pl.name, Signer: c.s.pl.signer, Name: n})
 		if m.Action == store.ActionDeny {
 			idx.denied[n] = m
 			continue
@@ -145,9 +145,9 @@ func (p *Pool) servers() []*server {
 }
 
 // Tools assembles the catalog: the tools of every running server, named
-// "<plugin>-<server>__<tool>" and filtered by the manifest's tools.allow
+// "<plugin>__<server>__<tool>" and filtered by the manifest's tools.allow
 // and tools.deny, and of every running native tool provider, named
-// "<plugin>__<tool>"; without tools withheld for a surface change or a
+// "<plugin>__<entry>__<tool>"; without tools withheld for a surface change or a
 // name collision, and without tools the operator's policy denies; each
 // with its policy. Servers still starting are not waited for.
 func (p *Pool) Tools(ctx context.Context) ([]*Tool, error) {
@@ -166,13 +166,16 @@ func (p *Pool) Tools(ctx context.Context) ([]*Tool, error) {
 
 // Prompt is one prompt of the catalog.
 type Prompt struct {
-	// Name is the exported name, "<plugin>-<server>__<prompt>".
+	// Name is the exported name, "<plugin>__<server>__<prompt>".
 	Name         string `json:"name"`
 	Plugin       string `json:"plugin"`
 	Server       string `json:"server"`
 	UpstreamName string `json:"upstreamName"`
 	// Definition is the prompt as listed, with Name set to Name.
 	Definition *mcp.Prompt `json:"definition"`
+	// Policy is the operator's policy for the prompt (allow or ask;
+	// denied prompts are not listed).
+	Policy store.PolicyMatch `json:"policy"`
 }
 
 // Resource is a resource or a resource template of a server. URIs are
@@ -183,6 +186,18 @@ type Resource struct {
 	Server   string                `json:"server"`
 	Resource *mcp.Resource         `json:"resource,omitempty"`
 	Template *mcp.ResourceTemplate `json:"template,omitempty"`
+	// Policy is the operator's policy for the resources of the server,
+	// decided by its identity "<plugin>__<server>" (allow or ask; the
+	// resources of a denied server are not listed).
+	Policy store.PolicyMatch `json:"policy"`
+}
+
+// policyFor is the operator's policy for a name of a server's plugin.
+func (p *Pool) policyFor(s *server, name string) store.PolicyMatch {
+	p.mu.Lock()
+	rules := p.policy
+	p.mu.Unlock()
+	return store.MatchPolicy(rules, store.PolicySubject{Plugin: s.pl.name, Signer: s.pl.signer, Name: name})
 }
 
 // refreshPrompts lists a server's prompts when it has none listed yet or
@@ -269,7 +284,9 @@ type promptEntry struct {
 }
 
 // promptIndex lists the prompts of the running servers, namespaced like
-// tools; colliding names are left out and returned separately.
+// tools, with their policy; colliding names are left out and returned
+// separately, and so are the prompts the policy denies (by the same name
+// in idx, with a deny policy; list lacks them).
 func (p *Pool) promptIndex(ctx context.Context) (map[string]*promptEntry, []*Prompt, map[string][]string, error) {
 	if p.isClosed() {
 		return nil, nil, nil, errClosed
@@ -277,6 +294,9 @@ func (p *Pool) promptIndex(ctx context.Context) (map[string]*promptEntry, []*Pro
 	if err := p.boundary(ctx, nil); err != nil {
 		return nil, nil, nil, err
 	}
+	p.mu.Lock()
+	rules := p.policy
+	p.mu.Unlock()
 	byName := map[string][]*promptEntry{}
 	for _, s := range p.servers() {
 		s.refreshPrompts(ctx)
@@ -286,7 +306,8 @@ func (p *Pool) promptIndex(ctx context.Context) (map[string]*promptEntry, []*Pro
 				n := ExportName(s.pl.name, s.name, pr.Name)
 				def := *pr
 				def.Name = n
-				byName[n] = append(byName[n], &promptEntry{prompt: &Prompt{Name: n, Plugin: s.pl.name, Server: s.name, UpstreamName: pr.Name, Definition: &def}, s: s})
+				m := store.MatchPolicy(rules, store.PolicySubject{Plugin: s.pl.name, Signer: s.pl.signer, Name: n})
+				byName[n] = append(byName[n], &promptEntry{prompt: &Prompt{Name: n, Plugin: s.pl.name, Server: s.name, UpstreamName: pr.Name, Definition: &def, Policy: m}, s: s})
 			}
 		}
 		s.mu.Unlock()
@@ -303,21 +324,26 @@ func (p *Pool) promptIndex(ctx context.Context) (map[string]*promptEntry, []*Pro
 			continue
 		}
 		idx[n] = es[0]
-		list = append(list, es[0].prompt)
+		if es[0].prompt.Policy.Action != store.ActionDeny {
+			list = append(list, es[0].prompt)
+		}
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	return idx, list, collided, nil
 }
 
 // Prompts lists the prompts of the running servers that advertise them,
-// named like tools. Colliding names are left out.
+// named like tools, each with the operator's policy for it. Colliding
+// names and prompts the policy denies are left out.
 func (p *Pool) Prompts(ctx context.Context) ([]*Prompt, error) {
 	_, list, _, err := p.promptIndex(ctx)
 	return list, err
 }
 
 // Resources lists the resources and resource templates of the running
-// servers that advertise them.
+// servers that advertise them, each with the operator's policy for its
+// server's resources; those of a server whose resources the policy denies
+// are left out.
 func (p *Pool) Resources(ctx context.Context) ([]*Resource, error) {
 	if p.isClosed() {
 		return nil, errClosed
@@ -328,13 +354,17 @@ func (p *Pool) Resources(ctx context.Context) ([]*Resource, error) {
 	var out []*Resource
 	for _, s := range p.servers() {
 		s.refreshResources(ctx)
+		m := p.policyFor(s, s.id)
+		if m.Action == store.ActionDeny {
+			continue
+		}
 		s.mu.Lock()
 		if s.conn != nil && (s.state == StateRunning || s.state == StateChanged) {
 			for _, r := range s.resources {
-				out = append(out, &Resource{Plugin: s.pl.name, Server: s.name, Resource: r})
+				out = append(out, &Resource{Plugin: s.pl.name, Server: s.name, Resource: r, Policy: m})
 			}
 			for _, t := range s.templates {
-				out = append(out, &Resource{Plugin: s.pl.name, Server: s.name, Template: t})
+				out = append(out, &Resource{Plugin: s.pl.name, Server: s.name, Template: t, Policy: m})
 			}
 		}
 		s.mu.Unlock()
@@ -378,7 +408,7 @@ func (p *Pool) routeResource(ctx context.Context, uri string) (*server, error) {
 	}
 	switch len(pick) {
 	case 0:
-		return nil, fmt.Errorf("no running server of %s lists the resource %s or a template that matches it; berth resources shows what there is", p.workspace, uri)
+		return nil, fmt.Errorf("no running server of %s lists the resource %s or a template that matches it: %w", p.workspace, uri, ErrNotFound)
 	case 1:
 		return pick[0], nil
 	}

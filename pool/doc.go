@@ -30,7 +30,7 @@
 // (PATH, HOME, LANG, TMPDIR) and their declared fromEnv variables, in their
 // own process group; stopping one closes its stdin, waits, sends SIGTERM
 // to the group, waits, and sends SIGKILL to the group. Their stderr is kept
-// (TailLines lines) and logged to $BERTH_HOME/logs/<plugin>-<server>.log.
+// (TailLines lines) and logged to $BERTH_HOME/logs/<plugin>__<server>.log.
 // Remote servers are reached over go-sdk's Streamable HTTP or SSE client
 // transports through a guarded HTTP client: no ambient proxy, no private,
 // loopback, link-local or metadata address unless the endpoint is a
@@ -60,15 +60,17 @@
 //
 // # Names, policy, surfaces
 //
-// Tools and prompts are named "<plugin>-<server>__<name>" (ExportName),
-// native tools "<plugin>__<tool>" (NativeExportName); two servers or
-// providers that would offer the same name offer neither, and Status
+// Tools and prompts of servers and native tool providers alike are named
+// "<plugin>__<provider>__<name>" (ExportName, ParseName); should two
+// entries still meet (a shortened name), neither is offered, and Status
 // reports the collision. Resources keep their URIs and ReadResource
 // routes each to the one server that lists it or has a matching template.
 // The manifest's tools.allow and tools.deny apply first (a native tool
-// provider has none), then the operator's tool policy (store.MatchPolicy): deny
-// hides a tool, allow and ask are attached to each catalog entry for the
-// approver.
+// provider has none), then the operator's tool policy (store.MatchPolicy),
+// whose rules match only names of their own plugin: deny hides a tool,
+// prompt or server's resources and refuses it; allow and ask are attached
+// to each catalog entry, and GetPrompt and ReadResource ask the approver as
+// Call does.
 //
 // The first listing of a server after enable pins its tool surface in the
 // state (ToolHash per tool). Later, a changed or new tool is withheld and

@@ -52,7 +52,7 @@ func TestServerEverything(t *testing.T) {
 			p := f.open(func(o *Options) {
 				o.BaseEnv = []string{"PATH=" + filepath.Dir(node) + ":/usr/bin:/bin", "HOME=" + f.home}
 			})
-			st := status(t, p, "everything-ev")
+			st := status(t, p, "everything__ev")
 			if st.State != StateRunning {
 				t.Fatalf("status %+v", st)
 			}
@@ -60,23 +60,23 @@ func TestServerEverything(t *testing.T) {
 				t.Errorf("negotiated %s, want the legacy 2025-11-25 after the discover probe", st.Protocol)
 			}
 			names := toolNames(t, p)
-			for _, want := range []string{"everything-ev__echo", "everything-ev__get-sum"} {
+			for _, want := range []string{"everything__ev__echo", "everything__ev__get-sum"} {
 				if !slices.Contains(names, want) {
 					t.Fatalf("tools %v lack %s", names, want)
 				}
 			}
-			if got := callText(t, p, "everything-ev__echo", `{"message":"hello berth"}`); got != "Echo: hello berth" {
+			if got := callText(t, p, "everything__ev__echo", `{"message":"hello berth"}`); got != "Echo: hello berth" {
 				t.Fatalf("echo: %q", got)
 			}
-			if got := callText(t, p, "everything-ev__get-sum", `{"a":2,"b":3}`); !strings.Contains(got, "5") {
+			if got := callText(t, p, "everything__ev__get-sum", `{"a":2,"b":3}`); !strings.Contains(got, "5") {
 				t.Fatalf("get-sum: %q", got)
 			}
 			ctx := context.Background()
-			rr, err := p.ReadResource(ctx, "demo://resource/dynamic/text/1")
+			rr, err := p.ReadResource(ctx, "demo://resource/dynamic/text/1", allow)
 			if err != nil || len(rr.Contents) == 0 || rr.Contents[0].Text == "" {
 				t.Fatalf("resource: %+v %v", rr, err)
 			}
-			pr, err := p.GetPrompt(ctx, "everything-ev__simple-prompt", nil)
+			pr, err := p.GetPrompt(ctx, "everything__ev__simple-prompt", nil, allow)
 			if err != nil || len(pr.Messages) == 0 {
 				t.Fatalf("prompt: %+v %v", pr, err)
 			}

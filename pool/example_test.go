@@ -41,7 +41,7 @@ func Example() {
 		}
 		return pool.Decision{By: "example", Reason: "nobody to ask"}, nil
 	})
-	res, err := p.Call(ctx, "acme-notes-notes__search", json.RawMessage(`{"query":"berth"}`), approver)
+	res, err := p.Call(ctx, "acme-notes__notes__search", json.RawMessage(`{"query":"berth"}`), approver)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -50,11 +50,14 @@ func Example() {
 
 func ExampleExportName() {
 	fmt.Println(pool.ExportName("acme-notes", "notes", "search"))
-	fmt.Println(pool.NativeExportName("acme-notes", "index"))
+	fmt.Println(pool.ServerID("acme-notes", "notes"))
+	plugin, server, tool, _ := pool.ParseName("acme-notes__notes__search")
+	fmt.Println(plugin, server, tool)
 	long := pool.ExportName("acme-notes", "notes", "a_tool_name_that_goes_on_and_on_for_far_too_long")
 	fmt.Println(len(long), pool.ValidName(long))
 	// Output:
-	// acme-notes-notes__search
-	// acme-notes__index
+	// acme-notes__notes__search
+	// acme-notes__notes
+	// acme-notes notes search
 	// 64 true
 }

@@ -185,11 +185,11 @@ func TestFetcherNeverUsesTheWorkspace(t *testing.T) {
 	for _, tl := range ts {
 		names = append(names, tl.Name)
 	}
-	if len(names) != 1 || names[0] != "probe-main__from_registry" {
-		t.Fatalf("tools %q (status %+v); want the registry's copy, probe-main__from_registry", names, status(t, p, "probe-main"))
+	if len(names) != 1 || names[0] != "probe__main__from_registry" {
+		t.Fatalf("tools %q (status %+v); want the registry's copy, probe__main__from_registry", names, status(t, p, "probe__main"))
 	}
 	var got struct{ Cwd, NodeOptions string }
-	if err := json.Unmarshal([]byte(callText(t, p, "probe-main__from_registry", `{}`)), &got); err != nil {
+	if err := json.Unmarshal([]byte(callText(t, p, "probe__main__from_registry", `{}`)), &got); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(got.Cwd, filepath.Join(fetchers, "run")+string(filepath.Separator)) {

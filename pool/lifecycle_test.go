@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,41 +30,41 @@ func TestDeadChildRestartAndRetry(t *testing.T) {
 		"command": "berth-testserver", "args": []string{"-tools", "echo,die,die_once,pid", "-marker-dir", "${workspace}"}}}})
 	p := f.open(nil)
 	ctx := context.Background()
-	before := serverPIDs(t, p, "demo-main__pid").PID
+	before := serverPIDs(t, p, "demo__main__pid").PID
 
-	_, err := p.Call(ctx, "demo-main__die", nil, allow)
+	_, err := p.Call(ctx, "demo__main__die", nil, allow)
 	if err == nil || !strings.Contains(err.Error(), "may or may not have run") || !strings.Contains(err.Error(), "restarting") {
 		t.Fatalf("die: %v", err)
 	}
 	if alive(before) {
 		t.Fatalf("the dead server %d is still there", before)
 	}
-	st := status(t, p, "demo-main")
+	st := status(t, p, "demo__main")
 	if st.Restarts != 1 || st.RestartsInRow != 1 {
 		t.Fatalf("after one death: %+v", st)
 	}
 	// The restart comes after the backoff (20ms in this test).
-	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo-main").State == StateRunning })
-	after := serverPIDs(t, p, "demo-main__pid").PID // a successful call
+	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo__main").State == StateRunning })
+	after := serverPIDs(t, p, "demo__main__pid").PID // a successful call
 	if after == before {
 		t.Fatal("same pid after restart")
 	}
-	if st := status(t, p, "demo-main"); st.RestartsInRow != 0 || st.Restarts != 1 {
+	if st := status(t, p, "demo__main"); st.RestartsInRow != 0 || st.Restarts != 1 {
 		t.Fatalf("a successful call did not reset the count: %+v", st)
 	}
 	// die_once is read-only: it dies, the pool restarts the server and
 	// calls it again, and the second call answers.
-	if got := callText(t, p, "demo-main__die_once", "{}"); got != "survived" {
+	if got := callText(t, p, "demo__main__die_once", "{}"); got != "survived" {
 		t.Fatalf("die_once: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, "died-once")); err != nil {
 		t.Fatal("die_once did not die the first time")
 	}
-	if st := status(t, p, "demo-main"); st.Restarts != 2 || st.RestartsInRow != 0 {
+	if st := status(t, p, "demo__main"); st.Restarts != 2 || st.RestartsInRow != 0 {
 		t.Fatalf("after the retried call: %+v", st)
 	}
-	if !strings.Contains(strings.Join(status(t, p, "demo-main").StderrTail, "\n"), "dying once") {
-		t.Fatalf("stderr tail: %q", status(t, p, "demo-main").StderrTail)
+	if !strings.Contains(strings.Join(status(t, p, "demo__main").StderrTail, "\n"), "dying once") {
+		t.Fatalf("stderr tail: %q", status(t, p, "demo__main").StderrTail)
 	}
 }
 
@@ -74,9 +75,9 @@ func TestRestartBackoffGivesUp(t *testing.T) {
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo", "-die-after", "10ms", "-stderr", "about to die")})
 	start := time.Now()
 	p := f.open(func(o *Options) { o.RestartBackoff = 25 * time.Millisecond })
-	waitFor(t, 20*time.Second, "giving up", func() bool { return status(t, p, "demo-main").GaveUp })
+	waitFor(t, 20*time.Second, "giving up", func() bool { return status(t, p, "demo__main").GaveUp })
 	elapsed := time.Since(start)
-	st := status(t, p, "demo-main")
+	st := status(t, p, "demo__main")
 	if st.State != StateFailed || st.Restarts != MaxRestarts || st.RestartsInRow != MaxRestarts || !st.NextRestart.IsZero() {
 		t.Fatalf("status %+v", st)
 	}
@@ -86,11 +87,11 @@ func TestRestartBackoffGivesUp(t *testing.T) {
 	if !strings.Contains(st.LastError, "exited with status 4") || !strings.Contains(st.LastError, "about to die") {
 		t.Fatalf("last error %q", st.LastError)
 	}
-	_, err := p.Call(context.Background(), "demo-main__echo", nil, allow)
+	_, err := p.Call(context.Background(), "demo__main__echo", nil, allow)
 	if err == nil || !strings.Contains(err.Error(), "gave up") {
 		t.Fatalf("call to a server that gave up: %v", err)
 	}
-	log, _ := os.ReadFile(f.paths.Log("demo-main"))
+	log, _ := os.ReadFile(f.paths.Log("demo__main"))
 	for _, want := range []string{"restart 1 of 5 in 25ms", "restart 5 of 5 in 400ms", "gave up after 5 restarts", "about to die"} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
@@ -107,9 +108,9 @@ func TestHungChild(t *testing.T) {
 		"timeouts": map[string]any{"call": "1s"},
 	}})
 	p := f.open(nil)
-	pid := serverPIDs(t, p, "demo-main__pid").PID
+	pid := serverPIDs(t, p, "demo__main__pid").PID
 	start := time.Now()
-	_, err := p.Call(context.Background(), "demo-main__hang", nil, allow)
+	_, err := p.Call(context.Background(), "demo__main__hang", nil, allow)
 	if err == nil || !strings.Contains(err.Error(), "hung") || !strings.Contains(err.Error(), "may or may not have run") {
 		t.Fatalf("hang: %v", err)
 	}
@@ -117,8 +118,8 @@ func TestHungChild(t *testing.T) {
 		t.Fatalf("the hung call returned after %s, want about the 1s call timeout", d)
 	}
 	waitFor(t, 2*time.Second, "the hung server to be killed", func() bool { return !alive(pid) })
-	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo-main").State == StateRunning })
-	if serverPIDs(t, p, "demo-main__pid").PID == pid {
+	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo__main").State == StateRunning })
+	if serverPIDs(t, p, "demo__main__pid").PID == pid {
 		t.Fatal("not restarted")
 	}
 }
@@ -131,8 +132,8 @@ func TestWrapperGrandchildDies(t *testing.T) {
 	f.install(f.bundleDir("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{"command": "${bundle}/bin/wrapper"}}},
 		map[string]string{"bin/wrapper": "#!/bin/sh\nberth-testserver -tools pid,echo; echo wrapper done >&2\n"}))
 	p := f.open(nil)
-	ids := serverPIDs(t, p, "demo-main__pid")
-	wrapper := status(t, p, "demo-main").PID
+	ids := serverPIDs(t, p, "demo__main__pid")
+	wrapper := status(t, p, "demo__main").PID
 	if ids.PPID != wrapper || ids.PGID != wrapper {
 		t.Fatalf("server %+v is not the wrapper %d's child in its group", ids, wrapper)
 	}
@@ -141,10 +142,10 @@ func TestWrapperGrandchildDies(t *testing.T) {
 	syscall.Kill(wrapper, syscall.SIGKILL)
 	waitFor(t, time.Second, "the grandchild to die with its wrapper", func() bool { return !alive(ids.PID) })
 	waitFor(t, 10*time.Second, "the restart", func() bool {
-		st := status(t, p, "demo-main")
+		st := status(t, p, "demo__main")
 		return st.State == StateRunning && st.PID != wrapper
 	})
-	ids2 := serverPIDs(t, p, "demo-main__pid")
+	ids2 := serverPIDs(t, p, "demo__main__pid")
 	if ids2.PID == ids.PID {
 		t.Fatal("not restarted")
 	}
@@ -160,18 +161,18 @@ func TestDisableFromAnotherProcessDuringCall(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "slow,pid")})
 	p := f.open(nil)
-	pid := serverPIDs(t, p, "demo-main__pid").PID
+	pid := serverPIDs(t, p, "demo__main__pid").PID
 	type result struct {
 		err error
 		at  time.Time
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, err := p.Call(context.Background(), "demo-main__slow", json.RawMessage(`{"ms": 30000}`), allow)
+		_, err := p.Call(context.Background(), "demo__main__slow", json.RawMessage(`{"ms": 30000}`), allow)
 		done <- result{err, time.Now()}
 	}()
 	waitFor(t, 5*time.Second, "the slow call to start", func() bool {
-		return strings.Contains(strings.Join(status(t, p, "demo-main").StderrTail, "\n"), "slow call started")
+		return strings.Contains(strings.Join(status(t, p, "demo__main").StderrTail, "\n"), "slow call started")
 	})
 	cmd := exec.Command(filepath.Join(f.bin, "berth-disable"), f.home, f.ws, "demo")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -195,7 +196,7 @@ func TestDisableFromAnotherProcessDuringCall(t *testing.T) {
 	if err != nil || len(tools) != 0 {
 		t.Fatalf("tools after disable: %v %v", tools, err)
 	}
-	if st := status(t, p, "demo-main"); st.State != StateStopped || !strings.Contains(st.LastError, "disabled") {
+	if st := status(t, p, "demo__main"); st.State != StateStopped || !strings.Contains(st.LastError, "disabled") {
 		t.Fatalf("status %+v", st)
 	}
 	// Enabling again (here in this process) starts it again.
@@ -234,16 +235,16 @@ func TestDrift(t *testing.T) {
 			f := newFixture(t)
 			rec := f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,pid")})
 			p := f.open(func(o *Options) { o.PollInterval = -1 }) // only the call's boundary may notice
-			pid := serverPIDs(t, p, "demo-main__pid").PID
+			pid := serverPIDs(t, p, "demo__main__pid").PID
 			tc.tamper(f.paths.Snapshot(mustDigest(rec.Digest)))
 			time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
-			_, err := p.Call(context.Background(), "demo-main__echo", json.RawMessage(`{"text":"x"}`), allow)
+			_, err := p.Call(context.Background(), "demo__main__echo", json.RawMessage(`{"text":"x"}`), allow)
 			var de *store.DriftError
 			if !errors.Is(err, store.ErrDrift) || !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "berth verify") {
 				t.Fatalf("call after tampering: %v", err)
 			}
 			waitFor(t, time.Second, "the drifted plugin's child to be killed", func() bool { return !alive(pid) })
-			if st := status(t, p, "demo-main"); st.State != StateDrifted {
+			if st := status(t, p, "demo__main"); st.State != StateDrifted {
 				t.Fatalf("status %+v", st)
 			}
 			if tools, err := p.Tools(context.Background()); err != nil || len(tools) != 0 {
@@ -253,31 +254,42 @@ func TestDrift(t *testing.T) {
 	}
 }
 
-// Two plugins whose servers get the same prefix: "a-b"+"c" and "a"+"b-c".
-// The colliding names are reported and neither is offered.
-func TestNameCollision(t *testing.T) {
+// Plugins "a-b" with server "c" and "a" with server "b-c", whose names
+// used to meet ("a-b-c__echo"), export distinct names, each known to
+// belong to its own plugin; a rule of one never reaches the other.
+func TestPluginsNeverShareNames(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("a-b", map[string]any{"c": testServer("-tools", "echo,sum")})
 	f.plugin("a", map[string]any{"b-c": testServer("-tools", "echo")})
+	ctx := context.Background()
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "a__*", Action: store.ActionDeny}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "a-b__c__*", Action: store.ActionAllow}); err != nil {
+		t.Fatal(err)
+	}
 	p := f.open(nil)
-	if got := toolNames(t, p); len(got) != 1 || got[0] != "a-b-c__sum" {
-		t.Fatalf("tools %v", got)
+	tools, err := p.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, id := range []string{"a-b-c", "a-b-c"} {
-		_ = id
+	var got []string
+	for _, tl := range tools {
+		got = append(got, tl.Name+"/"+tl.Plugin+"/"+string(tl.Policy.Action))
 	}
-	var reported int
+	if want := []string{"a-b__c__echo/a-b/allow", "a-b__c__sum/a-b/allow"}; !slices.Equal(got, want) {
+		t.Fatalf("tools %v, want %v (a's tools denied by a__*)", got, want)
+	}
 	for _, st := range p.Status() {
-		if len(st.Collisions) == 1 && st.Collisions[0] == "a-b-c__echo" {
-			reported++
+		if len(st.Collisions) != 0 {
+			t.Fatalf("a collision: %+v", st)
 		}
 	}
-	if reported != 2 {
-		t.Fatalf("collision reported on %d servers: %+v", reported, p.Status())
+	if _, err := p.Call(ctx, "a__b-c__echo", nil, allow); !errors.Is(err, ErrDenied) {
+		t.Fatalf("a tool of a under a__* deny: %v", err)
 	}
-	_, err := p.Call(context.Background(), "a-b-c__echo", nil, allow)
-	if err == nil || !strings.Contains(err.Error(), "several servers") {
-		t.Fatalf("call of a colliding name: %v", err)
+	if res, err := p.Call(ctx, "a-b__c__echo", json.RawMessage(`{"text":"x"}`), nil); err != nil || res.IsError {
+		t.Fatalf("a tool of a-b under a-b__c__* allow: %v", err)
 	}
 }
 
@@ -290,14 +302,14 @@ func TestStartupTimeout(t *testing.T) {
 	}, "other": testServer("-tools", "echo")})
 	start := time.Now()
 	p := f.open(nil)
-	st := status(t, p, "demo-main")
+	st := status(t, p, "demo__main")
 	if st.State != StateFailed || !strings.Contains(st.LastError, "startup timeout of 1s") {
 		t.Fatalf("status %+v", st)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("first attempt took %s", d)
 	}
-	if got := status(t, p, "demo-other").State; got != StateRunning {
+	if got := status(t, p, "demo__other").State; got != StateRunning {
 		t.Fatalf("a slow server held up another: %s", got)
 	}
 }
@@ -308,11 +320,11 @@ func TestLegacyFallback(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo", "-legacy", "-exit-on-discover")})
 	p := f.open(nil)
-	st := status(t, p, "demo-main")
+	st := status(t, p, "demo__main")
 	if st.State != StateRunning || st.Protocol != "2025-11-25" {
 		t.Fatalf("status %+v", st)
 	}
-	if got := callText(t, p, "demo-main__echo", `{"text":"old"}`); got != "echo: old" {
+	if got := callText(t, p, "demo__main__echo", `{"text":"old"}`); got != "echo: old" {
 		t.Fatal(got)
 	}
 }
@@ -325,7 +337,7 @@ func TestManifestToolFilter(t *testing.T) {
 		"tools": map[string]any{"allow": []string{"e*", "sum", "pid"}, "deny": []string{"env", "p?d"}},
 	}})
 	p := f.open(nil)
-	if got := toolNames(t, p); strings.Join(got, " ") != "demo-main__echo demo-main__sum" {
+	if got := toolNames(t, p); strings.Join(got, " ") != "demo__main__echo demo__main__sum" {
 		t.Fatalf("tools %v", got)
 	}
 	// The pinned surface holds only what the manifest lets through.
@@ -340,31 +352,31 @@ func TestReplaceAndRevoke(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,pid")})
 	p := f.open(nil)
-	pid := serverPIDs(t, p, "demo-main__pid").PID
+	pid := serverPIDs(t, p, "demo__main__pid").PID
 
 	dir := f.bundleDir("demo", map[string]any{"main": testServer("-tools", "echo,pid,sum")}, nil)
 	m, _ := os.ReadFile(filepath.Join(dir, "berth.json"))
 	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(strings.Replace(string(m), `"1.0.0"`, `"1.1.0"`, 1)), 0o644)
 	f.install(dir) // enables the highest version: 1.1.0
 	waitFor(t, 10*time.Second, "the new version", func() bool {
-		st := status(t, p, "demo-main")
+		st := status(t, p, "demo__main")
 		return st.Version == "1.1.0" && st.State == StateRunning
 	})
 	waitFor(t, time.Second, "the old server to be gone", func() bool { return !alive(pid) })
 	if got := toolNames(t, p); len(got) != 3 {
 		t.Fatalf("tools of 1.1.0: %v", got)
 	}
-	pid = serverPIDs(t, p, "demo-main__pid").PID
+	pid = serverPIDs(t, p, "demo__main__pid").PID
 
 	if _, err := f.store.Revoke(context.Background(), "demo", "1.1.0"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*time.Second, "the revoked server to stop", func() bool { return !alive(pid) })
-	st := status(t, p, "demo-main")
+	st := status(t, p, "demo__main")
 	if st.State != StateStopped || !strings.Contains(st.LastError, "demo@1.1.0 was revoked") {
 		t.Fatalf("status %+v", st)
 	}
-	if _, err := p.Call(context.Background(), "demo-main__echo", nil, allow); err == nil {
+	if _, err := p.Call(context.Background(), "demo__main__echo", nil, allow); err == nil {
 		t.Fatal("call of a revoked plugin's tool")
 	}
 }
@@ -380,14 +392,14 @@ func TestCloseWaitsForReplacedServers(t *testing.T) {
 	f.install(f.bundleDir("demo", map[string]any{"main": map[string]any{"stdio": map[string]any{"command": "${bundle}/bin/wrapper"}}},
 		map[string]string{"bin/wrapper": "#!/bin/sh\ntrap '' TERM; berth-testserver -tools echo,pid; sleep 30\n"}))
 	p := f.open(func(o *Options) { o.TerminateGrace = time.Second })
-	wrapper := status(t, p, "demo-main").PID
+	wrapper := status(t, p, "demo__main").PID
 
 	dir := f.bundleDir("demo", map[string]any{"main": testServer("-tools", "echo")}, nil)
 	m, _ := os.ReadFile(filepath.Join(dir, "berth.json"))
 	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(strings.Replace(string(m), `"1.0.0"`, `"1.1.0"`, 1)), 0o644)
 	f.install(dir)
 	waitFor(t, 10*time.Second, "the new version", func() bool {
-		st := status(t, p, "demo-main")
+		st := status(t, p, "demo__main")
 		return st.Version == "1.1.0" && st.State == StateRunning
 	})
 	if !groupAlive(wrapper) {
@@ -449,7 +461,7 @@ func TestFailedReconcileStaysDue(t *testing.T) {
 		if tools, err := p.Tools(ctx); err == nil {
 			t.Fatalf("boundary %d passed with an unreadable configuration and a disable not applied: %d tools", i, len(tools))
 		}
-		if _, err := p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"x"}`), allow); err == nil {
+		if _, err := p.Call(ctx, "demo__main__echo", json.RawMessage(`{"text":"x"}`), allow); err == nil {
 			t.Fatalf("call %d of a disabled plugin's tool ran", i)
 		}
 	}

@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -17,10 +18,10 @@ import (
 func TestExportName(t *testing.T) {
 	long := strings.Repeat("x", 60)
 	for _, tc := range []struct{ plugin, server, tool, want string }{
-		{"acme-notes", "notes", "search", "acme-notes-notes__search"},
-		{"a", "b", "read.file", "a-b__read_file-"},        // sanitized: hash suffix
-		{"acme", "s", long, "acme-s__" + long[:47] + "-"}, // cut to 55 + "-" + 8 hex
-		{"acme", "s", "ünï", "acme-s___n_-"},              // one '_' per rune
+		{"acme-notes", "notes", "search", "acme-notes__notes__search"},
+		{"a", "b", "read.file", "a__b__read_file-"},        // sanitized: hash suffix
+		{"acme", "s", long, "acme__s__" + long[:46] + "-"}, // cut to 55 + "-" + 8 hex
+		{"acme", "s", "ünï", "acme__s___n_-"},              // one '_' per rune
 	} {
 		got := ExportName(tc.plugin, tc.server, tc.tool)
 		if !ValidName(got) || !strings.HasPrefix(got, tc.want) {
@@ -42,26 +43,46 @@ func TestExportName(t *testing.T) {
 	if ExportName("p", "s", "foo.bar") == ExportName("p", "s", "foo_bar") {
 		t.Fatal("sanitized name collides with a literal one")
 	}
-	if got := NativeExportName("acme", "fmt"); got != "acme__fmt" {
-		t.Fatal(got)
+}
+
+// The grammar leaves no doubt where a plugin's name ends: plugins "a" and
+// "a-b" with servers "b-c" and "c", which used to export the same
+// "a-b-c__x", export different names, and every name splits back into its
+// plugin, provider and tool.
+func TestNameBoundaries(t *testing.T) {
+	if ExportName("a", "b-c", "x") == ExportName("a-b", "c", "x") {
+		t.Fatal("two plugins export one name")
+	}
+	if ServerID("a", "b-c") == ServerID("a-b", "c") {
+		t.Fatal("two servers share an ID")
+	}
+	for _, tc := range []struct{ plugin, provider, tool string }{
+		{"a", "b-c", "x"}, {"a-b", "c", "x"}, {"acme-notes", "notes_v2", "search__all"}, {"p", "s", "_lead"}, {"p", "s-", "t"},
+	} {
+		plugin, provider, rest, ok := ParseName(ExportName(tc.plugin, tc.provider, tc.tool))
+		if !ok || plugin != tc.plugin || provider != tc.provider || rest != tc.tool {
+			t.Errorf("ParseName(ExportName(%q, %q, %q)) = %q %q %q %v", tc.plugin, tc.provider, tc.tool, plugin, provider, rest, ok)
+		}
+	}
+	for _, bad := range []string{"acme-notes-notes", "_x__y", "acme_x"} {
+		if _, _, _, ok := ParseName(bad); ok {
+			t.Errorf("ParseName(%q) found a plugin", bad)
+		}
 	}
 }
 
-// A native tool provider's identity is "<plugin>__<entry>", valid and at
-// most 64 characters for the longest names a manifest allows (plugin 64,
-// entry 32), and never the ID of a server of the same plugin; its pinned
-// surface key never meets a server's.
+// A provider's identity is "<plugin>__<provider>" for servers and native
+// tool providers alike, valid and at most 64 characters for the longest
+// names a manifest allows (plugin 64, provider 32); its pinned surface key
+// never meets a server's.
 func TestNativeProviderID(t *testing.T) {
-	if got := NativeProviderID("acme-fmt", "fmt"); got != "acme-fmt__fmt" {
+	if got := NativeProviderID("acme-fmt", "fmt"); got != "acme-fmt__fmt" || got != ServerID("acme-fmt", "fmt") {
 		t.Fatal(got)
 	}
 	plugin, entry := strings.Repeat("p", 64), strings.Repeat("e", 32)
 	a, b := NativeProviderID(plugin, entry), NativeProviderID(plugin, entry[1:]+"f")
 	if !ValidName(a) || !ValidName(b) || len(a) != 64 || a == b || a != NativeProviderID(plugin, entry) {
 		t.Fatalf("%q %q", a, b)
-	}
-	if NativeProviderID("acme", "fmt") == ServerID("acme", "fmt") {
-		t.Fatal("a provider and a server of the same name share an ID")
 	}
 	if NativeSurfaceKey("fmt") != "native:fmt" || strings.ContainsRune(ServerID("a", "b"), ':') {
 		t.Fatal(NativeSurfaceKey("fmt"))
@@ -130,10 +151,10 @@ func TestPromptsAndResources(t *testing.T) {
 	for _, pr := range prompts {
 		names = append(names, pr.Name)
 	}
-	if strings.Join(names, " ") != "demo-dup__greet demo-one__greet demo-two__greet" {
+	if strings.Join(names, " ") != "demo__dup__greet demo__one__greet demo__two__greet" {
 		t.Fatalf("prompts %v", names)
 	}
-	res, err := p.GetPrompt(ctx, "demo-one__greet", map[string]string{"who": "berth"})
+	res, err := p.GetPrompt(ctx, "demo__one__greet", map[string]string{"who": "berth"}, allow)
 	if err != nil || len(res.Messages) != 1 || !strings.Contains(mustJSON(res.Messages[0].Content), "Hello, berth") {
 		t.Fatalf("prompt: %v %v", res, err)
 	}
@@ -141,18 +162,18 @@ func TestPromptsAndResources(t *testing.T) {
 	if err != nil || len(rs) != 6 {
 		t.Fatalf("resources %d %v", len(rs), err)
 	}
-	rr, err := p.ReadResource(ctx, "test://one/static")
+	rr, err := p.ReadResource(ctx, "test://one/static", allow)
 	if err != nil || rr.Contents[0].Text != "static from one" {
 		t.Fatalf("read: %+v %v", rr, err)
 	}
-	rr, err = p.ReadResource(ctx, "test://one/item/42")
+	rr, err = p.ReadResource(ctx, "test://one/item/42", allow)
 	if err != nil || rr.Contents[0].Text != "item test://one/item/42" {
 		t.Fatalf("template read: %+v %v", rr, err)
 	}
-	if _, err := p.ReadResource(ctx, "test://two/static"); err == nil || !strings.Contains(err.Error(), "several servers") {
+	if _, err := p.ReadResource(ctx, "test://two/static", allow); err == nil || !strings.Contains(err.Error(), "several servers") {
 		t.Fatalf("shared URI: %v", err)
 	}
-	if _, err := p.ReadResource(ctx, "test://nobody/x"); err == nil {
+	if _, err := p.ReadResource(ctx, "test://nobody/x", allow); err == nil {
 		t.Fatal("read of an unknown URI")
 	}
 }
@@ -164,4 +185,87 @@ func mustJSON(v any) string {
 
 func annotations(destructive *bool) *mcp.ToolAnnotations {
 	return &mcp.ToolAnnotations{DestructiveHint: destructive}
+}
+
+// Prompts and resources are under the operator's policy like tools: deny
+// hides and refuses them, ask goes to the approver (which sees what is
+// asked for), allow runs without one. A resource is decided by its
+// server's identity, a prompt by its exported name.
+func TestPromptAndResourcePolicy(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{
+		"one": testServer("-tools", "echo", "-extras", "-name", "one"),
+		"two": testServer("-tools", "echo", "-extras", "-name", "two"),
+	})
+	ctx := context.Background()
+	for _, r := range []store.PolicyRule{
+		{Pattern: "demo__one__greet", Action: store.ActionDeny},
+		{Pattern: "demo__one", Action: store.ActionDeny},
+		{Pattern: "demo__two", Action: store.ActionAllow},
+	} {
+		if err := f.store.SetPolicy(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := f.open(nil)
+	prompts, err := p.Prompts(ctx)
+	if err != nil || len(prompts) != 1 || prompts[0].Name != "demo__two__greet" || prompts[0].Policy.Action != store.ActionAsk {
+		t.Fatalf("prompts %+v %v", prompts, err)
+	}
+	rs, err := p.Resources(ctx)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("resources %d %v", len(rs), err)
+	}
+	for _, r := range rs {
+		if r.Server != "two" || r.Policy.Action != store.ActionAllow || r.Policy.Pattern != "demo__two" {
+			t.Fatalf("resource %+v", r)
+		}
+	}
+	never := ApproverFunc(func(context.Context, *ApprovalRequest) (Decision, error) {
+		t.Error("the approver was asked about a denied request")
+		return Decision{Allow: true}, nil
+	})
+	if _, err := p.GetPrompt(ctx, "demo__one__greet", nil, never); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `policy denies the prompt demo__one__greet (rule "demo__one__greet")`) {
+		t.Fatalf("a denied prompt: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "test://one/static", never); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), `denies the resources of demo__one (rule "demo__one")`) {
+		t.Fatalf("a denied resource: %v", err)
+	}
+	if _, err := p.ReadResource(ctx, "test://one/item/7", never); !errors.Is(err, ErrDenied) {
+		t.Fatalf("a denied template: %v", err)
+	}
+	// ask: the approver decides, and sees what is asked for.
+	var seen []*ApprovalRequest
+	record := func(ok bool) Approver {
+		return ApproverFunc(func(_ context.Context, r *ApprovalRequest) (Decision, error) {
+			seen = append(seen, r)
+			return Decision{Allow: ok, By: "test"}, nil
+		})
+	}
+	if _, err := p.GetPrompt(ctx, "demo__two__greet", map[string]string{"who": "x"}, record(false)); !errors.Is(err, ErrDenied) {
+		t.Fatalf("a refused prompt: %v", err)
+	}
+	if _, err := p.GetPrompt(ctx, "demo__two__greet", map[string]string{"who": "x"}, nil); !errors.Is(err, ErrDenied) {
+		t.Fatalf("an ask prompt without an approver: %v", err)
+	}
+	res, err := p.GetPrompt(ctx, "demo__two__greet", map[string]string{"who": "berth"}, record(true))
+	if err != nil || !strings.Contains(mustJSON(res.Messages[0].Content), "Hello, berth") {
+		t.Fatalf("an approved prompt: %v %v", res, err)
+	}
+	if len(seen) != 2 || seen[1].Kind != RequestPrompt || seen[1].Tool != "demo__two__greet" || seen[1].UpstreamTool != "greet" || string(seen[1].Arguments) != `{"who":"berth"}` || seen[1].Policy.Action != store.ActionAsk {
+		t.Fatalf("approval requests %+v", seen)
+	}
+	// allow: runs without an approver.
+	rr, err := p.ReadResource(ctx, "test://two/item/9", nil)
+	if err != nil || rr.Contents[0].Text != "item test://two/item/9" {
+		t.Fatalf("an allowed resource: %+v %v", rr, err)
+	}
+	seen = nil
+	if _, err := p.ReadResource(ctx, "test://two/static", record(true)); err != nil || len(seen) != 1 || seen[0].Kind != RequestResource || seen[0].URI != "test://two/static" || seen[0].Tool != "demo__two" || !AllowedByPolicy(seen[0]) {
+		t.Fatalf("the approval request of a resource: %+v %v", seen, err)
+	}
+	// A rule of demo does not reach another plugin's prompts.
+	if _, err := p.GetPrompt(ctx, "demo__nope__greet", nil, nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown prompt: %v", err)
+	}
 }

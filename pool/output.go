@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 const (
@@ -44,13 +45,12 @@ func (o *output) openLocked() {
 		return
 	}
 	o.opened = true
-	if err := os.MkdirAll(filepath.Dir(o.path), 0o700); err != nil {
-		return
-	}
-	if fi, err := os.Stat(o.path); err == nil && fi.Size() > maxLogSize {
+	if fi, err := os.Lstat(o.path); err == nil && fi.Mode().IsRegular() && fi.Size() > maxLogSize {
 		os.Rename(o.path, o.path+".1")
 	}
-	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// A log that is not the operator's alone (a symbolic link, another
+	// user's file) is not written; berth logs says why.
+	f, err := store.OpenPrivateAppend(o.path)
 	if err == nil {
 		o.log = f
 		if fi, err := f.Stat(); err == nil {
@@ -151,8 +151,10 @@ func (o *output) copyLines(r io.Reader) {
 
 // TailLog returns the last n lines of a server's log file (written by the
 // pools of every berth process), for `berth logs`.
+// It never follows a symbolic link, and refuses a log that is not the
+// operator's alone (store.OpenPrivate).
 func TailLog(path string, n int) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := store.OpenPrivate(path)
 	if err != nil {
 		return nil, err
 	}

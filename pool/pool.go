@@ -108,8 +108,12 @@ type plugin struct {
 	listing   *bundle.Listing // the staged listing: checksums of native tool executables
 	drift     *store.DriftChecker
 	servers   []*server // MCP servers, then native tool providers
-	err       error     // the plugin could not be set up at all
-	gone      bool      // disabled or revoked; kept for Status until enabled again
+	// signer is the identity of the signer of the enabled version's trust
+	// record (store.Record.SignerIdentity): an allow rule applies only
+	// to versions from the signer it was set for.
+	signer string
+	err    error // the plugin could not be set up at all
+	gone   bool  // disabled or revoked; kept for Status until enabled again
 
 	mu      sync.Mutex
 	drifted error
@@ -132,11 +136,15 @@ func Workspace(dir string) (string, error) {
 // Open opens the pool of a workspace on the state of st, and starts the
 // enabled plugins' servers in the background, concurrently; it does not
 // wait for them (WaitStarted does). Every change the pool makes (a pinned
-// surface, an accepted change) goes through st. It fails only when the
+// surface, an accepted change) goes through st. It fails when the state
+// directory is not the operator's alone (store.Paths.CheckPrivate) or the
 // state or the configuration cannot be read.
 func Open(ctx context.Context, st *store.Store, workspace string, opts *Options) (*Pool, error) {
 	ws, err := Workspace(workspace)
 	if err != nil {
+		return nil, err
+	}
+	if err := st.Paths().CheckPrivate(); err != nil {
 		return nil, err
 	}
 	p := &Pool{paths: st.Paths(), store: st, workspace: ws, plugins: map[string]*plugin{},
@@ -313,7 +321,10 @@ func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 	for _, r := range cfg.ToolPolicy {
 		// A damaged rule is never skipped: it may be the deny that matters.
 		if err := store.CheckPolicyRule(r); err != nil {
-			return fmt.Errorf("the tool policy in %s has an unusable rule: %v; fix it with `berth policy set`, or remove it with `berth policy unset` (berth runs no tool under a policy it cannot read)", p.paths.Config(), err)
+			if errors.Is(err, store.ErrOldPolicyRule) {
+				return fmt.Errorf("the tool policy in %s has a rule berth no longer uses: %w (berth runs no tool under a policy it cannot apply as written)", p.paths.Config(), err)
+			}
+			return fmt.Errorf("the tool policy in %s has an unusable rule: %w; fix it with `berth policy set`, or remove it with `berth policy unset` (berth runs no tool under a policy it cannot read)", p.paths.Config(), err)
 		}
 	}
 	enabled := map[string]*store.Enablement{}
@@ -437,6 +448,10 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement)
 	if err != nil {
 		return fail(err)
 	}
+	pl.signer = recs[0].SignerIdentity()
+	if err := checkProviderNames(m); err != nil {
+		return fail(fmt.Errorf("%s@%s was trusted by an older berth and %w; update it and trust it again", name, en.Version, err))
+	}
 	for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		pl.servers = append(pl.servers, newServer(p, pl, sname, m.MCPServers[sname], en.Surfaces[sname]))
 	}
@@ -444,6 +459,26 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement)
 		pl.servers = append(pl.servers, newNativeServer(p, pl, name, m.NativeTools[name], en.Surfaces[NativeSurfaceKey(name)]))
 	}
 	return pl
+}
+
+// checkProviderNames applies the rules that keep exported names
+// unambiguous to a manifest that an older berth accepted: no "__" in a
+// server's or native tool provider's name, and no name used for both.
+func checkProviderNames(m *bundle.Manifest) error {
+	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
+		if strings.Contains(name, Sep) {
+			return fmt.Errorf("its server %q has \"__\" in its name, which separates the server from the tool in exported names (%s)", name, bundle.RuleServerNameFormat)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
+		if strings.Contains(name, Sep) {
+			return fmt.Errorf("its native tool provider %q has \"__\" in its name, which separates the provider from the tool in exported names (%s)", name, bundle.RuleNativeToolNameFormat)
+		}
+		if m.MCPServers[name] != nil {
+			return fmt.Errorf("a server and a native tool provider are both named %q, so their tools would share names (%s)", name, bundle.RuleNativeToolNameTaken)
+		}
+	}
+	return nil
 }
 
 // manifest reads berth.json from the staged snapshot, after a drift check,
@@ -639,7 +674,7 @@ func (p *Pool) isClosed() bool {
 // ServerStatus is the state of one server or native tool provider of the
 // pool.
 type ServerStatus struct {
-	// ID is "<plugin>-<server>" for a server, "<plugin>__<entry>" for a
+	// ID is "<plugin>__<server>" for a server, "<plugin>__<entry>" for a
 	// native tool provider (NativeProviderID); for a plugin that could
 	// not be set up at all, the plugin's name.
 	ID     string `json:"id"`

@@ -44,19 +44,19 @@ func TestStdioServer(t *testing.T) {
 			return "", false
 		}
 	})
-	if got, want := toolNames(t, p), []string{"demo-main__cwd", "demo-main__echo", "demo-main__env", "demo-main__fail", "demo-main__pid"}; !slices.Equal(got, want) {
+	if got, want := toolNames(t, p), []string{"demo__main__cwd", "demo__main__echo", "demo__main__env", "demo__main__fail", "demo__main__pid"}; !slices.Equal(got, want) {
 		t.Fatalf("tools %v, want %v", got, want)
 	}
-	if got := callText(t, p, "demo-main__echo", `{"text":"hi"}`); got != "echo: hi" {
+	if got := callText(t, p, "demo__main__echo", `{"text":"hi"}`); got != "echo: hi" {
 		t.Fatalf("echo: %q", got)
 	}
 	// A tool error is a result, not an error.
-	res, err := p.Call(context.Background(), "demo-main__fail", nil, allow)
+	res, err := p.Call(context.Background(), "demo__main__fail", nil, allow)
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "always fails") {
 		t.Fatalf("fail: %v %+v", err, res)
 	}
 	// The environment is the base plus the declared variable, nothing else.
-	env := strings.Split(callText(t, p, "demo-main__env", "{}"), "\n")
+	env := strings.Split(callText(t, p, "demo__main__env", "{}"), "\n")
 	var names []string
 	for _, kv := range env {
 		names = append(names, strings.SplitN(kv, "=", 2)[0])
@@ -73,17 +73,17 @@ func TestStdioServer(t *testing.T) {
 		Cwd  string
 		Args []string
 	}
-	json.Unmarshal([]byte(callText(t, p, "demo-main__cwd", "{}")), &cwd)
+	json.Unmarshal([]byte(callText(t, p, "demo__main__cwd", "{}")), &cwd)
 	snap := f.paths.Snapshot(mustDigest(rec.Digest))
 	if cwd.Cwd != snap || !slices.Contains(cwd.Args, "--root="+f.ws) || !slices.Contains(cwd.Args, snap+"/share/data.txt") {
 		t.Fatalf("cwd %+v (snapshot %s, workspace %s)", cwd, snap, f.ws)
 	}
 	// Its own process group.
-	ids := serverPIDs(t, p, "demo-main__pid")
+	ids := serverPIDs(t, p, "demo__main__pid")
 	if ids.PGID != ids.PID {
 		t.Fatalf("server is not a process group leader: %+v", ids)
 	}
-	st := status(t, p, "demo-main")
+	st := status(t, p, "demo__main")
 	if st.State != StateRunning || st.Tools != 5 || st.PID != ids.PID || st.Transport != "stdio" || st.StartedAt.IsZero() {
 		t.Fatalf("status %+v", st)
 	}
@@ -99,7 +99,7 @@ func TestStdioServer(t *testing.T) {
 	if alive(ids.PID) {
 		t.Fatalf("server %d still alive after Close", ids.PID)
 	}
-	if got := status(t, p, "demo-main").State; got != StateStopped {
+	if got := status(t, p, "demo__main").State; got != StateStopped {
 		t.Fatalf("state after Close: %s", got)
 	}
 }
@@ -119,14 +119,14 @@ func TestFromEnvMissing(t *testing.T) {
 			return "", false
 		}
 	})
-	st := status(t, p, "demo-needs")
+	st := status(t, p, "demo__needs")
 	if st.State != StateFailed || !st.GaveUp || !strings.Contains(st.LastError, "MISSING_VAR") || strings.Contains(st.LastError, "value-of-set-var") {
 		t.Fatalf("status %+v", st)
 	}
-	if got := status(t, p, "demo-plain").State; got != StateRunning {
+	if got := status(t, p, "demo__plain").State; got != StateRunning {
 		t.Fatalf("the other server is %s", got)
 	}
-	_, err := p.Call(context.Background(), "demo-needs__echo", nil, allow)
+	_, err := p.Call(context.Background(), "demo__needs__echo", nil, allow)
 	if err == nil || !strings.Contains(err.Error(), "MISSING_VAR") {
 		t.Fatalf("call: %v", err)
 	}
@@ -136,7 +136,7 @@ func TestPolicy(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo,destroy,sum")})
 	ctx := context.Background()
-	for _, r := range []store.PolicyRule{{Pattern: "demo-main__*", Action: "allow"}, {Pattern: "demo-main__sum", Action: "deny"}} {
+	for _, r := range []store.PolicyRule{{Pattern: "demo__main__*", Action: "allow"}, {Pattern: "demo__main__sum", Action: "deny"}} {
 		if err := f.store.SetPolicy(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -150,36 +150,36 @@ func TestPolicy(t *testing.T) {
 	for _, tl := range tools {
 		got[tl.Name] = tl.Policy
 	}
-	if _, ok := got["demo-main__sum"]; ok || len(got) != 2 {
+	if _, ok := got["demo__main__sum"]; ok || len(got) != 2 {
 		t.Fatalf("denied tool listed: %v", got)
 	}
 	// nil approver: only what the policy allows by itself runs.
-	if _, err := p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"x"}`), nil); err != nil {
+	if _, err := p.Call(ctx, "demo__main__echo", json.RawMessage(`{"text":"x"}`), nil); err != nil {
 		t.Fatalf("glob-allowed echo: %v", err)
 	}
-	_, err = p.Call(ctx, "demo-main__destroy", nil, nil)
+	_, err = p.Call(ctx, "demo__main__destroy", nil, nil)
 	if !errors.Is(err, ErrDenied) {
 		t.Fatalf("destructive tool under a glob allow: %v", err)
 	}
-	_, err = p.Call(ctx, "demo-main__sum", nil, allow)
+	_, err = p.Call(ctx, "demo__main__sum", nil, allow)
 	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "policy denies") {
 		t.Fatalf("denied tool: %v", err)
 	}
 	// An exact allow covers the destructive tool; the pool picks it up at
 	// its next boundary.
-	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo-main__destroy", Action: "allow"}); err != nil {
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo__main__destroy", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Call(ctx, "demo-main__destroy", nil, nil); err != nil {
+	if _, err := p.Call(ctx, "demo__main__destroy", nil, nil); err != nil {
 		t.Fatalf("exact allow: %v", err)
 	}
 	// The approver sees the request; a refusal wraps ErrDenied.
 	var seen *ApprovalRequest
-	_, err = p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"y"}`), ApproverFunc(func(_ context.Context, r *ApprovalRequest) (Decision, error) {
+	_, err = p.Call(ctx, "demo__main__echo", json.RawMessage(`{"text":"y"}`), ApproverFunc(func(_ context.Context, r *ApprovalRequest) (Decision, error) {
 		seen = r
 		return Decision{By: "test", Reason: "no"}, nil
 	}))
-	if !errors.Is(err, ErrDenied) || seen == nil || seen.UpstreamTool != "echo" || seen.Server != "main" || seen.Plugin != "demo" || string(seen.Arguments) != `{"text":"y"}` || !seen.Annotations.ReadOnlyHint || seen.Policy.Pattern != "demo-main__*" {
+	if !errors.Is(err, ErrDenied) || seen == nil || seen.UpstreamTool != "echo" || seen.Server != "main" || seen.Plugin != "demo" || string(seen.Arguments) != `{"text":"y"}` || !seen.Annotations.ReadOnlyHint || seen.Policy.Pattern != "demo__main__*" {
 		t.Fatalf("refusal %v, request %+v", err, seen)
 	}
 }
@@ -191,17 +191,17 @@ func TestDamagedPolicyRuleFailsClosed(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo")})
 	ctx := context.Background()
-	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo-main__*", Action: "allow"}); err != nil {
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo__main__*", Action: "allow"}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := `{"signers": [], "toolPolicy": [{"pattern": "demo-main__*", "action": "allow"}, {"pattern": "demo-main__echo", "action": "DENY"}]}`
+	cfg := `{"signers": [], "toolPolicy": [{"plugin": "demo", "pattern": "demo__main__*", "action": "ask"}, {"plugin": "demo", "pattern": "demo__main__echo", "action": "DENY"}]}`
 	if err := os.WriteFile(f.paths.Config(), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p, err := Open(ctx, f.store, f.ws, f.options())
 	if err == nil {
 		defer p.Close()
-		_, err = p.Call(ctx, "demo-main__echo", json.RawMessage(`{"text":"x"}`), nil)
+		_, err = p.Call(ctx, "demo__main__echo", json.RawMessage(`{"text":"x"}`), nil)
 	}
 	if err == nil || !strings.Contains(err.Error(), `"DENY" is not a policy action`) || !strings.Contains(err.Error(), "berth policy") {
 		t.Fatalf("a damaged deny rule: %v", err)

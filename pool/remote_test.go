@@ -96,8 +96,8 @@ func TestRemoteLoopbackLiteral(t *testing.T) {
 					return v, ok
 				}
 			})
-			if got := callText(t, p, "web-api__echo", `{"text":"remote"}`); got != "echo: remote" {
-				t.Fatalf("%q %+v", got, status(t, p, "web-api"))
+			if got := callText(t, p, "web__api__echo", `{"text":"remote"}`); got != "echo: remote" {
+				t.Fatalf("%q %+v", got, status(t, p, "web__api"))
 			}
 			hs := rec.all()
 			if len(hs) < 2 {
@@ -108,7 +108,7 @@ func TestRemoteLoopbackLiteral(t *testing.T) {
 					t.Fatalf("request headers %v", h)
 				}
 			}
-			if st := status(t, p, "web-api"); st.Transport != Transport(kind) || st.State != StateRunning {
+			if st := status(t, p, "web__api"); st.Transport != Transport(kind) || st.State != StateRunning {
 				t.Fatalf("status %+v", st)
 			}
 		})
@@ -120,7 +120,7 @@ func TestRemoteMissingCredential(t *testing.T) {
 	f.plugin("web", map[string]any{"api": remoteServer("http://127.0.0.1:1/mcp", "streamable-http", map[string]any{
 		"auth": map[string]any{"bearerFromEnv": "API_TOKEN"}})})
 	p := f.open(nil)
-	st := status(t, p, "web-api")
+	st := status(t, p, "web__api")
 	if st.State != StateFailed || !st.GaveUp || !strings.Contains(st.LastError, "API_TOKEN (for the bearer token)") {
 		t.Fatalf("status %+v", st)
 	}
@@ -189,7 +189,7 @@ func TestRemoteIgnoresAmbientProxy(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("web", map[string]any{"api": remoteServer("https://example.com/mcp", "streamable-http", nil)})
 	p := f.open(func(o *Options) { o.testNet = tn.testNetwork() })
-	if got := callText(t, p, "web-api__echo", `{"text":"direct"}`); got != "echo: direct" {
+	if got := callText(t, p, "web__api__echo", `{"text":"direct"}`); got != "echo: direct" {
 		t.Fatal(got)
 	}
 	if proxy.hits.Load() != 0 || rec.hits.Load() == 0 {
@@ -215,7 +215,7 @@ func TestRemoteRefusesPrivateAddresses(t *testing.T) {
 			f := newFixture(t)
 			f.plugin("web", map[string]any{"api": remoteServer("https://example.com/mcp", "streamable-http", nil)})
 			p := f.open(func(o *Options) { o.testNet = tn.testNetwork() })
-			st := status(t, p, "web-api")
+			st := status(t, p, "web__api")
 			if st.State != StateFailed || !st.GaveUp || !strings.Contains(st.LastError, "["+RuleRemoteAddress+"]") || !strings.Contains(st.LastError, netip.MustParseAddr(a).Unmap().String()) {
 				t.Fatalf("status %+v", st)
 			}
@@ -228,7 +228,7 @@ func TestRemoteRefusesPrivateAddresses(t *testing.T) {
 		f := newFixture(t)
 		f.plugin("web", map[string]any{"api": remoteServer("https://169.254.169.254/mcp", "streamable-http", nil)})
 		p := f.open(nil)
-		if st := status(t, p, "web-api"); !strings.Contains(st.LastError, "["+RuleRemoteAddress+"]") {
+		if st := status(t, p, "web__api"); !strings.Contains(st.LastError, "["+RuleRemoteAddress+"]") {
 			t.Fatalf("status %+v", st)
 		}
 	})
@@ -252,7 +252,7 @@ func TestRemoteDNSRebinding(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("web", map[string]any{"api": remoteServer("https://example.com/mcp", "streamable-http", nil)})
 	p := f.open(func(o *Options) { o.testNet = tn.testNetwork() })
-	st := status(t, p, "web-api")
+	st := status(t, p, "web__api")
 	if st.State != StateFailed || !strings.Contains(st.LastError, "127.0.0.1") || !strings.Contains(st.LastError, RuleRemoteAddress) {
 		t.Fatalf("status %+v", st)
 	}
@@ -287,14 +287,14 @@ func TestRemoteRedirects(t *testing.T) {
 	p := f.open(func(o *Options) {
 		o.LookupEnv = func(k string) (string, bool) { return "tok", k == "TOKEN" }
 	})
-	st := status(t, p, "web-away")
+	st := status(t, p, "web__away")
 	if st.State != StateFailed || !strings.Contains(st.LastError, "["+RuleRemoteRedirect+"]") || !strings.Contains(st.LastError, b.URL) {
 		t.Fatalf("status %+v", st)
 	}
 	if other.hits.Load() != 0 {
 		t.Fatalf("the other origin got %d requests", other.hits.Load())
 	}
-	if got := callText(t, p, "web-moved__echo", `{"text":"same origin"}`); got != "echo: same origin" {
+	if got := callText(t, p, "web__moved__echo", `{"text":"same origin"}`); got != "echo: same origin" {
 		t.Fatal(got)
 	}
 }
@@ -315,7 +315,7 @@ func TestRemoteSSEEndpointOtherOrigin(t *testing.T) {
 	f := newFixture(t)
 	f.plugin("web", map[string]any{"events": remoteServer(a.URL+"/sse", "sse", nil)})
 	p := f.open(func(o *Options) { o.TerminateGrace = 50e6 })
-	st := status(t, p, "web-events")
+	st := status(t, p, "web__events")
 	if st.State != StateFailed || !st.GaveUp || !strings.Contains(st.LastError, "["+RuleRemoteOrigin+"]") {
 		t.Fatalf("status %+v", st)
 	}

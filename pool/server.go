@@ -162,12 +162,7 @@ func (s *server) noun() string {
 }
 
 // exportName is the name a client sees for one of the server's tools.
-func (s *server) exportName(tool string) string {
-	if s.native != nil {
-		return NativeExportName(s.pl.name, tool)
-	}
-	return ExportName(s.pl.name, s.name, tool)
-}
+func (s *server) exportName(tool string) string { return ExportName(s.pl.name, s.name, tool) }
 
 // changedLocked wakes everyone waiting for a change of the server.
 func (s *server) changedLocked() {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // WriteText writes the disclosure for a person at a terminal.
@@ -167,8 +168,9 @@ func (p *printer) field(label, value string) {
 
 // Printable escapes every character a terminal could act on (control
 // characters such as ESC and newline, bidirectional overrides and other
-// invisible format characters), Go-quoted, so that text from a bundle or
-// a server cannot redraw, hide or forge what a person reads.
+// invisible format characters), Go-quoted, and every byte that is not
+// UTF-8 as \xNN, so that text from a bundle or a server cannot redraw,
+// hide or forge what a person reads.
 func Printable(s string) string { return escape(s, false) }
 
 // PrintableLines is Printable for text that may span lines: newlines and
@@ -179,17 +181,23 @@ func escape(s string, keepLines bool) string {
 	hidden := func(r rune) bool {
 		return r != ' ' && !unicode.IsPrint(r) && !(keepLines && (r == '\n' || r == '\t'))
 	}
-	if strings.IndexFunc(s, hidden) < 0 {
+	if strings.IndexFunc(s, hidden) < 0 && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if hidden(r) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			// A byte that is not UTF-8 (0x9b is CSI to some terminals).
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case hidden(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
-		} else {
-			b.WriteRune(r)
+		default:
+			b.WriteString(s[i : i+n])
 		}
+		i += n
 	}
 	return b.String()
 }

@@ -2,11 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 
-	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -29,12 +29,18 @@ func (c *Config) Signer(name string) (trust.Signer, bool) {
 }
 
 // Config reads config.json without the lock. A missing file is the empty
-// configuration. Every signer is re-validated: a damaged entry is an
-// error, never silently ignored.
+// configuration. It is decoded strictly (see FileError: an unknown field is
+// refused, never dropped at the next write; duplicate or case-variant keys
+// are refused, so no rule can hide behind another), and two rules for the
+// same pattern are refused. Every signer is re-validated: a damaged entry
+// is an error, never silently ignored.
 func (s *Store) Config() (*Config, error) {
 	c := &Config{}
-	if _, err := readJSON(s.paths.Config(), c); err != nil {
+	if _, err := readStrict(s.paths.Config(), c); err != nil {
 		return nil, err
+	}
+	if ps := c.check(); len(ps) > 0 {
+		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "keep one rule per pattern: remove the others by hand (berth policy list shows the rules berth uses)"}
 	}
 	var errs []error
 	for _, sg := range c.Signers {
@@ -68,13 +74,32 @@ func (s *Store) UpdateConfig(ctx context.Context, fn func(*Config) error) (*Conf
 		return nil, err
 	}
 	sort.SliceStable(c.Signers, func(i, j int) bool { return c.Signers[i].Name < c.Signers[j].Name })
-	if err := atomicfile.WriteJSON(s.paths.Config(), c, 0o600); err != nil {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.replaceLocked(s.paths.Config(), append(data, '\n'), "config-temp-written"); err != nil {
 		return nil, err
 	}
 	if _, err := s.updateLocked(func(*State) error { return nil }); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// check finds what typing cannot: two rules for one pattern (which one
+// applied would depend on their order).
+func (c *Config) check() []string {
+	var ps []string
+	seen := map[string]int{}
+	for i, r := range c.ToolPolicy {
+		if j, dup := seen[r.Pattern]; dup {
+			ps = append(ps, fmt.Sprintf("toolPolicy[%d]: a second rule for %q (the first is toolPolicy[%d])", i, r.Pattern, j))
+			continue
+		}
+		seen[r.Pattern] = i
+	}
+	return ps
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

@@ -83,18 +83,25 @@ func Example() {
 }
 
 func ExampleMatchPolicy() {
+	const acme = "key sha256:acme"
 	rules := []store.PolicyRule{
-		{Pattern: "acme-notes-*", Action: "allow"},
-		{Pattern: "acme-notes-notes__delete_*", Action: "deny"},
-		{Pattern: "acme-notes-notes__delete_draft", Action: "ask"},
+		{Plugin: "acme-notes", Pattern: "acme-notes__*", Action: "allow", Signer: acme},
+		{Plugin: "acme-notes", Pattern: "acme-notes__notes__delete_*", Action: "deny"},
+		{Plugin: "acme-notes", Pattern: "acme-notes__notes__delete_draft", Action: "ask"},
 	}
-	for _, tool := range []string{"acme-notes-notes__search", "acme-notes-notes__delete_all", "acme-notes-notes__delete_draft", "other__x"} {
-		m := store.MatchPolicy(rules, tool)
-		fmt.Printf("%s: %s %q exact=%v\n", tool, m.Action, m.Pattern, m.Exact)
+	for _, sub := range []store.PolicySubject{
+		{Plugin: "acme-notes", Signer: acme, Name: "acme-notes__notes__search"},
+		{Plugin: "acme-notes", Signer: acme, Name: "acme-notes__notes__delete_all"},
+		{Plugin: "acme-notes", Signer: acme, Name: "acme-notes__notes__delete_draft"},
+		{Plugin: "acme-notes", Signer: "key sha256:other", Name: "acme-notes__notes__search"},
+		{Plugin: "acme-notes-x", Signer: acme, Name: "acme-notes-x__notes__search"},
+	} {
+		fmt.Printf("%s: %s\n", sub.Name, store.MatchPolicy(rules, sub))
 	}
 	// Output:
-	// acme-notes-notes__search: allow "acme-notes-*" exact=false
-	// acme-notes-notes__delete_all: deny "acme-notes-notes__delete_*" exact=false
-	// acme-notes-notes__delete_draft: ask "acme-notes-notes__delete_draft" exact=true
-	// other__x: ask "" exact=false
+	// acme-notes__notes__search: allow (acme-notes__*)
+	// acme-notes__notes__delete_all: deny (acme-notes__notes__delete_*)
+	// acme-notes__notes__delete_draft: ask (exact)
+	// acme-notes__notes__search: ask (acme-notes__*, an allow for another signer)
+	// acme-notes-x__notes__search: ask (default)
 }

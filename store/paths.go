@@ -101,7 +101,8 @@ func (p Paths) Lock() string { return filepath.Join(p.Root, ".lock") }
 // Logs is the directory of server logs.
 func (p Paths) Logs() string { return filepath.Join(p.Root, "logs") }
 
-// Log is the stderr log of one server ("<plugin>-<server>").
+// Log is the stderr log of one server or native tool provider
+// ("<plugin>__<provider>").
 func (p Paths) Log(server string) string { return filepath.Join(p.Logs(), server+".log") }
 
 // Approvals is the directory of the approval queue.

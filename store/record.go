@@ -34,6 +34,12 @@ func (r *SignerRef) identity() string {
 	return "identity " + r.Issuer + " " + r.SAN
 }
 
+// SignerIdentity is the identity of the signer the record was accepted
+// from, as signer continuity compares it: "key <fingerprint>",
+// "identity <issuer> <SAN>", or "unsigned". A tool policy rule that allows
+// records it (PolicyRule.Signer).
+func (r *Record) SignerIdentity() string { return r.Signer.identity() }
+
 func (r *SignerRef) String() string {
 	if r == nil {
 		return "no signature (trusted unsigned by digest)"
@@ -122,6 +128,18 @@ func sortRecords(rs []*Record) {
 		}
 		return semverLess(rs[i].Version, rs[j].Version)
 	})
+}
+
+// SameVersion reports whether two strict semver versions are the same
+// version: equal but for build metadata (1.0.0 and 1.0.0+x), which semver
+// 2.0 leaves out of precedence. For immutability they are one version.
+func SameVersion(a, b string) bool {
+	va, ea := semver.StrictNewVersion(a)
+	vb, eb := semver.StrictNewVersion(b)
+	if ea != nil || eb != nil {
+		return a == b
+	}
+	return va.Equal(vb)
 }
 
 func semverLess(a, b string) bool {

@@ -67,6 +67,10 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 			return nil, fmt.Errorf("%s@%s is already trusted with digest %s, and this bundle's digest is %s: %w; versions are immutable, so the publisher must release a new version (or run `berth revoke %s@%s` if you mean to replace it)",
 				name, version, r.Digest, b.Digest, trust.ErrUntrusted, name, version)
 		}
+		if r.Version != version && SameVersion(r.Version, version) {
+			return nil, fmt.Errorf("%s@%s is already trusted, and %s differs from it only in build metadata, which semver ignores: it is the same version with other content: %w; versions are immutable, so the publisher must release a new version (or run `berth revoke %s@%s` if you mean to replace it)",
+				name, r.Version, version, trust.ErrUntrusted, name, r.Version)
+		}
 	}
 	if len(existing) > 0 {
 		latest := existing[len(existing)-1]

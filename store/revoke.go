@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
@@ -88,7 +89,8 @@ type GCResult struct {
 }
 
 // GC removes snapshots no trust record points to, their metadata, and
-// the leftovers of interrupted staging and record writes.
+// the leftovers of interrupted staging and atomic writes (every
+// ".<name>.tmp-*" and "store/sha256/.tmp-*" that berth makes).
 func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -106,10 +108,31 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		}
 	}
 	res := &GCResult{Snapshots: []string{}, Leftovers: []string{}}
-	// Temp files of record and signature writes that a crash cut short.
-	temps, err := filepath.Glob(filepath.Join(s.paths.TrustDir(), "*", ".*.tmp-*"))
+	// Temp files of atomic writes that a crash cut short: of state.json
+	// and config.json, of records and signatures, of signers' trusted
+	// roots (all written under the lock that GC holds), and of approvals
+	// (written without it, so only those too old to be a write in
+	// progress).
+	var temps []string
+	for _, pattern := range []string{
+		filepath.Join(s.paths.Root, ".*.tmp-*"),
+		filepath.Join(s.paths.TrustDir(), "*", ".*.tmp-*"),
+		filepath.Join(s.paths.Root, "roots", ".*.tmp-*"),
+	} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		temps = append(temps, m...)
+	}
+	old, err := filepath.Glob(filepath.Join(s.paths.Approvals(), ".*.tmp-*"))
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range old {
+		if fi, err := os.Lstat(p); err == nil && s.now().Sub(fi.ModTime()) > time.Minute {
+			temps = append(temps, p)
+		}
 	}
 	for _, p := range temps {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

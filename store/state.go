@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
@@ -85,6 +89,9 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 	if err := s.paths.ensure(); err != nil {
 		return nil, err
 	}
+	if err := s.paths.CheckPrivate(); err != nil {
+		return nil, err
+	}
 	fl := flock.New(s.paths.Lock())
 	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
 	if err != nil {
@@ -98,12 +105,52 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 
 // State reads state.json without taking the lock (it is only ever replaced
 // atomically). A missing file is the empty state of generation 0.
+//
+// It is decoded strictly (see FileError): an unknown field, a duplicate
+// key, a wrong type, a null where a value is required, a missing field, a
+// damaged digest or version, or a workspace that is not an absolute path is
+// an error naming state.json, every problem and the fix, never a panic
+// later.
 func (s *Store) State() (*State, error) {
 	st := &State{}
-	if _, err := readJSON(s.paths.State(), st); err != nil {
+	if _, err := readStrict(s.paths.State(), st); err != nil {
 		return nil, err
 	}
+	if ps := st.check(); len(ps) > 0 {
+		return nil, &FileError{Path: s.paths.State(), Problems: ps, Fix: fixDamaged}
+	}
 	return st, nil
+}
+
+// check applies the rules that typing cannot: names, digests, versions
+// and paths.
+func (st *State) check() []string {
+	var ps []string
+	for _, ws := range slices.Sorted(maps.Keys(st.Workspaces)) {
+		wp := jsonPath("workspaces", ws)
+		if !filepath.IsAbs(ws) || filepath.Clean(ws) != ws {
+			ps = append(ps, wp+": a workspace is an absolute, clean path")
+		}
+		for _, name := range slices.Sorted(maps.Keys(st.Workspaces[ws].Plugins)) {
+			pp := jsonPath(wp+".plugins", name)
+			e := st.Workspaces[ws].Plugins[name]
+			if CheckRef(name, "") != nil {
+				ps = append(ps, pp+": not a plugin name")
+			}
+			if !bundle.IsStrictSemver(e.Version) {
+				ps = append(ps, pp+".version: not a strict semver version")
+			}
+			if _, err := ParseDigest(e.Digest); err != nil {
+				ps = append(ps, pp+".digest: not a digest (sha256: and 64 lower-case hex digits)")
+			}
+			for _, key := range slices.Sorted(maps.Keys(e.Surfaces)) {
+				if key == "" {
+					ps = append(ps, pp+".surfaces: a surface without a server name")
+				}
+			}
+		}
+	}
+	return ps
 }
 
 // Update changes the state under the lock: it reads the current state,
@@ -147,7 +194,28 @@ func (s *Store) replaceStateLocked(st *State) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.ReplaceFile(s.paths.State(), append(data, '\n'), 0o600)
+	return s.replaceLocked(s.paths.State(), append(data, '\n'), "state-temp-written")
+}
+
+// replaceLocked replaces a state file atomically, calling the crash hook
+// named step once the temp file is complete but not yet renamed.
+func (s *Store) replaceLocked(path string, data []byte, step string) error {
+	f, err := atomicfile.Create(path, 0o600, nil)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer f.Abort()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	s.hook(step)
+	if err := f.Replace(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // GenerationWatch notices a moved generation cheaply: a stat of state.json

@@ -705,3 +705,46 @@ func TestDriftCheckerSeesWhatTheWatchMisses(t *testing.T) {
 		t.Fatalf("a write through a hard link went unnoticed: %v (watching: %v)", err2, c.Watching())
 	}
 }
+
+// Versions that differ only in build metadata are one version: trusting
+// 1.0.0+x after 1.0.0 (other content, since the manifest differs) is
+// refused as a change of an immutable version.
+func TestTrustBuildMetadataIsSameVersion(t *testing.T) {
+	s := newStore(t)
+	req, _ := signedRequest(t, openBundle(t, goodBundle), "acme")
+	if _, err := s.record(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	copyDir(t, goodBundle, dir)
+	m, err := os.ReadFile(filepath.Join(dir, "berth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := req.bundle.Manifest.Version
+	m = []byte(strings.Replace(string(m), `"version": "`+v+`"`, `"version": "`+v+`+build.7"`, 1))
+	if err := os.WriteFile(filepath.Join(dir, "berth.json"), m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b2 := openBundle(t, dir)
+	if b2.Manifest.Version != v+"+build.7" {
+		t.Fatalf("the copy's version is %q", b2.Manifest.Version)
+	}
+	req2, _ := signedRequest(t, b2, "acme")
+	req2.result.KeyFingerprint = req.result.KeyFingerprint
+	_, err = s.record(context.Background(), req2)
+	if !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "only in build metadata") || !strings.Contains(err.Error(), "versions are immutable") {
+		t.Fatalf("trusting %s+build.7 after %s: %v", v, v, err)
+	}
+	if recs, _ := s.Records(); len(recs) != 1 {
+		t.Fatalf("%d records, want 1", len(recs))
+	}
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{{"1.0.0", "1.0.0+x", true}, {"1.0.0+a", "1.0.0+b", true}, {"1.0.0", "1.0.0-rc.1", false}, {"1.0.0", "1.0.1", false}} {
+		if got := SameVersion(c.a, c.b); got != c.same {
+			t.Errorf("SameVersion(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}

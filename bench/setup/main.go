@@ -4,7 +4,7 @@
 // workspace and sets tool policy rules. It uses berth's Go API, so it does
 // not depend on which pool CLI commands exist.
 //
-//	setup -home H -workspace W -plugin bench -server echo -exe ./echoserver -policy 'bench-echo__*=allow'
+//	setup -home H -workspace W -plugin bench -server echo -exe ./echoserver -policy 'bench__echo__*=allow'
 //	setup -home H -workspace W -plugin everything -server everything -command node -arg /abs/dist/index.js -arg stdio
 //
 // -exe copies a program into the bundle (bin/NAME) and runs it as

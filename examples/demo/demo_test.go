@@ -30,7 +30,7 @@ func TestDemo(t *testing.T) {
 		`Signed by key "example"`,
 		"Enabled demo-notes@1.0.0",
 		"$ berth approve ",
-		"demo-notes__hash_file",
+		"demo-notes__fmt__hash_file",
 		"no longer matches what was reviewed",
 		"Demo complete: every step behaved as expected.",
 	} {

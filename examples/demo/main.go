@@ -40,8 +40,8 @@ import (
 
 // The demo's tools, as berth exports them.
 const (
-	demoSearch = "demo-notes-notes__search_notes"
-	demoHash   = "demo-notes__hash_file"
+	demoSearch = "demo-notes__notes__search_notes"
+	demoHash   = "demo-notes__fmt__hash_file"
 )
 
 // berth's exit codes that the demo expects (docs/cli.md).

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/mcpexport"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 )
 
 func (a *app) queue() (*mcpexport.Queue, error) {
@@ -69,7 +71,7 @@ shown key by key with their sizes; --full ID shows one call's whole.
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTOOL\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT")
 			for _, p := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Tool, p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
 			}
 			tw.Flush()
 			for _, p := range list {
@@ -91,7 +93,19 @@ func (a *app) showPending(p *mcpexport.Pending, whole bool) {
 		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
 	}
 	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
-		p.ID, p.Tool, p.Server, p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.Annotations, p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+		p.ID, pendingWhat(p), p.Server, p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.Annotations, p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+}
+
+// pendingWhat names what a pending request asks for: a tool by its
+// name, a prompt and a resource by their kind, a resource by its URI.
+func pendingWhat(p *mcpexport.Pending) string {
+	switch p.Kind {
+	case pool.RequestPrompt:
+		return "prompt " + p.Tool
+	case pool.RequestResource:
+		return "resource " + review.Printable(p.URI)
+	}
+	return p.Tool
 }
 
 // maxListedArgs is how many bytes of pretty-printed arguments `berth

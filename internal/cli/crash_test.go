@@ -81,6 +81,13 @@ func checkConsistent(t *testing.T, home string) {
 		}
 	}
 	runBerth(t, home, "gc")
+	// No temp file of an interrupted write outlives gc, anywhere.
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".tmp-") {
+			t.Fatalf("gc left the temp file %s behind", p)
+		}
+		return nil
+	})
 	entries, _ = os.ReadDir(store)
 	referenced := map[string]bool{}
 	for _, l := range list {
@@ -142,6 +149,34 @@ func TestCrashDuringTrust(t *testing.T) {
 			}
 			if out := runBerth(t, home, "list"); strings.Contains(out, "crashy") {
 				t.Fatalf("list after revoke: %s", out)
+			}
+			checkConsistent(t, home)
+		})
+	}
+}
+
+// TestCrashDuringStateWrites kills berth with the temp file of state.json
+// or config.json complete but not renamed: the old file stays in force,
+// and gc removes the temp file.
+func TestCrashDuringStateWrites(t *testing.T) {
+	for _, step := range []string{"config-temp-written", "state-temp-written"} {
+		t.Run(step, func(t *testing.T) {
+			home := t.TempDir()
+			key := filepath.Join(t.TempDir(), "k")
+			runBerth(t, home, "keygen", "--out", key)
+			runBerth(t, home, "signers", "add-key", "first", key+".pub")
+			err := berthCmd(home, []string{crashEnv + "=" + step}, "signers", "add-key", "second", key+".pub").Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("berth signers add-key was not killed at %s: %v", step, err)
+			}
+			temps, _ := filepath.Glob(filepath.Join(home, ".*.tmp-*"))
+			if len(temps) != 1 {
+				t.Fatalf("temp files after the crash: %v, want one", temps)
+			}
+			paths, _ := store.NewPaths(home)
+			if st, err := store.Open(paths, nil).State(); err != nil || st.Generation != 1 {
+				t.Fatalf("state after the crash: %+v %v", st, err)
 			}
 			checkConsistent(t, home)
 		})

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) enableCommand() *cobra.Command {
@@ -20,7 +22,10 @@ version. Enabling another version replaces the enabled one. The first time
 its servers start there, berth pins their tool surface; a later change is
 withheld until 'berth accept'.
 
-Running berth processes pick the change up at their next boundary.
+Enable lists every rule of the tool policy that applies to the plugin's
+tools, prompts and resources (the rules that belong to it), so that nothing
+runs under a rule you did not expect. Running berth processes pick the
+change up at their next boundary.
 Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,8 +41,19 @@ Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 			if err != nil {
 				return err
 			}
+			cfg, err := st.Config()
+			if err != nil {
+				return err
+			}
+			rules := enableRules(cfg.ToolPolicy, res.Record)
+			old := 0
+			for _, r := range cfg.ToolPolicy {
+				if r.Plugin == "" {
+					old++
+				}
+			}
 			if asJSON {
-				return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace})
+				return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace, Rules: rules, OldRules: old})
 			}
 			switch {
 			case res.Already:
@@ -47,11 +63,24 @@ Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 			default:
 				fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", res.Record.ID(), res.Workspace)
 			}
+			if len(rules) == 0 {
+				fmt.Fprintf(a.stdout, "No rule of the tool policy applies to %s: every call asks (berth policy set '%s__*' ...).\n", name, name)
+			} else {
+				fmt.Fprintf(a.stdout, "These rules of the tool policy apply to the tools, prompts and resources of %s:\n", name)
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				for _, r := range rules {
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Pattern, r.Action, r.Note)
+				}
+				tw.Flush()
+			}
+			if old > 0 {
+				fmt.Fprintf(a.stdout, "The tool policy has %d rule(s) of the old form: no tool runs until `berth policy migrate` rewrites them.\n", old)
+			}
 			return nil
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "version", "digest", "workspace", "already", "replaced"}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "version", "digest", "workspace", "already", "replaced", "rules", "oldRules"}`)
 	return cmd
 }
 
@@ -97,12 +126,39 @@ servers are terminated with their whole process group.`,
 
 // enableJSON is what enable --json prints.
 type enableJSON struct {
-	Already   bool   `json:"already"`
-	Digest    string `json:"digest"`
-	Name      string `json:"name"`
-	Replaced  string `json:"replaced"`
+	Already  bool   `json:"already"`
+	Digest   string `json:"digest"`
+	Name     string `json:"name"`
+	Replaced string `json:"replaced"`
+	// Rules are the rules of the tool policy that apply to the plugin.
+	Rules []enableRule `json:"rules"`
+	// OldRules counts rules of the old form, which stop every tool until
+	// berth policy migrate.
+	OldRules  int    `json:"oldRules"`
 	Version   string `json:"version"`
 	Workspace string `json:"workspace"`
+}
+
+// enableRule is a rule that applies to a newly enabled plugin.
+type enableRule struct {
+	Pattern string       `json:"pattern"`
+	Action  store.Action `json:"action"`
+	// Note says when an allow does not apply as written: it was set for
+	// another signer, so it asks.
+	Note string `json:"note,omitempty"`
+}
+
+// enableRules lists the rules that apply to the plugin of rec.
+func enableRules(rules []store.PolicyRule, rec *store.Record) []enableRule {
+	out := []enableRule{}
+	for _, r := range store.RulesOf(rules, rec.Name) {
+		e := enableRule{Pattern: r.Pattern, Action: r.Action}
+		if r.Action == store.ActionAllow && r.Signer != rec.SignerIdentity() {
+			e.Note = "(set for another signer: it asks)"
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // disableJSON is what disable --json prints.

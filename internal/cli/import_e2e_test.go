@@ -70,10 +70,10 @@ func TestImportedMCPBEndToEnd(t *testing.T) {
 	digest := strings.TrimSpace(run("digest", mcpb))
 	run("trust", "--yes", "--allow-unsigned", "--digest", digest, mcpb)
 	run("enable", "everything-mcpb", "--workspace", ws)
-	if out := run("tools", "everything-mcpb", "--workspace", ws); !strings.Contains(out, "everything-mcpb-server__echo") {
+	if out := run("tools", "everything-mcpb", "--workspace", ws); !strings.Contains(out, "everything-mcpb__server__echo") {
 		t.Fatalf("berth tools lacks the echo tool:\n%s", out)
 	}
-	run("policy", "set", "everything-mcpb-server__echo", "allow")
+	run("policy", "set", "everything-mcpb__server__echo", "allow")
 
 	cmd := berthCmd(home, env, "serve", "--workspace", ws)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "serve.log"))
@@ -96,7 +96,7 @@ func TestImportedMCPBEndToEnd(t *testing.T) {
 	defer cs.Close()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "everything-mcpb-server__echo", Arguments: map[string]any{"message": "hello from an MCP Bundle"}})
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "everything-mcpb__server__echo", Arguments: map[string]any{"message": "hello from an MCP Bundle"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 )
 
 var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
@@ -16,17 +17,19 @@ var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
 func (a *app) logsCommand() *cobra.Command {
 	var lines int
 	cmd := &cobra.Command{
-		Use:   "logs PLUGIN-SERVER",
+		Use:   "logs PLUGIN__SERVER",
 		Short: "Print the stderr tail of a server",
-		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>-<server>.log
+		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>__<server>.log
 (a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
 its stderr and berth's own lines about it (started, exited, restarts), from
-every berth process that ran it. berth status lists the server names.`,
-		Args: exactArgs(1, "one PLUGIN-SERVER"),
+every berth process that ran it. berth status lists the server names.
+Control characters, terminal escape sequences and bytes that are not UTF-8
+are printed escaped (\x1b, \u202e, \x9b), as berth status prints them.`,
+		Args: exactArgs(1, "one PLUGIN__SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			if !serverIDRe.MatchString(id) {
-				return usagef("%q is not a server name like acme-notes-notes (berth status lists them)", id)
+				return usagef("%q is not a server name like acme-notes__notes (berth status lists them)", id)
 			}
 			if lines <= 0 {
 				return usagef("--lines must be positive")
@@ -44,7 +47,9 @@ every berth process that ran it. berth status lists the server names.`,
 				return err
 			}
 			for _, l := range tail {
-				fmt.Fprintln(a.stdout, l)
+				// A server writes what it likes to its stderr: escape what a
+				// terminal would act on, as berth status does.
+				fmt.Fprintln(a.stdout, review.PrintableLines(l))
 			}
 			return nil
 		},

@@ -126,22 +126,22 @@ func TestServeNativeTools(t *testing.T) {
 	var names []string
 	for _, tl := range lres.Tools {
 		names = append(names, tl.Name)
-		if tl.Name == "demo__format_json_in_place" && (tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint) {
+		if tl.Name == "demo__fmt__format_json_in_place" && (tl.Annotations == nil || tl.Annotations.DestructiveHint == nil || !*tl.Annotations.DestructiveHint) {
 			t.Errorf("annotations of %s not passed through: %+v", tl.Name, tl.Annotations)
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"demo-main__echo", "demo__format_json", "demo__format_json_in_place", "demo__hash_file"}; !slices.Equal(names, want) {
+	if want := []string{"demo__fmt__format_json", "demo__fmt__format_json_in_place", "demo__fmt__hash_file", "demo__main__echo"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 
-	res := call("demo__hash_file", map[string]any{"path": "data.json"})
+	res := call("demo__fmt__hash_file", map[string]any{"path": "data.json"})
 	sum := sha256.Sum256(data)
 	sc, _ := json.Marshal(res.StructuredContent)
 	if res.IsError || !strings.Contains(string(sc), `"sha256":"`+hex.EncodeToString(sum[:])+`"`) {
 		t.Fatalf("hash_file: %s %+v", sc, res.Content)
 	}
-	res = call("demo__format_json", map[string]any{"path": "data.json"})
+	res = call("demo__fmt__format_json", map[string]any{"path": "data.json"})
 	if res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "{\n  \"b\": [\n    1,\n    2\n  ],\n  \"a\": \"x\"\n}\n" {
 		t.Fatalf("format_json: %+v", res.Content)
 	}
@@ -152,7 +152,7 @@ func TestServeNativeTools(t *testing.T) {
 	go func() {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "demo__format_json_in_place", Arguments: map[string]any{"path": "data.json"}})
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "demo__fmt__format_json_in_place", Arguments: map[string]any{"path": "data.json"}})
 		if err != nil {
 			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
 		}
@@ -166,7 +166,7 @@ func TestServeNativeTools(t *testing.T) {
 		var pending []struct{ ID, Tool, Server string }
 		json.Unmarshal([]byte(runBerth(t, home, "approvals", "--json")), &pending)
 		for _, p := range pending {
-			if p.Tool == "demo__format_json_in_place" && p.Server == "fmt" {
+			if p.Tool == "demo__fmt__format_json_in_place" && p.Server == "fmt" {
 				id = p.ID
 			}
 		}
@@ -206,11 +206,11 @@ func TestServeNativeTools(t *testing.T) {
 			t.Fatalf("the drifted plugin's tools are still listed: %d tools", len(lres.Tools))
 		}
 	}
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__hash_file", Arguments: map[string]any{"path": "data.json"}}); err == nil && !res.IsError {
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__fmt__hash_file", Arguments: map[string]any{"path": "data.json"}}); err == nil && !res.IsError {
 		t.Fatalf("a drifted native tool ran: %+v", res.Content)
 	}
 	// The same call from the CLI says why: exit 5.
-	out, err := berthCmd(home, nil, "call", "demo__hash_file", "--workspace", ws, "--arg", "path=data.json", "--yes").CombinedOutput()
+	out, err := berthCmd(home, nil, "call", "demo__fmt__hash_file", "--workspace", ws, "--arg", "path=data.json", "--yes").CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 5 || !strings.Contains(string(out), "changed bin/fmt-tools") || !strings.Contains(string(out), "berth verify") {
 		t.Fatalf("berth call after the swap: %v\n%s", err, out)

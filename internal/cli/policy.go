@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -13,28 +15,33 @@ func (a *app) policyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Set, list and remove the operator's tool policy",
-		Long: `The tool policy decides which calls run without asking. Each rule names a
-tool by its exported name (<plugin>-<server>__<tool>) or a glob of names
-('*' any run of characters, '?' one), with an action:
+		Long: `The tool policy decides which calls run without asking. Each rule belongs
+to one plugin and names that plugin's tools and prompts by their exported
+name (<plugin>__<server>__<tool>), or by a glob of names ('*' any run of
+characters, '?' one) that starts with the plugin's name and '__'. The
+resources of a server are decided by the rule for <plugin>__<server>.
 
   allow  runs without asking (a destructiveHint: true tool still asks unless
-         the rule names it exactly)
+         the rule names it exactly); it needs the plugin trusted, and holds
+         only for versions from the signer of its latest trusted version
   ask    asks a human each time (the default for a tool no rule names)
   deny   refuses it; it is not even listed
 
-An exact rule wins over globs; among globs the most restrictive wins.
-Rules live in $BERTH_HOME/config.json; running berth processes apply a
-change at their next boundary.`,
-		Args: exactArgs(0, "a subcommand: set, list or unset"),
+A rule never matches another plugin's names: 'acme-notes__*' does not reach
+a plugin acme-notes-x, and a pattern that does not name one plugin (like
+'acme-*' or '*') is refused. An exact rule wins over globs; among globs the
+most restrictive wins. Rules live in $BERTH_HOME/config.json; running berth
+processes apply a change at their next boundary.`,
+		Args: exactArgs(0, "a subcommand: set, list, unset or migrate"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	set := &cobra.Command{
 		Use:   "set PATTERN allow|ask|deny",
-		Short: "Add or change the rule for a tool name or glob",
+		Short: "Add or change the rule for a name or glob of one plugin",
 		Args:  exactArgs(2, "PATTERN and an action (allow, ask or deny)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := store.PolicyRule{Pattern: args[0], Action: store.Action(args[1])}
-			if err := store.CheckPolicyRule(r); err != nil {
+			if err := store.CheckPolicySyntax(r.Pattern, r.Action); err != nil {
 				return usagef("%v", err)
 			}
 			st, err := a.store()
@@ -42,6 +49,10 @@ change at their next boundary.`,
 				return err
 			}
 			if err := st.SetPolicy(cmd.Context(), r); err != nil {
+				var se *store.PolicyScopeError
+				if errors.As(err, &se) {
+					return usagef("%s", scopeHint(se, r.Action))
+				}
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Policy: %s %s.\n", r.Pattern, r.Action)
@@ -70,18 +81,29 @@ change at their next boundary.`,
 				return writeJSON(a.stdout, policyJSON{Default: store.ActionAsk, Rules: rules})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PATTERN\tACTION")
+			fmt.Fprintln(tw, "PATTERN\tACTION\tPLUGIN")
+			old := 0
 			for _, r := range rules {
-				fmt.Fprintf(tw, "%s\t%s\n", r.Pattern, r.Action)
+				plugin := r.Plugin
+				if plugin == "" {
+					plugin, old = "(old form: berth policy migrate)", old+1
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Pattern, r.Action, plugin)
 			}
-			fmt.Fprintf(tw, "(any other tool)\t%s\n", store.ActionAsk)
-			return tw.Flush()
+			fmt.Fprintf(tw, "(any other name)\t%s\t\n", store.ActionAsk)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if old > 0 {
+				fmt.Fprintf(a.stdout, "\n%d rule(s) of the old form name no plugin: berth runs no tool until `berth policy migrate` rewrites them or `berth policy unset` removes them.\n", old)
+			}
+			return nil
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, `print {"rules": [{"pattern", "action"}], "default": "ask"}`)
+	list.Flags().BoolVar(&asJSON, "json", false, `print {"rules": [{"plugin", "pattern", "action", "signer"}], "default": "ask"}`)
 	unset := &cobra.Command{
 		Use:   "unset PATTERN",
-		Short: "Remove the rule for a tool name or glob",
+		Short: "Remove the rule for a name or glob",
 		Args:  exactArgs(1, "one PATTERN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.store()
@@ -99,8 +121,93 @@ change at their next boundary.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(set, list, unset)
+	var migrateJSON bool
+	migrate := &cobra.Command{
+		Use:   "migrate",
+		Short: "Rewrite rules of the old form into rules of one plugin",
+		Long: `Migrate rewrites the tool policy rules that a berth before rules belonged
+to one plugin wrote (no plugin; names <plugin>-<server>__<tool> and
+<plugin>__<tool>), using the plugins trusted now. It never widens what a rule
+allows: a rule that names one server's tools up to the tool part keeps
+what it matched ('acme-notes-notes__search_*' becomes
+'acme-notes__notes__search_*'); a deny or ask with wider wildcards covers
+all of its plugin ('acme-notes-*' deny becomes 'acme-notes__*' deny); every
+other rule is kept and reported, and berth runs no tool until it is
+removed or set again in the new form. docs/pool.md, "Migrating rules",
+has the details.`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			ms, err := st.MigratePolicy(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if ms == nil {
+				ms = []store.PolicyMigration{}
+			}
+			kept := 0
+			for _, m := range ms {
+				if m.Kept != "" {
+					kept++
+				}
+			}
+			if migrateJSON {
+				if err := writeJSON(a.stdout, ms); err != nil {
+					return err
+				}
+			} else {
+				if len(ms) == 0 {
+					fmt.Fprintln(a.stdout, "The tool policy has no rule of the old form.")
+				}
+				for _, m := range ms {
+					if m.Kept != "" {
+						fmt.Fprintf(a.stdout, "kept      %s %s: %s\n", m.Old.Pattern, m.Old.Action, m.Kept)
+						continue
+					}
+					var to []string
+					for _, n := range m.New {
+						to = append(to, n.Pattern)
+					}
+					if len(to) == 0 {
+						to = []string{"(a rule of the new form for it is there already)"}
+					}
+					fmt.Fprintf(a.stdout, "rewrote   %s %s -> %s\n", m.Old.Pattern, m.Old.Action, strings.Join(to, ", "))
+				}
+			}
+			if kept > 0 {
+				return fmt.Errorf("%d rule(s) could not be rewritten without widening what they allow or guessing their plugin; berth runs no tool until you remove them with `berth policy unset PATTERN` (and set what you mean in the new form)", kept)
+			}
+			return nil
+		},
+	}
+	migrate.Flags().BoolVar(&migrateJSON, "json", false, `print [{"old", "new": [rules], "kept": reason}]`)
+	cmd.AddCommand(set, list, unset, migrate)
 	return cmd
+}
+
+// scopeHint words a refused pattern with the commands to type instead.
+func scopeHint(se *store.PolicyScopeError, action store.Action) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the pattern %q does not name one plugin: ", se.Pattern)
+	switch len(se.Plugins) {
+	case 0:
+		b.WriteString("it could match the names of any plugin trusted later whose name fits it.")
+	case 1:
+		fmt.Fprintf(&b, "it could match the names of %s, and of any plugin trusted later whose name fits it.", se.Plugins[0])
+	default:
+		fmt.Fprintf(&b, "it could match the names of %s (and of plugins trusted later).", strings.Join(se.Plugins, " and "))
+	}
+	b.WriteString("\nA rule belongs to one plugin and matches only its names, <plugin>__<server>__<tool>; start the pattern with the plugin's name and '__':")
+	if len(se.Scoped) == 0 {
+		fmt.Fprintf(&b, "\n  berth policy set 'acme-notes__*' %s", action)
+	}
+	for i, s := range se.Scoped {
+		fmt.Fprintf(&b, "\n  berth policy set '%s' %s    # %s", s, action, se.Plugins[i])
+	}
+	return b.String()
 }
 
 // policyJSON is what policy list --json prints.

@@ -11,9 +11,18 @@ import (
 // a named step of a state change, for the crash-safety tests.
 const crashEnv = "BERTH_TEST_CRASH_AT"
 
-// paths are the paths of the state under $BERTH_HOME.
+// paths are the paths of the state under $BERTH_HOME, which must be the
+// operator's alone (store.Paths.CheckPrivate) before berth reads or writes
+// anything in it.
 func (a *app) paths() (store.Paths, error) {
-	return store.NewPaths(store.DefaultRoot(a.getenv))
+	p, err := store.NewPaths(store.DefaultRoot(a.getenv))
+	if err != nil {
+		return store.Paths{}, err
+	}
+	if err := p.CheckPrivate(); err != nil {
+		return store.Paths{}, err
+	}
+	return p, nil
 }
 
 // store opens the state store under $BERTH_HOME.

@@ -17,8 +17,8 @@ func (a *app) toolsCommand() *cobra.Command {
 		Use:   "tools [PLUGIN]",
 		Short: "List the workspace's tools with their policy",
 		Long: `Tools starts the workspace's servers and lists the catalog: every tool
-under its exported name <plugin>-<server>__<tool> (a native tool:
-<plugin>__<tool>), with the operator's policy for it (allow or ask; denied
+under its exported name <plugin>__<server>__<tool> (a native tool:
+<plugin>__<entry>__<tool>), with the operator's policy for it (allow or ask; denied
 tools are not listed). Tools withheld because they changed since they were
 pinned, or because their names collide, are counted; 'berth status' says
 why.`,

@@ -18,9 +18,19 @@ type textArgs struct {
 
 // Main serves four tools over stdio until stdin closes: echo
 // (read-only), wipe (destructive), secret, and raw, which answers with
-// the bytes of the arguments it received, exactly.
+// the bytes of the arguments it received, exactly; a prompt, note; a
+// resource, demo://up/static, and a template, demo://up/item/{id}.
 func Main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	s.AddPrompt(&mcp.Prompt{Name: "note", Description: "a note about a topic", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "a note on " + req.Params.Arguments["topic"]}}}}, nil
+		})
+	read := func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "contents of " + req.Params.URI}}}, nil
+	}
+	s.AddResource(&mcp.Resource{URI: "demo://up/static", Name: "static"}, read)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "demo://up/item/{id}", Name: "item"}, read)
 	yes := true
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo the text", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
