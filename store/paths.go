@@ -114,6 +114,14 @@ func (p Paths) Fetchers() string { return filepath.Join(p.Root, "fetchers") }
 // Audit is the append-only log of approval decisions.
 func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }
 
+// Secrets is the directory of berth's secret store (package secrets): the
+// index of stored names and the file fallback of their values.
+func (p Paths) Secrets() string { return filepath.Join(p.Root, "secrets") }
+
+// Backups is where berth connect keeps copies of the client configuration
+// files it edited, the last few per file.
+func (p Paths) Backups() string { return filepath.Join(p.Root, "backups") }
+
 // Digest is a bundle digest: "sha256:" and 64 lower-case hex digits.
 // Only a Digest names a snapshot's path, and the only way to make one is
 // ParseDigest, so a damaged file on disk can never make a path outside the

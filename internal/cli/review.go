@@ -19,6 +19,11 @@ environment variables they receive (names and sources, never values), the
 packages they download at start, the remote endpoints and the credentials
 sent there, tool filters, native tool executables with their hashes.
 
+For each variable the servers read, review also says whether it is set
+here and where from: the environment berth runs in, or berth's secret
+store (berth secret set). It never reads a value: it asks the environment
+whether the variable exists and the store's index whether it holds the name.
+
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -28,14 +33,31 @@ Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 			}
 			defer b.Close()
 			d := review.New(b)
-			if asJSON {
-				_, err := a.stdout.Write(d.JSON())
+			ss, err := a.sourceStates(d)
+			if err != nil {
 				return err
 			}
-			return d.WriteText(a.stdout)
+			if asJSON {
+				return writeJSON(a.stdout, reviewJSON{Disclosure: d, Sources: ss})
+			}
+			if err := d.WriteText(a.stdout); err != nil {
+				return err
+			}
+			writeSourceStates(a.stdout, ss)
+			return nil
 		},
 	}
 	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the review as JSON")
+	a.jsonFlag(cmd, &asJSON, reviewJSON{})
 	return cmd
+}
+
+// reviewJSON is what review --json prints: the disclosure (review.Disclosure,
+// whose hash trust records keep) and, beside it, the state of each variable
+// it reads here.
+type reviewJSON struct {
+	*review.Disclosure
+	// Sources are the variables the servers read, each with whether it is
+	// set here and where from; never a value.
+	Sources []sourceJSON `json:"sources"`
 }

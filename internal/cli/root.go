@@ -21,6 +21,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().BoolVar(&a.noProgress, "no-progress", false, "never draw progress bars (they show only on a terminal, never with --json)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
@@ -50,6 +51,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.approveCommand(false),
 		a.connectCommand(),
 		a.disconnectCommand(),
+		a.secretCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = func(cmd *cobra.Command, args []string) error {

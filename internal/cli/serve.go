@@ -97,7 +97,11 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 			if workspace == "" {
 				workspace = "."
 			}
-			p, err := pool.Open(ctx, st, workspace, nil)
+			sec, err := a.secrets()
+			if err != nil {
+				return err
+			}
+			p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec)})
 			if err != nil {
 				return err
 			}
