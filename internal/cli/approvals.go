@@ -22,7 +22,9 @@ func (a *app) queue() (*mcpexport.Queue, error) {
 func (a *app) approvalsCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "approvals",
+		Use: "approvals",
+		Example: `  berth approvals
+  berth approvals --json`,
 		Short: "List tool calls waiting for approval",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -58,12 +60,12 @@ func (a *app) approvalsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the pending calls as JSON")
+	a.jsonFlag(cmd, &asJSON, []*mcpexport.Pending{})
 	return cmd
 }
 
 func (a *app) approveCommand(allow bool) *cobra.Command {
-	var always bool
+	var always, asJSON bool
 	use, short := "deny ID", "Refuse a tool call waiting for approval"
 	if allow {
 		use, short = "approve ID", "Run a tool call waiting for approval"
@@ -74,6 +76,8 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 		Long: short + `. The waiting call resumes at once.
 'berth approvals' lists the waiting calls and their IDs.` + map[bool]string{true: `
 --always also sets the policy to allow this exact tool from now on.`}[allow],
+		Example: map[bool]string{true: `  berth approve k7f3-9q2x
+  berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[allow],
 		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := a.queue()
@@ -87,6 +91,9 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 			p, err := q.Decide(args[0], allow, always, by)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, decisionJSON{ID: p.ID, Tool: p.Tool, Allowed: allow, Always: allow && always, By: by})
 			}
 			switch {
 			case allow && always:
@@ -102,5 +109,19 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 	if allow {
 		cmd.Flags().BoolVar(&always, "always", false, "also allow this exact tool from now on")
 	}
+	a.jsonFlag(cmd, &asJSON, decisionJSON{})
 	return cmd
+}
+
+// decisionJSON is what approve --json and deny --json print.
+type decisionJSON struct {
+	// ID is the approval's ID.
+	ID   string `json:"id"`
+	Tool string `json:"tool"`
+	// Allowed is true for approve, false for deny.
+	Allowed bool `json:"allowed"`
+	// Always reports approve --always: the tool is now allowed by policy.
+	Always bool `json:"always"`
+	// By is who decided, as the audit log records it.
+	By string `json:"by"`
 }

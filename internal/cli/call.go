@@ -135,7 +135,9 @@ func (a *app) callCommand() *cobra.Command {
 	var kvs []string
 	var yes, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "call TOOL",
+		Use: "call TOOL",
+		Example: `  berth call acme-notes-notes__search --arg query=invoices
+  berth call acme-notes-notes__search --args '{"query": "q3"}' --yes --json`,
 		Short: "Call one tool of the workspace",
 		Long: `Call starts the workspace's servers and calls one tool by its exported name
 (berth tools lists them), with arguments from --args JSON or --arg k=v
@@ -200,7 +202,7 @@ refused.`,
 	cmd.Flags().StringVar(&rawArgs, "args", "", "the arguments as a JSON object")
 	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "one argument as k=v (repeatable)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the MCP CallToolResult as JSON")
+	a.jsonFlag(cmd, &asJSON, mcp.CallToolResult{})
 	return cmd
 }
 

@@ -150,7 +150,10 @@ func backupOf(ed *clientconfig.Edit) *string {
 func (a *app) connectCommand() *cobra.Command {
 	var f connectFlags
 	cmd := &cobra.Command{
-		Use:   "connect CLIENT",
+		Use: "connect CLIENT",
+		Example: `  berth connect claude-desktop
+  berth connect cursor --workspace ~/src/project --portable
+  berth connect vscode --env NODE_OPTIONS --print`,
 		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
 		Long: `Connect adds a server entry that runs 'berth serve --workspace DIR' over stdio
 to the MCP configuration of CLIENT:
@@ -184,7 +187,7 @@ Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`,
 	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
 	fl.BoolVar(&f.force, "force", false, "replace a different entry of the same name")
 	fl.BoolVar(&f.print, "print", false, "print the entry and the file it would go to; write nothing")
-	fl.BoolVar(&f.json, "json", false, `print {"client", "file", "name", "entry", "backup", "written", "running", "action"}`)
+	a.jsonFlag(cmd, &f.json, connectJSON{})
 	return cmd
 }
 
@@ -279,7 +282,9 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 func (a *app) disconnectCommand() *cobra.Command {
 	var f connectFlags
 	cmd := &cobra.Command{
-		Use:   "disconnect CLIENT",
+		Use: "disconnect CLIENT",
+		Example: `  berth disconnect claude-desktop
+  berth disconnect cursor --workspace ~/src/project --json`,
 		Short: "Remove berth's entry from an MCP client's configuration",
 		Long: `Disconnect removes the server entry named --name (default "berth") from the
 MCP configuration of CLIENT (the same file connect writes, chosen by
@@ -301,7 +306,7 @@ Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 	fl.StringVar(&f.name, "name", "berth", "the server's name in the client")
 	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
 	fl.BoolVar(&f.force, "force", false, "remove the entry even if it does not run berth")
-	fl.BoolVar(&f.json, "json", false, `print {"client", "file", "name", "entry", "backup", "written", "running", "action"}`)
+	a.jsonFlag(cmd, &f.json, connectJSON{})
 	return cmd
 }
 

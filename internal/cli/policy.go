@@ -11,7 +11,10 @@ import (
 
 func (a *app) policyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "policy",
+		Use: "policy",
+		Example: `  berth policy set 'acme-notes-notes__search_*' allow
+  berth policy list
+  berth policy unset 'acme-notes-notes__search_*'`,
 		Short: "Set, list and remove the operator's tool policy",
 		Long: `The tool policy decides which calls run without asking. Each rule names a
 tool by its exported name (<plugin>-<server>__<tool>) or a glob of names
@@ -28,8 +31,11 @@ change at their next boundary.`,
 		Args: exactArgs(0, "a subcommand: set, list or unset"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
+	var setJSON, unsetJSON bool
 	set := &cobra.Command{
-		Use:   "set PATTERN allow|ask|deny",
+		Use: "set PATTERN allow|ask|deny",
+		Example: `  berth policy set acme-notes-notes__read_note allow
+  berth policy set 'acme-notes-notes__delete_*' deny`,
 		Short: "Add or change the rule for a tool name or glob",
 		Args:  exactArgs(2, "PATTERN and an action (allow, ask or deny)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,13 +50,19 @@ change at their next boundary.`,
 			if err := st.SetPolicy(cmd.Context(), r); err != nil {
 				return err
 			}
+			if setJSON {
+				return writeJSON(a.stdout, r)
+			}
 			fmt.Fprintf(a.stdout, "Policy: %s %s.\n", r.Pattern, r.Action)
 			return nil
 		},
 	}
+	a.jsonFlag(set, &setJSON, store.PolicyRule{})
 	var asJSON bool
 	list := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  berth policy list
+  berth policy list --json`,
 		Short: "List the tool policy",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -78,11 +90,12 @@ change at their next boundary.`,
 			return tw.Flush()
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, `print {"rules": [{"pattern", "action"}], "default": "ask"}`)
+	a.jsonFlag(list, &asJSON, policyJSON{})
 	unset := &cobra.Command{
-		Use:   "unset PATTERN",
-		Short: "Remove the rule for a tool name or glob",
-		Args:  exactArgs(1, "one PATTERN"),
+		Use:     "unset PATTERN",
+		Example: `  berth policy unset acme-notes-notes__read_note`,
+		Short:   "Remove the rule for a tool name or glob",
+		Args:    exactArgs(1, "one PATTERN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.store()
 			if err != nil {
@@ -95,10 +108,14 @@ change at their next boundary.`,
 			if !found {
 				return fmt.Errorf("there is no rule for %s; berth policy list shows the rules", args[0])
 			}
+			if unsetJSON {
+				return writeJSON(a.stdout, policyUnsetJSON{Pattern: args[0], Removed: true})
+			}
 			fmt.Fprintf(a.stdout, "Removed the rule for %s.\n", args[0])
 			return nil
 		},
 	}
+	a.jsonFlag(unset, &unsetJSON, policyUnsetJSON{})
 	cmd.AddCommand(set, list, unset)
 	return cmd
 }
@@ -107,4 +124,11 @@ change at their next boundary.`,
 type policyJSON struct {
 	Default store.Action       `json:"default"`
 	Rules   []store.PolicyRule `json:"rules"`
+}
+
+// policyUnsetJSON is what policy unset --json prints.
+type policyUnsetJSON struct {
+	Pattern string `json:"pattern"`
+	// Removed is true: a pattern without a rule is an error (exit 1).
+	Removed bool `json:"removed"`
 }

@@ -11,7 +11,9 @@ func (a *app) reviewCommand() *cobra.Command {
 	var opts bundle.Options
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "review SOURCE",
+		Use: "review SOURCE",
+		Example: `  berth review ./acme-notes
+  berth review acme-notes-1.4.2.tar.gz --json`,
 		Short: "Show everything a bundle asks to be allowed to do",
 		Long: `Review validates a bundle and discloses every authority it asks for: the
 programs it runs and as whom, their arguments and working directory, the

@@ -23,7 +23,10 @@ func (a *app) serveCommand() *cobra.Command {
 		approvalTimeout                         time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE]",
+		Use: "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE]",
+		Example: `  berth serve --workspace ~/src/project
+  berth serve --http :8931
+  berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token`,
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long: `Serve is an MCP server that offers the tools, prompts and resources of the
 plugins enabled in a workspace (default: the current directory). Without
