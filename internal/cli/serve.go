@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -109,6 +110,7 @@ is refused). Decisions go to $BERTH_HOME/audit.log. Logs go to stderr.`,
 				return err
 			}
 			defer p.Close()
+			a.logServeStart(log, st, p.WorkspaceDir())
 			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log})
 			defer srv.Close()
 			if len(lns) == 0 {
@@ -153,5 +155,22 @@ func needToken(addr, token string) error {
 	return &rendered{
 		msg: fmt.Sprintf("%s is not a loopback address: a non-loopback address needs --token-file, so that only clients holding the token can connect (make one with: head -c 32 /dev/urandom | base64 > token && chmod 600 token)", hostport),
 		err: mcpexport.ErrTokenRequired,
+	}
+}
+
+// logServeStart says, at start, which state root and workspace berth
+// serves and how many plugins are enabled there: a client that starts
+// berth with another environment than the user's shell would otherwise
+// serve nothing without a word.
+func (a *app) logServeStart(log *slog.Logger, st *store.Store, ws string) {
+	n := 0
+	if state, err := st.State(); err == nil {
+		if w := state.Workspaces[ws]; w != nil {
+			n = len(w.Plugins)
+		}
+	}
+	log.Info("berth serve: starting", "berth_home", st.Paths().Root, "workspace", ws, "enabled_plugins", n)
+	if n == 0 {
+		log.Warn("berth serve: no plugin is enabled in this workspace, so there are no tools to offer; enable one with: berth enable NAME --workspace "+ws+" (with the same BERTH_HOME)", "berth_home", st.Paths().Root, "workspace", ws)
 	}
 }
