@@ -25,7 +25,9 @@ the same tree have the same digest; an exec bit changes it.
 and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := openBundle(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, err := openBundle(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}

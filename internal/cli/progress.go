@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
 )
 
@@ -117,5 +119,44 @@ func (a *app) waitStarted(ctx context.Context, p *pool.Pool, show bool) error {
 			return err
 		case <-t.C:
 		}
+	}
+}
+
+// largeTree is the size from which hashing a bundle draws progress:
+// smaller ones are done before a bar could be read.
+const largeTree = 16 << 20
+
+// hashing returns ctx with a bundle.HashProgress that draws a bar, labelled
+// what, for every large tree read with it, while show allows progress.
+// stop removes a bar left on the terminal.
+func (a *app) hashing(ctx context.Context, show bool, what string) (_ context.Context, stop func()) {
+	if !a.showProgress(show) {
+		return ctx, func() {}
+	}
+	var mu sync.Mutex
+	var bar *progress
+	var last int64
+	f := func(done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if total < largeTree {
+			return
+		}
+		if bar == nil || done < last {
+			bar.done()
+			bar = a.newProgress(true, total, what, true)
+		}
+		last = done
+		bar.set(done)
+		if done >= total {
+			bar.done()
+			bar = nil
+		}
+	}
+	return bundle.WithHashProgress(ctx, f), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		bar.done()
+		bar = nil
 	}
 }

@@ -29,7 +29,9 @@ whether the variable exists and the store's index whether it holds the name.
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := openBundle(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, err := openBundle(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}

@@ -66,7 +66,9 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 			if err != nil {
 				return err
 			}
-			b, err := openBundle(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, err := openBundle(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}

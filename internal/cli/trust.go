@@ -76,7 +76,9 @@ unless --allow-signer-change.`,
 				}
 				return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), yes, "--yes")
 			}
-			res, err := st.Trust(cmd.Context(), source, topts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "verifying")
+			res, err := st.Trust(hctx, source, topts)
+			stopProgress()
 			if err != nil {
 				return err
 			}

@@ -48,7 +48,9 @@ Exit code 0 means valid; 3 means invalid.`,
 			if err := checkLimits(&opts); err != nil {
 				return err
 			}
-			b, problems, err := bundle.Load(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, problems, err := bundle.Load(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}

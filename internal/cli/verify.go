@@ -56,7 +56,9 @@ stored signature against the current signer policy (exit 4).`,
 			var out []verifyEntry
 			var worst error
 			for _, r := range recs {
-				rep := st.Verify(cmd.Context(), r, v)
+				hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "re-hashing "+r.Name)
+				rep := st.Verify(hctx, r, v)
+				stopProgress()
 				e := verifyEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, OK: rep.Err == nil, Unsigned: r.Unsigned, Signer: r.Signer}
 				if rep.Drift != nil {
 					e.Drift = rep.Drift.Diff
