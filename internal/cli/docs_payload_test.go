@@ -22,9 +22,8 @@ const modulePath = "github.com/berth-mcp/berth"
 // every field under its JSON name, with its type and the doc comment of
 // the Go field, read from the source of the package that declares it.
 type payloadDocs struct {
-	t     *testing.T
-	pkgs  map[string]*docPackage // by import path
-	depth int
+	t    *testing.T
+	pkgs map[string]*docPackage // by import path
 }
 
 type docPackage struct {

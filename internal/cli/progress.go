@@ -63,12 +63,6 @@ func (p *progress) set(n int64) {
 	}
 }
 
-func (p *progress) add(n int64) {
-	if p != nil {
-		p.bar.Add64(n)
-	}
-}
-
 func (p *progress) describe(s string) {
 	if p != nil {
 		p.bar.Describe(s)
