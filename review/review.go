@@ -125,6 +125,11 @@ var dependencies = map[string]string{
 	bundle.EcosystemOCI:  "none to resolve: the digest fixes the image and all its layers",
 }
 
+// FetchDependencies says who decides the versions of the dependencies of
+// a package fetched from ecosystem (Fetch.Dependencies), for code that
+// rebuilds a Disclosure from a summary of one (a catalog entry).
+func FetchDependencies(ecosystem string) string { return dependencies[ecosystem] }
+
 // fetchDir is the working directory of a runtime-fetched server.
 const fetchDir = "a new empty directory of berth's (never the bundle or the workspace)"
 
@@ -161,6 +166,10 @@ type NativeTool struct {
 
 // authority is what every stdio server may do.
 const authority = "runs as you: it can read and change your files, use the network and start programs, with your user's rights"
+
+// StdioAuthority is the Authority of every stdio server's disclosure, for
+// code that rebuilds a Disclosure from a summary of one (a catalog entry).
+const StdioAuthority = authority
 
 // New reviews a bundle that Open accepted. It panics if b has no manifest
 // or listing (a programmer error: review only valid bundles).

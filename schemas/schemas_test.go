@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -540,6 +541,12 @@ func (c *drift) compare(t reflect.Type, n map[string]any, path string) {
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		if c.wantType(t, n, "string", path) && n["format"] != "date-time" {
+			c.errorf(path, "Go time.Time needs \"format\": \"date-time\"")
+		}
+		return
 	}
 	switch t.Kind() {
 	case reflect.String:

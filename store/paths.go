@@ -26,6 +26,7 @@ import (
 //	approvals/                     pending approvals
 //	audit.log                      approval decisions, JSON lines
 //	fetchers/                      runtime fetchers' config (npmrc, uv.toml, ...) and run/ directories
+//	catalogs/                      verified copies of added catalogs (package marketplace)
 type Paths struct {
 	Root string
 }
@@ -121,6 +122,10 @@ func (p Paths) Secrets() string { return filepath.Join(p.Root, "secrets") }
 // Backups is where berth connect keeps copies of the client configuration
 // files it edited, the last few per file.
 func (p Paths) Backups() string { return filepath.Join(p.Root, "backups") }
+
+// Catalogs is the directory of the verified catalog copies, which package
+// marketplace lays out inside.
+func (p Paths) Catalogs() string { return filepath.Join(p.Root, "catalogs") }
 
 // Digest is a bundle digest: "sha256:" and 64 lower-case hex digits.
 // Only a Digest names a snapshot's path, and the only way to make one is

@@ -63,6 +63,10 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.secretCommand(),
 		a.initCommand(),
 		a.completionCommand(),
+		a.catalogCommand(),
+		a.marketplaceCommand(),
+		a.searchCommand(),
+		a.showCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = subcommandArgs

@@ -41,7 +41,10 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": exitcodeCmd,
+			"exitcode":       exitcodeCmd,
+			"serve":          serveCmd,
+			"serve-fail":     serveFailCmd,
+			"serve-requests": serveRequestsCmd,
 		},
 	})
 }

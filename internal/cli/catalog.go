@@ -1,0 +1,403 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// The curator's side of a marketplace: berth catalog.
+
+func (a *app) catalogCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "catalog",
+		Example: `  berth catalog init ./catalog --keys ~/catalog-keys
+  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys
+  berth catalog lint ./catalog`,
+		Short: "Make and sign a catalog of plugins (a TUF repository of static files)",
+		Long: `A catalog is a TUF repository of static files that any web server, a
+directory or a file:// URL can serve. berth catalog makes one (init), adds
+signed bundles to it (add), changes a version's status (status), re-signs
+its timestamp as a cron job would (refresh), publishes hand edits of its
+catalog.json (sign) and checks it (lint). Every change publishes a new
+consistent version: new files first, timestamp.json last. docs/marketplace.md
+describes the layout.`,
+		Args: exactArgs(0, "a subcommand: init, add, status, refresh, sign or lint"),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(a.catalogInitCommand(), a.catalogAddCommand(), a.catalogStatusCommand(),
+		a.catalogRefreshCommand(), a.catalogSignCommand(), a.catalogLintCommand())
+	return cmd
+}
+
+func (a *app) catalogInitCommand() *cobra.Command {
+	var keys, name string
+	var exp [4]string
+	cmd := &cobra.Command{
+		Use: "init DIR --keys KEYDIR",
+		Example: `  berth catalog init ./catalog --keys ~/catalog-keys
+  berth catalog init ./catalog --keys ~/catalog-keys --name acme`,
+		Short: "Create a catalog repository and its signing keys",
+		Long: `Init creates the catalog repository in DIR and one Ed25519 key per TUF
+role (root, targets, snapshot, timestamp) in KEYDIR, mode 0700 with files
+of mode 0600. KEYDIR may not be inside DIR: DIR is what you publish. The
+initial root is DIR/1.root.json (and DIR/root.json); init prints its path
+and sha256, which users pin with berth marketplace add --root-sha256.
+
+Expiries are Go durations (24h, 2s) or days (7d); the defaults are
+timestamp 1d, snapshot 7d, targets 90d, root 365d. They are kept in DIR
+and used by every later command. root.key and targets.key can be kept
+offline: berth catalog refresh needs only timestamp.key, and snapshot.key
+when the snapshot is due.`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keys == "" {
+				return usagef("--keys KEYDIR is required: the directory for the catalog's private keys (outside DIR)")
+			}
+			opts := &marketplace.RepoOptions{Name: name}
+			for i, d := range []*time.Duration{&opts.Expiries.Timestamp, &opts.Expiries.Snapshot, &opts.Expiries.Targets, &opts.Expiries.Root} {
+				if exp[i] == "" {
+					continue
+				}
+				v, err := marketplace.ParseDuration(exp[i])
+				if err != nil {
+					return usagef("--%s-expires: %v", []string{"timestamp", "snapshot", "targets", "root"}[i], err)
+				}
+				*d = v
+			}
+			if name != "" {
+				if err := marketplace.CheckName(name); err != nil {
+					return usagef("--name: %v", err)
+				}
+			}
+			res, err := marketplace.InitRepository(cmd.Context(), args[0], keys, opts)
+			if err != nil {
+				return err
+			}
+			label := name
+			if label == "" {
+				label = "NAME"
+			}
+			fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", args[0], keys)
+			fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
+			fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  berth marketplace add %s SOURCE --root-sha256 %s\n", label, res.RootSHA256)
+			fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", keys)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&keys, "keys", "", "the directory for the role keys (created with mode 0700; not inside DIR)")
+	f.StringVar(&name, "name", "", "the catalog's name, written into the catalog")
+	f.StringVar(&exp[0], "timestamp-expires", "", "how long a timestamp stays valid (default 1d)")
+	f.StringVar(&exp[1], "snapshot-expires", "", "how long a snapshot stays valid (default 7d)")
+	f.StringVar(&exp[2], "targets-expires", "", "how long the targets metadata stays valid (default 90d)")
+	f.StringVar(&exp[3], "root-expires", "", "how long the root stays valid (default 365d)")
+	return cmd
+}
+
+// openRepo opens a catalog repository, requiring --keys.
+func openRepo(dir, keys string) (*marketplace.Repository, error) {
+	if keys == "" {
+		return nil, usagef("--keys KEYDIR is required: the directory berth catalog init wrote the keys to")
+	}
+	return marketplace.OpenRepository(dir, keys, nil)
+}
+
+func (a *app) catalogAddCommand() *cobra.Command {
+	var keys, url, sigFile, tier string
+	var tags []string
+	cmd := &cobra.Command{
+		Use:     "add DIR BUNDLE --keys KEYDIR",
+		Example: `  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys`,
+		Short:   "Publish a signed bundle in the catalog",
+		Long: `Add validates BUNDLE (a directory or a .tar.gz/.tgz/.zip; exit 3 on any
+problem), verifies its signature against the signers of this berth (those
+added with berth signers add-key or add-identity, as for berth trust; exit
+4 when none accepts it), and records that signer as the plugin's allowed
+signer the first time, or checks it against the allowed signers later
+(exit 4 when it is another). It computes the digest and the review summary
+from the real bundle, copies the archive and signature into DIR (a
+directory is packed as .tar.gz; with --url only the signature is copied
+and the archive is listed at URL), and publishes a new signed version of
+the catalog. The signature defaults to BUNDLE.sigstore.json. A version
+is immutable: the same version with another digest is refused.`,
+		Args: exactArgs(2, "DIR and BUNDLE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, source := args[0], args[1]
+			t, err := parseTier(tier)
+			if err != nil {
+				return err
+			}
+			if url != "" {
+				if fi, err := os.Stat(source); err == nil && fi.IsDir() {
+					return usagef("--url names where the archive is served, but %s is a directory: give the archive file itself", source)
+				}
+				if err := marketplace.CheckLocation(url); err != nil || !strings.HasPrefix(url, "https://") {
+					return usagef("--url %q: give the absolute https URL where the archive will be served", url)
+				}
+			}
+			r, err := openRepo(dir, keys)
+			if err != nil {
+				return err
+			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			signers, err := st.Signers()
+			if err != nil {
+				return err
+			}
+			v, err := trust.NewVerifier(signers, nil)
+			if err != nil {
+				return err
+			}
+			if len(signers) == 0 {
+				return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
+			}
+			if sigFile == "" {
+				sigFile = store.DefaultSignatureFile(source)
+			}
+			sig, err := readLimitedFile(sigFile, trust.MaxSignatureSize)
+			if err != nil {
+				return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
+			}
+			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t}
+			if cmd.Flags().Changed("tag") {
+				req.Tags = tags
+			}
+			res, err := r.Add(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if res.Already {
+				fmt.Fprintf(a.stdout, "%s %s is already in the catalog with digest %s; nothing changed.\n", res.Plugin, res.Version, res.Digest)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "Added %s %s (%s), signed by %s.\n", res.Plugin, res.Version, res.Digest, res.SignerRef)
+			if res.NewPlugin {
+				fmt.Fprintf(a.stdout, "%s is new in the catalog; only %s may publish it from now on.\n", res.Plugin, res.Signer)
+			}
+			if res.Archive != "" {
+				fmt.Fprintf(a.stdout, "Copied the archive to %s.\n", res.Archive)
+			}
+			a.printPublish(res.Publish)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&keys, "keys", "", "the catalog's key directory")
+	f.StringVar(&url, "url", "", "the https URL the archive BUNDLE is served at (default: copy it into DIR)")
+	f.StringVar(&sigFile, "signature", "", "the bundle's Sigstore signature (default BUNDLE.sigstore.json)")
+	f.StringVar(&tier, "tier", "", "official, verified or community (default: keep; community for a new plugin)")
+	f.StringArrayVar(&tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
+	return cmd
+}
+
+func parseTier(s string) (marketplace.Tier, error) {
+	if s == "" {
+		return "", nil
+	}
+	for _, t := range marketplace.Tiers {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", usagef("--tier %q: write official, verified or community", s)
+}
+
+func (a *app) printPublish(p *marketplace.PublishResult) {
+	fmt.Fprintf(a.stdout, "Published catalog version: targets %d, snapshot %d, timestamp %d (fresh until %s).\n",
+		p.TargetsVersion, p.SnapshotVersion, p.TimestampVersion, p.TimestampExpires.Format(time.RFC3339))
+	for _, w := range p.Warnings {
+		fmt.Fprintf(a.stderr, "berth: warning: %s\n", w)
+	}
+}
+
+func (a *app) catalogStatusCommand() *cobra.Command {
+	var keys, reason, replacement string
+	cmd := &cobra.Command{
+		Use: "status DIR NAME@VERSION active|deprecated|yanked|revoked --keys KEYDIR",
+		Example: `  berth catalog status ./catalog acme-notes@1.4.1 deprecated --reason "use 1.4.2" --keys ~/catalog-keys
+  berth catalog status ./catalog acme-notes@1.4.0 revoked --reason "leaked key" --keys ~/catalog-keys`,
+		Short: "Set a published version's status",
+		Long: `Status sets the status of one version and publishes the catalog.
+deprecated (with --reason and, optionally, --replacement NAME) only warns;
+yanked (with --reason) is skipped when berth resolves a version; revoked
+(with --reason) is never installed, and berth disables it where it is
+enabled when a refresh finds it revoked. active clears the status.`,
+		Args: exactArgs(3, "DIR, NAME@VERSION and a status"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, version, err := parseRef(args[1])
+			if err != nil {
+				return err
+			}
+			if version == "" {
+				return usagef("give the version as NAME@VERSION (a status belongs to one version)")
+			}
+			status := marketplace.Status(args[2])
+			switch status {
+			case marketplace.StatusActive:
+				if reason != "" || replacement != "" {
+					return usagef("an active version has no reason or replacement: drop --reason and --replacement")
+				}
+			case marketplace.StatusDeprecated, marketplace.StatusYanked, marketplace.StatusRevoked:
+				if strings.TrimSpace(reason) == "" {
+					return usagef("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
+				}
+				if replacement != "" && status != marketplace.StatusDeprecated {
+					return usagef("--replacement goes only with deprecated")
+				}
+			default:
+				return usagef("the status %q is not active, deprecated, yanked or revoked", args[2])
+			}
+			r, err := openRepo(args[0], keys)
+			if err != nil {
+				return err
+			}
+			res, err := r.SetStatus(cmd.Context(), name, version, status, reason, replacement)
+			if err != nil {
+				return err
+			}
+			line := fmt.Sprintf("%s@%s is now %s", name, version, status)
+			if reason != "" {
+				line += ": " + reason
+			}
+			if replacement != "" {
+				line += " (use " + replacement + " instead)"
+			}
+			fmt.Fprintln(a.stdout, line+".")
+			a.printPublish(res)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required for deprecated, yanked and revoked)")
+	cmd.Flags().StringVar(&replacement, "replacement", "", "the plugin to use instead (deprecated only)")
+	return cmd
+}
+
+func (a *app) catalogRefreshCommand() *cobra.Command {
+	var keys string
+	cmd := &cobra.Command{
+		Use:     "refresh DIR --keys KEYDIR",
+		Example: `  berth catalog refresh ./catalog --keys ~/catalog-keys`,
+		Short:   "Re-sign the timestamp, and the snapshot when it is due (a curator's cron job)",
+		Long: `Refresh signs a new timestamp, and a new snapshot when less than half of
+its lifetime is left, so clients keep seeing the catalog as fresh. Run it
+more often than the timestamp expires. It needs only timestamp.key (and
+snapshot.key when the snapshot is due); it warns when the targets
+metadata or the root expire soon, which need berth catalog sign and a new
+catalog.`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := openRepo(args[0], keys)
+			if err != nil {
+				return err
+			}
+			res, err := r.Refresh(cmd.Context())
+			if err != nil {
+				return err
+			}
+			what := "the timestamp"
+			if res.SnapshotSigned {
+				what = "the timestamp and the snapshot"
+			}
+			fmt.Fprintf(a.stdout, "Re-signed %s.\n", what)
+			a.printPublish(res)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
+	return cmd
+}
+
+func (a *app) catalogSignCommand() *cobra.Command {
+	var keys string
+	cmd := &cobra.Command{
+		Use:     "sign DIR --keys KEYDIR",
+		Example: `  berth catalog sign ./catalog --keys ~/catalog-keys`,
+		Short:   "Publish hand edits of DIR/catalog.json as a new signed version",
+		Long: `Sign publishes DIR/catalog.json after you edited it by hand (a
+description, tags, the tools a server offers): it must pass berth catalog
+lint (it refuses otherwise, naming each problem), contextTokens are
+recomputed from the listed tools, and the result is published as a new
+signed version. It also renews the targets metadata's expiry. berth never
+trusts a review summary because it is signed: install compares it with
+the real bundle.`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := openRepo(args[0], keys)
+			if err != nil {
+				return err
+			}
+			res, err := r.Sign(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", args[0])
+			a.printPublish(res)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
+	return cmd
+}
+
+func (a *app) catalogLintCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "lint DIR",
+		Example: `  berth catalog lint ./catalog
+  berth catalog lint ./catalog --json`,
+		Short: "Check a catalog repository (no keys needed)",
+		Long: `Lint checks DIR/catalog.json against every catalog rule (docs/marketplace.md),
+the archives and signatures it lists inside DIR (size and sha256), the
+published metadata (signatures, links between the roles, expiry), and
+whether the working copy has changes not yet published. It exits 1 when
+there is an error; warnings alone exit 0.`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := marketplace.Lint(args[0], nil)
+			if err != nil {
+				return err
+			}
+			var errs, warns int
+			for _, p := range rep.Problems {
+				if p.Warning {
+					warns++
+				} else {
+					errs++
+				}
+			}
+			if asJSON {
+				if err := writeJSON(a.stdout, rep); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range rep.Problems {
+					fmt.Fprintln(a.stdout, review.Printable(p.String()))
+				}
+				published := "published"
+				if !rep.Published {
+					published = "NOT published (berth catalog sign publishes it)"
+				}
+				fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", args[0], rep.Plugins, errs, warns, published)
+			}
+			if errs > 0 {
+				return &reported{fmt.Errorf("%s has %d error(s)", args[0], errs)}
+			}
+			return nil
+		},
+	}
+	a.jsonFlag(cmd, &asJSON, marketplace.LintReport{})
+	return cmd
+}

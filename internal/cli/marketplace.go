@@ -1,0 +1,286 @@
+package cli
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/review"
+)
+
+// The user's side of a marketplace: berth marketplace, search and show.
+
+// catalogs opens the verified catalog cache under $BERTH_HOME.
+func (a *app) catalogs() (*marketplace.Cache, error) {
+	paths, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	return marketplace.OpenCache(paths.Catalogs(), nil), nil
+}
+
+// resolveOptions are the operator's resolution settings.
+func (a *app) resolveOptions() *marketplace.ResolveOptions {
+	return &marketplace.ResolveOptions{}
+}
+
+func (a *app) marketplaceCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "marketplace",
+		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace list
+  berth marketplace update`,
+		Short: "Add, list, remove and update the catalogs you install plugins from",
+		Long: `A catalog is a TUF repository that a curator signs (berth catalog). berth
+keeps a verified copy of each catalog you add under $BERTH_HOME/catalogs/,
+and every update is a full TUF update against it: a rolled-back, frozen
+(expired), mixed-and-matched, badly signed or altered catalog is refused
+with exit 4, naming which and what to do; a network failure is exit 1.
+search and show answer from the verified copy, offline.`,
+		Args: exactArgs(0, "a subcommand: add, list, remove or update"),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(a.marketplaceAddCommand(), a.marketplaceListCommand(), a.marketplaceRemoveCommand(), a.marketplaceUpdateCommand())
+	return cmd
+}
+
+func (a *app) marketplaceAddCommand() *cobra.Command {
+	var rootFile, rootSHA string
+	cmd := &cobra.Command{
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX)",
+		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add local ./catalog --root ./catalog/1.root.json`,
+		Short: "Add a catalog, its root of trust pinned, and verify it",
+		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
+URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
+honoured), or an http:// URL on a loopback address (local mirrors). berth
+never trusts a catalog's root on first use: pin it with --root FILE (a
+root.json you got from the curator) or --root-sha256 HEX (the sha256 of
+the catalog's 1.root.json, which berth catalog init prints). Then it runs a
+full TUF update and keeps the verified copy. HTTPS requests use the
+standard proxy variables HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their
+lower-case forms); loopback addresses are never proxied.`,
+		Args: exactArgs(2, "NAME and SOURCE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := marketplace.CheckName(name); err != nil {
+				return usagef("%v", err)
+			}
+			if (rootFile == "") == (rootSHA == "") {
+				return usagef("give exactly one of --root FILE and --root-sha256 HEX: berth never trusts a catalog's root on first use (berth catalog init printed the sha256 of 1.root.json)")
+			}
+			src, err := marketplace.ParseSource(args[1])
+			if err != nil {
+				return err
+			}
+			var pin marketplace.RootPin
+			if rootFile != "" {
+				data, err := readLimitedFile(rootFile, 512000)
+				if err != nil {
+					return err
+				}
+				pin.Root = data
+			} else {
+				h := strings.ToLower(strings.TrimPrefix(rootSHA, "sha256:"))
+				if _, err := hex.DecodeString(h); err != nil || len(h) != 64 {
+					return usagef("--root-sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", rootSHA)
+				}
+				pin.SHA256 = h
+			}
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			ci, err := c.Add(cmd.Context(), name, src, pin)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Added catalog %s from %s: %d plugin(s), targets version %d, fresh until %s.\n",
+				ci.Name, ci.Source, ci.Plugins, ci.TargetsVersion, ci.Expires().Format(time.RFC3339))
+			a.printSkipped(ci.Name, ci.Problems)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&rootFile, "root", "", "a root.json of the catalog that you trust")
+	cmd.Flags().StringVar(&rootSHA, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
+	return cmd
+}
+
+func readLimitedFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is over the %d-byte limit", path, max)
+	}
+	return data, nil
+}
+
+func (a *app) printSkipped(name string, n int) {
+	if n > 0 {
+		fmt.Fprintf(a.stderr, "berth: warning: catalog %s has %d problem(s) in its entries; the entries affected are skipped (berth search lists the rest)\n", name, n)
+	}
+}
+
+func (a *app) marketplaceListCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "list",
+		Example: `  berth marketplace list
+  berth marketplace list --json`,
+		Short: "List the catalogs you added",
+		Args:  exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			list, err := c.List()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tPLUGINS\tVERSION\tFRESH UNTIL\tSOURCE")
+			for _, ci := range list {
+				fresh := ci.Expires().Format(time.RFC3339)
+				if ci.Stale {
+					fresh += " (STALE: berth marketplace update " + ci.Name + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(ci.Source))
+			}
+			return tw.Flush()
+		},
+	}
+	a.jsonFlag(cmd, &asJSON, []*marketplace.CatalogInfo{})
+	return cmd
+}
+
+func (a *app) marketplaceRemoveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "remove NAME",
+		Example: `  berth marketplace remove acme`,
+		Short:   "Remove a catalog and its verified copy",
+		Long: `Remove forgets the catalog and deletes its verified copy. Plugins you
+installed from it stay trusted and enabled; berth verify still checks them.`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := marketplace.CheckName(args[0]); err != nil {
+				return usagef("%v", err)
+			}
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			if err := c.Remove(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Removed catalog %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (a *app) marketplaceUpdateCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "update [NAME]",
+		Example: `  berth marketplace update
+  berth marketplace update acme`,
+		Short: "Update catalogs: a full TUF update of each (or of one)",
+		Long: `Update runs a full TUF update of every catalog (or of NAME) against its
+source and keeps the new verified copy. A refusal (rollback, expired,
+mix-and-match, bad signature, altered catalog, a published version whose
+digest changed) is exit 4 and keeps the old copy; a network failure is
+exit 1. With no NAME, every catalog is updated and the worst exit code
+wins. Versions whose status changed are listed.`,
+		Args: rangeArgs(0, 1, "at most one NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			names := args
+			if len(names) == 0 {
+				if names, err = c.Names(); err != nil {
+					return err
+				}
+				if len(names) == 0 {
+					fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+					return nil
+				}
+			} else if err := marketplace.CheckName(names[0]); err != nil {
+				return usagef("%v", err)
+			}
+			var worst error
+			for _, n := range names {
+				r, err := c.Refresh(cmd.Context(), n)
+				if err != nil {
+					fmt.Fprintf(a.stderr, "berth: %s\n", strings.TrimRight(err.Error(), "\n"))
+					worst = worse(worst, err)
+					continue
+				}
+				if !r.Changed {
+					fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+					continue
+				}
+				fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
+				for _, line := range statusChanges(r.Old, r.New) {
+					fmt.Fprintf(a.stdout, "  %s\n", review.Printable(line))
+				}
+				a.printSkipped(n, len(r.Problems))
+			}
+			if worst != nil {
+				return &reported{worst}
+			}
+			return nil
+		},
+	}
+}
+
+// statusChanges lists the versions whose status changed between two
+// copies of a catalog.
+func statusChanges(old, new *marketplace.Catalog) []string {
+	if old == nil || new == nil {
+		return nil
+	}
+	var out []string
+	for _, np := range new.Plugins {
+		op := old.Plugin(np.Name)
+		for _, nv := range np.Versions {
+			var was marketplace.Status
+			if op != nil {
+				if ov := op.Version(nv.Version); ov != nil {
+					was = ov.Status
+				}
+			}
+			if was == "" && nv.Status == marketplace.StatusActive || was == nv.Status {
+				continue
+			}
+			line := fmt.Sprintf("%s@%s is now %s", np.Name, nv.Version, nv.Status)
+			if nv.Reason != "" {
+				line += ": " + nv.Reason
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}

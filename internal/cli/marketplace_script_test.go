@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// servedDir is a directory served over HTTP(S) on loopback by a script.
+type servedDir struct {
+	srv      *httptest.Server
+	fail     atomic.Bool
+	requests atomic.Int64
+}
+
+var (
+	servedMu sync.Mutex
+	served   = map[string]*servedDir{} // by work dir + name
+)
+
+func servedKey(ts *testscript.TestScript, name string) string {
+	return ts.Getenv("WORK") + "\x00" + name
+}
+
+// serveCmd: serve [-tls] NAME DIR serves DIR on a loopback address and
+// sets $NAME_URL; with -tls it writes the server's certificate to
+// $WORK/NAME-ca.pem and points SSL_CERT_FILE at it, as an operator with a
+// private CA would.
+func serveCmd(ts *testscript.TestScript, neg bool, args []string) {
+	tls := len(args) > 0 && args[0] == "-tls"
+	if tls {
+		args = args[1:]
+	}
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: serve [-tls] NAME DIR")
+	}
+	name, dir := args[0], ts.MkAbs(args[1])
+	d := &servedDir{}
+	files := http.FileServer(http.Dir(dir))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.requests.Add(1)
+		if d.fail.Load() {
+			http.Error(w, "the test made this server fail", http.StatusInternalServerError)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
+	if tls {
+		d.srv = httptest.NewTLSServer(h)
+		ca := ts.MkAbs(name + "-ca.pem")
+		pemData := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d.srv.Certificate().Raw})
+		if err := os.WriteFile(ca, pemData, 0o644); err != nil {
+			ts.Fatalf("%v", err)
+		}
+		ts.Setenv("SSL_CERT_FILE", ca)
+	} else {
+		d.srv = httptest.NewServer(h)
+	}
+	servedMu.Lock()
+	served[servedKey(ts, name)] = d
+	servedMu.Unlock()
+	ts.Setenv(strings.ToUpper(name)+"_URL", d.srv.URL)
+	ts.Defer(func() {
+		d.srv.Close()
+		servedMu.Lock()
+		delete(served, servedKey(ts, name))
+		servedMu.Unlock()
+	})
+}
+
+func lookupServed(ts *testscript.TestScript, name string) *servedDir {
+	servedMu.Lock()
+	defer servedMu.Unlock()
+	d := served[servedKey(ts, name)]
+	if d == nil {
+		ts.Fatalf("no server %s; start it with serve", name)
+	}
+	return d
+}
+
+// serveFailCmd: serve-fail NAME makes every later request fail (HTTP 500).
+func serveFailCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: serve-fail NAME")
+	}
+	lookupServed(ts, args[0]).fail.Store(true)
+}
+
+// serveRequestsCmd: serve-requests NAME prints how many requests the
+// server got since it started or since the last serve-requests.
+func serveRequestsCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: serve-requests NAME")
+	}
+	fmt.Fprintf(ts.Stdout(), "requests: %d\n", lookupServed(ts, args[0]).requests.Swap(0))
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/review"
+)
+
+func (a *app) searchCommand() *cobra.Command {
+	var catalog, tier, tag string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "search [QUERY]",
+		Example: `  berth search notes
+  berth search --tag search --json`,
+		Short: "Search the catalogs' plugins (offline, from the verified copies)",
+		Long: `Search ranks the plugins of every catalog you added: an exact name first,
+then a name that starts with QUERY, then every word of QUERY in the name,
+then in the name or tags, then anywhere (description, publisher); ties
+go to the better tier (official, verified, community). Each result names
+its catalog, tier, the version berth install NAME would pick, and its
+status. Search reads only the verified copies: no network, no download,
+nothing written. A catalog past its expiry still answers, marked stale.`,
+		Args: rangeArgs(0, 1, "at most one QUERY (quote several words)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := parseTier(tier)
+			if err != nil {
+				return err
+			}
+			q := marketplace.Query{Catalog: catalog, Tier: t, Tag: tag}
+			if len(args) == 1 {
+				q.Text = args[0]
+			}
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			res, err := c.Search(q, a.resolveOptions())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, res)
+			}
+			if len(res.Catalogs) == 0 {
+				fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+				return nil
+			}
+			a.printStale(res.Catalogs)
+			if len(res.Results) == 0 {
+				fmt.Fprintf(a.stdout, "Nothing matches %q.\n", q.Text)
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tVERSION\tSTATUS\tTIER\tCATALOG\tDESCRIPTION")
+			for _, r := range res.Results {
+				version, status := r.Latest, string(r.Status)
+				if version == "" {
+					version, status = "-", "none installable"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, version, status, r.Tier, r.Catalog, review.Printable(shorten(r.Description, 60)))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&catalog, "catalog", "", "search only this catalog")
+	f.StringVar(&tier, "tier", "", "only plugins of this tier (official, verified, community)")
+	f.StringVar(&tag, "tag", "", "only plugins with this tag")
+	a.jsonFlag(cmd, &asJSON, marketplace.SearchResult{})
+	return cmd
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func (a *app) printStale(list []*marketplace.CatalogInfo) {
+	for _, ci := range list {
+		if ci.Stale {
+			fmt.Fprintf(a.stdout, "Note: catalog %s is stale since %s: its verified copy has expired, so it may miss updates and revocations (berth marketplace update %s).\n",
+				ci.Name, ci.Expires().Format(time.RFC3339), ci.Name)
+		}
+	}
+}

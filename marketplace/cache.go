@@ -1,0 +1,709 @@
+package marketplace
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/theupdateframework/go-tuf/v2/metadata/config"
+	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+)
+
+// Cache is the operator's verified copy of every catalog they added, in
+// one directory ($BERTH_HOME/catalogs):
+//
+//	.lock                 serializes every change to the cache
+//	NAME/state.json       the source, the pinned root, the current copy
+//	NAME/v-<id>/          one verified copy: root.json, timestamp.json,
+//	                      snapshot.json, targets.json, catalog.json and
+//	                      index.json (what search reads)
+//
+// A refresh writes a new copy beside the current one and then replaces
+// state.json, so a reader sees the old copy or the new one, never a mix;
+// the copy before the current one is kept for readers still on it. The
+// metadata of the current copy is the rollback baseline of the next
+// refresh. Readers (search, show) take no lock and never write.
+//
+// A Cache is safe for concurrent use by goroutines and processes.
+type Cache struct {
+	dir string
+	o   CacheOptions
+}
+
+// CacheOptions tune a Cache. A nil *CacheOptions means the defaults.
+type CacheOptions struct {
+	// Source tunes how sources are reached.
+	Source SourceOptions
+	// Now is the clock for expiry and staleness; nil means time.Now.
+	Now func() time.Time
+}
+
+// OpenCache returns the cache in dir; it creates nothing until a change.
+func OpenCache(dir string, opts *CacheOptions) *Cache {
+	c := &Cache{dir: dir}
+	if opts != nil {
+		c.o = *opts
+	}
+	if c.o.Now == nil {
+		c.o.Now = time.Now
+	}
+	return c
+}
+
+// state is NAME/state.json.
+type state struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// RootPin is "sha256:<hex>" of the root the operator pinned at add.
+	RootPin string    `json:"rootPin"`
+	AddedAt time.Time `json:"addedAt"`
+	// Current is the directory of the current verified copy.
+	Current string `json:"current"`
+	// Previous is the copy before it, kept for readers still on it.
+	Previous  string    `json:"previous,omitempty"`
+	CheckedAt time.Time `json:"checkedAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Info      Info      `json:"info"`
+}
+
+// Info describes the verified copy of a catalog.
+type Info struct {
+	RootVersion      int64     `json:"rootVersion"`
+	RootKeyIDs       []string  `json:"rootKeyIDs"`
+	TimestampVersion int64     `json:"timestampVersion"`
+	SnapshotVersion  int64     `json:"snapshotVersion"`
+	TargetsVersion   int64     `json:"targetsVersion"`
+	TimestampExpires time.Time `json:"timestampExpires"`
+	SnapshotExpires  time.Time `json:"snapshotExpires"`
+	TargetsExpires   time.Time `json:"targetsExpires"`
+	RootExpires      time.Time `json:"rootExpires"`
+	Plugins          int       `json:"plugins"`
+	Problems         int       `json:"problems"`
+}
+
+// Expires is when the verified copy stops being fresh: the earliest expiry
+// of its metadata.
+func (i *Info) Expires() time.Time {
+	t := i.TimestampExpires
+	for _, x := range []time.Time{i.SnapshotExpires, i.TargetsExpires, i.RootExpires} {
+		if x.Before(t) {
+			t = x
+		}
+	}
+	return t
+}
+
+// CatalogInfo is one catalog of the cache, as List and Refresh report it.
+type CatalogInfo struct {
+	Name      string    `json:"name"`
+	Source    string    `json:"source"`
+	RootPin   string    `json:"rootPin"`
+	AddedAt   time.Time `json:"addedAt"`
+	CheckedAt time.Time `json:"checkedAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Info
+	// Stale is true when the copy is past its expiry: browse still
+	// answers from it, install refuses it.
+	Stale bool `json:"stale"`
+}
+
+func (c *Cache) info(st *state) *CatalogInfo {
+	ci := &CatalogInfo{Name: st.Name, Source: st.Source, RootPin: st.RootPin, AddedAt: st.AddedAt, CheckedAt: st.CheckedAt, UpdatedAt: st.UpdatedAt, Info: st.Info}
+	ci.Stale = c.o.Now().After(st.Info.Expires())
+	return ci
+}
+
+// RootPin is how the operator pins a catalog's root of trust: the root
+// file itself, or the sha256 of the catalog's 1.root.json. berth never
+// trusts a root on first use without one.
+type RootPin struct {
+	// Root is the content of a root.json the operator got from the curator.
+	Root []byte
+	// SHA256 is the hex sha256 of the catalog's 1.root.json.
+	SHA256 string
+}
+
+// ErrCatalogExists and ErrNoCatalog are returned by Add and by the
+// commands that name a catalog.
+var (
+	ErrCatalogExists = errors.New("catalog exists")
+	ErrNoCatalog     = errors.New("no such catalog")
+)
+
+// CheckName checks a catalog name given on a command line.
+func CheckName(name string) error {
+	if !nameRe.MatchString(name) {
+		return fmt.Errorf("%q is not a catalog name: lower-case letters, digits and '-', up to 64 characters", name)
+	}
+	return nil
+}
+
+// Add adds the catalog name served at src, with its root pinned by pin,
+// and runs a full TUF update; nothing is kept unless it verifies.
+func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) (*CatalogInfo, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	if (pin.Root == nil) == (pin.SHA256 == "") {
+		panic("marketplace: RootPin needs exactly one of Root and SHA256")
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := os.Lstat(filepath.Join(c.dir, name)); err == nil {
+		return nil, fmt.Errorf("%w: a catalog named %s is added already; remove it first (berth marketplace remove %s) or pick another name", ErrCatalogExists, name, name)
+	}
+	root := pin.Root
+	if root == nil {
+		want := strings.ToLower(strings.TrimPrefix(pin.SHA256, "sha256:"))
+		if !hex64.MatchString("sha256:" + want) {
+			return nil, fmt.Errorf("the pinned sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", pin.SHA256)
+		}
+		o := src.opener(&c.o.Source)
+		rctx, cancel := c.requestContext(ctx)
+		data, err := readAll(rctx, o, "1.root.json", 512000, func(n int64) error {
+			return &VerifyError{Catalog: name, Kind: KindMalformed, File: "1.root.json", Detail: fmt.Sprintf("it is larger than %d bytes", n)}
+		})
+		cancel()
+		if err != nil {
+			return nil, classify(name, "1.root.json", err)
+		}
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			return nil, &VerifyError{Catalog: name, Kind: KindRootPin, File: "1.root.json", Detail: fmt.Sprintf("the source's 1.root.json has sha256 %s, but you pinned %s", got, want)}
+		}
+		root = data
+	}
+	sum := sha256.Sum256(root)
+	tmp, err := os.MkdirTemp(c.dir, ".add-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	st := &state{Name: name, Source: src.String(), RootPin: "sha256:" + hex.EncodeToString(sum[:]), AddedAt: c.o.Now().UTC()}
+	if _, err := c.update(ctx, st, src, tmp, nil, root); err != nil {
+		return nil, err
+	}
+	if err := writePrivate(filepath.Join(tmp, "state.json"), mustJSON(st)); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
+		return nil, err
+	}
+	atomicfile.SyncDir(c.dir)
+	return c.info(st), nil
+}
+
+// RefreshResult is what a refresh found.
+type RefreshResult struct {
+	*CatalogInfo
+	// Changed is true when the verified metadata changed.
+	Changed bool `json:"changed"`
+	// Old and New are the catalog before and after (equal when nothing
+	// changed); a caller compares them for revocations.
+	Old, New *Catalog `json:"-"`
+	// Problems are the entries of the new catalog that were skipped.
+	Problems []*Problem `json:"problems,omitempty"`
+}
+
+// Refresh runs a full TUF update of the catalog name against its source:
+// root rotations, timestamp, snapshot, targets and the catalog target,
+// with every check (rollback, freeze, mix-and-match, signatures,
+// lengths and hashes) against the last verified copy. When nothing
+// changed, it downloads only the timestamp (and probes for a next root).
+// A refusal is a *VerifyError (exit 4); an unreachable source a
+// NetworkError-wrapping error (exit 1). Either way the cached copy stays.
+func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error) {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := c.readState(name)
+	if err != nil {
+		return nil, err
+	}
+	src, err := ParseSource(st.Source)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", name, err)
+	}
+	base := filepath.Join(c.dir, name, st.Current)
+	root, err := os.ReadFile(filepath.Join(base, "root.json"))
+	if err != nil {
+		return nil, c.damaged(name, err)
+	}
+	dir := filepath.Join(c.dir, name)
+	bl := &baseline{dir: base}
+	out, err := c.update(ctx, st, src, dir, bl, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePrivate(filepath.Join(dir, "state.json"), mustJSON(st)); err != nil {
+		return nil, err
+	}
+	if out.changed {
+		c.prune(dir, st)
+	}
+	return &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}, nil
+}
+
+// baseline is the last verified copy a refresh starts from; catalog is
+// read only when something changed.
+type baseline struct {
+	dir     string
+	catalog *Catalog
+}
+
+type updateOutcome struct {
+	changed  bool
+	catalog  *Catalog
+	problems []*Problem
+}
+
+// update runs the TUF client workflow with go-tuf's Updater and, when the
+// verified metadata changed, writes a new copy into parent and points st
+// at it (st is written by the caller).
+func (c *Cache) update(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte) (*updateOutcome, error) {
+	out, err := c.update1(ctx, st, src, parent, base, trustedRoot)
+	var ve *VerifyError
+	if base == nil && errors.As(err, &ve) {
+		ve.First = true
+	}
+	return out, err
+}
+
+func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte) (*updateOutcome, error) {
+	f := &tufFetcher{ctx: ctx, o: src.opener(&c.o.Source), got: map[string][]byte{}, timeout: c.o.Source.RequestTimeout}
+	cfg, err := config.New("catalog:/", trustedRoot)
+	if err != nil {
+		return nil, err
+	}
+	localDir := filepath.Join(parent, ".none")
+	if base != nil {
+		localDir = base.dir
+	}
+	cfg.LocalMetadataDir = localDir
+	cfg.LocalTargetsDir = localDir
+	cfg.DisableLocalCache = true // berth writes the copy itself, atomically
+	cfg.Fetcher = f
+	cfg.TargetsMaxLength = 5 << 20
+	up, err := updater.New(cfg)
+	if err != nil {
+		if base == nil {
+			return nil, &VerifyError{Catalog: st.Name, Kind: KindRootPin, File: "root.json", Detail: "the pinned root is not a valid, self-signed TUF root (" + stripTUFPrefix(err.Error()) + ")", Err: err}
+		}
+		return nil, c.damaged(st.Name, err)
+	}
+	now := c.o.Now()
+	up.UnsafeSetRefTime(now.UTC())
+	if err := up.Refresh(); err != nil {
+		return nil, classify(st.Name, f.last, err)
+	}
+	trusted := up.GetTrustedMetadataSet()
+	st.CheckedAt = now.UTC()
+	if base != nil && st.Info.RootVersion == trusted.Root.Signed.Version && st.Info.TimestampVersion == trusted.Timestamp.Signed.Version &&
+		st.Info.SnapshotVersion == trusted.Snapshot.Signed.Version && st.Info.TargetsVersion == trusted.Targets[metadata.TARGETS].Signed.Version {
+		// Nothing new was verified: the copy stays as it is.
+		return &updateOutcome{}, nil
+	}
+	ti, err := up.GetTargetInfo(CatalogTarget)
+	if err != nil {
+		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: "targets.json", Detail: "the signed targets list no " + CatalogTarget + "; this is not a berth catalog", Err: err}
+	}
+	if ti.Length > MaxCatalogSize {
+		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: CatalogTarget, Detail: fmt.Sprintf("the catalog is %d bytes, over the limit of %d", ti.Length, MaxCatalogSize)}
+	}
+	var catData []byte
+	if base != nil {
+		if local, err := os.ReadFile(filepath.Join(base.dir, CatalogTarget)); err == nil && ti.VerifyLengthHashes(local) == nil {
+			catData = local
+		}
+	}
+	if catData == nil {
+		f.last = "targets/" + CatalogTarget
+		_, data, err := up.DownloadTarget(ti, filepath.Join(localDir, ".target"), "catalog:/targets/")
+		if err != nil {
+			return nil, classify(st.Name, f.last, err)
+		}
+		catData = data
+	}
+	cat, problems, spans, err := parseCatalog(catData)
+	if err != nil {
+		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: CatalogTarget, Detail: err.Error(), Err: err}
+	}
+	if base != nil {
+		old, err := c.readCatalog(base.dir)
+		if err != nil {
+			return nil, c.damaged(st.Name, err)
+		}
+		base.catalog = old
+		if err := checkImmutable(st.Name, old, cat); err != nil {
+			return nil, err
+		}
+	}
+	info := Info{
+		RootVersion:      trusted.Root.Signed.Version,
+		RootKeyIDs:       append([]string(nil), trusted.Root.Signed.Roles[metadata.ROOT].KeyIDs...),
+		TimestampVersion: trusted.Timestamp.Signed.Version,
+		SnapshotVersion:  trusted.Snapshot.Signed.Version,
+		TargetsVersion:   trusted.Targets[metadata.TARGETS].Signed.Version,
+		TimestampExpires: trusted.Timestamp.Signed.Expires,
+		SnapshotExpires:  trusted.Snapshot.Signed.Expires,
+		TargetsExpires:   trusted.Targets[metadata.TARGETS].Signed.Expires,
+		RootExpires:      trusted.Root.Signed.Expires,
+		Plugins:          len(cat.Plugins),
+		Problems:         len(problems),
+	}
+	sort.Strings(info.RootKeyIDs)
+	out := &updateOutcome{catalog: cat, problems: problems}
+	// Collect the exact bytes of every trusted role: the downloaded file
+	// when the update took a new one, the baseline's otherwise.
+	files := map[string][]byte{CatalogTarget: catData}
+	pick := func(role, fetched string, version int64) error {
+		data, ok := f.got[fetched]
+		if !ok || versionOf(data) != version {
+			if base == nil && role == metadata.ROOT {
+				data = trustedRoot
+			} else if base != nil {
+				var err error
+				if data, err = os.ReadFile(filepath.Join(base.dir, role+".json")); err != nil {
+					return err
+				}
+			}
+		}
+		if versionOf(data) != version {
+			return fmt.Errorf("internal error: no %s.json of version %d to keep", role, version)
+		}
+		files[role+".json"] = data
+		return nil
+	}
+	for _, x := range []struct {
+		role, fetched string
+		version       int64
+	}{
+		{metadata.ROOT, fmt.Sprintf("%d.root.json", info.RootVersion), info.RootVersion},
+		{metadata.TIMESTAMP, "timestamp.json", info.TimestampVersion},
+		{metadata.SNAPSHOT, fmt.Sprintf("%d.snapshot.json", info.SnapshotVersion), info.SnapshotVersion},
+		{metadata.TARGETS, fmt.Sprintf("%d.targets.json", info.TargetsVersion), info.TargetsVersion},
+	} {
+		if err := pick(x.role, x.fetched, x.version); err != nil {
+			return nil, err
+		}
+	}
+	files[indexFile] = buildIndex(cat, spans).marshal()
+	if problems == nil {
+		problems = []*Problem{}
+	}
+	files[problemsFile] = mustJSON(problems)
+	gen := fmt.Sprintf("v-%d-%s", info.TimestampVersion, randomHex(4))
+	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
+		return nil, err
+	}
+	st.Previous, st.Current = st.Current, gen
+	st.UpdatedAt = now.UTC()
+	st.Info = info
+	out.changed = true
+	return out, nil
+}
+
+// versionOf reads the signed version of a metadata file; -1 when it has none.
+func versionOf(data []byte) int64 {
+	var m struct {
+		Signed struct {
+			Version int64 `json:"version"`
+		} `json:"signed"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return -1
+	}
+	return m.Signed.Version
+}
+
+// checkImmutable refuses a catalog that gives a version it listed before a
+// different digest.
+func checkImmutable(name string, old, cat *Catalog) error {
+	for _, np := range cat.Plugins {
+		op := old.Plugin(np.Name)
+		if op == nil {
+			continue
+		}
+		for _, nv := range np.Versions {
+			if ov := op.Version(nv.Version); ov != nil && ov.Digest != nv.Digest {
+				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: CatalogTarget,
+					Detail: fmt.Sprintf("%s %s was published with digest %s and is now listed with %s", np.Name, nv.Version, ov.Digest, nv.Digest)}
+			}
+		}
+	}
+	return nil
+}
+
+// writeCopy writes a verified copy into a new directory, every file
+// synced, the directory last.
+func writeCopy(dir string, files map[string][]byte) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	for name, data := range files {
+		if err := atomicfile.WriteNew(filepath.Join(dir, name), data, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return err
+		}
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(dir))
+}
+
+func writePrivate(path string, data []byte) error {
+	return atomicfile.WriteFile(path, data, 0o600)
+}
+
+func mustJSON(v any) []byte {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return append(data, '\n')
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// prune removes copies that are neither current nor previous, and
+// leftovers of interrupted adds.
+func (c *Cache) prune(dir string, st *state) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, "v-") && n != st.Current && n != st.Previous {
+			os.RemoveAll(filepath.Join(dir, n))
+		}
+	}
+}
+
+// Remove deletes the catalog name and its verified copy.
+func (c *Cache) Remove(ctx context.Context, name string) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	dir := filepath.Join(c.dir, name)
+	if _, err := os.Lstat(filepath.Join(dir, "state.json")); err != nil {
+		return fmt.Errorf("%w: there is no catalog %s (berth marketplace list shows them)", ErrNoCatalog, name)
+	}
+	gone := filepath.Join(c.dir, ".removed-"+name+"-"+randomHex(4))
+	if err := os.Rename(dir, gone); err != nil {
+		return err
+	}
+	atomicfile.SyncDir(c.dir)
+	return os.RemoveAll(gone)
+}
+
+// Names lists the catalogs, sorted.
+func (c *Cache) Names() ([]string, error) {
+	entries, err := os.ReadDir(c.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && nameRe.MatchString(e.Name()) {
+			if _, err := os.Lstat(filepath.Join(c.dir, e.Name(), "state.json")); err == nil {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// List describes every catalog, from the cache only.
+func (c *Cache) List() ([]*CatalogInfo, error) {
+	names, err := c.Names()
+	if err != nil {
+		return nil, err
+	}
+	out := []*CatalogInfo{}
+	for _, n := range names {
+		st, err := c.readState(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c.info(st))
+	}
+	return out, nil
+}
+
+func (c *Cache) readState(name string) (*state, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(c.dir, name, "state.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: there is no catalog %s; add it with berth marketplace add %s SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)", ErrNoCatalog, name, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := &state{}
+	if err := json.Unmarshal(data, st); err != nil || st.Current == "" || strings.ContainsAny(st.Current, `/\`) || st.Name != name {
+		return nil, c.damaged(name, fmt.Errorf("state.json does not decode"))
+	}
+	return st, nil
+}
+
+func (c *Cache) damaged(name string, err error) error {
+	return fmt.Errorf("the cached copy of catalog %s in %s is damaged (%v); remove it and add it again (berth marketplace remove %s, then berth marketplace add)", name, filepath.Join(c.dir, name), err, name)
+}
+
+func (c *Cache) readCatalog(dir string) (*Catalog, error) {
+	data, err := os.ReadFile(filepath.Join(dir, CatalogTarget))
+	if err != nil {
+		return nil, err
+	}
+	cat, _, err := ParseCatalog(data)
+	return cat, err
+}
+
+func (c *Cache) lock(ctx context.Context) (func(), error) {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(c.dir, ".lock")
+	fl := flock.New(p)
+	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the catalog cache lock %s: %w", p, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("could not take the catalog cache lock %s", p)
+	}
+	// Under the lock, what an interrupted add or remove left is garbage.
+	if entries, err := os.ReadDir(c.dir); err == nil {
+		for _, e := range entries {
+			if n := e.Name(); strings.HasPrefix(n, ".add-") || strings.HasPrefix(n, ".removed-") {
+				os.RemoveAll(filepath.Join(c.dir, n))
+			}
+		}
+	}
+	return func() { fl.Unlock() }, nil
+}
+
+func (c *Cache) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := c.o.Source.RequestTimeout
+	if d <= 0 {
+		d = 60 * time.Second
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// Loaded is the verified copy of one catalog, read from the cache with no
+// network.
+type Loaded struct {
+	*CatalogInfo
+	Catalog  *Catalog
+	Problems []*Problem
+}
+
+// Load reads the verified copy of catalog name: the whole catalog (show
+// and install use it). It never touches the network or writes.
+func (c *Cache) Load(name string) (*Loaded, error) {
+	for attempt := 0; ; attempt++ {
+		st, err := c.readState(name)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, CatalogTarget))
+		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
+			continue // replaced by two refreshes while we read; read again
+		}
+		if err != nil {
+			return nil, c.damaged(name, err)
+		}
+		cat, ps, err := ParseCatalog(data)
+		if err != nil {
+			return nil, c.damaged(name, err)
+		}
+		return &Loaded{CatalogInfo: c.info(st), Catalog: cat, Problems: ps}, nil
+	}
+}
+
+// tufFetcher is go-tuf's Fetcher over a source: it maps go-tuf's URLs
+// (catalog:/<name>) to the source, bounds every read by the length go-tuf
+// gives, reports a missing file as HTTP 404 (which ends the root probe),
+// remembers the bytes of every file it fetched (berth keeps exactly those
+// bytes) and the name of the last one (to say which file a refusal is
+// about).
+type tufFetcher struct {
+	ctx     context.Context
+	o       opener
+	timeout time.Duration
+	got     map[string][]byte
+	last    string
+}
+
+func (f *tufFetcher) DownloadFile(u string, maxLength int64, _ time.Duration) ([]byte, error) {
+	name, ok := strings.CutPrefix(u, "catalog:/")
+	if !ok {
+		return nil, fmt.Errorf("internal error: unexpected URL %q", u)
+	}
+	f.last = name
+	d := f.timeout
+	if d <= 0 {
+		d = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, d)
+	defer cancel()
+	rc, err := f.o.open(ctx, name)
+	var nf *errNotFound
+	if errors.As(err, &nf) {
+		return nil, &metadata.ErrDownloadHTTP{StatusCode: 404, URL: name}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	n, err := io.Copy(&b, io.LimitReader(rc, maxLength+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > maxLength {
+		return nil, &metadata.ErrDownloadLengthMismatch{Msg: fmt.Sprintf("%s is longer than the %d bytes it may have", name, maxLength)}
+	}
+	f.got[name] = b.Bytes()
+	return b.Bytes(), nil
+}

@@ -1,0 +1,238 @@
+package marketplace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+func TestParseCatalogLenient(t *testing.T) {
+	s := (&testEnv{t: t}).catalogSigner()
+	good := genPlugin("good", "Fine", TierCommunity, nil, s, "1.0.0")
+	bad := genPlugin("bad-digest", "Broken", TierCommunity, nil, s, "1.0.0")
+	bad.Versions[0].Digest = "md5:1234"
+	raw, _ := json.Marshal(good)
+	badRaw, _ := json.Marshal(bad)
+	doc := `{"catalogVersion": 1, "name": "acme", "extra": true, "plugins": [` +
+		string(raw) + `,` + string(badRaw) + `,` +
+		`{"name": "typo", "descripton": "x"},` +
+		`42,` +
+		string(raw) +
+		`]}`
+	cat, ps, err := ParseCatalog([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cat.Plugins) != 1 || cat.Plugins[0].Name != "good" {
+		t.Fatalf("plugins: %v", cat.Plugins)
+	}
+	want := map[string]string{
+		"bad-digest": RuleVersionDigest,
+		"typo":       RuleEntrySyntax,
+		"#3":         RuleEntrySyntax,
+		"good":       RuleEntryDuplicate,
+		"<warning>":  RuleCatalogField,
+	}
+	got := map[string]string{}
+	for _, p := range ps {
+		key := p.Plugin
+		if p.Warning {
+			key = "<warning>"
+		}
+		if _, dup := got[key]; !dup {
+			got[key] = p.Rule
+		}
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("problem for %s: got %q, want %q (all: %v)", k, got[k], v, ps)
+		}
+	}
+	for _, p := range ps {
+		if !p.Warning && !strings.Contains(p.String(), "skipped") {
+			t.Errorf("an error does not say the entry is skipped: %s", p)
+		}
+	}
+}
+
+func TestParseCatalogUnreadable(t *testing.T) {
+	for _, doc := range []string{``, `[]`, `null`, `{"plugins": []}`, `{"catalogVersion": 2, "plugins": []}`, `{"catalogVersion": 1}`, `{"catalogVersion": 1, "plugins": {}}`, "\xff"} {
+		_, _, err := ParseCatalog([]byte(doc))
+		if !errors.Is(err, ErrCatalogFormat) {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+}
+
+func TestCheckLocation(t *testing.T) {
+	for _, ok := range []string{"bundles/a/1.0.0/a-1.0.0.tar.gz", "https://cdn.example/a.tgz", "a.zip"} {
+		if err := CheckLocation(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "../a.tgz", "/etc/passwd", "a/../../b", "http://cdn.example/a", "https://u:p@cdn.example/a", "a\\b", "a?x=1", "file:///etc/passwd", "./a", "a//b", "https://cdn.example/a#x"} {
+		if err := CheckLocation(bad); err == nil {
+			t.Errorf("%q is accepted", bad)
+		}
+	}
+}
+
+func TestSignerCheck(t *testing.T) {
+	s := (&testEnv{t: t}).catalogSigner()
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	wrong := *s
+	wrong.Fingerprint = "sha256:" + strings.Repeat("0", 64)
+	if err := wrong.check(); err == nil || !strings.Contains(err.Error(), "is not that of the publicKey") {
+		t.Errorf("a fingerprint that does not match: %v", err)
+	}
+	id := &Signer{Kind: trust.KindIdentity, Issuer: "https://token.actions.githubusercontent.com", SAN: "https://github.com/acme/notes/.github/workflows/release.yml@refs/heads/main"}
+	if err := id.check(); err != nil {
+		t.Error(err)
+	}
+	if (&Signer{Kind: trust.KindIdentity, Issuer: "http://x"}).check() == nil {
+		t.Error("an identity without https issuer and san is accepted")
+	}
+	if !id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: id.SAN}) || id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: "other"}) {
+		t.Error("identity matching is wrong")
+	}
+}
+
+func TestDiffAuthority(t *testing.T) {
+	s := (&testEnv{t: t}).catalogSigner()
+	from := genPlugin("x", "d", TierCommunity, nil, s, "1.0.0").Versions[0].Summary
+	to := genPlugin("x", "d", TierCommunity, nil, s, "1.1.0").Versions[0].Summary
+	to.Servers[0].Stdio.Env = append(to.Servers[0].Stdio.Env, EnvSource{Name: "AWS_SECRET", FromEnv: "AWS_SECRET_ACCESS_KEY"})
+	to.Servers[0].Tools.Deny = []string{"delete_*"}
+	to.Servers = append(to.Servers, SummaryServer{Name: "cloud", Kind: "remote", Remote: &SummaryRemote{Endpoint: "https://mcp.evil.example/", Transport: "streamable-http", Headers: []EnvSource{}, Hosts: []string{"mcp.evil.example"}}})
+	to.Tools = []Tool{{Server: "main", Name: "exfiltrate", Description: "sends your files"}}
+	d := DiffAuthority("1.0.0", &from, "1.1.0", &to)
+	if !d.Grows() {
+		t.Fatal("an upgrade that adds a server and a secret does not grow authority")
+	}
+	var b strings.Builder
+	d.WriteText(&b)
+	for _, want := range []string{
+		"+ server cloud added: remote server https://mcp.evil.example/",
+		"+ env main added: AWS_SECRET from $AWS_SECRET_ACCESS_KEY",
+		"+ fetch main added: x@1.1.0 with npx from https://registry.npmjs.org/",
+		"- fetch main removed: x@1.0.0 with npx from https://registry.npmjs.org/",
+		"+ program main", // unchanged command: no program line
+		"+ tool-filter main changed: all tools -> all except delete_*",
+		"+ tool main__exfiltrate added: sends your files",
+		"+ argv main changed",
+		"Its authority grows",
+	} {
+		has := strings.Contains(b.String(), want)
+		if want == "+ program main" {
+			has = !has
+		}
+		if !has {
+			t.Errorf("the diff lacks %q:\n%s", want, b.String())
+		}
+	}
+	same := DiffAuthority("1.0.0", &from, "1.0.0", &from)
+	if !same.Empty() || same.Grows() {
+		t.Errorf("a version compared with itself: %+v", same.Changes)
+	}
+	// Only removals: no growth.
+	less := from
+	less.Servers = nil
+	if d := DiffAuthority("1.0.0", &from, "2.0.0", &less); d.Grows() || d.Empty() {
+		t.Errorf("removing a server: %+v", d.Changes)
+	}
+}
+
+func TestLockRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if l, err := ReadLock(dir); l != nil || err != nil {
+		t.Fatalf("missing lock: %v %v", l, err)
+	}
+	id := strings.Repeat("ab", 32)
+	l := &Lock{LockVersion: 1}
+	l.Set(LockPlugin{Name: "zeta", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64), Signer: LockSigner{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}, Catalog: LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
+	l.Set(LockPlugin{Name: "alpha", Version: "2.0.0-rc.1", Constraint: "^2.0.0-0", Digest: "sha256:" + strings.Repeat("3", 64), Signer: LockSigner{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"}, Catalog: LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
+	if err := WriteLock(dir, l); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Plugins) != 2 || got.Plugins[0].Name != "alpha" {
+		t.Fatalf("%+v", got)
+	}
+	if p, ok := got.Plugin("zeta"); !ok || p.Catalog.TargetsVersion != 7 || !p.Signer.Matches(&store.SignerRef{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}) {
+		t.Errorf("zeta: %+v", p)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, LockFile))
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("berth.lock has mode %o", fi.Mode().Perm())
+	}
+	// Bad locks name every problem.
+	for doc, want := range map[string]string{
+		`{"lockVersion": 2, "plugins": []}`:         "lockVersion is 2",
+		`{"lockVersion": 1, "plugins": [], "x": 1}`: "unknown field",
+		`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`: "must be a plugin name",
+	} {
+		_, err := ParseLock([]byte(doc))
+		if !errors.Is(err, ErrInvalidLock) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", doc, err)
+		}
+	}
+	_, err = ParseLock([]byte(`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`))
+	for _, want := range []string{"digest", "fingerprint", "catalog", "rootKeyIDs is empty", "targetsVersion"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the lock error does not mention %s: %v", want, err)
+		}
+	}
+	if err := WriteLock(dir, &Lock{Plugins: []LockPlugin{{Name: "x"}}}); err == nil {
+		t.Error("an invalid lock was written")
+	}
+}
+
+// TestSummaryDisclosureSameWords: berth show says what berth review says.
+// For every good fixture, the disclosure rebuilt from the catalog summary
+// prints exactly the review of the bundle, and the bundle passes
+// CheckSummary against its own summary.
+func TestSummaryDisclosureSameWords(t *testing.T) {
+	dirs, _ := filepath.Glob("../testdata/bundles/good/*/berth.json")
+	if len(dirs) < 3 {
+		t.Fatalf("only %d fixtures", len(dirs))
+	}
+	for _, m := range dirs {
+		dir := filepath.Dir(m)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			b := openBundle(t, dir)
+			defer b.Close()
+			d := review.New(b)
+			man := b.Manifest
+			p := &Plugin{Name: man.Name, Description: man.Description, License: man.License, Homepage: man.Homepage}
+			if man.Publisher != nil {
+				p.Publisher = &Publisher{Name: man.Publisher.Name, URL: man.Publisher.URL}
+			}
+			v := &Version{Version: man.Version, Digest: b.Digest, Summary: NewSummary(d)}
+			if man.Requires != nil {
+				v.RequiresBerth = man.Requires.Berth
+			}
+			var want, got bytes.Buffer
+			d.WriteText(&want)
+			v.Summary.Disclosure(p, v).WriteText(&got)
+			if want.String() != got.String() {
+				t.Errorf("show and review differ:\nreview:\n%s\nshow:\n%s", want.String(), got.String())
+			}
+			if err := CheckSummary(man.Name, v, d); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

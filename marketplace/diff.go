@@ -1,0 +1,259 @@
+package marketplace
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/berth-mcp/berth/review"
+)
+
+// AuthorityDiff is what changes in what a plugin may do between two
+// versions: the installed one and a candidate. Upgrade shows it before
+// anything happens, and asks again when authority grows.
+type AuthorityDiff struct {
+	From, To string // versions
+	Changes  []AuthorityChange
+}
+
+// AuthorityChange is one difference.
+type AuthorityChange struct {
+	// Area is "server", "program", "argv", "fetch", "env", "endpoint",
+	// "host", "credential", "tool-filter", "native-tool" or "tool".
+	Area string `json:"area"`
+	// Subject is the server, native tool or tool it is about.
+	Subject string `json:"subject"`
+	// Change is "added", "removed" or "changed".
+	Change string `json:"change"`
+	Old    string `json:"old,omitempty"`
+	New    string `json:"new,omitempty"`
+	// Grows is true when the change gives the plugin more authority, or
+	// other authority (anything but a pure removal).
+	Grows bool `json:"grows"`
+}
+
+// Empty reports whether nothing changes.
+func (d *AuthorityDiff) Empty() bool { return len(d.Changes) == 0 }
+
+// Grows reports whether any change grows the plugin's authority; such an
+// upgrade always needs a confirmation.
+func (d *AuthorityDiff) Grows() bool {
+	return slices.ContainsFunc(d.Changes, func(c AuthorityChange) bool { return c.Grows })
+}
+
+// DiffAuthority compares the summaries of two versions: servers added or
+// removed, programs, argv, fetched packages, environment sources, network
+// endpoints and hosts, credentials, tool filters, native tools, and listed
+// tools added or changed.
+func DiffAuthority(fromVersion string, from *Summary, toVersion string, to *Summary) *AuthorityDiff {
+	d := &AuthorityDiff{From: fromVersion, To: toVersion}
+	add := func(area, subject, change, old, new string) {
+		d.Changes = append(d.Changes, AuthorityChange{Area: area, Subject: subject, Change: change, Old: old, New: new, Grows: change != "removed"})
+	}
+	fs, ts := map[string]SummaryServer{}, map[string]SummaryServer{}
+	for _, s := range from.Servers {
+		fs[s.Name] = s
+	}
+	for _, s := range to.Servers {
+		ts[s.Name] = s
+	}
+	for _, n := range unionKeys(fs, ts) {
+		f, inF := fs[n]
+		t, inT := ts[n]
+		switch {
+		case !inF:
+			add("server", n, "added", "", describeServer(t))
+			continue
+		case !inT:
+			add("server", n, "removed", describeServer(f), "")
+			continue
+		}
+		if f.Kind != t.Kind {
+			add("server", n, "changed", describeServer(f), describeServer(t))
+			continue
+		}
+		if fx, tx := f.Stdio, t.Stdio; fx != nil && tx != nil {
+			if fx.Program != tx.Program || fx.Command != tx.Command || fx.SHA256 != tx.SHA256 {
+				add("program", n, "changed", describeProgram(fx), describeProgram(tx))
+			}
+			if !slices.Equal(fx.Argv, tx.Argv) || fx.Cwd != tx.Cwd {
+				add("argv", n, "changed", strings.Join(fx.Argv, " ")+" (in "+fx.Cwd+")", strings.Join(tx.Argv, " ")+" (in "+tx.Cwd+")")
+			}
+			setDiff(add, "fetch", n, fetches(fx.Fetches), fetches(tx.Fetches))
+			setDiff(add, "env", n, envs(fx.Env), envs(tx.Env))
+		}
+		if fr, tr := f.Remote, t.Remote; fr != nil && tr != nil {
+			if fr.Endpoint != tr.Endpoint || fr.Transport != tr.Transport {
+				add("endpoint", n, "changed", fr.Endpoint+" over "+fr.Transport, tr.Endpoint+" over "+tr.Transport)
+			}
+			setDiff(add, "host", n, fr.Hosts, tr.Hosts)
+			setDiff(add, "credential", n, credentials(fr), credentials(tr))
+		}
+		if !slices.Equal(f.Tools.Allow, t.Tools.Allow) || !slices.Equal(f.Tools.Deny, t.Tools.Deny) {
+			add("tool-filter", n, "changed", describeFilter(f.Tools), describeFilter(t.Tools))
+		}
+	}
+	fn, tn := map[string]SummaryNativeTool{}, map[string]SummaryNativeTool{}
+	for _, x := range from.NativeTools {
+		fn[x.Name] = x
+	}
+	for _, x := range to.NativeTools {
+		tn[x.Name] = x
+	}
+	for _, n := range unionKeys(fn, tn) {
+		f, inF := fn[n]
+		t, inT := tn[n]
+		switch {
+		case !inF:
+			add("native-tool", n, "added", "", t.Executable+" sha256 "+t.SHA256)
+		case !inT:
+			add("native-tool", n, "removed", f.Executable+" sha256 "+f.SHA256, "")
+		case f != t:
+			add("native-tool", n, "changed", f.Executable+" sha256 "+f.SHA256, t.Executable+" sha256 "+t.SHA256)
+		}
+	}
+	ft, tt := map[string]Tool{}, map[string]Tool{}
+	for _, x := range from.Tools {
+		ft[x.Server+"__"+x.Name] = x
+	}
+	for _, x := range to.Tools {
+		tt[x.Server+"__"+x.Name] = x
+	}
+	for _, n := range unionKeys(ft, tt) {
+		f, inF := ft[n]
+		t, inT := tt[n]
+		switch {
+		case !inF:
+			add("tool", n, "added", "", describeTool(t))
+		case !inT:
+			add("tool", n, "removed", describeTool(f), "")
+		case describeTool(f) != describeTool(t):
+			add("tool", n, "changed", describeTool(f), describeTool(t))
+		}
+	}
+	return d
+}
+
+func setDiff(add func(area, subject, change, old, new string), area, subject string, from, to []string) {
+	for _, x := range to {
+		if !slices.Contains(from, x) {
+			add(area, subject, "added", "", x)
+		}
+	}
+	for _, x := range from {
+		if !slices.Contains(to, x) {
+			add(area, subject, "removed", x, "")
+		}
+	}
+}
+
+func fetches(fs []Fetch) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Package+" with "+f.Tool+" from "+f.Registry)
+	}
+	return out
+}
+
+func envs(es []EnvSource) []string {
+	out := []string{}
+	for _, e := range es {
+		out = append(out, e.Name+" from $"+e.FromEnv)
+	}
+	return out
+}
+
+func credentials(r *SummaryRemote) []string {
+	out := []string{}
+	if r.BearerFromEnv != "" {
+		out = append(out, "bearer token from $"+r.BearerFromEnv)
+	}
+	for _, h := range r.Headers {
+		out = append(out, "header "+h.Name+" from $"+h.FromEnv)
+	}
+	return out
+}
+
+func describeServer(s SummaryServer) string {
+	switch {
+	case s.Stdio != nil:
+		return "local server running " + describeProgram(s.Stdio)
+	case s.Remote != nil:
+		return "remote server " + s.Remote.Endpoint
+	}
+	return s.Kind + " server"
+}
+
+func describeProgram(x *SummaryStdio) string {
+	s := x.Command + " (" + x.Program
+	if x.SHA256 != "" {
+		s += ", sha256 " + x.SHA256
+	}
+	return s + ")"
+}
+
+func describeFilter(f ToolFilter) string {
+	switch {
+	case len(f.Allow) == 0 && len(f.Deny) == 0:
+		return "all tools"
+	case len(f.Allow) == 0:
+		return "all except " + strings.Join(f.Deny, ", ")
+	}
+	s := "only " + strings.Join(f.Allow, ", ")
+	if len(f.Deny) > 0 {
+		s += ", never " + strings.Join(f.Deny, ", ")
+	}
+	return s
+}
+
+func describeTool(t Tool) string {
+	s := t.Description
+	if a := t.Annotations; a != nil {
+		var hints []string
+		for _, h := range []struct {
+			name string
+			v    *bool
+		}{{"readOnly", a.ReadOnlyHint}, {"destructive", a.DestructiveHint}, {"idempotent", a.IdempotentHint}, {"openWorld", a.OpenWorldHint}} {
+			if h.v != nil {
+				hints = append(hints, fmt.Sprintf("%s=%v", h.name, *h.v))
+			}
+		}
+		if len(hints) > 0 {
+			s += " [" + strings.Join(hints, " ") + "]"
+		}
+	}
+	return s
+}
+
+// WriteText writes the diff for a person: one line per change, the ones
+// that grow authority marked with "+".
+func (d *AuthorityDiff) WriteText(w io.Writer) error {
+	if d.Empty() {
+		_, err := fmt.Fprintf(w, "What %s may do does not change from %s.\n", d.To, d.From)
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "What changes from %s to %s:\n", d.From, d.To)
+	for _, c := range d.Changes {
+		mark := "-"
+		if c.Grows {
+			mark = "+"
+		}
+		line := fmt.Sprintf("  %s %s %s %s", mark, c.Area, c.Subject, c.Change)
+		switch c.Change {
+		case "added":
+			line += ": " + c.New
+		case "removed":
+			line += ": " + c.Old
+		default:
+			line += ": " + c.Old + " -> " + c.New
+		}
+		b.WriteString(review.Printable(line) + "\n")
+	}
+	if d.Grows() {
+		b.WriteString("Its authority grows (+): confirm only if you expected this.\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,219 @@
+package marketplace
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// DefaultMaxDownload caps a bundle archive download (1 GiB, the default
+// cap of a bundle's unpacked size).
+const DefaultMaxDownload = bundle.DefaultMaxTotalSize
+
+// DownloadOptions tune Download. A nil *DownloadOptions means defaults.
+type DownloadOptions struct {
+	// TempDir is where the archive is written; "" means os.TempDir().
+	TempDir string
+	// MaxSize caps the archive; 0 means DefaultMaxDownload. A catalog
+	// that lists a larger archive is refused before anything downloads.
+	MaxSize int64
+	// Progress, when set, is called as bytes arrive (done of total).
+	Progress func(done, total int64)
+}
+
+// Downloaded is a bundle archive and its signature, downloaded and checked
+// against the catalog. Close removes the archive.
+type Downloaded struct {
+	// Archive is the temp file, named *.tar.gz or *.zip as the catalog
+	// says, whose size and sha256 match the catalog.
+	Archive string
+	// URL is the location it came from.
+	URL string
+	// Signature is the bundle's Sigstore signature, at most
+	// trust.MaxSignatureSize bytes.
+	Signature []byte
+	dir       string
+}
+
+// Close removes the downloaded archive.
+func (d *Downloaded) Close() error {
+	if d == nil || d.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(d.dir)
+	d.dir = ""
+	return err
+}
+
+// Download fetches the archive of version v of a plugin of catalog name
+// into a temp file, trying its URLs in order, with the size capped and the
+// sha256 checked while it streams; then its signature. It never runs,
+// opens or trusts the bundle: the caller opens it with bundle.Open and
+// runs the trust pipeline, then CheckBundle. A download whose bytes differ
+// from the catalog is a *VerifyError (exit 4) after every URL was tried;
+// unreachable URLs only are a NetworkError.
+func (c *Cache) Download(ctx context.Context, name string, v *Version, opts *DownloadOptions) (*Downloaded, error) {
+	o := DownloadOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxSize <= 0 {
+		o.MaxSize = DefaultMaxDownload
+	}
+	if v.Archive.Size > o.MaxSize {
+		return nil, fmt.Errorf("the archive of %s is %d bytes, over the download cap of %d; raise the cap if you expected a bundle this large", v.Version, v.Archive.Size, o.MaxSize)
+	}
+	st, err := c.readState(name)
+	if err != nil {
+		return nil, err
+	}
+	src, err := ParseSource(st.Source)
+	if err != nil {
+		return nil, err
+	}
+	op := src.opener(&c.o.Source)
+	tmp, err := os.MkdirTemp(o.TempDir, "berth-download-")
+	if err != nil {
+		return nil, err
+	}
+	d := &Downloaded{dir: tmp}
+	timeout := c.o.Source.DownloadTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	var errs []error
+	mismatch := false
+	for i, loc := range v.URLs {
+		p := filepath.Join(tmp, fmt.Sprintf("bundle-%d.%s", i, v.Archive.Format))
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		err := fetchChecked(dctx, op, loc, p, v.Archive, o.Progress)
+		cancel()
+		if err == nil {
+			d.Archive, d.URL = p, loc
+			break
+		}
+		var ve *VerifyError
+		if errors.As(err, &ve) {
+			ve.Catalog = name
+			mismatch = true
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if d.Archive == "" {
+		d.Close()
+		if mismatch {
+			for _, e := range errs {
+				var ve *VerifyError
+				if errors.As(e, &ve) {
+					return nil, e
+				}
+			}
+		}
+		return nil, fmt.Errorf("could not download %s of catalog %s from any of its %d URL(s): %w", v.Version, name, len(v.URLs), errors.Join(errs...))
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sig, err := readAll(sctx, op, v.SignatureURL, trust.MaxSignatureSize, func(n int64) error {
+		return fmt.Errorf("%w: the signature at %s is over the %d-byte limit", trust.ErrUntrusted, v.SignatureURL, n)
+	})
+	if err != nil {
+		d.Close()
+		var nf *errNotFound
+		if errors.As(err, &nf) {
+			return nil, fmt.Errorf("%w: the catalog's signature URL %s has no signature; tell the catalog's curator", trust.ErrUntrusted, v.SignatureURL)
+		}
+		return nil, err
+	}
+	d.Signature = sig
+	return d, nil
+}
+
+// fetchChecked streams loc into path, refusing more than a.Size bytes and
+// checking size and sha256 at the end.
+func fetchChecked(ctx context.Context, op opener, loc, path string, a Archive, progress func(done, total int64)) (err error) {
+	rc, err := op.open(ctx, loc)
+	if err != nil {
+		var nf *errNotFound
+		if errors.As(err, &nf) {
+			return &NetworkError{Location: loc, Err: errors.New("not found")}
+		}
+		return err
+	}
+	defer rc.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	h := sha256.New()
+	w := io.MultiWriter(f, h)
+	var done int64
+	buf := make([]byte, 64<<10)
+	r := io.LimitReader(rc, a.Size+1)
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			done += int64(n)
+			if progress != nil {
+				progress(done, a.Size)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	got := "sha256:" + hex.EncodeToString(h.Sum(nil))
+	switch {
+	case done > a.Size:
+		return &VerifyError{Kind: KindDownloadMismatch, File: loc, Detail: fmt.Sprintf("the download is longer than the %d bytes the catalog says", a.Size)}
+	case done != a.Size:
+		return &VerifyError{Kind: KindDownloadMismatch, File: loc, Detail: fmt.Sprintf("the download is %d bytes, but the catalog says %d", done, a.Size)}
+	case got != a.SHA256:
+		return &VerifyError{Kind: KindDownloadMismatch, File: loc, Detail: fmt.Sprintf("the download has sha256 %s, but the catalog says %s", got, a.SHA256)}
+	}
+	return f.Sync()
+}
+
+// CheckBundle checks an opened, downloaded bundle against its catalog
+// version: the digest of its canonical listing, and its review against
+// the catalog's review summary (a *SummaryMismatchError when they
+// differ). Both wrap trust.ErrUntrusted.
+func CheckBundle(name string, v *Version, b *bundle.Bundle) error {
+	if b.Manifest == nil || b.Manifest.Name != name || b.Manifest.Version != v.Version {
+		got := "no manifest"
+		if b.Manifest != nil {
+			got = b.Manifest.Name + "@" + b.Manifest.Version
+		}
+		return fmt.Errorf("%w: the catalog lists this download as %s@%s, but the bundle is %s", trust.ErrUntrusted, name, v.Version, got)
+	}
+	if b.Digest != v.Digest {
+		return fmt.Errorf("%w: %s@%s has digest %s, but the catalog says %s; the archive does not hold the reviewed bundle", trust.ErrUntrusted, name, v.Version, b.Digest, v.Digest)
+	}
+	return CheckSummary(name, v, review.New(b))
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package marketplace
+
+const raceEnabled = false

@@ -1,0 +1,244 @@
+package marketplace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Each refusal is made the way an attacker or a broken mirror would make
+// it, with the catalog's real keys where the attack needs a signature, and
+// each must come out as its own kind, with exit 4 (trust.ErrUntrusted),
+// leaving the verified copy as it was.
+
+func (e *testEnv) key(role string) *roleKey {
+	e.t.Helper()
+	r := e.repo()
+	p, err := r.load()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	k, err := loadKey(e.keyDir, role, &p.root.Signed)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return k
+}
+
+// publishTimestamp signs and writes a timestamp naming snapshot.json of
+// the given version and bytes.
+func (e *testEnv) publishTimestamp(version, snapVersion int64, snapData []byte) {
+	e.t.Helper()
+	ts := metadata.Timestamp(e.clk.now().Add(24 * time.Hour).UTC().Truncate(time.Second))
+	ts.Signed.Version = version
+	ts.Signed.Meta["snapshot.json"] = metaFile(snapVersion, snapData)
+	if _, err := ts.Sign(e.key(metadata.TIMESTAMP).signer); err != nil {
+		e.t.Fatal(err)
+	}
+	data, err := ts.ToBytes(true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.write("timestamp.json", data)
+}
+
+// publishSnapshot signs and writes snapshot version naming targets.json of
+// the given version and bytes.
+func (e *testEnv) publishSnapshot(version, targVersion int64, targData []byte) []byte {
+	e.t.Helper()
+	s := metadata.Snapshot(e.clk.now().Add(24 * time.Hour).UTC().Truncate(time.Second))
+	s.Signed.Version = version
+	s.Signed.Meta["targets.json"] = metaFile(targVersion, targData)
+	if _, err := s.Sign(e.key(metadata.SNAPSHOT).signer); err != nil {
+		e.t.Fatal(err)
+	}
+	data, err := s.ToBytes(true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.write(fmt.Sprintf("%d.snapshot.json", version), data)
+	return data
+}
+
+// currentCopy returns the bytes of the cached copy's files, to check that
+// a refusal changed nothing.
+func (e *testEnv) currentCopy() string {
+	e.t.Helper()
+	st, err := e.cache.readState("acme")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, f := range []string{"root.json", "timestamp.json", "snapshot.json", "targets.json", "catalog.json"} {
+		data, err := os.ReadFile(filepath.Join(e.cache.dir, "acme", st.Current, f))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		b.Write(data)
+	}
+	return st.Current + b.String()
+}
+
+func (e *testEnv) refused(kind VerifyKind, says string) {
+	e.t.Helper()
+	before := e.currentCopy()
+	_, err := e.refresh()
+	ve := wantKind(e.t, err, kind)
+	if says != "" && !strings.Contains(ve.Error(), says) {
+		e.t.Errorf("the %s refusal does not say %q:\n%v", kind, says, ve)
+	}
+	if !strings.Contains(ve.Error(), "berth kept its last verified copy") {
+		e.t.Errorf("the refusal does not say what berth did:\n%v", ve)
+	}
+	if after := e.currentCopy(); after != before {
+		e.t.Errorf("a %s refusal changed the verified copy", kind)
+	}
+}
+
+// setup publishes 1.0.0, adds the catalog, publishes 1.1.0 and refreshes:
+// the client has timestamp 3, snapshot 3, targets 3.
+func setup(t *testing.T, exp Expiries) *testEnv {
+	e := newEnv(t, exp)
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	e.publish("acme-notes", "1.1.0")
+	if _, err := e.refresh(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestRefuseTimestampRollback(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	old := e.read("timestamp.json")
+	e.publish("acme-notes", "1.1.0")
+	if _, err := e.refresh(); err != nil {
+		t.Fatal(err)
+	}
+	// A mirror replays the old, validly signed timestamp.
+	e.write("timestamp.json", old)
+	e.refused(KindRollback, "the timestamp's version went down")
+}
+
+func TestRefuseSnapshotRollback(t *testing.T) {
+	e := setup(t, Expiries{})
+	// A new timestamp (signed with the real key) names the old snapshot 2.
+	e.publishTimestamp(4, 2, e.read("2.snapshot.json"))
+	e.refused(KindRollback, "older snapshot")
+}
+
+func TestRefuseTargetsRollback(t *testing.T) {
+	e := setup(t, Expiries{})
+	// A new snapshot 4 names the old targets 2; a new timestamp names it.
+	snap := e.publishSnapshot(4, 2, e.read("2.targets.json"))
+	e.publishTimestamp(4, 4, snap)
+	e.refused(KindRollback, "older targets version")
+}
+
+func TestRefuseExpiredTimestamp(t *testing.T) {
+	e := setup(t, Expiries{Timestamp: time.Hour})
+	e.clk.advance(90 * time.Minute)
+	e.refused(KindExpired, "timestamp.json is expired")
+}
+
+func TestRefuseExpiredSnapshot(t *testing.T) {
+	e := setup(t, Expiries{Timestamp: 48 * time.Hour, Snapshot: time.Hour})
+	e.clk.advance(90 * time.Minute)
+	e.refused(KindExpired, "snapshot.json is expired")
+}
+
+func TestRefuseMixAndMatch(t *testing.T) {
+	e := setup(t, Expiries{})
+	e.publish("acme-notes", "1.2.0")
+	// The mirror serves the new snapshot 4 with the targets of version 3
+	// under the name 4.targets.json.
+	e.write("4.targets.json", e.read("3.targets.json"))
+	e.refused(KindMixAndMatch, "does not match the length and hash the snapshot gives")
+}
+
+func TestRefuseMixAndMatchVersion(t *testing.T) {
+	e := setup(t, Expiries{})
+	// A snapshot signed with the real key, whose length and hash fit the
+	// file, but which names targets version 4 for a file of version 3.
+	snap := e.publishSnapshot(4, 4, e.read("3.targets.json"))
+	e.write("4.targets.json", e.read("3.targets.json"))
+	e.publishTimestamp(4, 4, snap)
+	e.refused(KindMixAndMatch, "not the version the snapshot names")
+}
+
+func TestRefuseSnapshotMismatch(t *testing.T) {
+	e := setup(t, Expiries{})
+	e.publish("acme-notes", "1.2.0")
+	e.write("4.snapshot.json", e.read("3.snapshot.json"))
+	e.refused(KindMixAndMatch, "the snapshot does not match")
+}
+
+func TestRefuseTamperedTarget(t *testing.T) {
+	e := setup(t, Expiries{})
+	e.publish("acme-notes", "1.2.0")
+	p, err := e.repo().load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := targetFile(p.targets.Signed.Targets[CatalogTarget])
+	e.write(rel, bytes.Replace(e.read(rel), []byte("Notes search"), []byte("Notes steal!"), 1))
+	e.refused(KindTargetMismatch, "catalog.json's length or hash differs")
+}
+
+func TestRefuseBadSignature(t *testing.T) {
+	e := setup(t, Expiries{})
+	e.publish("acme-notes", "1.2.0")
+	// Someone edits the timestamp without the key: push its expiry out.
+	ts := e.read("timestamp.json")
+	e.write("timestamp.json", bytes.Replace(ts, []byte(`"expires": "2026`), []byte(`"expires": "2036`), 1))
+	e.refused(KindBadSignature, "")
+}
+
+func TestRefuseMalformed(t *testing.T) {
+	e := setup(t, Expiries{})
+	e.write("timestamp.json", []byte("<html>not found</html>"))
+	e.refused(KindMalformed, "")
+}
+
+func TestRefuseChangedVersion(t *testing.T) {
+	e := setup(t, Expiries{})
+	// The curator (or whoever holds the targets key) rewrites a published
+	// version with another digest and signs it.
+	cat, err := e.repo().working()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat.Plugin("acme-notes").Version("1.0.0").Digest = "sha256:" + strings.Repeat("0", 64)
+	e.write("catalog.json", cat.Marshal())
+	if _, err := e.repo().Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(KindVersionChanged, "acme-notes 1.0.0 was published with digest")
+}
+
+func TestNetworkFailureIsNotARefusal(t *testing.T) {
+	e := setup(t, Expiries{})
+	os.Rename(e.repoDir, e.repoDir+".gone")
+	_, err := e.refresh()
+	if err == nil || errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("a missing source is reported as %v, not as a failure to reach it", err)
+	}
+	// A source that lost its timestamp is incomplete, not untrusted.
+	os.Rename(e.repoDir+".gone", e.repoDir)
+	os.Remove(filepath.Join(e.repoDir, "timestamp.json"))
+	_, err = e.refresh()
+	if !errors.Is(err, ErrNetwork) || errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "has no timestamp.json") {
+		t.Fatalf("got %v", err)
+	}
+}

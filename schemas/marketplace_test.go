@@ -1,0 +1,217 @@
+package schemas_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/schemas"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// catalogRequired mirrors the catalogVersion 1 contract (see
+// contractRequired for why it is written out).
+var catalogRequired = map[reflect.Type][]string{
+	reflect.TypeFor[marketplace.Catalog]():           {"catalogVersion", "plugins"},
+	reflect.TypeFor[marketplace.Plugin]():            {"name", "description", "tier", "signers", "versions"},
+	reflect.TypeFor[marketplace.Publisher]():         {"name"},
+	reflect.TypeFor[marketplace.Signer]():            {"kind"},
+	reflect.TypeFor[marketplace.Version]():           {"version", "digest", "archive", "urls", "signatureURL", "released", "status", "summary"},
+	reflect.TypeFor[marketplace.Archive]():           {"format", "size", "sha256"},
+	reflect.TypeFor[marketplace.Summary]():           {"files", "servers", "nativeTools", "contextTokens"},
+	reflect.TypeFor[marketplace.SummaryFiles]():      {"count", "totalSize"},
+	reflect.TypeFor[marketplace.SummaryServer]():     {"name", "kind", "tools", "timeouts"},
+	reflect.TypeFor[marketplace.SummaryStdio]():      {"program", "command", "argv", "cwd", "env"},
+	reflect.TypeFor[marketplace.SummaryRemote]():     {"endpoint", "transport", "headers", "hosts"},
+	reflect.TypeFor[marketplace.EnvSource]():         {"name", "fromEnv"},
+	reflect.TypeFor[marketplace.Fetch]():             {"tool", "package", "ecosystem", "registry"},
+	reflect.TypeFor[marketplace.ToolFilter]():        {"allow", "deny"},
+	reflect.TypeFor[marketplace.Timeouts]():          {"startup", "call"},
+	reflect.TypeFor[marketplace.SummaryNativeTool](): {"name", "executable", "sha256", "size"},
+	reflect.TypeFor[marketplace.Tool]():              {"server", "name"},
+}
+
+var lockRequired = map[reflect.Type][]string{
+	reflect.TypeFor[marketplace.Lock]():        {"lockVersion", "plugins"},
+	reflect.TypeFor[marketplace.LockPlugin]():  {"name", "version", "digest", "signer", "catalog"},
+	reflect.TypeFor[marketplace.LockSigner]():  {"kind"},
+	reflect.TypeFor[marketplace.LockCatalog](): {"name", "rootKeyIDs", "targetsVersion"},
+}
+
+func TestCatalogSchemaMatchesGoTypes(t *testing.T) {
+	doc := loadSchemaDoc(t, schemas.Catalog())
+	if doc.root["$id"] != schemas.CatalogURL {
+		t.Errorf("$id is %v", doc.root["$id"])
+	}
+	for _, p := range checkDrift(doc, reflect.TypeFor[marketplace.Catalog](), catalogRequired) {
+		t.Error(p)
+	}
+}
+
+func TestLockSchemaMatchesGoTypes(t *testing.T) {
+	doc := loadSchemaDoc(t, schemas.Lock())
+	if doc.root["$id"] != schemas.LockURL {
+		t.Errorf("$id is %v", doc.root["$id"])
+	}
+	for _, p := range checkDrift(doc, reflect.TypeFor[marketplace.Lock](), lockRequired) {
+		t.Error(p)
+	}
+}
+
+func compile(t *testing.T, data []byte, url string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("%s does not compile: %v", url, err)
+	}
+	return sch
+}
+
+func instance(t *testing.T, data []byte) any {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestPublishedCatalogPassesSchema publishes a real bundle (the stdio and
+// the remote fixtures, signed with a key made here) and checks that the
+// catalog berth writes passes the schema, and that documents berth skips
+// entries of fail it.
+func TestPublishedCatalogPassesSchema(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	if _, err := marketplace.InitRepository(ctx, repo, filepath.Join(dir, "keys"), &marketplace.RepoOptions{Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	priv, pub, _ := trust.GenerateKey()
+	s, _ := trust.NewKeySigner("acme", pub, nil)
+	v, _ := trust.NewVerifier([]trust.Signer{s}, nil)
+	r, err := marketplace.OpenRepository(repo, filepath.Join(dir, "keys"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fx := range []string{"stdio-bundled", "remote", "host-program", "native-tool"} {
+		src := filepath.Join(dir, fx)
+		if out, err := exec.Command("cp", "-a", filepath.Join(fixtures, "good", fx), src).CombinedOutput(); err != nil {
+			t.Fatalf("%s", out)
+		}
+		b := openBundle(t, src)
+		sig, err := trust.Sign(ctx, b.Listing().Bytes(), priv)
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Add(ctx, marketplace.AddRequest{Source: src, Signature: sig, Verifier: v, Tags: []string{"x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(repo, "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := compile(t, schemas.Catalog(), schemas.CatalogURL)
+	if err := sch.Validate(instance(t, data)); err != nil {
+		t.Fatalf("the schema rejects a catalog berth published:\n%v", err)
+	}
+	// What ParseCatalog skips, the schema rejects.
+	var cat map[string]any
+	json.Unmarshal(data, &cat)
+	for name, edit := range map[string]func(p map[string]any){
+		"tier":           func(p map[string]any) { p["tier"] = "gold" },
+		"unknown field":  func(p map[string]any) { p["stars"] = 5 },
+		"no signers":     func(p map[string]any) { p["signers"] = []any{} },
+		"bad digest":     func(p map[string]any) { version(p)["digest"] = "md5:0" },
+		"revoked reason": func(p map[string]any) { version(p)["status"] = "revoked" },
+		"bad url":        func(p map[string]any) { version(p)["urls"] = []any{} },
+		"kind without its object": func(p map[string]any) {
+			delete(server(p), "remote")
+			delete(server(p), "stdio")
+		},
+	} {
+		var c map[string]any
+		json.Unmarshal(data, &c)
+		p := c["plugins"].([]any)[0].(map[string]any)
+		edit(p)
+		edited, _ := json.Marshal(c)
+		if err := sch.Validate(instance(t, edited)); err == nil {
+			t.Errorf("%s: the schema accepts it", name)
+		}
+		parsed, problems, err := marketplace.ParseCatalog(edited)
+		if err != nil || len(parsed.Plugins) != 3 || !marketplace.HasErrors(problems) {
+			t.Errorf("%s: berth does not skip it: %v %v", name, err, problems)
+		}
+	}
+}
+
+func version(p map[string]any) map[string]any {
+	return p["versions"].([]any)[0].(map[string]any)
+}
+
+func server(p map[string]any) map[string]any {
+	return version(p)["summary"].(map[string]any)["servers"].([]any)[0].(map[string]any)
+}
+
+func openBundle(t *testing.T, src string) *bundle.Bundle {
+	t.Helper()
+	b, err := bundle.Open(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestLockPassesSchema(t *testing.T) {
+	dir := t.TempDir()
+	id := strings.Repeat("ab", 32)
+	l := &marketplace.Lock{LockVersion: 1}
+	l.Set(marketplace.LockPlugin{Name: "acme-notes", Version: "1.4.2", Constraint: "^1.4", Digest: "sha256:" + strings.Repeat("1", 64),
+		Signer:  marketplace.LockSigner{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
+		Catalog: marketplace.LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
+	l.Set(marketplace.LockPlugin{Name: "cloud", Version: "2.0.0", Digest: "sha256:" + strings.Repeat("3", 64),
+		Signer:  marketplace.LockSigner{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"},
+		Catalog: marketplace.LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
+	if err := marketplace.WriteLock(dir, l); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, marketplace.LockFile))
+	sch := compile(t, schemas.Lock(), schemas.LockURL)
+	if err := sch.Validate(instance(t, data)); err != nil {
+		t.Fatalf("the schema rejects a lock berth wrote:\n%v", err)
+	}
+	for _, bad := range []string{
+		`{"lockVersion": 1, "plugins": [], "x": 1}`,
+		`{"lockVersion": 2, "plugins": []}`,
+		strings.Replace(string(data), `"kind": "key"`, `"kind": "identity"`, 1),
+	} {
+		if sch.Validate(instance(t, []byte(bad))) == nil {
+			t.Errorf("the schema accepts %s", bad)
+		}
+		if _, err := marketplace.ParseLock([]byte(bad)); err == nil {
+			t.Errorf("berth accepts %s", bad)
+		}
+	}
+}
