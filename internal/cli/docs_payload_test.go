@@ -156,8 +156,10 @@ func elem(t reflect.Type) (reflect.Type, bool) {
 func (d *payloadDocs) render(b io.Writer, t reflect.Type) {
 	fmt.Fprintf(b, "\nJSON (`--json`): %s", d.typeName(t))
 	if st, ok := elem(t); ok {
-		if doc := d.pkg(st.PkgPath()).types[st.Name()]; doc != "" {
-			fmt.Fprintf(b, "; %s", oneParagraph(doc))
+		// "fooJSON is what foo --json prints." says nothing the heading
+		// does not; other type docs describe the payload.
+		if doc := oneParagraph(d.pkg(st.PkgPath()).types[st.Name()]); doc != "" && !strings.HasPrefix(doc, st.Name()+" is what ") {
+			fmt.Fprintf(b, "; %s", doc)
 		}
 		io.WriteString(b, "\n\n")
 		d.fields(b, st, 0, map[reflect.Type]bool{})
