@@ -14,7 +14,9 @@ func (a *app) enableCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "enable NAME[@VERSION]",
+		Use: "enable NAME[@VERSION]",
+		Example: `  berth enable acme-notes
+  berth enable acme-notes@1.4.2 --workspace ~/src/project`,
 		Short: "Enable a trusted plugin in a workspace",
 		Long: `Enable attaches a trusted plugin's staged snapshot to a workspace (default:
 the current directory). Without @VERSION it takes the highest trusted
@@ -80,7 +82,7 @@ Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "version", "digest", "workspace", "already", "replaced", "rules", "oldRules"}`)
+	a.jsonFlag(cmd, &asJSON, enableJSON{})
 	return cmd
 }
 
@@ -88,7 +90,9 @@ func (a *app) disableCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "disable NAME",
+		Use: "disable NAME",
+		Example: `  berth disable acme-notes
+  berth disable acme-notes --workspace ~/src/project --json`,
 		Short: "Disable a plugin in a workspace",
 		Long: `Disable detaches a plugin from a workspace (default: the current directory).
 Running berth processes notice at their next boundary (within a fraction
@@ -120,7 +124,7 @@ servers are terminated with their whole process group.`,
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "version", "workspace"}`)
+	a.jsonFlag(cmd, &asJSON, disableJSON{})
 	return cmd
 }
 

@@ -33,7 +33,10 @@ func (a *app) resolveOptions() *marketplace.ResolveOptions {
 
 func (a *app) marketplaceCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "marketplace",
+		Use: "marketplace",
+		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace list
+  berth marketplace update`,
 		Short: "Add, list, remove and update the catalogs you install plugins from",
 		Long: `A catalog is a TUF repository that a curator signs (berth catalog). berth
 keeps a verified copy of each catalog you add under $BERTH_HOME/catalogs/,
@@ -51,7 +54,9 @@ search and show answer from the verified copy, offline.`,
 func (a *app) marketplaceAddCommand() *cobra.Command {
 	var rootFile, rootSHA string
 	cmd := &cobra.Command{
-		Use:   "add NAME SOURCE (--root FILE | --root-sha256 HEX)",
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX)",
+		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add local ./catalog --root ./catalog/1.root.json`,
 		Short: "Add a catalog, its root of trust pinned, and verify it",
 		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
 URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
@@ -133,7 +138,9 @@ func (a *app) printSkipped(name string, n int) {
 func (a *app) marketplaceListCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  berth marketplace list
+  berth marketplace list --json`,
 		Short: "List the catalogs you added",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -164,14 +171,15 @@ func (a *app) marketplaceListCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalogs as JSON")
+	a.jsonFlag(cmd, &asJSON, []*marketplace.CatalogInfo{})
 	return cmd
 }
 
 func (a *app) marketplaceRemoveCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove a catalog and its verified copy",
+		Use:     "remove NAME",
+		Example: `  berth marketplace remove acme`,
+		Short:   "Remove a catalog and its verified copy",
 		Long: `Remove forgets the catalog and deletes its verified copy. Plugins you
 installed from it stay trusted and enabled; berth verify still checks them.`,
 		Args: exactArgs(1, "NAME"),
@@ -194,7 +202,9 @@ installed from it stay trusted and enabled; berth verify still checks them.`,
 
 func (a *app) marketplaceUpdateCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "update [NAME]",
+		Use: "update [NAME]",
+		Example: `  berth marketplace update
+  berth marketplace update acme`,
 		Short: "Update catalogs: a full TUF update of each (or of one)",
 		Long: `Update runs a full TUF update of every catalog (or of NAME) against its
 source and keeps the new verified copy. A refusal (rollback, expired,
