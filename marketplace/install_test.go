@@ -463,3 +463,63 @@ func TestCheckLockAndOutdated(t *testing.T) {
 		t.Fatalf("%+v %+v", out[0], out[1])
 	}
 }
+
+// A catalog that allows a second signer: a new version by it follows the
+// existing rule, refused (exit 4) unless the signer change is allowed;
+// then that signer too is added, scoped.
+func TestInstallSignerChange(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	priv2, pub2, err := trust.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := trust.NewKeySigner("acme2", pub2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.repo()
+	cat, err := r.working()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cat.Plugin("acme-notes")
+	p.Signers = append(p.Signers, &Signer{Kind: trust.KindKey, Fingerprint: s2.Fingerprint, PublicKey: s2.PublicKey})
+	if err := os.WriteFile(filepath.Join(e.repoDir, "catalog.json"), cat.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := e.bundle("acme-notes", "1.1.0", "")
+	b := openBundle(t, dir)
+	sig, err := trust.Sign(e.ctx, b.Listing().Bytes(), priv2)
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := trust.NewVerifier([]trust.Signer{s2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: v2}); err != nil {
+		t.Fatal(err)
+	}
+	e.addCatalog()
+	st := e.store()
+	if _, err := e.install(st, InstallRequest{Name: "acme-notes", Constraint: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.install(st, InstallRequest{Name: "acme-notes"})
+	var sc *store.SignerChangeError
+	if !errors.As(err, &sc) || !errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("got %v", err)
+	}
+	if sg, _ := st.Signers(); len(sg) != 1 {
+		t.Fatalf("a refused signer change added a signer: %v", sg)
+	}
+	res, err := e.install(st, InstallRequest{Name: "acme-notes", AllowSignerChange: true})
+	if err != nil || res.Version.Version != "1.1.0" || res.Trust.NewSigner == nil || res.Trust.NewSigner.Fingerprint != s2.Fingerprint || res.Trust.NewSigner.Plugin != "acme-notes" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -54,6 +54,12 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.marketplaceCommand(),
 		a.searchCommand(),
 		a.showCommand(),
+		a.installCommand(),
+		a.lockCommand(),
+		a.syncCommand(),
+		a.outdatedCommand(),
+		a.upgradeCommand(),
+		a.configCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = func(cmd *cobra.Command, args []string) error {
