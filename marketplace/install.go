@@ -2,7 +2,6 @@ package marketplace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -368,6 +367,3 @@ func LockEntry(rec *store.Record) (LockPlugin, error) {
 // SummaryOf is the review summary of a staged or downloaded bundle, as a
 // catalog would list it (without the curator's tool list).
 func SummaryOf(b *bundle.Bundle) Summary { return NewSummary(review.New(b)) }
-
-// isNoPlugin reports whether err says a catalog does not list a plugin.
-func isNoPlugin(err error) bool { return errors.Is(err, ErrNoPlugin) }

@@ -2,7 +2,6 @@ package marketplace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/berth-mcp/berth/store"
@@ -60,16 +59,16 @@ func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catalog string
 	if err != nil {
 		return nil, err
 	}
-	entries := map[string]*Plugin{}
+	var names []string
 	for _, r := range recs {
-		p, seen := entries[r.Name]
-		if !seen {
-			p, _, err = c.Plugin(catalog, r.Name)
-			if err != nil && !errors.Is(err, ErrNoPlugin) {
-				return nil, err
-			}
-			entries[r.Name] = p
-		}
+		names = append(names, r.Name)
+	}
+	entries, _, err := c.Plugins(catalog, names)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		p := entries[r.Name]
 		if p == nil {
 			continue
 		}
