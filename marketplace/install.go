@@ -105,8 +105,9 @@ func (e *StaleError) Error() string {
 // Unwrap returns trust.ErrUntrusted.
 func (e *StaleError) Unwrap() error { return trust.ErrUntrusted }
 
-// RevokedVersionError refuses a version the catalog revoked: the one the
-// constraint or a lock names. It wraps trust.ErrUntrusted.
+// RevokedVersionError refuses a version the catalog revoked: the one a
+// lock names, or the highest a constraint matches when every version it
+// matches is revoked. It wraps trust.ErrUntrusted.
 type RevokedVersionError struct {
 	Catalog, Name, Version, Reason string
 }
@@ -262,7 +263,9 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 }
 
 // revokedMatch returns the highest version that satisfies constraint
-// when it is revoked: the version the constraint asks for.
+// when every version that does is revoked: then the constraint asks for a
+// revoked version, and the refusal says so (exit 4) rather than that
+// nothing qualifies.
 func revokedMatch(p *Plugin, constraint string) *Version {
 	cs := "*"
 	if strings.TrimSpace(constraint) != "" {
@@ -279,14 +282,14 @@ func revokedMatch(p *Plugin, constraint string) *Version {
 		if err != nil || !c.Check(sv) {
 			continue
 		}
+		if v.Status != StatusRevoked {
+			return nil
+		}
 		if bestV == nil || bestV.LessThan(sv) {
 			best, bestV = v, sv
 		}
 	}
-	if best != nil && best.Status == StatusRevoked {
-		return best
-	}
-	return nil
+	return best
 }
 
 // signerSets turns a plugin's allowed catalog signers into what the
