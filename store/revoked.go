@@ -59,10 +59,18 @@ func quoteReason(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
+// checkVersionRef checks a plugin name and a version, which is required.
+func checkVersionRef(name, version string) error {
+	if version == "" {
+		return fmt.Errorf("a revocation of %s needs its version", name)
+	}
+	return CheckRef(name, version)
+}
+
 // Revoked returns the revocation of name@version with digest, or nil.
 func (s *Store) Revoked(name, version, digest string) (*Revocation, error) {
-	if err := CheckRef(name, version); err != nil || version == "" {
-		return nil, fmt.Errorf("revocation of %s@%s: %w", name, version, err)
+	if err := checkVersionRef(name, version); err != nil {
+		return nil, err
 	}
 	r := &Revocation{}
 	ok, err := readJSON(s.paths.Revocation(name, version), r)
@@ -104,8 +112,8 @@ type MarkRevokedResult struct {
 // between the two leaves the plugin stopped, and the next refresh records
 // the revocation again. Running it again changes nothing more.
 func (s *Store) MarkRevoked(ctx context.Context, r Revocation) (*MarkRevokedResult, error) {
-	if err := CheckRef(r.Name, r.Version); err != nil || r.Version == "" {
-		return nil, fmt.Errorf("revocation of %s@%s: %w", r.Name, r.Version, err)
+	if err := checkVersionRef(r.Name, r.Version); err != nil {
+		return nil, err
 	}
 	if _, err := ParseDigest(r.Digest); err != nil {
 		return nil, fmt.Errorf("revocation of %s@%s: %w", r.Name, r.Version, err)
