@@ -331,11 +331,11 @@ func (b *downloadBar) progress(name string) func(done, total int64) {
 		return nil
 	}
 	return func(done, total int64) {
-		if now := time.Now(); done < total && now.Sub(b.last) < 80*time.Millisecond {
+		now := time.Now()
+		if done < total && now.Sub(b.last) < 80*time.Millisecond {
 			return
-		} else {
-			b.last = now
 		}
+		b.last = now
 		const width = 30
 		n := width
 		pct := 100
