@@ -26,9 +26,22 @@ func (a *app) catalogs() (*marketplace.Cache, error) {
 	return marketplace.OpenCache(paths.Catalogs(), nil), nil
 }
 
-// resolveOptions are the operator's resolution settings.
-func (a *app) resolveOptions() *marketplace.ResolveOptions {
-	return &marketplace.ResolveOptions{}
+// resolveOptions are the operator's resolution settings: the
+// min-release-age cooldown of config.json.
+func (a *app) resolveOptions() (*marketplace.ResolveOptions, error) {
+	st, err := a.store()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := st.Config()
+	if err != nil {
+		return nil, err
+	}
+	age, err := cfg.ReleaseCooldown()
+	if err != nil {
+		return nil, err
+	}
+	return &marketplace.ResolveOptions{MinReleaseAge: age}, nil
 }
 
 func (a *app) marketplaceCommand() *cobra.Command {
@@ -211,7 +224,13 @@ source and keeps the new verified copy. A refusal (rollback, expired,
 mix-and-match, bad signature, altered catalog, a published version whose
 digest changed) is exit 4 and keeps the old copy; a network failure is
 exit 1. With no NAME, every catalog is updated and the worst exit code
-wins. Versions whose status changed are listed.`,
+wins. Versions whose status changed are listed.
+
+What an update finds reaches what is trusted: a version you installed that
+the catalog now revokes is disabled in every workspace at once (running
+berth serve processes drop it at their next boundary), and berth verify
+fails for it (exit 4) naming the reason; a deprecated or yanked one is
+only a warning.`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.catalogs()
@@ -230,22 +249,29 @@ wins. Versions whose status changed are listed.`,
 			} else if err := marketplace.CheckName(names[0]); err != nil {
 				return usagef("%v", err)
 			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
 			var worst error
 			for _, n := range names {
-				r, err := c.Refresh(cmd.Context(), n)
+				u, err := c.Update(cmd.Context(), st, n)
 				if err != nil {
 					fmt.Fprintf(a.stderr, "berth: %s\n", strings.TrimRight(err.Error(), "\n"))
 					worst = worse(worst, err)
 					continue
 				}
+				r := u.RefreshResult
 				if !r.Changed {
 					fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+					a.reportInstalled(a.stdout, "  ", u.Installed)
 					continue
 				}
 				fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
 				for _, line := range statusChanges(r.Old, r.New) {
 					fmt.Fprintf(a.stdout, "  %s\n", review.Printable(line))
 				}
+				a.reportInstalled(a.stdout, "  ", u.Installed)
 				a.printSkipped(n, len(r.Problems))
 			}
 			if worst != nil {

@@ -36,6 +36,12 @@ func (a *app) newProgress(show bool, total int64, desc string, bytes bool) *prog
 	if !a.showProgress(show) {
 		return nil
 	}
+	return a.progressBar(total, desc, bytes)
+}
+
+// progressBar starts a bar on stderr whatever stderr is; newProgress
+// decides whether one may show.
+func (a *app) progressBar(total int64, desc string, bytes bool) *progress {
 	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(a.stderr),
 		progressbar.OptionSetDescription(desc),

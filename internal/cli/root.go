@@ -68,6 +68,12 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.searchCommand(),
 		a.showCommand(),
 		a.importCommand(),
+		a.installCommand(),
+		a.lockCommand(),
+		a.syncCommand(),
+		a.outdatedCommand(),
+		a.upgradeCommand(),
+		a.configCommand(),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = subcommandArgs

@@ -40,7 +40,11 @@ nothing written. A catalog past its expiry still answers, marked stale.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Search(q, a.resolveOptions())
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			res, err := c.Search(q, ro)
 			if err != nil {
 				return err
 			}

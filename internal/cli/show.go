@@ -83,7 +83,11 @@ writes, and needs no network. A name in several catalogs needs --catalog.`,
 			if err != nil {
 				return err
 			}
-			res, rerr := marketplace.Resolve(p, "", a.resolveOptions())
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			res, rerr := marketplace.Resolve(p, "", ro)
 			if rerr != nil && res == nil {
 				return rerr
 			}

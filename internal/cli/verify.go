@@ -30,7 +30,8 @@ func (a *app) verifyCommand() *cobra.Command {
 		Long: `Verify re-checks every trusted plugin (or one) offline: it re-hashes the
 staged snapshot against the recorded digest (exit 5 on any difference, naming
 the files added, removed or changed, modes included) and re-verifies the
-stored signature against the current signer policy (exit 4).`,
+stored signature against the current signer policy (exit 4). A version that
+a catalog revoked fails (exit 4), naming the catalog and its reason.`,
 		Args: rangeArgs(0, 1, "at most one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.store()
