@@ -15,10 +15,13 @@ build:
 demo:
 	$(GO) run ./examples/demo
 
-# The test command of the README and of CI.
+# The test command of the README and of CI: go test -race through
+# internal/testsummary, which prints each package's result and the output
+# of failed tests, and ends with one line saying how many real-peer tests
+# (npm MCP peers, a Secret Service) were skipped and why.
 test:
 	$(GO) vet ./...
-	$(GO) test -race ./...
+	$(GO) run ./internal/testsummary -race ./...
 
 # Every fuzz target, for a short time each.
 fuzz:

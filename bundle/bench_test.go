@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/berth-mcp/berth/internal/testtree"
@@ -21,6 +22,23 @@ func BenchmarkDigest(b *testing.B) {
 				b.Fatal(err, ps)
 			}
 			_ = tree.Listing.Digest()
+		}
+	})
+	// The same with a HashProgress that does what a progress bar does per
+	// call (take a lock): what drawing progress costs the hashing.
+	b.Run("berth-progress", func(b *testing.B) {
+		b.SetBytes(n)
+		var mu sync.Mutex
+		var last int64
+		ctx := WithHashProgress(context.Background(), func(done, _ int64) {
+			mu.Lock()
+			last = max(last, done)
+			mu.Unlock()
+		})
+		for b.Loop() {
+			if _, _, err := ReadTree(ctx, dir, nil); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("sha256sum", func(b *testing.B) { testtree.Sha256sum(b, dir, n) })

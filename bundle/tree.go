@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -412,6 +413,16 @@ func hashEntries(ctx context.Context, files []walkEntry) (*Listing, error) {
 			l.Entries[i].SHA256 = sha256.Sum256([]byte(f.target))
 		}
 	}
+	var report io.Writer // nil: no one asked
+	if f := hashProgress(ctx); f != nil {
+		var total int64
+		for _, fl := range files {
+			if fl.mode != ModeSymlink {
+				total += fl.size
+			}
+		}
+		report = progressWriter{done: new(atomic.Int64), total: total, f: f}
+	}
 	workers := min(runtime.GOMAXPROCS(0), 8, len(files))
 	var (
 		wg      sync.WaitGroup
@@ -424,7 +435,7 @@ func hashEntries(ctx context.Context, files []walkEntry) (*Listing, error) {
 			buf := make([]byte, 256<<10)
 			for i := range next {
 				f := files[i]
-				sum, err := hashFile(f.abs, f.size, buf)
+				sum, err := hashFile(f.abs, f.size, buf, report)
 				if err != nil {
 					errOnce.Do(func() { first = err })
 					continue
@@ -459,7 +470,7 @@ var errChanged = errors.New("changed while being read")
 
 // hashFile hashes a regular file of the expected size, refusing to follow a
 // symlink swapped in after the walk.
-func hashFile(name string, size int64, buf []byte) ([32]byte, error) {
+func hashFile(name string, size int64, buf []byte, report io.Writer) ([32]byte, error) {
 	var sum [32]byte
 	f, err := openNoFollow(name)
 	if err != nil {
@@ -474,7 +485,11 @@ func hashFile(name string, size int64, buf []byte) ([32]byte, error) {
 		return sum, fmt.Errorf("%s: %w; make sure nothing writes to the bundle and try again", name, errChanged)
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(h, io.LimitReader(f, size+1), buf)
+	var w io.Writer = h
+	if report != nil {
+		w = io.MultiWriter(h, report)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(f, size+1), buf)
 	if err != nil {
 		return sum, err
 	}

@@ -13,8 +13,9 @@ import (
 // versions: the installed one and a candidate. Upgrade shows it before
 // anything happens, and asks again when authority grows.
 type AuthorityDiff struct {
-	From, To string // versions
-	Changes  []AuthorityChange
+	From    string            `json:"from"` // versions
+	To      string            `json:"to"`
+	Changes []AuthorityChange `json:"changes"`
 }
 
 // AuthorityChange is one difference.
@@ -47,7 +48,7 @@ func (d *AuthorityDiff) Grows() bool {
 // endpoints and hosts, credentials, tool filters, native tools, and listed
 // tools added or changed.
 func DiffAuthority(fromVersion string, from *Summary, toVersion string, to *Summary) *AuthorityDiff {
-	d := &AuthorityDiff{From: fromVersion, To: toVersion}
+	d := &AuthorityDiff{From: fromVersion, To: toVersion, Changes: []AuthorityChange{}}
 	add := func(area, subject, change, old, new string) {
 		d.Changes = append(d.Changes, AuthorityChange{Area: area, Subject: subject, Change: change, Old: old, New: new, Grows: change != "removed"})
 	}

@@ -590,7 +590,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		return nil, fmt.Errorf("a URL names where an archive is served, but %s is a directory: give the archive file itself", req.Source)
 	}
 	m := b.Manifest
-	res, err := req.Verifier.Verify(ctx, b.Listing().Bytes(), req.Signature)
+	res, err := req.Verifier.VerifyPlugin(ctx, m.Name, b.Listing().Bytes(), req.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}

@@ -161,6 +161,9 @@ func (r *resolver) skip(status Status, reason string, sv *semver.Version, requir
 		return "yanked: " + reason
 	case !c.Check(sv):
 		if sv.Prerelease() != "" {
+			if cs == "*" {
+				return "a prerelease, taken only when the constraint names one (like ^" + sv.Original() + ")"
+			}
 			return "a prerelease, and " + quoteConstraint(cs) + " names none (name one, like ^" + sv.Original() + ", to allow it)"
 		}
 		return "does not satisfy " + cs

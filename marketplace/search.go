@@ -389,20 +389,39 @@ var ErrNoPlugin = errors.New("no such plugin")
 // catalog, reading only that entry. It never touches the network or
 // writes.
 func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
+	ps, ci, err := c.Plugins(catalog, []string{name})
+	if err != nil {
+		return nil, nil, err
+	}
+	if ps[name] == nil {
+		return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catalog, name, name)
+	}
+	return ps[name], ci, nil
+}
+
+// Plugins returns the entries of the plugins named in the verified copy
+// of catalog, by name, reading the index once and only those entries; a
+// name the catalog does not list is absent from the map. It never
+// touches the network or writes.
+func (c *Cache) Plugins(catalog string, names []string) (map[string]*Plugin, *CatalogInfo, error) {
 	for attempt := 0; ; attempt++ {
 		st, idx, _, err := c.readIndex(catalog)
 		if err != nil {
 			return nil, nil, err
 		}
-		var e *indexEntry
+		want := map[string]bool{}
+		for _, n := range names {
+			want[n] = true
+		}
+		var found []*indexEntry
 		for i := range idx.Plugins {
-			if idx.Plugins[i].Name == name {
-				e = &idx.Plugins[i]
-				break
+			if want[idx.Plugins[i].Name] {
+				found = append(found, &idx.Plugins[i])
 			}
 		}
-		if e == nil {
-			return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catalog, name, name)
+		out := map[string]*Plugin{}
+		if len(found) == 0 {
+			return out, c.info(st), nil
 		}
 		f, err := os.Open(filepath.Join(c.dir, catalog, st.Current, CatalogTarget))
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
@@ -411,17 +430,21 @@ func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
 		if err != nil {
 			return nil, nil, c.damaged(catalog, err)
 		}
-		raw := make([]byte, e.N)
-		_, err = f.ReadAt(raw, e.Off)
+		for _, e := range found {
+			raw := make([]byte, e.N)
+			if _, err := f.ReadAt(raw, e.Off); err != nil {
+				f.Close()
+				return nil, nil, c.damaged(catalog, err)
+			}
+			p, _ := parseEntry(raw, 0, &checker{signers: map[Signer]error{}})
+			if p == nil || p.Name != e.Name {
+				f.Close()
+				return nil, nil, c.damaged(catalog, fmt.Errorf("the index does not point at the entry of %s", e.Name))
+			}
+			out[e.Name] = p
+		}
 		f.Close()
-		if err != nil {
-			return nil, nil, c.damaged(catalog, err)
-		}
-		p, _ := parseEntry(raw, 0, &checker{signers: map[Signer]error{}})
-		if p == nil || p.Name != name {
-			return nil, nil, c.damaged(catalog, fmt.Errorf("the index does not point at the entry of %s", name))
-		}
-		return p, c.info(st), nil
+		return out, c.info(st), nil
 	}
 }
 

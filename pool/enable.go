@@ -48,6 +48,9 @@ func Enable(ctx context.Context, st *store.Store, workspace, name, version strin
 		if err != nil {
 			return err
 		}
+		if err := st.CheckNotRevoked(rec.Name, rec.Version, rec.Digest); err != nil {
+			return err
+		}
 		if _, err := os.Stat(st.Paths().Snapshot(d)); err != nil {
 			return fmt.Errorf("the staged snapshot of %s is missing (%v); re-trust the bundle", rec.ID(), err)
 		}

@@ -47,7 +47,7 @@ var fetchConfigs = []string{fetchNpmrc, fetchGlobal, fetchYarnrc, fetchUV, fetch
 // bundle trusted by an older berth) is not started. A runtime fetcher runs in a new empty directory
 // with the package managers' configuration pointed at berth's files; the
 // spec's cleanup removes the directory.
-func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string) (*spawnSpec, error) {
+func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string, src *sources) (*spawnSpec, error) {
 	f, err := bundle.StdioFetch(st)
 	if err != nil {
 		return nil, permanent("server %s: berth does not run this command: %v; the bundle was trusted under earlier rules: update it and trust it again", id, err)
@@ -58,11 +58,11 @@ func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string) (*spawnS
 		}
 	}
 	if f == nil {
-		return resolveStdio(id, st, snapshot, p.workspace, p.baseEnv, p.lookupEnv)
+		return resolveStdio(id, st, snapshot, p.workspace, p.baseEnv, src)
 	}
 	bare := *st
 	bare.Cwd = "" // never where the manifest says: see above
-	sp, err := resolveStdio(id, &bare, snapshot, p.workspace, p.baseEnv, p.lookupEnv)
+	sp, err := resolveStdio(id, &bare, snapshot, p.workspace, p.baseEnv, src)
 	if err != nil {
 		return nil, err
 	}

@@ -234,7 +234,7 @@ func TestRefusedCommandDoesNotStart(t *testing.T) {
 			f := newFixture(t)
 			p := f.open(nil)
 			defer p.Close()
-			sp, err := p.stdioSpawn("old-main", &c.stdio, f.ws)
+			sp, err := p.stdioSpawn("old__main", &c.stdio, f.ws, p.sources(context.Background()))
 			if err == nil {
 				if sp.cleanup != nil {
 					sp.cleanup()

@@ -26,6 +26,12 @@ type Options struct {
 	// servers and native tool providers, and the fromEnv sources of
 	// servers and remotes. nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
+	// Secrets resolves a fromEnv source that LookupEnv does not set (in
+	// the CLI: berth's secret store, package secrets). It is asked only
+	// for the sources a server declares, when that server starts, and the
+	// value goes only into that server's environment or headers. nil
+	// means the host environment alone.
+	Secrets func(ctx context.Context, name string) (value string, ok bool, err error)
 	// BaseEnv, when non-nil, replaces the base environment of stdio
 	// servers and native tool providers ("NAME=value" entries). By
 	// default it is PATH, HOME, LANG and TMPDIR (and the Windows
@@ -717,6 +723,9 @@ type ServerStatus struct {
 	// Collisions are exported names this server shares with another
 	// server; those tools are withheld from both.
 	Collisions []string `json:"collisions,omitempty"`
+	// Sources are its fromEnv sources as its last start resolved them:
+	// whether each was set and where from, never a value.
+	Sources []SourceStatus `json:"sources,omitempty"`
 	// Err is LastError as an error.
 	Err error `json:"-"`
 }
@@ -738,7 +747,7 @@ func (p *Pool) Status() []ServerStatus {
 			s.mu.Lock()
 			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, Kind: KindServer, State: s.state, Transport: s.kind,
 				Restarts: s.restarts, RestartsInRow: s.inRow, GaveUp: s.gaveUp, Err: s.lastErr,
-				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s]}
+				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources)}
 			if s.native != nil {
 				st.Kind = KindNative
 			}

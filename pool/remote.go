@@ -6,11 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strings"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -60,31 +61,24 @@ type guard struct {
 }
 
 // newGuard checks the remote's endpoint and reads its credentials.
-func newGuard(id string, r *bundle.Remote, lookup func(string) (string, bool), tn *testNetwork) (*guard, error) {
+func newGuard(id string, r *bundle.Remote, src *sources, tn *testNetwork) (*guard, error) {
 	ep, err := bundle.ParseEndpoint(r.URL)
 	if err != nil {
 		return nil, permanent("server %s: %v", id, err)
 	}
 	g := &guard{id: id, ep: ep, header: http.Header{}, tn: tn}
-	var missing []string
-	for k, src := range r.Headers {
-		v, ok := lookup(src.FromEnv)
-		if !ok {
-			missing = append(missing, fmt.Sprintf("%s (for the header %s)", src.FromEnv, k))
-			continue
+	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+		if v, ok := src.lookup(r.Headers[k].FromEnv, "the header "+k); ok {
+			g.header.Set(k, v)
 		}
-		g.header.Set(k, v)
 	}
 	if r.Auth != nil && r.Auth.BearerFromEnv != "" {
-		v, ok := lookup(r.Auth.BearerFromEnv)
-		if !ok {
-			missing = append(missing, r.Auth.BearerFromEnv+" (for the bearer token)")
-		} else {
+		if v, ok := src.lookup(r.Auth.BearerFromEnv, "the bearer token"); ok {
 			g.header.Set("Authorization", "Bearer "+v)
 		}
 	}
-	if len(missing) > 0 {
-		return nil, permanent("server %s needs the environment variable %s, which is not set where berth runs; set it there, or disable the plugin", id, strings.Join(missing, " and "))
+	if err := src.missing(id); err != nil {
+		return nil, err
 	}
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if tn != nil && tn.roots != nil {

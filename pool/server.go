@@ -120,6 +120,7 @@ type server struct {
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
 	listedAt  struct{ prompts, resources bool }
+	sources   []SourceStatus // as the last start resolved them
 }
 
 // newServer sets up the supervisor of an MCP server; pinned is its
@@ -434,12 +435,21 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	return c, nil, false
 }
 
+// recordSources keeps what a start resolved, for Status.
+func (s *server) recordSources(src *sources) {
+	s.mu.Lock()
+	s.sources = src.seen
+	s.mu.Unlock()
+}
+
 // connectMCP spawns a stdio server or dials a remote one, makes the MCP
 // handshake and lists the tools.
 func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	var transport mcp.Transport
 	if s.spec.Stdio != nil {
-		sp, err := s.p.stdioSpawn(s.id, s.spec.Stdio, s.pl.dir)
+		src := s.p.sources(c.ctx)
+		sp, err := s.p.stdioSpawn(s.id, s.spec.Stdio, s.pl.dir, src)
+		s.recordSources(src)
 		if err != nil {
 			return nil, err
 		}
@@ -455,7 +465,9 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		}()
 		transport = &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}
 	} else {
-		g, err := newGuard(s.id, s.spec.Remote, s.p.lookupEnv, s.p.opts.testNet)
+		src := s.p.sources(c.ctx)
+		g, err := newGuard(s.id, s.spec.Remote, src, s.p.opts.testNet)
+		s.recordSources(src)
 		if err != nil {
 			return nil, err
 		}

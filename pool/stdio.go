@@ -58,7 +58,7 @@ func permanent(format string, args ...any) error {
 // ${bundle} and ${workspace} substituted, the working directory (default
 // the staged snapshot), the base environment and the declared fromEnv
 // sources. Every missing variable is named, never a value.
-func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base []string, lookup func(string) (string, bool)) (*spawnSpec, error) {
+func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base []string, src *sources) (*spawnSpec, error) {
 	r := strings.NewReplacer("${bundle}", snapshot, "${workspace}", workspace)
 	env := map[string]string{}
 	for _, kv := range base {
@@ -66,18 +66,13 @@ func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base 
 			env[k] = v
 		}
 	}
-	var missing []string
 	for _, k := range slices.Sorted(maps.Keys(sp.Env)) {
-		src := sp.Env[k].FromEnv
-		v, ok := lookup(src)
-		if !ok {
-			missing = append(missing, fmt.Sprintf("%s (for %s)", src, k))
-			continue
+		if v, ok := src.lookup(sp.Env[k].FromEnv, k); ok {
+			env[k] = v
 		}
-		env[k] = v
 	}
-	if len(missing) > 0 {
-		return nil, permanent("server %s needs the environment variable %s, which is not set where berth runs; set it there (its value reaches only the server's environment, never argv or logs), or disable the plugin", id, strings.Join(missing, " and "))
+	if err := src.missing(id); err != nil {
+		return nil, err
 	}
 	list := make([]string, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {

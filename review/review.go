@@ -329,3 +329,39 @@ func (d *Disclosure) Hash() string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// Source is one host environment variable the bundle's servers read (a
+// fromEnv or bearerFromEnv), with every use of it. It is a name only: a
+// review never reads a value.
+type Source struct {
+	Name string `json:"name"`
+	// Uses say where it goes: "server main: env TOKEN", "server api: the
+	// header X-Team", "server api: the bearer token".
+	Uses []string `json:"uses"`
+}
+
+// Sources lists the variables the bundle's servers read, sorted by name.
+func (d *Disclosure) Sources() []Source {
+	uses := map[string][]string{}
+	for _, s := range d.Servers {
+		pre := "server " + s.Name + ": "
+		if s.Stdio != nil {
+			for _, e := range s.Stdio.Env {
+				uses[e.FromEnv] = append(uses[e.FromEnv], pre+"env "+e.Name)
+			}
+		}
+		if s.Remote != nil {
+			for _, h := range s.Remote.Headers {
+				uses[h.FromEnv] = append(uses[h.FromEnv], pre+"the header "+h.Name)
+			}
+			if s.Remote.BearerFromEnv != "" {
+				uses[s.Remote.BearerFromEnv] = append(uses[s.Remote.BearerFromEnv], pre+"the bearer token")
+			}
+		}
+	}
+	out := []Source{}
+	for _, n := range slices.Sorted(maps.Keys(uses)) {
+		out = append(out, Source{Name: n, Uses: uses[n]})
+	}
+	return out
+}

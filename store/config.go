@@ -16,6 +16,11 @@ import (
 type Config struct {
 	Signers    []trust.Signer `json:"signers"`
 	ToolPolicy []PolicyRule   `json:"toolPolicy,omitempty"`
+	// MinReleaseAge is the operator's cooldown for catalog installs, a Go
+	// duration ("72h0m0s"): versions released less long ago are skipped.
+	// "" means none. Read it with ReleaseCooldown, set it with
+	// SetMinReleaseAge.
+	MinReleaseAge string `json:"minReleaseAge,omitempty"`
 }
 
 // Signer returns the signer named name.
@@ -63,6 +68,11 @@ func (s *Store) UpdateConfig(ctx context.Context, fn func(*Config) error) (*Conf
 		return nil, err
 	}
 	defer unlock()
+	return s.updateConfigLocked(fn)
+}
+
+// updateConfigLocked is UpdateConfig for a caller that holds the lock.
+func (s *Store) updateConfigLocked(fn func(*Config) error) (*Config, error) {
 	c, err := s.Config()
 	if err != nil {
 		return nil, err

@@ -80,6 +80,9 @@ type VerifyReport struct {
 	// Signature is the verification result; nil for unsigned records or
 	// when verification failed.
 	Signature *trust.Result
+	// Revoked is set when a catalog revoked this version (Err is then a
+	// *RevokedError).
+	Revoked *Revocation
 	// Err is the first failure: a *DriftError (ErrDrift), an trust.ErrUntrusted
 	// signature failure, or another error.
 	Err error
@@ -87,12 +90,21 @@ type VerifyReport struct {
 
 // Verify re-checks a trust record offline: it re-hashes the staged
 // snapshot against the recorded digest, and re-verifies the stored
-// signature over the recorded listing against the current signer policy.
+// signature over the recorded listing against the current signer policy
+// (a signer scoped to another plugin never accepts it). A version a
+// catalog revoked fails with a *RevokedError.
 func (s *Store) Verify(ctx context.Context, rec *Record, v *trust.Verifier) *VerifyReport {
 	rep := &VerifyReport{Record: rec}
 	digest, err := ParseDigest(rec.Digest)
 	if err != nil {
 		rep.Err = fmt.Errorf("trust record %s is damaged (digest: %v); remove it and re-trust the plugin", rec.ID(), err)
+		return rep
+	}
+	if r, err := s.Revoked(rec.Name, rec.Version, rec.Digest); err != nil || r != nil {
+		rep.Revoked, rep.Err = r, err
+		if r != nil {
+			rep.Err = &RevokedError{Revocation: r}
+		}
 		return rep
 	}
 	if _, err := s.checkSnapshot(ctx, digest); err != nil {
@@ -116,7 +128,7 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *trust.Verifier) *Ver
 		rep.Err = err
 		return rep
 	}
-	res, err := v.Verify(ctx, []byte(meta.Listing), sig)
+	res, err := v.VerifyPlugin(ctx, rec.Name, []byte(meta.Listing), sig)
 	if err != nil {
 		rep.Err = fmt.Errorf("%s: %w", rec.ID(), err)
 		return rep

@@ -116,6 +116,14 @@ func (p Paths) Fetchers() string { return filepath.Join(p.Root, "fetchers") }
 // Audit is the append-only log of approval decisions.
 func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }
 
+// Secrets is the directory of berth's secret store (package secrets): the
+// index of stored names and the file fallback of their values.
+func (p Paths) Secrets() string { return filepath.Join(p.Root, "secrets") }
+
+// Backups is where berth connect keeps copies of the client configuration
+// files it edited, the last few per file.
+func (p Paths) Backups() string { return filepath.Join(p.Root, "backups") }
+
 // Catalogs is the directory of the verified catalog copies, which package
 // marketplace lays out inside.
 func (p Paths) Catalogs() string { return filepath.Join(p.Root, "catalogs") }

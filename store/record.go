@@ -72,6 +72,9 @@ type Record struct {
 	ReviewHash string     `json:"reviewHash"`
 	Source     string     `json:"source"`
 	TrustedAt  time.Time  `json:"trustedAt"`
+	// Catalog names the catalog the bundle was installed from (berth
+	// install, sync, upgrade); nil for a bundle trusted by hand.
+	Catalog *CatalogOrigin `json:"catalog,omitempty"`
 }
 
 // ID is name@version.

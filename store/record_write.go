@@ -25,6 +25,11 @@ type verified struct {
 	reviewHash        string
 	source            string
 	allowSignerChange bool
+	// newSigner is a proposed signer that verified the signature: it is
+	// added to the policy, scoped to the plugin, with the record.
+	newSigner *trust.Signer
+	// catalog is the catalog origin the record names, if any.
+	catalog *CatalogOrigin
 }
 
 // record stages the bundle and writes its trust record, under the lock: a
@@ -78,9 +83,35 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 			return nil, &SignerChangeError{Name: name, Version: latest.Version, Trusted: latest.Signer, Offered: ref}
 		}
 	}
+	if err := s.CheckNotRevoked(name, version, b.Digest); err != nil {
+		return nil, err
+	}
 	res := &TrustResult{}
+	if v.newSigner != nil {
+		// The signer goes in first: a crash before the record leaves a
+		// scoped signer the operator confirmed, and no record that the
+		// policy could not verify.
+		ns := *v.newSigner
+		_, err := s.updateConfigLocked(func(c *Config) error {
+			if have, ok := c.Signer(ns.Name); ok {
+				if sameSigner(have, ns) {
+					return ErrNoChange
+				}
+				return fmt.Errorf("a signer named %q was added meanwhile, and it is not %s; nothing was changed", ns.Name, ns)
+			}
+			c.Signers = append(c.Signers, ns)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.hook("signer-added")
+		res.NewSigner = &ns
+	}
 	for _, r := range existing {
-		if r.Version == version && r.Signer.identity() == ref.identity() {
+		// A version trusted by hand and now installed from a catalog is
+		// recorded again, with its origin.
+		if r.Version == version && r.Signer.identity() == ref.identity() && (v.catalog == nil || r.Catalog != nil) {
 			// Already trusted, unless the snapshot drifted: then it is
 			// staged afresh below.
 			if _, err := s.checkSnapshot(ctx, digest); err == nil {
@@ -110,6 +141,7 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 		ReviewHash: v.reviewHash,
 		Source:     v.source,
 		TrustedAt:  s.now().UTC().Truncate(time.Second),
+		Catalog:    v.catalog,
 	}
 	if err := atomicfile.WriteJSON(s.paths.Record(name, version), rec, 0o600); err != nil {
 		return nil, err

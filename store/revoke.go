@@ -110,7 +110,8 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 	res := &GCResult{Snapshots: []string{}, Leftovers: []string{}}
 	// Temp files of atomic writes that a crash cut short: of state.json
 	// and config.json, of records and signatures, of signers' trusted
-	// roots (all written under the lock that GC holds), and of approvals
+	// roots, of catalogs' revocations (all written under the lock that GC
+	// holds), and of approvals
 	// (written without it, so only those too old to be a write in
 	// progress).
 	var temps []string
@@ -118,6 +119,7 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		filepath.Join(s.paths.Root, ".*.tmp-*"),
 		filepath.Join(s.paths.TrustDir(), "*", ".*.tmp-*"),
 		filepath.Join(s.paths.Root, "roots", ".*.tmp-*"),
+		filepath.Join(s.paths.Revocations(), "*", ".*.tmp-*"),
 	} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {

@@ -21,8 +21,9 @@ type StoreOptions struct {
 	Now func() time.Time
 	// CrashHookUnsafe, when set, is called at each named step of a state
 	// change ("stage-copied", "stage-meta-written", "stage-renamed",
-	// "signature-written", "record-written", "generation-bumped",
-	// "revoke-state-written", "revoke-removed", and "state-temp-written"
+	// "signer-added", "signature-written", "record-written",
+	// "generation-bumped", "revoke-state-written", "revoke-removed",
+	// "revoked-disabled", "revocation-written", and "state-temp-written"
 	// and "config-temp-written" when the temp file of state.json or
 	// config.json is complete but not yet renamed). Crash tests use it to
 	// kill the process there; nothing else should set it.

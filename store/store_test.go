@@ -520,7 +520,8 @@ func TestTrustAgainRepairsDriftedSnapshot(t *testing.T) {
 }
 
 // TestGCRemovesTempFiles: the temp files of atomic writes that a crash
-// cut short (snapshot metadata, records, signatures) are leftovers too.
+// cut short (snapshot metadata, records, signatures, revocations) are
+// leftovers too.
 func TestGCRemovesTempFiles(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
@@ -533,7 +534,9 @@ func TestGCRemovesTempFiles(t *testing.T) {
 		filepath.Join(s.Paths().Store(), "."+h+".meta.json.tmp-123"),
 		filepath.Join(s.Paths().PluginTrustDir("acme-notes"), ".1.4.2.json.tmp-456"),
 		filepath.Join(s.Paths().PluginTrustDir("acme-notes"), ".1.4.2.sigstore.json.tmp-789"),
+		filepath.Join(filepath.Dir(s.Paths().Revocation("acme-notes", "1.4.2")), ".1.4.2.json.tmp-012"),
 	}
+	os.MkdirAll(filepath.Dir(s.Paths().Revocation("acme-notes", "1.4.2")), 0o700)
 	for _, p := range temps {
 		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
 			t.Fatal(err)

@@ -41,6 +41,27 @@ type TrustOptions struct {
 	// Source is the origin the trust record names (a catalog's URL, say);
 	// "" means the absolute path of the source.
 	Source string
+	// AllowedSigners, when not nil, are the only signers whose signature
+	// is accepted (a catalog's allowed signers of the plugin), compared by
+	// key fingerprint, or by issuer and SAN: a signature that the policy
+	// accepts but by anyone else is a *SignerNotAllowedError. An empty,
+	// non-nil list accepts nobody.
+	AllowedSigners []SignerRef
+	// ProposedSigners are signers the policy does not have yet that may
+	// have signed the bundle (a catalog vouches for them for this plugin).
+	// Trust scopes each one to the bundle's plugin (trust.Signer.Plugin)
+	// and tries them after the policy's own. When one of them verifies
+	// the signature, Candidate.NewSigner names it, and once Confirm
+	// accepts, it is added to the policy, scoped, under the same lock that
+	// writes the record. A name must be free in the policy (or name the
+	// same signer); ScopedSignerName makes one. An identity signer here
+	// uses the embedded Sigstore public-good root (no TrustedRoot).
+	ProposedSigners []trust.Signer
+	// Catalog, when set, is the catalog origin the record names. It needs
+	// Digest and AllowedSigners, and a signature: a record names a catalog
+	// only for a bundle checked against the digest and the signers the
+	// catalog gives.
+	Catalog *CatalogOrigin
 	// Confirm, when set, is called once the bundle is validated, verified
 	// and reviewed, before anything is written: it shows the candidate to
 	// a person, or decides itself. An error from it ends Trust with that
@@ -58,6 +79,10 @@ type Candidate struct {
 	// Verification the result; both nil when trusted unsigned.
 	Signer       *SignerRef
 	Verification *trust.Result
+	// NewSigner is set when the signature was verified by one of
+	// TrustOptions.ProposedSigners: the signer, scoped to this plugin,
+	// that Trust adds to the policy if Confirm accepts.
+	NewSigner *trust.Signer
 }
 
 // TrustResult reports what Trust did.
@@ -72,6 +97,9 @@ type TrustResult struct {
 	Already bool
 	// Reused is true when the snapshot already existed.
 	Reused bool
+	// NewSigner is the signer Trust added to the policy, scoped to the
+	// plugin (one of TrustOptions.ProposedSigners); nil when none.
+	NewSigner *trust.Signer
 }
 
 // DefaultSignatureFile is where the signature of a bundle lies unless
@@ -103,6 +131,12 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 	if opts.UnsignedUnsafe && (opts.Signature != nil || opts.SignatureFile != "") {
 		return nil, fmt.Errorf("trusting %s: TrustOptions.UnsignedUnsafe contradicts a given signature; set one of them", source)
 	}
+	if opts.UnsignedUnsafe && (opts.AllowedSigners != nil || len(opts.ProposedSigners) > 0) {
+		return nil, fmt.Errorf("trusting %s: TrustOptions.UnsignedUnsafe contradicts allowed or proposed signers; set one of them", source)
+	}
+	if opts.Catalog != nil && (opts.Digest.IsZero() || opts.AllowedSigners == nil || opts.UnsignedUnsafe) {
+		return nil, fmt.Errorf("trusting %s from catalog %s needs the catalog's digest (TrustOptions.Digest), its signers (TrustOptions.AllowedSigners) and a signature: %w", source, opts.Catalog.Name, trust.ErrUntrusted)
+	}
 	b, err := bundle.Open(ctx, source, opts.Bundle)
 	if err != nil {
 		return nil, err
@@ -111,7 +145,7 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 	if !opts.Digest.IsZero() && opts.Digest.String() != b.Digest {
 		return nil, &DigestMismatchError{Source: source, Got: b.Digest, Want: opts.Digest.String()}
 	}
-	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange}
+	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange, catalog: opts.Catalog}
 	if v.source == "" {
 		v.source = absSource(source)
 	}
@@ -120,12 +154,17 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		ver, err := trust.NewVerifier(cfg.Signers, nil)
+		proposed, err := proposals(cfg, b.Manifest.Name, opts.ProposedSigners)
 		if err != nil {
 			return nil, err
 		}
-		if len(cfg.Signers) == 0 {
+		signers := append(append([]trust.Signer(nil), cfg.Signers...), proposed...)
+		if len(signers) == 0 {
 			return nil, &NoSignerError{Source: source, Digest: b.Digest}
+		}
+		ver, err := trust.NewVerifier(signers, nil)
+		if err != nil {
+			return nil, err
 		}
 		sig := opts.Signature
 		if sig == nil {
@@ -137,16 +176,31 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 				return nil, &SignatureMissingError{Source: source, Path: path, Err: err}
 			}
 		}
-		res, err := ver.Verify(ctx, b.Listing().Bytes(), sig)
+		res, err := ver.VerifyPlugin(ctx, b.Manifest.Name, b.Listing().Bytes(), sig)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		if opts.AllowedSigners != nil {
+			ref := refOf(res)
+			ok := false
+			for _, a := range opts.AllowedSigners {
+				ok = ok || a.identity() == ref.identity()
+			}
+			if !ok {
+				return nil, &SignerNotAllowedError{Source: source, Offered: ref, Allowed: opts.AllowedSigners}
+			}
+		}
+		for i := range proposed {
+			if proposed[i].Name == res.Signer.Name {
+				v.newSigner = &proposed[i]
+			}
 		}
 		v.signature, v.result = sig, res
 	}
 	d := review.New(b)
 	v.reviewHash = d.Hash()
 	if opts.Confirm != nil {
-		c := &Candidate{Bundle: b, Review: d, Verification: v.result}
+		c := &Candidate{Bundle: b, Review: d, Verification: v.result, NewSigner: v.newSigner}
 		if v.result != nil {
 			c.Signer = refOf(v.result)
 		}
@@ -160,6 +214,38 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 	}
 	res.Review = d
 	return res, nil
+}
+
+// proposals returns the proposed signers that the policy cfg does not
+// have yet, each scoped to plugin, or an error naming a proposal that
+// cannot be added.
+func proposals(cfg *Config, plugin string, ps []trust.Signer) ([]trust.Signer, error) {
+	var out []trust.Signer
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if p.Plugin != "" && p.Plugin != plugin {
+			return nil, fmt.Errorf("the proposed signer %s cannot sign %s: %w", p, plugin, trust.ErrUntrusted)
+		}
+		if p.Kind == trust.KindIdentity && p.TrustedRoot != "" {
+			return nil, fmt.Errorf("the proposed signer %s names a trusted root; a proposed identity is checked against the Sigstore public-good root", p)
+		}
+		p.Plugin = plugin
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		if have, ok := cfg.Signer(p.Name); ok {
+			if sameSigner(have, p) {
+				continue // in the policy already: it verifies as the policy's
+			}
+			return nil, fmt.Errorf("the policy has a signer named %q already, and it is not %s; remove it (`berth signers remove %s`) or pick another name", p.Name, p, p.Name)
+		}
+		if seen[p.Name] {
+			return nil, fmt.Errorf("two proposed signers are named %q", p.Name)
+		}
+		seen[p.Name] = true
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // readSignature reads at most trust.MaxSignatureSize+1 bytes of a

@@ -74,6 +74,13 @@ type Signer struct {
 	// Fulcio CAs, timestamp authorities and transparency logs to trust.
 	// Empty means the Sigstore public-good root embedded in berth.
 	TrustedRoot string `json:"trustedRoot,omitempty"`
+
+	// Plugin, when set, scopes the signer to one plugin: it accepts the
+	// signatures of bundles of that plugin name only (Verifier.VerifyPlugin)
+	// and never another's, nor a signature checked without a plugin name
+	// (Verifier.Verify). berth install adds a catalog's signer this way,
+	// for the one plugin the catalog vouches for it.
+	Plugin string `json:"plugin,omitempty"`
 }
 
 // KeySignerOptions are the optional settings of NewKeySigner. A nil
@@ -86,6 +93,9 @@ type KeySignerOptions struct {
 }
 
 var signerNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$`)
+
+// pluginNameRE is a plugin's name, as bundle.IsValidName checks it.
+var pluginNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 
 // NewKeySigner returns a key signer for the PEM public key pubPEM ("PUBLIC
 // KEY", PKIX). It rejects unsupported keys (Ed25519, RSA under 2048 bits or
@@ -154,6 +164,9 @@ func (s Signer) Validate() error {
 	if !signerNameRE.MatchString(s.Name) {
 		add("name %q does not match ^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$ (lowercase letters, digits, '-' and '_', 1 to 64 characters; use a name like \"acme-release\")", s.Name)
 	}
+	if s.Plugin != "" && !pluginNameRE.MatchString(s.Plugin) {
+		add("plugin %q is not a plugin name (^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$): a scoped signer names the one plugin it may sign", s.Plugin)
+	}
 	switch s.Kind {
 	case KindKey:
 		s.validateKey(add)
@@ -210,9 +223,16 @@ func (s Signer) validateIdentity(add func(string, ...any)) {
 }
 
 // String describes the signer for humans, e.g.
-// `key "acme" (sha256:ab12cd34ef56ab12…)` or
-// `identity "ci" (issuer https://token.actions.githubusercontent.com, SAN ci@acme.example)`.
+// `key "acme" (sha256:ab12cd34ef56ab12…)`,
+// `identity "ci" (issuer https://token.actions.githubusercontent.com, SAN ci@acme.example)`
+// or, scoped to a plugin,
+// `key "acme-notes-1f2e3d4c5b6a7980" (sha256:ab12cd34ef56ab12…), for plugin acme-notes only`.
 func (s Signer) String() string {
+	if s.Plugin != "" {
+		u := s
+		u.Plugin = ""
+		return u.String() + ", for plugin " + s.Plugin + " only"
+	}
 	switch s.Kind {
 	case KindKey:
 		return fmt.Sprintf("key %q (%s)", s.Name, shortFingerprint(s.Fingerprint))

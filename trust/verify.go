@@ -18,6 +18,9 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 )
 
+// errOutOfScope is the attempt error of a signer scoped to another plugin.
+var errOutOfScope = errors.New("signer scoped to another plugin")
+
 // MaxSignatureSize is the largest signature bundle Verify reads (1 MiB).
 const MaxSignatureSize = 1 << 20
 
@@ -158,14 +161,33 @@ func keyMaterial(s Signer) (root.TrustedMaterial, error) {
 }
 
 // Verify checks that sigJSON, a Sigstore bundle v0.3 JSON, is a valid
-// signature over listing by one of the policy's signers, offline. Signers
-// are tried in policy order and the first that accepts the signature is
-// returned in the Result.
+// signature over listing by one of the policy's signers that are not
+// scoped to a plugin, offline. Signers are tried in policy order and the
+// first that accepts the signature is returned in the Result. A signer
+// scoped to a plugin (Signer.Plugin) accepts nothing here: verify a
+// plugin's bundle with VerifyPlugin.
 //
 // Every error wraps ErrUntrusted. When the bundle is well formed but no
 // signer accepts it, the error is a *VerificationError naming every signer
 // tried and why it failed.
 func (v *Verifier) Verify(ctx context.Context, listing []byte, sigJSON []byte) (*Result, error) {
+	return v.verify(ctx, "", listing, sigJSON)
+}
+
+// VerifyPlugin is Verify for a bundle of the plugin named plugin: the
+// name in the manifest of the bundle whose canonical listing is listing
+// (the listing covers the manifest, so the name cannot be swapped without
+// breaking the signature). The policy's unscoped signers and those scoped
+// to plugin are tried; a signer scoped to another plugin never accepts the
+// signature, whatever key or identity made it.
+func (v *Verifier) VerifyPlugin(ctx context.Context, plugin string, listing []byte, sigJSON []byte) (*Result, error) {
+	if plugin == "" {
+		panic("trust: VerifyPlugin needs the plugin's name; use Verify for a signature of no plugin")
+	}
+	return v.verify(ctx, plugin, listing, sigJSON)
+}
+
+func (v *Verifier) verify(ctx context.Context, plugin string, listing []byte, sigJSON []byte) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: verification stopped: %w", ErrUntrusted, err)
 	}
@@ -190,6 +212,14 @@ func (v *Verifier) Verify(ctx context.Context, listing []byte, sigJSON []byte) (
 		}
 		var res *Result
 		var a Attempt
+		if sp := ps.signer.Plugin; sp != "" && sp != plugin {
+			reason := "this signer is scoped to plugin " + sp + " only, and this is a bundle of " + plugin
+			if plugin == "" {
+				reason = "this signer is scoped to plugin " + sp + " only, and this signature was checked for no plugin"
+			}
+			verr.Attempts = append(verr.Attempts, Attempt{Signer: ps.signer.clone(), Reason: reason, Err: errOutOfScope})
+			continue
+		}
 		switch ps.signer.Kind {
 		case KindKey:
 			res, a = v.verifyKey(ps, b, keySigned, listing)

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // TestDemo runs the demo, the README's first command, end to end: it must
@@ -27,8 +30,15 @@ func TestDemo(t *testing.T) {
 	}
 	for _, want := range []string{
 		"is a valid bundle: demo-notes 1.0.0",
-		`Signed by key "example"`,
+		"(curator) $ berth catalog add",
+		"$ berth marketplace add demo",
+		"downloads    " + everythingPackage + " with npx when it starts",
+		"Catalog demo vouches for this signer for demo-notes only",
+		"Installed demo-notes@1.0.0 from catalog demo",
 		"Enabled demo-notes@1.0.0",
+		"is in step with its berth.lock (2 plugin(s))",
+		"REVOKED: catalog demo revoked demo-fmt@1.0.0",
+		"berth serve no longer lists demo-fmt__fmt__hash_file",
 		"$ berth approve ",
 		"demo-notes__fmt__hash_file",
 		"no longer matches what was reviewed",
@@ -59,5 +69,64 @@ func TestDemoFailsWhenAStepFails(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "DEMO FAILED: building ./examples/notesserver") || !strings.Contains(out.String(), "simulated build failure") || strings.Contains(out.String(), "Demo complete") {
 		t.Fatalf("the demo's output does not report the failed step:\n%s", out.String())
+	}
+}
+
+// TestExampleCatalog: every bundle of examples/catalog is valid as the
+// demo assembles it, and the one that wraps an npm server runs it with
+// npx at exactly the version the tests' npm peers pin.
+func TestExampleCatalog(t *testing.T) {
+	repo, err := findRepo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peers struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	data, err := os.ReadFile(filepath.Join(repo, "testdata", "peers", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &peers); err != nil {
+		t.Fatal(err)
+	}
+	if want := "@modelcontextprotocol/server-everything@" + peers.Dependencies["@modelcontextprotocol/server-everything"]; want != everythingPackage {
+		t.Fatalf("the everything bundle pins %s, the peers %s", everythingPackage, want)
+	}
+	ents, err := os.ReadDir(filepath.Join(repo, "examples", "catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range ents {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if strings.Join(dirs, " ") != "demo-fmt demo-notes everything" || len(catalogBundles) != 3 {
+		t.Fatalf("examples/catalog holds %v; the demo builds %v", dirs, catalogBundles)
+	}
+	for _, name := range catalogBundles {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := copyFile(filepath.Join(repo, "examples", "catalog", name, "berth.json"), filepath.Join(dir, "berth.json"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range map[string][]string{"demo-notes": {"notes-server", "fmt-tools"}, "demo-fmt": {"fmt-tools"}}[name] {
+			if err := copyFile(filepath.Join(repo, "examples", "catalog", name, "berth.json"), filepath.Join(dir, "bin", p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := bundle.Open(context.Background(), dir, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name == "everything" {
+			s := b.Manifest.MCPServers["everything"]
+			f, err := bundle.StdioFetch(s.Stdio)
+			if err != nil || f == nil || f.Tool != "npx" || f.Package != everythingPackage || f.Ecosystem != bundle.EcosystemNPM {
+				t.Fatalf("everything runs %+v (%v)", f, err)
+			}
+		}
+		b.Close()
 	}
 }

@@ -1,12 +1,18 @@
-// Command demo runs berth's main job end to end on the example in this
-// directory, in a temporary BERTH_HOME and workspace, and prints each step:
-// it builds the example bundle and berth itself from source (a stdio MCP
-// server and a native tool provider), validates and reviews the bundle,
-// signs it with the example signer key and verifies that signature, trusts
-// and stages it, enables it, starts berth serve, connects an MCP client,
-// lists the tools, calls one (approved through the approval queue, so you
-// see that step), then tampers with a staged file and shows the next call
-// fail closed with the drift error. No network is used.
+// Command demo runs berth's main job end to end on the example catalog in
+// examples/catalog, in a temporary BERTH_HOME and workspace, and prints
+// each step: it builds the catalog's bundles and berth itself from source,
+// validates and reviews the demo bundle, signs every bundle with the
+// example signer key, builds and signs a TUF catalog of them with berth
+// catalog (as a curator would, with a berth home of its own), adds it
+// with berth marketplace add (its root pinned by sha256), browses it with
+// search and show, installs two plugins with berth install --enable (each
+// new signer scoped to its plugin), locks the workspace, starts berth
+// serve, connects an MCP client, lists the tools, calls two (approved
+// through the approval queue, so you see that step), revokes one plugin in
+// the catalog and shows the running server drop it after berth
+// marketplace update, then tampers with a staged file and shows the next
+// call fail closed with the drift error. No network is used: the bundle
+// that wraps an npm server is catalogued and shown, not started.
 //
 // Run it from the berth repository, with the Go toolchain (make demo, or
 // go run ./examples/demo [-keep]). It exits 0 only if every step behaved
@@ -29,6 +35,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -42,7 +49,12 @@ import (
 const (
 	demoSearch = "demo-notes__notes__search_notes"
 	demoHash   = "demo-notes__fmt__hash_file"
+	fmtHash    = "demo-fmt__fmt__hash_file"
 )
+
+// everythingPackage is the npm server the everything bundle wraps, at the
+// version of testdata/peers/package.json.
+const everythingPackage = "@modelcontextprotocol/server-everything@2026.8.31"
 
 // berth's exit codes that the demo expects (docs/cli.md).
 const (
@@ -50,6 +62,9 @@ const (
 	exitUntrusted = 4
 	exitDrift     = 5
 )
+
+// The bundles of the example catalog, in examples/catalog.
+var catalogBundles = []string{"demo-notes", "demo-fmt", "everything"}
 
 func main() {
 	keep := flag.Bool("keep", false, "keep the temporary BERTH_HOME and workspace, and print where they are")
@@ -75,12 +90,16 @@ func run(ctx context.Context, stdout io.Writer, keep bool) int {
 }
 
 type demo struct {
-	stdout                   io.Writer
-	keep                     bool
-	repo, tmp                string
-	home, ws, bundle, signer string
-	berthExe                 string
-	step                     int
+	stdout    io.Writer
+	keep      bool
+	repo, tmp string
+	// home is the operator's BERTH_HOME, curator the curator's.
+	home, curator, ws string
+	// bundles holds the built bundles (one directory each), catalog the
+	// catalog repository and keys its role keys.
+	bundles, catalog, keys string
+	signer, berthExe       string
+	step                   int
 	// token is what berth serve's HTTP listener wants in
 	// "Authorization: Bearer", from the file it made on first use.
 	token string
@@ -99,7 +118,8 @@ func newDemo(stdout io.Writer, keep bool) (*demo, error) {
 		return nil, err
 	}
 	d := &demo{stdout: stdout, keep: keep, repo: repo, tmp: tmp,
-		home: filepath.Join(tmp, "berth-home"), ws: filepath.Join(tmp, "workspace"), bundle: filepath.Join(tmp, "demo-notes"),
+		home: filepath.Join(tmp, "berth-home"), curator: filepath.Join(tmp, "curator-home"), ws: filepath.Join(tmp, "workspace"),
+		bundles: filepath.Join(tmp, "bundles"), catalog: filepath.Join(tmp, "catalog"), keys: filepath.Join(tmp, "catalog-keys"),
 		signer: filepath.Join(repo, "examples", "demo", "example-signer"), berthExe: filepath.Join(tmp, "bin", "berth")}
 	return d, nil
 }
@@ -140,11 +160,24 @@ func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.stdout, "   "+format+"\n", args...)
 }
 
-// berth runs a berth command with the demo's BERTH_HOME, prints it and
-// its output, and checks its exit code.
+// berth runs a berth command with the operator's BERTH_HOME, prints it
+// and its output, and checks its exit code.
 func (d *demo) berth(ctx context.Context, want int, args ...string) (string, error) {
-	fmt.Fprintf(d.stdout, "   $ berth %s\n", strings.Join(quoteAll(args), " "))
-	out, code, err := d.runBerth(ctx, args...)
+	return d.berthAt(ctx, d.home, want, args...)
+}
+
+// curate is berth for the curator, with the curator's BERTH_HOME.
+func (d *demo) curate(ctx context.Context, want int, args ...string) (string, error) {
+	return d.berthAt(ctx, d.curator, want, args...)
+}
+
+func (d *demo) berthAt(ctx context.Context, home string, want int, args ...string) (string, error) {
+	who := ""
+	if home == d.curator {
+		who = "(curator) "
+	}
+	fmt.Fprintf(d.stdout, "   %s$ berth %s\n", who, strings.Join(quoteAll(d.short(args)), " "))
+	out, code, err := d.runBerthAt(ctx, home, args...)
 	if err != nil {
 		return "", err
 	}
@@ -158,8 +191,12 @@ func (d *demo) berth(ctx context.Context, want int, args ...string) (string, err
 // runBerth runs the berth that the demo built, with the demo's BERTH_HOME
 // and no standard input, and returns its output and exit code.
 func (d *demo) runBerth(ctx context.Context, args ...string) (string, int, error) {
+	return d.runBerthAt(ctx, d.home, args...)
+}
+
+func (d *demo) runBerthAt(ctx context.Context, home string, args ...string) (string, int, error) {
 	cmd := exec.CommandContext(ctx, d.berthExe, args...)
-	cmd.Env = append(os.Environ(), "BERTH_HOME="+d.home)
+	cmd.Env = append(os.Environ(), "BERTH_HOME="+home)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -171,6 +208,18 @@ func (d *demo) runBerth(ctx context.Context, args ...string) (string, int, error
 		return "", 0, fmt.Errorf("running berth %s: %w", strings.Join(args, " "), err)
 	}
 	return out.String(), 0, nil
+}
+
+// short shows the demo's temporary paths relative to its directory.
+func (d *demo) short(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if rel, err := filepath.Rel(d.tmp, a); err == nil && filepath.IsAbs(a) && !strings.HasPrefix(rel, "..") {
+			a = "$DEMO/" + rel
+		}
+		out[i] = a
+	}
+	return out
 }
 
 func quoteAll(args []string) []string {
@@ -194,46 +243,107 @@ func indent(s, pre string) string {
 }
 
 func (d *demo) run(ctx context.Context) error {
-	fmt.Fprintf(d.stdout, "berth demo: the main job on a built-in example, in a temporary BERTH_HOME (%s)\nand workspace (%s). Nothing leaves this machine.\n", d.home, d.ws)
+	fmt.Fprintf(d.stdout, "berth demo: the main job on the example catalog, in a temporary directory $DEMO (%s):\nthe operator's BERTH_HOME, a curator's, the catalog and a workspace. Nothing leaves this machine.\n", d.tmp)
 
-	d.title("build the example bundle from source")
+	d.title("build the example catalog's bundles (examples/catalog) and berth from source")
 	if err := d.build(ctx); err != nil {
 		return err
 	}
+	notes := filepath.Join(d.bundles, "demo-notes")
 
-	d.title("validate and review it, as a person deciding whether to trust it")
-	if _, err := d.berth(ctx, exitOK, "validate", d.bundle); err != nil {
+	d.title("validate and review the demo bundle, as a person deciding whether to trust it")
+	if _, err := d.berth(ctx, exitOK, "validate", notes); err != nil {
 		return err
 	}
-	if _, err := d.berth(ctx, exitOK, "review", d.bundle); err != nil {
-		return err
-	}
-
-	d.title("the publisher signs the canonical listing with the example signer key")
-	if _, err := d.berth(ctx, exitOK, "sign", d.bundle, "--key", d.signer+".key"); err != nil {
+	if _, err := d.berth(ctx, exitOK, "review", notes); err != nil {
 		return err
 	}
 
-	d.title("the operator trusts that signer; berth verifies the signature, then trusts and stages the bundle")
-	if _, err := d.berth(ctx, exitUntrusted, "trust", "--yes", d.bundle); err != nil {
-		return fmt.Errorf("with no signer configured, trust must be refused: %w", err)
+	d.title("the publisher signs each bundle's canonical listing with the example signer key")
+	for _, b := range catalogBundles {
+		if _, err := d.berth(ctx, exitOK, "sign", filepath.Join(d.bundles, b), "--key", d.signer+".key"); err != nil {
+			return err
+		}
 	}
-	if _, err := d.berth(ctx, exitOK, "signers", "add-key", "example", d.signer+".pub"); err != nil {
+
+	d.title("the curator builds a catalog of them: a TUF repository, signed with the curator's role keys")
+	if _, err := d.curate(ctx, exitOK, "signers", "add-key", "example", d.signer+".pub"); err != nil {
 		return err
 	}
-	out, err := d.berth(ctx, exitOK, "trust", "--yes", d.bundle)
+	out, err := d.curate(ctx, exitOK, "catalog", "init", d.catalog, "--keys", d.keys, "--name", "demo")
 	if err != nil {
 		return err
 	}
-	if !strings.Contains(out, `Signed by key "example"`) {
-		return fmt.Errorf("trust did not name the example signer")
+	m := regexp.MustCompile(`sha256 ([0-9a-f]{64})`).FindStringSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("berth catalog init did not print the sha256 of 1.root.json")
+	}
+	rootSHA := m[1]
+	for _, add := range [][]string{
+		{"demo-notes", "--tier", "verified", "--tag", "notes", "--tag", "json"},
+		{"demo-fmt", "--tier", "verified", "--tag", "json"},
+		{"everything", "--tag", "reference", "--tag", "npm"},
+	} {
+		args := append([]string{"catalog", "add", d.catalog, filepath.Join(d.bundles, add[0]), "--keys", d.keys}, add[1:]...)
+		if _, err := d.curate(ctx, exitOK, args...); err != nil {
+			return err
+		}
+	}
+	if _, err := d.curate(ctx, exitOK, "catalog", "lint", d.catalog); err != nil {
+		return err
+	}
+
+	d.title("the operator adds the catalog, its root pinned by the sha256 that catalog init printed")
+	if _, err := d.berth(ctx, exitOK, "marketplace", "add", "demo", d.catalog, "--root-sha256", rootSHA); err != nil {
+		return err
+	}
+
+	d.title("browse it, offline: search, and show what each plugin would do")
+	if out, err = d.berth(ctx, exitOK, "search", "json"); err != nil {
+		return err
+	}
+	if !strings.Contains(out, "demo-notes") || !strings.Contains(out, "demo-fmt") {
+		return fmt.Errorf("search json did not find both plugins")
+	}
+	if _, err := d.berth(ctx, exitOK, "show", "demo-notes"); err != nil {
+		return err
+	}
+	if out, err = d.berth(ctx, exitOK, "show", "everything"); err != nil {
+		return err
+	}
+	if !strings.Contains(out, "downloads    "+everythingPackage+" with npx when it starts") {
+		return fmt.Errorf("show everything does not say what npx downloads")
+	}
+	d.say("(everything is catalogued and shown, not installed: starting it would need the npm registry)")
+
+	d.title("install two plugins: downloaded, checked against the catalog, verified, reviewed, staged, enabled")
+	if _, err := d.berth(ctx, exitUntrusted, "trust", "--yes", notes); err != nil {
+		return fmt.Errorf("with no signer configured, trust by hand must be refused: %w", err)
+	}
+	for _, p := range []string{"demo-notes", "demo-fmt"} {
+		out, err := d.berth(ctx, exitOK, "install", p, "--enable", "--workspace", d.ws, "--yes")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, "NEW SIGNER") || !strings.Contains(out, "Catalog demo vouches for this signer for "+p+" only") || !strings.Contains(out, "Enabled "+p+"@1.0.0") {
+			return fmt.Errorf("install %s did not show its new signer, scoped to it, and enable it", p)
+		}
+	}
+	if out, err = d.berth(ctx, exitOK, "signers", "list"); err != nil {
+		return err
+	}
+	if !strings.Contains(out, "for plugin demo-notes only") || !strings.Contains(out, "for plugin demo-fmt only") {
+		return fmt.Errorf("the signers are not scoped to their plugins")
 	}
 	if _, err := d.berth(ctx, exitOK, "verify"); err != nil {
 		return err
 	}
 
-	d.title("enable it for the workspace")
-	if _, err := d.berth(ctx, exitOK, "enable", "demo-notes", "--workspace", d.ws); err != nil {
+	d.title("lock the workspace (berth.lock, for a team to commit), and check it is in step")
+	if _, err := d.berth(ctx, exitOK, "lock", "--workspace", d.ws); err != nil {
+		return err
+	}
+	if _, err := d.berth(ctx, exitOK, "sync", "--check", "--workspace", d.ws); err != nil {
 		return err
 	}
 
@@ -289,8 +399,44 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("the native tool did not return the SHA-256 of settings.json")
 	}
 
+	d.title("the curator revokes demo-fmt; one catalog update and the running berth serve drops it")
+	if _, err := d.curate(ctx, exitOK, "catalog", "status", d.catalog, "demo-fmt@1.0.0", "revoked", "--keys", d.keys, "--reason", "demo: pretend its key leaked"); err != nil {
+		return err
+	}
+	if out, err = d.berth(ctx, exitOK, "marketplace", "update"); err != nil {
+		return err
+	}
+	if !strings.Contains(out, "REVOKED: catalog demo revoked demo-fmt@1.0.0") {
+		return fmt.Errorf("marketplace update did not report the revocation")
+	}
+	gone := false
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("listing tools: %w", err)
+		}
+		names := map[string]bool{}
+		for _, t := range tools.Tools {
+			names[t.Name] = true
+		}
+		if !names[fmtHash] && names[demoSearch] {
+			gone = true
+			break
+		}
+	}
+	if !gone {
+		return fmt.Errorf("berth serve still lists %s after the revocation", fmtHash)
+	}
+	d.say("berth serve no longer lists %s; %s is still there", fmtHash, demoSearch)
+	if _, err := d.berth(ctx, exitUntrusted, "verify", "demo-fmt"); err != nil {
+		return err
+	}
+	if _, err := d.berth(ctx, exitDrift, "sync", "--check", "--workspace", d.ws); err != nil {
+		return err
+	}
+
 	d.title("tamper with a staged file, then call again: berth fails closed")
-	staged, err := d.stagedFile("berth.json")
+	staged, err := d.stagedFile("demo-notes", "berth.json")
 	if err != nil {
 		return err
 	}
@@ -323,35 +469,44 @@ func (d *demo) run(ctx context.Context) error {
 	return nil
 }
 
-// build assembles the bundle: the manifest, and the two programs built
-// from the repository's source.
+// build assembles the example catalog's bundles: each manifest of
+// examples/catalog, and the programs built from the repository's source.
 func (d *demo) build(ctx context.Context) error {
-	bin := filepath.Join(d.bundle, "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		return err
-	}
+	bin := filepath.Join(d.tmp, "build")
 	for _, b := range []struct{ out, pkg string }{
 		{filepath.Join(bin, "notes-server"), "./examples/notesserver"},
 		{filepath.Join(bin, "fmt-tools"), "./examples/fmttools"},
 		{d.berthExe, "./cmd/berth"},
 	} {
-		rel, _ := filepath.Rel(d.tmp, b.out)
-		d.say("$ go build -o %s %s", rel, b.pkg)
+		d.say("$ go build -o %s %s", d.short([]string{b.out})[0], b.pkg)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", b.out, b.pkg)
 		cmd.Dir = d.repo
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("building %s: %v\n%s", b.pkg, err, out)
 		}
 	}
-	src := filepath.Join(d.repo, "examples", "demo")
-	if err := copyFile(filepath.Join(src, "berth.json"), filepath.Join(d.bundle, "berth.json")); err != nil {
-		return err
+	src := filepath.Join(d.repo, "examples", "catalog")
+	programs := map[string][]string{"demo-notes": {"notes-server", "fmt-tools"}, "demo-fmt": {"fmt-tools"}}
+	for _, name := range catalogBundles {
+		dir := filepath.Join(d.bundles, name)
+		if err := copyFile(filepath.Join(src, name, "berth.json"), filepath.Join(dir, "berth.json"), 0o644); err != nil {
+			return err
+		}
+		for _, p := range programs[name] {
+			if err := copyFile(filepath.Join(bin, p), filepath.Join(dir, "bin", p), 0o755); err != nil {
+				return err
+			}
+		}
+		what := "berth.json"
+		for _, p := range programs[name] {
+			what += ", bin/" + p
+		}
+		d.say("bundle %s: %s", name, what)
 	}
-	d.say("the bundle is %s: berth.json, bin/notes-server (stdio MCP server), bin/fmt-tools (native tools)", d.bundle)
-	return copyDir(filepath.Join(src, "workspace"), d.ws)
+	return copyDir(filepath.Join(d.repo, "examples", "demo", "workspace"), d.ws)
 }
 
-func copyFile(from, to string) error {
+func copyFile(from, to string, mode os.FileMode) error {
 	data, err := os.ReadFile(from)
 	if err != nil {
 		return err
@@ -359,7 +514,10 @@ func copyFile(from, to string) error {
 	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(to, data, 0o644)
+	if err := os.WriteFile(to, data, mode); err != nil {
+		return err
+	}
+	return os.Chmod(to, mode)
 }
 
 func copyDir(from, to string) error {
@@ -371,7 +529,7 @@ func copyDir(from, to string) error {
 		if e.IsDir() {
 			return os.MkdirAll(filepath.Join(to, rel), 0o755)
 		}
-		return copyFile(p, filepath.Join(to, rel))
+		return copyFile(p, filepath.Join(to, rel), 0o644)
 	})
 }
 
@@ -484,18 +642,24 @@ func (d *demo) callApproved(ctx context.Context, cs *mcp.ClientSession, name str
 	}
 }
 
-func (d *demo) stagedFile(rel string) (string, error) {
+func (d *demo) stagedFile(name, rel string) (string, error) {
 	var list []struct {
+		Name   string `json:"name"`
 		Staged string `json:"staged"`
 	}
 	out, code, err := d.runBerth(context.Background(), "list", "--json")
 	if err != nil || code != 0 {
 		return "", fmt.Errorf("berth list failed: %v", err)
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 {
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		return "", fmt.Errorf("berth list --json: %v", err)
 	}
-	return filepath.Join(list[0].Staged, filepath.FromSlash(rel)), nil
+	for _, r := range list {
+		if r.Name == name {
+			return filepath.Join(r.Staged, filepath.FromSlash(rel)), nil
+		}
+	}
+	return "", fmt.Errorf("berth list --json does not list %s", name)
 }
 
 // resultText joins the text of a tool result.

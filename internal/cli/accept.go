@@ -20,7 +20,10 @@ func (a *app) acceptCommand() *cobra.Command {
 definition (description, schemas, annotations) differs from the surface
 pinned when the plugin was enabled, and every tool added since, asks for
 confirmation (on a terminal; otherwise --yes is required, exit 2), and
-records the new surface. Until then those tools are withheld.`,
+records the new surface. Until then those tools are withheld. A NAME that is
+not enabled in the workspace is an error at once (exit 1): no server starts.`,
+		Example: `  berth accept acme-notes
+  berth accept acme-notes --yes --json`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, _, err := parseRef(args[0])
@@ -28,7 +31,12 @@ records the new surface. Until then those tools are withheld.`,
 				return err
 			}
 			ctx := cmd.Context()
-			p, err := a.openPool(ctx, workspace)
+			// A plugin that is not enabled has nothing to accept: say so
+			// at once, from the state, without starting any server.
+			if _, err := a.requireEnabled(workspace, name, "there is nothing to accept"); err != nil {
+				return err
+			}
+			p, err := a.openPool(ctx, workspace, !asJSON)
 			if err != nil {
 				return err
 			}
@@ -69,7 +77,7 @@ records the new surface. Until then those tools are withheld.`,
 	}
 	workspaceFlag(cmd, &workspace)
 	cmd.Flags().BoolVar(&yes, "yes", false, "accept without asking (required without a terminal)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"accepted": [changes]}`)
+	a.jsonFlag(cmd, &asJSON, acceptJSON{})
 	return cmd
 }
 

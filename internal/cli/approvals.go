@@ -27,14 +27,18 @@ func (a *app) approvalsCommand() *cobra.Command {
 		full   string
 	)
 	cmd := &cobra.Command{
-		Use:   "approvals [--full ID] [--json]",
+		Use: "approvals [--full ID] [--json]",
+		Example: `  berth approvals
+  berth approvals --full k7f3-9q2x
+  berth approvals --json`,
 		Short: "List tool calls waiting for approval",
 		Long: `Approvals lists the tool calls waiting for approval: the tool, the client
 (the name it gives itself, which nothing checks), the transport it came
 over and whether its session is authenticated, and the arguments, exactly
 as the plugin's server would receive them. Arguments too long to list are
 shown key by key with their sizes; --full ID shows one call's whole.
---json prints the calls with their arguments as JSON objects, whole.`,
+--json prints the calls with their arguments as JSON objects, whole (with
+--full ID, that one call: one object of the list).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := a.queue()
@@ -81,7 +85,7 @@ shown key by key with their sizes; --full ID shows one call's whole.
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the pending calls as JSON, arguments whole")
+	a.jsonFlag(cmd, &asJSON, []*mcpexport.Pending{})
 	cmd.Flags().StringVar(&full, "full", "", "show one pending call with its whole arguments")
 	return cmd
 }
@@ -137,7 +141,7 @@ func authWords(p *mcpexport.Pending) string {
 }
 
 func (a *app) approveCommand(allow bool) *cobra.Command {
-	var always bool
+	var always, asJSON bool
 	use, short := "deny ID", "Refuse a tool call waiting for approval"
 	if allow {
 		use, short = "approve ID", "Run a tool call waiting for approval"
@@ -148,6 +152,8 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 		Long: short + `. The waiting call resumes at once.
 'berth approvals' lists the waiting calls and their IDs.` + map[bool]string{true: `
 --always also sets the policy to allow this exact tool from now on.`}[allow],
+		Example: map[bool]string{true: `  berth approve k7f3-9q2x
+  berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[allow],
 		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := a.queue()
@@ -162,13 +168,16 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(a.stdout, decisionJSON{ID: p.ID, Kind: p.Kind, Tool: p.Tool, URI: p.URI, Allowed: allow, Always: allow && always, By: by})
+			}
 			switch {
 			case allow && always:
-				fmt.Fprintf(a.stdout, "Approved %s (%s); %s is now allowed always.\n", p.ID, p.Tool, p.Tool)
+				fmt.Fprintf(a.stdout, "Approved %s (%s); %s is now allowed always.\n", p.ID, pendingWhat(p), p.Tool)
 			case allow:
-				fmt.Fprintf(a.stdout, "Approved %s (%s) once.\n", p.ID, p.Tool)
+				fmt.Fprintf(a.stdout, "Approved %s (%s) once.\n", p.ID, pendingWhat(p))
 			default:
-				fmt.Fprintf(a.stdout, "Denied %s (%s).\n", p.ID, p.Tool)
+				fmt.Fprintf(a.stdout, "Denied %s (%s).\n", p.ID, pendingWhat(p))
 			}
 			return nil
 		},
@@ -176,5 +185,22 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
 	if allow {
 		cmd.Flags().BoolVar(&always, "always", false, "also allow this exact tool from now on")
 	}
+	a.jsonFlag(cmd, &asJSON, decisionJSON{})
 	return cmd
+}
+
+// decisionJSON is what approve --json and deny --json print.
+type decisionJSON struct {
+	// ID is the approval's ID.
+	ID string `json:"id"`
+	// Kind, Tool and URI are what was asked for, as in approvals --json.
+	Kind pool.RequestKind `json:"kind,omitempty"`
+	Tool string           `json:"tool"`
+	URI  string           `json:"uri,omitempty"`
+	// Allowed is true for approve, false for deny.
+	Allowed bool `json:"allowed"`
+	// Always reports approve --always: the tool is now allowed by policy.
+	Always bool `json:"always"`
+	// By is who decided, as the audit log records it.
+	By string `json:"by"`
 }

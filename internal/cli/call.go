@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 )
 
 // cliApprover approves calls for `berth call`: what the policy allows by
@@ -30,7 +31,11 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 		return pool.Decision{Allow: true, By: "--yes"}, nil
 	}
 	if !c.a.isTerminal() {
-		return pool.Decision{By: "berth call", Reason: fmt.Sprintf("the policy for %s is %s and berth is not on a terminal, so it cannot ask; pass --yes to approve this call", req.Tool, req.Policy)}, nil
+		why := fmt.Sprintf("the policy for %s is %s", req.Tool, req.Policy)
+		if globAsks(req.Policy, req.Annotations) {
+			why += fmt.Sprintf(", but %s is destructive (destructiveHint), so a glob allow still asks; only an exact allow skips that: berth policy set %s allow", req.Tool, req.Tool)
+		}
+		return pool.Decision{By: "berth call", Reason: why + "; berth is not on a terminal, so it cannot ask; pass --yes to approve this call"}, nil
 	}
 	w := c.a.stdout
 	fmt.Fprintf(w, "Call %s?\n", req.Tool)
@@ -50,6 +55,12 @@ func (c cliApprover) Approve(ctx context.Context, req *pool.ApprovalRequest) (po
 		return pool.Decision{Allow: true, By: "terminal"}, nil
 	}
 	return pool.Decision{By: "terminal", Reason: "the operator said no"}, nil
+}
+
+// globAsks reports a tool that a glob allow matches but that still asks,
+// because it says destructiveHint: true.
+func globAsks(m store.PolicyMatch, an *mcp.ToolAnnotations) bool {
+	return m.Action == store.ActionAllow && !m.Exact && an != nil && an.DestructiveHint != nil && *an.DestructiveHint
 }
 
 func annotationText(an *mcp.ToolAnnotations) string {
@@ -124,7 +135,9 @@ func (a *app) callCommand() *cobra.Command {
 	var kvs []string
 	var yes, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "call TOOL",
+		Use: "call TOOL",
+		Example: `  berth call acme-notes__notes__search --arg query=invoices
+  berth call acme-notes__notes__search --args '{"query": "q3"}' --yes --json`,
 		Short: "Call one tool of the workspace",
 		Long: `Call starts the workspace's servers and calls one tool by its exported name
 (berth tools lists them), with arguments from --args JSON or --arg k=v
@@ -145,7 +158,7 @@ refused.`,
 				return usagef("use either --args JSON or --arg k=v, not both")
 			}
 			ctx := cmd.Context()
-			p, err := a.openPool(ctx, workspace)
+			p, err := a.openPool(ctx, workspace, !asJSON)
 			if err != nil {
 				return err
 			}
@@ -189,7 +202,7 @@ refused.`,
 	cmd.Flags().StringVar(&rawArgs, "args", "", "the arguments as a JSON object")
 	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "one argument as k=v (repeatable)")
 	cmd.Flags().BoolVar(&yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the MCP CallToolResult as JSON")
+	a.jsonFlag(cmd, &asJSON, mcp.CallToolResult{})
 	return cmd
 }
 

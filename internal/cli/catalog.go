@@ -18,7 +18,10 @@ import (
 
 func (a *app) catalogCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "catalog",
+		Use: "catalog",
+		Example: `  berth catalog init ./catalog --keys ~/catalog-keys
+  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys
+  berth catalog lint ./catalog`,
 		Short: "Make and sign a catalog of plugins (a TUF repository of static files)",
 		Long: `A catalog is a TUF repository of static files that any web server, a
 directory or a file:// URL can serve. berth catalog makes one (init), adds
@@ -39,7 +42,9 @@ func (a *app) catalogInitCommand() *cobra.Command {
 	var keys, name string
 	var exp [4]string
 	cmd := &cobra.Command{
-		Use:   "init DIR --keys KEYDIR",
+		Use: "init DIR --keys KEYDIR",
+		Example: `  berth catalog init ./catalog --keys ~/catalog-keys
+  berth catalog init ./catalog --keys ~/catalog-keys --name acme`,
 		Short: "Create a catalog repository and its signing keys",
 		Long: `Init creates the catalog repository in DIR and one Ed25519 key per TUF
 role (root, targets, snapshot, timestamp) in KEYDIR, mode 0700 with files
@@ -110,8 +115,9 @@ func (a *app) catalogAddCommand() *cobra.Command {
 	var keys, url, sigFile, tier string
 	var tags []string
 	cmd := &cobra.Command{
-		Use:   "add DIR BUNDLE --keys KEYDIR",
-		Short: "Publish a signed bundle in the catalog",
+		Use:     "add DIR BUNDLE --keys KEYDIR",
+		Example: `  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys`,
+		Short:   "Publish a signed bundle in the catalog",
 		Long: `Add validates BUNDLE (a directory or a .tar.gz/.tgz/.zip; exit 3 on any
 problem), verifies its signature against the signers of this berth (those
 added with berth signers add-key or add-identity, as for berth trust; exit
@@ -219,7 +225,9 @@ func (a *app) printPublish(p *marketplace.PublishResult) {
 func (a *app) catalogStatusCommand() *cobra.Command {
 	var keys, reason, replacement string
 	cmd := &cobra.Command{
-		Use:   "status DIR NAME@VERSION active|deprecated|yanked|revoked --keys KEYDIR",
+		Use: "status DIR NAME@VERSION active|deprecated|yanked|revoked --keys KEYDIR",
+		Example: `  berth catalog status ./catalog acme-notes@1.4.1 deprecated --reason "use 1.4.2" --keys ~/catalog-keys
+  berth catalog status ./catalog acme-notes@1.4.0 revoked --reason "leaked key" --keys ~/catalog-keys`,
 		Short: "Set a published version's status",
 		Long: `Status sets the status of one version and publishes the catalog.
 deprecated (with --reason and, optionally, --replacement NAME) only warns;
@@ -280,8 +288,9 @@ enabled when a refresh finds it revoked. active clears the status.`,
 func (a *app) catalogRefreshCommand() *cobra.Command {
 	var keys string
 	cmd := &cobra.Command{
-		Use:   "refresh DIR --keys KEYDIR",
-		Short: "Re-sign the timestamp, and the snapshot when it is due (a curator's cron job)",
+		Use:     "refresh DIR --keys KEYDIR",
+		Example: `  berth catalog refresh ./catalog --keys ~/catalog-keys`,
+		Short:   "Re-sign the timestamp, and the snapshot when it is due (a curator's cron job)",
 		Long: `Refresh signs a new timestamp, and a new snapshot when less than half of
 its lifetime is left, so clients keep seeing the catalog as fresh. Run it
 more often than the timestamp expires. It needs only timestamp.key (and
@@ -314,8 +323,9 @@ catalog.`,
 func (a *app) catalogSignCommand() *cobra.Command {
 	var keys string
 	cmd := &cobra.Command{
-		Use:   "sign DIR --keys KEYDIR",
-		Short: "Publish hand edits of DIR/catalog.json as a new signed version",
+		Use:     "sign DIR --keys KEYDIR",
+		Example: `  berth catalog sign ./catalog --keys ~/catalog-keys`,
+		Short:   "Publish hand edits of DIR/catalog.json as a new signed version",
 		Long: `Sign publishes DIR/catalog.json after you edited it by hand (a
 description, tags, the tools a server offers): it must pass berth catalog
 lint (it refuses otherwise, naming each problem), contextTokens are
@@ -345,7 +355,9 @@ the real bundle.`,
 func (a *app) catalogLintCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "lint DIR",
+		Use: "lint DIR",
+		Example: `  berth catalog lint ./catalog
+  berth catalog lint ./catalog --json`,
 		Short: "Check a catalog repository (no keys needed)",
 		Long: `Lint checks DIR/catalog.json against every catalog rule (docs/marketplace.md),
 the archives and signatures it lists inside DIR (size and sha256), the
@@ -386,6 +398,6 @@ there is an error; warnings alone exit 0.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	a.jsonFlag(cmd, &asJSON, marketplace.LintReport{})
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 
@@ -84,6 +85,22 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+
+	// payloads are the types that each command's --json prints, for
+	// docs/cli.md (jsonFlag).
+	payloads map[*cobra.Command]reflect.Type
+	// noProgress is --no-progress.
+	noProgress bool
+}
+
+// jsonFlag adds --json to cmd: it prints one value of payload's type,
+// whose fields docs/cli.md documents (a test keeps it true).
+func (a *app) jsonFlag(cmd *cobra.Command, dst *bool, payload any) {
+	cmd.Flags().BoolVar(dst, "json", false, "print the result as JSON (the payload is described in docs/cli.md)")
+	if a.payloads == nil {
+		a.payloads = map[*cobra.Command]reflect.Type{}
+	}
+	a.payloads[cmd] = reflect.TypeOf(payload)
 }
 
 // isTerminal reports whether stdin and stdout are both a terminal, so a

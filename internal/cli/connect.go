@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,6 +32,8 @@ const (
 type connectFlags struct {
 	workspace, name          string
 	user, force, print, json bool
+	noPath, portable         bool
+	env                      []string
 }
 
 // clientSetup is what connect and disconnect work out before touching a
@@ -109,10 +114,18 @@ func (a *app) executable() (string, error) {
 	return p, nil
 }
 
-// temporaryBuild reports a binary that `go run` or `go test` built in a
-// temporary directory: it is gone once that command ends.
+// goRunCache matches a binary that `go run` keeps in the Go build cache
+// (Go 1.24 and later): <GOCACHE>/xx/<hash>-d/<name>.
+var goRunCache = regexp.MustCompile(`/[0-9a-f]{2}/[0-9a-f]{64}-d/[^/]+$`)
+
+// temporaryBuild reports a binary that `go run` or `go test` built: in a
+// temporary directory, gone once that command ends, or in the build
+// cache, which go clean -cache and the cache's own trimming remove.
 func temporaryBuild(exe string) bool {
 	s := filepath.ToSlash(exe)
+	if goRunCache.MatchString(s) {
+		return true
+	}
 	return strings.Contains(s, "/go-build") && (strings.Contains(s, "/exe/") || strings.HasSuffix(s, ".test"))
 }
 
@@ -120,6 +133,14 @@ func temporaryBuild(exe string) bool {
 // level describes the first file; Additional lists further files (Claude
 // Desktop on Windows may have two).
 type connectJSON struct {
+	// Workspace is the workspace whose plugins were checked (connect).
+	Workspace string `json:"workspace,omitempty"`
+	// Path is the PATH recorded in the entry; empty with --no-path.
+	Path string `json:"path,omitempty"`
+	// Missing are the variables the enabled plugins read that the
+	// client's berth will find neither in the secret store nor in its
+	// environment, each with its fix (connect).
+	Missing    []missingJSON   `json:"missing,omitempty"`
 	Client     string          `json:"client"`
 	File       string          `json:"file"`
 	Name       string          `json:"name"`
@@ -150,7 +171,10 @@ func backupOf(ed *clientconfig.Edit) *string {
 func (a *app) connectCommand() *cobra.Command {
 	var f connectFlags
 	cmd := &cobra.Command{
-		Use:   "connect CLIENT",
+		Use: "connect CLIENT",
+		Example: `  berth connect claude-desktop
+  berth connect cursor --workspace ~/src/project --portable
+  berth connect vscode --env NODE_OPTIONS --print`,
 		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
 		Long: `Connect adds a server entry that runs 'berth serve --workspace DIR' over stdio
 to the MCP configuration of CLIENT:
@@ -163,9 +187,22 @@ to the MCP configuration of CLIENT:
   vscode          DIR/.vscode/mcp.json, or the user mcp.json with --user
 
 The entry runs this berth binary by its absolute path. DIR is --workspace,
-or the current directory. Every other key, server and comment in the file is
-kept as it was; the old file is first copied to FILE.bak-<UTC time>, and the
-new one replaces it atomically. A file that does not parse is refused and
+or the current directory; with --portable (VS Code and Cursor) the entry
+says ${workspaceFolder} instead, which the client expands, so a committed
+file works for everyone who opens the project. Every other key, server and
+comment in the file is kept as it was; the old file is first copied to
+$BERTH_HOME/backups/ (the last five copies of each file are kept), and the
+new one replaces it atomically.
+
+GUI clients start berth with almost no environment. Connect records the
+PATH of this shell in the entry's env (shown before it writes; --no-path
+leaves it out), so that the servers berth runs find npx, uvx and other
+programs; BERTH_HOME too when it is set. --env NAME copies another
+variable; a name that looks like a secret (it has TOKEN, KEY, SECRET or
+PASSWORD) is refused: store secrets with 'berth secret set NAME', which
+never puts them in a client's file. Connect then lists every variable the
+workspace's enabled plugins read that the client's berth will find neither
+in the secret store nor in the entry, with the command that fixes it. A file that does not parse is refused and
 left untouched. An existing entry of the same name that differs is kept
 unless --force. Running connect again changes nothing.
 
@@ -184,7 +221,10 @@ Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`,
 	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
 	fl.BoolVar(&f.force, "force", false, "replace a different entry of the same name")
 	fl.BoolVar(&f.print, "print", false, "print the entry and the file it would go to; write nothing")
-	fl.BoolVar(&f.json, "json", false, `print {"client", "file", "name", "entry", "backup", "written", "running", "action"}`)
+	fl.BoolVar(&f.noPath, "no-path", false, "do not record this shell's PATH in the entry")
+	fl.BoolVar(&f.portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
+	fl.StringArrayVar(&f.env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
+	a.jsonFlag(cmd, &f.json, connectJSON{})
 	return cmd
 }
 
@@ -193,11 +233,25 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 	if err != nil {
 		return err
 	}
+	wsArg := s.workspace
+	if f.portable {
+		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
+			return usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
+		}
+		if f.user {
+			return usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
+		}
+		wsArg = "${workspaceFolder}"
+	}
+	extra, err := a.connectEnv(f.env)
+	if err != nil {
+		return err
+	}
 	exe, err := a.executable()
 	if err != nil {
 		return err
 	}
-	entry := clientconfig.NewEntry(s.client, s.env, exe, s.workspace)
+	entry := clientconfig.NewEntry(s.client, s.env, exe, wsArg)
 	// A client starts berth without this shell's environment: a BERTH_HOME
 	// set here goes into the entry, or its berth would use another state root.
 	if h := a.getenv("BERTH_HOME"); h != "" {
@@ -210,7 +264,32 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 		}
 		entry.Env["BERTH_HOME"] = paths.Root
 	}
-	var warnings []string
+	// GUI clients start berth with a minimal PATH: the servers it runs
+	// would not find npx, uvx or node.
+	path := ""
+	if !f.noPath {
+		path = a.getenv("PATH")
+	}
+	if path != "" || len(extra) > 0 {
+		if entry.Env == nil {
+			entry.Env = map[string]string{}
+		}
+		if path != "" {
+			entry.Env["PATH"] = path
+		}
+		maps.Copy(entry.Env, extra)
+	}
+	missing, warnings, err := a.missingSources(s.workspace, entry.Env)
+	if err != nil {
+		return err
+	}
+	if f.portable {
+		for _, k := range []string{"PATH", "BERTH_HOME"} {
+			if v, ok := entry.Env[k]; ok {
+				warnings = append(warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
+			}
+		}
+	}
 	if temporaryBuild(exe) {
 		warnings = append(warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))
 	}
@@ -218,7 +297,7 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 
 	if f.print {
 		if f.json {
-			return writeJSON(a.stdout, connectJSON{Client: string(s.client), File: s.targets[0].Path, Name: f.name,
+			return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: path, Missing: missing, Client: string(s.client), File: s.targets[0].Path, Name: f.name,
 				Entry: entry, Running: running, Warnings: warnings, Additional: printAdditional(s.targets)})
 		}
 		for _, t := range s.targets {
@@ -226,12 +305,20 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 		}
 		fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.name, indentJSON(entry))
 		a.printWarnings(warnings)
+		a.printMissing(s.workspace, missing)
 		fmt.Fprintln(a.stdout, "Nothing was written (--print).")
 		return nil
 	}
+	if !f.json {
+		// Shown before anything is written.
+		a.showRecorded(s.client, path, extra)
+	}
 
 	// Every file is read and checked before any is written.
-	opts := &clientconfig.Options{Force: f.force}
+	opts, err := a.editOptions(f.force)
+	if err != nil {
+		return err
+	}
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
 		if edits[i], err = clientconfig.PrepareConnect(ctx, t, f.name, entry, opts); err != nil {
@@ -246,7 +333,7 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 	}
 	if f.json {
 		out := reportJSON(s.client, f.name, edits, running, warnings)
-		out.Entry = entry
+		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, path, missing
 		return writeJSON(a.stdout, out)
 	}
 	changed := false
@@ -270,6 +357,7 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 	}
 	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
 	a.printWarnings(warnings)
+	a.printMissing(s.workspace, missing)
 	if changed {
 		a.restartAdvice(s.client, f.name, running, f.user)
 	}
@@ -279,12 +367,14 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 func (a *app) disconnectCommand() *cobra.Command {
 	var f connectFlags
 	cmd := &cobra.Command{
-		Use:   "disconnect CLIENT",
+		Use: "disconnect CLIENT",
+		Example: `  berth disconnect claude-desktop
+  berth disconnect cursor --workspace ~/src/project --json`,
 		Short: "Remove berth's entry from an MCP client's configuration",
 		Long: `Disconnect removes the server entry named --name (default "berth") from the
 MCP configuration of CLIENT (the same file connect writes, chosen by
 --workspace and --user), and nothing else. The old file is first copied to
-FILE.bak-<UTC time>. An entry of that name that does not run 'berth serve'
+$BERTH_HOME/backups/ (the last five copies of each file are kept). An entry of that name that does not run 'berth serve'
 is kept unless --force.
 
 When there is no such entry (or no file), disconnect says so and exits 0:
@@ -301,7 +391,7 @@ Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 	fl.StringVar(&f.name, "name", "berth", "the server's name in the client")
 	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
 	fl.BoolVar(&f.force, "force", false, "remove the entry even if it does not run berth")
-	fl.BoolVar(&f.json, "json", false, `print {"client", "file", "name", "entry", "backup", "written", "running", "action"}`)
+	a.jsonFlag(cmd, &f.json, connectJSON{})
 	return cmd
 }
 
@@ -310,7 +400,10 @@ func (a *app) runDisconnect(ctx context.Context, arg string, f *connectFlags) er
 	if err != nil {
 		return err
 	}
-	opts := &clientconfig.Options{Force: f.force}
+	opts, err := a.editOptions(f.force)
+	if err != nil {
+		return err
+	}
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
 		if edits[i], err = clientconfig.PrepareDisconnect(ctx, t, f.name, opts); err != nil {
@@ -427,4 +520,25 @@ func indentJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// editOptions are the options of a client configuration edit: backups go
+// under $BERTH_HOME/backups.
+func (a *app) editOptions(force bool) (*clientconfig.Options, error) {
+	paths, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	return &clientconfig.Options{Force: force, BackupDir: paths.Backups()}, nil
+}
+
+// showRecorded says, before anything is written, which of this shell's
+// variables the entry records.
+func (a *app) showRecorded(c clientconfig.Client, path string, extra map[string]string) {
+	if path != "" {
+		fmt.Fprintf(a.stdout, "Recording this shell's PATH in the entry, since %s starts berth with a minimal one and the servers berth runs look for their programs on it (--no-path leaves it out):\n  PATH=%s\n", c.Title(), path)
+	}
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		fmt.Fprintf(a.stdout, "Recording %s=%s (--env %s).\n", k, extra[k], k)
+	}
 }

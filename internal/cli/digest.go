@@ -12,7 +12,9 @@ func (a *app) digestCommand() *cobra.Command {
 	var opts bundle.Options
 	var listing, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "digest SOURCE",
+		Use: "digest SOURCE",
+		Example: `  berth digest ./acme-notes
+  berth digest acme-notes-1.4.2.tar.gz --listing > listing.txt`,
 		Short: "Print a bundle's digest, or its canonical listing",
 		Long: `Digest prints sha256:<hex>, the sha256 of the bundle's canonical listing:
 one line per file, sorted by path bytes, "<mode> <sha256> <size> <path>",
@@ -23,7 +25,9 @@ the same tree have the same digest; an exec bit changes it.
 and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := openBundle(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, err := openBundle(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}
@@ -41,7 +45,7 @@ and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 	}
 	limitFlags(cmd, &opts)
 	cmd.Flags().BoolVar(&listing, "listing", false, "print the canonical listing instead of the digest")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"digest", "files", "totalSize"}`)
+	a.jsonFlag(cmd, &asJSON, digestJSON{})
 	cmd.MarkFlagsMutuallyExclusive("listing", "json")
 	return cmd
 }

@@ -14,7 +14,9 @@ func (a *app) enableCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "enable NAME[@VERSION]",
+		Use: "enable NAME[@VERSION]",
+		Example: `  berth enable acme-notes
+  berth enable acme-notes@1.4.2 --workspace ~/src/project`,
 		Short: "Enable a trusted plugin in a workspace",
 		Long: `Enable attaches a trusted plugin's staged snapshot to a workspace (default:
 the current directory). Without @VERSION it takes the highest trusted
@@ -63,24 +65,12 @@ Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 			default:
 				fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", res.Record.ID(), res.Workspace)
 			}
-			if len(rules) == 0 {
-				fmt.Fprintf(a.stdout, "No rule of the tool policy applies to %s: every call asks (berth policy set '%s__*' ...).\n", name, name)
-			} else {
-				fmt.Fprintf(a.stdout, "These rules of the tool policy apply to the tools, prompts and resources of %s:\n", name)
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				for _, r := range rules {
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Pattern, r.Action, r.Note)
-				}
-				tw.Flush()
-			}
-			if old > 0 {
-				fmt.Fprintf(a.stdout, "The tool policy has %d rule(s) of the old form: no tool runs until `berth policy migrate` rewrites them.\n", old)
-			}
+			a.sayRules(name, rules, old)
 			return nil
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "version", "digest", "workspace", "already", "replaced", "rules", "oldRules"}`)
+	a.jsonFlag(cmd, &asJSON, enableJSON{})
 	return cmd
 }
 
@@ -88,7 +78,9 @@ func (a *app) disableCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "disable NAME",
+		Use: "disable NAME",
+		Example: `  berth disable acme-notes
+  berth disable acme-notes --workspace ~/src/project --json`,
 		Short: "Disable a plugin in a workspace",
 		Long: `Disable detaches a plugin from a workspace (default: the current directory).
 Running berth processes notice at their next boundary (within a fraction
@@ -120,7 +112,7 @@ servers are terminated with their whole process group.`,
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"name", "version", "workspace"}`)
+	a.jsonFlag(cmd, &asJSON, disableJSON{})
 	return cmd
 }
 
@@ -137,6 +129,41 @@ type enableJSON struct {
 	OldRules  int    `json:"oldRules"`
 	Version   string `json:"version"`
 	Workspace string `json:"workspace"`
+}
+
+// sayRulesOf is sayRules for the plugin of rec, enabled by install, sync
+// or upgrade, as berth enable says them.
+func (a *app) sayRulesOf(st *store.Store, rec *store.Record) error {
+	cfg, err := st.Config()
+	if err != nil {
+		return err
+	}
+	old := 0
+	for _, r := range cfg.ToolPolicy {
+		if r.Plugin == "" {
+			old++
+		}
+	}
+	a.sayRules(rec.Name, enableRules(cfg.ToolPolicy, rec), old)
+	return nil
+}
+
+// sayRules prints the rules of the tool policy that apply to a plugin just
+// enabled, and how many rules of the old form stop every tool.
+func (a *app) sayRules(name string, rules []enableRule, old int) {
+	if len(rules) == 0 {
+		fmt.Fprintf(a.stdout, "No rule of the tool policy applies to %s: every call asks (berth policy set '%s__*' ...).\n", name, name)
+	} else {
+		fmt.Fprintf(a.stdout, "These rules of the tool policy apply to the tools, prompts and resources of %s:\n", name)
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		for _, r := range rules {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.Pattern, r.Action, r.Note)
+		}
+		tw.Flush()
+	}
+	if old > 0 {
+		fmt.Fprintf(a.stdout, "The tool policy has %d rule(s) of the old form: no tool runs until `berth policy migrate` rewrites them.\n", old)
+	}
 }
 
 // enableRule is a rule that applies to a newly enabled plugin.

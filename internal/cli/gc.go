@@ -4,12 +4,16 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) gcCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "gc",
+		Use: "gc",
+		Example: `  berth gc
+  berth gc --json`,
 		Short: "Remove snapshots no trust record points to, and leftovers",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,6 +38,6 @@ func (a *app) gcCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
+	a.jsonFlag(cmd, &asJSON, store.GCResult{})
 	return cmd
 }

@@ -3,8 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -59,6 +61,8 @@ func forCLI(err error) error {
 		return &rendered{fmt.Sprintf("no signer is configured, so berth cannot trust %s: %v; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`), or trust it unsigned by its exact digest with --allow-unsigned --digest %s", e.Source, trust.ErrUntrusted, e.Digest), err}
 	case *store.SignatureMissingError:
 		return &rendered{fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and pass it with --signature FILE", e.Source, e.Path, errors.Unwrap(e.Err), trust.ErrUntrusted), err}
+	case *marketplace.StaleError:
+		return &rendered{fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation: %v; the curator must renew it (berth catalog refresh), then run berth marketplace update %s; or accept the stale copy with --allow-stale, which the trust record then says", e.Catalog, e.Since.UTC().Format(time.RFC3339), trust.ErrUntrusted, e.Catalog), err}
 	case *store.SignerChangeError:
 		return &rendered{fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s: %v; if the publisher really changed signers, run again with --allow-signer-change", e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted), err}
 	}

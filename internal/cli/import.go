@@ -24,13 +24,21 @@ func importedAs(b *bundle.Bundle) string {
 
 // importJSON is what import --json prints.
 type importJSON struct {
-	Out          string               `json:"out"`
-	Name         string               `json:"name"`
-	Version      string               `json:"version"`
-	Digest       string               `json:"digest"`
-	Format       string               `json:"format"`
+	// Out is the directory the berth bundle was written into.
+	Out     string `json:"out"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Digest is the bundle's digest: the same for the source and for the
+	// written bundle.
+	Digest string `json:"digest"`
+	// Format is the format the source was read from (berth for a berth
+	// bundle, copied as it is).
+	Format string `json:"format"`
+	// ImportedFrom is what the written berth.json records about its
+	// source.
 	ImportedFrom *bundle.ImportedFrom `json:"importedFrom,omitempty"`
-	Notes        []string             `json:"notes,omitempty"`
+	// Notes are what berth noted while reading the source.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func (a *app) importCommand() *cobra.Command {
@@ -40,7 +48,10 @@ func (a *app) importCommand() *cobra.Command {
 		asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "import SOURCE --out DIR",
+		Use: "import SOURCE --out DIR",
+		Example: `  berth import ./everything.mcpb --out ./everything
+  berth import ./my-claude-plugin --out ./my-plugin-berth
+  berth import ./server.json --out ./acme-search --json`,
 		Short: "Write the berth bundle of an MCP Bundle, Claude Code plugin or server.json",
 		Long: `Import reads an MCP Bundle (.mcpb, or a directory with manifest.json), a
 Claude Code plugin (a directory with .claude-plugin/plugin.json) or an MCP
@@ -99,6 +110,6 @@ An invalid source writes nothing (exit 3). DIR must not exist.`,
 	}
 	limitFlags(cmd, &opts)
 	cmd.Flags().StringVar(&out, "out", "", "the new directory to write the berth bundle into")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"out", "name", "version", "digest", "format", "importedFrom", "notes"}`)
+	a.jsonFlag(cmd, &asJSON, importJSON{})
 	return cmd
 }

@@ -26,7 +26,9 @@ type listEntry struct {
 func (a *app) listCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  berth list
+  berth list --json`,
 		Short: "List trusted plugins and where they are enabled",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,6 +81,6 @@ func (a *app) listCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the list as JSON, with full digests and staged paths")
+	a.jsonFlag(cmd, &asJSON, []listEntry{})
 	return cmd
 }

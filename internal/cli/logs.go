@@ -16,8 +16,11 @@ var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
 
 func (a *app) logsCommand() *cobra.Command {
 	var lines int
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "logs PLUGIN__SERVER",
+		Use: "logs PLUGIN__SERVER",
+		Example: `  berth logs acme-notes__notes
+  berth logs acme-notes__notes --lines 50`,
 		Short: "Print the stderr tail of a server",
 		Long: `Logs prints the last lines of a server's log, $BERTH_HOME/logs/<plugin>__<server>.log
 (a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
@@ -46,6 +49,12 @@ are printed escaped (\x1b, \u202e, \x9b), as berth status prints them.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				if tail == nil {
+					tail = []string{}
+				}
+				return writeJSON(a.stdout, logsJSON{Server: id, File: path, Lines: tail})
+			}
 			for _, l := range tail {
 				// A server writes what it likes to its stderr: escape what a
 				// terminal would act on, as berth status does.
@@ -55,5 +64,16 @@ are printed escaped (\x1b, \u202e, \x9b), as berth status prints them.`,
 		},
 	}
 	cmd.Flags().IntVar(&lines, "lines", pool.TailLines, "how many lines to print")
+	a.jsonFlag(cmd, &asJSON, logsJSON{})
 	return cmd
+}
+
+// logsJSON is what logs --json prints.
+type logsJSON struct {
+	Server string `json:"server"`
+	// File is the log file read.
+	File string `json:"file"`
+	// Lines are its last lines, oldest first, as written (a JSON string
+	// carries any byte a server wrote, escaped).
+	Lines []string `json:"lines"`
 }

@@ -26,14 +26,30 @@ func (a *app) catalogs() (*marketplace.Cache, error) {
 	return marketplace.OpenCache(paths.Catalogs(), nil), nil
 }
 
-// resolveOptions are the operator's resolution settings.
-func (a *app) resolveOptions() *marketplace.ResolveOptions {
-	return &marketplace.ResolveOptions{}
+// resolveOptions are the operator's resolution settings: the
+// min-release-age cooldown of config.json.
+func (a *app) resolveOptions() (*marketplace.ResolveOptions, error) {
+	st, err := a.store()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := st.Config()
+	if err != nil {
+		return nil, err
+	}
+	age, err := cfg.ReleaseCooldown()
+	if err != nil {
+		return nil, err
+	}
+	return &marketplace.ResolveOptions{MinReleaseAge: age}, nil
 }
 
 func (a *app) marketplaceCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "marketplace",
+		Use: "marketplace",
+		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace list
+  berth marketplace update`,
 		Short: "Add, list, remove and update the catalogs you install plugins from",
 		Long: `A catalog is a TUF repository that a curator signs (berth catalog). berth
 keeps a verified copy of each catalog you add under $BERTH_HOME/catalogs/,
@@ -51,7 +67,9 @@ search and show answer from the verified copy, offline.`,
 func (a *app) marketplaceAddCommand() *cobra.Command {
 	var rootFile, rootSHA string
 	cmd := &cobra.Command{
-		Use:   "add NAME SOURCE (--root FILE | --root-sha256 HEX)",
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX)",
+		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add local ./catalog --root ./catalog/1.root.json`,
 		Short: "Add a catalog, its root of trust pinned, and verify it",
 		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
 URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
@@ -133,7 +151,9 @@ func (a *app) printSkipped(name string, n int) {
 func (a *app) marketplaceListCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  berth marketplace list
+  berth marketplace list --json`,
 		Short: "List the catalogs you added",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -164,14 +184,15 @@ func (a *app) marketplaceListCommand() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalogs as JSON")
+	a.jsonFlag(cmd, &asJSON, []*marketplace.CatalogInfo{})
 	return cmd
 }
 
 func (a *app) marketplaceRemoveCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Remove a catalog and its verified copy",
+		Use:     "remove NAME",
+		Example: `  berth marketplace remove acme`,
+		Short:   "Remove a catalog and its verified copy",
 		Long: `Remove forgets the catalog and deletes its verified copy. Plugins you
 installed from it stay trusted and enabled; berth verify still checks them.`,
 		Args: exactArgs(1, "NAME"),
@@ -194,14 +215,22 @@ installed from it stay trusted and enabled; berth verify still checks them.`,
 
 func (a *app) marketplaceUpdateCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "update [NAME]",
+		Use: "update [NAME]",
+		Example: `  berth marketplace update
+  berth marketplace update acme`,
 		Short: "Update catalogs: a full TUF update of each (or of one)",
 		Long: `Update runs a full TUF update of every catalog (or of NAME) against its
 source and keeps the new verified copy. A refusal (rollback, expired,
 mix-and-match, bad signature, altered catalog, a published version whose
 digest changed) is exit 4 and keeps the old copy; a network failure is
 exit 1. With no NAME, every catalog is updated and the worst exit code
-wins. Versions whose status changed are listed.`,
+wins. Versions whose status changed are listed.
+
+What an update finds reaches what is trusted: a version you installed that
+the catalog now revokes is disabled in every workspace at once (running
+berth serve processes drop it at their next boundary), and berth verify
+fails for it (exit 4) naming the reason; a deprecated or yanked one is
+only a warning.`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.catalogs()
@@ -220,22 +249,29 @@ wins. Versions whose status changed are listed.`,
 			} else if err := marketplace.CheckName(names[0]); err != nil {
 				return usagef("%v", err)
 			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
 			var worst error
 			for _, n := range names {
-				r, err := c.Refresh(cmd.Context(), n)
+				u, err := c.Update(cmd.Context(), st, n)
 				if err != nil {
 					fmt.Fprintf(a.stderr, "berth: %s\n", strings.TrimRight(err.Error(), "\n"))
 					worst = worse(worst, err)
 					continue
 				}
+				r := u.RefreshResult
 				if !r.Changed {
 					fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+					a.reportInstalled(a.stdout, "  ", u.Installed)
 					continue
 				}
 				fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
 				for _, line := range statusChanges(r.Old, r.New) {
 					fmt.Fprintf(a.stdout, "  %s\n", review.Printable(line))
 				}
+				a.reportInstalled(a.stdout, "  ", u.Installed)
 				a.printSkipped(n, len(r.Problems))
 			}
 			if worst != nil {

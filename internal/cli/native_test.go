@@ -174,7 +174,10 @@ func TestServeNativeTools(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "data.json")); string(b) != string(data) {
 		t.Fatal("the destructive call ran before its approval")
 	}
-	runBerth(t, home, "approve", id)
+	var dec decisionJSON
+	if err := json.Unmarshal([]byte(runBerth(t, home, "approve", id, "--json")), &dec); err != nil || dec.ID != id || !dec.Allowed || dec.Always || dec.Tool != "demo__fmt__format_json_in_place" {
+		t.Fatalf("approve --json: %+v, %v", dec, err)
+	}
 	if res := <-done; res.IsError {
 		t.Fatalf("format_json_in_place after approval: %+v", res.Content)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -13,7 +14,11 @@ import (
 
 func (a *app) policyCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "policy",
+		Use: "policy",
+		Example: `  berth policy set 'acme-notes__notes__search_*' allow
+  berth policy list
+  berth policy unset 'acme-notes__notes__search_*'
+  berth policy migrate`,
 		Short: "Set, list and remove the operator's tool policy",
 		Long: `The tool policy decides which calls run without asking. Each rule belongs
 to one plugin and names that plugin's tools and prompts by their exported
@@ -35,8 +40,12 @@ processes apply a change at their next boundary.`,
 		Args: exactArgs(0, "a subcommand: set, list, unset or migrate"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
+	var setJSON, unsetJSON bool
 	set := &cobra.Command{
-		Use:   "set PATTERN allow|ask|deny",
+		Use: "set PATTERN allow|ask|deny",
+		Example: `  berth policy set acme-notes__notes__read_note allow
+  berth policy set 'acme-notes__notes__delete_*' deny
+  berth policy set 'acme-notes__*' ask --json`,
 		Short: "Add or change the rule for a name or glob of one plugin",
 		Args:  exactArgs(2, "PATTERN and an action (allow, ask or deny)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -55,13 +64,28 @@ processes apply a change at their next boundary.`,
 				}
 				return err
 			}
+			if setJSON {
+				// The rule as stored: with the plugin it belongs to and,
+				// for an allow, the signer it holds for.
+				cfg, err := st.Config()
+				if err != nil {
+					return err
+				}
+				if i := slices.IndexFunc(cfg.ToolPolicy, func(x store.PolicyRule) bool { return x.Pattern == r.Pattern }); i >= 0 {
+					r = cfg.ToolPolicy[i]
+				}
+				return writeJSON(a.stdout, r)
+			}
 			fmt.Fprintf(a.stdout, "Policy: %s %s.\n", r.Pattern, r.Action)
 			return nil
 		},
 	}
+	a.jsonFlag(set, &setJSON, store.PolicyRule{})
 	var asJSON bool
 	list := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  berth policy list
+  berth policy list --json`,
 		Short: "List the tool policy",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -100,11 +124,12 @@ processes apply a change at their next boundary.`,
 			return nil
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, `print {"rules": [{"plugin", "pattern", "action", "signer"}], "default": "ask"}`)
+	a.jsonFlag(list, &asJSON, policyJSON{})
 	unset := &cobra.Command{
-		Use:   "unset PATTERN",
-		Short: "Remove the rule for a name or glob",
-		Args:  exactArgs(1, "one PATTERN"),
+		Use:     "unset PATTERN",
+		Example: `  berth policy unset acme-notes__notes__read_note`,
+		Short:   "Remove the rule for a name or glob",
+		Args:    exactArgs(1, "one PATTERN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.store()
 			if err != nil {
@@ -117,13 +142,19 @@ processes apply a change at their next boundary.`,
 			if !found {
 				return fmt.Errorf("there is no rule for %s; berth policy list shows the rules", args[0])
 			}
+			if unsetJSON {
+				return writeJSON(a.stdout, policyUnsetJSON{Pattern: args[0], Removed: true})
+			}
 			fmt.Fprintf(a.stdout, "Removed the rule for %s.\n", args[0])
 			return nil
 		},
 	}
+	a.jsonFlag(unset, &unsetJSON, policyUnsetJSON{})
 	var migrateJSON bool
 	migrate := &cobra.Command{
-		Use:   "migrate",
+		Use: "migrate",
+		Example: `  berth policy migrate
+  berth policy migrate --json`,
 		Short: "Rewrite rules of the old form into rules of one plugin",
 		Long: `Migrate rewrites the tool policy rules that a berth before rules belonged
 to one plugin wrote (no plugin; names <plugin>-<server>__<tool> and
@@ -183,7 +214,7 @@ has the details.`,
 			return nil
 		},
 	}
-	migrate.Flags().BoolVar(&migrateJSON, "json", false, `print [{"old", "new": [rules], "kept": reason}]`)
+	a.jsonFlag(migrate, &migrateJSON, []store.PolicyMigration{})
 	cmd.AddCommand(set, list, unset, migrate)
 	return cmd
 }
@@ -214,4 +245,11 @@ func scopeHint(se *store.PolicyScopeError, action store.Action) string {
 type policyJSON struct {
 	Default store.Action       `json:"default"`
 	Rules   []store.PolicyRule `json:"rules"`
+}
+
+// policyUnsetJSON is what policy unset --json prints.
+type policyUnsetJSON struct {
+	Pattern string `json:"pattern"`
+	// Removed is true: a pattern without a rule is an error (exit 1).
+	Removed bool `json:"removed"`
 }

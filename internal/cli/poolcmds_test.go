@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/berth-mcp/berth/internal/keyringtest"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
 )
@@ -54,6 +55,30 @@ func TestPoolScripts(t *testing.T) {
 			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("NATIVE_BIN", bin)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": exitcodeCmd,
+		},
+	})
+}
+
+// TestKeychainScripts runs testdata/keychain against a real Secret
+// Service: gnome-keyring on a private D-Bus session bus that the test
+// starts (internal/keyringtest), never the keychain of the person running
+// the tests. Without one it skips, unless BERTH_REQUIRE_KEYRING=1.
+func TestKeychainScripts(t *testing.T) {
+	svc := keyringtest.Start(t)
+	bin := t.TempDir()
+	buildPrograms(t, bin, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver")
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/keychain",
+		UpdateScripts:       *updateScripts,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("DBUS_SESSION_BUS_ADDRESS", svc.Address)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

@@ -11,7 +11,9 @@ func (a *app) reviewCommand() *cobra.Command {
 	var opts bundle.Options
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "review SOURCE",
+		Use: "review SOURCE",
+		Example: `  berth review ./acme-notes
+  berth review acme-notes-1.4.2.tar.gz --json`,
 		Short: "Show everything a bundle asks to be allowed to do",
 		Long: `Review validates a bundle and discloses every authority it asks for: the
 programs it runs and as whom, their arguments and working directory, the
@@ -25,23 +27,47 @@ of the values it asks its user for becomes in berth's terms, the tools and
 prompts it declares, and what was not carried over and why (hooks called
 out), and shows an MCPB signature block (berth's trust does not rest on it).
 
+For each variable the servers read, review also says whether it is set
+here and where from: the environment berth runs in, or berth's secret
+store (berth secret set). It never reads a value: it asks the environment
+whether the variable exists and the store's index whether it holds the name.
+
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := openBundle(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, err := openBundle(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}
 			defer b.Close()
 			d := review.New(b)
-			if asJSON {
-				_, err := a.stdout.Write(d.JSON())
+			ss, err := a.sourceStates(d)
+			if err != nil {
 				return err
 			}
-			return d.WriteText(a.stdout)
+			if asJSON {
+				return writeJSON(a.stdout, reviewJSON{Disclosure: d, Sources: ss})
+			}
+			if err := d.WriteText(a.stdout); err != nil {
+				return err
+			}
+			writeSourceStates(a.stdout, ss)
+			return nil
 		},
 	}
 	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the review as JSON")
+	a.jsonFlag(cmd, &asJSON, reviewJSON{})
 	return cmd
+}
+
+// reviewJSON is what review --json prints: the disclosure (review.Disclosure,
+// whose hash trust records keep) and, beside it, the state of each variable
+// it reads here.
+type reviewJSON struct {
+	*review.Disclosure
+	// Sources are the variables the servers read, each with whether it is
+	// set here and where from; never a value.
+	Sources []sourceJSON `json:"sources"`
 }

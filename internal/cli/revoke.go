@@ -11,7 +11,9 @@ import (
 func (a *app) revokeCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "revoke NAME[@VERSION]",
+		Use: "revoke NAME[@VERSION]",
+		Example: `  berth revoke acme-notes@1.4.2
+  berth revoke acme-notes --yes --json`,
 		Short: "Remove trust in a plugin (every version, or one)",
 		Long: `Revoke removes the trust records of a plugin, or of one version, and
 disables it everywhere it was enabled with that version. Running berth
@@ -41,7 +43,7 @@ servers. The staged snapshot stays until 'berth gc'.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the revoked records as JSON")
+	a.jsonFlag(cmd, &asJSON, revokeJSON{})
 	return cmd
 }
 

@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -18,9 +21,16 @@ State lives in $BERTH_HOME (default: your user data directory + /berth).
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 (signature or signer policy), 5 drift, 6 approval denied or timed out.`,
+		Example: `  berth validate ./acme-notes && berth review ./acme-notes
+  berth trust ./acme-notes && berth enable acme-notes
+  berth secret set ACME_NOTES_TOKEN
+  berth connect claude-desktop`,
+		Version:       versionText(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("berth {{.Version}}\n")
+	root.PersistentFlags().BoolVar(&a.noProgress, "no-progress", false, "never draw progress bars (they show only on a terminal, never with --json)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
@@ -50,21 +60,55 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.approveCommand(false),
 		a.connectCommand(),
 		a.disconnectCommand(),
+		a.secretCommand(),
+		a.initCommand(),
+		a.completionCommand(),
 		a.catalogCommand(),
 		a.marketplaceCommand(),
 		a.searchCommand(),
 		a.showCommand(),
 		a.importCommand(),
+		a.installCommand(),
+		a.lockCommand(),
+		a.syncCommand(),
+		a.outdatedCommand(),
+		a.upgradeCommand(),
+		a.configCommand(),
 	)
 	// Unknown commands are usage errors too.
-	root.Args = func(cmd *cobra.Command, args []string) error {
-		if len(args) > 0 {
-			return usagef("unknown command %q", args[0])
+	root.Args = subcommandArgs
+	// Commands that only group others take no arguments either.
+	for _, c := range root.Commands() {
+		if c.HasSubCommands() {
+			c.Args = subcommandArgs
 		}
-		return nil
 	}
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return cmd.Help()
 	}
 	return root
+}
+
+// subcommandArgs refuses an unknown subcommand of a group (or of berth
+// itself) as a usage error, with cobra's suggestions for a mistyped name.
+func subcommandArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	} else if cmd.HasParent() {
+		msg += "; it has " + strings.Join(names, ", ")
+	}
+	return usagef("%s", msg)
 }

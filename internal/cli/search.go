@@ -15,7 +15,9 @@ func (a *app) searchCommand() *cobra.Command {
 	var catalog, tier, tag string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "search [QUERY]",
+		Use: "search [QUERY]",
+		Example: `  berth search notes
+  berth search --tag search --json`,
 		Short: "Search the catalogs' plugins (offline, from the verified copies)",
 		Long: `Search ranks the plugins of every catalog you added: an exact name first,
 then a name that starts with QUERY, then every word of QUERY in the name,
@@ -38,7 +40,11 @@ nothing written. A catalog past its expiry still answers, marked stale.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Search(q, a.resolveOptions())
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			res, err := c.Search(q, ro)
 			if err != nil {
 				return err
 			}
@@ -70,7 +76,7 @@ nothing written. A catalog past its expiry still answers, marked stale.`,
 	f.StringVar(&catalog, "catalog", "", "search only this catalog")
 	f.StringVar(&tier, "tier", "", "only plugins of this tier (official, verified, community)")
 	f.StringVar(&tag, "tag", "", "only plugins with this tag")
-	f.BoolVar(&asJSON, "json", false, "print the results and the catalogs' state as JSON")
+	a.jsonFlag(cmd, &asJSON, marketplace.SearchResult{})
 	return cmd
 }
 

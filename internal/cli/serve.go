@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -25,7 +26,10 @@ func (a *app) serveCommand() *cobra.Command {
 		hopts                                   mcpexport.HTTPOptions
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
+		Use: "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
+		Example: `  berth serve --workspace ~/src/project
+  berth serve --http 127.0.0.1:8931
+  berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token`,
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long: `Serve is an MCP server that offers the tools, prompts and resources of the
 plugins enabled in a workspace (default: the current directory). Without
@@ -144,11 +148,16 @@ stderr. docs/serve.md has the details.`,
 			if workspace == "" {
 				workspace = "."
 			}
-			p, err := pool.Open(ctx, st, workspace, nil)
+			sec, err := a.secrets()
+			if err != nil {
+				return err
+			}
+			p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec)})
 			if err != nil {
 				return err
 			}
 			defer p.Close()
+			a.logServeStart(log, st, p.WorkspaceDir())
 			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log, MaxPendingPerSession: maxPendingPerSession, MaxPending: maxPending})
 			defer srv.Close()
 			if len(lns) == 0 {
@@ -211,5 +220,22 @@ func needLoopback(addr string) error {
 	return &rendered{
 		msg: fmt.Sprintf("%s is not a loopback address: --unsafe-no-token works on loopback addresses only, because it lets anyone who can reach the port call your tools; drop --unsafe-no-token (clients then send the token of $BERTH_HOME/serve.token or --token-file)", hostport),
 		err: mcpexport.ErrUnsafeNoTokenNotLoopback,
+	}
+}
+
+// logServeStart says, at start, which state root and workspace berth
+// serves and how many plugins are enabled there: a client that starts
+// berth with another environment than the user's shell would otherwise
+// serve nothing without a word.
+func (a *app) logServeStart(log *slog.Logger, st *store.Store, ws string) {
+	n := 0
+	if state, err := st.State(); err == nil {
+		if w := state.Workspaces[ws]; w != nil {
+			n = len(w.Plugins)
+		}
+	}
+	log.Info("berth serve: starting", "berth_home", st.Paths().Root, "workspace", ws, "enabled_plugins", n)
+	if n == 0 {
+		log.Warn("berth serve: no plugin is enabled in this workspace, so there are no tools to offer; enable one with: berth enable NAME --workspace "+ws+" (with the same BERTH_HOME)", "berth_home", st.Paths().Root, "workspace", ws)
 	}
 }

@@ -40,7 +40,9 @@ func (a *app) showCommand() *cobra.Command {
 	var catalog string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "show NAME[@VERSION]",
+		Use: "show NAME[@VERSION]",
+		Example: `  berth show acme-notes
+  berth show acme-notes@1.4.2 --json`,
 		Short: "Show a catalog plugin: its review, signers and versions (offline)",
 		Long: `Show prints everything to know before installing a plugin, from the
 verified copy of its catalog: the review summary in the words of berth
@@ -81,7 +83,11 @@ writes, and needs no network. A name in several catalogs needs --catalog.`,
 			if err != nil {
 				return err
 			}
-			res, rerr := marketplace.Resolve(p, "", a.resolveOptions())
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			res, rerr := marketplace.Resolve(p, "", ro)
 			if rerr != nil && res == nil {
 				return rerr
 			}
@@ -120,7 +126,7 @@ writes, and needs no network. A name in several catalogs needs --catalog.`,
 		},
 	}
 	cmd.Flags().StringVar(&catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print everything as JSON")
+	a.jsonFlag(cmd, &asJSON, showOutput{})
 	return cmd
 }
 

@@ -13,14 +13,20 @@ import (
 
 func (a *app) signersCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "signers",
+		Use: "signers",
+		Example: `  berth signers add-key acme acme.pub
+  berth signers list
+  berth signers remove acme`,
 		Short: "Manage the signer policy: whose signatures you trust",
 		Args:  exactArgs(0, "a subcommand: add-key, add-identity, list or remove"),
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	var notBefore, notAfter string
+	var addJSON, removeJSON bool
 	addKey := &cobra.Command{
-		Use:   "add-key NAME PUBKEY.pem",
+		Use: "add-key NAME PUBKEY.pem",
+		Example: `  berth signers add-key acme acme.pub
+  berth signers add-key acme acme.pub --not-after 2027-01-31T00:00:00Z`,
 		Short: "Trust signatures made with a public key (ECDSA P-256/P-384 or RSA)",
 		Args:  exactArgs(2, "NAME and PUBKEY.pem"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,15 +52,18 @@ func (a *app) signersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.addSigner(cmd.Context(), s)
+			return a.addSigner(cmd.Context(), s, addJSON)
 		},
 	}
+	a.jsonFlag(addKey, &addJSON, trust.Signer{})
 	addKey.Flags().StringVar(&notBefore, "not-before", "", "accept signatures only from this time on (RFC 3339)")
 	addKey.Flags().StringVar(&notAfter, "not-after", "", "accept signatures only until this time (RFC 3339)")
 
 	var issuer, san, sanRegex, rootFile string
 	addIdentity := &cobra.Command{
-		Use:   "add-identity NAME --issuer URL (--san VALUE | --san-regex RE) [--trusted-root FILE]",
+		Use: "add-identity NAME --issuer URL (--san VALUE | --san-regex RE) [--trusted-root FILE]",
+		Example: `  berth signers add-identity acme-ci --issuer https://token.actions.githubusercontent.com \
+    --san https://github.com/acme/notes/.github/workflows/release.yml@refs/heads/main`,
 		Short: "Trust Sigstore certificates of one OIDC identity",
 		Long: `Add-identity trusts signatures whose Fulcio certificate names the OIDC issuer
 --issuer and the subject --san (exact) or --san-regex (a Go regular
@@ -73,9 +82,10 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 				return err
 			}
 			// The store keeps a copy of the trusted root.
-			return a.addSigner(cmd.Context(), s)
+			return a.addSigner(cmd.Context(), s, addJSON)
 		},
 	}
+	a.jsonFlag(addIdentity, &addJSON, trust.Signer{})
 	addIdentity.Flags().StringVar(&issuer, "issuer", "", "the exact OIDC issuer URL")
 	addIdentity.Flags().StringVar(&san, "san", "", "the exact subject alternative name (e-mail or URI)")
 	addIdentity.Flags().StringVar(&sanRegex, "san-regex", "", "a regular expression the whole SAN must match")
@@ -83,7 +93,9 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 
 	var asJSON bool
 	list := &cobra.Command{
-		Use:   "list",
+		Use: "list",
+		Example: `  berth signers list
+  berth signers list --json`,
 		Short: "List the signers you trust",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -110,30 +122,37 @@ trusted_root.json given with --trusted-root (berth keeps a copy).`,
 			return nil
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print the signers as JSON")
+	a.jsonFlag(list, &asJSON, []trust.Signer{})
 
 	remove := &cobra.Command{
-		Use:   "remove NAME",
-		Short: "Stop trusting a signer",
-		Args:  exactArgs(1, "NAME"),
+		Use:     "remove NAME",
+		Example: `  berth signers remove acme`,
+		Short:   "Stop trusting a signer",
+		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.store()
 			if err != nil {
 				return err
 			}
-			if _, err := st.RemoveSigner(cmd.Context(), args[0]); err != nil {
+			removed, err := st.RemoveSigner(cmd.Context(), args[0])
+			if err != nil {
 				return err
+			}
+			if removeJSON {
+				return writeJSON(a.stdout, removed)
 			}
 			fmt.Fprintf(a.stdout, "Removed signer %q. Plugins it signed now fail `berth verify` until you trust their signer again.\n", args[0])
 			return nil
 		},
 	}
+	a.jsonFlag(remove, &removeJSON, trust.Signer{})
 	cmd.AddCommand(addKey, addIdentity, list, remove)
 	return cmd
 }
 
-// addSigner adds a signer to the policy and says so.
-func (a *app) addSigner(ctx context.Context, s trust.Signer) error {
+// addSigner adds a signer to the policy and says so (as JSON: the signer
+// as recorded).
+func (a *app) addSigner(ctx context.Context, s trust.Signer, asJSON bool) error {
 	st, err := a.store()
 	if err != nil {
 		return err
@@ -141,6 +160,9 @@ func (a *app) addSigner(ctx context.Context, s trust.Signer) error {
 	added, err := st.AddSigner(ctx, s)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(a.stdout, added)
 	}
 	fmt.Fprintf(a.stdout, "Added signer %s.\n", added)
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) statusCommand() *cobra.Command {
@@ -22,20 +23,33 @@ func (a *app) statusCommand() *cobra.Command {
 starts every enabled server, waits for each one's first start, and reports
 its state (starting, running, failed, drifted, changed, stopped),
 transport, tool count, uptime, restarts and last error, with the stderr
-tail of failed servers, withheld tool changes and name collisions.`,
+tail of failed servers, withheld tool changes and name collisions, and
+for each variable a server reads (fromEnv) whether it was set when the
+server started and where from (the environment or berth's secret store),
+never its value.
+
+Exit codes: 0 every enabled server runs, 1 a server failed, 5 a plugin
+drifted from what was reviewed (drift wins over a failure). --json prints
+the state of every server either way.`,
+		Example: `  berth status
+  berth status --workspace ~/src/project --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.openPool(cmd.Context(), workspace)
+			p, err := a.openPool(cmd.Context(), workspace, !asJSON)
 			if err != nil {
 				return err
 			}
 			defer p.Close()
 			sts := p.Status()
+			verdict := statusVerdict(sts)
 			if asJSON {
 				if sts == nil {
 					sts = []pool.ServerStatus{}
 				}
-				return writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir()})
+				if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir()}); err != nil {
+					return err
+				}
+				return verdict
 			}
 			if len(sts) == 0 {
 				fmt.Fprintf(a.stdout, "Nothing is enabled in %s. Enable a trusted plugin with: berth enable NAME\n", p.WorkspaceDir())
@@ -58,11 +72,12 @@ tail of failed servers, withheld tool changes and name collisions.`,
 			for _, s := range sts {
 				a.statusDetail(s)
 			}
-			return nil
+			a.statusSources(sts)
+			return verdict
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"workspace", "servers": [...]} with every field`)
+	a.jsonFlag(cmd, &asJSON, statusJSON{})
 	return cmd
 }
 
@@ -98,6 +113,56 @@ func (a *app) statusDetail(s pool.ServerStatus) {
 	for _, n := range s.Collisions {
 		fmt.Fprintf(w, "\n%s: the tool name %s is also another server's, so neither is offered; disable one of the plugins\n", s.ID, n)
 	}
+}
+
+// statusVerdict is the exit of berth status: drift (5) wins over a failed
+// server (1); nil when every server runs.
+func statusVerdict(sts []pool.ServerStatus) error {
+	var failed, drifted []string
+	for _, s := range sts {
+		switch s.State {
+		case pool.StateDrifted:
+			drifted = append(drifted, s.ID)
+		case pool.StateFailed:
+			failed = append(failed, s.ID)
+		}
+	}
+	switch {
+	case len(drifted) > 0:
+		return fmt.Errorf("%s drifted from what was reviewed: %w; the error above names the file (re-trust the bundle, or disable the plugin)", strings.Join(drifted, ", "), store.ErrDrift)
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d servers failed: %s; the errors are above", len(failed), len(sts), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// statusSources prints, per server, each variable it reads and where its
+// last start found it.
+func (a *app) statusSources(sts []pool.ServerStatus) {
+	var rows [][3]string
+	for _, s := range sts {
+		for _, src := range s.Sources {
+			state := "set, from the environment"
+			switch {
+			case !src.Set && src.Error != "":
+				state = "not set: berth's secret store could not answer: " + review.PrintableLines(src.Error)
+			case !src.Set:
+				state = "not set: berth secret set " + src.Name
+			case src.From == pool.FromStore:
+				state = "set, from berth's secret store"
+			}
+			rows = append(rows, [3]string{s.ID, src.Name + " (for " + src.For + ")", state})
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout, "\nVariables the servers read, as their last start found them (values are never shown):")
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r[0], r[1], r[2])
+	}
+	tw.Flush()
 }
 
 func orDash(s string) string {

@@ -10,6 +10,17 @@ import (
 	"github.com/berth-mcp/berth/review"
 )
 
+// toolJSON is one tool of tools --json: the catalog entry and whether a
+// call of it asks first.
+type toolJSON struct {
+	*pool.Tool
+	// Asks reports that a call asks for approval: the policy is ask, or
+	// it is a glob allow and the tool is destructive.
+	Asks bool `json:"asks"`
+	// AsksWhy says why a call asks although a glob allows the tool.
+	AsksWhy string `json:"asksWhy,omitempty"`
+}
+
 func (a *app) toolsCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
@@ -18,13 +29,25 @@ func (a *app) toolsCommand() *cobra.Command {
 		Short: "List the workspace's tools with their policy",
 		Long: `Tools starts the workspace's servers and lists the catalog: every tool
 under its exported name <plugin>__<server>__<tool> (a native tool:
-<plugin>__<entry>__<tool>), with the operator's policy for it (allow or ask; denied
-tools are not listed). Tools withheld because they changed since they were
-pinned, or because their names collide, are counted; 'berth status' says
-why.`,
+<plugin>__<entry>__<tool>), with the operator's policy for it (allow or ask;
+denied tools are not listed). A tool that says destructiveHint still asks
+under a glob allow; tools says so, and only an exact allow (berth policy set
+NAME allow) skips the question. Tools withheld because they changed since
+they were pinned, or because their names collide, are counted; 'berth
+status' says why.
+
+With PLUGIN, only that plugin's tools; a PLUGIN that is not enabled in the
+workspace is an error (exit 1), found before any server starts.`,
+		Example: `  berth tools
+  berth tools acme-notes --json`,
 		Args: rangeArgs(0, 1, "at most one PLUGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.openPool(cmd.Context(), workspace)
+			if len(args) == 1 {
+				if _, err := a.requireEnabled(workspace, args[0], "it has no tools here"); err != nil {
+					return err
+				}
+			}
+			p, err := a.openPool(cmd.Context(), workspace, !asJSON)
 			if err != nil {
 				return err
 			}
@@ -33,24 +56,38 @@ why.`,
 			if err != nil {
 				return err
 			}
-			out := []*pool.Tool{}
+			out := []toolJSON{}
 			for _, t := range tools {
 				if len(args) == 0 || t.Plugin == args[0] {
-					out = append(out, t)
+					j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false)}
+					if globAsks(t.Policy, t.Definition.Annotations) {
+						j.Asks = true
+						j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
+					}
+					out = append(out, j)
 				}
 			}
 			if asJSON {
 				return writeJSON(a.stdout, out)
 			}
+			destructive := 0
 			if len(out) == 0 {
 				fmt.Fprintln(a.stdout, "No tools. berth status shows the state of each server.")
 			} else {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
 				for _, t := range out {
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, t.Policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
+					policy := t.Policy.String()
+					if t.AsksWhy != "" {
+						policy += ", asks: destructive"
+						destructive++
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
 				}
 				tw.Flush()
+			}
+			if destructive > 0 {
+				fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
 			}
 			withheld := 0
 			for _, s := range p.Status() {
@@ -65,6 +102,6 @@ why.`,
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalog as JSON, with definitions and policies")
+	a.jsonFlag(cmd, &asJSON, []toolJSON{})
 	return cmd
 }

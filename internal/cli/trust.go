@@ -17,7 +17,10 @@ func (a *app) trustCommand() *cobra.Command {
 		yes, allowUnsigned, allowSignerChange, asJSON bool
 	)
 	cmd := &cobra.Command{
-		Use:   "trust SOURCE",
+		Use: "trust SOURCE",
+		Example: `  berth trust ./acme-notes
+  berth trust acme-notes-1.4.2.tar.gz --yes --json
+  berth trust ./local-tool --allow-unsigned --digest sha256:<hex>`,
 		Short: "Verify, review and stage a bundle so it can be enabled",
 		Long: `Trust makes a bundle trusted: it validates it (exit 3 on any problem),
 computes its digest, verifies its Sigstore signature offline against your
@@ -73,7 +76,9 @@ unless --allow-signer-change.`,
 				}
 				return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), yes, "--yes")
 			}
-			res, err := st.Trust(cmd.Context(), source, topts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "verifying")
+			res, err := st.Trust(hctx, source, topts)
+			stopProgress()
 			if err != nil {
 				return err
 			}
@@ -95,7 +100,7 @@ unless --allow-signer-change.`,
 	f.StringVar(&digest, "digest", "", "the digest the bundle must have (sha256:HEX)")
 	f.BoolVar(&allowUnsigned, "allow-unsigned", false, "trust a bundle without a signature, by --digest only; recorded as unsigned")
 	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
-	f.BoolVar(&asJSON, "json", false, "print the record and review as JSON (needs --yes)")
+	a.jsonFlag(cmd, &asJSON, trustJSON{})
 	return cmd
 }
 

@@ -36,7 +36,9 @@ func (a *app) validateCommand() *cobra.Command {
 	var opts bundle.Options
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "validate SOURCE",
+		Use: "validate SOURCE",
+		Example: `  berth validate ./acme-notes
+  berth validate acme-notes-1.4.2.zip --json`,
 		Short: "Check a bundle against every rule, fail-closed",
 		Long: `Validate checks a bundle (a directory, .tar.gz, .tgz or .zip) against every
 rule of manifest v1 and of the file tree, and prints every problem at once,
@@ -54,7 +56,9 @@ Exit code 0 means valid; 3 means invalid.`,
 			if err := checkLimits(&opts); err != nil {
 				return err
 			}
-			b, problems, err := bundle.Load(cmd.Context(), args[0], &opts)
+			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
+			b, problems, err := bundle.Load(hctx, args[0], &opts)
+			stopProgress()
 			if err != nil {
 				return err
 			}
@@ -91,6 +95,6 @@ Exit code 0 means valid; 3 means invalid.`,
 		},
 	}
 	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"valid", "digest", "errors": [{"path", "rule", "message"}], "format", "notes"}`)
+	a.jsonFlag(cmd, &asJSON, validateJSON{})
 	return cmd
 }

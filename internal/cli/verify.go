@@ -23,12 +23,15 @@ type verifyEntry struct {
 func (a *app) verifyCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "verify [NAME[@VERSION]]",
+		Use: "verify [NAME[@VERSION]]",
+		Example: `  berth verify
+  berth verify acme-notes@1.4.2 --json`,
 		Short: "Re-verify trusted plugins offline: staged files and signatures",
 		Long: `Verify re-checks every trusted plugin (or one) offline: it re-hashes the
 staged snapshot against the recorded digest (exit 5 on any difference, naming
 the files added, removed or changed, modes included) and re-verifies the
-stored signature against the current signer policy (exit 4).`,
+stored signature against the current signer policy (exit 4). A version that
+a catalog revoked fails (exit 4), naming the catalog and its reason.`,
 		Args: rangeArgs(0, 1, "at most one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.store()
@@ -54,7 +57,9 @@ stored signature against the current signer policy (exit 4).`,
 			var out []verifyEntry
 			var worst error
 			for _, r := range recs {
-				rep := st.Verify(cmd.Context(), r, v)
+				hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "re-hashing "+r.Name)
+				rep := st.Verify(hctx, r, v)
+				stopProgress()
 				e := verifyEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, OK: rep.Err == nil, Unsigned: r.Unsigned, Signer: r.Signer}
 				if rep.Drift != nil {
 					e.Drift = rep.Drift.Diff
@@ -93,7 +98,7 @@ stored signature against the current signer policy (exit 4).`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one result per record as JSON")
+	a.jsonFlag(cmd, &asJSON, []verifyEntry{})
 	return cmd
 }
 

@@ -12,18 +12,20 @@ import (
 func (a *app) versionCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "version",
+		Use: "version",
+		Example: `  berth version
+  berth version --json`,
 		Short: "Print berth's version",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON {
 				return writeJSON(a.stdout, versionJSON{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Version: bundle.BerthVersion})
 			}
-			_, err := fmt.Fprintf(a.stdout, "berth %s (%s, %s/%s)\n", bundle.BerthVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			_, err := fmt.Fprintf(a.stdout, "berth %s\n", versionText())
 			return err
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"version", "go", "platform"}`)
+	a.jsonFlag(cmd, &asJSON, versionJSON{})
 	return cmd
 }
 
@@ -32,4 +34,10 @@ type versionJSON struct {
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
 	Version  string `json:"version"`
+}
+
+// versionText is berth's version as berth version and berth --version
+// print it: "0.1.0 (go1.26.8, linux/amd64)".
+func versionText() string {
+	return fmt.Sprintf("%s (%s, %s/%s)", bundle.BerthVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

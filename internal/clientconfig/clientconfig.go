@@ -7,9 +7,10 @@
 // file is parsed first (strict JSON for the Claude files, JSON with comments
 // and trailing commas for Cursor and VS Code) and an edit is refused, with
 // the file untouched, when it does not parse. The result is parsed again and
-// compared with the original before anything is written. Writing backs the
-// old file up with a timestamp, then replaces it atomically (temp file,
-// fsync, rename) with the same mode.
+// compared with the original before anything is written. Writing copies the
+// old file into a backup directory (Options.BackupDir, the last KeepBackups
+// copies per file), then replaces it atomically (temp file, fsync, rename)
+// with the same mode.
 //
 // Nothing here prints or exits; the CLI (berth connect, berth disconnect)
 // does that.

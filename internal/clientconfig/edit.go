@@ -29,6 +29,10 @@ type Options struct {
 	Force bool
 	// Now stamps the backup file name; nil means time.Now.
 	Now func() time.Time
+	// BackupDir is where copies of the files an edit replaces are kept
+	// ($BERTH_HOME/backups): not beside a file that is probably committed.
+	// Apply of an edit that replaces a file panics without it.
+	BackupDir string
 }
 
 // Action says what an edit does to a file.

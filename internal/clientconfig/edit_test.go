@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +18,29 @@ import (
 var (
 	ctx        = context.Background()
 	fixedNow   = func() time.Time { return time.Date(2026, 11, 29, 20, 15, 0, 0, time.UTC) }
-	fixedStamp = ".bak-20261129T201500Z"
+	fixedStamp = ".20261129T201500Z"
+	// backupRoot is every test's Options.BackupDir (TestMain makes it);
+	// each test's files have their own path, so their own directory in it.
+	backupRoot string
 	testOpts   = &Options{Now: fixedNow}
 )
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "clientconfig-backups-")
+	if err != nil {
+		panic(err)
+	}
+	backupRoot = dir
+	testOpts.BackupDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// backupOf is where the backup of path made at fixedNow is.
+func backupOf(path string) string {
+	return filepath.Join(BackupDirFor(backupRoot, path), filepath.Base(path)+fixedStamp)
+}
 
 // testTarget makes a target of client c on Linux in a temporary home and
 // workspace, with its file holding content (none when content is nil).
@@ -216,7 +237,7 @@ func TestConnectKeepsUnknownKeys(t *testing.T) {
 	if got := read(t, tg.Path); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if ed.Backup != tg.Path+fixedStamp || read(t, ed.Backup) != old {
+	if ed.Backup != backupOf(tg.Path) || read(t, ed.Backup) != old {
 		t.Errorf("backup %q does not hold the old file", ed.Backup)
 	}
 }
@@ -380,9 +401,9 @@ func TestInvalidRefused(t *testing.T) {
 				for _, op := range []string{"connect", "disconnect"} {
 					var err error
 					if op == "connect" {
-						_, err = connect(t, tg, "berth", e, &Options{Now: fixedNow, Force: true})
+						_, err = connect(t, tg, "berth", e, &Options{Now: fixedNow, Force: true, BackupDir: backupRoot})
 					} else {
-						_, err = disconnect(t, tg, "berth", &Options{Now: fixedNow, Force: true})
+						_, err = disconnect(t, tg, "berth", &Options{Now: fixedNow, Force: true, BackupDir: backupRoot})
 					}
 					if !errors.Is(err, ErrInvalidConfig) {
 						t.Fatalf("%s: err = %v, want ErrInvalidConfig", op, err)
@@ -402,9 +423,10 @@ func TestInvalidRefused(t *testing.T) {
 	}
 }
 
-// TestBackupAndMode: the old file is copied to <file>.bak-<UTC stamp> with
-// its mode; the new file keeps the mode; a second backup in the same
-// second gets a suffix.
+// TestBackupAndMode: the old file is copied into the backup directory,
+// mode 0600 whatever its mode (it may hold what the client keeps private);
+// the new file keeps the mode; a second backup in the same second gets a
+// suffix; only the last KeepBackups backups of a file are kept.
 func TestBackupAndMode(t *testing.T) {
 	old := "{\n  \"mcpServers\": {}\n}\n"
 	tg, e := testTarget(t, Cursor, true, []byte(old), 0o640)
@@ -412,27 +434,65 @@ func TestBackupAndMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ed.Backup != tg.Path+fixedStamp {
-		t.Fatalf("backup %q, want %q", ed.Backup, tg.Path+fixedStamp)
+	if ed.Backup != backupOf(tg.Path) {
+		t.Fatalf("backup %q, want %q", ed.Backup, backupOf(tg.Path))
 	}
 	if read(t, ed.Backup) != old {
 		t.Error("backup does not hold the old file")
 	}
-	for _, p := range []string{tg.Path, ed.Backup} {
-		fi, _ := os.Stat(p)
-		if fi.Mode().Perm() != 0o640 {
-			t.Errorf("%s: mode %v, want 0640", p, fi.Mode().Perm())
-		}
+	if fi, _ := os.Stat(tg.Path); fi.Mode().Perm() != 0o640 {
+		t.Errorf("%s: mode %v, want 0640", tg.Path, fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(ed.Backup); fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", ed.Backup, fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(filepath.Dir(ed.Backup)); fi.Mode().Perm() != 0o700 {
+		t.Errorf("%s: mode %v, want 0700", filepath.Dir(ed.Backup), fi.Mode().Perm())
+	}
+	if src := read(t, filepath.Join(filepath.Dir(ed.Backup), "source")); src != tg.Path+"\n" {
+		t.Errorf("source %q, want the file's path", src)
+	}
+	if _, err := os.Stat(tg.Path + ".bak" + fixedStamp); err == nil {
+		t.Error("a backup was written beside the file")
 	}
 	ed, err = disconnect(t, tg, "berth", testOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ed.Backup != tg.Path+fixedStamp+"-2" {
+	if ed.Backup != backupOf(tg.Path)+"-2" {
 		t.Errorf("second backup %q", ed.Backup)
 	}
 	if read(t, tg.Path) != old {
 		t.Errorf("disconnect did not restore:\n%s", read(t, tg.Path))
+	}
+	// Eight more edits, some in the same second: five backups remain, the
+	// newest ones.
+	var last []string
+	for i := range 8 {
+		opts := &Options{Now: func() time.Time { return fixedNow().Add(time.Duration(i/2) * time.Minute) }, BackupDir: backupRoot}
+		var ed *Edit
+		if i%2 == 0 {
+			ed, err = connect(t, tg, "berth", e, opts)
+		} else {
+			ed, err = disconnect(t, tg, "berth", opts)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = append(last, filepath.Base(ed.Backup))
+	}
+	ents, _ := os.ReadDir(filepath.Dir(ed.Backup))
+	var kept []string
+	for _, e := range ents {
+		if e.Name() != "source" {
+			kept = append(kept, e.Name())
+		}
+	}
+	want := slices.Clone(last[len(last)-KeepBackups:])
+	slices.Sort(want)
+	slices.Sort(kept)
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept backups %v, want the last %d: %v", kept, KeepBackups, want)
 	}
 }
 
@@ -446,7 +506,7 @@ func TestIdempotent(t *testing.T) {
 				t.Fatal(err)
 			}
 			first := read(t, tg.Path)
-			ed, err := connect(t, tg, "berth", e, &Options{Now: func() time.Time { return fixedNow().Add(time.Hour) }})
+			ed, err := connect(t, tg, "berth", e, &Options{Now: func() time.Time { return fixedNow().Add(time.Hour) }, BackupDir: backupRoot})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -456,8 +516,11 @@ func TestIdempotent(t *testing.T) {
 			if read(t, tg.Path) != first {
 				t.Error("second connect changed the file")
 			}
-			if got := dirNames(t, filepath.Dir(tg.Path)); len(got) != 2 {
-				t.Errorf("files: %v, want the file and one backup", got)
+			if got := dirNames(t, filepath.Dir(tg.Path)); len(got) != 1 {
+				t.Errorf("files: %v, want the file alone (backups go to the backup directory)", got)
+			}
+			if got := dirNames(t, BackupDirFor(backupRoot, tg.Path)); len(got) != 2 {
+				t.Errorf("backups: %v, want one backup and source", got)
 			}
 		})
 	}
@@ -474,7 +537,7 @@ func TestConflict(t *testing.T) {
 	if read(t, tg.Path) != old || len(dirNames(t, filepath.Dir(tg.Path))) != 1 {
 		t.Fatal("file touched")
 	}
-	ed, err := connect(t, tg, "berth", e, &Options{Now: fixedNow, Force: true})
+	ed, err := connect(t, tg, "berth", e, &Options{Now: fixedNow, Force: true, BackupDir: backupRoot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +556,7 @@ func TestReplaceIndented(t *testing.T) {
 	old := "{\n\t\"servers\": {\n\t\t\"berth\": {\"type\": \"stdio\", \"command\": \"berth\", \"args\": [\"serve\"]}, // ours\n\t\t\"b\": {}\n\t}\n}\n"
 	want := "{\n\t\"servers\": {\n\t\t\"berth\": {\n\t\t\t\"type\": \"stdio\",\n\t\t\t\"command\": \"/opt/berth/bin/berth\",\n\t\t\t\"args\": [\n\t\t\t\t\"serve\",\n\t\t\t\t\"--workspace\",\n\t\t\t\t\"/work/proj\"\n\t\t\t]\n\t\t}, // ours\n\t\t\"b\": {}\n\t}\n}\n"
 	tg, e := testTarget(t, VSCode, false, []byte(old), 0o644)
-	if _, err := connect(t, tg, "berth", e, &Options{Now: fixedNow, Force: true}); err != nil {
+	if _, err := connect(t, tg, "berth", e, &Options{Now: fixedNow, Force: true, BackupDir: backupRoot}); err != nil {
 		t.Fatal(err)
 	}
 	if got := read(t, tg.Path); got != want {
@@ -586,7 +649,7 @@ func TestDisconnectAbsentAndForeign(t *testing.T) {
 		if read(t, tg.Path) != old {
 			t.Error("file touched")
 		}
-		ed, err := disconnect(t, tg, "berth", &Options{Now: fixedNow, Force: true})
+		ed, err := disconnect(t, tg, "berth", &Options{Now: fixedNow, Force: true, BackupDir: backupRoot})
 		if err != nil || ed.Action != Removed {
 			t.Fatalf("%+v, %v", ed, err)
 		}
@@ -641,8 +704,8 @@ func TestSpecialFiles(t *testing.T) {
 		if !strings.Contains(read(t, real), `"berth"`) {
 			t.Error("the linked file was not edited")
 		}
-		if ed.Backup != real+fixedStamp {
-			t.Errorf("backup %q, want beside the linked file", ed.Backup)
+		if ed.Backup != backupOf(real) {
+			t.Errorf("backup %q, want that of the linked file %s", ed.Backup, backupOf(real))
 		}
 	})
 	t.Run("directory", func(t *testing.T) {

@@ -3,19 +3,26 @@ package clientconfig
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
 // Apply writes the prepared change. Unchanged and Absent write nothing.
-// Otherwise an existing file is first copied to <file>.bak-<UTC time> (same
-// mode), then replaced atomically: a temp file in the same directory,
+// Otherwise an existing file is first copied into Options.BackupDir (see
+// BackupDirFor; mode 0600, the last KeepBackups copies per file kept), then
+// replaced atomically: a temp file in the same directory,
 // fsync, rename, fsync of the directory. The new file keeps the old one's
 // mode (and owner, where the platform allows); a new file is 0600 for a
 // user file and 0644 for a project file, in new directories made 0700 and
@@ -61,7 +68,10 @@ func (ed *Edit) Apply(ctx context.Context) error {
 		return err
 	}
 	if ed.existed {
-		b, err := writeBackup(ed.path, ed.old, mode, ed.info, ed.opts.Now().UTC().Format("20060102T150405Z"))
+		if ed.opts.BackupDir == "" {
+			panic("clientconfig: Options.BackupDir is required to replace a file")
+		}
+		b, err := writeBackup(ed.opts.BackupDir, ed.path, ed.old, ed.opts.Now().UTC().Format("20060102T150405Z"))
 		if err != nil {
 			return fmt.Errorf("cannot back up %s: %w; nothing was changed", ed.Target.Path, err)
 		}
@@ -106,36 +116,98 @@ func (ed *Edit) checkUnchanged() error {
 	return nil
 }
 
-// writeBackup copies old to path.bak-<stamp> (then -2, -3, ... when taken).
-func writeBackup(path string, old []byte, mode fs.FileMode, owner fs.FileInfo, stamp string) (string, error) {
-	for i := 1; i <= 100; i++ {
-		name := path + ".bak-" + stamp
+// KeepBackups is how many backups of one file Apply keeps.
+const KeepBackups = 5
+
+// BackupDirFor is the directory under root that holds the backups of the
+// file path: its name and a hash of its whole path, so two files of the
+// same name never share one. Its file "source" names path.
+func BackupDirFor(root, path string) string {
+	sum := sha256.Sum256([]byte(path))
+	return filepath.Join(root, filepath.Base(path)+"-"+hex.EncodeToString(sum[:6]))
+}
+
+var backupName = regexp.MustCompile(`\.\d{8}T\d{6}Z(-\d+)?$`)
+
+// writeBackup copies old, the content of path, to
+// BackupDirFor(root, path)/<name>.<stamp> (then -2, -3, ... when taken),
+// mode 0600, and removes all but the last KeepBackups backups of path.
+func writeBackup(root, path string, old []byte, stamp string) (string, error) {
+	dir := BackupDirFor(root, path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	src := filepath.Join(dir, "source")
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		_ = atomicfile.WriteNew(src, []byte(path+"\n"), 0o600)
+	}
+	base := filepath.Join(dir, filepath.Base(path)+"."+stamp)
+	var name string
+	for i := 1; ; i++ {
+		if i > 100 {
+			return "", fmt.Errorf("too many backups named %s*", base)
+		}
+		name = base
 		if i > 1 {
 			name += fmt.Sprintf("-%d", i)
 		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		err := atomicfile.WriteNew(name, old, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		_, err = f.Write(old)
-		if err == nil {
-			err = f.Chmod(mode)
-		}
-		if err == nil {
-			keepOwner(f, owner)
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(name)
-			return "", err
-		}
-		return name, nil
+		break
 	}
-	return "", fmt.Errorf("too many backups named %s.bak-%s*", path, stamp)
+	_ = atomicfile.SyncDir(dir)
+	pruneBackups(dir, filepath.Base(path))
+	return name, nil
+}
+
+// pruneBackups removes all but the newest KeepBackups backups in dir of
+// the file named base. Best effort: a backup it cannot remove stays.
+func pruneBackups(dir, base string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type backup struct {
+		name string
+		mod  time.Time
+	}
+	var bs []backup
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(n, base+".") || !backupName.MatchString(n) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		bs = append(bs, backup{n, fi.ModTime()})
+	}
+	// Newest first: by the stamp in the name, then by -N, then by time.
+	sort.Slice(bs, func(i, j int) bool {
+		si, sj := backupStamp(bs[i].name), backupStamp(bs[j].name)
+		if si != sj {
+			return si > sj
+		}
+		return bs[i].mod.After(bs[j].mod)
+	})
+	for _, b := range bs[min(len(bs), KeepBackups):] {
+		os.Remove(filepath.Join(dir, b.name))
+	}
+}
+
+// backupStamp orders backup names: the UTC stamp, then the -N suffix
+// zero-padded.
+func backupStamp(name string) string {
+	m := backupName.FindString(name)
+	stamp, n, _ := strings.Cut(strings.TrimPrefix(m, "."), "-")
+	if n == "" {
+		n = "0"
+	}
+	return stamp + fmt.Sprintf("%06s", n)
 }

@@ -218,7 +218,8 @@ func Require(t testing.TB) string {
 		if os.Getenv(requireEnv) == "1" {
 			t.Fatalf("%s (%s=1)", msg, requireEnv)
 		}
-		t.Skipf("%s, or set %s=1 to make this a failure", msg, requireEnv)
+		// The prefix lets the summary of make test count these skips.
+		t.Skipf("real-peer: %s, or set %s=1 to make this a failure", msg, requireEnv)
 	}
 	return dir
 }

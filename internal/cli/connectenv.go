@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
+)
+
+// secretLooking matches variable names that look like they hold a
+// secret: those go to berth's secret store, never into a client's
+// configuration file (plain text, often committed).
+var secretLooking = regexp.MustCompile(`(?i)TOKEN|KEY|SECRET|PASSWORD`)
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// connectEnv reads the --env variables from this shell, refusing names
+// that look like secrets.
+func (a *app) connectEnv(names []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range names {
+		switch {
+		case !envNameRe.MatchString(n):
+			return nil, usagef("--env %q is not a variable name like NODE_OPTIONS", n)
+		case secretLooking.MatchString(n):
+			return nil, usagef("--env %s: %s looks like a secret (its name has TOKEN, KEY, SECRET or PASSWORD), and a client's configuration file is plain text, often committed; store it with `berth secret set %s` instead: berth serve reads it from there and gives it only to the servers that declare it", n, n, n)
+		case n == "PATH":
+			return nil, usagef("--env PATH: connect records PATH by itself (--no-path leaves it out)")
+		case n == "BERTH_HOME":
+			return nil, usagef("--env BERTH_HOME: connect records BERTH_HOME by itself when it is set")
+		}
+		v := a.getenv(n)
+		if v == "" {
+			return nil, usagef("--env %s: %s is not set in this shell, so there is no value to copy; set it first (export %s=...)", n, n, n)
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
+// missingJSON is a variable that an enabled plugin reads and that the
+// client's berth will not find.
+type missingJSON struct {
+	Name string `json:"name"`
+	// Uses say which plugin and server read it, and as what.
+	Uses []string `json:"uses"`
+	// Fix is the command that stores it.
+	Fix string `json:"fix"`
+	// Env is the --env flag that would copy it from this shell instead,
+	// when it is set here and does not look like a secret.
+	Env string `json:"env,omitempty"`
+}
+
+// missingSources lists the fromEnv sources of the plugins enabled in ws
+// that are neither in berth's secret store nor in env, the environment
+// the entry gives berth. Plugins whose manifest cannot be read are named
+// in the warnings.
+func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, []string, error) {
+	st, err := a.store()
+	if err != nil {
+		return nil, nil, err
+	}
+	state, err := st.State()
+	if err != nil {
+		return nil, nil, err
+	}
+	w := state.Workspaces[ws]
+	if w == nil {
+		return []missingJSON{}, nil, nil
+	}
+	sec, err := a.secrets()
+	if err != nil {
+		return nil, nil, err
+	}
+	uses := map[string][]string{}
+	var warnings []string
+	for _, name := range slices.Sorted(maps.Keys(w.Plugins)) {
+		m, err := stagedManifest(st, w.Plugins[name])
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("cannot read the manifest of %s to check the variables it reads: %v", name, err))
+			continue
+		}
+		for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
+			s := m.MCPServers[sname]
+			pre := name + " server " + sname + ": "
+			if s.Stdio != nil {
+				for _, k := range slices.Sorted(maps.Keys(s.Stdio.Env)) {
+					src := s.Stdio.Env[k].FromEnv
+					uses[src] = append(uses[src], pre+"env "+k)
+				}
+			}
+			if s.Remote != nil {
+				for _, k := range slices.Sorted(maps.Keys(s.Remote.Headers)) {
+					src := s.Remote.Headers[k].FromEnv
+					uses[src] = append(uses[src], pre+"the header "+k)
+				}
+				if s.Remote.Auth != nil && s.Remote.Auth.BearerFromEnv != "" {
+					src := s.Remote.Auth.BearerFromEnv
+					uses[src] = append(uses[src], pre+"the bearer token")
+				}
+			}
+		}
+	}
+	out := []missingJSON{}
+	for _, n := range slices.Sorted(maps.Keys(uses)) {
+		if _, ok := env[n]; ok {
+			continue
+		}
+		_, inStore, err := sec.Where(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		if inStore {
+			continue
+		}
+		m := missingJSON{Name: n, Uses: uses[n], Fix: "berth secret set " + n}
+		if a.getenv(n) != "" && !secretLooking.MatchString(n) {
+			m.Env = "--env " + n
+		}
+		out = append(out, m)
+	}
+	return out, warnings, nil
+}
+
+// stagedManifest decodes the manifest of an enabled plugin's staged
+// snapshot, checked against the staged listing.
+func stagedManifest(st *store.Store, en *store.Enablement) (*bundle.Manifest, error) {
+	d, err := store.ParseDigest(en.Digest)
+	if err != nil {
+		return nil, err
+	}
+	listing, err := st.Listing(d)
+	if err != nil {
+		return nil, err
+	}
+	e, ok := listing.Lookup(bundle.ManifestFile)
+	if !ok {
+		return nil, fmt.Errorf("the staged snapshot has no %s", bundle.ManifestFile)
+	}
+	data, err := os.ReadFile(filepath.Join(st.Paths().Snapshot(d), bundle.ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	if sha256.Sum256(data) != e.SHA256 {
+		return nil, fmt.Errorf("the staged %s does not match its listing: %w; run `berth verify`", bundle.ManifestFile, store.ErrDrift)
+	}
+	m, problems := bundle.DecodeManifest(data)
+	if len(problems) > 0 || m == nil {
+		return nil, fmt.Errorf("the staged %s does not decode; re-trust the bundle", bundle.ManifestFile)
+	}
+	return m, nil
+}
+
+// printMissing lists the variables the client's berth will lack.
+func (a *app) printMissing(ws string, ms []missingJSON) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintf(a.stdout, "The plugins enabled in %s read these variables, which will be neither in berth's secret store nor in the client's environment:\n", ws)
+	for _, m := range ms {
+		fix := m.Fix
+		if m.Env != "" {
+			fix += "   (or, not being a secret, copy it from this shell: berth connect ... " + m.Env + ")"
+		}
+		fmt.Fprintf(a.stdout, "  %s (%s): %s\n", m.Name, strings.Join(m.Uses, "; "), fix)
+	}
+}

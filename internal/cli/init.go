@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/atomicfile"
+)
+
+// initJSON is what init --json prints.
+type initJSON struct {
+	// Dir is the bundle directory, absolute.
+	Dir string `json:"dir"`
+	// Name is the plugin name written into the manifest.
+	Name string `json:"name"`
+	// Manifest and Readme are the files written.
+	Manifest string `json:"manifest"`
+	Readme   string `json:"readme"`
+}
+
+func (a *app) initCommand() *cobra.Command {
+	var name string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "init [DIR]",
+		Short: "Start a bundle: a berth.json with one stdio server, and a README explaining it",
+		Long: `Init writes DIR/berth.json (DIR defaults to the current directory, and is
+made if missing): a manifest with one local (stdio) server whose command is
+left empty, and DIR/README.md beside it, which explains each field and shows
+a remote server. Fill in the command (and the rest), then run
+'berth validate DIR': it accepts the bundle once the command names a real
+program. Init never overwrites a file.
+
+The plugin's name is --name, or DIR's name made into a valid plugin name.
+
+Exit codes: 0 written, 1 a file is already there, 2 usage.`,
+		Example: `  berth init acme-notes
+  berth init --name acme-notes .
+  berth validate acme-notes`,
+		Args: rangeArgs(0, 1, "at most one DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			if name == "" {
+				name = pluginName(filepath.Base(abs))
+			} else if !bundle.IsValidName(name) {
+				return usagef("--name %q is not a plugin name: use 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", name)
+			}
+			manifest, readme := filepath.Join(abs, "berth.json"), filepath.Join(abs, "README.md")
+			for _, p := range []string{manifest, readme} {
+				if _, err := os.Lstat(p); err == nil {
+					return fmt.Errorf("%s already exists; berth init never overwrites a file: move it aside, or start in another DIR", p)
+				}
+			}
+			if err := os.MkdirAll(abs, 0o755); err != nil {
+				return fmt.Errorf("creating %s: %w", abs, err)
+			}
+			if err := atomicfile.WriteNew(manifest, []byte(initManifest(name)), 0o644); err != nil {
+				return initExists(err)
+			}
+			if err := atomicfile.WriteNew(readme, []byte(initReadme(name)), 0o644); err != nil {
+				os.Remove(manifest)
+				return initExists(err)
+			}
+			_ = atomicfile.SyncDir(abs)
+			if asJSON {
+				return writeJSON(a.stdout, initJSON{Dir: abs, Name: name, Manifest: manifest, Readme: readme})
+			}
+			fmt.Fprintf(a.stdout, "Wrote %s and %s.\nNext: fill in mcpServers.main.stdio.command (README.md explains every field), then run: berth validate %s\n", manifest, readme, dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the plugin's name (default: DIR's name)")
+	a.jsonFlag(cmd, &asJSON, initJSON{})
+	return cmd
+}
+
+func initExists(err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w; berth init never overwrites a file", err)
+	}
+	return err
+}
+
+var notNameChars = regexp.MustCompile(`[^a-z0-9]+`)
+
+// pluginName makes a directory's name into a plugin name.
+func pluginName(base string) string {
+	n := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(base), "-"), "-")
+	if len(n) > 64 {
+		n = strings.TrimRight(n[:64], "-")
+	}
+	if !bundle.IsValidName(n) {
+		return "my-plugin"
+	}
+	return n
+}
+
+func initManifest(name string) string {
+	return `{
+  "manifestVersion": 1,
+  "name": "` + name + `",
+  "version": "0.1.0",
+  "description": "What this plugin does, in one line",
+  "mcpServers": {
+    "main": {
+      "description": "What this server offers",
+      "stdio": {
+        "command": "",
+        "args": [],
+        "env": {}
+      }
+    }
+  }
+}
+`
+}
+
+func initReadme(name string) string {
+	return "# " + name + `
+
+A berth plugin bundle: this directory, with berth.json, its manifest.
+Fill in the command, then check it with ` + "`berth validate .`" + ` and look at
+what it asks for with ` + "`berth review .`" + `. The full format is in berth's
+docs/manifest.md; every rule berth checks is in docs/rules.md.
+
+## The fields of berth.json
+
+- ` + "`manifestVersion`" + `: always 1.
+- ` + "`name`" + `: the plugin's name: 1-64 lower-case letters, digits and '-'.
+  Its tools are offered as ` + "`<name>-<server>__<tool>`" + `.
+- ` + "`version`" + `: a semantic version (1.4.2). Each version is trusted on its own.
+- ` + "`description`" + `: one line, shown in reviews and lists.
+- ` + "`mcpServers`" + `: the MCP servers of the plugin, by name (here ` + "`main`" + `).
+  Each has a ` + "`description`" + ` and either ` + "`stdio`" + ` (a local program) or
+  ` + "`remote`" + ` (an endpoint).
+
+### A local (stdio) server
+
+- ` + "`command`" + `: the program to run. ` + "`${bundle}/bin/server`" + ` is a file of
+  this bundle (berth checks its hash before every start);
+  ` + "`${workspace}/...`" + ` a file of the workspace; a bare name like ` + "`node`" + ` a
+  program on PATH; ` + "`npx`" + `/` + "`uvx`" + ` run a package pinned to an exact version
+  (` + "`\"command\": \"npx\", \"args\": [\"-y\", \"@acme/notes-mcp@1.4.2\"]`" + `).
+- ` + "`args`" + `: its arguments. Only ` + "`${bundle}`" + ` and ` + "`${workspace}`" + ` are
+  substituted; never put a secret here (every local user can read argv).
+- ` + "`env`" + `: the variables it receives, each read from a variable of the
+  host, never written here:
+  ` + "`\"env\": {\"NOTES_TOKEN\": {\"fromEnv\": \"ACME_NOTES_TOKEN\"}}`" + `.
+  Store the value with ` + "`berth secret set ACME_NOTES_TOKEN`" + ` (or set it in
+  the environment berth runs in); it reaches only this server.
+- ` + "`cwd`" + ` (optional): its working directory; the bundle by default.
+
+### A remote server
+
+Replace ` + "`stdio`" + ` with ` + "`remote`" + `:
+
+` + "```json" + `
+"cloud": {
+  "description": "Acme's hosted notes",
+  "remote": {
+    "url": "https://mcp.acme.example/v1",
+    "transport": "streamable-http",
+    "auth": {"bearerFromEnv": "ACME_TOKEN"},
+    "headers": {"X-Team": {"fromEnv": "ACME_TEAM"}},
+    "network": {"hosts": ["mcp.acme.example"]}
+  }
+}
+` + "```" + `
+
+- ` + "`url`" + `: the endpoint (https; http only for a loopback address).
+- ` + "`transport`" + `: ` + "`streamable-http`" + ` or ` + "`sse`" + `.
+- ` + "`auth.bearerFromEnv`" + ` and ` + "`headers`" + `: credentials, each from a host
+  variable, sent only to this origin.
+- ` + "`network.hosts`" + `: the hosts it may reach.
+
+## Next
+
+` + "```" + `
+berth validate .
+berth review .
+berth trust . --allow-unsigned --digest $(berth digest .)   # or sign it: berth sign . --key KEY
+berth enable ` + name + `
+` + "```" + `
+`
+}

@@ -1,0 +1,350 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// installJSON is what install --json prints.
+type installJSON struct {
+	Catalog   *marketplace.CatalogInfo `json:"catalog"`
+	Name      string                   `json:"name"`
+	Version   string                   `json:"version"`
+	Digest    string                   `json:"digest"`
+	URL       string                   `json:"url"`
+	Already   bool                     `json:"already"`
+	Record    *store.Record            `json:"record"`
+	Review    *review.Disclosure       `json:"review"`
+	NewSigner *trust.Signer            `json:"newSigner"`
+	Staged    string                   `json:"staged"`
+	// Enabled is the workspace it was enabled in ("" without --enable).
+	Enabled string `json:"enabled"`
+	// LockUpdated is true when the workspace's berth.lock was updated.
+	LockUpdated bool     `json:"lockUpdated"`
+	Warnings    []string `json:"warnings"`
+}
+
+func (a *app) installCommand() *cobra.Command {
+	var (
+		catalog, workspace                            string
+		yes, enable, allowStale, allowSignerChange, j bool
+	)
+	cmd := &cobra.Command{
+		Use:   "install NAME[@CONSTRAINT]",
+		Short: "Install a plugin from a catalog: resolve, download, verify, review, stage",
+		Long: `Install updates the plugin's catalog (a full TUF update; offline, its
+verified copy is used), resolves the highest version that satisfies
+CONSTRAINT (a semver constraint: ^1.2, ~1.4.0, ">=1 <2", 1.4.2; none means
+any) and the bundle's requires.berth, skipping prereleases unless the
+constraint names one, yanked and revoked versions, and versions younger
+than your min-release-age (berth config set min-release-age DUR). It
+downloads the archive to a temp file, capped at its catalog size, with the
+sha256 checked while it streams (a progress bar on a terminal), and then
+runs exactly the path of berth trust: validate (exit 3), verify the
+signature (exit 4), review, confirm, stage, record.
+
+The signature must be by one of the signers the catalog allows for the
+plugin. A signer your policy does not have yet is shown, and once you
+confirm (--yes confirms) it is added to your policy scoped to this plugin
+only: it never verifies another plugin's bundle (berth signers list shows
+the scope). The downloaded bundle's review must equal the catalog's review
+summary, or install refuses (exit 4) and shows every difference. The trust
+record names the catalog, its root key IDs and its targets version.
+
+A name listed by several catalogs needs --catalog (exit 2). A catalog copy
+past its expiry is refused (exit 4) unless --allow-stale, which the record
+then says. --enable also enables it in the workspace, and updates the
+workspace's berth.lock when there is one. --json cannot ask, so it needs
+--yes.`,
+		Example: `  berth install acme-notes
+  berth install acme-notes@^1.4 --enable
+  berth install 'acme-notes@>=1.2 <2' --catalog acme --yes
+  berth install acme-notes --allow-stale --yes --json`,
+		Args: exactArgs(1, "NAME[@CONSTRAINT]"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, constraint, _ := strings.Cut(args[0], "@")
+			if err := store.CheckRef(name, ""); err != nil {
+				return usagef("%v", err)
+			}
+			if catalog != "" {
+				if err := marketplace.CheckName(catalog); err != nil {
+					return usagef("--catalog: %v", err)
+				}
+			}
+			if j && !yes {
+				return usagef("--json cannot ask for confirmation; add --yes")
+			}
+			ctx := cmd.Context()
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			ws := ""
+			if enable {
+				if ws, err = pool.Workspace(workspace); err != nil {
+					return err
+				}
+			} else if cmd.Flags().Changed("workspace") {
+				return usagef("--workspace goes with --enable: install itself only stages the plugin")
+			}
+			if catalog, err = findCatalog(c, name, catalog); err != nil {
+				return err
+			}
+			if err := a.refreshCatalog(ctx, c, st, catalog, allowStale); err != nil {
+				return err
+			}
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			req := marketplace.InstallRequest{Name: name, Catalog: catalog, Constraint: constraint, AllowStale: allowStale, AllowSignerChange: allowSignerChange, Resolve: ro}
+			bar := a.downloadBar(!j)
+			req.Download = &marketplace.DownloadOptions{Progress: bar.progress(name)}
+			req.Confirm = func(ic *marketplace.InstallCandidate) error {
+				bar.done()
+				if !j {
+					a.showCandidate(ic, true)
+				}
+				return a.confirm(fmt.Sprintf("Install %s %s from catalog %s?", ic.Plugin.Name, ic.Version.Version, ic.Catalog.Name), yes, "--yes")
+			}
+			res, err := c.Install(ctx, st, req)
+			bar.done()
+			if err != nil {
+				return err
+			}
+			out := installJSON{Catalog: res.Catalog, Name: name, Version: res.Version.Version, Digest: res.Version.Digest, URL: res.URL,
+				Already: res.Trust.Already, Record: res.Trust.Record, Review: res.Trust.Review, NewSigner: res.Trust.NewSigner, Staged: res.Trust.Snapshot, Warnings: nonNilStrings(res.Warnings)}
+			if !j {
+				a.printInstalled(res)
+			}
+			if enable {
+				updated, err := a.enableAndLock(ctx, st, ws, res.Trust.Record, constraint, !j)
+				if err != nil {
+					return err
+				}
+				out.Enabled, out.LockUpdated = ws, updated
+			}
+			if j {
+				return writeJSON(a.stdout, out)
+			}
+			if !enable {
+				fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", name)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&catalog, "catalog", "", "the catalog to install from (needed when several list the name)")
+	f.BoolVarP(&yes, "yes", "y", false, "confirm without asking, a new signer included (required when not on a terminal)")
+	f.BoolVar(&enable, "enable", false, "enable it in the workspace too, and update the workspace's berth.lock when there is one")
+	workspaceFlag(cmd, &workspace)
+	f.BoolVar(&allowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
+	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version (still one the catalog allows)")
+	a.jsonFlag(cmd, &j, installJSON{})
+	return cmd
+}
+
+// showCandidate prints what is about to be installed: the review (when
+// full), the signer and whether it is new, and the warnings.
+func (a *app) showCandidate(ic *marketplace.InstallCandidate, full bool) {
+	w := a.stdout
+	if full {
+		ic.Review.WriteText(w)
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "The review matches what catalog %s says about %s %s (digest %s).\n", ic.Catalog.Name, ic.Plugin.Name, ic.Version.Version, ic.Version.Digest)
+	}
+	if ns := ic.NewSigner; ns != nil {
+		fmt.Fprintf(w, "NEW SIGNER: %s signed it, and your signer policy does not have it.\n", signerIdentity(ns))
+		fmt.Fprintf(w, "  Catalog %s vouches for this signer for %s only. If you confirm, berth adds it to your policy\n  as %q, scoped to plugin %s: it will never verify another plugin's bundle.\n", ic.Catalog.Name, ic.Plugin.Name, ns.Name, ns.Plugin)
+	} else if ic.Signer != nil {
+		fmt.Fprintf(w, "Signed by %s, a signer in your policy that catalog %s allows for %s.\n", ic.Signer, ic.Catalog.Name, ic.Plugin.Name)
+	}
+	for _, warn := range ic.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", review.Printable(warn))
+	}
+}
+
+// signerIdentity names a signer by what identifies it: the whole key
+// fingerprint, or the certificate identity.
+func signerIdentity(s *trust.Signer) string {
+	if s.Kind == trust.KindKey {
+		return "the key " + s.Fingerprint
+	}
+	return fmt.Sprintf("the identity %s (issuer %s)", review.Printable(s.SAN), review.Printable(s.Issuer))
+}
+
+func (a *app) printInstalled(res *marketplace.InstallResult) {
+	r := res.Trust.Record
+	if res.Trust.Already {
+		fmt.Fprintf(a.stdout, "%s is already installed with this digest; nothing changed.\n", r.ID())
+	} else {
+		fmt.Fprintf(a.stdout, "Installed %s from catalog %s (targets version %d): %s, staged at %s.\n", r.ID(), r.Catalog.Name, r.Catalog.TargetsVersion, r.Digest, res.Trust.Snapshot)
+	}
+	if ns := res.Trust.NewSigner; ns != nil {
+		fmt.Fprintf(a.stdout, "Added to your signer policy: %s.\n", ns)
+	}
+}
+
+// enableAndLock enables rec in workspace ws and, when ws has a
+// berth.lock, sets rec's entry in it, with the constraint it was
+// installed for. It reports whether the lock was written.
+func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec *store.Record, constraint string, say bool) (bool, error) {
+	en, err := pool.Enable(ctx, st, ws, rec.Name, rec.Version)
+	if err != nil {
+		return false, err
+	}
+	if say {
+		switch {
+		case en.Already:
+			fmt.Fprintf(a.stdout, "%s is already enabled in %s.\n", rec.ID(), ws)
+		case en.Replaced != "":
+			fmt.Fprintf(a.stdout, "Enabled %s in %s (replacing %s).\n", rec.ID(), ws, en.Replaced)
+		default:
+			fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", rec.ID(), ws)
+		}
+		if err := a.sayRulesOf(st, rec); err != nil {
+			return false, err
+		}
+	}
+	l, err := marketplace.ReadLock(ws)
+	if err != nil || l == nil {
+		return false, err
+	}
+	entry, err := marketplace.LockEntry(rec)
+	if err != nil {
+		return false, err
+	}
+	entry.Constraint = constraint
+	if old, ok := l.Plugin(rec.Name); ok && reflect.DeepEqual(old, entry) {
+		return false, nil
+	}
+	l.Set(entry)
+	if err := marketplace.WriteLock(ws, l); err != nil {
+		return false, err
+	}
+	if say {
+		fmt.Fprintf(a.stdout, "Updated %s/%s: %s.\n", ws, marketplace.LockFile, rec.ID())
+	}
+	return true, nil
+}
+
+// refreshCatalog updates a catalog before install, sync or upgrade use
+// it, and applies its statuses to what is trusted (a revocation disables
+// the version everywhere, and says so). Offline, the verified copy is
+// used, with a warning; an expired catalog the curator did not renew is
+// accepted only with allowStale. Any other refusal is returned.
+func (a *app) refreshCatalog(ctx context.Context, c *marketplace.Cache, st *store.Store, name string, allowStale bool) error {
+	u, err := c.Update(ctx, st, name)
+	if err == nil {
+		a.reportInstalled(a.stderr, "berth: ", u.Installed)
+		return nil
+	}
+	var ve *marketplace.VerifyError
+	switch {
+	case errors.Is(err, marketplace.ErrNetwork):
+		fmt.Fprintf(a.stderr, "berth: warning: could not update catalog %s, so its verified copy is used: %s\n", name, strings.TrimRight(err.Error(), "\n"))
+	case errors.As(err, &ve) && ve.Kind == marketplace.KindExpired && allowStale:
+		fmt.Fprintf(a.stderr, "berth: warning: catalog %s serves expired metadata; its verified copy is used (--allow-stale)\n", name)
+	case errors.As(err, &ve) && ve.Kind == marketplace.KindExpired:
+		return &rendered{strings.TrimRight(err.Error(), "\n") + "\nTo use the stale verified copy anyway, pass --allow-stale (the trust record says so).", err}
+	default:
+		return err
+	}
+	is, err := c.ApplyStatus(ctx, st, name)
+	if err != nil {
+		return err
+	}
+	a.reportInstalled(a.stderr, "berth: ", is)
+	return nil
+}
+
+// reportInstalled says what a refresh meant for what is trusted.
+func (a *app) reportInstalled(w io.Writer, prefix string, is *marketplace.InstalledStatus) {
+	if is == nil {
+		return
+	}
+	for _, r := range is.Revoked {
+		where := "it was not enabled anywhere"
+		if len(r.Disabled) > 0 {
+			where = fmt.Sprintf("disabled it in %d workspace(s): %s", len(r.Disabled), strings.Join(r.Disabled, ", "))
+		}
+		fmt.Fprintf(w, "%sREVOKED: catalog %s revoked %s@%s (%s); berth %s, and berth verify fails for it\n", prefix, is.Catalog, r.Name, r.Version, review.Printable(r.Reason), where)
+	}
+	for _, s := range is.Warnings {
+		fmt.Fprintf(w, "%swarning: %s\n", prefix, review.Printable(s.String()))
+	}
+}
+
+// findCatalog is marketplace.Cache.FindCatalog with several catalogs a
+// usage error (exit 2) naming --catalog.
+func findCatalog(c *marketplace.Cache, name, catalog string) (string, error) {
+	got, err := c.FindCatalog(name, catalog)
+	var ae *marketplace.AmbiguousError
+	if errors.As(err, &ae) {
+		return "", usagef("%s is in several catalogs (%s); berth does not guess: pass --catalog NAME", name, strings.Join(ae.Catalogs, ", "))
+	}
+	return got, err
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// downloadBar draws a download's progress on stderr (newProgress: a
+// terminal only, not for --json, not with --no-progress); otherwise it
+// does nothing. It is safe for use by the download's goroutine and the
+// command's.
+type downloadBar struct {
+	a    *app
+	draw bool
+	mu   sync.Mutex
+	bar  *progress
+}
+
+func (a *app) downloadBar(show bool) *downloadBar {
+	return &downloadBar{a: a, draw: a.showProgress(show)}
+}
+
+// progress is the DownloadOptions.Progress of the download of name; nil
+// when nothing is drawn.
+func (b *downloadBar) progress(name string) func(done, total int64) {
+	if !b.draw {
+		return nil
+	}
+	return func(done, total int64) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.bar == nil {
+			b.bar = b.a.progressBar(total, "downloading "+name, true)
+		}
+		b.bar.set(done)
+	}
+}
+
+// done clears the bar.
+func (b *downloadBar) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bar.done()
+	b.bar = nil
+}

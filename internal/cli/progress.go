@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/pool"
+)
+
+// progress is a progress bar on the terminal, or nothing: it shows only
+// when stderr is a terminal, --no-progress is not given and the command
+// does not print --json. Under NO_COLOR it has no colours. Its methods do
+// nothing on a nil *progress.
+type progress struct{ bar *progressbar.ProgressBar }
+
+// showProgress reports whether progress may be drawn: show is false for
+// --json (and other machine output).
+func (a *app) showProgress(show bool) bool {
+	if !show || a.noProgress {
+		return false
+	}
+	f, ok := a.stderr.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// newProgress starts a bar of total steps (bytes when bytes is set)
+// described by desc, or returns nil when progress may not show.
+func (a *app) newProgress(show bool, total int64, desc string, bytes bool) *progress {
+	if !a.showProgress(show) {
+		return nil
+	}
+	return a.progressBar(total, desc, bytes)
+}
+
+// progressBar starts a bar on stderr whatever stderr is; newProgress
+// decides whether one may show.
+func (a *app) progressBar(total int64, desc string, bytes bool) *progress {
+	opts := []progressbar.Option{
+		progressbar.OptionSetWriter(a.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionEnableColorCodes(a.getenv("NO_COLOR") == ""),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(65 * time.Millisecond),
+		progressbar.OptionSetRenderBlankState(true),
+		progressbar.OptionSetElapsedTime(true),
+	}
+	if bytes {
+		opts = append(opts, progressbar.OptionShowBytes(true))
+	} else {
+		opts = append(opts, progressbar.OptionShowCount())
+	}
+	if a.getenv("NO_COLOR") == "" {
+		opts = append(opts, progressbar.OptionSetTheme(progressbar.Theme{Saucer: "[green]=[reset]", SaucerHead: "[green]>[reset]", SaucerPadding: " ", BarStart: "[", BarEnd: "]"}))
+	}
+	return &progress{bar: progressbar.NewOptions64(total, opts...)}
+}
+
+func (p *progress) set(n int64) {
+	if p != nil {
+		p.bar.Set64(n)
+	}
+}
+
+func (p *progress) describe(s string) {
+	if p != nil {
+		p.bar.Describe(s)
+	}
+}
+
+// done removes the bar from the terminal.
+func (p *progress) done() {
+	if p != nil {
+		p.bar.Finish()
+		p.bar.Clear()
+	}
+}
+
+// waitStarted waits for the first start of every server of p, drawing
+// how many have started while show allows it.
+func (a *app) waitStarted(ctx context.Context, p *pool.Pool, show bool) error {
+	total := int64(len(p.Status()))
+	bar := (*progress)(nil)
+	if total > 0 {
+		bar = a.newProgress(show, total, "starting servers", false)
+	}
+	if bar == nil {
+		return p.WaitStarted(ctx)
+	}
+	defer bar.done()
+	errc := make(chan error, 1)
+	go func() { errc <- p.WaitStarted(ctx) }()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		n := int64(0)
+		var starting string
+		for _, s := range p.Status() {
+			if s.State != pool.StateStarting {
+				n++
+			} else if starting == "" {
+				starting = s.ID
+			}
+		}
+		bar.set(n)
+		if starting != "" {
+			bar.describe(fmt.Sprintf("starting %s", starting))
+		}
+		select {
+		case err := <-errc:
+			bar.set(total)
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// largeTree is the size from which hashing a bundle draws progress:
+// smaller ones are done before a bar could be read.
+const largeTree = 16 << 20
+
+// hashing returns ctx with a bundle.HashProgress that draws a bar, labelled
+// what, for every large tree read with it, while show allows progress.
+// stop removes a bar left on the terminal.
+func (a *app) hashing(ctx context.Context, show bool, what string) (_ context.Context, stop func()) {
+	if !a.showProgress(show) {
+		return ctx, func() {}
+	}
+	var mu sync.Mutex
+	var bar *progress
+	var last int64
+	f := func(done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if total < largeTree {
+			return
+		}
+		if bar == nil || done < last {
+			bar.done()
+			bar = a.newProgress(true, total, what, true)
+		}
+		last = done
+		bar.set(done)
+		if done >= total {
+			bar.done()
+			bar = nil
+		}
+	}
+	return bundle.WithHashProgress(ctx, f), func() {
+		mu.Lock()
+		defer mu.Unlock()
+		bar.done()
+		bar = nil
+	}
+}

@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/berth-mcp/berth/secrets"
+)
+
+// secrets opens berth's secret store under $BERTH_HOME.
+func (a *app) secrets() (*secrets.Store, error) {
+	paths, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	return secrets.Open(paths.Secrets(), nil), nil
+}
+
+// secretLookup is the pool's hook into the secret store: a name the store
+// does not hold is not set; a name it holds but cannot read is an error
+// (the keychain did not answer, the entry was removed outside berth).
+func secretLookup(s *secrets.Store) func(context.Context, string) (string, bool, error) {
+	return func(ctx context.Context, name string) (string, bool, error) {
+		if _, ok, err := s.Where(name); err != nil || !ok {
+			return "", false, err
+		}
+		v, _, err := s.Get(ctx, name)
+		if err != nil {
+			return "", false, err
+		}
+		return v, true, nil
+	}
+}
+
+func (a *app) secretCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "secret",
+		Short: "Keep the values of plugins' fromEnv variables in the keychain",
+		Long: `A plugin's servers receive secrets from environment variables that its
+manifest names (fromEnv). MCP clients start berth with almost no
+environment, so berth resolves each such variable from the environment it
+runs in first, then from its secret store: the OS keychain (macOS
+Keychain, Windows Credential Manager, the Secret Service on Linux), or,
+where no keychain answers, $BERTH_HOME/secrets/values.json, readable only
+by you (mode 0600). A value reaches only the servers that declare it; berth
+never prints it, logs it, or writes it to a client's configuration file.`,
+		Example: `  berth secret set ACME_TOKEN
+  pass show acme/token | berth secret set ACME_TOKEN
+  berth secret list
+  berth secret rm ACME_TOKEN`,
+		Args: exactArgs(0, "a subcommand: set, list or rm"),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(a.secretSetCommand(), a.secretListCommand(), a.secretRmCommand())
+	return cmd
+}
+
+// secretSetJSON is what secret set --json prints.
+type secretSetJSON struct {
+	// Name is the secret's name: the variable it stands for.
+	Name string `json:"name"`
+	// Store is where the value went: "keychain" or "file".
+	Store secrets.Backend `json:"store"`
+	// File is the file that holds it, when Store is "file".
+	File string `json:"file,omitempty"`
+	// Fallback says why the keychain was not used, when it was tried and
+	// did not answer.
+	Fallback string `json:"fallback,omitempty"`
+	// Replaced reports that the name held a value before.
+	Replaced bool `json:"replaced"`
+}
+
+func (a *app) secretSetCommand() *cobra.Command {
+	var storeName string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Store the value of NAME, read from the terminal or stdin",
+		Long: `Set stores a value under NAME, the name of the environment variable it
+stands for. On a terminal berth asks for the value without echoing it;
+otherwise it reads stdin to the end (one final newline is dropped). The
+value is never taken from an argument: arguments are visible to every
+local user and stay in your shell history.
+
+The value goes to the OS keychain. Where no keychain answers (a headless
+Linux, CI), it goes to $BERTH_HOME/secrets/values.json (mode 0600) and
+berth says so. --store keychain or --store file chooses explicitly.
+
+Exit codes: 0 stored, 1 not stored, 2 usage.`,
+		Example: `  berth secret set ACME_TOKEN
+  printf %s "$TOKEN" | berth secret set ACME_TOKEN --store file`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("berth secret set takes only NAME: the value is read from the terminal or stdin, never from an argument (arguments are visible to every local user and stay in your shell history)")
+			}
+			return exactArgs(1, "one NAME")(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := secrets.CheckName(name); err != nil {
+				return usagef("%v", err)
+			}
+			var backend secrets.Backend
+			if storeName != "" {
+				b, err := secrets.ParseBackend(storeName)
+				if err != nil {
+					return usagef("--store: %v", err)
+				}
+				backend = b
+			}
+			s, err := a.secrets()
+			if err != nil {
+				return err
+			}
+			value, err := a.readSecret(name)
+			if err != nil {
+				return err
+			}
+			res, err := s.Set(cmd.Context(), name, value, backend)
+			if err != nil {
+				return err
+			}
+			out := secretSetJSON{Name: name, Store: res.Backend, Replaced: res.Replaced}
+			if res.Backend == secrets.File {
+				out.File = s.ValuesFile()
+			}
+			if res.Fallback != nil {
+				out.Fallback = res.Fallback.Error()
+				// As the GitHub CLI does: say that the value is in a file.
+				fmt.Fprintf(a.stderr, "warning: no keychain answered (%v), so %s is stored in plain text in %s, readable only by you (mode 0600); --store keychain insists on the keychain\n", res.Fallback, name, s.ValuesFile())
+			}
+			if asJSON {
+				return writeJSON(a.stdout, out)
+			}
+			where := "the keychain"
+			if res.Backend == secrets.File {
+				where = s.ValuesFile()
+			}
+			verb := "Stored"
+			if res.Replaced {
+				verb = "Replaced"
+			}
+			fmt.Fprintf(a.stdout, "%s %s in %s. Servers that declare {\"fromEnv\": %q} receive it when the environment berth runs in does not set %s.\n", verb, name, where, name, name)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storeName, "store", "", "where to keep it: keychain or file (default: the keychain, else the file)")
+	a.jsonFlag(cmd, &asJSON, secretSetJSON{})
+	return cmd
+}
+
+// readSecret reads a value: from the terminal without echo, or all of a
+// stdin that is not a terminal.
+func (a *app) readSecret(name string) (string, error) {
+	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(a.stderr, "Value of %s (not shown): ", name)
+		v, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(a.stderr)
+		if err != nil {
+			return "", fmt.Errorf("reading the value of %s from the terminal: %w", name, err)
+		}
+		return string(v), nil
+	}
+	data, err := io.ReadAll(io.LimitReader(a.stdin, secrets.MaxValueSize+2))
+	if err != nil {
+		return "", fmt.Errorf("reading the value of %s from stdin: %w", name, err)
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if v == "" {
+		return "", usagef("no value on stdin for %s: pipe it in (printf %%s \"$VALUE\" | berth secret set %s), or run berth secret set on a terminal to type it", name, name)
+	}
+	return v, nil
+}
+
+// secretListJSON is what secret list --json prints.
+type secretListJSON struct {
+	// Secrets are the stored names, sorted, with where each is kept and
+	// when it was last set; never a value.
+	Secrets []secrets.Entry `json:"secrets"`
+	// File is the file that holds the values kept in "file".
+	File string `json:"file"`
+}
+
+func (a *app) secretListCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the stored secrets' names and where each is kept, never values",
+		Example: `  berth secret list
+  berth secret list --json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.secrets()
+			if err != nil {
+				return err
+			}
+			list, err := s.List()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, secretListJSON{Secrets: list, File: s.ValuesFile()})
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stdout, "No secrets are stored. Store one with: berth secret set NAME")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTORE\tSET")
+			for _, e := range list {
+				where := string(e.Backend)
+				if e.Backend == secrets.File {
+					where += " (" + s.ValuesFile() + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, where, e.Updated.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	a.jsonFlag(cmd, &asJSON, secretListJSON{})
+	return cmd
+}
+
+// secretRmJSON is what secret rm --json prints.
+type secretRmJSON struct {
+	Name string `json:"name"`
+	// Store is where the value was: "keychain" or "file".
+	Store secrets.Backend `json:"store"`
+}
+
+func (a *app) secretRmCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove"},
+		Short:   "Remove a stored secret",
+		Long: `Rm removes NAME from berth's secret store (the keychain entry, or its line
+of the file). Servers that need it then fail to start until it is set
+again, in the store or in berth's environment.
+
+Exit codes: 0 removed, 1 not stored or not removed, 2 usage.`,
+		Example: `  berth secret rm ACME_TOKEN`,
+		Args:    exactArgs(1, "one NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := secrets.CheckName(name); err != nil {
+				return usagef("%v", err)
+			}
+			s, err := a.secrets()
+			if err != nil {
+				return err
+			}
+			b, err := s.Remove(cmd.Context(), name)
+			if errors.Is(err, secrets.ErrNotFound) {
+				return fmt.Errorf("%s is not in berth's secret store, so nothing was removed (berth secret list shows what is)", name)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, secretRmJSON{Name: name, Store: b})
+			}
+			fmt.Fprintf(a.stdout, "Removed %s from the %s.\n", name, b)
+			return nil
+		},
+	}
+	a.jsonFlag(cmd, &asJSON, secretRmJSON{})
+	return cmd
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/secrets"
+)
+
+// sourceJSON says where one fromEnv source would be resolved from here,
+// without reading its value: the environment berth runs in first, then
+// berth's secret store (its index only).
+type sourceJSON struct {
+	// Name is the variable.
+	Name string `json:"name"`
+	// Uses say which servers read it, and as what.
+	Uses []string `json:"uses"`
+	// Set reports whether it would be resolved.
+	Set bool `json:"set"`
+	// From is "environment" or "store" when Set.
+	From string `json:"from,omitempty"`
+	// Store is where the secret store keeps it ("keychain" or "file"),
+	// when it does.
+	Store secrets.Backend `json:"store,omitempty"`
+	// Fix is the command that sets it, when it is not set.
+	Fix string `json:"fix,omitempty"`
+}
+
+// sourceStates says for each source of d whether it is set and where
+// from, reading no value: the environment is asked whether the variable
+// exists, the secret store's index whether it holds the name.
+func (a *app) sourceStates(d *review.Disclosure) ([]sourceJSON, error) {
+	sec, err := a.secrets()
+	if err != nil {
+		return nil, err
+	}
+	out := []sourceJSON{}
+	for _, s := range d.Sources() {
+		j := sourceJSON{Name: s.Name, Uses: s.Uses}
+		b, inStore, err := sec.Where(s.Name)
+		if err != nil {
+			return nil, err
+		}
+		if inStore {
+			j.Store = b
+		}
+		if _, ok := os.LookupEnv(s.Name); ok {
+			j.Set, j.From = true, pool.FromEnvironment
+		} else if inStore {
+			j.Set, j.From = true, pool.FromStore
+		} else {
+			j.Fix = "berth secret set " + s.Name
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// writeSourceStates prints the sources of a review with their state here.
+func writeSourceStates(w io.Writer, ss []sourceJSON) {
+	if len(ss) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nVariables it reads, as berth would resolve them here (the environment first, then berth's secret store; values are never shown):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range ss {
+		fmt.Fprintf(tw, "  %s\t%s\n", s.Name, sourceText(s.Set, s.From, s.Store, s.Name))
+	}
+	tw.Flush()
+}
+
+func sourceText(set bool, from string, store secrets.Backend, name string) string {
+	switch {
+	case !set:
+		return "not set: berth secret set " + name
+	case from == pool.FromEnvironment && store != "":
+		return "set in the environment (berth's secret store also has it, in the " + string(store) + "; the environment wins)"
+	case from == pool.FromEnvironment:
+		return "set in the environment"
+	case store != "":
+		return "stored in berth's secret store (" + string(store) + ")"
+	}
+	return "stored in berth's secret store"
+}

@@ -1,0 +1,394 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// refreshInstalled updates the catalogs that installed plugins came from
+// (each once). With lenient, a refusal is only a warning (outdated and a
+// preview report on the verified copies all the same).
+func (a *app) refreshInstalled(ctx context.Context, c *marketplace.Cache, st *store.Store, allowStale, lenient bool) error {
+	recs, err := st.Records()
+	if err != nil {
+		return err
+	}
+	have, err := c.Names()
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if r.Catalog == nil || seen[r.Catalog.Name] || !contains(have, r.Catalog.Name) {
+			continue
+		}
+		seen[r.Catalog.Name] = true
+		if err := a.refreshCatalog(ctx, c, st, r.Catalog.Name, allowStale); err != nil {
+			if !lenient {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "berth: warning: %s\n", forCLI(err))
+		}
+	}
+	return nil
+}
+
+// lockConstraints are the constraints of the workspace's berth.lock, if
+// it has one.
+func lockConstraints(ws string) (map[string]string, error) {
+	l, err := marketplace.ReadLock(ws)
+	if err != nil || l == nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, p := range l.Plugins {
+		m[p.Name] = p.Constraint
+	}
+	return m, nil
+}
+
+func (a *app) outdatedCommand() *cobra.Command {
+	var workspace string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "outdated",
+		Short: "List installed catalog plugins with newer versions",
+		Long: `Outdated updates the catalogs plugins were installed from (offline, their
+verified copies are used) and lists, per plugin installed from a catalog,
+its highest installed version, the constraint it was installed for (the
+workspace's berth.lock's, when it has one), the newest version that
+constraint allows (resolved as install would), the latest version, and the
+installed version's status in the catalog (active, deprecated, yanked,
+revoked). berth upgrade installs the newest allowed version.`,
+		Example: `  berth outdated
+  berth outdated --json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := pool.Workspace(workspace)
+			if err != nil {
+				return err
+			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			if err := a.refreshInstalled(cmd.Context(), c, st, true, true); err != nil {
+				return err
+			}
+			cons, err := lockConstraints(ws)
+			if err != nil {
+				return err
+			}
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			list, err := c.Outdated(st, cons, ro)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.stdout, list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stdout, "Nothing is installed from a catalog (berth install NAME).")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCATALOG\tCURRENT\tCONSTRAINT\tWANTED\tLATEST\tSTATUS")
+			for _, o := range list {
+				status := string(o.Status)
+				switch {
+				case o.Problem != "":
+					status = o.Problem
+				case o.Status == "":
+					status = "not listed"
+				case o.Reason != "":
+					status += ": " + o.Reason
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Catalog, o.Current, dash(o.Constraint), dash(o.Wanted), dash(o.Latest), review.Printable(status))
+			}
+			return tw.Flush()
+		},
+	}
+	workspaceFlag(cmd, &workspace)
+	a.jsonFlag(cmd, &asJSON, []*marketplace.Outdated{})
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// upgradeEntry is one upgrade, as upgrade --json prints it.
+type upgradeEntry struct {
+	Name    string                     `json:"name"`
+	Catalog string                     `json:"catalog"`
+	From    string                     `json:"from"`
+	To      string                     `json:"to"`
+	Diff    *marketplace.AuthorityDiff `json:"diff"`
+	Grows   bool                       `json:"grows"`
+	// Done is true when it was installed; Error says why not.
+	Done        bool          `json:"done"`
+	Error       string        `json:"error,omitempty"`
+	NewSigner   *trust.Signer `json:"newSigner,omitempty"`
+	Enabled     string        `json:"enabled,omitempty"`
+	LockUpdated bool          `json:"lockUpdated"`
+}
+
+// upgradeJSON is what upgrade --json prints.
+type upgradeJSON struct {
+	Available int            `json:"available"`
+	Upgrades  []upgradeEntry `json:"upgrades"`
+}
+
+// errUpgradesAvailable is --fail-on-changes' verdict (exit 5).
+var errUpgradesAvailable = fmt.Errorf("upgrades are available: %w", store.ErrDrift)
+
+func (a *app) upgradeCommand() *cobra.Command {
+	var workspace string
+	var preview, failOnChanges, yes, allowStale, allowSignerChange, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "upgrade [NAME]",
+		Short: "Upgrade installed catalog plugins, showing the authority diff first",
+		Long: `Upgrade installs the newest version that each plugin's constraint allows
+(or NAME's only), as berth outdated lists them. Before anything, it shows
+the authority diff between the installed and the new version: servers
+added or removed, programs, arguments, fetched packages, environment
+sources, endpoints and network hosts, credentials, tool filters, native
+tools, and the tools the curator lists. A diff where authority grows
+always needs a confirmation (--yes confirms); so does a new signer. The
+new version goes through the same path as berth install (the catalog's
+digest, signers and review summary checked), is enabled in the workspace
+where the old one was, and the workspace's berth.lock is updated when
+there is one. A version signed by another signer than the installed one
+is refused (exit 4) unless --allow-signer-change.
+
+--preview shows the diffs and changes nothing, not even the catalog
+copies. --fail-on-changes updates the catalogs, shows the diffs, changes
+no plugin, and exits 5 when an upgrade is available: a CI freshness gate.`,
+		Example: `  berth upgrade --preview
+  berth upgrade acme-notes
+  berth upgrade --yes
+  berth upgrade --fail-on-changes`,
+		Args: rangeArgs(0, 1, "at most one NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if len(args) == 1 {
+				if err := store.CheckRef(args[0], ""); err != nil {
+					return usagef("%v", err)
+				}
+			}
+			if asJSON && !yes && !preview && !failOnChanges {
+				return usagef("--json cannot ask for confirmation; add --yes (or use --preview)")
+			}
+			ws, err := pool.Workspace(workspace)
+			if err != nil {
+				return err
+			}
+			st, err := a.store()
+			if err != nil {
+				return err
+			}
+			c, err := a.catalogs()
+			if err != nil {
+				return err
+			}
+			if !preview {
+				if err := a.refreshInstalled(ctx, c, st, allowStale, failOnChanges); err != nil {
+					return err
+				}
+			}
+			cons, err := lockConstraints(ws)
+			if err != nil {
+				return err
+			}
+			ro, err := a.resolveOptions()
+			if err != nil {
+				return err
+			}
+			list, err := c.Outdated(st, cons, ro)
+			if err != nil {
+				return err
+			}
+			out := upgradeJSON{Upgrades: []upgradeEntry{}}
+			found := len(args) == 0
+			var todo []*marketplace.Outdated
+			for _, o := range list {
+				if len(args) == 1 && o.Name != args[0] {
+					continue
+				}
+				found = true
+				if o.Problem != "" && len(args) == 1 {
+					return fmt.Errorf("%s cannot be upgraded: %s", o.Name, o.Problem)
+				}
+				if !o.Upgrade {
+					if len(args) == 1 && !asJSON {
+						fmt.Fprintf(a.stdout, "%s %s is already the newest version %s.\n", o.Name, o.Current, constraintWords(o.Constraint))
+					}
+					continue
+				}
+				todo = append(todo, o)
+			}
+			if !found {
+				return fmt.Errorf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it): %w", args[0], args[0], store.ErrNotTrusted)
+			}
+			if len(todo) == 0 && len(args) == 0 && !asJSON {
+				fmt.Fprintln(a.stdout, "Everything installed from a catalog is at the newest version its constraint allows.")
+			}
+			var worst error
+			for _, o := range todo {
+				e, err := a.upgradeOne(ctx, st, c, ws, o, ro, preview || failOnChanges, yes, allowStale, allowSignerChange, asJSON)
+				if err != nil {
+					e.Error = forCLI(err).Error()
+					worst = worse(worst, err)
+					if !asJSON {
+						fmt.Fprintf(a.stderr, "berth: %s: %s\n", o.Name, e.Error)
+					}
+				}
+				out.Upgrades = append(out.Upgrades, *e)
+			}
+			out.Available = len(todo)
+			if asJSON {
+				if err := writeJSON(a.stdout, out); err != nil {
+					return err
+				}
+			} else if preview && len(todo) > 0 {
+				fmt.Fprintln(a.stdout, "\nNothing was changed (--preview). Run berth upgrade to install these.")
+			}
+			if worst != nil {
+				return &reported{worst}
+			}
+			if failOnChanges && len(todo) > 0 {
+				if !asJSON {
+					fmt.Fprintf(a.stdout, "\n%d upgrade(s) available; nothing was changed (--fail-on-changes).\n", len(todo))
+				}
+				return &reported{errUpgradesAvailable}
+			}
+			return nil
+		},
+	}
+	workspaceFlag(cmd, &workspace)
+	f := cmd.Flags()
+	f.BoolVar(&preview, "preview", false, "show the authority diffs and change nothing")
+	f.BoolVar(&failOnChanges, "fail-on-changes", false, "change no plugin, and exit 5 when an upgrade is available (a CI gate)")
+	f.BoolVarP(&yes, "yes", "y", false, "confirm grown authority and new signers without asking (required when not on a terminal)")
+	f.BoolVar(&allowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
+	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a new version signed by another of the catalog's allowed signers")
+	a.jsonFlag(cmd, &asJSON, upgradeJSON{})
+	return cmd
+}
+
+func constraintWords(c string) string {
+	if c == "" {
+		return "there is"
+	}
+	return "that " + c + " allows"
+}
+
+// upgradeOne shows the authority diff of one upgrade and, unless only
+// looking, installs it, enables it where the old version was enabled in
+// ws, and updates ws's berth.lock.
+func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *marketplace.Outdated, ro *marketplace.ResolveOptions, look, yes, allowStale, allowSignerChange, asJSON bool) (*upgradeEntry, error) {
+	e := &upgradeEntry{Name: o.Name, Catalog: o.Catalog, From: o.Current, To: o.Wanted}
+	from, err := installedSummary(ctx, st, o)
+	if err != nil {
+		return e, err
+	}
+	e.Diff = marketplace.DiffAuthority(o.Current, from, o.Wanted, &o.WantedVersion().Summary)
+	e.Grows = e.Diff.Grows()
+	if !asJSON {
+		fmt.Fprintf(a.stdout, "\n%s %s -> %s (catalog %s):\n", o.Name, o.Current, o.Wanted, o.Catalog)
+		e.Diff.WriteText(a.stdout)
+	}
+	if look {
+		return e, nil
+	}
+	if e.Grows {
+		if err := a.confirm(fmt.Sprintf("Upgrade %s to %s? Its authority grows.", o.Name, o.Wanted), yes, "--yes"); err != nil {
+			return e, err
+		}
+	}
+	bar := a.downloadBar(!asJSON)
+	res, err := c.Install(ctx, st, marketplace.InstallRequest{Name: o.Name, Catalog: o.Catalog, Constraint: o.Constraint, AllowStale: allowStale, AllowSignerChange: allowSignerChange, Resolve: ro,
+		Download: &marketplace.DownloadOptions{Progress: bar.progress(o.Name)},
+		Confirm: func(ic *marketplace.InstallCandidate) error {
+			bar.done()
+			if ic.NewSigner == nil {
+				return nil
+			}
+			if !asJSON {
+				a.showCandidate(ic, false)
+			}
+			return a.confirm(fmt.Sprintf("Trust this new signer for %s?", o.Name), yes, "--yes")
+		}})
+	bar.done()
+	if err != nil {
+		return e, err
+	}
+	e.Done, e.NewSigner, e.To = true, res.Trust.NewSigner, res.Version.Version
+	if !asJSON {
+		a.printInstalled(res)
+	}
+	state, err := st.State()
+	if err != nil {
+		return e, err
+	}
+	if w := state.Workspaces[ws]; w != nil && w.Plugins[o.Name] != nil {
+		if e.LockUpdated, err = a.enableAndLock(ctx, st, ws, res.Trust.Record, o.Constraint, !asJSON); err != nil {
+			return e, err
+		}
+		e.Enabled = ws
+	}
+	if !asJSON {
+		for _, other := range state.EnabledIn(o.Name) {
+			if other != ws {
+				fmt.Fprintf(a.stdout, "%s stays at its version in %s: berth upgrade %s --workspace %s there.\n", o.Name, other, o.Name, other)
+			}
+		}
+	}
+	return e, nil
+}
+
+// installedSummary is the review summary of the installed version: the
+// catalog's, when it still lists that exact bundle (install checked it
+// equal to the bundle and it has the curator's tools), or else computed
+// from the staged snapshot.
+func installedSummary(ctx context.Context, st *store.Store, o *marketplace.Outdated) (*marketplace.Summary, error) {
+	if v := o.CurrentVersion(); v != nil {
+		return &v.Summary, nil
+	}
+	d, err := store.ParseDigest(o.Record().Digest)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bundle.Open(ctx, st.Paths().Snapshot(d), nil)
+	if err != nil {
+		var ie *bundle.InvalidError
+		if errors.As(err, &ie) {
+			return nil, fmt.Errorf("the staged copy of %s cannot be read to compare it (%v); run berth verify", o.Record().ID(), err)
+		}
+		return nil, err
+	}
+	defer b.Close()
+	s := marketplace.SummaryOf(b)
+	return &s, nil
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+const stream = `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Package":"p","Test":"TestA","Output":"--- PASS: TestA (0.00s)\n"}
+{"Action":"pass","Package":"p","Test":"TestA"}
+{"Action":"run","Package":"p","Test":"TestPeer"}
+{"Action":"output","Package":"p","Test":"TestPeer","Output":"    peers.go:222: real-peer: MCP test peers unavailable (not installed or out of date); run scripts/install-peers, or set BERTH_REQUIRE_PEERS=1 to make this a failure\n"}
+{"Action":"skip","Package":"p","Test":"TestPeer"}
+{"Action":"run","Package":"p","Test":"TestPeer2/sub"}
+{"Action":"output","Package":"p","Test":"TestPeer2/sub","Output":"    peers.go:222: real-peer: MCP test peers unavailable (stamp missing); run scripts/install-peers\n"}
+{"Action":"skip","Package":"p","Test":"TestPeer2/sub"}
+{"Action":"run","Package":"p","Test":"TestKeyring"}
+{"Action":"output","Package":"p","Test":"TestKeyring","Output":"    keyringtest.go:60: real-peer: no Secret Service for the keychain tests: dbus-daemon is not on PATH (install the Debian packages dbus and gnome-keyring; CI sets BERTH_REQUIRE_KEYRING=1 to fail instead)\n"}
+{"Action":"skip","Package":"p","Test":"TestKeyring"}
+{"Action":"run","Package":"p","Test":"TestWindowsOnly"}
+{"Action":"output","Package":"p","Test":"TestWindowsOnly","Output":"    x_test.go:9: needs Windows\n"}
+{"Action":"skip","Package":"p","Test":"TestWindowsOnly"}
+{"Action":"run","Package":"p","Test":"TestBad"}
+{"Action":"output","Package":"p","Test":"TestBad","Output":"    x_test.go:12: it broke\n"}
+{"Action":"output","Package":"p","Test":"TestBad","Output":"--- FAIL: TestBad (0.00s)\n"}
+{"Action":"fail","Package":"p","Test":"TestBad"}
+{"Action":"output","Package":"p","Output":"FAIL\n"}
+{"Action":"output","Package":"p","Output":"FAIL\tp\t0.01s\n"}
+{"Action":"fail","Package":"p"}
+`
+
+func TestSummarize(t *testing.T) {
+	var w bytes.Buffer
+	counts, closing := summarize(strings.NewReader(stream), &w)
+	if counts != "tests: 1 passed, 1 failed, 4 skipped" {
+		t.Errorf("counts %q", counts)
+	}
+	want := "real-peer tests: 3 skipped (2: MCP test peers unavailable; 1: no Secret Service for the keychain tests: dbus-daemon is not on PATH)"
+	if !strings.HasPrefix(closing, want) {
+		t.Errorf("closing line\n%q\nwant it to start with\n%q", closing, want)
+	}
+	out := w.String()
+	for _, s := range []string{"it broke", "--- FAIL: TestBad", "FAIL\tp\t0.01s"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "=== RUN") || strings.Contains(out, "TestA") || strings.Contains(out, "real-peer") {
+		t.Errorf("output has what a passing or skipped test printed:\n%s", out)
+	}
+	if _, c := summarize(strings.NewReader(`{"Action":"pass","Package":"p","Test":"T"}`+"\n"), &w); !strings.Contains(c, "none skipped") {
+		t.Errorf("no skips: %q", c)
+	}
+}

@@ -1,0 +1,525 @@
+package marketplace
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// The operator's store beside the test env's cache.
+func (e *testEnv) store() *store.Store {
+	return store.Open(store.Paths{Root: filepath.Join(e.dir, "home")}, &store.StoreOptions{Now: e.clk.now})
+}
+
+func (e *testEnv) install(st *store.Store, req InstallRequest) (*InstallResult, error) {
+	if req.Resolve == nil {
+		req.Resolve = &ResolveOptions{Now: e.clk.now()}
+	}
+	return e.cache.Install(e.ctx, st, req)
+}
+
+// wantNothingTrusted checks that a refused install left no record and no
+// signer.
+func wantNothingTrusted(t *testing.T, st *store.Store) {
+	t.Helper()
+	if recs, err := st.Records(); err != nil || len(recs) != 0 {
+		t.Fatalf("records after a refusal: %v %v", recs, err)
+	}
+	if sg, err := st.Signers(); err != nil || len(sg) != 0 {
+		t.Fatalf("signers after a refusal: %v %v", sg, err)
+	}
+}
+
+// An install into an empty policy: the catalog's signer is proposed,
+// shown to Confirm as new, added scoped to the plugin, and the record
+// names the catalog, its root key IDs and its targets version.
+func TestInstall(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.publish("acme-notes", "1.1.0")
+	ci := e.addCatalog()
+	st := e.store()
+	var seen *InstallCandidate
+	res, err := e.install(st, InstallRequest{Name: "acme-notes", Constraint: "~1.0", Confirm: func(c *InstallCandidate) error {
+		seen = c
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil || seen.NewSigner == nil || seen.NewSigner.Plugin != "acme-notes" || seen.Version.Version != "1.0.0" || seen.Review.Name != "acme-notes" {
+		t.Fatalf("Confirm saw %+v", seen)
+	}
+	rec := res.Trust.Record
+	if rec.Version != "1.0.0" || rec.Catalog == nil || rec.Catalog.Name != "acme" || rec.Catalog.TargetsVersion != ci.TargetsVersion ||
+		strings.Join(rec.Catalog.RootKeyIDs, ",") != strings.Join(ci.RootKeyIDs, ",") || rec.Catalog.Constraint != "~1.0" || rec.Catalog.AllowStale {
+		t.Fatalf("record %+v, catalog %+v", rec, rec.Catalog)
+	}
+	if !strings.HasPrefix(rec.Source, e.repoDir+"/bundles/acme-notes/1.0.0/") {
+		t.Errorf("record source %q", rec.Source)
+	}
+	sg, _ := st.Signers()
+	if len(sg) != 1 || sg[0].Plugin != "acme-notes" || res.Trust.NewSigner == nil {
+		t.Fatalf("policy %+v", sg)
+	}
+	// The next version verifies against the scoped signer: nothing new.
+	res, err = e.install(st, InstallRequest{Name: "acme-notes"})
+	if err != nil || res.Trust.NewSigner != nil || res.Version.Version != "1.1.0" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	l, err := LockEntry(res.Trust.Record)
+	if err != nil || l.Version != "1.1.0" || l.Catalog.TargetsVersion != ci.TargetsVersion || l.Signer.Fingerprint != sg[0].Fingerprint {
+		t.Fatalf("lock entry %+v %v", l, err)
+	}
+}
+
+// The archive at the download URL was swapped: the download is refused
+// while it streams (exit 4), and nothing is trusted.
+func TestInstallTamperedDownload(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	other, _ := e.bundle("acme-notes", "1.0.0", `,
+    "extra": {"stdio": {"command": "${bundle}/bin/notes-server"}}`)
+	packed := filepath.Join(e.dir, "other.tar.gz")
+	f, err := os.Create(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openBundle(t, other)
+	if err := packTarGz(e.ctx, b, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	b.Close()
+	data, _ := os.ReadFile(packed)
+	e.write("bundles/acme-notes/1.0.0/acme-notes-1.0.0.tar.gz", data)
+	st := e.store()
+	_, err = e.install(st, InstallRequest{Name: "acme-notes"})
+	wantKind(t, err, KindDownloadMismatch)
+	wantNothingTrusted(t, st)
+}
+
+// A signature by anyone but the catalog's allowed signer is refused
+// (exit 4), whether the operator's policy knows that signer or not.
+func TestInstallUnknownSigner(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	// Mallory re-signs the same bundle and swaps the signature file.
+	dir, _ := e.bundle("acme-notes", "1.0.0", "")
+	mPriv, mPub, err := trust.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openBundle(t, dir)
+	sig, err := trust.Sign(e.ctx, b.Listing().Bytes(), mPriv)
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write("bundles/acme-notes/1.0.0/acme-notes-1.0.0.tar.gz.sigstore.json", sig)
+	st := e.store()
+	_, err = e.install(st, InstallRequest{Name: "acme-notes"})
+	var ve *trust.VerificationError
+	if !errors.As(err, &ve) || !errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("got %v", err)
+	}
+	wantNothingTrusted(t, st)
+	// With mallory in the policy, the signature verifies, and is still
+	// refused: the catalog does not allow mallory for this plugin.
+	ms, err := trust.NewKeySigner("mallory", mPub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddSigner(e.ctx, ms); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.install(st, InstallRequest{Name: "acme-notes"})
+	var na *store.SignerNotAllowedError
+	if !errors.As(err, &na) || !errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("got %v", err)
+	}
+	if recs, _ := st.Records(); len(recs) != 0 {
+		t.Fatal("recorded")
+	}
+}
+
+// A revoked version is never installed (exit 4), named or not.
+func TestInstallRevoked(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", StatusRevoked, "leaked a token", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.addCatalog()
+	st := e.store()
+	for _, c := range []string{"", "1.0.0", "^1"} {
+		_, err := e.install(st, InstallRequest{Name: "acme-notes", Constraint: c})
+		var rv *RevokedVersionError
+		if !errors.As(err, &rv) || !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), `revoked by catalog acme ("leaked a token")`) {
+			t.Fatalf("%q: got %v", c, err)
+		}
+	}
+	wantNothingTrusted(t, st)
+}
+
+// The curator's signed catalog lies about what the plugin does: the
+// downloaded bundle's review differs from the summary, and install
+// refuses (exit 4) naming the difference, with nothing written, not even
+// the new signer.
+func TestInstallSummaryLies(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	r := e.repo()
+	cat, err := r.working()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := cat.Plugin("acme-notes").Version("1.0.0")
+	v.Summary.Servers[0].Stdio.Env = []EnvSource{}
+	v.Summary.Servers[0].Tools = ToolFilter{Allow: []string{"*"}, Deny: []string{}}
+	if err := os.WriteFile(filepath.Join(e.repoDir, "catalog.json"), cat.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.addCatalog()
+	st := e.store()
+	_, err = e.install(st, InstallRequest{Name: "acme-notes", Confirm: func(*InstallCandidate) error {
+		t.Fatal("Confirm was asked about a bundle that is not what the catalog says")
+		return nil
+	}})
+	var sm *SummaryMismatchError
+	if !errors.As(err, &sm) || !errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("got %v", err)
+	}
+	for _, want := range []string{`server "notes".stdio.env: the catalog says []`, `server "notes".tools`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not show %q:\n%v", want, err)
+		}
+	}
+	wantNothingTrusted(t, st)
+}
+
+// An expired copy is refused (exit 4) unless allowed, and then the
+// record says so.
+func TestInstallStale(t *testing.T) {
+	e := newEnv(t, Expiries{Timestamp: time.Hour})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	e.clk.advance(2 * time.Hour)
+	st := e.store()
+	_, err := e.install(st, InstallRequest{Name: "acme-notes"})
+	var se *StaleError
+	if !errors.As(err, &se) || !errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("got %v", err)
+	}
+	wantNothingTrusted(t, st)
+	res, err := e.install(st, InstallRequest{Name: "acme-notes", AllowStale: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Trust.Record.Catalog
+	if !o.AllowStale || o.StaleSince == nil || len(res.Warnings) == 0 {
+		t.Fatalf("record origin %+v, warnings %v", o, res.Warnings)
+	}
+}
+
+// Two catalogs list the name: install does not guess.
+func TestInstallAmbiguous(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	src, _ := ParseSource(e.repoDir)
+	if _, err := e.cache.Add(e.ctx, "mirror", src, RootPin{SHA256: e.init.RootSHA256}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.store()
+	_, err := e.install(st, InstallRequest{Name: "acme-notes"})
+	var ae *AmbiguousError
+	if !errors.As(err, &ae) || strings.Join(ae.Catalogs, ",") != "acme,mirror" {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := e.install(st, InstallRequest{Name: "acme-notes", Catalog: "mirror"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The operator's cooldown and the berth version are applied as resolution
+// does; a lock installs exactly its version, digest and signer.
+func TestInstallResolutionAndLock(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.clk.advance(10 * 24 * time.Hour)
+	e.publish("acme-notes", "1.1.0")
+	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", StatusYanked, "broken search", ""); err != nil {
+		t.Fatal(err)
+	}
+	ci := e.addCatalog()
+	e.clk.advance(time.Hour)
+	st := e.store()
+	_, err := e.install(st, InstallRequest{Name: "acme-notes", Resolve: &ResolveOptions{Now: e.clk.now(), MinReleaseAge: 24 * time.Hour}})
+	var nv *NoVersionError
+	if !errors.As(err, &nv) || !strings.Contains(err.Error(), "1.1.0: released 1h0m0s ago, within your min-release-age cooldown of 24h0m0s") || !strings.Contains(err.Error(), "1.0.0: yanked: broken search") {
+		t.Fatalf("got %v", err)
+	}
+	p, _, err := e.cache.Plugin("acme", "acme-notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, _, _ := signerSets("acme-notes", p.Signers)
+	lock := &LockPlugin{Name: "acme-notes", Version: "1.0.0", Digest: p.Version("1.0.0").Digest, Constraint: "^1",
+		Signer:  LockSigner{Kind: trust.KindKey, Fingerprint: refs[0].Fingerprint},
+		Catalog: LockCatalog{Name: "acme", RootKeyIDs: ci.RootKeyIDs, TargetsVersion: ci.TargetsVersion}}
+	// Another digest, or another signer, than the lock's is refused.
+	bad := *lock
+	bad.Digest = "sha256:" + strings.Repeat("2", 64)
+	if _, err := e.install(st, InstallRequest{Name: "acme-notes", Lock: &bad}); !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "but the lock pins") {
+		t.Fatalf("another digest: %v", err)
+	}
+	bad = *lock
+	bad.Signer.Fingerprint = "sha256:" + strings.Repeat("3", 64)
+	if _, err := e.install(st, InstallRequest{Name: "acme-notes", Lock: &bad}); !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "no longer allows") {
+		t.Fatalf("another signer: %v", err)
+	}
+	wantNothingTrusted(t, st)
+	// The yanked, locked version installs, with a warning.
+	res, err := e.install(st, InstallRequest{Name: "acme-notes", Lock: lock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Version.Version != "1.0.0" || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "yanked") || res.Trust.Record.Catalog.Constraint != "^1" {
+		t.Fatalf("%+v %v", res.Trust.Record, res.Warnings)
+	}
+}
+
+// Update finds an installed version revoked: it is disabled in every
+// workspace, berth verify fails for it, and it cannot be enabled again;
+// a deprecated one only warns.
+func TestUpdateRevokesInstalled(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.publish("acme-tools", "2.0.0")
+	e.addCatalog()
+	st := e.store()
+	var recs []*store.Record
+	for _, n := range []string{"acme-notes", "acme-tools"} {
+		res, err := e.install(st, InstallRequest{Name: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, res.Trust.Record)
+	}
+	ws1, ws2 := t.TempDir(), t.TempDir()
+	if _, err := st.Update(e.ctx, func(s *store.State) error {
+		for _, ws := range []string{ws1, ws2} {
+			for _, r := range recs {
+				s.Workspace(ws).Plugins[r.Name] = &store.Enablement{Version: r.Version, Digest: r.Digest}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", StatusRevoked, "leaked a token", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.repo().SetStatus(e.ctx, "acme-tools", "2.0.0", StatusDeprecated, "use acme-notes", "acme-notes"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := st.State()
+	u, err := e.cache.Update(e.ctx, st, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.Installed.Revoked) != 1 || !u.Installed.Revoked[0].New || len(u.Installed.Revoked[0].Disabled) != 2 ||
+		len(u.Installed.Warnings) != 1 || u.Installed.Warnings[0].Status != StatusDeprecated {
+		t.Fatalf("%+v", u.Installed)
+	}
+	after, _ := st.State()
+	if after.Generation <= before.Generation {
+		t.Fatal("no generation bump")
+	}
+	for _, ws := range []string{ws1, ws2} {
+		if after.Workspaces[ws].Plugins["acme-notes"] != nil || after.Workspaces[ws].Plugins["acme-tools"] == nil {
+			t.Fatalf("%s: %+v", ws, after.Workspaces[ws].Plugins)
+		}
+	}
+	sg, _ := st.Signers()
+	v, _ := trust.NewVerifier(sg, nil)
+	rep := st.Verify(e.ctx, recs[0], v)
+	var re *store.RevokedError
+	if !errors.As(rep.Err, &re) || !strings.Contains(rep.Err.Error(), "leaked a token") {
+		t.Fatalf("verify: %v", rep.Err)
+	}
+	if rep := st.Verify(e.ctx, recs[1], v); rep.Err != nil {
+		t.Fatalf("the deprecated one: %v", rep.Err)
+	}
+	// Once recorded, a later update reports nothing new.
+	u, err = e.cache.Update(e.ctx, st, "acme")
+	if err != nil || len(u.Installed.Revoked) != 0 {
+		t.Fatalf("%+v %v", u, err)
+	}
+}
+
+func TestCheckLockAndOutdated(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.publish("acme-tools", "1.0.0")
+	e.addCatalog()
+	st := e.store()
+	ws := t.TempDir()
+	lock := &Lock{LockVersion: LockVersion}
+	for _, n := range []string{"acme-notes", "acme-tools"} {
+		res, err := e.install(st, InstallRequest{Name: n, Constraint: "^1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := LockEntry(res.Trust.Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lock.Set(l)
+	}
+	enable := func(name, version, digest string) {
+		if _, err := st.Update(e.ctx, func(s *store.State) error {
+			s.Workspace(ws).Plugins[name] = &store.Enablement{Version: version, Digest: digest}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := func(prune bool) string {
+		t.Helper()
+		d, err := e.cache.CheckLock(st, ws, lock, prune)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ks []string
+		for _, x := range d {
+			ks = append(ks, x.Name+":"+string(x.Kind))
+		}
+		return strings.Join(ks, " ")
+	}
+	if got := kinds(false); got != "acme-notes:missing acme-tools:missing" {
+		t.Fatalf("nothing enabled: %s", got)
+	}
+	n, tl := lock.Plugins[0], lock.Plugins[1]
+	enable(n.Name, n.Version, n.Digest)
+	enable(tl.Name, tl.Version, tl.Digest)
+	enable("extra", "1.0.0", n.Digest)
+	if got := kinds(false); got != "" {
+		t.Fatalf("in step: %s", got)
+	}
+	if got := kinds(true); got != "extra:not-locked" {
+		t.Fatalf("pruning: %s", got)
+	}
+	// Other digest, other version, other signer, older catalog, other root.
+	l2 := *lock
+	l2.Plugins = append([]LockPlugin(nil), lock.Plugins...)
+	l2.Plugins[0].Digest = "sha256:" + strings.Repeat("4", 64)
+	l2.Plugins[1].Signer.Fingerprint = "sha256:" + strings.Repeat("5", 64)
+	d, _ := e.cache.CheckLock(st, ws, &l2, false)
+	if len(d) != 2 || d[0].Kind != DiffDigest || d[1].Kind != DiffSigner {
+		t.Fatalf("%v", d)
+	}
+	l2.Plugins[0] = n
+	l2.Plugins[0].Version = "1.1.0"
+	l2.Plugins[1] = tl
+	l2.Plugins[1].Catalog.TargetsVersion += 5
+	d, _ = e.cache.CheckLock(st, ws, &l2, false)
+	if len(d) != 2 || d[0].Kind != DiffVersion || d[1].Kind != DiffCatalogOlder || !strings.Contains(d[1].Detail, "rolled back") {
+		t.Fatalf("%v", d)
+	}
+	l2.Plugins[1] = tl
+	l2.Plugins[1].Catalog.RootKeyIDs = []string{strings.Repeat("6", 64)}
+	l2.Plugins[0] = n
+	l2.Plugins[0].Catalog.Name = "gone"
+	d, _ = e.cache.CheckLock(st, ws, &l2, false)
+	if len(d) != 2 || d[0].Kind != DiffCatalogMissing || d[1].Kind != DiffCatalogRoot {
+		t.Fatalf("%v", d)
+	}
+
+	// outdated: a new version within the constraint, and one outside.
+	e.publish("acme-notes", "1.2.0")
+	e.publish("acme-notes", "2.0.0")
+	if _, err := e.cache.Refresh(e.ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.cache.Outdated(st, map[string]string{"acme-tools": "~1.0"}, &ResolveOptions{Now: e.clk.now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 2 || out[0].Name != "acme-notes" || out[0].Current != "1.0.0" || out[0].Wanted != "1.2.0" || out[0].Latest != "2.0.0" || !out[0].Upgrade || out[0].Status != StatusActive ||
+		out[1].Constraint != "~1.0" || out[1].Upgrade || out[1].Wanted != "1.0.0" {
+		t.Fatalf("%+v %+v", out[0], out[1])
+	}
+}
+
+// A catalog that allows a second signer: a new version by it follows the
+// existing rule, refused (exit 4) unless the signer change is allowed;
+// then that signer too is added, scoped.
+func TestInstallSignerChange(t *testing.T) {
+	e := newEnv(t, Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	priv2, pub2, err := trust.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := trust.NewKeySigner("acme2", pub2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.repo()
+	cat, err := r.working()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cat.Plugin("acme-notes")
+	p.Signers = append(p.Signers, &Signer{Kind: trust.KindKey, Fingerprint: s2.Fingerprint, PublicKey: s2.PublicKey})
+	if err := os.WriteFile(filepath.Join(e.repoDir, "catalog.json"), cat.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	dir, _ := e.bundle("acme-notes", "1.1.0", "")
+	b := openBundle(t, dir)
+	sig, err := trust.Sign(e.ctx, b.Listing().Bytes(), priv2)
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := trust.NewVerifier([]trust.Signer{s2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: v2}); err != nil {
+		t.Fatal(err)
+	}
+	e.addCatalog()
+	st := e.store()
+	if _, err := e.install(st, InstallRequest{Name: "acme-notes", Constraint: "1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.install(st, InstallRequest{Name: "acme-notes"})
+	var sc *store.SignerChangeError
+	if !errors.As(err, &sc) || !errors.Is(err, trust.ErrUntrusted) {
+		t.Fatalf("got %v", err)
+	}
+	if sg, _ := st.Signers(); len(sg) != 1 {
+		t.Fatalf("a refused signer change added a signer: %v", sg)
+	}
+	res, err := e.install(st, InstallRequest{Name: "acme-notes", AllowSignerChange: true})
+	if err != nil || res.Version.Version != "1.1.0" || res.Trust.NewSigner == nil || res.Trust.NewSigner.Fingerprint != s2.Fingerprint || res.Trust.NewSigner.Plugin != "acme-notes" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

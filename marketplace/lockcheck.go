@@ -1,0 +1,137 @@
+package marketplace
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/berth-mcp/berth/store"
+)
+
+// DiffKind is how a workspace departs from its berth.lock.
+type DiffKind string
+
+// The ways a workspace departs from its lock.
+const (
+	// DiffMissing: the lock names a plugin that is not enabled.
+	DiffMissing DiffKind = "missing"
+	// DiffVersion: another version is enabled.
+	DiffVersion DiffKind = "version"
+	// DiffDigest: the locked version is enabled with another digest.
+	DiffDigest DiffKind = "digest"
+	// DiffSigner: the enabled bundle was trusted from another signer.
+	DiffSigner DiffKind = "signer"
+	// DiffCatalogOlder: the verified copy of the catalog is older than
+	// the one the lock was resolved from (a rollback, or not updated).
+	DiffCatalogOlder DiffKind = "catalog-older"
+	// DiffCatalogRoot: the catalog of that name has other root keys than
+	// the lock names (another catalog, or a rotated root).
+	DiffCatalogRoot DiffKind = "catalog-root"
+	// DiffCatalogMissing: the lock's catalog is not added.
+	DiffCatalogMissing DiffKind = "catalog-missing"
+	// DiffNotLocked: a plugin is enabled that the lock does not name
+	// (reported when pruning).
+	DiffNotLocked DiffKind = "not-locked"
+)
+
+// LockDiff is one difference between a workspace and its lock.
+type LockDiff struct {
+	Name   string   `json:"name"`
+	Kind   DiffKind `json:"kind"`
+	Detail string   `json:"detail"`
+	// Locked is the lock's entry; nil for DiffNotLocked.
+	Locked *LockPlugin `json:"locked,omitempty"`
+	// Enabled is what is enabled; nil for DiffMissing.
+	Enabled *store.Enablement `json:"enabled,omitempty"`
+}
+
+func (d LockDiff) String() string { return fmt.Sprintf("%s: %s: %s", d.Name, d.Kind, d.Detail) }
+
+// CheckLock compares what is enabled in workspace (the state's key: an
+// absolute, symlink-resolved path) with the lock, and the lock's catalogs
+// with their verified copies: every difference, sorted by plugin name.
+// With prune, an enabled plugin the lock does not name is one too. It
+// reads only the state, the trust records and the verified copies.
+func (c *Cache) CheckLock(st *store.Store, workspace string, l *Lock, prune bool) ([]LockDiff, error) {
+	state, err := st.State()
+	if err != nil {
+		return nil, err
+	}
+	enabled := map[string]*store.Enablement{}
+	if w := state.Workspaces[workspace]; w != nil {
+		enabled = w.Plugins
+	}
+	infos := map[string]*CatalogInfo{}
+	list, err := c.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, ci := range list {
+		infos[ci.Name] = ci
+	}
+	diffs := []LockDiff{}
+	add := func(name string, lp *LockPlugin, e *store.Enablement, kind DiffKind, format string, args ...any) {
+		diffs = append(diffs, LockDiff{Name: name, Kind: kind, Detail: fmt.Sprintf(format, args...), Locked: lp, Enabled: e})
+	}
+	for i := range l.Plugins {
+		lp := &l.Plugins[i]
+		e := enabled[lp.Name]
+		ci := infos[lp.Catalog.Name]
+		switch {
+		case ci == nil:
+			add(lp.Name, lp, e, DiffCatalogMissing, "the lock resolves it from catalog %s, which is not added (berth marketplace add %s SOURCE --root-sha256 HEX)", lp.Catalog.Name, lp.Catalog.Name)
+		case !sameKeys(ci.RootKeyIDs, lp.Catalog.RootKeyIDs):
+			add(lp.Name, lp, e, DiffCatalogRoot, "catalog %s has the root keys %s, and the lock names %s: another catalog under that name, or its root was rotated; check with the curator, then run berth lock", ci.Name, strings.Join(sorted(ci.RootKeyIDs), ","), strings.Join(sorted(lp.Catalog.RootKeyIDs), ","))
+		case ci.TargetsVersion < lp.Catalog.TargetsVersion:
+			add(lp.Name, lp, e, DiffCatalogOlder, "the verified copy of catalog %s is at targets version %d, older than the %d the lock was resolved from: run berth marketplace update %s (if it stays older, the catalog was rolled back)", ci.Name, ci.TargetsVersion, lp.Catalog.TargetsVersion, ci.Name)
+		}
+		switch {
+		case e == nil:
+			add(lp.Name, lp, nil, DiffMissing, "the lock names %s@%s, and it is not enabled here", lp.Name, lp.Version)
+		case e.Version != lp.Version:
+			add(lp.Name, lp, e, DiffVersion, "%s is enabled here, and the lock names %s", e.Version, lp.Version)
+		case e.Digest != lp.Digest:
+			add(lp.Name, lp, e, DiffDigest, "%s is enabled here with digest %s, and the lock pins %s", e.Version, e.Digest, lp.Digest)
+		default:
+			recs, err := st.Find(lp.Name, e.Version)
+			if err != nil {
+				if errors.Is(err, store.ErrNotTrusted) {
+					add(lp.Name, lp, e, DiffMissing, "%s@%s is enabled here but no longer trusted", lp.Name, e.Version)
+					continue
+				}
+				return nil, err
+			}
+			if r := recs[0]; !lp.Signer.Matches(r.Signer) {
+				add(lp.Name, lp, e, DiffSigner, "%s@%s was trusted from %s, and the lock names %s", lp.Name, e.Version, r.Signer, lockSignerString(lp.Signer))
+			}
+		}
+	}
+	if prune {
+		for _, name := range sortedKeys(enabled) {
+			if _, ok := l.Plugin(name); !ok {
+				add(name, nil, enabled[name], DiffNotLocked, "%s@%s is enabled here, and the lock does not name it", name, enabled[name].Version)
+			}
+		}
+	}
+	sort.SliceStable(diffs, func(i, j int) bool { return diffs[i].Name < diffs[j].Name })
+	return diffs, nil
+}
+
+func sameKeys(a, b []string) bool { return slices.Equal(sorted(a), sorted(b)) }
+
+func sorted(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,114 @@
+package marketplace
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/berth-mcp/berth/store"
+)
+
+// Outdated is one plugin installed from a catalog, against what its
+// catalog now offers.
+type Outdated struct {
+	Name    string `json:"name"`
+	Catalog string `json:"catalog"`
+	// Current is the highest version installed from a catalog.
+	Current string `json:"current"`
+	// Constraint is the one it was installed for, or the workspace lock's.
+	Constraint string `json:"constraint"`
+	// Wanted is the newest version the constraint allows (resolved as
+	// install would: no yanked, revoked, too new or unsupported version);
+	// "" when none.
+	Wanted string `json:"wanted"`
+	// Latest is the newest installable version with no constraint.
+	Latest string `json:"latest"`
+	// Status is Current's status in the catalog; Reason says why it is
+	// not active. "" when the catalog no longer lists Current.
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Upgrade is true when Wanted is newer than Current.
+	Upgrade bool `json:"upgrade"`
+	// Problem says why the catalog could not be asked (removed, no longer
+	// lists the plugin).
+	Problem string `json:"problem,omitempty"`
+
+	record   *store.Record
+	plugin   *Plugin
+	catalog  *CatalogInfo
+	wantedV  *Version
+	currentV *Version
+}
+
+// Record is the trust record of Current.
+func (o *Outdated) Record() *store.Record { return o.record }
+
+// Plugin is the catalog's entry, nil with a Problem.
+func (o *Outdated) Plugin() *Plugin { return o.plugin }
+
+// CatalogInfo is the catalog's verified copy, nil with a Problem.
+func (o *Outdated) CatalogInfo() *CatalogInfo { return o.catalog }
+
+// WantedVersion is the catalog's entry of Wanted, nil when none.
+func (o *Outdated) WantedVersion() *Version { return o.wantedV }
+
+// CurrentVersion is the catalog's entry of Current, nil when the catalog
+// no longer lists it (or lists it with another digest).
+func (o *Outdated) CurrentVersion() *Version { return o.currentV }
+
+// Outdated lists, per plugin installed from a catalog (a trust record
+// naming one), its highest installed version against the verified copy
+// of that catalog: the newest version its constraint allows, the latest,
+// and the installed version's status. constraints, when it names a
+// plugin, overrides the constraint of its record (a workspace lock's).
+// It reads only the verified copies.
+func (c *Cache) Outdated(st *store.Store, constraints map[string]string, ro *ResolveOptions) ([]*Outdated, error) {
+	recs, err := st.Records()
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]*store.Record{}
+	var names []string
+	for _, r := range recs { // sorted by name, then version
+		if r.Catalog == nil {
+			continue
+		}
+		if latest[r.Name] == nil {
+			names = append(names, r.Name)
+		}
+		latest[r.Name] = r
+	}
+	out := []*Outdated{}
+	for _, name := range names {
+		r := latest[name]
+		o := &Outdated{Name: name, Catalog: r.Catalog.Name, Current: r.Version, Constraint: r.Catalog.Constraint, record: r}
+		if c, ok := constraints[name]; ok {
+			o.Constraint = c
+		}
+		out = append(out, o)
+		p, ci, err := c.Plugin(r.Catalog.Name, name)
+		switch {
+		case errors.Is(err, ErrNoCatalog):
+			o.Problem = fmt.Sprintf("catalog %s is not added any more (berth marketplace add)", r.Catalog.Name)
+			continue
+		case errors.Is(err, ErrNoPlugin):
+			o.Problem = fmt.Sprintf("catalog %s no longer lists %s", r.Catalog.Name, name)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		o.plugin, o.catalog = p, ci
+		if v := p.Version(r.Version); v != nil && v.Digest == r.Digest {
+			o.currentV, o.Status, o.Reason = v, v.Status, v.Reason
+		}
+		if res, err := Resolve(p, o.Constraint, ro); err == nil {
+			o.Wanted, o.wantedV = res.Chosen.Version, res.Chosen
+			o.Upgrade = semverLess(o.Current, o.Wanted)
+		} else if res == nil {
+			o.Problem = err.Error()
+		}
+		if res, err := Resolve(p, "", ro); err == nil {
+			o.Latest = res.Chosen.Version
+		}
+	}
+	return out, nil
+}

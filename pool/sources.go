@@ -1,0 +1,96 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Where a fromEnv source's value came from (SourceStatus.From).
+const (
+	FromEnvironment = "environment" // the environment berth runs in
+	FromStore       = "store"       // Options.Secrets: berth's secret store
+)
+
+// SourceStatus says, for one fromEnv source of a server, whether it was
+// set when the server last started and where from; never its value.
+type SourceStatus struct {
+	// Name is the variable the manifest names (fromEnv, bearerFromEnv).
+	Name string `json:"name"`
+	// For is what it is used for: the environment key of a stdio server
+	// (TOKEN), "the header NAME" or "the bearer token" of a remote.
+	For string `json:"for"`
+	Set bool   `json:"set"`
+	// From is FromEnvironment or FromStore when Set.
+	From string `json:"from,omitempty"`
+	// Error is why the store could not answer, when it could not.
+	Error string `json:"error,omitempty"`
+}
+
+// sources resolves the fromEnv sources of one server start: the host
+// environment first, then Options.Secrets. It records what it resolved,
+// never a value.
+type sources struct {
+	ctx     context.Context
+	env     func(string) (string, bool)
+	secrets func(context.Context, string) (string, bool, error)
+	seen    []SourceStatus
+}
+
+func (p *Pool) sources(ctx context.Context) *sources {
+	return &sources{ctx: ctx, env: p.lookupEnv, secrets: p.opts.Secrets}
+}
+
+// lookup resolves name, used for what.
+func (r *sources) lookup(name, what string) (string, bool) {
+	st := SourceStatus{Name: name, For: what}
+	v, ok := r.env(name)
+	if ok {
+		st.Set, st.From = true, FromEnvironment
+	} else if r.secrets != nil {
+		var err error
+		v, ok, err = r.secrets(r.ctx, name)
+		switch {
+		case err != nil:
+			st.Error = err.Error()
+			ok = false
+		case ok:
+			st.Set, st.From = true, FromStore
+		}
+	}
+	r.seen = append(r.seen, st)
+	return v, ok
+}
+
+// missing is the error of a server whose sources are not all set: it
+// names every missing one, both places berth looks, and the fix.
+func (r *sources) missing(id string) error {
+	var names, errs []string
+	for _, s := range r.seen {
+		if s.Set {
+			continue
+		}
+		names = append(names, fmt.Sprintf("%s (for %s)", s.Name, s.For))
+		if s.Error != "" {
+			errs = append(errs, s.Error)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	first := r.seen[0].Name
+	for _, s := range r.seen {
+		if !s.Set {
+			first = s.Name
+			break
+		}
+	}
+	if r.secrets == nil {
+		return permanent("server %s needs the environment variable %s, which is not set where berth runs; set it there (its value reaches only this server, never argv or logs), or disable the plugin", id, strings.Join(names, " and "))
+	}
+	msg := fmt.Sprintf("server %s needs the variable %s, which is set neither in the environment berth runs in nor in berth's secret store; store it with `berth secret set %s` (its value then reaches only this server, never argv, logs or a client's config file), or set it in berth's environment, or disable the plugin", id, strings.Join(names, " and "), first)
+	if len(errs) > 0 {
+		msg += " (the secret store: " + strings.Join(errs, "; ") + ")"
+	}
+	return permanent("%s", msg)
+}

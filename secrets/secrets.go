@@ -1,0 +1,506 @@
+// Package secrets is berth's secret store: values of the environment
+// variables that plugins name as fromEnv sources, kept in the OS keychain
+// (macOS Keychain, Windows Credential Manager, the Secret Service on Linux,
+// through github.com/zalando/go-keyring) or, where no keychain answers, in
+// a file readable only by its owner.
+//
+// The store has two parts in its directory (store.Paths.Secrets):
+//
+//	index.json    the names that are stored and where each one is (keychain
+//	              or file), never a value; List and Where read only this
+//	values.json   the values of the names stored in the file, mode 0600
+//
+// A value is written before the index names it and the index forgets a
+// name before its value is removed, each file replaced atomically under a
+// file lock, so a crash at any point leaves the old or the new secret, at
+// worst with an unreferenced value that the next Set or Remove of that name
+// overwrites or removes. Both files and the directory must belong to the
+// user berth runs as and be closed to everyone else; a file another user
+// could have written or read is refused, never used.
+//
+// Nothing here prints; errors name the secret, never its value.
+package secrets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/zalando/go-keyring"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+)
+
+// Backend is where one secret's value is kept.
+type Backend string
+
+// The backends.
+const (
+	// Keychain is the operating system's keychain.
+	Keychain Backend = "keychain"
+	// File is values.json in the store's directory, mode 0600: the fallback
+	// where no keychain answers (a headless Linux, CI).
+	File Backend = "file"
+)
+
+// ParseBackend returns the backend named s ("keychain" or "file").
+func ParseBackend(s string) (Backend, error) {
+	switch Backend(s) {
+	case Keychain, File:
+		return Backend(s), nil
+	}
+	return "", fmt.Errorf("unknown secret store %q: use keychain or file", s)
+}
+
+// Errors. ErrNotFound is returned for a name the store does not hold;
+// ErrKeychain wraps every failure of the OS keychain.
+var (
+	ErrNotFound = errors.New("no such secret")
+	ErrKeychain = errors.New("the keychain did not answer")
+)
+
+// MaxValueSize is the largest value the store keeps. Keychains keep far
+// less on some platforms (macOS: about 3000 bytes with the names); they
+// then refuse it, and --store file keeps it.
+const MaxValueSize = 64 << 10
+
+// DefaultTimeout bounds every call to the keychain: a Secret Service that
+// waits for a prompt nobody can answer must not hang berth.
+const DefaultTimeout = 10 * time.Second
+
+var nameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckName reports whether name can name a secret: it must be a name an
+// environment variable can have, as fromEnv sources are.
+func CheckName(name string) error {
+	if len(name) > 256 || !nameRe.MatchString(name) {
+		return fmt.Errorf("%q is not a secret name: use the name of the environment variable it stands for, matching [A-Za-z_][A-Za-z0-9_]* (for example ACME_TOKEN)", name)
+	}
+	return nil
+}
+
+// Options tune a Store. A nil *Options means the defaults.
+type Options struct {
+	// Timeout bounds each keychain call; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Store is a secret store in one directory. It is safe for concurrent use
+// by goroutines and processes: changes take a file lock.
+type Store struct {
+	dir     string
+	service string
+	timeout time.Duration
+}
+
+// Open returns the store in dir (an absolute path; created on the first
+// Set). Its keychain entries are under the service "berth:" + dir, so
+// two state roots never share a secret.
+func Open(dir string, opts *Options) *Store {
+	if !filepath.IsAbs(dir) {
+		panic(fmt.Sprintf("secrets: Open needs an absolute directory, got %q", dir))
+	}
+	s := &Store{dir: dir, service: "berth:" + dir, timeout: DefaultTimeout}
+	if opts != nil && opts.Timeout > 0 {
+		s.timeout = opts.Timeout
+	}
+	return s
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// ValuesFile is the file that holds the values of the File backend.
+func (s *Store) ValuesFile() string { return filepath.Join(s.dir, "values.json") }
+
+func (s *Store) indexFile() string { return filepath.Join(s.dir, "index.json") }
+
+// Entry is one stored secret, as the index records it: never its value.
+type Entry struct {
+	Name    string    `json:"name"`
+	Backend Backend   `json:"store"`
+	Updated time.Time `json:"updated"`
+}
+
+type indexFile struct {
+	Version int                 `json:"version"`
+	Secrets map[string]indexRec `json:"secrets"`
+}
+
+type indexRec struct {
+	Backend Backend   `json:"store"`
+	Updated time.Time `json:"updated"`
+}
+
+type valuesFile struct {
+	Version int               `json:"version"`
+	Values  map[string]string `json:"values"`
+}
+
+const formatVersion = 1
+
+// List returns the stored secrets sorted by name. It reads only the
+// index.
+func (s *Store) List() ([]Entry, error) {
+	idx, err := s.readIndex()
+	if err != nil {
+		return nil, err
+	}
+	out := []Entry{}
+	for _, n := range slices.Sorted(maps.Keys(idx.Secrets)) {
+		r := idx.Secrets[n]
+		out = append(out, Entry{Name: n, Backend: r.Backend, Updated: r.Updated})
+	}
+	return out, nil
+}
+
+// Where reports where name is stored, reading only the index: never a
+// value. ok is false when the store does not hold name.
+func (s *Store) Where(name string) (b Backend, ok bool, err error) {
+	idx, err := s.readIndex()
+	if err != nil {
+		return "", false, err
+	}
+	r, ok := idx.Secrets[name]
+	return r.Backend, ok, nil
+}
+
+// Get returns the value of name and where it is kept. A name the store
+// does not hold is an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, name string) (string, Backend, error) {
+	idx, err := s.readIndex()
+	if err != nil {
+		return "", "", err
+	}
+	r, ok := idx.Secrets[name]
+	if !ok {
+		return "", "", fmt.Errorf("%s: %w in berth's secret store", name, ErrNotFound)
+	}
+	switch r.Backend {
+	case Keychain:
+		v, err := s.keychain(ctx, func() (string, error) { return keyring.Get(s.service, name) })
+		if errors.Is(err, keyring.ErrNotFound) {
+			return "", r.Backend, fmt.Errorf("%s is recorded in the keychain, but the keychain no longer has it (removed outside berth?): %w; store it again with `berth secret set %s`", name, ErrNotFound, name)
+		}
+		if err != nil {
+			return "", r.Backend, fmt.Errorf("reading %s from the keychain: %w", name, err)
+		}
+		return v, r.Backend, nil
+	case File:
+		vals, err := s.readValues()
+		if err != nil {
+			return "", r.Backend, err
+		}
+		v, ok := vals.Values[name]
+		if !ok {
+			return "", r.Backend, fmt.Errorf("%s is recorded in %s, but that file does not hold it: %w; store it again with `berth secret set %s`", name, s.ValuesFile(), ErrNotFound, name)
+		}
+		return v, r.Backend, nil
+	}
+	return "", "", fmt.Errorf("%s: the index names the unknown store %q; run `berth secret set %s` again", name, r.Backend, name)
+}
+
+// SetResult says where Set put a value.
+type SetResult struct {
+	Backend Backend
+	// Fallback, when set, is why the keychain was not used: Set was asked
+	// for no backend in particular, no keychain answered, and the value
+	// went to the file.
+	Fallback error
+	// Replaced reports that the name was stored before (perhaps in the
+	// other backend, which no longer holds it).
+	Replaced bool
+}
+
+// Set stores value under name in backend b, or with b empty in the
+// keychain, falling back to the file when no keychain answers (the
+// result says so). The value must be non-empty, at most MaxValueSize
+// bytes and hold no NUL byte.
+func (s *Store) Set(ctx context.Context, name, value string, b Backend) (*SetResult, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	switch {
+	case value == "":
+		return nil, fmt.Errorf("the value of %s is empty; nothing was stored", name)
+	case len(value) > MaxValueSize:
+		return nil, fmt.Errorf("the value of %s is %d bytes, more than the %d berth stores; nothing was stored", name, len(value), MaxValueSize)
+	case strings.IndexByte(value, 0) >= 0:
+		return nil, fmt.Errorf("the value of %s holds a NUL byte, which no environment variable can; nothing was stored", name)
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	idx, err := s.readIndex()
+	if err != nil {
+		return nil, err
+	}
+	res := &SetResult{Backend: b}
+	old, had := idx.Secrets[name]
+	res.Replaced = had
+	if b == "" || b == Keychain {
+		_, err := s.keychain(ctx, func() (string, error) { return "", keyring.Set(s.service, name, value) })
+		switch {
+		case err == nil:
+			res.Backend = Keychain
+		case b == Keychain:
+			if errors.Is(err, keyring.ErrSetDataTooBig) {
+				return nil, fmt.Errorf("the keychain refuses a value of %d bytes for %s; keep it in the file with --store file: %w", len(value), name, err)
+			}
+			return nil, fmt.Errorf("storing %s in the keychain: %w; nothing was stored (--store file keeps it in a file only you can read)", name, err)
+		default:
+			if errors.Is(err, keyring.ErrSetDataTooBig) {
+				return nil, fmt.Errorf("the keychain refuses a value of %d bytes for %s; keep it in the file with --store file: %w", len(value), name, err)
+			}
+			res.Backend, res.Fallback = File, err
+		}
+	}
+	if res.Backend == File {
+		vals, err := s.readValues()
+		if err != nil {
+			return nil, err
+		}
+		vals.Values[name] = value
+		if err := s.writeJSON(s.ValuesFile(), vals); err != nil {
+			return nil, err
+		}
+	}
+	idx.Secrets[name] = indexRec{Backend: res.Backend, Updated: time.Now().UTC().Truncate(time.Second)}
+	if err := s.writeJSON(s.indexFile(), idx); err != nil {
+		return nil, err
+	}
+	// The other backend may still hold an older value of name.
+	if had && old.Backend != res.Backend {
+		if err := s.removeValue(ctx, name, old.Backend); err != nil {
+			return res, fmt.Errorf("%s is stored in the %s now, but its old value in the %s could not be removed: %w", name, res.Backend, old.Backend, err)
+		}
+	}
+	return res, nil
+}
+
+// Remove removes name from the store and returns where it was. A name the
+// store does not hold is an error wrapping ErrNotFound.
+func (s *Store) Remove(ctx context.Context, name string) (Backend, error) {
+	if err := CheckName(name); err != nil {
+		return "", err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	idx, err := s.readIndex()
+	if err != nil {
+		return "", err
+	}
+	r, ok := idx.Secrets[name]
+	if !ok {
+		return "", fmt.Errorf("%s: %w in berth's secret store (berth secret list shows what is)", name, ErrNotFound)
+	}
+	delete(idx.Secrets, name)
+	if err := s.writeJSON(s.indexFile(), idx); err != nil {
+		return "", err
+	}
+	if err := s.removeValue(ctx, name, r.Backend); err != nil {
+		return r.Backend, fmt.Errorf("%s is no longer used, but its value could not be removed from the %s: %w", name, r.Backend, err)
+	}
+	return r.Backend, nil
+}
+
+// removeValue removes name's value from backend b; a value already gone
+// is not an error.
+func (s *Store) removeValue(ctx context.Context, name string, b Backend) error {
+	switch b {
+	case Keychain:
+		_, err := s.keychain(ctx, func() (string, error) { return "", keyring.Delete(s.service, name) })
+		if errors.Is(err, keyring.ErrNotFound) {
+			return nil
+		}
+		return err
+	case File:
+		vals, err := s.readValues()
+		if err != nil {
+			return err
+		}
+		if _, ok := vals.Values[name]; !ok {
+			return nil
+		}
+		delete(vals.Values, name)
+		return s.writeJSON(s.ValuesFile(), vals)
+	}
+	return nil
+}
+
+// keychain runs one keychain call, bounded by the store's timeout and ctx.
+// Every failure wraps ErrKeychain; keyring.ErrNotFound and
+// keyring.ErrSetDataTooBig stay visible to errors.Is.
+func (s *Store) keychain(ctx context.Context, f func() (string, error)) (string, error) {
+	type result struct {
+		v   string
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		if r.err == nil || errors.Is(r.err, keyring.ErrNotFound) {
+			return r.v, r.err
+		}
+		return "", fmt.Errorf("%w: %w", ErrKeychain, r.err)
+	case <-t.C:
+		return "", fmt.Errorf("%w within %s", ErrKeychain, s.timeout)
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// lock takes the store's file lock, making the directory first.
+func (s *Store) lock(ctx context.Context) (func(), error) {
+	if err := s.ensureDir(); err != nil {
+		return nil, err
+	}
+	fl := flock.New(filepath.Join(s.dir, ".lock"))
+	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	if err != nil || !ok {
+		return nil, fmt.Errorf("waiting for the lock of the secret store %s: %v", s.dir, err)
+	}
+	return func() { fl.Unlock() }, nil
+}
+
+// ensureDir makes the directory 0700, or checks the one that is there.
+func (s *Store) ensureDir() error {
+	if err := os.MkdirAll(filepath.Dir(s.dir), 0o700); err != nil {
+		return err
+	}
+	if err := os.Mkdir(s.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("creating the secret store %s: %w", s.dir, err)
+	}
+	return s.checkPrivate(s.dir, true)
+}
+
+// checkPrivate refuses a file or directory that is not the user's own, or
+// that others may read or write. A symbolic link is refused too: another
+// user could point it anywhere.
+func (s *Store) checkPrivate(path string, dir bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link; berth keeps secrets only in its own files: remove it and store the secrets again", path)
+	case dir && !fi.IsDir(), !dir && !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular %s; move it aside and store the secrets again", path, map[bool]string{true: "directory", false: "file"}[dir])
+	}
+	if owner, ok := ownerOf(fi); ok && !owner {
+		return fmt.Errorf("%s belongs to another user, so it may hold values they chose or can read; berth does not use it: remove it and store the secrets again", path)
+	}
+	if privateModes && fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s has mode %04o, so other users may read or change it; berth does not use it: run chmod %s %s, and consider the secrets in it exposed", path, fi.Mode().Perm(), map[bool]string{true: "700", false: "600"}[dir], path)
+	}
+	return nil
+}
+
+// readIndex reads index.json; a missing store is an empty one.
+func (s *Store) readIndex() (*indexFile, error) {
+	idx := &indexFile{Version: formatVersion, Secrets: map[string]indexRec{}}
+	if err := s.readJSON(s.indexFile(), idx); err != nil {
+		return nil, err
+	}
+	if idx.Secrets == nil {
+		idx.Secrets = map[string]indexRec{}
+	}
+	for n, r := range idx.Secrets {
+		if CheckName(n) != nil || (r.Backend != Keychain && r.Backend != File) {
+			return nil, fmt.Errorf("%s names %q in the store %q, which berth does not write; remove the entry or the file and store the secrets again", s.indexFile(), n, r.Backend)
+		}
+	}
+	return idx, nil
+}
+
+func (s *Store) readValues() (*valuesFile, error) {
+	v := &valuesFile{Version: formatVersion, Values: map[string]string{}}
+	if err := s.readJSON(s.ValuesFile(), v); err != nil {
+		return nil, err
+	}
+	if v.Values == nil {
+		v.Values = map[string]string{}
+	}
+	return v, nil
+}
+
+// maxFileSize bounds what berth reads of its own files.
+const maxFileSize = 16 << 20
+
+// readJSON decodes a file of the store strictly; a missing file (or
+// store) leaves v as it is. The directory and the file must be private.
+func (s *Store) readJSON(path string, v any) error {
+	if _, err := os.Lstat(s.dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := s.checkPrivate(s.dir, true); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := s.checkPrivate(path, false); err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(data) > maxFileSize {
+		return fmt.Errorf("%s is larger than %d MiB; berth does not write such a file: move it aside", path, maxFileSize>>20)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		// The error of encoding/json may quote the input: never a value.
+		return fmt.Errorf("%s is damaged (not the JSON berth writes); move it aside and store the secrets again", path)
+	}
+	var version struct {
+		Version int `json:"version"`
+	}
+	_ = json.Unmarshal(data, &version)
+	if version.Version != formatVersion {
+		return fmt.Errorf("%s has format version %d; this berth reads version %d: use the berth that wrote it", path, version.Version, formatVersion)
+	}
+	return nil
+}
+
+// writeJSON replaces a file of the store atomically, mode 0600.
+func (s *Store) writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.ReplaceFile(path, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(s.dir)
+}

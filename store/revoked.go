@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// Revocation is a catalog's revocation of one version of a plugin, as the
+// store keeps it once a catalog refresh found it:
+// $BERTH_HOME/revoked/<name>/<version>.json. It applies to that exact
+// bundle (the digest); while it is there, the version is disabled in
+// every workspace, cannot be trusted or enabled again, and `berth verify`
+// fails for it.
+type Revocation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+	// Catalog is the catalog that revoked it, and Reason its words.
+	Catalog   string    `json:"catalog"`
+	Reason    string    `json:"reason"`
+	RevokedAt time.Time `json:"revokedAt"`
+}
+
+// Revocations is the directory of the revocations catalogs made.
+func (p Paths) Revocations() string { return filepath.Join(p.Root, "revoked") }
+
+// Revocation is the revocation of name@version.
+func (p Paths) Revocation(name, version string) string {
+	return filepath.Join(p.Revocations(), name, version+".json")
+}
+
+// RevokedError refuses a version that a catalog revoked. It wraps
+// trust.ErrUntrusted.
+type RevokedError struct {
+	Revocation *Revocation
+}
+
+func (e *RevokedError) Error() string {
+	r := e.Revocation
+	return fmt.Sprintf("%s@%s (%s) was revoked by catalog %s on %s: %s: %v; berth disabled it in every workspace and does not trust or enable it again; install another version (`berth outdated`, `berth upgrade %s`)",
+		r.Name, r.Version, r.Digest, r.Catalog, r.RevokedAt.Format("2006-01-02"), quoteReason(r.Reason), trust.ErrUntrusted, r.Name)
+}
+
+// Unwrap returns trust.ErrUntrusted.
+func (e *RevokedError) Unwrap() error { return trust.ErrUntrusted }
+
+func quoteReason(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// checkVersionRef checks a plugin name and a version, which is required.
+func checkVersionRef(name, version string) error {
+	if version == "" {
+		return fmt.Errorf("a revocation of %s needs its version", name)
+	}
+	return CheckRef(name, version)
+}
+
+// Revoked returns the revocation of name@version with digest, or nil.
+func (s *Store) Revoked(name, version, digest string) (*Revocation, error) {
+	if err := checkVersionRef(name, version); err != nil {
+		return nil, err
+	}
+	r := &Revocation{}
+	ok, err := readJSON(s.paths.Revocation(name, version), r)
+	if err != nil {
+		return nil, fmt.Errorf("%w (it records a catalog's revocation of %s@%s, so berth refuses that version until the file is readable)", err, name, version)
+	}
+	if !ok || r.Digest != digest {
+		return nil, nil
+	}
+	return r, nil
+}
+
+// CheckNotRevoked returns a *RevokedError when a catalog revoked
+// name@version with digest.
+func (s *Store) CheckNotRevoked(name, version, digest string) error {
+	r, err := s.Revoked(name, version, digest)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return &RevokedError{Revocation: r}
+	}
+	return nil
+}
+
+// MarkRevokedResult says what MarkRevoked did.
+type MarkRevokedResult struct {
+	// Disabled are the workspaces the version was enabled in, and is not
+	// any more.
+	Disabled []string
+	// Already is true when the revocation was recorded before.
+	Already bool
+}
+
+// MarkRevoked records a catalog's revocation of r.Name@r.Version (the
+// bundle of r.Digest) and disables that version in every workspace, under
+// the lock, with the generation bump that disable makes, so running pools
+// stop it at their next boundary. The enablements go first: a crash
+// between the two leaves the plugin stopped, and the next refresh records
+// the revocation again. Running it again changes nothing more.
+func (s *Store) MarkRevoked(ctx context.Context, r Revocation) (*MarkRevokedResult, error) {
+	if err := checkVersionRef(r.Name, r.Version); err != nil {
+		return nil, err
+	}
+	if _, err := ParseDigest(r.Digest); err != nil {
+		return nil, fmt.Errorf("revocation of %s@%s: %w", r.Name, r.Version, err)
+	}
+	if r.RevokedAt.IsZero() {
+		r.RevokedAt = s.now().UTC().Truncate(time.Second)
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	res := &MarkRevokedResult{}
+	if have, err := s.Revoked(r.Name, r.Version, r.Digest); err != nil {
+		return nil, err
+	} else if have != nil {
+		res.Already = true
+	}
+	_, err = s.updateLocked(func(st *State) error {
+		for path, w := range st.Workspaces {
+			if w == nil {
+				continue
+			}
+			if e := w.Plugins[r.Name]; e != nil && e.Version == r.Version && e.Digest == r.Digest {
+				delete(w.Plugins, r.Name)
+				res.Disabled = append(res.Disabled, path)
+				if len(w.Plugins) == 0 {
+					delete(st.Workspaces, path)
+				}
+			}
+		}
+		if len(res.Disabled) == 0 {
+			return ErrNoChange
+		}
+		sortStrings(res.Disabled)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.hook("revoked-disabled")
+	if res.Already {
+		return res, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(s.paths.Revocation(r.Name, r.Version)), 0o700); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteJSON(s.paths.Revocation(r.Name, r.Version), &r, 0o600); err != nil {
+		return nil, err
+	}
+	s.hook("revocation-written")
+	return res, nil
+}
+
+// Revocations lists the revocations recorded, sorted by name and version.
+func (s *Store) Revocations() ([]*Revocation, error) {
+	matches, err := filepath.Glob(filepath.Join(s.paths.Revocations(), "*", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*Revocation
+	for _, m := range matches {
+		r := &Revocation{}
+		if _, err := readJSON(m, r); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, err
+		}
+		if CheckRef(r.Name, r.Version) != nil || s.paths.Revocation(r.Name, r.Version) != m {
+			return nil, fmt.Errorf("the revocation %s does not match its path; berth wrote it otherwise: restore it, or remove it if you are sure", m)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
