@@ -2,9 +2,11 @@ package marketplace
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image/png"
 	"io"
 	"net/url"
 	"path"
@@ -56,6 +58,56 @@ type Plugin struct {
 	// bundle signature must be by one of them.
 	Signers  []*Signer  `json:"signers"`
 	Versions []*Version `json:"versions"`
+	// Readme is the plugin's README in Markdown (berth catalog add takes
+	// the bundle's README.md), at most MaxReadme bytes. It is text from
+	// the publisher: the marketplace page renders it sanitized.
+	Readme string `json:"readme,omitempty"`
+	// Icon is a PNG image, base64-encoded, of at most MaxIcon bytes and
+	// 16 to 512 pixels wide and high (berth catalog add --icon).
+	Icon string `json:"icon,omitempty"`
+}
+
+// Caps of a plugin's README and icon.
+const (
+	MaxReadme = 64 << 10
+	MaxIcon   = 64 << 10
+)
+
+// IconPNG returns the plugin's icon as PNG bytes, nil when it has none.
+// A parsed catalog's icon has been checked (CheckIcon); this decodes it.
+func (p *Plugin) IconPNG() []byte {
+	if p.Icon == "" {
+		return nil
+	}
+	data, err := base64.StdEncoding.DecodeString(p.Icon)
+	if err != nil || CheckIcon(data) != nil {
+		return nil
+	}
+	return data
+}
+
+// CheckIcon checks an icon: a PNG (no other format: an SVG can carry
+// script) that decodes, of at most MaxIcon bytes, 16 to 512 pixels wide
+// and high.
+func CheckIcon(data []byte) error {
+	if len(data) > MaxIcon {
+		return fmt.Errorf("the icon is %d bytes, over the limit of %d", len(data), MaxIcon)
+	}
+	if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+		return fmt.Errorf("the icon is not a PNG image (only PNG icons are carried: no SVG, which can hold script)")
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("the icon is not a valid PNG image: %v", err)
+	}
+	if cfg.Width < 16 || cfg.Height < 16 || cfg.Width > 512 || cfg.Height > 512 {
+		return fmt.Errorf("the icon is %dx%d pixels; it must be 16 to 512 pixels wide and high", cfg.Width, cfg.Height)
+	}
+	// The size is checked before decoding, so the image fits in memory.
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("the icon is not a valid PNG image: %v", err)
+	}
+	return nil
 }
 
 // Publisher is who publishes a plugin, as its manifest claims.
@@ -237,6 +289,8 @@ const (
 	RuleEntryURL        = "entry-url"
 	RuleEntrySigner     = "entry-signer"
 	RuleEntryNoVersions = "entry-no-versions"
+	RuleEntryReadme     = "entry-readme"
+	RuleEntryIcon       = "entry-icon"
 	RuleVersionSemver   = "version-semver"
 	RuleVersionDup      = "version-duplicate"
 	RuleVersionDigest   = "version-digest"
@@ -516,6 +570,16 @@ func (chk *checker) plugin(p *Plugin, where string) []*Problem {
 	}
 	checkHTTPS(add, where+".homepage", p.Homepage)
 	checkText(add, where+".license", p.License, 256, false)
+	if len(p.Readme) > MaxReadme {
+		add(where+".readme", RuleEntryReadme, "the README is %d bytes, over the limit of %d; shorten it (berth catalog add --no-readme leaves it out)", len(p.Readme), MaxReadme)
+	}
+	if p.Icon != "" {
+		if data, err := base64.StdEncoding.DecodeString(p.Icon); err != nil {
+			add(where+".icon", RuleEntryIcon, "the icon is not standard base64: %v", err)
+		} else if err := CheckIcon(data); err != nil {
+			add(where+".icon", RuleEntryIcon, "%v", err)
+		}
+	}
 	if len(p.Signers) == 0 {
 		add(where+".signers", RuleEntrySigner, "the entry allows no signer, so no version of it can be installed; list the publisher's key or identity (berth catalog add records it)")
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofrs/flock"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
@@ -521,6 +523,13 @@ type AddRequest struct {
 	Tier Tier
 	// Tags replace the plugin's tags when non-nil.
 	Tags []string
+	// Icon is a PNG image for the plugin (CheckIcon); nil keeps the one
+	// it has.
+	Icon []byte
+	// OmitReadme leaves the bundle's README.md out. The plugin's README is
+	// that of its highest version: adding a new highest version replaces
+	// it (with none, when OmitReadme is set or the bundle has none).
+	OmitReadme bool
 }
 
 // AddResult says what Repository.Add did.
@@ -565,6 +574,11 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if req.URL != "" {
 		if err := CheckLocation(req.URL); err != nil || !strings.HasPrefix(strings.ToLower(req.URL), "https://") {
 			return nil, fmt.Errorf("the archive's URL %q is not an absolute https URL; give the URL where the archive will be served", req.URL)
+		}
+	}
+	if req.Icon != nil {
+		if err := CheckIcon(req.Icon); err != nil {
+			return nil, err
 		}
 	}
 	unlock, err := lockDir(ctx, r.dir)
@@ -641,6 +655,17 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if req.Tags != nil {
 		p.Tags = append([]string(nil), req.Tags...)
 	}
+	if req.Icon != nil {
+		p.Icon = base64.StdEncoding.EncodeToString(req.Icon)
+	}
+	if isHighest(p, m.Version) {
+		p.Readme = ""
+		if !req.OmitReadme {
+			if p.Readme, err = bundleReadme(b); err != nil {
+				return nil, err
+			}
+		}
+	}
 	keys, err := r.keysFor(&pub.root.Signed, metadata.TARGETS, metadata.SNAPSHOT, metadata.TIMESTAMP)
 	if err != nil {
 		return nil, err
@@ -704,6 +729,40 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		return nil, err
 	}
 	return out, nil
+}
+
+// isHighest reports whether version is above every version p lists.
+func isHighest(p *Plugin, version string) bool {
+	for _, v := range p.Versions {
+		if !semverLess(v.Version, version) {
+			return false
+		}
+	}
+	return true
+}
+
+// bundleReadme reads the bundle's README.md, a regular file of at most
+// MaxReadme bytes whose content is the one the listing hashed; "" when it
+// has none.
+func bundleReadme(b *bundle.Bundle) (string, error) {
+	e, ok := b.Listing().Lookup("README.md")
+	if !ok || e.Mode == bundle.ModeSymlink {
+		return "", nil
+	}
+	if e.Size > MaxReadme {
+		return "", fmt.Errorf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", b.Source, e.Size, MaxReadme)
+	}
+	data, err := readLimited(filepath.Join(b.Dir, "README.md"), MaxReadme)
+	if err != nil {
+		return "", err
+	}
+	if sha256.Sum256(data) != e.SHA256 {
+		return "", fmt.Errorf("%s: README.md changed while berth read the bundle; run the command again", b.Source)
+	}
+	if !utf8.Valid(data) {
+		return "", fmt.Errorf("%s: README.md is not UTF-8 text; convert it, or leave it out (berth catalog add --no-readme)", b.Source)
+	}
+	return string(data), nil
 }
 
 // isPublished reports whether the published catalog lists name@version

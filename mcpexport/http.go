@@ -11,10 +11,11 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/berth-mcp/berth/internal/loopback"
 )
 
 // DefaultAddr is where the HTTP transports listen unless told otherwise.
@@ -40,14 +41,7 @@ func ListenAddr(addr string) (string, bool, error) {
 	return net.JoinHostPort(host, port), isLoopbackHost(host), nil
 }
 
-func isLoopbackHost(h string) bool {
-	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopbackHost(h string) bool { return loopback.IsHost(h) }
 
 // ReadTokenFile reads the bearer token of the HTTP listeners from path.
 // The file must be a regular file owned by the current user and readable
@@ -221,22 +215,9 @@ func guard(next http.Handler, o *HTTPOptions, transport, source string) http.Han
 	})
 }
 
-func arrivedOnLoopback(r *http.Request) bool {
-	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || a == nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	return err == nil && isLoopbackHost(host)
-}
+func arrivedOnLoopback(r *http.Request) bool { return loopback.ArrivedOnLoopback(r) }
 
-func loopbackOrigin(o string) bool {
-	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return isLoopbackHost(u.Hostname())
-}
+func loopbackOrigin(o string) bool { return loopback.IsOrigin(o) }
 
 // healthz answers liveness probes without authentication.
 func healthz(w http.ResponseWriter, r *http.Request) {

@@ -105,7 +105,8 @@ func (p *printer) importTail(d *Disclosure) {
 		return
 	}
 	if len(imp.Inputs) > 0 {
-		p.f("\nIt asks its user for these values; in berth's terms:\n")
+		p.blank()
+		p.line(LineHeading, "It asks its user for these values; in berth's terms:")
 		for _, in := range imp.Inputs {
 			var attrs []string
 			if in.Type != "" {
@@ -120,19 +121,20 @@ func (p *printer) importTail(d *Disclosure) {
 			if in.Default != "" {
 				attrs = append(attrs, "default "+fmt.Sprintf("%q", in.Default))
 			}
-			title := "- " + in.Name
+			title := in.Name
 			if len(attrs) > 0 {
 				title += " (" + strings.Join(attrs, ", ") + ")"
 			}
 			if in.Title != "" {
 				title += ": " + in.Title
 			}
-			p.f("%s\n", Printable(title))
+			p.line(LineItem, title)
 			p.field("becomes", in.Becomes)
 		}
 	}
 	if decl := imp.Declared; decl != nil {
-		p.f("\nIt declares (what the server lists is pinned when you enable it):\n")
+		p.blank()
+		p.line(LineHeading, "It declares (what the server lists is pinned when you enable it):")
 		items := func(label string, list []bundle.DeclaredItem, generated bool) {
 			var names []string
 			for _, it := range list {
@@ -153,7 +155,8 @@ func (p *printer) importTail(d *Disclosure) {
 		items("prompts", decl.Prompts, decl.PromptsGenerated)
 	}
 	if c := imp.Compatibility; c != nil {
-		p.f("\nIt needs (berth checked this machine against it):\n")
+		p.blank()
+		p.line(LineHeading, "It needs (berth checked this machine against it):")
 		if len(c.Platforms) > 0 {
 			p.field("platforms", strings.Join(c.Platforms, ", "))
 		}
@@ -171,22 +174,24 @@ func (p *printer) importTail(d *Disclosure) {
 		}
 	}
 	if len(hooks) > 0 {
-		p.f("\nHOOKS: the source has hooks, code that %s would run on its own events. berth never runs them:\n", clientOf(imp.Format))
+		p.blank()
+		p.line(LineHeading, fmt.Sprintf("HOOKS: the source has hooks, code that %s would run on its own events. berth never runs them:", clientOf(imp.Format)))
 		for _, h := range hooks {
-			p.f("%s\n", Printable("- "+h.Field+": "+h.Reason))
+			p.line(LineItem, h.Field+": "+h.Reason)
 		}
 	}
-	p.f("\nNot carried over, never run by berth:\n")
+	p.blank()
+	p.line(LineHeading, "Not carried over, never run by berth:")
 	for _, n := range imp.NotCarriedOver {
 		if n.Kind == "hook" {
 			continue
 		}
-		line := "- " + n.Field + " (" + n.Kind
+		line := n.Field + " (" + n.Kind
 		if n.Name != "" && !strings.HasSuffix(n.Field, n.Name) {
 			line += " " + n.Name
 		}
 		line += "): " + n.Reason
-		p.f("%s\n", Printable(line))
+		p.line(LineItem, line)
 	}
 }
 

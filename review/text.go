@@ -9,11 +9,60 @@ import (
 	"unicode/utf8"
 )
 
+// Line is one line of a disclosure as berth review words it. WriteText
+// prints the lines for a terminal; another rendering (the marketplace's
+// web page) shows the same lines, so the words are written once.
+type Line struct {
+	Kind LineKind
+	// Label is a field's label; "" continues the field above.
+	Label string
+	// Text is the line's text, unescaped: it carries text from the bundle,
+	// so escape it for where it is shown (Printable for a terminal).
+	Text string
+}
+
+// LineKind says what a Line is.
+type LineKind int
+
+// Kinds of lines, as WriteText prints them.
+const (
+	LineTitle       LineKind = iota // the name and version
+	LineDescription                 // the description, indented
+	LineBlank                       // an empty line between groups
+	LineHeading                     // a sentence that opens a group, like "If you trust it, it may:"
+	LineItem                        // one thing it may do, printed "- " + Text; fields follow
+	LineField                       // a labelled value, printed indented
+)
+
 // WriteText writes the disclosure for a person at a terminal.
 func (d *Disclosure) WriteText(w io.Writer) error {
-	p := &printer{w: w}
-	p.f("%s %s\n", d.Name, d.Version)
-	p.f("  %s\n\n", Printable(d.Description))
+	for _, l := range d.Lines() {
+		var err error
+		switch l.Kind {
+		case LineTitle, LineHeading:
+			_, err = fmt.Fprintf(w, "%s\n", Printable(l.Text))
+		case LineDescription:
+			_, err = fmt.Fprintf(w, "  %s\n", Printable(l.Text))
+		case LineBlank:
+			_, err = fmt.Fprintln(w)
+		case LineItem:
+			_, err = fmt.Fprintf(w, "%s\n", Printable("- "+l.Text))
+		case LineField:
+			_, err = fmt.Fprintf(w, "    %-12s %s\n", l.Label, Printable(l.Text))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Lines returns the disclosure as the lines WriteText prints.
+func (d *Disclosure) Lines() []Line {
+	p := &printer{}
+	p.line(LineTitle, d.Name+" "+d.Version)
+	p.line(LineDescription, d.Description)
+	p.blank()
 	if d.Publisher != nil {
 		pub := d.Publisher.Name
 		if d.Publisher.URL != "" {
@@ -33,15 +82,15 @@ func (d *Disclosure) WriteText(w io.Writer) error {
 	p.field("digest", d.Digest)
 	p.field("files", fmt.Sprintf("%d, %s in all", d.Files.Count, humanBytes(d.Files.TotalSize)))
 	p.importHead(d)
-	p.f("\n")
+	p.blank()
 	if len(d.Servers) == 0 && len(d.NativeTools) == 0 {
-		p.f("It asks for nothing.\n")
+		p.line(LineHeading, "It asks for nothing.")
 		p.importTail(d)
-		return p.err
+		return p.lines
 	}
-	p.f("If you trust it, it may:\n")
+	p.line(LineHeading, "If you trust it, it may:")
 	for _, s := range d.Servers {
-		p.f("\n")
+		p.blank()
 		switch s.Kind {
 		case KindStdio:
 			p.stdio(s)
@@ -52,22 +101,22 @@ func (d *Disclosure) WriteText(w io.Writer) error {
 		p.field("timeouts", "startup "+s.Timeouts.Startup+", each call "+s.Timeouts.Call)
 	}
 	for _, nt := range d.NativeTools {
-		p.f("\n")
-		p.f("- run the native tool provider %q as you, with your files (go-plugin over gRPC)\n", nt.Name)
+		p.blank()
+		p.line(LineItem, fmt.Sprintf("run the native tool provider %q as you, with your files (go-plugin over gRPC)", nt.Name))
 		p.field("program", nt.Executable+" (bundled, sha256 "+nt.SHA256+", "+humanBytes(nt.Size)+")")
 		p.field("checked", "berth starts it only if its checksum still matches the reviewed one")
 	}
 	p.importTail(d)
-	return p.err
+	return p.lines
 }
 
 func (p *printer) stdio(s Server) {
 	st := s.Stdio
-	title := fmt.Sprintf("- run the local MCP server %q", s.Name)
+	title := fmt.Sprintf("run the local MCP server %q", s.Name)
 	if s.Description != "" {
 		title += " (" + s.Description + ")"
 	}
-	p.f("%s\n", Printable(title))
+	p.line(LineItem, title)
 	p.field("authority", "it "+st.Authority)
 	switch st.Program {
 	case ProgramBundled:
@@ -115,11 +164,11 @@ func registryName(f Fetch) string {
 
 func (p *printer) remote(s Server) {
 	r := s.Remote
-	title := fmt.Sprintf("- connect to the remote MCP server %q", s.Name)
+	title := fmt.Sprintf("connect to the remote MCP server %q", s.Name)
 	if s.Description != "" {
 		title += " (" + s.Description + ")"
 	}
-	p.f("%s\n", Printable(title))
+	p.line(LineItem, title)
 	p.field("endpoint", r.Endpoint+" over "+r.Transport)
 	if r.Loopback {
 		p.field("", "a server on this machine (loopback)")
@@ -151,19 +200,19 @@ func (p *printer) tools(t ToolFilter) {
 	}
 }
 
+// printer collects the lines of a disclosure.
 type printer struct {
-	w   io.Writer
-	err error
+	lines []Line
 }
 
-func (p *printer) f(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
+func (p *printer) line(k LineKind, text string) {
+	p.lines = append(p.lines, Line{Kind: k, Text: text})
 }
+
+func (p *printer) blank() { p.line(LineBlank, "") }
 
 func (p *printer) field(label, value string) {
-	p.f("    %-12s %s\n", label, Printable(value))
+	p.lines = append(p.lines, Line{Kind: LineField, Label: label, Text: value})
 }
 
 // Printable escapes every character a terminal could act on (control

@@ -3,6 +3,7 @@ package schemas_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -147,6 +148,10 @@ func TestPublishedCatalogPassesSchema(t *testing.T) {
 		"bad digest":     func(p map[string]any) { version(p)["digest"] = "md5:0" },
 		"revoked reason": func(p map[string]any) { version(p)["status"] = "revoked" },
 		"bad url":        func(p map[string]any) { version(p)["urls"] = []any{} },
+		"svg icon": func(p map[string]any) {
+			p["icon"] = base64.StdEncoding.EncodeToString([]byte(`<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>`))
+		},
+		"long readme": func(p map[string]any) { p["readme"] = strings.Repeat("é", 40000) + strings.Repeat("a", 30000) },
 		"kind without its object": func(p map[string]any) {
 			delete(server(p), "remote")
 			delete(server(p), "stdio")

@@ -112,8 +112,9 @@ func openRepo(dir, keys string) (*marketplace.Repository, error) {
 }
 
 func (a *app) catalogAddCommand() *cobra.Command {
-	var keys, url, sigFile, tier string
+	var keys, url, sigFile, tier, iconFile string
 	var tags []string
+	var noReadme bool
 	cmd := &cobra.Command{
 		Use:     "add DIR BUNDLE --keys KEYDIR",
 		Example: `  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys`,
@@ -128,7 +129,12 @@ from the real bundle, copies the archive and signature into DIR (a
 directory is packed as .tar.gz; with --url only the signature is copied
 and the archive is listed at URL), and publishes a new signed version of
 the catalog. The signature defaults to BUNDLE.sigstore.json. A version
-is immutable: the same version with another digest is refused.`,
+is immutable: the same version with another digest is refused.
+
+The bundle's README.md (at most 64 KiB of UTF-8) becomes the plugin's
+README when the version is its highest; the marketplace page shows it,
+sanitized. --icon gives the plugin a PNG icon (at most 64 KiB, 16 to 512
+pixels; no SVG).`,
 		Args: exactArgs(2, "DIR and BUNDLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, source := args[0], args[1]
@@ -170,7 +176,15 @@ is immutable: the same version with another digest is refused.`,
 			if err != nil {
 				return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
 			}
-			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t}
+			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t, OmitReadme: noReadme}
+			if iconFile != "" {
+				if req.Icon, err = readLimitedFile(iconFile, marketplace.MaxIcon); err != nil {
+					return fmt.Errorf("--icon: %w", err)
+				}
+				if err := marketplace.CheckIcon(req.Icon); err != nil {
+					return usagef("--icon %s: %v", iconFile, err)
+				}
+			}
 			if cmd.Flags().Changed("tag") {
 				req.Tags = tags
 			}
@@ -199,6 +213,8 @@ is immutable: the same version with another digest is refused.`,
 	f.StringVar(&sigFile, "signature", "", "the bundle's Sigstore signature (default BUNDLE.sigstore.json)")
 	f.StringVar(&tier, "tier", "", "official, verified or community (default: keep; community for a new plugin)")
 	f.StringArrayVar(&tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
+	f.StringVar(&iconFile, "icon", "", "a PNG icon `FILE` for the plugin (default: keep the one it has)")
+	f.BoolVar(&noReadme, "no-readme", false, "leave the bundle's README.md out of the catalog")
 	return cmd
 }
 

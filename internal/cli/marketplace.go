@@ -56,11 +56,13 @@ keeps a verified copy of each catalog you add under $BERTH_HOME/catalogs/,
 and every update is a full TUF update against it: a rolled-back, frozen
 (expired), mixed-and-matched, badly signed or altered catalog is refused
 with exit 4, naming which and what to do; a network failure is exit 1.
-search and show answer from the verified copy, offline.`,
-		Args: exactArgs(0, "a subcommand: add, list, remove or update"),
+search and show answer from the verified copy, offline; serve and export
+show the same in a web browser.`,
+		Args: exactArgs(0, "a subcommand: add, list, remove, update, serve or export"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.marketplaceAddCommand(), a.marketplaceListCommand(), a.marketplaceRemoveCommand(), a.marketplaceUpdateCommand())
+	cmd.AddCommand(a.marketplaceAddCommand(), a.marketplaceListCommand(), a.marketplaceRemoveCommand(), a.marketplaceUpdateCommand(),
+		a.marketplaceServeCommand(), a.marketplaceExportCommand())
 	return cmd
 }
 

@@ -4,37 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/review"
 )
-
-type showVersion struct {
-	Version     string             `json:"version"`
-	Status      marketplace.Status `json:"status"`
-	Reason      string             `json:"reason,omitempty"`
-	Replacement string             `json:"replacement,omitempty"`
-	Released    time.Time          `json:"released"`
-	Digest      string             `json:"digest"`
-	Picked      bool               `json:"picked"`
-	Skipped     string             `json:"skipped,omitempty"`
-}
-
-type showOutput struct {
-	Catalog  *marketplace.CatalogInfo `json:"catalog"`
-	Plugin   *marketplace.Plugin      `json:"plugin"`
-	Versions []showVersion            `json:"versions"`
-	// Install is the version berth install NAME would pick; "" when none.
-	Install string `json:"install"`
-	// Shown is the version whose review is shown.
-	Shown         string             `json:"shown"`
-	Review        *review.Disclosure `json:"review"`
-	Tools         []marketplace.Tool `json:"tools"`
-	ContextTokens int                `json:"contextTokens"`
-}
 
 func (a *app) showCommand() *cobra.Command {
 	var catalog string
@@ -87,101 +62,61 @@ writes, and needs no network. A name in several catalogs needs --catalog.`,
 			if err != nil {
 				return err
 			}
-			res, rerr := marketplace.Resolve(p, "", ro)
-			if rerr != nil && res == nil {
-				return rerr
+			out, err := marketplace.Show(p, ci, version, ro)
+			if err != nil {
+				return err
 			}
-			out := showOutput{Catalog: ci, Plugin: p, Versions: []showVersion{}}
-			if res.Chosen != nil {
-				out.Install = res.Chosen.Version
-			}
-			for _, cand := range res.Candidates {
-				v := cand.Version
-				out.Versions = append(out.Versions, showVersion{Version: v.Version, Status: v.Status, Reason: v.Reason, Replacement: v.Replacement, Released: v.Released, Digest: v.Digest, Picked: cand.Chosen, Skipped: cand.Skipped})
-			}
-			shown := res.Chosen
-			if version != "" {
-				if shown = p.Version(version); shown == nil {
-					var vs []string
-					for _, v := range out.Versions {
-						vs = append(vs, v.Version)
-					}
-					return fmt.Errorf("%w: catalog %s has no version %s of %s (it has %s)", marketplace.ErrNoPlugin, catalog, version, name, strings.Join(vs, ", "))
-				}
-			}
-			if shown == nil && len(p.Versions) > 0 {
-				shown = res.Candidates[0].Version // the highest, to show what it would do
-			}
-			out.Shown = shown.Version
-			out.Review = shown.Summary.Disclosure(p, shown)
-			out.Tools = shown.Summary.Tools
-			if out.Tools == nil {
-				out.Tools = []marketplace.Tool{}
-			}
-			out.ContextTokens = marketplace.EstimateTokens(shown.Summary.Tools)
 			if asJSON {
 				return writeJSON(a.stdout, out)
 			}
-			return a.writeShow(&out)
+			return a.writeShow(out)
 		},
 	}
 	cmd.Flags().StringVar(&catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
-	a.jsonFlag(cmd, &asJSON, showOutput{})
+	a.jsonFlag(cmd, &asJSON, marketplace.Showing{})
 	return cmd
 }
 
-func (a *app) writeShow(out *showOutput) error {
+func (a *app) writeShow(out *marketplace.Showing) error {
 	w := a.stdout
 	p, ci := out.Plugin, out.Catalog
 	a.printStale([]*marketplace.CatalogInfo{ci})
-	fmt.Fprintf(w, "%s, from catalog %s (tier %s)\n", p.Name, ci.Name, p.Tier)
+	fmt.Fprintln(w, out.Title())
 	if len(p.Tags) > 0 {
 		fmt.Fprintf(w, "  tags: %s\n", strings.Join(p.Tags, ", "))
 	}
-	fmt.Fprintln(w, "\nSigners the catalog allows for it (a bundle signed by anyone else is refused):")
+	fmt.Fprintln(w, "\n"+marketplace.SignersHeading)
 	for _, s := range p.Signers {
 		fmt.Fprintf(w, "  %s\n", review.Printable(s.String()))
 	}
 	fmt.Fprintln(w, "\nVersions:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, v := range out.Versions {
-		status := string(v.Status)
-		if v.Reason != "" {
-			status += ": " + v.Reason
-		}
-		if v.Replacement != "" {
-			status += " (use " + v.Replacement + " instead)"
-		}
-		note := "skipped: " + v.Skipped
+		note := v.Note(p.Name)
 		if v.Picked {
-			note = "<- berth install " + p.Name + " picks this"
+			note = "<- " + note
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", v.Version, v.Released.Format("2006-01-02"), review.Printable(status), review.Printable(note))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", v.Version, v.Released.Format("2006-01-02"), review.Printable(v.StatusText()), review.Printable(note))
 	}
 	tw.Flush()
-	if out.Install == "" {
-		fmt.Fprintf(w, "berth install %s would pick no version: each is skipped for the reason shown.\n", p.Name)
+	if s := out.NoPick(); s != "" {
+		fmt.Fprintln(w, s)
 	}
-	fmt.Fprintf(w, "\nReview of %s, as the catalog states it (berth install checks it against the bundle and refuses a difference):\n\n", out.Shown)
+	fmt.Fprintf(w, "\n%s\n\n", out.ReviewHeading())
 	if err := out.Review.WriteText(w); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
-	switch len(out.Tools) {
-	case 0:
-		fmt.Fprintln(w, "Tools: the curator lists none, so berth cannot estimate their context cost before you install.")
-	default:
-		fmt.Fprintf(w, "Tools the curator lists (%d), about %d tokens of context:\n", len(out.Tools), out.ContextTokens)
-		for _, t := range out.Tools {
-			line := "  " + t.Server + "__" + t.Name
-			if t.Description != "" {
-				line += ": " + shorten(t.Description, 70)
-			}
-			if an := t.Annotations; an != nil && an.DestructiveHint != nil && *an.DestructiveHint {
-				line += " (destructive)"
-			}
-			fmt.Fprintln(w, review.Printable(line))
+	fmt.Fprintln(w, out.ToolsHeading())
+	for _, t := range out.Tools {
+		line := "  " + t.Server + "__" + t.Name
+		if t.Description != "" {
+			line += ": " + shorten(t.Description, 70)
 		}
+		for _, h := range t.Hints() {
+			line += " (" + h + ")"
+		}
+		fmt.Fprintln(w, review.Printable(line))
 	}
 	return nil
 }

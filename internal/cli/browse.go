@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/pkg/browser"
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/internal/browse"
+)
+
+// The marketplace page: berth marketplace serve and export.
+
+// site opens the marketplace page over the verified catalogs and the
+// trust records (for the "installed" badges).
+func (a *app) site() (*browse.Site, error) {
+	c, err := a.catalogs()
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.store()
+	if err != nil {
+		return nil, err
+	}
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return nil, err
+	}
+	return browse.New(c, &browse.Options{Resolve: ro, Store: st}), nil
+}
+
+func (a *app) marketplaceServeCommand() *cobra.Command {
+	var addr string
+	var open bool
+	cmd := &cobra.Command{
+		Use:   "serve [--addr ADDR] [--open]",
+		Short: "Browse the catalogs in a web browser, served on loopback (read-only)",
+		Long: `Serve serves the marketplace page on a loopback address (default
+127.0.0.1 and a free port, printed at start) until interrupted: search
+and filter the plugins of every catalog you added, read each plugin's
+whole disclosure in the words of berth show and berth review, its
+versions, README and the install command to copy, and the catalogs'
+TUF state. Everything is read from the verified copies, offline; the
+page changes nothing (there is no install button) and loads nothing from
+any other site. A non-loopback --addr is refused: the page is for this
+machine (berth marketplace export writes a copy to host elsewhere).
+
+Only GET and HEAD are answered, only to loopback Host names and origins
+(DNS rebinding and other sites' pages are refused), with a
+Content-Security-Policy of default-src 'self'. docs/marketplace.md says
+what each badge means.`,
+		Example: `  berth marketplace serve
+  berth marketplace serve --addr 127.0.0.1:8080 --open`,
+		Args: exactArgs(0, "no arguments (the address is --addr)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			site, err := a.site()
+			if err != nil {
+				return err
+			}
+			ln, err := browse.Listen(addr)
+			if err != nil {
+				return usagef("--addr: %v", err)
+			}
+			url := "http://" + ln.Addr().String() + "/"
+			srv := &http.Server{Handler: site.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+			fmt.Fprintf(a.stdout, "Serving the marketplace page at %s (read-only; Ctrl-C stops it).\n", url)
+			if open {
+				browser.Stdout, browser.Stderr = io.Discard, io.Discard
+				if err := browser.OpenURL(url); err != nil {
+					fmt.Fprintf(a.stderr, "berth: warning: could not open a browser (%v); open %s yourself\n", err, url)
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ln) }()
+			select {
+			case err := <-done:
+				return err
+			case <-cmd.Context().Done():
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+			}
+			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			fmt.Fprintln(a.stdout, "Stopped.")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", browse.DefaultAddr, "the loopback `ADDR` to listen on (HOST:PORT; port 0 picks a free one)")
+	cmd.Flags().BoolVar(&open, "open", false, "open the page in the system's web browser")
+	return cmd
+}
+
+func (a *app) marketplaceExportCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export DIR",
+		Short: "Write the marketplace page as a static site (plain files)",
+		Long: `Export writes the pages of berth marketplace serve into DIR as plain
+files, for a team to host its catalog's page on any static web server or
+to open from file://: the index (search and filters run in the page over
+an embedded index, with berth search's ranking), a page per plugin and
+per version, the catalogs page, the style sheet, script and icons. Links
+are relative. DIR must be new, empty, or an earlier export (replaced
+whole). The pages carry a Content-Security-Policy of default-src 'self'
+in a <meta> element; a host should also send frame-ancestors 'none',
+X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer as
+headers.`,
+		Example: `  berth marketplace export ./site
+  python3 -m http.server -d ./site   # or open ./site/index.html`,
+		Args: exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			site, err := a.site()
+			if err != nil {
+				return err
+			}
+			res, err := site.Export(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, res.Dir+"/index.html")
+			return nil
+		},
+	}
+	return cmd
+}
