@@ -331,11 +331,7 @@ func TestBrowserServed(t *testing.T) {
 	f := newFixture(t)
 	srv := httptest.NewServer(f.site().Handler())
 	defer srv.Close()
-	shots := ""
-	if *screenshots != "" {
-		shots = "served"
-	}
-	walk(t, f, b, srv.URL+"/", shots)
+	walk(t, f, b, srv.URL+"/", "served")
 	// Without JavaScript the form submits and the server ranks.
 	b.do(chromedp.Navigate(srv.URL+"/?q=notes&tier=community"), chromedp.WaitVisible(chromedp.ID("cards")))
 	want := []string{}
@@ -357,7 +353,7 @@ func TestBrowserExport(t *testing.T) {
 	if _, err := f.site().Export(f.ctx, dir); err != nil {
 		t.Fatal(err)
 	}
-	walk(t, f, b, "file://"+dir+"/index.html", "")
+	walk(t, f, b, "file://"+dir+"/index.html", "export")
 	// A tag link from a plugin page lands on the filtered index.
 	b.do(chromedp.Navigate("file://"+dir+"/plugins/acme/acme-cloud.html"), chromedp.WaitVisible(chromedp.ID("install-cmd")),
 		chromedp.Click(chromedp.CSS(`.plugin-head .badge.tag a`)), chromedp.WaitVisible(chromedp.ID("q")))

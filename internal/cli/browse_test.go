@@ -5,7 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -34,30 +37,7 @@ func (l *lockedBuffer) String() string {
 // its loopback URL with a free port, serves the page read-only, and stops
 // cleanly when interrupted.
 func TestMarketplaceServe(t *testing.T) {
-	home := t.TempDir()
-	getenv := func(k string) string {
-		if k == "BERTH_HOME" {
-			return home
-		}
-		return ""
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"marketplace", "serve"}, getenv, strings.NewReader(""), &stdout, &stderr)
-	}()
-	urlRe := regexp.MustCompile(`at (http://127\.0\.0\.1:[0-9]+/) \(read-only`)
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := urlRe.FindStringSubmatch(stdout.String()); m != nil {
-			url = m[1]
-		}
-	}
-	if url == "" || strings.HasSuffix(url, ":0/") {
-		t.Fatalf("no URL printed: %q %q", stdout.String(), stderr.String())
-	}
+	url, stdout, stderr, cancel, done := startMarketplaceServe(t, "marketplace", "serve")
 	res, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -79,6 +59,72 @@ func TestMarketplaceServe(t *testing.T) {
 	select {
 	case code := <-done:
 		if code != 0 || !strings.Contains(stdout.String(), "Stopped.") {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop when interrupted")
+	}
+}
+
+// startMarketplaceServe runs berth with args (a marketplace serve) in-process
+// in a fresh BERTH_HOME and waits for the URL it prints.
+func startMarketplaceServe(t *testing.T, args ...string) (url string, stdout, stderr *lockedBuffer, cancel context.CancelFunc, done chan int) {
+	t.Helper()
+	home := t.TempDir()
+	getenv := func(k string) string {
+		if k == "BERTH_HOME" {
+			return home
+		}
+		return ""
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	done = make(chan int, 1)
+	go func() {
+		done <- run(ctx, args, getenv, strings.NewReader(""), stdout, stderr)
+	}()
+	urlRe := regexp.MustCompile(`at (http://127\.0\.0\.1:[0-9]+/) \(read-only`)
+	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := urlRe.FindStringSubmatch(stdout.String()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" || strings.HasSuffix(url, ":0/") {
+		t.Fatalf("no URL printed: %q %q", stdout.String(), stderr.String())
+	}
+	return url, stdout, stderr, cancel, done
+}
+
+// TestMarketplaceServeOpen: --open hands the page's URL, and nothing else,
+// to the system's browser opener (xdg-open on Linux, replaced here by a
+// script on PATH that records its arguments).
+func TestMarketplaceServeOpen(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the opener replaced here is xdg-open, Linux's")
+	}
+	bin := t.TempDir()
+	got := filepath.Join(bin, "opened")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + got + ".tmp && mv " + got + ".tmp " + got + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	url, stdout, stderr, cancel, done := startMarketplaceServe(t, "marketplace", "serve", "--open")
+	var opened []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(got); err == nil {
+			opened = b
+			break
+		}
+	}
+	if string(opened) != url+"\n" {
+		t.Errorf("the browser opener got %q, want %q (stderr %q)", opened, url+"\n", stderr.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
 			t.Errorf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 		}
 	case <-time.After(10 * time.Second):
