@@ -2,7 +2,6 @@ package marketplace
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -43,36 +42,39 @@ func BenchmarkSearch10k(b *testing.B) {
 	}
 }
 
-// TestSearch10kUnder50ms holds the contract: under 50 ms for 10,000
-// plugins. It takes the fastest of nine runs, after a garbage collection
-// of the catalog the test built: on a shared machine the fastest run is
-// the one least slowed by other processes, which is the cost of search
-// itself.
-func TestSearch10kUnder50ms(t *testing.T) {
+// TestSearch10k: search and show over a catalog of 10,000 plugins find
+// what they should. Its speed (the contract: under 50 ms) is
+// BenchmarkSearch10k's to measure, not a test's.
+func TestSearch10k(t *testing.T) {
 	if testing.Short() || raceEnabled {
-		t.Skip("a timing check: not with -short or -race")
+		t.Skip("builds a 10,000-plugin catalog: not with -short or -race")
 	}
 	e := bigCatalog(t, 10000)
-	runtime.GC()
-	var times []time.Duration
-	for range 9 {
-		start := time.Now()
-		res, err := e.cache.Search(Query{Text: "weather workspace"}, nil)
-		times = append(times, time.Since(start))
-		if err != nil || len(res.Results) != 1000 {
-			t.Fatalf("%v, %d results", err, len(res.Results))
-		}
+	res, err := e.cache.Search(Query{Text: "weather workspace"}, nil)
+	if err != nil || len(res.Results) != 1000 {
+		t.Fatalf("%v, %d results, want the 1000 weather plugins", err, len(res.Results))
 	}
-	slices.Sort(times)
-	start := time.Now()
 	p, _, err := e.cache.Plugin("acme", "weather-plugin-09992")
 	if err != nil || p.Name != "weather-plugin-09992" || len(p.Versions) != 2 {
 		t.Fatalf("%v %+v", err, p)
 	}
-	t.Logf("reading one entry of 10,000 (berth show): %s", time.Since(start))
-	t.Logf("search over 10,000 plugins: fastest %s (median %s, slowest %s)", times[0], times[4], times[8])
-	if times[0] > 50*time.Millisecond {
-		t.Errorf("search over 10,000 plugins takes %s, over the 50 ms budget", times[0])
+}
+
+// BenchmarkAdd10k is berth marketplace add of a 10,000-plugin catalog:
+// the TUF bootstrap from the pinned root, the download and verification of
+// every role and of catalog.json, and the index written to the cache.
+func BenchmarkAdd10k(b *testing.B) {
+	e := bigCatalog(b, 10000)
+	src, err := ParseSource(e.repoDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c := OpenCache(b.TempDir(), &CacheOptions{Now: e.clk.now})
+		if _, err := c.Add(e.ctx, "acme", src, RootPin{SHA256: e.init.RootSHA256}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
