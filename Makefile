@@ -18,10 +18,12 @@ demo:
 # The test command of the README and of CI: go test -race through
 # internal/testsummary, which prints each package's result and the output
 # of failed tests, and ends with one line saying how many real-peer tests
-# (npm MCP peers, a Secret Service) were skipped and why.
+# (npm MCP peers, a Secret Service) were skipped and why. A package gets
+# 20 minutes (go test's default is 10), since CI's two cores run them all
+# at once; a test still running when its package fails is shown.
 test:
 	$(GO) vet ./...
-	$(GO) run ./internal/testsummary -race ./...
+	$(GO) run ./internal/testsummary -race -timeout 20m ./...
 
 # Every fuzz target, for a short time each.
 fuzz:

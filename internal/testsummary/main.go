@@ -36,6 +36,9 @@ type event struct {
 
 const marker = "real-peer: "
 
+// key names a test of a package (test "" for the package itself).
+type key struct{ pkg, test string }
+
 func main() {
 	cmd := exec.Command("go", append([]string{"test", "-json"}, os.Args[1:]...)...)
 	cmd.Stderr = os.Stderr
@@ -68,7 +71,6 @@ func main() {
 // and the closing line.
 func summarize(r io.Reader, w io.Writer) (counts, closing string) {
 	var passed, failed, skipped int
-	type key struct{ pkg, test string }
 	outputs := map[key][]string{}
 	skips := map[string]int{}
 	var order []string
@@ -101,6 +103,12 @@ func summarize(r io.Reader, w io.Writer) (counts, closing string) {
 				for _, l := range outputs[k] {
 					fmt.Fprint(w, l)
 				}
+			} else {
+				// The package failed with tests still running: a timeout
+				// or a crash, whose panic and stacks go test attributes
+				// to those tests, which never end. Show them, counted as
+				// failed.
+				failed += flushUnfinished(w, e.Package, outputs)
 			}
 			delete(outputs, k)
 		case "skip":
@@ -122,6 +130,35 @@ func summarize(r io.Reader, w io.Writer) (counts, closing string) {
 		}
 	}
 	return fmt.Sprintf("tests: %d passed, %d failed, %d skipped", passed, failed, skipped), closingLine(skips, order)
+}
+
+// unfinishedLines is how much of a test that never ended is shown: the
+// panic of a timeout comes first, then every goroutine's stack.
+const unfinishedLines = 200
+
+// flushUnfinished writes the output of the tests of pkg that started and
+// never ended, in name order, and returns how many there were.
+func flushUnfinished(w io.Writer, pkg string, outputs map[key][]string) int {
+	var names []string
+	for k := range outputs {
+		if k.pkg == pkg && k.test != "" {
+			names = append(names, k.test)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		lines := outputs[key{pkg, name}]
+		fmt.Fprintf(w, "--- DID NOT FINISH: %s (the package failed while it ran)\n", name)
+		for i, l := range lines {
+			if i == unfinishedLines {
+				fmt.Fprintf(w, "    ... %d more lines (go test -run '^%s$' %s shows them all)\n", len(lines)-i, name, pkg)
+				break
+			}
+			fmt.Fprint(w, l)
+		}
+		delete(outputs, key{pkg, name})
+	}
+	return len(names)
 }
 
 // details are the parts of a reason that differ from test to test.

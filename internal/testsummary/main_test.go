@@ -55,3 +55,30 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("no skips: %q", c)
 	}
 }
+
+// TestSummarizeTimeout: a package that times out fails with its test still
+// running; go test attributes the panic to that test, which never ends.
+// The summary shows it and counts it as failed.
+func TestSummarizeTimeout(t *testing.T) {
+	stream := `{"Action":"run","Package":"q","Test":"TestSlow"}
+{"Action":"output","Package":"q","Test":"TestSlow","Output":"=== RUN   TestSlow\n"}
+{"Action":"output","Package":"q","Test":"TestSlow","Output":"panic: test timed out after 1s\n"}
+{"Action":"output","Package":"q","Test":"TestSlow","Output":"\trunning tests:\n"}
+{"Action":"output","Package":"q","Test":"TestSlow","Output":"\t\tTestSlow (1s)\n"}
+{"Action":"run","Package":"q","Test":"TestDone"}
+{"Action":"pass","Package":"q","Test":"TestDone"}
+{"Action":"output","Package":"q","Output":"FAIL\tq\t1.020s\n"}
+{"Action":"fail","Package":"q","Elapsed":1.02}
+`
+	var w bytes.Buffer
+	counts, _ := summarize(strings.NewReader(stream), &w)
+	if counts != "tests: 1 passed, 1 failed, 0 skipped" {
+		t.Errorf("counts %q", counts)
+	}
+	out := w.String()
+	for _, s := range []string{"--- DID NOT FINISH: TestSlow", "panic: test timed out after 1s", "TestSlow (1s)", "FAIL\tq"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
