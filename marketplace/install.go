@@ -49,6 +49,9 @@ type InstallRequest struct {
 	// before anything is written; an error ends Install with nothing
 	// changed. nil confirms, a new signer included.
 	Confirm func(*InstallCandidate) error
+	// StageProgress, when set, is told how far copying the bundle into
+	// the store has got (store.TrustOptions.StageProgress).
+	StageProgress store.StageProgress
 }
 
 // InstallCandidate is what Install is about to record, as Confirm sees it.
@@ -244,6 +247,7 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 		AllowedSigners:    refs,
 		ProposedSigners:   proposed,
 		Catalog:           origin,
+		StageProgress:     req.StageProgress,
 		Confirm: func(sc *store.Candidate) error {
 			if err := CheckBundle(p.Name, v, sc.Bundle); err != nil {
 				return err

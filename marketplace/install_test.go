@@ -46,12 +46,16 @@ func TestInstall(t *testing.T) {
 	ci := e.addCatalog()
 	st := e.store()
 	var seen *InstallCandidate
+	var staged, total int64
 	res, err := e.install(st, InstallRequest{Name: "acme-notes", Constraint: "~1.0", Confirm: func(c *InstallCandidate) error {
 		seen = c
 		return nil
-	}})
+	}, StageProgress: func(c, t int64) { staged, total = c, t }})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if staged == 0 || staged != total {
+		t.Errorf("staging progress ended at %d of %d bytes", staged, total)
 	}
 	if seen == nil || seen.NewSigner == nil || seen.NewSigner.Plugin != "acme-notes" || seen.Version.Version != "1.0.0" || seen.Review.Name != "acme-notes" {
 		t.Fatalf("Confirm saw %+v", seen)

@@ -366,13 +366,23 @@ func targetFile(tf *metadata.TargetFiles) string {
 
 // PublishResult describes a newly published version.
 type PublishResult struct {
-	TargetsVersion   int64     `json:"targetsVersion"`
-	SnapshotVersion  int64     `json:"snapshotVersion"`
-	TimestampVersion int64     `json:"timestampVersion"`
+	// TargetsVersion is the version of the targets metadata now
+	// published.
+	TargetsVersion int64 `json:"targetsVersion"`
+	// SnapshotVersion is the version of the snapshot now published.
+	SnapshotVersion int64 `json:"snapshotVersion"`
+	// TimestampVersion is the version of the timestamp now published.
+	TimestampVersion int64 `json:"timestampVersion"`
+	// TimestampExpires is when the timestamp expires (berth catalog
+	// refresh renews it).
 	TimestampExpires time.Time `json:"timestampExpires"`
-	SnapshotExpires  time.Time `json:"snapshotExpires"`
-	TargetsExpires   time.Time `json:"targetsExpires"`
-	RootExpires      time.Time `json:"rootExpires"`
+	// SnapshotExpires is when the snapshot expires.
+	SnapshotExpires time.Time `json:"snapshotExpires"`
+	// TargetsExpires is when the targets metadata expires (berth catalog
+	// sign renews it).
+	TargetsExpires time.Time `json:"targetsExpires"`
+	// RootExpires is when the root expires.
+	RootExpires time.Time `json:"rootExpires"`
 	// SnapshotSigned is true when the snapshot was re-signed.
 	SnapshotSigned bool `json:"snapshotSigned"`
 	// Warnings name metadata that expires soon and the command that renews it.

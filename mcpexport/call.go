@@ -202,7 +202,8 @@ func (c *call) enqueue(ctx context.Context, r *pool.ApprovalRequest) (*Pending, 
 	deadline := now.Add(c.s.timeout)
 	p, err := c.s.queue.Add(Pending{
 		Kind: c.kind, Tool: c.tool, URI: r.URI, Plugin: r.Plugin, Server: r.Server,
-		Arguments: r.Arguments, Annotations: describeAnnotations(r.Annotations),
+		Workspace: c.s.pool.WorkspaceDir(),
+		Arguments: r.Arguments, Annotations: annotationsOf(r.Annotations),
 		Client: c.entry.Client, Transport: c.origin.Transport, Authenticated: c.origin.Authenticated,
 		Session: c.s.sessionTag(c.req.Session), CreatedAt: now.UTC(), Deadline: deadline.UTC(),
 	})

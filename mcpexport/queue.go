@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/pool"
@@ -43,7 +44,16 @@ type Pending struct {
 	Arguments json.RawMessage `json:"arguments"`
 	// ArgumentsDigest is "sha256:" and the hex SHA-256 of Arguments.
 	ArgumentsDigest string `json:"argumentsDigest"`
-	Annotations     string `json:"annotations,omitempty"`
+	// Annotations are the tool's annotations as its server declared them;
+	// absent when it declared none (and for a prompt or a resource).
+	Annotations *Annotations `json:"annotations,omitempty"`
+	// AnnotationsText is set instead of annotations for a call that waits
+	// in a berth serve older than this berth, which recorded them as a
+	// sentence.
+	AnnotationsText string `json:"annotationsText,omitempty"`
+	// Workspace is the directory of the workspace whose berth serve
+	// asks.
+	Workspace string `json:"workspace,omitempty"`
 	// Client is the name and version the client gave itself: the client
 	// chooses it, nothing checks it.
 	Client string `json:"client"`
@@ -64,6 +74,84 @@ type Pending struct {
 	PID      int       `json:"pid"`
 	// Hash binds a decision to this exact request.
 	Hash string `json:"hash"`
+}
+
+// Annotations are a tool's annotations under MCP's names, as the server
+// claims them: nothing checks them. A hint is absent when the server gave
+// none; readOnlyHint and idempotentHint are present only when true, since
+// MCP's default for both is false and go-sdk does not tell an explicit
+// false from an absent one.
+type Annotations struct {
+	// Title is the tool's human-readable title.
+	Title string `json:"title,omitempty"`
+	// ReadOnlyHint, present only when true, says the tool does not
+	// modify its environment.
+	ReadOnlyHint *bool `json:"readOnlyHint,omitempty"`
+	// DestructiveHint says whether the tool may perform destructive
+	// updates (MCP's default when absent: true).
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// IdempotentHint, present only when true, says calling the tool again
+	// with the same arguments has no further effect.
+	IdempotentHint *bool `json:"idempotentHint,omitempty"`
+	// OpenWorldHint says whether the tool reaches entities outside a closed
+	// domain, such as the web (MCP's default when absent: true).
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
+}
+
+// annotationsOf converts go-sdk's annotations; nil stays nil.
+func annotationsOf(a *mcp.ToolAnnotations) *Annotations {
+	if a == nil {
+		return nil
+	}
+	yes := func(b bool) *bool {
+		if !b {
+			return nil
+		}
+		return &b
+	}
+	return &Annotations{Title: a.Title, ReadOnlyHint: yes(a.ReadOnlyHint), DestructiveHint: a.DestructiveHint, IdempotentHint: yes(a.IdempotentHint), OpenWorldHint: a.OpenWorldHint}
+}
+
+// tool converts back to go-sdk's annotations; nil stays nil.
+func (a *Annotations) tool() *mcp.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	return &mcp.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint != nil && *a.ReadOnlyHint, DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint != nil && *a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+}
+
+// UnmarshalJSON reads a pending file, also one an older berth serve
+// wrote, with the annotations as a sentence: a call waiting in a serve
+// that still runs from before an upgrade stays listed and can be settled.
+func (p *Pending) UnmarshalJSON(data []byte) error {
+	type plain Pending
+	var v struct {
+		*plain
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	v.plain = (*plain)(p)
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	p.Annotations = nil
+	switch a := bytes.TrimSpace(v.Annotations); {
+	case len(a) == 0 || string(a) == "null":
+	case a[0] == '"':
+		return json.Unmarshal(a, &p.AnnotationsText)
+	default:
+		p.Annotations = &Annotations{}
+		return json.Unmarshal(a, p.Annotations)
+	}
+	return nil
+}
+
+// DescribeAnnotations says in words what the tool's annotations claim, as
+// `berth approvals` and the approval form show them.
+func (p *Pending) DescribeAnnotations() string {
+	if p.Annotations == nil && p.AnnotationsText != "" {
+		return p.AnnotationsText
+	}
+	return describeAnnotations(p.Annotations.tool())
 }
 
 // Age is how long the call has waited.
@@ -135,7 +223,7 @@ func ValidID(id string) bool {
 }
 
 func hashPending(p *Pending) string {
-	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Server, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
+	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Server, p.Workspace, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
 }

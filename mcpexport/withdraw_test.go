@@ -1,12 +1,15 @@
 package mcpexport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -281,4 +284,62 @@ func killableClient() (*http.Client, func()) {
 		}
 	}
 	return &http.Client{Transport: bearer{testToken, tr}}, kill
+}
+
+// A pending call carries the tool's annotations as MCP's fields (a hint
+// the server did not give is absent) and the workspace; a pending file an
+// older berth serve wrote, with the annotations as a sentence, is still
+// listed, shown and settled.
+func TestPendingAnnotationsAndWorkspace(t *testing.T) {
+	q := NewQueue(t.TempDir())
+	now := time.Now()
+	no := false
+	p, err := q.Add(Pending{Tool: echoTool, Arguments: json.RawMessage(`{}`), Client: "c", Workspace: "/w", CreatedAt: now, Deadline: now.Add(time.Minute),
+		Annotations: annotationsOf(&mcp.ToolAnnotations{Title: "Wipe", ReadOnlyHint: false, DestructiveHint: &no})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(q.pendingPath(p.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Annotations map[string]any `json:"annotations"`
+		Workspace   string         `json:"workspace"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"title": "Wipe", "destructiveHint": false}; !reflect.DeepEqual(raw.Annotations, want) || raw.Workspace != "/w" {
+		t.Fatalf("pending file: annotations %v (want %v), workspace %q", raw.Annotations, want, raw.Workspace)
+	}
+	got, err := q.Get(p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.DescribeAnnotations(); d != `title "Wipe" (as the server claims)` || got.Workspace != "/w" {
+		t.Errorf("read back: annotations %q, workspace %q", d, got.Workspace)
+	}
+	if d := (&Pending{}).DescribeAnnotations(); !strings.HasPrefix(d, "none") {
+		t.Errorf("DescribeAnnotations of none = %q", d)
+	}
+
+	// What berth serve before this change wrote.
+	old := bytes.Replace(data, []byte(`"annotations": {
+    "title": "Wipe",
+    "destructiveHint": false
+  },`), []byte(`"annotations": "DESTRUCTIVE (as the server claims)",`), 1)
+	if bytes.Equal(old, data) {
+		t.Fatalf("the pending file is not laid out as the test expects:\n%s", data)
+	}
+	if err := os.WriteFile(q.pendingPath(p.ID), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list, err := q.List()
+	if err != nil || len(list) != 1 || list[0].DescribeAnnotations() != "DESTRUCTIVE (as the server claims)" || list[0].Annotations != nil {
+		t.Fatalf("List of an older pending file: %v %+v", err, list)
+	}
+	if _, err := q.Decide(p.ID, false, false, "test"); err != nil {
+		t.Fatalf("Decide of an older pending file: %v", err)
+	}
 }

@@ -30,6 +30,8 @@ type verified struct {
 	newSigner *trust.Signer
 	// catalog is the catalog origin the record names, if any.
 	catalog *CatalogOrigin
+	// stageProgress is told how far staging has got; nil reports nothing.
+	stageProgress StageProgress
 }
 
 // record stages the bundle and writes its trust record, under the lock: a
@@ -121,7 +123,7 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 			}
 		}
 	}
-	if res.Reused, err = s.stageLocked(ctx, b, digest); err != nil {
+	if res.Reused, err = s.stageLocked(ctx, b, digest, v.stageProgress); err != nil {
 		return nil, err
 	}
 	if v.signature != nil {

@@ -25,7 +25,7 @@ func (s *Store) stage(ctx context.Context, b *bundle.Bundle) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	if _, err := s.stageLocked(ctx, b, d); err != nil {
+	if _, err := s.stageLocked(ctx, b, d, nil); err != nil {
 		return "", err
 	}
 	return s.paths.Snapshot(d), nil
@@ -34,8 +34,9 @@ func (s *Store) stage(ctx context.Context, b *bundle.Bundle) (string, error) {
 // stageLocked copies the bundle into a temp dir inside the store,
 // re-computes the digest of the copy, makes it read-only, records its
 // fingerprints and renames it into place. An intact existing snapshot of
-// the same digest is reused; a damaged one is replaced.
-func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle, digest Digest) (reused bool, err error) {
+// the same digest is reused; a damaged one is replaced. progress, when
+// not nil, is told how far the copy has got.
+func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle, digest Digest, progress StageProgress) (reused bool, err error) {
 	final := s.paths.Snapshot(digest)
 	if _, err := os.Stat(final); err == nil {
 		if _, derr := s.checkSnapshot(ctx, digest); derr == nil {
@@ -59,7 +60,7 @@ func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle, digest Digest
 			atomicfile.RemoveTree(tmp)
 		}
 	}()
-	if err := copyBundle(ctx, b, tmp); err != nil {
+	if err := copyBundle(ctx, b, tmp, progress); err != nil {
 		return false, err
 	}
 	s.hook("stage-copied")
@@ -93,12 +94,23 @@ func (s *Store) stageLocked(ctx context.Context, b *bundle.Bundle, digest Digest
 }
 
 // copyBundle copies the bundle's directories, files and symlinks into dst,
-// checking each file's hash against the listing while copying.
-func copyBundle(ctx context.Context, b *bundle.Bundle, dst string) error {
+// checking each file's hash against the listing while copying, and tells
+// progress (when not nil) how many bytes are copied.
+func copyBundle(ctx context.Context, b *bundle.Bundle, dst string, progress StageProgress) error {
 	for _, d := range b.Tree.Dirs() {
 		if err := os.MkdirAll(filepath.Join(dst, filepath.FromSlash(d)), 0o700); err != nil {
 			return err
 		}
+	}
+	var count *copyCount
+	if progress != nil {
+		count = &copyCount{f: progress}
+		for _, e := range b.Listing().Entries {
+			if e.Mode != bundle.ModeSymlink {
+				count.total += e.Size
+			}
+		}
+		progress(0, count.total)
 	}
 	buf := make([]byte, 256<<10)
 	for _, e := range b.Listing().Entries {
@@ -119,14 +131,26 @@ func copyBundle(ctx context.Context, b *bundle.Bundle, dst string) error {
 		if e.Mode == bundle.ModeExec {
 			perm = 0o700
 		}
-		if err := copyFile(filepath.Join(b.Dir, filepath.FromSlash(e.Path)), to, perm, e, buf); err != nil {
+		if err := copyFile(filepath.Join(b.Dir, filepath.FromSlash(e.Path)), to, perm, e, buf, count); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func copyFile(from, to string, perm os.FileMode, e bundle.Entry, buf []byte) error {
+// copyCount reports the bytes copied of a bundle to a StageProgress.
+type copyCount struct {
+	f             StageProgress
+	copied, total int64
+}
+
+func (c *copyCount) Write(p []byte) (int, error) {
+	c.copied += int64(len(p))
+	c.f(min(c.copied, c.total), c.total)
+	return len(p), nil
+}
+
+func copyFile(from, to string, perm os.FileMode, e bundle.Entry, buf []byte, count *copyCount) error {
 	in, err := os.Open(from)
 	if err != nil {
 		return err
@@ -137,7 +161,11 @@ func copyFile(from, to string, perm os.FileMode, e bundle.Entry, buf []byte) err
 		return err
 	}
 	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1), buf)
+	var w io.Writer = io.MultiWriter(out, h)
+	if count != nil {
+		w = io.MultiWriter(out, h, count)
+	}
+	n, err := io.CopyBuffer(w, io.LimitReader(in, e.Size+1), buf)
 	if err == nil {
 		err = out.Sync()
 	}

@@ -67,7 +67,16 @@ type TrustOptions struct {
 	// a person, or decides itself. An error from it ends Trust with that
 	// error, and nothing is changed. nil confirms.
 	Confirm func(*Candidate) error
+	// StageProgress, when set, is told how far copying the bundle into
+	// the store has got (StageProgress). nil reports nothing.
+	StageProgress StageProgress
 }
+
+// StageProgress is told, while a bundle is copied into the store, how
+// many bytes of its files are copied (copied) of how many (total). It is
+// called often, from the goroutine that stages, with the store locked: it
+// must return quickly.
+type StageProgress func(copied, total int64)
 
 // Candidate is what Trust is about to record, as Confirm sees it.
 type Candidate struct {
@@ -145,7 +154,7 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 	if !opts.Digest.IsZero() && opts.Digest.String() != b.Digest {
 		return nil, &DigestMismatchError{Source: source, Got: b.Digest, Want: opts.Digest.String()}
 	}
-	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange, catalog: opts.Catalog}
+	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange, catalog: opts.Catalog, stageProgress: opts.StageProgress}
 	if v.source == "" {
 		v.source = absSource(source)
 	}

@@ -1,13 +1,16 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/sigtest"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
@@ -228,5 +231,45 @@ func TestSigners(t *testing.T) {
 	}
 	if _, err := s.RemoveSigner(ctx, "ci"); err == nil {
 		t.Fatal("removed a signer that is not there")
+	}
+}
+
+// TestTrustStageProgress: TrustOptions.StageProgress sees the copy into
+// the store from 0 to the bundle's whole size, never going back; trusting
+// the same bundle again reuses the snapshot and copies nothing.
+func TestTrustStageProgress(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	dir := filepath.Join(t.TempDir(), "big")
+	if out, err := exec.Command("cp", "-a", goodBundle, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data.bin"), bytes.Repeat([]byte("x"), 3<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := openBundle(t, dir)
+	var want int64
+	for _, e := range b.Listing().Entries {
+		if e.Mode != bundle.ModeSymlink {
+			want += e.Size
+		}
+	}
+	d, _ := ParseDigest(b.Digest)
+	var calls [][2]int64
+	progress := func(copied, total int64) { calls = append(calls, [2]int64{copied, total}) }
+	if _, err := s.Trust(ctx, dir, &TrustOptions{UnsignedUnsafe: true, Digest: d, StageProgress: progress}); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) < 3 || calls[0] != [2]int64{0, want} || calls[len(calls)-1] != [2]int64{want, want} {
+		t.Fatalf("%d calls, first %v, last %v; want from 0 to %d of %d", len(calls), calls[0], calls[len(calls)-1], want, want)
+	}
+	for i := 1; i < len(calls); i++ {
+		if calls[i][0] < calls[i-1][0] || calls[i][1] != want {
+			t.Fatalf("call %d went from %v to %v", i, calls[i-1], calls[i])
+		}
+	}
+	calls = nil
+	if res, err := s.Trust(ctx, dir, &TrustOptions{UnsignedUnsafe: true, Digest: d, StageProgress: progress}); err != nil || !res.Already || len(calls) != 0 {
+		t.Fatalf("trusting again: %+v %v, %d progress calls", res, err, len(calls))
 	}
 }

@@ -97,7 +97,7 @@ func (a *app) showPending(p *mcpexport.Pending, whole bool) {
 		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
 	}
 	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
-		p.ID, pendingWhat(p), p.Server, p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.Annotations, p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+		p.ID, pendingWhat(p), p.Server, p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
 }
 
 // pendingWhat names what a pending request asks for: a tool by its

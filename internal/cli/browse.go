@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/pkg/browser"
@@ -100,6 +101,7 @@ what each badge means.`,
 }
 
 func (a *app) marketplaceExportCommand() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "export DIR",
 		Short: "Write the marketplace page as a static site (plain files)",
@@ -114,6 +116,7 @@ in a <meta> element; a host should also send frame-ancestors 'none',
 X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer as
 headers.`,
 		Example: `  berth marketplace export ./site
+  berth marketplace export ./site --json
   python3 -m http.server -d ./site   # or open ./site/index.html`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,9 +128,28 @@ headers.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, res.Dir+"/index.html")
+			index := filepath.Join(res.Dir, "index.html")
+			if asJSON {
+				return writeJSON(a.stdout, exportJSON{Dir: res.Dir, Index: index, Pages: res.Pages, Plugins: res.Plugins, Catalogs: res.Catalogs})
+			}
+			fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, index)
 			return nil
 		},
 	}
+	a.jsonFlag(cmd, &asJSON, exportJSON{})
 	return cmd
+}
+
+// exportJSON is what marketplace export --json prints.
+type exportJSON struct {
+	// Dir is the directory the site was written to.
+	Dir string `json:"dir"`
+	// Index is the site's start page, DIR/index.html.
+	Index string `json:"index"`
+	// Pages is how many HTML pages were written.
+	Pages int `json:"pages"`
+	// Plugins is how many plugins the pages list.
+	Plugins int `json:"plugins"`
+	// Catalogs is how many catalogs they come from.
+	Catalogs int `json:"catalogs"`
 }

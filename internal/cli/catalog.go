@@ -40,6 +40,7 @@ describes the layout.`,
 
 func (a *app) catalogInitCommand() *cobra.Command {
 	var keys, name string
+	var asJSON bool
 	var exp [4]string
 	cmd := &cobra.Command{
 		Use: "init DIR --keys KEYDIR",
@@ -86,9 +87,13 @@ when the snapshot is due.`,
 			if label == "" {
 				label = "NAME"
 			}
+			addCmd := fmt.Sprintf("berth marketplace add %s SOURCE --root-sha256 %s", label, res.RootSHA256)
+			if asJSON {
+				return writeJSON(a.stdout, catalogInitJSON{Dir: args[0], Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
+			}
 			fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", args[0], keys)
 			fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
-			fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  berth marketplace add %s SOURCE --root-sha256 %s\n", label, res.RootSHA256)
+			fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
 			fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", keys)
 			return nil
 		},
@@ -100,7 +105,34 @@ when the snapshot is due.`,
 	f.StringVar(&exp[1], "snapshot-expires", "", "how long a snapshot stays valid (default 7d)")
 	f.StringVar(&exp[2], "targets-expires", "", "how long the targets metadata stays valid (default 90d)")
 	f.StringVar(&exp[3], "root-expires", "", "how long the root stays valid (default 365d)")
+	a.jsonFlag(cmd, &asJSON, catalogInitJSON{})
 	return cmd
+}
+
+// catalogInitJSON is what catalog init --json prints.
+type catalogInitJSON struct {
+	// Dir is the catalog repository, as given.
+	Dir string `json:"dir"`
+	// Keys are the paths of the role keys, by role (root, targets,
+	// snapshot, timestamp).
+	Keys map[string]string `json:"keys"`
+	// Root is DIR/1.root.json, the initial root that users pin.
+	Root string `json:"root"`
+	// RootSHA256 is the hex sha256 of Root, for --root-sha256.
+	RootSHA256 string `json:"rootSha256"`
+	// AddCommand is the command users add the catalog with, once it is
+	// served (SOURCE stands for where; NAME for the name when --name was
+	// not given).
+	AddCommand string `json:"addCommand"`
+}
+
+// catalogPublishJSON is what catalog refresh --json and catalog sign
+// --json print.
+type catalogPublishJSON struct {
+	// Dir is the catalog repository, as given.
+	Dir string `json:"dir"`
+	// Publish is the new published version of the catalog.
+	Publish *marketplace.PublishResult `json:"publish"`
 }
 
 // openRepo opens a catalog repository, requiring --keys.
@@ -114,7 +146,7 @@ func openRepo(dir, keys string) (*marketplace.Repository, error) {
 func (a *app) catalogAddCommand() *cobra.Command {
 	var keys, url, sigFile, tier, iconFile string
 	var tags []string
-	var noReadme bool
+	var noReadme, asJSON bool
 	cmd := &cobra.Command{
 		Use:     "add DIR BUNDLE --keys KEYDIR",
 		Example: `  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys`,
@@ -192,6 +224,11 @@ pixels; no SVG).`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				a.publishWarnings(res.Publish)
+				return writeJSON(a.stdout, catalogAddJSON{Plugin: res.Plugin, Version: res.Version, Digest: res.Digest, Signer: res.SignerRef, AllowedSigner: res.Signer,
+					NewPlugin: res.NewPlugin, Already: res.Already, Archive: res.Archive, Publish: res.Publish})
+			}
 			if res.Already {
 				fmt.Fprintf(a.stdout, "%s %s is already in the catalog with digest %s; nothing changed.\n", res.Plugin, res.Version, res.Digest)
 				return nil
@@ -215,7 +252,32 @@ pixels; no SVG).`,
 	f.StringArrayVar(&tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
 	f.StringVar(&iconFile, "icon", "", "a PNG icon `FILE` for the plugin (default: keep the one it has)")
 	f.BoolVar(&noReadme, "no-readme", false, "leave the bundle's README.md out of the catalog")
+	a.jsonFlag(cmd, &asJSON, catalogAddJSON{})
 	return cmd
+}
+
+// catalogAddJSON is what catalog add --json prints.
+type catalogAddJSON struct {
+	Plugin  string `json:"plugin"`
+	Version string `json:"version"`
+	// Digest is the bundle's digest, "sha256:" and hex.
+	Digest string `json:"digest"`
+	// Signer is the entry of this berth's signers that verified the
+	// bundle.
+	Signer *store.SignerRef `json:"signer"`
+	// AllowedSigner is the signer the catalog allows for the plugin, as
+	// catalog.json lists it.
+	AllowedSigner *marketplace.Signer `json:"allowedSigner"`
+	// NewPlugin is true when the plugin was not in the catalog before:
+	// only AllowedSigner may publish it from now on.
+	NewPlugin bool `json:"newPlugin"`
+	// Already is true when this version with this digest was in the
+	// catalog already; nothing changed and publish is null.
+	Already bool `json:"already"`
+	// Archive is where the archive was copied in DIR; empty with --url.
+	Archive string `json:"archive,omitempty"`
+	// Publish is the new published version of the catalog.
+	Publish *marketplace.PublishResult `json:"publish"`
 }
 
 func parseTier(s string) (marketplace.Tier, error) {
@@ -233,6 +295,15 @@ func parseTier(s string) (marketplace.Tier, error) {
 func (a *app) printPublish(p *marketplace.PublishResult) {
 	fmt.Fprintf(a.stdout, "Published catalog version: targets %d, snapshot %d, timestamp %d (fresh until %s).\n",
 		p.TargetsVersion, p.SnapshotVersion, p.TimestampVersion, p.TimestampExpires.Format(time.RFC3339))
+	a.publishWarnings(p)
+}
+
+// publishWarnings prints a publication's warnings on stderr, also with
+// --json (where the payload carries them too).
+func (a *app) publishWarnings(p *marketplace.PublishResult) {
+	if p == nil {
+		return
+	}
 	for _, w := range p.Warnings {
 		fmt.Fprintf(a.stderr, "berth: warning: %s\n", w)
 	}
@@ -240,6 +311,7 @@ func (a *app) printPublish(p *marketplace.PublishResult) {
 
 func (a *app) catalogStatusCommand() *cobra.Command {
 	var keys, reason, replacement string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use: "status DIR NAME@VERSION active|deprecated|yanked|revoked --keys KEYDIR",
 		Example: `  berth catalog status ./catalog acme-notes@1.4.1 deprecated --reason "use 1.4.2" --keys ~/catalog-keys
@@ -283,6 +355,10 @@ enabled when a refresh finds it revoked. active clears the status.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				a.publishWarnings(res)
+				return writeJSON(a.stdout, catalogStatusJSON{Plugin: name, Version: version, Status: status, Reason: reason, Replacement: replacement, Publish: res})
+			}
 			line := fmt.Sprintf("%s@%s is now %s", name, version, status)
 			if reason != "" {
 				line += ": " + reason
@@ -298,11 +374,28 @@ enabled when a refresh finds it revoked. active clears the status.`,
 	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (required for deprecated, yanked and revoked)")
 	cmd.Flags().StringVar(&replacement, "replacement", "", "the plugin to use instead (deprecated only)")
+	a.jsonFlag(cmd, &asJSON, catalogStatusJSON{})
 	return cmd
+}
+
+// catalogStatusJSON is what catalog status --json prints.
+type catalogStatusJSON struct {
+	Plugin  string `json:"plugin"`
+	Version string `json:"version"`
+	// Status is the version's new status: active, deprecated, yanked or
+	// revoked.
+	Status marketplace.Status `json:"status"`
+	// Reason is why, as users see it.
+	Reason string `json:"reason,omitempty"`
+	// Replacement is the plugin to use instead (deprecated only).
+	Replacement string `json:"replacement,omitempty"`
+	// Publish is the new published version of the catalog.
+	Publish *marketplace.PublishResult `json:"publish"`
 }
 
 func (a *app) catalogRefreshCommand() *cobra.Command {
 	var keys string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "refresh DIR --keys KEYDIR",
 		Example: `  berth catalog refresh ./catalog --keys ~/catalog-keys`,
@@ -323,6 +416,10 @@ catalog.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				a.publishWarnings(res)
+				return writeJSON(a.stdout, catalogPublishJSON{Dir: args[0], Publish: res})
+			}
 			what := "the timestamp"
 			if res.SnapshotSigned {
 				what = "the timestamp and the snapshot"
@@ -333,11 +430,13 @@ catalog.`,
 		},
 	}
 	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
+	a.jsonFlag(cmd, &asJSON, catalogPublishJSON{})
 	return cmd
 }
 
 func (a *app) catalogSignCommand() *cobra.Command {
 	var keys string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "sign DIR --keys KEYDIR",
 		Example: `  berth catalog sign ./catalog --keys ~/catalog-keys`,
@@ -359,12 +458,17 @@ the real bundle.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				a.publishWarnings(res)
+				return writeJSON(a.stdout, catalogPublishJSON{Dir: args[0], Publish: res})
+			}
 			fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", args[0])
 			a.printPublish(res)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
+	a.jsonFlag(cmd, &asJSON, catalogPublishJSON{})
 	return cmd
 }
 

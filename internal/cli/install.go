@@ -117,6 +117,8 @@ workspace's berth.lock when there is one. --json cannot ask, so it needs
 			req := marketplace.InstallRequest{Name: name, Catalog: catalog, Constraint: constraint, AllowStale: allowStale, AllowSignerChange: allowSignerChange, Resolve: ro}
 			bar := a.downloadBar(!j)
 			req.Download = &marketplace.DownloadOptions{Progress: bar.progress(name)}
+			staging, stopStaging := a.largeWork(!j, "staging "+name)
+			req.StageProgress = staging
 			req.Confirm = func(ic *marketplace.InstallCandidate) error {
 				bar.done()
 				if !j {
@@ -126,6 +128,7 @@ workspace's berth.lock when there is one. --json cannot ask, so it needs
 			}
 			res, err := c.Install(ctx, st, req)
 			bar.done()
+			stopStaging()
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -163,11 +164,20 @@ func TestServeNativeTools(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the destructive call never reached the approval queue")
 		}
-		var pending []struct{ ID, Tool, Server string }
+		var pending []struct {
+			ID, Tool, Server, Workspace string
+			Annotations                 map[string]any
+		}
 		json.Unmarshal([]byte(runBerth(t, home, "approvals", "--json")), &pending)
 		for _, p := range pending {
 			if p.Tool == "demo__fmt__format_json_in_place" && p.Server == "fmt" {
 				id = p.ID
+				// The queue carries the annotations as MCP's fields, and
+				// the workspace that asks.
+				want := map[string]any{"title": "Format JSON in place", "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}
+				if !reflect.DeepEqual(p.Annotations, want) || p.Workspace != ws {
+					t.Errorf("approvals --json: annotations %v, workspace %q; want %v, %s", p.Annotations, p.Workspace, want, ws)
+				}
 			}
 		}
 	}

@@ -58,7 +58,9 @@ func TestPoolScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": exitcodeCmd,
+			"exitcode":        exitcodeCmd,
+			"waitcall":        waitCallCmd,
+			"waitcall-result": waitCallResultCmd,
 		},
 	})
 }

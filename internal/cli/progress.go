@@ -130,13 +130,26 @@ const largeTree = 16 << 20
 // what, for every large tree read with it, while show allows progress.
 // stop removes a bar left on the terminal.
 func (a *app) hashing(ctx context.Context, show bool, what string) (_ context.Context, stop func()) {
+	f, stop := a.largeWork(show, what)
+	if f == nil {
+		return ctx, stop
+	}
+	return bundle.WithHashProgress(ctx, f), stop
+}
+
+// largeWork returns a function that draws a bar of bytes, labelled what,
+// for every job of at least largeTree bytes it is told about (done of
+// total; a job starts again when done goes back), or nil when show does
+// not allow progress. stop removes a bar left on the terminal. f is safe
+// for concurrent use.
+func (a *app) largeWork(show bool, what string) (f func(done, total int64), stop func()) {
 	if !a.showProgress(show) {
-		return ctx, func() {}
+		return nil, func() {}
 	}
 	var mu sync.Mutex
 	var bar *progress
 	var last int64
-	f := func(done, total int64) {
+	f = func(done, total int64) {
 		mu.Lock()
 		defer mu.Unlock()
 		if total < largeTree {
@@ -153,7 +166,7 @@ func (a *app) hashing(ctx context.Context, show bool, what string) (_ context.Co
 			bar = nil
 		}
 	}
-	return bundle.WithHashProgress(ctx, f), func() {
+	return f, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		bar.done()

@@ -34,7 +34,10 @@ otherwise. --digest pins the expected digest (a mismatch is exit 4).
 --allow-unsigned trusts an unsigned bundle, only together with --digest.
 Versions are immutable: the same name and version with another digest is
 refused. A new version from another signer than the last one is refused
-unless --allow-signer-change.`,
+unless --allow-signer-change.
+
+On a terminal, a bundle of 16 MiB or more draws progress while it is
+verified (hashed) and while it is staged (copied into the store).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			source := args[0]
@@ -77,7 +80,10 @@ unless --allow-signer-change.`,
 				return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), yes, "--yes")
 			}
 			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "verifying")
+			staging, stopStaging := a.largeWork(!asJSON, "staging")
+			topts.StageProgress = staging
 			res, err := st.Trust(hctx, source, topts)
+			stopStaging()
 			stopProgress()
 			if err != nil {
 				return err
