@@ -24,6 +24,17 @@ func TestConnectWarnsOfGoRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runs get a HOME of their own, but keep this go command's caches:
+	// with a fresh HOME the go command would default to an empty build and
+	// module cache, and rebuild (and download) everything twice.
+	goEnv, err := exec.Command(goTool, "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caches := strings.Fields(string(goEnv))
+	if len(caches) != 3 {
+		t.Fatalf("go env GOCACHE GOMODCACHE GOPATH: %q", goEnv)
+	}
 	home, ws := t.TempDir(), t.TempDir()
 	args := []string{"run"}
 	if testkit.Race {
@@ -35,7 +46,8 @@ func TestConnectWarnsOfGoRun(t *testing.T) {
 	for i := range 2 {
 		cmd := exec.Command(goTool, args...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "HOME="+home, "BERTH_HOME="+filepath.Join(home, "berth"), "GORACE=atexit_sleep_ms=0")
+		cmd.Env = append(os.Environ(), "HOME="+home, "BERTH_HOME="+filepath.Join(home, "berth"), "GORACE=atexit_sleep_ms=0",
+			"GOCACHE="+caches[0], "GOMODCACHE="+caches[1], "GOPATH="+caches[2])
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go run (%d): %v\n%s", i+1, err, out)
