@@ -60,8 +60,7 @@ type registryItem struct {
 
 // registryPage is one decoded /v0/servers response.
 type registryPage struct {
-	items      []*registryItem
-	deleted    int
+	items      []*registryItem // deleted ones included: assembleRegistry drops them
 	nextCursor string
 }
 
@@ -72,13 +71,18 @@ const officialMeta = "io.modelcontextprotocol.registry/official"
 // a problem and skipped (STYLE rule 11), deleted versions are dropped,
 // and the rest are returned with the next cursor. It fails only when the
 // response as a whole is not a registry listing. page numbers the
-// problems' locations.
+// problems' locations. items counts the versions that are not deleted.
 func ParseRegistryPage(data []byte, page int) (items int, nextCursor string, problems []*Problem, err error) {
 	p, ps, err := parseRegistryPage(data, page)
 	if err != nil {
 		return 0, "", nil, err
 	}
-	return len(p.items), p.nextCursor, ps, nil
+	for _, it := range p.items {
+		if it.status != "deleted" {
+			items++
+		}
+	}
+	return items, p.nextCursor, ps, nil
 }
 
 func parseRegistryPage(data []byte, page int) (*registryPage, []*Problem, error) {
@@ -117,10 +121,6 @@ func parseRegistryPage(data []byte, page int) (*registryPage, []*Problem, error)
 		it, p := parseRegistryItem(raw, loc)
 		if p != nil {
 			ps = append(ps, p)
-			continue
-		}
-		if it.status == "deleted" {
-			out.deleted++
 			continue
 		}
 		out.items = append(out.items, it)
@@ -212,8 +212,19 @@ func assembleRegistry(items []*registryItem) ([]*UnsignedPlugin, []*Problem) {
 	var ps []*Problem
 	byName := map[string]*UnsignedPlugin{}
 	firstLoc := map[string]string{}
+	// A version deleted anywhere in the listing is gone, whatever another
+	// item of it says.
+	deleted := map[string]bool{}
+	for _, it := range items {
+		if it.status == "deleted" {
+			deleted[it.name+"@"+it.version] = true
+		}
+	}
 	var order []string
 	for _, it := range items {
+		if deleted[it.name+"@"+it.version] {
+			continue
+		}
 		p := byName[it.name]
 		if p == nil {
 			mapped, _ := bundle.RegistryPluginName(it.name) // checked by parseRegistryItem
