@@ -334,7 +334,9 @@ func TestRegistryRefusals(t *testing.T) {
 		t.Errorf("huge: %v", err)
 	}
 	other := serve(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"servers": []}`)) })
-	redirect := serve(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other+r.URL.String(), http.StatusFound) })
+	redirect := serve(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other+r.URL.String(), http.StatusFound)
+	})
 	if err := add(c, redirect); err == nil || !strings.Contains(err.Error(), "refused a redirect") {
 		t.Errorf("redirect: %v", err)
 	}
