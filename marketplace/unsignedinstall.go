@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -308,6 +309,11 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 		origin = RegistryVersionURL(ci.Source, p.SourceName, v.Version)
 	}
 	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
+	var dm *store.DigestMismatchError
+	if errors.As(err, &dm) {
+		// Name the entry, not the temp file berth built it in.
+		dm.Source = fmt.Sprintf("%s %s of catalog %s (%s)", p.Name, v.Version, req.Catalog, origin)
+	}
 	if err != nil {
 		return nil, err
 	}

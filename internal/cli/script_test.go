@@ -45,6 +45,7 @@ func TestScripts(t *testing.T) {
 			"serve":          serveCmd,
 			"serve-fail":     serveFailCmd,
 			"serve-requests": serveRequestsCmd,
+			"serve-registry": serveRegistryCmd,
 		},
 	})
 }
