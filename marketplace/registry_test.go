@@ -155,7 +155,7 @@ func TestRegistryAdd(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if got := strings.Join(names, " "); got != "acme-notes@9.9.9:active com-example-remote@2.0.0:active io-github-acme-notes@1.0.0:deprecated io-github-acme-weather@1.4.0:active" {
+	if got := strings.Join(names, " "); got != "acme-notes@9.9.9:active com-example-remote@2.0.0:active io-github-acme-notes@1.0.0:deprecated io-github-acme-ranged@1.0.0:active io-github-acme-weather@1.4.0:active" {
 		t.Errorf("search lists %s", got)
 	}
 	// A registry name finds the entry it maps to.
@@ -212,6 +212,15 @@ func TestRegistryShowInstall(t *testing.T) {
 	// Another registry name that maps to the same berth name is not it.
 	if _, err := c.ShowUnsigned(ctx, "reg", "io.github/acme.weather", "", nil, nil); !errors.Is(err, ErrNoPlugin) {
 		t.Errorf("show of a look-alike registry name: %v", err)
+	}
+	// A remote server's secret header becomes an environment source.
+	if rem, err := c.ShowUnsigned(ctx, "reg", "com.example/remote", "", nil, nil); err != nil || rem.Digest == "" {
+		t.Errorf("remote: %+v %v", rem, err)
+	}
+	// An entry the importer refuses is shown, but fails closed.
+	var ie *bundle.InvalidError
+	if out, err := c.ShowUnsigned(ctx, "reg", "io.github.acme/ranged", "", nil, nil); !errors.As(err, &ie) || out == nil || out.Digest != "" {
+		t.Errorf("ranged: %+v %v", out, err)
 	}
 	dep, err := c.ShowUnsigned(ctx, "reg", "io.github.acme/notes", "", nil, nil)
 	if err != nil || len(dep.Warnings) != 1 || !strings.Contains(dep.Warnings[0], "Use io.github.acme/notes2 instead") {

@@ -199,7 +199,7 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catalog, given, version string
 		return nil, err
 	}
 	defer cleanup()
-	b, err := bundle.Open(ctx, src, bopts)
+	b, err := openEntryBundle(ctx, ci, p, shown, src, bopts)
 	if err != nil {
 		return out, fmt.Errorf("%s %s of catalog %s cannot be installed: %w", p.Name, shown.Version, catalog, err)
 	}
@@ -296,7 +296,7 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 	}
 	defer cleanup()
 	if !req.AllowUnsigned || req.Digest.IsZero() {
-		b, err := bundle.Open(ctx, src, req.Bundle)
+		b, err := openEntryBundle(ctx, ci, p, v, src, req.Bundle)
 		if err != nil {
 			return nil, err
 		}
@@ -309,14 +309,37 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 		origin = RegistryVersionURL(ci.Source, p.SourceName, v.Version)
 	}
 	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
+	// Name the entry, not the temp file berth built it in.
 	var dm *store.DigestMismatchError
 	if errors.As(err, &dm) {
-		// Name the entry, not the temp file berth built it in.
 		dm.Source = fmt.Sprintf("%s %s of catalog %s (%s)", p.Name, v.Version, req.Catalog, origin)
+	}
+	var ie *bundle.InvalidError
+	if errors.As(err, &ie) {
+		ie.Source = entryLabel(ci, p, v)
 	}
 	if err != nil {
 		return nil, err
 	}
 	out.Trust = res
 	return out, nil
+}
+
+// entryLabel names an entry's bundle in messages.
+func entryLabel(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion) string {
+	if ci.Kind == KindRegistry {
+		return fmt.Sprintf("the server.json of %s %s (catalog %s)", p.SourceName, v.Version, ci.Name)
+	}
+	return fmt.Sprintf("%s (%s %s of catalog %s)", p.Dir, p.Name, v.Version, ci.Name)
+}
+
+// openEntryBundle opens the bundle of an entry's version from src (as
+// openUnsigned made it), named by entryLabel in messages.
+func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion, src string, opts *bundle.Options) (*bundle.Bundle, error) {
+	b, err := bundle.Open(ctx, src, opts)
+	var ie *bundle.InvalidError
+	if errors.As(err, &ie) {
+		ie.Source = entryLabel(ci, p, v)
+	}
+	return b, err
 }
