@@ -389,3 +389,61 @@ func TestRegistryNameCollidesWithCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkParseRegistryPage: one full page (100 server versions, the
+// API's maximum) decoded and checked.
+func BenchmarkParseRegistryPage(b *testing.B) {
+	data := syntheticPage(100)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		pg, ps, err := parseRegistryPage(data, 1)
+		if err != nil || len(ps) != 0 || len(pg.items) != 100 {
+			b.Fatal(err, ps)
+		}
+	}
+}
+
+// BenchmarkRegistryAdd: adding a registry of 20 pages (2,000 server
+// versions) served on loopback, written to the cache.
+func BenchmarkRegistryAdd(b *testing.B) {
+	const pages = 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		fmt.Sscanf(r.URL.Query().Get("cursor"), "c%d", &n)
+		doc := map[string]any{}
+		json.Unmarshal(syntheticPageFrom(n*100, 100), &doc)
+		if n+1 < pages {
+			doc["metadata"] = map[string]any{"nextCursor": fmt.Sprintf("c%d", n+1)}
+		}
+		json.NewEncoder(w).Encode(doc)
+	}))
+	defer srv.Close()
+	src, _ := ParseRegistrySource(srv.URL)
+	for b.Loop() {
+		c := newRegistryCache(b, nil)
+		r, err := c.AddRegistry(context.Background(), "reg", src)
+		if err != nil || r.Plugins != pages*100 {
+			b.Fatal(err)
+		}
+	}
+}
+
+func syntheticPage(n int) []byte { return syntheticPageFrom(0, n) }
+
+func syntheticPageFrom(from, n int) []byte {
+	var items []any
+	for i := from; i < from+n; i++ {
+		name := fmt.Sprintf("io.github.acme%d/server-%d", i, i)
+		items = append(items, map[string]any{
+			"server": map[string]any{
+				"$schema": bundle.RegistrySchema, "name": name, "description": "A server of the benchmark", "version": "1.0.0",
+				"packages": []any{map[string]any{"registryType": "npm", "identifier": fmt.Sprintf("@acme/server-%d", i), "version": "1.0.0", "transport": map[string]any{"type": "stdio"},
+					"environmentVariables": []any{map[string]any{"name": "API_KEY", "isSecret": true, "isRequired": true}}}},
+			},
+			"_meta": map[string]any{officialMeta: map[string]any{"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "updatedAt": "2026-11-01T00:00:00Z", "isLatest": true}},
+		})
+	}
+	data, _ := json.Marshal(map[string]any{"servers": items, "metadata": map[string]any{"count": n}})
+	return data
+}

@@ -169,7 +169,12 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 	st.CheckedAt = now
 	entries, _ := marshalEntries(list.plugins)
 	prev, err := os.ReadFile(filepath.Join(dir, st.Current, entriesFile))
-	changed := err != nil || !bytes.Equal(prev, entries) || st.Info.Problems != len(list.problems)
+	prevProblems, perr := os.ReadFile(filepath.Join(dir, st.Current, problemsFile))
+	problems := list.problems
+	if problems == nil {
+		problems = []*Problem{}
+	}
+	changed := err != nil || perr != nil || !bytes.Equal(prev, entries) || !bytes.Equal(prevProblems, mustJSON(problems))
 	if changed {
 		if err := c.writeUnsignedCopy(dir, st, list); err != nil {
 			return nil, err
