@@ -328,7 +328,10 @@ func TestRegistryPluginName(t *testing.T) {
 		"io.github.x/" + strings.Repeat("a", 80):           "io-github-x-" + strings.Repeat("a", 43) + "-",
 		"io.github.modelcontextprotocol/server-everything": "io-github-modelcontextprotocol-server-everything",
 	} {
-		got := RegistryPluginName(in)
+		got, err := RegistryPluginName(in)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
 		if strings.HasSuffix(want, "-") {
 			if !strings.HasPrefix(got, want) || len(got) != 64 || !nameRe.MatchString(got) {
 				t.Errorf("%s -> %s", in, got)
@@ -337,6 +340,11 @@ func TestRegistryPluginName(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s -> %s, want %s", in, got, want)
+		}
+	}
+	for _, in := range []string{"", "weather", "a/", "-/_", "io.github.acme/we/ather", "io.github.acme/wea ther", "x/" + strings.Repeat("a", 199)} {
+		if got, err := RegistryPluginName(in); err == nil {
+			t.Errorf("%q -> %q, want an error", in, got)
 		}
 	}
 }

@@ -42,18 +42,30 @@ var (
 )
 
 // RegistryPluginName maps an MCP Registry server name to a berth plugin
-// name: lower-cased, every run of characters other than a-z and 0-9
-// replaced with one '-', '-' trimmed from both ends; a result longer than
-// 64 characters keeps its first 55 and gets '-' and 8 hex digits of the
-// SHA-256 of the registry name. "io.github.acme/weather" becomes
-// "io-github-acme-weather".
-func RegistryPluginName(serverName string) string {
-	n := strings.Trim(nonAlnumRunRe.ReplaceAllString(strings.ToLower(serverName), "-"), "-")
+// name, the one rule berth uses everywhere (the importer, and registry
+// catalogs in show, search and install): lower-cased, every run of
+// characters other than a-z and 0-9 replaced with one '-', '-' trimmed
+// from both ends; a result longer than 64 characters keeps its first 55
+// (then '-' trimmed) and gets '-' and 8 hex digits of the SHA-256 of the
+// registry name. "io.github.acme/weather" becomes "io-github-acme-weather".
+// A name that is not a registry name (a reverse-DNS namespace, '/', and a
+// name: 3 to 200 characters of letters, digits, '.', '_' and '-') is an
+// error. Different registry names can map to the same plugin name
+// ("io.github.acme/weather" and "io.github/acme.weather"); a registry
+// catalog skips every entry whose mapped name collides with another's.
+func RegistryPluginName(registryName string) (string, error) {
+	if !registryNameRe.MatchString(registryName) || len(registryName) < 3 || len(registryName) > 200 {
+		return "", fmt.Errorf("%q is not an MCP Registry server name: a reverse-DNS namespace, '/', and a name (3-200 characters of letters, digits, '.', '_' and '-'), like \"io.github.acme/weather\"", registryName)
+	}
+	n := strings.Trim(nonAlnumRunRe.ReplaceAllString(strings.ToLower(registryName), "-"), "-")
 	if len(n) > 64 {
-		sum := sha256.Sum256([]byte(serverName))
+		sum := sha256.Sum256([]byte(registryName))
 		n = strings.TrimRight(n[:55], "-") + "-" + hex.EncodeToString(sum[:])[:8]
 	}
-	return n
+	if n == "" {
+		return "", fmt.Errorf("the MCP Registry server name %q has no letter or digit to make a berth plugin name of", registryName)
+	}
+	return n, nil
 }
 
 // OpenServerJSON opens the bundle that an MCP Registry server.json
@@ -144,7 +156,7 @@ func (x *registryImport) top(top obj) {
 		if !registryNameRe.MatchString(s) || len(s) < 3 || len(s) > 200 {
 			d.add("name", RuleRegistryWrongType, "name %q must be a reverse-DNS namespace, '/', and a name (3-200 characters of letters, digits, '.', '_' and '-'), like \"io.github.acme/weather\"", s)
 		}
-		x.name = RegistryPluginName(s)
+		x.name, _ = RegistryPluginName(s) // a bad name was reported above
 		m.Name = x.name
 		x.imp.SourceName = s
 	}

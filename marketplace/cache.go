@@ -52,6 +52,9 @@ type CacheOptions struct {
 	Source SourceOptions
 	// Now is the clock for expiry and staleness; nil means time.Now.
 	Now func() time.Time
+	// RegistryMaxPages bounds the pages of one MCP Registry listing; 0
+	// means DefaultRegistryMaxPages.
+	RegistryMaxPages int
 }
 
 // OpenCache returns the cache in dir; it creates nothing until a change.
@@ -70,6 +73,9 @@ func OpenCache(dir string, opts *CacheOptions) *Cache {
 type state struct {
 	Name   string `json:"name"`
 	Source string `json:"source"`
+	// Kind is "" for a TUF catalog, KindRegistry or KindClaudeMarketplace
+	// for an unsigned source (its copy holds entries.json, no metadata).
+	Kind string `json:"kind,omitempty"`
 	// RootPin is "sha256:<hex>" of the root the operator pinned at add.
 	RootPin string    `json:"rootPin"`
 	AddedAt time.Time `json:"addedAt"`
@@ -119,13 +125,21 @@ type CatalogInfo struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	Info
 	// Stale is true when the copy is past its expiry: browse still
-	// answers from it, install refuses it.
+	// answers from it, install refuses it. An unsigned source has no
+	// expiry and is never stale.
 	Stale bool `json:"stale"`
+	// Kind is KindTUF, KindRegistry or KindClaudeMarketplace.
+	Kind string `json:"kind"`
+	// Unsigned is true for a registry or marketplace.json source: nobody
+	// signed what it lists, and berth installs its entries only by a
+	// digest the operator pins.
+	Unsigned bool `json:"unsigned"`
 }
 
 func (c *Cache) info(st *state) *CatalogInfo {
 	ci := &CatalogInfo{Name: st.Name, Source: st.Source, RootPin: st.RootPin, AddedAt: st.AddedAt, CheckedAt: st.CheckedAt, UpdatedAt: st.UpdatedAt, Info: st.Info}
-	ci.Stale = c.o.Now().After(st.Info.Expires())
+	ci.Kind, ci.Unsigned = st.kind(), st.Kind != ""
+	ci.Stale = !ci.Unsigned && c.o.Now().After(st.Info.Expires())
 	return ci
 }
 
@@ -240,6 +254,9 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	st, err := c.readState(name)
 	if err != nil {
 		return nil, err
+	}
+	if st.Kind != "" {
+		return c.refreshUnsigned(ctx, st)
 	}
 	src, err := ParseSource(st.Source)
 	if err != nil {
@@ -645,6 +662,9 @@ func (c *Cache) Load(name string) (*Loaded, error) {
 		st, err := c.readState(name)
 		if err != nil {
 			return nil, err
+		}
+		if st.Kind != "" {
+			return nil, fmt.Errorf("%w: catalog %s is an unsigned %s source, which has no signed catalog to load", ErrUnsignedSource, name, st.Kind)
 		}
 		data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, CatalogTarget))
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {

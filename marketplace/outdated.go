@@ -90,6 +90,9 @@ func (c *Cache) Outdated(st *store.Store, constraints map[string]string, ro *Res
 		case errors.Is(err, ErrNoCatalog):
 			o.Problem = fmt.Sprintf("catalog %s is not added any more (berth marketplace add)", r.Catalog.Name)
 			continue
+		case errors.Is(err, ErrUnsignedSource):
+			o.Problem = fmt.Sprintf("catalog %s is now an unsigned source, not the signed catalog %s came from (berth marketplace list)", r.Catalog.Name, name)
+			continue
 		case errors.Is(err, ErrNoPlugin):
 			o.Problem = fmt.Sprintf("catalog %s no longer lists %s", r.Catalog.Name, name)
 			continue

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // Files of the search index in a verified copy.
@@ -206,6 +208,12 @@ type Result struct {
 	Match  Match  `json:"match"`
 	// Stale is true when the catalog's verified copy is past its expiry.
 	Stale bool `json:"stale,omitempty"`
+	// Unsigned is true for an entry of an unsigned source (an MCP
+	// Registry or a marketplace.json): nobody signed it.
+	Unsigned bool `json:"unsigned"`
+	// SourceName is the name the unsigned source gives the entry (the
+	// registry name, io.github.acme/weather), when it has one.
+	SourceName string `json:"sourceName,omitempty"`
 }
 
 // SearchResult is the outcome of Search: the ranked results and the state
@@ -259,6 +267,13 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 			}
 			out.Problems[name] = problems
 		}
+		ctext, cwords := text, words
+		if ci.Kind == KindRegistry && strings.Contains(text, "/") {
+			// A registry name finds the entry it maps to.
+			if mapped, err := bundle.RegistryPluginName(strings.TrimSpace(q.Text)); err == nil {
+				ctext, cwords = mapped, []string{mapped}
+			}
+		}
 		for i := range idx.Plugins {
 			e := &idx.Plugins[i]
 			if q.Tier != "" && e.Tier != q.Tier {
@@ -267,11 +282,14 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 			if tag != "" && !hasTag(e.Tags, tag) {
 				continue
 			}
-			m, ok := match(e, text, words)
+			m, ok := match(e, ctext, cwords)
 			if !ok {
 				continue
 			}
-			res := Result{Catalog: name, Name: e.Name, Description: e.Description, Tier: e.Tier, Tags: e.Tags, Match: m, Stale: ci.Stale}
+			res := Result{Catalog: name, Name: e.Name, Description: e.Description, Tier: e.Tier, Tags: e.Tags, Match: m, Stale: ci.Stale, Unsigned: ci.Unsigned}
+			if ci.Kind == KindRegistry {
+				res.SourceName = e.Publisher // the index keeps the registry name there
+			}
 			if res.Tags == nil {
 				res.Tags = []string{}
 			}
@@ -393,6 +411,9 @@ func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if ci.Unsigned {
+		return nil, nil, fmt.Errorf("%w: catalog %s is an unsigned %s source; its entries are shown with berth show and installed with --allow-unsigned --digest", ErrUnsignedSource, catalog, ci.Kind)
+	}
 	if ps[name] == nil {
 		return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catalog, name, name)
 	}
@@ -408,6 +429,11 @@ func (c *Cache) Plugins(catalog string, names []string) (map[string]*Plugin, *Ca
 		st, idx, _, err := c.readIndex(catalog)
 		if err != nil {
 			return nil, nil, err
+		}
+		if st.Kind != "" {
+			// An unsigned source lists no signed entries: nothing of it is
+			// revoked, deprecated or yanked in the catalog's terms.
+			return map[string]*Plugin{}, c.info(st), nil
 		}
 		want := map[string]bool{}
 		for _, n := range names {

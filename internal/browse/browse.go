@@ -88,9 +88,19 @@ type snapshot struct {
 // load reads the catalogs, reusing what it read before when no copy
 // changed. The infos (and so staleness) are always fresh.
 func (s *Site) load() (*snapshot, error) {
-	infos, err := s.cache.List()
+	all, err := s.cache.List()
 	if err != nil {
 		return nil, err
+	}
+	// The page shows the signed (TUF) catalogs only: an unsigned source
+	// (an MCP Registry, a marketplace.json) has no verified copy to show,
+	// and its entries are browsed with berth search and berth show, which
+	// mark them unsigned.
+	infos := all[:0]
+	for _, ci := range all {
+		if !ci.Unsigned {
+			infos = append(infos, ci)
+		}
 	}
 	var key strings.Builder
 	for _, ci := range infos {

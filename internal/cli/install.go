@@ -35,12 +35,17 @@ type installJSON struct {
 	// LockUpdated is true when the workspace's berth.lock was updated.
 	LockUpdated bool     `json:"lockUpdated"`
 	Warnings    []string `json:"warnings"`
+	// Unsigned is true for an entry of an unsigned source (an MCP
+	// Registry, a marketplace.json), trusted by its pinned digest.
+	Unsigned bool `json:"unsigned"`
+	// SourceName is the source's name of the entry (the registry name).
+	SourceName string `json:"sourceName,omitempty"`
 }
 
 func (a *app) installCommand() *cobra.Command {
 	var (
-		catalog, workspace                            string
-		yes, enable, allowStale, allowSignerChange, j bool
+		catalog, workspace, digest                                   string
+		yes, enable, allowStale, allowSignerChange, allowUnsigned, j bool
 	)
 	cmd := &cobra.Command{
 		Use:   "install NAME[@CONSTRAINT]",
@@ -68,16 +73,37 @@ A name listed by several catalogs needs --catalog (exit 2). A catalog copy
 past its expiry is refused (exit 4) unless --allow-stale, which the record
 then says. --enable also enables it in the workspace, and updates the
 workspace's berth.lock when there is one. --json cannot ask, so it needs
---yes.`,
+--yes.
+
+An entry of an unsigned source (an MCP Registry or a marketplace.json,
+berth marketplace add --registry or --unsigned) is installed from the
+cached listing, with no network: berth builds its bundle (from the
+registry's server.json, or the plugin's directory in a local marketplace)
+and runs the path of berth trust --allow-unsigned --digest on it. It needs
+--allow-unsigned and --digest equal to the digest berth show prints;
+without them it refuses (exit 4) and prints the digest and the command.
+Such a plugin cannot be pinned in a berth.lock. A registry entry can be
+named by its registry name or the berth name it maps to.`,
 		Example: `  berth install acme-notes
   berth install acme-notes@^1.4 --enable
+  berth install io.github.acme/weather@1.2.0 --catalog mcp --allow-unsigned --digest sha256:<hex>
   berth install 'acme-notes@>=1.2 <2' --catalog acme --yes
   berth install acme-notes --allow-stale --yes --json`,
 		Args: exactArgs(1, "NAME[@CONSTRAINT]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, constraint, _ := strings.Cut(args[0], "@")
+			given, constraint, _ := strings.Cut(args[0], "@")
+			name, _, err := marketplace.LookupName(given)
+			if err != nil {
+				return usagef("%v", err)
+			}
 			if err := store.CheckRef(name, ""); err != nil {
 				return usagef("%v", err)
+			}
+			var pin store.Digest
+			if digest != "" {
+				if pin, err = store.ParseDigest(digest); err != nil {
+					return usagef("--digest: %v", err)
+				}
 			}
 			if catalog != "" {
 				if err := marketplace.CheckName(catalog); err != nil {
@@ -106,6 +132,16 @@ workspace's berth.lock when there is one. --json cannot ask, so it needs
 			}
 			if catalog, err = findCatalog(c, name, catalog); err != nil {
 				return err
+			}
+			kind, err := c.Kind(catalog)
+			if err != nil {
+				return err
+			}
+			if kind != marketplace.KindTUF {
+				return a.installUnsigned(cmd, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: allowUnsigned, yes: yes, json: j, enable: enable, ws: ws})
+			}
+			if allowUnsigned || digest != "" {
+				return usagef("--allow-unsigned and --digest are for entries of unsigned sources; catalog %s is signed, and install verifies the signature it lists", catalog)
 			}
 			if err := a.refreshCatalog(ctx, c, st, catalog, allowStale); err != nil {
 				return err
@@ -160,6 +196,8 @@ workspace's berth.lock when there is one. --json cannot ask, so it needs
 	workspaceFlag(cmd, &workspace)
 	f.BoolVar(&allowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
 	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version (still one the catalog allows)")
+	f.BoolVar(&allowUnsigned, "allow-unsigned", false, "install an entry of an unsigned source (MCP Registry, marketplace.json), by --digest only; recorded as unsigned")
+	f.StringVar(&digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
 	a.jsonFlag(cmd, &j, installJSON{})
 	return cmd
 }
@@ -350,4 +388,75 @@ func (b *downloadBar) done() {
 	defer b.mu.Unlock()
 	b.bar.done()
 	b.bar = nil
+}
+
+type unsignedInstall struct {
+	catalog, name, constraint, ws string
+	digest                        store.Digest
+	allowUnsigned, yes, json      bool
+	enable                        bool
+}
+
+// installUnsigned installs an entry of an unsigned source: pinned to the
+// digest the operator gives, through store.Store.Trust, from the cache.
+func (a *app) installUnsigned(cmd *cobra.Command, st *store.Store, c *marketplace.Cache, u unsignedInstall) error {
+	ctx := cmd.Context()
+	if u.enable {
+		l, err := marketplace.ReadLock(u.ws)
+		if err != nil {
+			return err
+		}
+		if l != nil {
+			return usagef("%s has a %s, which pins signed plugins only; an entry of the unsigned catalog %s cannot be in it: install without --enable, or remove the lock", u.ws, marketplace.LockFile, u.catalog)
+		}
+	}
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return err
+	}
+	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
+		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro,
+		Confirm: func(cand *store.Candidate) error {
+			if !u.json {
+				cand.Review.WriteText(a.stdout)
+				fmt.Fprintln(a.stdout)
+				fmt.Fprintf(a.stdout, "UNSIGNED: nobody signed this entry of catalog %s; it is trusted only because its digest is %s, as you pinned.\n", u.catalog, cand.Bundle.Digest)
+			}
+			return a.confirm(fmt.Sprintf("Install %s %s from catalog %s, unsigned?", cand.Bundle.Manifest.Name, cand.Bundle.Manifest.Version, u.catalog), u.yes, "--yes")
+		},
+	})
+	if err != nil {
+		return err
+	}
+	r := res.Trust.Record
+	out := installJSON{Catalog: res.Catalog, Name: res.Name, Version: res.Version.Version, Digest: r.Digest, URL: r.Source,
+		Already: res.Trust.Already, Record: r, Review: res.Trust.Review, Staged: res.Trust.Snapshot, Warnings: nonNilStrings(res.Warnings),
+		Unsigned: true, SourceName: res.SourceName}
+	if !u.json {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(a.stdout, "WARNING: %s\n", review.Printable(w))
+		}
+		if res.Trust.Already {
+			fmt.Fprintf(a.stdout, "%s is already installed with this digest; nothing changed.\n", r.ID())
+		} else {
+			fmt.Fprintf(a.stdout, "Installed %s from catalog %s, unsigned, pinned to %s: staged at %s.\n", r.ID(), u.catalog, r.Digest, res.Trust.Snapshot)
+		}
+	}
+	if u.enable {
+		en, err := pool.Enable(ctx, st, u.ws, r.Name, r.Version)
+		if err != nil {
+			return err
+		}
+		out.Enabled = u.ws
+		if !u.json && !en.Already {
+			fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", r.ID(), u.ws)
+		}
+	}
+	if u.json {
+		return writeJSON(a.stdout, out)
+	}
+	if !u.enable {
+		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", r.Name)
+	}
+	return nil
 }

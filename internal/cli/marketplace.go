@@ -68,10 +68,13 @@ show the same in a web browser.`,
 
 func (a *app) marketplaceAddCommand() *cobra.Command {
 	var rootFile, rootSHA string
+	var registry, unsigned bool
 	cmd := &cobra.Command{
-		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX)",
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned)",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
-  berth marketplace add local ./catalog --root ./catalog/1.root.json`,
+  berth marketplace add local ./catalog --root ./catalog/1.root.json
+  berth marketplace add mcp https://registry.modelcontextprotocol.io --registry
+  berth marketplace add team ./claude-marketplace --unsigned`,
 		Short: "Add a catalog, its root of trust pinned, and verify it",
 		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
 URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
@@ -81,15 +84,38 @@ root.json you got from the curator) or --root-sha256 HEX (the sha256 of
 the catalog's 1.root.json, which berth catalog init prints). Then it runs a
 full TUF update and keeps the verified copy. HTTPS requests use the
 standard proxy variables HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their
-lower-case forms); loopback addresses are never proxied.`,
+lower-case forms); loopback addresses are never proxied.
+
+Two unsigned, read-only sources can be added too, and nobody signs what
+they list. --registry adds an MCP Registry: SOURCE is its base URL, https,
+or http on a loopback address. berth lists every server version through
+/v0/servers, follows its cursors (at most 1000 pages of at most 8 MiB, and
+a cursor loop is refused with exit 4), drops deleted versions and marks
+deprecated ones. --unsigned adds a Claude Code marketplace.json: a
+directory holding .claude-plugin/marketplace.json, the file itself, or its
+https URL. Only plugins in a directory inside a local marketplace can be
+installed; any other source (github, git URL, npm, or a relative path when
+the marketplace came from a URL) is skipped, with the reason. Every
+malformed or skipped entry is named, and the rest are listed. Search and
+show mark these entries unsigned. berth install takes one only with
+--allow-unsigned and the --digest that berth show prints.`,
 		Args: exactArgs(2, "NAME and SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := marketplace.CheckName(name); err != nil {
 				return usagef("%v", err)
 			}
-			if (rootFile == "") == (rootSHA == "") {
-				return usagef("give exactly one of --root FILE and --root-sha256 HEX: berth never trusts a catalog's root on first use (berth catalog init printed the sha256 of 1.root.json)")
+			modes := 0
+			for _, b := range []bool{rootFile != "", rootSHA != "", registry, unsigned} {
+				if b {
+					modes++
+				}
+			}
+			if modes != 1 {
+				return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
+			}
+			if registry || unsigned {
+				return a.addUnsignedSource(cmd, name, args[1], registry)
 			}
 			src, err := marketplace.ParseSource(args[1])
 			if err != nil {
@@ -125,7 +151,51 @@ lower-case forms); loopback addresses are never proxied.`,
 	}
 	cmd.Flags().StringVar(&rootFile, "root", "", "a root.json of the catalog that you trust")
 	cmd.Flags().StringVar(&rootSHA, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
+	cmd.Flags().BoolVar(&registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
+	cmd.Flags().BoolVar(&unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
 	return cmd
+}
+
+// addUnsignedSource is marketplace add --registry or --unsigned.
+func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registry bool) error {
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	var r *marketplace.RefreshResult
+	what := "MCP Registry"
+	if registry {
+		src, err := marketplace.ParseRegistrySource(source)
+		if err != nil {
+			return err
+		}
+		if r, err = c.AddRegistry(cmd.Context(), name, src); err != nil {
+			return err
+		}
+	} else {
+		what = "Claude Code marketplace"
+		src, err := marketplace.ClaudeMarketplaceSource(source)
+		if err != nil {
+			return err
+		}
+		if r, err = c.AddClaudeMarketplace(cmd.Context(), name, src); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(a.stdout, "Added %s %s from %s: %d plugin(s), UNSIGNED: nobody signed what it lists; berth install takes an entry only with --allow-unsigned and the --digest berth show prints.\n",
+		what, r.Name, review.Printable(r.Source), r.Plugins)
+	a.printProblems(r.Name, r.Problems)
+	return nil
+}
+
+// printProblems names every entry of an unsigned source that was skipped.
+func (a *app) printProblems(name string, ps []*marketplace.Problem) {
+	for _, p := range ps {
+		fmt.Fprintf(a.stderr, "berth: warning: catalog %s skipped an entry: %s\n", name, review.Printable(p.String()))
+	}
+	if len(ps) > 0 {
+		fmt.Fprintf(a.stderr, "berth: catalog %s: %d entr(ies) skipped; the rest are listed\n", name, len(ps))
+	}
 }
 
 func readLimitedFile(path string, max int64) ([]byte, error) {
@@ -177,6 +247,10 @@ func (a *app) marketplaceListCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tPLUGINS\tVERSION\tFRESH UNTIL\tSOURCE")
 			for _, ci := range list {
+				if ci.Unsigned {
+					fmt.Fprintf(tw, "%s\t%d\t-\tunsigned %s, listed %s\t%s\n", ci.Name, ci.Plugins, ci.Kind, ci.UpdatedAt.Format(time.RFC3339), review.Printable(ci.Source))
+					continue
+				}
 				fresh := ci.Expires().Format(time.RFC3339)
 				if ci.Stale {
 					fresh += " (STALE: berth marketplace update " + ci.Name + ")"
@@ -226,7 +300,9 @@ source and keeps the new verified copy. A refusal (rollback, expired,
 mix-and-match, bad signature, altered catalog, a published version whose
 digest changed) is exit 4 and keeps the old copy; a network failure is
 exit 1. With no NAME, every catalog is updated and the worst exit code
-wins. Versions whose status changed are listed.
+wins. Versions whose status changed are listed. An unsigned source (an
+MCP Registry, a marketplace.json) is listed again in full, and every
+entry it skipped is named.
 
 What an update finds reaches what is trusted: a version you installed that
 the catalog now revokes is disabled in every workspace at once (running
@@ -264,6 +340,15 @@ only a warning.`,
 					continue
 				}
 				r := u.RefreshResult
+				if r.Unsigned {
+					state := "up to date"
+					if r.Changed {
+						state = "updated"
+					}
+					fmt.Fprintf(a.stdout, "%s: %s: %d plugin(s) (unsigned %s, listed %s).\n", n, state, r.Plugins, r.Kind, r.CheckedAt.Format(time.RFC3339))
+					a.printProblems(n, r.Problems)
+					continue
+				}
 				if !r.Changed {
 					fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
 					a.reportInstalled(a.stdout, "  ", u.Installed)

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,10 +89,14 @@ func lookupServed(ts *testscript.TestScript, name string) *servedDir {
 
 // serveFailCmd: serve-fail NAME makes every later request fail (HTTP 500).
 func serveFailCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: serve-fail NAME")
+	on := true
+	if len(args) > 0 && args[0] == "-off" {
+		on, args = false, args[1:]
 	}
-	lookupServed(ts, args[0]).fail.Store(true)
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: serve-fail [-off] NAME")
+	}
+	lookupServed(ts, args[0]).fail.Store(on)
 }
 
 // serveRequestsCmd: serve-requests NAME prints how many requests the
@@ -100,4 +106,43 @@ func serveRequestsCmd(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: serve-requests NAME")
 	}
 	fmt.Fprintf(ts.Stdout(), "requests: %d\n", lookupServed(ts, args[0]).requests.Swap(0))
+}
+
+// serveRegistryCmd: serve-registry NAME DIR serves an MCP Registry's
+// GET /v0/servers on loopback from recorded pages: DIR/cursors.json maps
+// the cursor parameter ("" for the first page) to the file in DIR that
+// answers it. It sets $NAME_URL.
+func serveRegistryCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: serve-registry NAME DIR")
+	}
+	name, dir := args[0], ts.MkAbs(args[1])
+	var cursors map[string]string
+	if err := json.Unmarshal([]byte(ts.ReadFile(filepath.Join(dir, "cursors.json"))), &cursors); err != nil {
+		ts.Fatalf("cursors.json: %v", err)
+	}
+	d := &servedDir{}
+	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.requests.Add(1)
+		if d.fail.Load() {
+			http.Error(w, "the test made this server fail", http.StatusInternalServerError)
+			return
+		}
+		file, ok := cursors[r.URL.Query().Get("cursor")]
+		if r.URL.Path != "/v0/servers" || !ok {
+			http.Error(w, `{"error": "not found"}`, http.StatusNotFound)
+			return
+		}
+		http.ServeFile(w, r, filepath.Join(dir, file))
+	}))
+	servedMu.Lock()
+	served[servedKey(ts, name)] = d
+	servedMu.Unlock()
+	ts.Setenv(strings.ToUpper(name)+"_URL", d.srv.URL)
+	ts.Defer(func() {
+		d.srv.Close()
+		servedMu.Lock()
+		delete(served, servedKey(ts, name))
+		servedMu.Unlock()
+	})
 }

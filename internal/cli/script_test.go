@@ -46,6 +46,7 @@ func TestScripts(t *testing.T) {
 			"serve-fail":     serveFailCmd,
 			"serve-requests": serveRequestsCmd,
 			"typein":         typeinCmd,
+			"serve-registry": serveRegistryCmd,
 		},
 	})
 }

@@ -25,7 +25,10 @@ then in the name or tags, then anywhere (description, publisher); ties
 go to the better tier (official, verified, community). Each result names
 its catalog, tier, the version berth install NAME would pick, and its
 status. Search reads only the verified copies: no network, no download,
-nothing written. A catalog past its expiry still answers, marked stale.`,
+nothing written. A catalog past its expiry still answers, marked stale.
+Entries of an unsigned source (an MCP Registry, a marketplace.json) are
+marked unsigned, and deprecated ones deprecated; a registry name
+(io.github.acme/weather) finds the entry it maps to.`,
 		Args: rangeArgs(0, 1, "at most one QUERY (quote several words)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := parseTier(tier)
@@ -66,6 +69,9 @@ nothing written. A catalog past its expiry still answers, marked stale.`,
 				version, status := r.Latest, string(r.Status)
 				if version == "" {
 					version, status = "-", "none installable"
+				}
+				if r.Unsigned {
+					status += ", unsigned"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, version, status, r.Tier, r.Catalog, review.Printable(shorten(r.Description, 60)))
 			}

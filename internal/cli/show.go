@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 )
 
 func (a *app) showCommand() *cobra.Command {
@@ -27,12 +28,24 @@ for it, every version with its status and reason, the version berth
 install NAME would pick and why each other is skipped, and the context
 cost of the tools the curator lists. With @VERSION it shows that
 version's review. Show never downloads a bundle, starts anything, or
-writes, and needs no network. A name in several catalogs needs --catalog.`,
+writes, and needs no network. A name in several catalogs needs --catalog.
+
+An entry of an unsigned source (an MCP Registry, a marketplace.json) is
+marked UNSIGNED; show builds its bundle (from the cached server.json, or
+the plugin's directory in a local marketplace; nothing is downloaded or
+run), shows its review and prints its digest and the exact install
+command, which needs --allow-unsigned and that --digest. A registry entry
+can be named by its registry name (io.github.acme/weather) or by the berth
+name it maps to (io-github-acme-weather); the review shows both.`,
 		Args: exactArgs(1, "NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, version, err := parseRef(args[0])
+			given, version, _ := strings.Cut(args[0], "@")
+			name, _, err := marketplace.LookupName(given)
 			if err != nil {
-				return err
+				return usagef("%v", err)
+			}
+			if err := store.CheckRef(name, version); err != nil {
+				return usagef("%v", err)
 			}
 			c, err := a.catalogs()
 			if err != nil {
@@ -54,11 +67,28 @@ writes, and needs no network. A name in several catalogs needs --catalog.`,
 			} else if err := marketplace.CheckName(catalog); err != nil {
 				return usagef("--catalog: %v", err)
 			}
-			p, ci, err := c.Plugin(catalog, name)
+			ro, err := a.resolveOptions()
 			if err != nil {
 				return err
 			}
-			ro, err := a.resolveOptions()
+			kind, err := c.Kind(catalog)
+			if err != nil {
+				return err
+			}
+			if kind != marketplace.KindTUF {
+				out, err := c.ShowUnsigned(cmd.Context(), catalog, given, version, ro, nil)
+				if out != nil && !asJSON {
+					a.writeShowUnsigned(out)
+				}
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(a.stdout, out)
+				}
+				return nil
+			}
+			p, ci, err := c.Plugin(catalog, name)
 			if err != nil {
 				return err
 			}
@@ -75,6 +105,47 @@ writes, and needs no network. A name in several catalogs needs --catalog.`,
 	cmd.Flags().StringVar(&catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
 	a.jsonFlag(cmd, &asJSON, marketplace.Showing{})
 	return cmd
+}
+
+func (a *app) writeShowUnsigned(out *marketplace.UnsignedShowing) {
+	w := a.stdout
+	ci := out.Catalog
+	title := out.Name
+	if out.SourceName != "" && out.SourceName != out.Name {
+		title += " (registry name " + out.SourceName + ")"
+	}
+	if out.Description != "" {
+		title += ": " + out.Description
+	}
+	fmt.Fprintln(w, review.Printable(title))
+	fmt.Fprintf(w, "  catalog %s: an unsigned %s source, %s\n", ci.Name, ci.Kind, review.Printable(ci.Source))
+	if out.Homepage != "" {
+		fmt.Fprintf(w, "  homepage: %s\n", review.Printable(out.Homepage))
+	}
+	fmt.Fprintln(w, "\nUNSIGNED: nobody signed this entry; berth installs it only by the exact digest you pin.")
+	fmt.Fprintln(w, "\nVersions:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, v := range out.Versions {
+		status := string(v.Status)
+		if v.StatusMessage != "" {
+			status += ": " + v.StatusMessage
+		}
+		note := v.Skipped
+		if v.Picked {
+			note = "<- berth install " + out.Name + " picks this"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", v.Version, v.Released.Format("2006-01-02"), review.Printable(status), review.Printable(note))
+	}
+	tw.Flush()
+	for _, warn := range out.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", review.Printable(warn))
+	}
+	if out.Review == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nReview of %s %s, from the bundle berth builds for it (digest %s):\n\n", out.Name, out.Shown, out.Digest)
+	out.Review.WriteText(w)
+	fmt.Fprintf(w, "\nTo install it (unsigned, pinned to this digest):\n  %s\n", out.InstallCommand)
 }
 
 func (a *app) writeShow(out *marketplace.Showing) error {

@@ -1,0 +1,172 @@
+package marketplace
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+const marketFixture = "../testdata/claude-marketplace"
+
+// copyMarket copies the fixture marketplace into a temp directory (tests
+// change it).
+func copyMarket(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "market")
+	if out, err := exec.Command("cp", "-a", marketFixture, dst).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return dst
+}
+
+func addMarket(t *testing.T, c *Cache, src string) (*RefreshResult, error) {
+	t.Helper()
+	s, err := ClaudeMarketplaceSource(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.AddClaudeMarketplace(context.Background(), "team", s)
+}
+
+// Every entry berth cannot carry is named with its reason and skipped;
+// the plugin inside the marketplace's directory lists, unsigned, and
+// installs only by the digest show gives.
+func TestClaudeMarketplace(t *testing.T) {
+	dir := copyMarket(t)
+	// A symlink that leads out of the marketplace.
+	outside := t.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Join(dir, "plugins", "acme-db"), filepath.Join(outside, "linked")).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := os.Symlink(filepath.Join(outside, "linked"), filepath.Join(dir, "plugins", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	c := OpenCache(filepath.Join(home, "catalogs"), nil)
+	r, err := addMarket(t, c, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		" marketplace-entry-syntax",
+		"Acme DB marketplace-entry-name",
+		"absolute marketplace-entry-source",
+		"acme-db marketplace-entry-duplicate",
+		"atlassian marketplace-entry-source",
+		"escape marketplace-entry-source",
+		"escape-clean marketplace-entry-source",
+		"gh-tools marketplace-entry-source",
+		"noversion marketplace-entry-version",
+		"renamed marketplace-entry-name",
+		"typescript-lsp marketplace-entry-source",
+	}
+	if got := problemSet(r.Problems); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if r.Plugins != 1 || !r.Unsigned || r.Kind != KindClaudeMarketplace {
+		t.Errorf("info %+v", r.CatalogInfo)
+	}
+	for _, p := range r.Problems {
+		if p.Plugin == "escape" && !strings.Contains(p.Message, "leaves the marketplace") {
+			t.Errorf("escape: %s", p)
+		}
+	}
+
+	// A symlinked plugin directory that leads outside is refused too.
+	data, _ := os.ReadFile(filepath.Join(dir, ".claude-plugin", "marketplace.json"))
+	linked := strings.Replace(string(data), `{"name": "renamed", "source": "./plugins/acme-db"}`, `{"name": "acme-db-linked", "source": "./plugins/linked"}`, 1)
+	if _, ps, err := ParseClaudeMarketplace([]byte(linked), dir); err != nil || !strings.Contains(problemsText(ps), "leads outside the marketplace") {
+		t.Errorf("symlink: %v %s", err, problemsText(ps))
+	}
+
+	ctx := context.Background()
+	sh, err := c.ShowUnsigned(ctx, "team", "acme-db", "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Open(ctx, filepath.Join(dir, "plugins", "acme-db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Digest != b.Digest || sh.Shown != "1.2.0" || sh.Review == nil {
+		t.Errorf("show %+v, digest of the directory %s", sh, b.Digest)
+	}
+	b.Close()
+	res, err := c.Search(Query{Text: "acme-db"}, nil)
+	if err != nil || len(res.Results) != 1 || !res.Results[0].Unsigned {
+		t.Errorf("search %+v %v", res, err)
+	}
+
+	st := store.Open(store.Paths{Root: filepath.Join(home, "state")}, nil)
+	req := UnsignedInstallRequest{Catalog: "team", Name: "acme-db", AllowUnsigned: true}
+	var pe *UnsignedPinError
+	if _, err := c.InstallUnsigned(ctx, st, req); !errors.As(err, &pe) || pe.Digest != sh.Digest {
+		t.Fatalf("install without --digest: %v", err)
+	}
+	req.Digest, _ = store.ParseDigest(sh.Digest)
+	got, err := c.InstallUnsigned(ctx, st, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := got.Trust.Record; !rec.Unsigned || rec.Name != "acme-db" || rec.Digest != sh.Digest {
+		t.Errorf("record %+v", rec)
+	}
+
+	// The plugin directory swapped for a symlink out of the marketplace
+	// after it was listed: install refuses, whatever the digest.
+	pd := filepath.Join(dir, "plugins", "acme-db")
+	if err := os.Rename(pd, pd+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "linked"), pd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InstallUnsigned(ctx, st, req); !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "outside the marketplace") {
+		t.Errorf("install through a swapped symlink: %v", err)
+	}
+}
+
+func problemsText(ps []*Problem) string {
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.String() + "\n")
+	}
+	return b.String()
+}
+
+// A marketplace.json read from a URL lists nothing it cannot fetch: its
+// relative sources are skipped with the reason.
+func TestClaudeMarketplaceURL(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(marketFixture, ".claude-plugin", "marketplace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) }))
+	defer srv.Close()
+	c := newRegistryCache(t, nil)
+	r, err := addMarket(t, c, srv.URL+"/marketplace.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plugins != 0 || !strings.Contains(problemsText(r.Problems), "the marketplace was read from a URL") {
+		t.Errorf("%d plugins, problems:\n%s", r.Plugins, problemsText(r.Problems))
+	}
+	if r.Source != srv.URL+"/marketplace.json" {
+		t.Errorf("source %s", r.Source)
+	}
+	for _, bad := range []string{"http://example.com/marketplace.json", t.TempDir()} {
+		if _, err := ClaudeMarketplaceSource(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package marketplace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// UnsignedShowing is what berth show says of an entry of an unsigned
+// source: its versions and why install would pick or skip each, and the
+// review of one version, computed from the real bundle berth builds for
+// it (a registry entry's server.json, a marketplace.json entry's plugin
+// directory), with that bundle's digest, the one install needs. Its JSON
+// form is berth show --json for such an entry.
+type UnsignedShowing struct {
+	Catalog *CatalogInfo `json:"catalog"`
+	// Name is the berth plugin name, SourceName the source's own
+	// (the registry name).
+	Name        string `json:"name"`
+	SourceName  string `json:"sourceName"`
+	Description string `json:"description"`
+	Homepage    string `json:"homepage,omitempty"`
+	// Unsigned is always true: nobody signed this entry.
+	Unsigned bool                   `json:"unsigned"`
+	Versions []UnsignedShownVersion `json:"versions"`
+	// Install is the version berth install NAME would pick; "" when none.
+	Install string `json:"install"`
+	// Shown is the version whose review and digest are shown.
+	Shown string `json:"shown"`
+	// Digest is the digest of the bundle of the shown version: what
+	// install --digest must be.
+	Digest string             `json:"digest"`
+	Review *review.Disclosure `json:"review"`
+	// InstallCommand is the command that installs the shown version.
+	InstallCommand string   `json:"installCommand"`
+	Warnings       []string `json:"warnings"`
+}
+
+// UnsignedShownVersion is one version of an UnsignedShowing.
+type UnsignedShownVersion struct {
+	Version       string    `json:"version"`
+	Status        Status    `json:"status"`
+	StatusMessage string    `json:"statusMessage,omitempty"`
+	Released      time.Time `json:"released"`
+	Picked        bool      `json:"picked"`
+	Skipped       string    `json:"skipped,omitempty"`
+}
+
+// LookupName turns the name an operator gave into the berth plugin name
+// to look up: a registry name (it holds a '/') is mapped by
+// bundle.RegistryPluginName, and returned as sourceName, which the entry
+// found must have.
+func LookupName(given string) (name, sourceName string, err error) {
+	if !strings.Contains(given, "/") {
+		return given, "", nil
+	}
+	name, err = bundle.RegistryPluginName(given)
+	if err != nil {
+		return "", "", err
+	}
+	return name, given, nil
+}
+
+// CheckSourceName checks that entry p is the one the operator named by
+// its registry name (sourceName, "" when they gave the berth name).
+func CheckSourceName(p *UnsignedPlugin, catalog, sourceName string) error {
+	if sourceName != "" && p.SourceName != sourceName {
+		return fmt.Errorf("%w: catalog %s lists %s as %s, not %s", ErrNoPlugin, catalog, p.Name, p.SourceName, sourceName)
+	}
+	return nil
+}
+
+// pick chooses the version of p for constraint (as Resolve), or the exact
+// version when exact is set.
+func pickUnsigned(p *UnsignedPlugin, catalog, constraint string, exact bool, opts *ResolveOptions) (*UnsignedVersion, *Resolution, error) {
+	if exact {
+		v := p.Version(constraint)
+		if v == nil {
+			var vs []string
+			for _, x := range p.Versions {
+				vs = append(vs, x.Version)
+			}
+			return nil, nil, fmt.Errorf("%w: catalog %s has no version %s of %s (it has %s)", ErrNoPlugin, catalog, constraint, p.Name, strings.Join(vs, ", "))
+		}
+		res, _ := Resolve(p.asPlugin(), "", opts)
+		return v, res, nil
+	}
+	res, err := Resolve(p.asPlugin(), constraint, opts)
+	if err != nil {
+		return nil, res, err
+	}
+	return p.Version(res.Chosen.Version), res, nil
+}
+
+// openUnsigned writes what berth builds the bundle of version v from into
+// a temp directory (a registry entry's server.json) or names it (a
+// marketplace.json entry's directory, checked to be inside the
+// marketplace again), and returns the source for bundle.Open and
+// store.Store.Trust, and a cleanup.
+func (c *Cache) openUnsigned(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion, tempDir string) (string, func(), error) {
+	switch ci.Kind {
+	case KindRegistry:
+		dir, err := os.MkdirTemp(tempDir, "berth-registry-")
+		if err != nil {
+			return "", nil, err
+		}
+		file := filepath.Join(dir, "server.json")
+		if err := os.WriteFile(file, v.ServerJSON, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		return file, func() { os.RemoveAll(dir) }, nil
+	case KindClaudeMarketplace:
+		if strings.Contains(ci.Source, "://") {
+			return "", nil, fmt.Errorf("catalog %s was read from a URL; berth fetches no plugins from one", ci.Name)
+		}
+		root, err := filepath.EvalSymlinks(marketRoot(ci.Source))
+		if err != nil {
+			return "", nil, fmt.Errorf("the marketplace of catalog %s: %v", ci.Name, err)
+		}
+		dir, err := filepath.EvalSymlinks(p.Dir)
+		if err != nil {
+			return "", nil, fmt.Errorf("the plugin directory of %s: %v (berth marketplace update %s reads the marketplace again)", p.Name, err, ci.Name)
+		}
+		if rel, err := filepath.Rel(root, dir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || dir != p.Dir {
+			return "", nil, fmt.Errorf("%w: the plugin directory of %s now leads to %s, outside the marketplace %s or elsewhere than when it was listed; run berth marketplace update %s", trust.ErrUntrusted, p.Name, dir, root, ci.Name)
+		}
+		return dir, func() {}, nil
+	}
+	return "", nil, fmt.Errorf("catalog %s is not an unsigned source", ci.Name)
+}
+
+// installCommand is the command that installs version of p from catalog.
+func installCommand(catalog, name, version, digest string) string {
+	return fmt.Sprintf("berth install %s@%s --catalog %s --allow-unsigned --digest %s", name, version, catalog, digest)
+}
+
+// ShowUnsigned describes entry name of the unsigned source catalog. It
+// builds the bundle of the shown version to compute its review and
+// digest (a registry entry from its cached server.json; a marketplace.json
+// entry from its directory): nothing is downloaded or started. version ""
+// means the version install would pick (or the highest).
+func (c *Cache) ShowUnsigned(ctx context.Context, catalog, given, version string, ropts *ResolveOptions, bopts *bundle.Options) (*UnsignedShowing, error) {
+	name, sourceName, err := LookupName(given)
+	if err != nil {
+		return nil, err
+	}
+	p, ci, err := c.UnsignedEntry(catalog, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckSourceName(p, catalog, sourceName); err != nil {
+		return nil, err
+	}
+	res, _ := Resolve(p.asPlugin(), "", ropts)
+	out := &UnsignedShowing{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Description: p.Description, Homepage: p.Homepage, Unsigned: true, Versions: []UnsignedShownVersion{}, Warnings: []string{}}
+	var shown *UnsignedVersion
+	if res != nil {
+		for _, cand := range res.Candidates {
+			v := cand.Version
+			out.Versions = append(out.Versions, UnsignedShownVersion{Version: v.Version, Status: v.Status, StatusMessage: v.Reason, Released: v.Released, Picked: cand.Chosen, Skipped: cand.Skipped})
+		}
+		if res.Chosen != nil {
+			out.Install = res.Chosen.Version
+			shown = p.Version(res.Chosen.Version)
+		}
+	}
+	if version != "" {
+		if shown, _, err = pickUnsigned(p, catalog, version, true, ropts); err != nil {
+			return nil, err
+		}
+	}
+	if shown == nil {
+		shown = p.Versions[0]
+	}
+	out.Shown = shown.Version
+	if shown.Status == StatusDeprecated {
+		w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, shown.Version)
+		if shown.StatusMessage != "" {
+			w += ": " + shown.StatusMessage
+		}
+		out.Warnings = append(out.Warnings, w)
+	}
+	tmp := ""
+	if bopts != nil {
+		tmp = bopts.TempDir
+	}
+	src, cleanup, err := c.openUnsigned(ci, p, shown, tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	b, err := openEntryBundle(ctx, ci, p, shown, src, bopts)
+	if err != nil {
+		return out, fmt.Errorf("%s %s of catalog %s cannot be installed: %w", p.Name, shown.Version, catalog, err)
+	}
+	defer b.Close()
+	out.Digest = b.Digest
+	out.Review = review.New(b)
+	out.InstallCommand = installCommand(catalog, p.Name, shown.Version, b.Digest)
+	return out, nil
+}
+
+// UnsignedInstallRequest is an install from an unsigned source.
+type UnsignedInstallRequest struct {
+	Catalog string
+	// Name is the berth name or the registry name.
+	Name string
+	// Constraint picks the version as for a signed catalog.
+	Constraint string
+	// AllowUnsigned and Digest are the operator's consent: the install
+	// happens only with both, and only when the bundle berth builds has
+	// exactly Digest.
+	AllowUnsigned bool
+	Digest        store.Digest
+	Resolve       *ResolveOptions
+	Bundle        *bundle.Options
+	// Confirm is TrustOptions.Confirm.
+	Confirm func(*store.Candidate) error
+}
+
+// UnsignedInstallResult is what InstallUnsigned did.
+type UnsignedInstallResult struct {
+	Catalog    *CatalogInfo
+	Name       string
+	SourceName string
+	Version    *UnsignedVersion
+	Trust      *store.TrustResult
+	Warnings   []string
+}
+
+// UnsignedPinError refuses an install from an unsigned source without
+// --allow-unsigned and --digest. It gives the digest and the command. It
+// wraps trust.ErrUntrusted (exit 4).
+type UnsignedPinError struct {
+	Catalog, Name, SourceName, Version, Digest string
+}
+
+func (e *UnsignedPinError) Error() string {
+	also := ""
+	if e.SourceName != "" && e.SourceName != e.Name {
+		also = " (" + e.SourceName + ")"
+	}
+	return fmt.Sprintf("%v: %s%s %s from catalog %s is unsigned: nobody signed it, so berth installs it only by the exact digest of the bundle it builds, %s.\nReview it first (berth show %s@%s --catalog %s), then: %s",
+		trust.ErrUntrusted, e.Name, also, e.Version, e.Catalog, e.Digest, e.Name, e.Version, e.Catalog, installCommand(e.Catalog, e.Name, e.Version, e.Digest))
+}
+
+func (e *UnsignedPinError) Unwrap() error { return trust.ErrUntrusted }
+
+// InstallUnsigned installs an entry of an unsigned source: it picks the
+// version, builds its bundle (from the cached server.json, or the plugin
+// directory of a local marketplace) and runs store.Store.Trust on it
+// unsigned, pinned to req.Digest, which must be the digest berth show
+// prints. Without AllowUnsigned and a Digest it refuses with an
+// *UnsignedPinError that gives both. It reads only the cache: no network.
+func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req UnsignedInstallRequest) (*UnsignedInstallResult, error) {
+	name, sourceName, err := LookupName(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	p, ci, err := c.UnsignedEntry(req.Catalog, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckSourceName(p, req.Catalog, sourceName); err != nil {
+		return nil, err
+	}
+	v, _, err := pickUnsigned(p, req.Catalog, req.Constraint, false, req.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	out := &UnsignedInstallResult{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Version: v}
+	if v.Status == StatusDeprecated {
+		w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, v.Version)
+		if v.StatusMessage != "" {
+			w += ": " + v.StatusMessage
+		}
+		out.Warnings = append(out.Warnings, w)
+	}
+	tmp := ""
+	if req.Bundle != nil {
+		tmp = req.Bundle.TempDir
+	}
+	src, cleanup, err := c.openUnsigned(ci, p, v, tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	if !req.AllowUnsigned || req.Digest.IsZero() {
+		b, err := openEntryBundle(ctx, ci, p, v, src, req.Bundle)
+		if err != nil {
+			return nil, err
+		}
+		d := b.Digest
+		b.Close()
+		return nil, &UnsignedPinError{Catalog: req.Catalog, Name: p.Name, SourceName: p.SourceName, Version: v.Version, Digest: d}
+	}
+	origin := src
+	if ci.Kind == KindRegistry {
+		origin = RegistryVersionURL(ci.Source, p.SourceName, v.Version)
+	}
+	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
+	// Name the entry, not the temp file berth built it in.
+	var dm *store.DigestMismatchError
+	if errors.As(err, &dm) {
+		dm.Source = fmt.Sprintf("%s %s of catalog %s (%s)", p.Name, v.Version, req.Catalog, origin)
+	}
+	var ie *bundle.InvalidError
+	if errors.As(err, &ie) {
+		ie.Source = entryLabel(ci, p, v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Trust = res
+	return out, nil
+}
+
+// entryLabel names an entry's bundle in messages.
+func entryLabel(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion) string {
+	if ci.Kind == KindRegistry {
+		return fmt.Sprintf("the server.json of %s %s (catalog %s)", p.SourceName, v.Version, ci.Name)
+	}
+	return fmt.Sprintf("%s (%s %s of catalog %s)", p.Dir, p.Name, v.Version, ci.Name)
+}
+
+// openEntryBundle opens the bundle of an entry's version from src (as
+// openUnsigned made it), named by entryLabel in messages.
+func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion, src string, opts *bundle.Options) (*bundle.Bundle, error) {
+	b, err := bundle.Open(ctx, src, opts)
+	var ie *bundle.InvalidError
+	if errors.As(err, &ie) {
+		ie.Source = entryLabel(ci, p, v)
+	}
+	return b, err
+}
