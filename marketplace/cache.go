@@ -22,6 +22,7 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
 	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
@@ -148,7 +149,7 @@ var (
 
 // CheckName checks a catalog name given on a command line.
 func CheckName(name string) error {
-	if !nameRe.MatchString(name) {
+	if !bundle.IsValidName(name) {
 		return fmt.Errorf("%q is not a catalog name: lower-case letters, digits and '-', up to 64 characters", name)
 	}
 	return nil
@@ -540,7 +541,7 @@ func (c *Cache) Names() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && nameRe.MatchString(e.Name()) {
+		if e.IsDir() && bundle.IsValidName(e.Name()) {
 			if _, err := os.Lstat(filepath.Join(c.dir, e.Name(), "state.json")); err == nil {
 				out = append(out, e.Name())
 			}

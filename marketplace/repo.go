@@ -131,7 +131,7 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	if opts != nil {
 		o = *opts
 	}
-	if o.Name != "" && !nameRe.MatchString(o.Name) {
+	if o.Name != "" && !bundle.IsValidName(o.Name) {
 		return nil, fmt.Errorf("%q is not a catalog name: lower-case letters, digits and '-'", o.Name)
 	}
 	now := o.Now
@@ -734,7 +734,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 // isHighest reports whether version is above every version p lists.
 func isHighest(p *Plugin, version string) bool {
 	for _, v := range p.Versions {
-		if !semverLess(v.Version, version) {
+		if !bundle.VersionLess(v.Version, version) {
 			return false
 		}
 	}
@@ -830,7 +830,7 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 		if replacement != "" && status != StatusDeprecated {
 			return nil, fmt.Errorf("only a deprecated version names a replacement")
 		}
-		if replacement != "" && !nameRe.MatchString(replacement) {
+		if replacement != "" && !bundle.IsValidName(replacement) {
 			return nil, fmt.Errorf("the replacement %q is not a plugin name", replacement)
 		}
 	default:
