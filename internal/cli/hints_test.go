@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/mcpexport"
+	"github.com/berth-mcp/berth/secrets"
 )
 
 // TestServeHintsKeepTheText: the library's limit errors name no flag;
@@ -22,6 +27,39 @@ func TestServeHintsKeepTheText(t *testing.T) {
 	} {
 		if got := c.err.Error(); got != c.want {
 			t.Errorf("got  %q\nwant %q", got, c.want)
+		}
+	}
+}
+
+// TestForCLIKeepsTheText: library errors that name no flag are worded by
+// forCLI with berth's flags, as the CLI printed them before, and still
+// unwrap to the library's error.
+func TestForCLIKeepsTheText(t *testing.T) {
+	kerr := errors.New("keychain says no")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&secrets.KeychainError{Name: "TOKEN", Size: 9000, TooBig: true, Err: kerr},
+			"the keychain refuses a value of 9000 bytes for TOKEN; keep it in the file with --store file: keychain says no"},
+		{&secrets.KeychainError{Name: "TOKEN", Err: kerr},
+			"storing TOKEN in the keychain: keychain says no; nothing was stored (--store file keeps it in a file only you can read)"},
+		{&marketplace.NotCatalogError{Dir: "/c", File: "catalog.json"},
+			"/c is not a berth catalog (it has no catalog.json); make one with berth catalog init /c --keys KEYDIR"},
+		{&marketplace.ReadmeError{Source: "./p", Size: 300000},
+			fmt.Sprintf("./p: README.md is 300000 bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", marketplace.MaxReadme)},
+		{&marketplace.ReadmeError{Source: "./p", NotUTF8: true},
+			"./p: README.md is not UTF-8 text; convert it, or leave it out (berth catalog add --no-readme)"},
+	} {
+		got := forCLI(c.err)
+		if got.Error() != c.want {
+			t.Errorf("got  %q\nwant %q", got.Error(), c.want)
+		}
+		if !errors.Is(got, c.err) {
+			t.Errorf("%q does not unwrap to the library's error", got.Error())
+		}
+		if lib := c.err.Error(); strings.Contains(lib, "--") {
+			t.Errorf("the library's text names a flag: %q", lib)
 		}
 	}
 }
