@@ -2,8 +2,8 @@ package mcpexport
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
