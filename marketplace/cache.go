@@ -568,13 +568,25 @@ func (c *Cache) List() ([]*CatalogInfo, error) {
 	return out, nil
 }
 
+// NoCatalogError is a catalog Name that the cache does not hold; Add
+// adds it, with its root pinned. It is ErrNoCatalog (errors.Is).
+type NoCatalogError struct {
+	Name string
+}
+
+func (e *NoCatalogError) Error() string {
+	return fmt.Sprintf("%v: there is no catalog %s; add it (Cache.Add, with its root pinned)", ErrNoCatalog, e.Name)
+}
+
+func (e *NoCatalogError) Unwrap() error { return ErrNoCatalog }
+
 func (c *Cache) readState(name string) (*state, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(filepath.Join(c.dir, name, "state.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: there is no catalog %s; add it with berth marketplace add %s SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)", ErrNoCatalog, name, name)
+		return nil, &NoCatalogError{Name: name}
 	}
 	if err != nil {
 		return nil, err

@@ -44,6 +44,8 @@ func TestForCLIKeepsTheText(t *testing.T) {
 			"the keychain refuses a value of 9000 bytes for TOKEN; keep it in the file with --store file: keychain says no"},
 		{&secrets.KeychainError{Name: "TOKEN", Err: kerr},
 			"storing TOKEN in the keychain: keychain says no; nothing was stored (--store file keeps it in a file only you can read)"},
+		{&marketplace.NoCatalogError{Name: "acme"},
+			"no such catalog: there is no catalog acme; add it with berth marketplace add acme SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)"},
 		{&marketplace.NotCatalogError{Dir: "/c", File: "catalog.json"},
 			"/c is not a berth catalog (it has no catalog.json); make one with berth catalog init /c --keys KEYDIR"},
 		{&marketplace.ReadmeError{Source: "./p", Size: 300000},
