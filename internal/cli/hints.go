@@ -66,6 +66,12 @@ func forCLI(err error) error {
 		return &rendered{fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation: %v; the curator must renew it (berth catalog refresh), then run berth marketplace update %s; or accept the stale copy with --allow-stale, which the trust record then says", e.Catalog, e.Since.UTC().Format(time.RFC3339), trust.ErrUntrusted, e.Catalog), err}
 	case *marketplace.NotCatalogError:
 		return &rendered{fmt.Sprintf("%s is not a berth catalog (it has no %s); make one with berth catalog init %s --keys KEYDIR", e.Dir, e.File, e.Dir), err}
+	case *marketplace.VerifyError:
+		if e.Kind == marketplace.KindRootPin && e.Fix == "" {
+			f := *e
+			f.Fix = "Nothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and add the catalog with it: berth marketplace add NAME SOURCE --root-sha256 HEX (or --root FILE)."
+			return &rendered{f.Error(), err}
+		}
 	case *marketplace.NoCatalogError:
 		return &rendered{fmt.Sprintf("%v: there is no catalog %s; add it with berth marketplace add %s SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)", marketplace.ErrNoCatalog, e.Name, e.Name), err}
 	case *marketplace.ReadmeError:

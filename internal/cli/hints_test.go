@@ -44,6 +44,8 @@ func TestForCLIKeepsTheText(t *testing.T) {
 			"the keychain refuses a value of 9000 bytes for TOKEN; keep it in the file with --store file: keychain says no"},
 		{&secrets.KeychainError{Name: "TOKEN", Err: kerr},
 			"storing TOKEN in the keychain: keychain says no; nothing was stored (--store file keeps it in a file only you can read)"},
+		{&marketplace.VerifyError{Catalog: "acme", Kind: marketplace.KindRootPin, File: "1.root.json", Detail: "the source's 1.root.json has sha256 ab, but you pinned cd", First: true},
+			"untrusted: catalog acme refused (root-pin) at 1.root.json: the source's 1.root.json has sha256 ab, but you pinned cd\nNothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and add the catalog with it: berth marketplace add NAME SOURCE --root-sha256 HEX (or --root FILE)."},
 		{&marketplace.NoCatalogError{Name: "acme"},
 			"no such catalog: there is no catalog acme; add it with berth marketplace add acme SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)"},
 		{&marketplace.NotCatalogError{Dir: "/c", File: "catalog.json"},
