@@ -30,6 +30,19 @@ var (
 // It is berth's one rule for a plugin's version.
 func IsStrictSemver(v string) bool { return semverRe.MatchString(v) }
 
+// VersionLess reports whether version a sorts before version b by semver
+// 2.0 precedence. When either is not strict semver (see IsStrictSemver) it
+// falls back to comparing the strings, so the order stays total. It is
+// berth's one rule for ordering a plugin's versions.
+func VersionLess(a, b string) bool {
+	va, ea := semver.StrictNewVersion(a)
+	vb, eb := semver.StrictNewVersion(b)
+	if ea != nil || eb != nil {
+		return a < b
+	}
+	return va.LessThan(vb)
+}
+
 // IsValidName reports whether name is a plugin name: lower-case letters,
 // digits and inner hyphens, 1 to 64 characters. It is berth's one rule for
 // a plugin's name, in manifests, trust records and on command lines.

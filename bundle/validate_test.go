@@ -113,3 +113,23 @@ func TestWorkspacePaths(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionLess(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"1.9.0", "1.10.0", true}, // numeric, not string, order
+		{"1.10.0", "1.9.0", false},
+		{"1.0.0-rc.1", "1.0.0", true}, // a pre-release sorts before its release
+		{"1.0.0", "1.0.0-rc.1", false},
+		{"1.0.0-alpha.2", "1.0.0-alpha.10", true},
+		{"1.0.0", "1.0.0", false},
+		{"v1.0.0", "1.0.0", false}, // not strict semver: string order
+		{"1.0.0", "v1.0.0", true},
+	} {
+		if got := VersionLess(c.a, c.b); got != c.want {
+			t.Errorf("VersionLess(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

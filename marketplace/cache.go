@@ -22,6 +22,7 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
 	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
@@ -162,7 +163,7 @@ var (
 
 // CheckName checks a catalog name given on a command line.
 func CheckName(name string) error {
-	if !nameRe.MatchString(name) {
+	if !bundle.IsValidName(name) {
 		return fmt.Errorf("%q is not a catalog name: lower-case letters, digits and '-', up to 64 characters", name)
 	}
 	return nil
@@ -557,7 +558,7 @@ func (c *Cache) Names() ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && nameRe.MatchString(e.Name()) {
+		if e.IsDir() && bundle.IsValidName(e.Name()) {
 			if _, err := os.Lstat(filepath.Join(c.dir, e.Name(), "state.json")); err == nil {
 				out = append(out, e.Name())
 			}
@@ -584,13 +585,25 @@ func (c *Cache) List() ([]*CatalogInfo, error) {
 	return out, nil
 }
 
+// NoCatalogError is a catalog Name that the cache does not hold; Add
+// adds it, with its root pinned. It is ErrNoCatalog (errors.Is).
+type NoCatalogError struct {
+	Name string
+}
+
+func (e *NoCatalogError) Error() string {
+	return fmt.Sprintf("%v: there is no catalog %s; add it (Cache.Add, with its root pinned)", ErrNoCatalog, e.Name)
+}
+
+func (e *NoCatalogError) Unwrap() error { return ErrNoCatalog }
+
 func (c *Cache) readState(name string) (*state, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(filepath.Join(c.dir, name, "state.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: there is no catalog %s; add it with berth marketplace add %s SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)", ErrNoCatalog, name, name)
+		return nil, &NoCatalogError{Name: name}
 	}
 	if err != nil {
 		return nil, err

@@ -223,7 +223,7 @@ func (p *Plugin) Version(v string) *Version {
 func (c *Catalog) Sort() {
 	sort.SliceStable(c.Plugins, func(i, j int) bool { return c.Plugins[i].Name < c.Plugins[j].Name })
 	for _, p := range c.Plugins {
-		sort.SliceStable(p.Versions, func(i, j int) bool { return semverLess(p.Versions[i].Version, p.Versions[j].Version) })
+		sort.SliceStable(p.Versions, func(i, j int) bool { return bundle.VersionLess(p.Versions[i].Version, p.Versions[j].Version) })
 	}
 }
 
@@ -237,15 +237,6 @@ func (c *Catalog) Marshal() []byte {
 		panic(err) // plain data; cannot fail
 	}
 	return b.Bytes()
-}
-
-func semverLess(a, b string) bool {
-	va, ea := semver.StrictNewVersion(a)
-	vb, eb := semver.StrictNewVersion(b)
-	if ea != nil || eb != nil {
-		return a < b
-	}
-	return va.LessThan(vb)
 }
 
 // Problem is one thing wrong with a catalog: an entry that was skipped,
@@ -306,9 +297,8 @@ const (
 )
 
 var (
-	tagRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	hex64  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	nameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
+	tagRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+	hex64 = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 // Limits of a catalog entry.
@@ -432,7 +422,7 @@ func parseCatalog(data []byte) (*Catalog, []*Problem, []span, error) {
 		return unreadable("the catalog's \"plugins\" is missing")
 	}
 	if rawName != nil {
-		if err := json.Unmarshal(rawName, &c.Name); err != nil || (c.Name != "" && !nameRe.MatchString(c.Name)) {
+		if err := json.Unmarshal(rawName, &c.Name); err != nil || (c.Name != "" && !bundle.IsValidName(c.Name)) {
 			ps = append(ps, &Problem{Path: "name", Rule: RuleCatalogName, Message: "the catalog's name must be lower-case letters, digits and '-'; it is ignored", Warning: true})
 			c.Name = ""
 		}
@@ -463,7 +453,7 @@ func parseEntry(raw json.RawMessage, i int, chk *checker) (*Plugin, []*Problem) 
 		}
 		json.Unmarshal(raw, &named)
 		who := fmt.Sprintf("#%d", i)
-		if nameRe.MatchString(named.Name) {
+		if bundle.IsValidName(named.Name) {
 			who = named.Name
 		}
 		return nil, []*Problem{{Plugin: who, Path: where, Rule: RuleEntrySyntax, Message: fmt.Sprintf("the entry does not decode (%s); it is skipped", jsonError(err))}}
@@ -532,7 +522,7 @@ func (chk *checker) signer(s *Signer) error {
 
 func (chk *checker) plugin(p *Plugin, where string) []*Problem {
 	who := p.Name
-	if !nameRe.MatchString(p.Name) {
+	if !bundle.IsValidName(p.Name) {
 		who = where
 	}
 	var ps []*Problem
@@ -542,7 +532,7 @@ func (chk *checker) plugin(p *Plugin, where string) []*Problem {
 	warn := func(path, rule, format string, args ...any) {
 		ps = append(ps, &Problem{Plugin: who, Path: path, Rule: rule, Message: fmt.Sprintf(format, args...), Warning: true})
 	}
-	if !nameRe.MatchString(p.Name) {
+	if !bundle.IsValidName(p.Name) {
 		add(where+".name", RuleEntryName, "%q is not a plugin name: lower-case letters, digits and '-', 1 to 64 characters, as in berth.json", p.Name)
 	}
 	checkText(add, where+".description", p.Description, maxDescription, true)
@@ -655,7 +645,7 @@ func checkVersion(add, warn func(path, rule, format string, args ...any), vp str
 		if v.Replacement != "" {
 			if v.Status != StatusDeprecated {
 				add(vp+".replacement", RuleVersionStatus, "only a deprecated version names a replacement")
-			} else if !nameRe.MatchString(v.Replacement) {
+			} else if !bundle.IsValidName(v.Replacement) {
 				add(vp+".replacement", RuleVersionStatus, "%q is not a plugin name", v.Replacement)
 			}
 		}

@@ -52,6 +52,10 @@ type VerifyError struct {
 	Err    error
 	// First is true when the catalog was being added (nothing was kept).
 	First bool
+	// Fix, when set, replaces the advice that ends the message: a program
+	// that wraps the library words it in its own terms (berth's CLI, with
+	// its flags).
+	Fix string
 }
 
 func (e *VerifyError) Error() string {
@@ -61,7 +65,11 @@ func (e *VerifyError) Error() string {
 		fmt.Fprintf(&b, " at %s", e.File)
 	}
 	fmt.Fprintf(&b, ": %s", e.Detail)
-	b.WriteString("\n" + e.advice())
+	if e.Fix != "" {
+		b.WriteString("\n" + e.Fix)
+	} else {
+		b.WriteString("\n" + e.advice())
+	}
 	return b.String()
 }
 
@@ -89,7 +97,7 @@ func (e *VerifyError) advice() string {
 	case KindVersionChanged:
 		return kept + " Published versions are immutable: a catalog that changes what a version is may be serving a different, unreviewed bundle under a known name. Tell the curator; they must publish changes as new versions."
 	case KindRootPin:
-		return "Nothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and add the catalog with it: berth marketplace add NAME SOURCE --root-sha256 HEX (or --root FILE)."
+		return "Nothing was added. Get the root's sha256 (InitRepository reports it) or the root.json file from the curator over a channel you trust, and add the catalog with it pinned."
 	case KindDownloadMismatch:
 		return "The file was not used. The server, a mirror or the network altered it; try another URL of the version, or tell the curator."
 	}

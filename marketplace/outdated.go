@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -105,7 +106,7 @@ func (c *Cache) Outdated(st *store.Store, constraints map[string]string, ro *Res
 		}
 		if res, err := Resolve(p, o.Constraint, ro); err == nil {
 			o.Wanted, o.wantedV = res.Chosen.Version, res.Chosen
-			o.Upgrade = semverLess(o.Current, o.Wanted)
+			o.Upgrade = bundle.VersionLess(o.Current, o.Wanted)
 		} else if res == nil {
 			o.Problem = err.Error()
 		}

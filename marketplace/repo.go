@@ -131,7 +131,7 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	if opts != nil {
 		o = *opts
 	}
-	if o.Name != "" && !nameRe.MatchString(o.Name) {
+	if o.Name != "" && !bundle.IsValidName(o.Name) {
 		return nil, fmt.Errorf("%q is not a catalog name: lower-case letters, digits and '-'", o.Name)
 	}
 	now := o.Now
@@ -221,6 +221,33 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	return res, nil
 }
 
+// NotCatalogError is OpenRepository given a directory Dir that has no
+// File (the catalog's settings): it is not a catalog repository;
+// InitRepository makes one.
+type NotCatalogError struct {
+	Dir, File string
+}
+
+func (e *NotCatalogError) Error() string {
+	return fmt.Sprintf("%s is not a berth catalog (it has no %s); make one with InitRepository and its role keys", e.Dir, e.File)
+}
+
+// ReadmeError is AddVersion refusing the README.md of bundle Source: Size
+// bytes, over MaxReadme, or not UTF-8 text (NotUTF8). The fix is a
+// shorter README or AddRequest.OmitReadme.
+type ReadmeError struct {
+	Source  string
+	Size    int64
+	NotUTF8 bool
+}
+
+func (e *ReadmeError) Error() string {
+	if e.NotUTF8 {
+		return fmt.Sprintf("%s: README.md is not UTF-8 text; convert it, or leave it out (OmitReadme)", e.Source)
+	}
+	return fmt.Sprintf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (OmitReadme)", e.Source, e.Size, MaxReadme)
+}
+
 // OpenRepository opens the catalog repository in dir, whose role keys are
 // in keyDir. Keys are read only when a command needs them: refresh needs
 // only the snapshot and timestamp keys, so the root and targets keys can
@@ -232,7 +259,7 @@ func OpenRepository(dir, keyDir string, opts *RepoOptions) (*Repository, error) 
 	}
 	data, err := os.ReadFile(filepath.Join(dir, settingsFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s is not a berth catalog (it has no %s); make one with berth catalog init %s --keys KEYDIR", dir, settingsFile, dir)
+		return nil, &NotCatalogError{Dir: dir, File: settingsFile}
 	}
 	if err != nil {
 		return nil, err
@@ -744,7 +771,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 // isHighest reports whether version is above every version p lists.
 func isHighest(p *Plugin, version string) bool {
 	for _, v := range p.Versions {
-		if !semverLess(v.Version, version) {
+		if !bundle.VersionLess(v.Version, version) {
 			return false
 		}
 	}
@@ -760,7 +787,7 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 		return "", nil
 	}
 	if e.Size > MaxReadme {
-		return "", fmt.Errorf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", b.Source, e.Size, MaxReadme)
+		return "", &ReadmeError{Source: b.Source, Size: e.Size}
 	}
 	data, err := readLimited(filepath.Join(b.Dir, "README.md"), MaxReadme)
 	if err != nil {
@@ -770,7 +797,7 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 		return "", fmt.Errorf("%s: README.md changed while berth read the bundle; run the command again", b.Source)
 	}
 	if !utf8.Valid(data) {
-		return "", fmt.Errorf("%s: README.md is not UTF-8 text; convert it, or leave it out (berth catalog add --no-readme)", b.Source)
+		return "", &ReadmeError{Source: b.Source, NotUTF8: true}
 	}
 	return string(data), nil
 }
@@ -840,7 +867,7 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 		if replacement != "" && status != StatusDeprecated {
 			return nil, fmt.Errorf("only a deprecated version names a replacement")
 		}
-		if replacement != "" && !nameRe.MatchString(replacement) {
+		if replacement != "" && !bundle.IsValidName(replacement) {
 			return nil, fmt.Errorf("the replacement %q is not a plugin name", replacement)
 		}
 	default:

@@ -56,7 +56,7 @@ func buildIndex(cat *Catalog, spans []span) *index {
 		for _, v := range p.Versions {
 			e.Versions = append(e.Versions, indexVersion{Version: v.Version, Status: v.Status, Released: v.Released, Requires: v.RequiresBerth})
 		}
-		sort.SliceStable(e.Versions, func(i, j int) bool { return semverLess(e.Versions[j].Version, e.Versions[i].Version) })
+		sort.SliceStable(e.Versions, func(i, j int) bool { return bundle.VersionLess(e.Versions[j].Version, e.Versions[i].Version) })
 		idx.Plugins = append(idx.Plugins, e)
 	}
 	return idx

@@ -42,7 +42,7 @@ func sessionAlive(t *testing.T, url, sid string) bool {
 // new one closes the session idle the longest; when every session is busy
 // a new one is refused (503).
 func TestSessionsAreCapped(t *testing.T) {
-	e := newEnv(t, &Options{ApprovalTimeout: time.Minute})
+	e := newEnv(t, &Options{ApprovalTimeout: time.Minute, Hints: Hints{MaxSessions: "raise-sessions"}})
 	url := "http://" + serveBounded(t, e, &HTTPOptions{MaxSessions: 3}) + "/mcp"
 	var ids []string
 	for range 10 {
@@ -84,7 +84,7 @@ func TestSessionsAreCapped(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "--max-sessions") {
+	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), (&SessionLimitError{Max: 3, Raise: "raise-sessions"}).Error()) {
 		t.Fatalf("a session beyond the cap, all busy: %d %s", res.StatusCode, body)
 	}
 }

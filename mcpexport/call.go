@@ -337,6 +337,36 @@ type pendingLimits struct {
 	perSession map[*mcp.ServerSession]int
 	maxTotal   int
 	maxSession int
+	hints      Hints
+}
+
+// PendingLimitError refuses a call because its session (PerSession), or
+// the server in all, already has Max calls waiting for a human. It wraps
+// ErrTooManyPending. Raise and Settle are the Hints of the Options that
+// say where a user raises that limit and settles waiting calls; an empty
+// one is left out of the message.
+type PendingLimitError struct {
+	PerSession bool
+	Max        int
+	Raise      string
+	Settle     string
+}
+
+func (e *PendingLimitError) Error() string {
+	if e.PerSession {
+		return fmt.Sprintf("this session already has %d calls waiting for approval, the most it may have%s: %v; settle them%s or let them time out first", e.Max, paren(e.Raise), ErrTooManyPending, paren(e.Settle))
+	}
+	return fmt.Sprintf("%d calls already wait for approval on this berth serve, the most it allows%s: %v; settle them%s or let them time out first", e.Max, paren(e.Raise), ErrTooManyPending, paren(e.Settle))
+}
+
+func (e *PendingLimitError) Unwrap() error { return ErrTooManyPending }
+
+// paren is " (hint)", or nothing for no hint.
+func paren(hint string) string {
+	if hint == "" {
+		return ""
+	}
+	return " (" + hint + ")"
 }
 
 func (l *pendingLimits) acquire(ss *mcp.ServerSession) (release func(), err error) {
@@ -344,9 +374,9 @@ func (l *pendingLimits) acquire(ss *mcp.ServerSession) (release func(), err erro
 	defer l.mu.Unlock()
 	switch {
 	case l.perSession[ss] >= l.maxSession:
-		return nil, fmt.Errorf("this session already has %d calls waiting for approval, the most it may have (berth serve --max-pending-per-session): %w; settle them (berth approvals) or let them time out first", l.maxSession, ErrTooManyPending)
+		return nil, &PendingLimitError{PerSession: true, Max: l.maxSession, Raise: l.hints.MaxPendingPerSession, Settle: l.hints.Approvals}
 	case l.total >= l.maxTotal:
-		return nil, fmt.Errorf("%d calls already wait for approval on this berth serve, the most it allows (berth serve --max-pending): %w; settle them (berth approvals) or let them time out first", l.maxTotal, ErrTooManyPending)
+		return nil, &PendingLimitError{Max: l.maxTotal, Raise: l.hints.MaxPending, Settle: l.hints.Approvals}
 	}
 	if l.perSession == nil {
 		l.perSession = map[*mcp.ServerSession]int{}

@@ -155,7 +155,7 @@ func (f *front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	}
 	// A POST without a session ID makes a session.
 	if err := f.makeRoom(); err != nil {
-		http.Error(w, fmt.Sprintf("Service Unavailable: this listener has %d sessions, all busy (the limit, --max-sessions); try again later", f.o.MaxSessions), http.StatusServiceUnavailable)
+		f.refuseSession(w)
 		return
 	}
 	// The session's handlers derive their context from this request's,
@@ -187,7 +187,7 @@ func (f *front) serveSSE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := f.makeRoom(); err != nil {
-		http.Error(w, fmt.Sprintf("Service Unavailable: this listener has %d sessions, all busy (the limit, --max-sessions); try again later", f.o.MaxSessions), http.StatusServiceUnavailable)
+		f.refuseSession(w)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -235,6 +235,28 @@ func (f *front) end(id string) {
 			u.timer.Reset(f.o.SessionIdleTimeout)
 		}
 	}
+}
+
+// refuseSession answers a new session that makeRoom found no room for.
+func (f *front) refuseSession(w http.ResponseWriter) {
+	err := &SessionLimitError{Max: f.o.MaxSessions, Raise: f.s.hints.MaxSessions}
+	http.Error(w, "Service Unavailable: "+err.Error()+"; try again later", http.StatusServiceUnavailable)
+}
+
+// SessionLimitError refuses a new session of a listener that has Max
+// sessions, all busy (HTTPOptions.MaxSessions). Raise is Hints.MaxSessions;
+// empty, it is left out of the message.
+type SessionLimitError struct {
+	Max   int
+	Raise string
+}
+
+func (e *SessionLimitError) Error() string {
+	limit := "the limit"
+	if e.Raise != "" {
+		limit += ", " + e.Raise
+	}
+	return fmt.Sprintf("this listener has %d sessions, all busy (%s)", e.Max, limit)
 }
 
 // makeRoom reserves a place for a new session: when the listener is at

@@ -3,6 +3,7 @@ package mcpexport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -208,5 +209,76 @@ func TestQueuedPromptsAndResourcesAreWithdrawnWithTheirRequest(t *testing.T) {
 				t.Fatalf("audit %+v, want one withdrawn %s entry", a, tc.kind)
 			}
 		})
+	}
+}
+
+// TestAskAsksForPromptsAndResourcesByInputRequests is
+// TestAskAsksForPromptsAndResources on the 2026-07-28 protocol: "ask"
+// for a prompt and a resource is an input request in the result (no
+// elicitation request is sent), the answer comes back with the retry,
+// and the audit says input-requests. A first round answered by nobody
+// runs nothing.
+func TestAskAsksForPromptsAndResourcesByInputRequests(t *testing.T) {
+	e := newEnv(t, nil)
+	var asked []string
+	answer := "allow-once"
+	cs := e.client(modernProtocol, func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": answer}}, nil
+	})
+	if got := cs.InitializeResult().ProtocolVersion; got != modernProtocol {
+		t.Fatalf("the session speaks %s, want %s", got, modernProtocol)
+	}
+	res, err := getNote(cs)
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*mcp.TextContent).Text != "a note on berth" {
+		t.Fatalf("an approved prompt: %+v %v", res, err)
+	}
+	answer = "deny"
+	if _, err := readURI(cs, staticURI); err == nil || !strings.Contains(err.Error(), "berth refused reading demo://up/static: the user chose deny") {
+		t.Fatalf("a refused resource: %v", err)
+	}
+	answer = "allow-once"
+	rr, err := readURI(cs, "demo://up/item/42")
+	if err != nil || rr.Contents[0].Text != "contents of demo://up/item/42" {
+		t.Fatalf("an approved template read: %+v %v", rr, err)
+	}
+	if len(asked) != 3 || !strings.Contains(asked[0], "allow getting this prompt?") || !strings.Contains(asked[0], "Prompt:      demo__up__note") ||
+		!strings.Contains(asked[1], "allow reading this resource?") || !strings.Contains(asked[1], "Resource:    demo://up/static") {
+		t.Fatalf("the forms:\n%s", strings.Join(asked, "\n---\n"))
+	}
+	var got []string
+	for _, a := range readAudit(t, e.paths) {
+		got = append(got, string(a.Kind)+" "+a.Tool+" "+string(a.Decision)+" "+string(a.DecidedBy)+" "+string(a.Outcome))
+	}
+	want := "prompt demo__up__note allow input-requests ran\nresource demo__up deny input-requests refused\nresource demo__up allow input-requests ran"
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("audit:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
+	}
+
+	// By hand: the first round is an input request and nothing more.
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.MCPServer().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, fmt.Errorf("unused") },
+	})
+	manual, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: modernProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manual.Close()
+	first, err := getNote(manual)
+	if err != nil || first.InputRequests == nil || first.RequestState == "" || len(first.Messages) != 0 {
+		t.Fatalf("a prompt's first round: %+v %v", first, err)
+	}
+	firstRead, err := readURI(manual, staticURI)
+	if err != nil || firstRead.InputRequests == nil || firstRead.RequestState == "" || len(firstRead.Contents) != 0 {
+		t.Fatalf("a resource's first round: %+v %v", firstRead, err)
+	}
+	if n := len(readAudit(t, e.paths)); n != 3 {
+		t.Fatalf("unanswered first rounds were audited as decided: %d entries", n)
 	}
 }

@@ -43,6 +43,20 @@ const catchUpWait = 20 * time.Second
 // maxDescription caps tool descriptions (clients cap them too).
 const maxDescription = 2048
 
+// Hints name where a user changes a limit of the Server or settles the
+// calls that wait for approval, in the words of the program that embeds
+// it (a flag, a command). An empty hint is left out of the message; the
+// library itself names no flag.
+type Hints struct {
+	// MaxPendingPerSession and MaxPending raise Options'
+	// MaxPendingPerSession and MaxPending.
+	MaxPendingPerSession, MaxPending string
+	// MaxSessions raises HTTPOptions.MaxSessions.
+	MaxSessions string
+	// Approvals settles waiting calls.
+	Approvals string
+}
+
 // Options tune a Server. A nil *Options means the defaults.
 type Options struct {
 	// ApprovalTimeout bounds the wait in the approval queue; default
@@ -53,6 +67,10 @@ type Options struct {
 	// beyond them is refused at once. Defaults DefaultMaxPendingPerSession
 	// and DefaultMaxPending.
 	MaxPendingPerSession, MaxPending int
+	// Hints say, in the words of the program that embeds the Server,
+	// where a user changes a limit or settles waiting calls; messages to
+	// clients cite them. berth serve sets its flags and commands.
+	Hints Hints
 	// Logger receives the server's log; default text on stderr.
 	Logger *slog.Logger
 	// SupportedProtocolVersions narrows the protocol versions offered
@@ -72,6 +90,7 @@ type Server struct {
 	audit   *Audit
 	states  *stateBox
 	pending *pendingLimits
+	hints   Hints
 	// requests are the HTTP requests in flight, for withdrawing the calls
 	// whose request went away.
 	requests liveRequests
@@ -108,6 +127,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 		queue:     NewQueue(st.Paths().Approvals()),
 		audit:     NewAudit(st.Paths().Audit()),
 		timeout:   opts.ApprovalTimeout,
+		hints:     opts.Hints,
 		log:       opts.Logger,
 		tools:     map[string]string{},
 		prompts:   map[string]string{},
@@ -121,7 +141,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	s.states = newStateBox(s.timeout + time.Minute)
-	s.pending = &pendingLimits{maxSession: opts.MaxPendingPerSession, maxTotal: opts.MaxPending}
+	s.pending = &pendingLimits{maxSession: opts.MaxPendingPerSession, maxTotal: opts.MaxPending, hints: opts.Hints}
 	if s.pending.maxSession <= 0 {
 		s.pending.maxSession = DefaultMaxPendingPerSession
 	}

@@ -201,7 +201,7 @@ func TestApprovalDiesWithItsRequest(t *testing.T) {
 // TestPendingApprovalsAreBounded: beyond the calls one session (and the
 // server) may have waiting, a call is refused at once, saying why.
 func TestPendingApprovalsAreBounded(t *testing.T) {
-	e := newEnv(t, &Options{ApprovalTimeout: time.Minute, MaxPendingPerSession: 2, MaxPending: 3})
+	e := newEnv(t, &Options{ApprovalTimeout: time.Minute, MaxPendingPerSession: 2, MaxPending: 3, Hints: Hints{MaxPendingPerSession: "raise-per-session", MaxPending: "raise-total", Approvals: "settle-here"}})
 	one, two, three := e.client(legacy, nil), e.client(legacy, nil), e.client(legacy, nil)
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
@@ -226,16 +226,44 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	wait(one)
 	waitFor(2)
 	start := time.Now()
-	if text, isErr := callTool(t, one, echoTool, "third"); !isErr || !strings.Contains(text, "this session already has 2 calls waiting for approval") || !strings.Contains(text, "--max-pending-per-session") {
-		t.Fatalf("a third call of one session: %q", text)
+	// The library names no flag; the Hints of the Options are cited.
+	want := (&PendingLimitError{PerSession: true, Max: 2, Raise: "raise-per-session", Settle: "settle-here"}).Error()
+	if text, isErr := callTool(t, one, echoTool, "third"); !isErr || !strings.Contains(text, "this session already has 2 calls waiting for approval") || !strings.Contains(text, want) {
+		t.Fatalf("a third call of one session: %q, want %q", text, want)
 	}
 	wait(two)
 	waitFor(3)
-	if text, isErr := callTool(t, three, echoTool, "fourth"); !isErr || !strings.Contains(text, "3 calls already wait for approval") || !strings.Contains(text, "--max-pending") {
-		t.Fatalf("a call beyond the total: %q", text)
+	want = (&PendingLimitError{Max: 3, Raise: "raise-total", Settle: "settle-here"}).Error()
+	if text, isErr := callTool(t, three, echoTool, "fourth"); !isErr || !strings.Contains(text, "3 calls already wait for approval") || !strings.Contains(text, want) {
+		t.Fatalf("a call beyond the total: %q, want %q", text, want)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the refusals took %v; they must be at once", d)
+	}
+}
+
+// TestPendingLimitError: the refusal is a *PendingLimitError that wraps
+// ErrTooManyPending, and with no Hints its text names no flag or command.
+func TestPendingLimitError(t *testing.T) {
+	l := &pendingLimits{maxSession: 1, maxTotal: 2}
+	one, two, three := &mcp.ServerSession{}, &mcp.ServerSession{}, &mcp.ServerSession{}
+	if _, err := l.acquire(one); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.acquire(one)
+	var pe *PendingLimitError
+	if !errors.As(err, &pe) || !pe.PerSession || pe.Max != 1 || !errors.Is(err, ErrTooManyPending) {
+		t.Fatalf("a second call of a session with room for one: %v", err)
+	}
+	if _, err := l.acquire(two); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.acquire(three)
+	if !errors.As(err, &pe) || pe.PerSession || pe.Max != 2 || !errors.Is(err, ErrTooManyPending) {
+		t.Fatalf("a call beyond the total: %v", err)
+	}
+	if text := err.Error(); strings.Contains(text, "--") || strings.Contains(text, "(") {
+		t.Errorf("with no hints the text cites something: %q", text)
 	}
 }
 

@@ -159,10 +159,7 @@ func buildFmttools(t *testing.T) (string, [32]byte) {
 			return
 		}
 		fmttools = filepath.Join(buildDir, "fmttools")
-		cmd := exec.Command("go", "build", "-o", fmttools, "./"+filepath.ToSlash(src))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build %s: %v\n%s", src, err, out)
-		}
+		buildErr = testkit.GoBuild(buildDir, "./"+filepath.ToSlash(src))
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/internal/latency"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testtree"
 )
 
@@ -95,10 +96,10 @@ func BenchmarkDispatch(b *testing.B) {
 // command built from pool/internal/testserver, so that the cold start
 // measures berth and go-sdk rather than the test binary's init.
 func useBuiltServer(b *testing.B, f *fixture) {
-	out := filepath.Join(b.TempDir(), "berth-testserver")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		b.Logf("go build berth-testserver: %v %s; using the test binary", err, msg)
+	dir := b.TempDir()
+	out := filepath.Join(dir, "berth-testserver")
+	if err := testkit.GoBuild(dir, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver"); err != nil {
+		b.Logf("%v; using the test binary", err)
 		return
 	}
 	link := filepath.Join(f.bin, "berth-testserver")

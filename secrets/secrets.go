@@ -64,6 +64,26 @@ func ParseBackend(s string) (Backend, error) {
 }
 
 // Errors. ErrNotFound is returned for a name the store does not hold;
+// KeychainError is Set failing to store name in the keychain, when the
+// keychain was asked for (or refused a value of Size bytes as too big:
+// TooBig). Nothing was stored; the File backend would keep it. Err is the
+// keychain's error.
+type KeychainError struct {
+	Name   string
+	Size   int
+	TooBig bool
+	Err    error
+}
+
+func (e *KeychainError) Error() string {
+	if e.TooBig {
+		return fmt.Sprintf("the keychain refuses a value of %d bytes for %s; keep it in the file (the %s backend): %v", e.Size, e.Name, File, e.Err)
+	}
+	return fmt.Sprintf("storing %s in the keychain: %v; nothing was stored (the %s backend keeps it in a file only you can read)", e.Name, e.Err, File)
+}
+
+func (e *KeychainError) Unwrap() error { return e.Err }
+
 // ErrKeychain wraps every failure of the OS keychain.
 var (
 	ErrNotFound = errors.New("no such secret")
@@ -258,12 +278,12 @@ func (s *Store) Set(ctx context.Context, name, value string, b Backend) (*SetRes
 			res.Backend = Keychain
 		case b == Keychain:
 			if errors.Is(err, keyring.ErrSetDataTooBig) {
-				return nil, fmt.Errorf("the keychain refuses a value of %d bytes for %s; keep it in the file with --store file: %w", len(value), name, err)
+				return nil, &KeychainError{Name: name, Size: len(value), TooBig: true, Err: err}
 			}
-			return nil, fmt.Errorf("storing %s in the keychain: %w; nothing was stored (--store file keeps it in a file only you can read)", name, err)
+			return nil, &KeychainError{Name: name, Err: err}
 		default:
 			if errors.Is(err, keyring.ErrSetDataTooBig) {
-				return nil, fmt.Errorf("the keychain refuses a value of %d bytes for %s; keep it in the file with --store file: %w", len(value), name, err)
+				return nil, &KeychainError{Name: name, Size: len(value), TooBig: true, Err: err}
 			}
 			res.Backend, res.Fallback = File, err
 		}

@@ -129,7 +129,7 @@ func sortRecords(rs []*Record) {
 		if rs[i].Name != rs[j].Name {
 			return rs[i].Name < rs[j].Name
 		}
-		return semverLess(rs[i].Version, rs[j].Version)
+		return bundle.VersionLess(rs[i].Version, rs[j].Version)
 	})
 }
 
@@ -143,15 +143,6 @@ func SameVersion(a, b string) bool {
 		return a == b
 	}
 	return va.Equal(vb)
-}
-
-func semverLess(a, b string) bool {
-	va, ea := semver.StrictNewVersion(a)
-	vb, eb := semver.StrictNewVersion(b)
-	if ea != nil || eb != nil {
-		return a < b
-	}
-	return va.LessThan(vb)
 }
 
 // Find returns the records of name (every version when version is ""),

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // SignerKind says how a Signer recognises a signature.
@@ -94,9 +96,6 @@ type KeySignerOptions struct {
 
 var signerNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$`)
 
-// pluginNameRE is a plugin's name, as bundle.IsValidName checks it.
-var pluginNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
-
 // NewKeySigner returns a key signer for the PEM public key pubPEM ("PUBLIC
 // KEY", PKIX). It rejects unsupported keys (Ed25519, RSA under 2048 bits or
 // over 16384, curves other than P-256 and P-384), stores the key as a
@@ -164,7 +163,7 @@ func (s Signer) Validate() error {
 	if !signerNameRE.MatchString(s.Name) {
 		add("name %q does not match ^[a-z0-9]([a-z0-9_-]{0,62}[a-z0-9])?$ (lowercase letters, digits, '-' and '_', 1 to 64 characters; use a name like \"acme-release\")", s.Name)
 	}
-	if s.Plugin != "" && !pluginNameRE.MatchString(s.Plugin) {
+	if s.Plugin != "" && !bundle.IsValidName(s.Plugin) {
 		add("plugin %q is not a plugin name (^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$): a scoped signer names the one plugin it may sign", s.Plugin)
 	}
 	switch s.Kind {

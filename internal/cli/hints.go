@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -63,6 +64,26 @@ func forCLI(err error) error {
 		return &rendered{fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and pass it with --signature FILE", e.Source, e.Path, errors.Unwrap(e.Err), trust.ErrUntrusted), err}
 	case *marketplace.StaleError:
 		return &rendered{fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation: %v; the curator must renew it (berth catalog refresh), then run berth marketplace update %s; or accept the stale copy with --allow-stale, which the trust record then says", e.Catalog, e.Since.UTC().Format(time.RFC3339), trust.ErrUntrusted, e.Catalog), err}
+	case *marketplace.NotCatalogError:
+		return &rendered{fmt.Sprintf("%s is not a berth catalog (it has no %s); make one with berth catalog init %s --keys KEYDIR", e.Dir, e.File, e.Dir), err}
+	case *marketplace.VerifyError:
+		if e.Kind == marketplace.KindRootPin && e.Fix == "" {
+			f := *e
+			f.Fix = "Nothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and add the catalog with it: berth marketplace add NAME SOURCE --root-sha256 HEX (or --root FILE)."
+			return &rendered{f.Error(), err}
+		}
+	case *marketplace.NoCatalogError:
+		return &rendered{fmt.Sprintf("%v: there is no catalog %s; add it with berth marketplace add %s SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)", marketplace.ErrNoCatalog, e.Name, e.Name), err}
+	case *marketplace.ReadmeError:
+		if e.NotUTF8 {
+			return &rendered{fmt.Sprintf("%s: README.md is not UTF-8 text; convert it, or leave it out (berth catalog add --no-readme)", e.Source), err}
+		}
+		return &rendered{fmt.Sprintf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", e.Source, e.Size, marketplace.MaxReadme), err}
+	case *secrets.KeychainError:
+		if e.TooBig {
+			return &rendered{fmt.Sprintf("the keychain refuses a value of %d bytes for %s; keep it in the file with --store file: %v", e.Size, e.Name, e.Err), err}
+		}
+		return &rendered{fmt.Sprintf("storing %s in the keychain: %v; nothing was stored (--store file keeps it in a file only you can read)", e.Name, e.Err), err}
 	case *store.SignerChangeError:
 		return &rendered{fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s: %v; if the publisher really changed signers, run again with --allow-signer-change", e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted), err}
 	}

@@ -300,11 +300,11 @@ func (a *app) refreshCatalog(ctx context.Context, c *marketplace.Cache, st *stor
 	var ve *marketplace.VerifyError
 	switch {
 	case errors.Is(err, marketplace.ErrNetwork):
-		fmt.Fprintf(a.stderr, "berth: warning: could not update catalog %s, so its verified copy is used: %s\n", name, strings.TrimRight(err.Error(), "\n"))
+		fmt.Fprintf(a.stderr, "berth: warning: could not update catalog %s, so its verified copy is used: %s\n", name, strings.TrimRight(forCLI(err).Error(), "\n"))
 	case errors.As(err, &ve) && ve.Kind == marketplace.KindExpired && allowStale:
 		fmt.Fprintf(a.stderr, "berth: warning: catalog %s serves expired metadata; its verified copy is used (--allow-stale)\n", name)
 	case errors.As(err, &ve) && ve.Kind == marketplace.KindExpired:
-		return &rendered{strings.TrimRight(err.Error(), "\n") + "\nTo use the stale verified copy anyway, pass --allow-stale (the trust record says so).", err}
+		return &rendered{strings.TrimRight(forCLI(err).Error(), "\n") + "\nTo use the stale verified copy anyway, pass --allow-stale (the trust record says so).", err}
 	default:
 		return err
 	}

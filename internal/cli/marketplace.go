@@ -335,7 +335,7 @@ only a warning.`,
 			for _, n := range names {
 				u, err := c.Update(cmd.Context(), st, n)
 				if err != nil {
-					fmt.Fprintf(a.stderr, "berth: %s\n", strings.TrimRight(err.Error(), "\n"))
+					fmt.Fprintf(a.stderr, "berth: %s\n", strings.TrimRight(forCLI(err).Error(), "\n"))
 					worst = worse(worst, err)
 					continue
 				}

@@ -158,7 +158,7 @@ stderr. docs/serve.md has the details.`,
 			}
 			defer p.Close()
 			a.logServeStart(log, st, p.WorkspaceDir())
-			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log, MaxPendingPerSession: maxPendingPerSession, MaxPending: maxPending})
+			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log, MaxPendingPerSession: maxPendingPerSession, MaxPending: maxPending, Hints: serveHints})
 			defer srv.Close()
 			if len(lns) == 0 {
 				log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir())
@@ -238,4 +238,13 @@ func (a *app) logServeStart(log *slog.Logger, st *store.Store, ws string) {
 	if n == 0 {
 		log.Warn("berth serve: no plugin is enabled in this workspace, so there are no tools to offer; enable one with: berth enable NAME --workspace "+ws+" (with the same BERTH_HOME)", "berth_home", st.Paths().Root, "workspace", ws)
 	}
+}
+
+// serveHints are the flags and the command that messages of berth serve
+// cite where a limit is raised or waiting calls are settled.
+var serveHints = mcpexport.Hints{
+	MaxPendingPerSession: "berth serve --max-pending-per-session",
+	MaxPending:           "berth serve --max-pending",
+	MaxSessions:          "--max-sessions",
+	Approvals:            "berth approvals",
 }
