@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // Rules of marketplace.json entries (docs/marketplace.md).
@@ -112,7 +114,7 @@ func parseMarketEntry(raw json.RawMessage, loc, root, pluginRoot string) (*Claud
 		return bad(RuleMarketEntrySyntax, ".name", "the entry has no name")
 	}
 	who = shortText(e.Name)
-	if !nameRe.MatchString(e.Name) {
+	if !bundle.IsValidName(e.Name) {
 		return bad(RuleMarketEntryName, ".name", "%q is not a berth plugin name (lower-case letters, digits and '-', up to 64 characters)", shortText(e.Name))
 	}
 	if err := entryText(e.Description, maxDescription); err != nil {

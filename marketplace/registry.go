@@ -255,7 +255,7 @@ func assembleRegistry(items []*registryItem) ([]*UnsignedPlugin, []*Problem) {
 			ps = append(ps, problemf(n, n, RuleRegistryNameCollision, "the registry names %s all map to the berth name %s; berth cannot tell them apart, so it lists none of them (install one with berth trust of its server.json)", strings.Join(others, ", "), p.Name))
 			continue
 		}
-		sort.SliceStable(p.Versions, func(i, j int) bool { return semverLess(p.Versions[j].Version, p.Versions[i].Version) })
+		sort.SliceStable(p.Versions, func(i, j int) bool { return bundle.VersionLess(p.Versions[j].Version, p.Versions[i].Version) })
 		out = append(out, p)
 	}
 	return out, ps
