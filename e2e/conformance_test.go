@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -304,10 +305,35 @@ func withToken(t *testing.T, s *served) string {
 			r.Out.Header.Set("Authorization", "Bearer "+s.token)
 		},
 		FlushInterval: -1,
+		Transport:     slowLog{http.DefaultTransport},
 	}
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
 	return srv.URL + u.Path
+}
+
+// slowLog logs a request to berth whose response headers took more than
+// 10 s (go-sdk sends them with the answer to a POST), naming its JSON-RPC
+// method: when the suite reports a timeout, the log says whether berth was
+// slow to answer or the time went elsewhere (no line).
+type slowLog struct{ next http.RoundTripper }
+
+func (l slowLog) RoundTrip(r *http.Request) (*http.Response, error) {
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		json.Unmarshal(body, &msg)
+	}
+	start := time.Now()
+	res, err := l.next.RoundTrip(r)
+	if d := time.Since(start); d > 10*time.Second && r.Method == http.MethodPost {
+		log.Printf("berth took %v to answer a POST %s (session %q): %v", d.Round(time.Millisecond), msg.Method, r.Header.Get("Mcp-Session-Id"), err)
+	}
+	return res, err
 }
 
 // fixtureNames serves a reverse proxy in front of berth serve's /mcp URL

@@ -329,6 +329,10 @@ func (s *served) stop(t *testing.T) {
 	}
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("berth serve exited with %d after SIGTERM\n%s", code, s.log)
+	} else if t.Failed() {
+		// What berth saw (a catalog boundary that waited, a server that
+		// hung) explains most failures of a client.
+		t.Logf("berth serve's stderr:\n%s", s.log)
 	}
 	checkNoRace(t, "berth serve", s.log.String())
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -592,5 +593,45 @@ func TestQueueApproveAlways(t *testing.T) {
 	a := readAudit(t, e.paths)
 	if len(a) != 3 || !a[0].Always || a[0].DecidedBy != "queue" || a[1].DecidedBy != "policy" || a[2].Decision != "deny" {
 		t.Fatalf("audit %+v", a)
+	}
+}
+
+// TestListIsNotHeldByAServerThatHangs: a plugin's server that announced
+// a change of its tools and then answers no tools/list holds no list
+// request of a client for longer than the catch-up wait (its call timeout,
+// 60 s by default, is as long as clients wait for any answer): the list
+// is answered from the catalog as it is, again for the next request while
+// the sync worker still waits for the server, and calls still run.
+func TestListIsNotHeldByAServerThatHangs(t *testing.T) {
+	e := newEnv(t, nil, store.PolicyRule{Pattern: "demo__*", Action: "allow"})
+	e.srv.catchUp = 2 * time.Second
+	cs := e.client(legacy, nil)
+	if names := toolNames(t, cs); !slices.Contains(names, echoTool) {
+		t.Fatalf("tools %v", names)
+	}
+	if text, isErr := callTool(t, cs, echoTool, "stall tools/list"); isErr {
+		t.Fatalf("%q", text)
+	}
+	// The sync worker heard list_changed and now waits for the server.
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(e.paths.Root, "tools-list-stalled")); err == nil {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the server's tools/list was never asked for after its list_changed")
+		}
+	}
+	for i := range 2 {
+		start := time.Now()
+		names := toolNames(t, cs)
+		if d := time.Since(start); d > 2*time.Second+5*time.Second {
+			t.Fatalf("list %d took %v with a server that hangs on tools/list", i, d)
+		}
+		if !slices.Contains(names, echoTool) {
+			t.Fatalf("list %d: tools %v, want the catalog as it was", i, names)
+		}
+	}
+	if text, isErr := callTool(t, cs, echoTool, "still here"); isErr || text != "echo: still here" {
+		t.Fatalf("%q", text)
 	}
 }

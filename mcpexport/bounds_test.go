@@ -3,13 +3,17 @@ package mcpexport
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 // serveBounded serves e's Streamable HTTP (or SSE) handler with o and
@@ -166,5 +170,67 @@ trickle:
 	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := r.ReadByte(); err != io.EOF || time.Since(start) > 5*time.Second {
 		t.Fatalf("an idle keep-alive connection: %v after %v, want EOF at the keep-alive timeout", err, time.Since(start))
+	}
+}
+
+// smallBuffers accepts connections whose kernel send buffer is small, so
+// that a response to a client that does not read blocks within a few KiB.
+type smallBuffers struct{ net.Listener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+	return c, err
+}
+
+// TestStalledReaderIsCut: a client that stops reading a response is
+// disconnected once the response could not be written for
+// WriteIdleTimeout; without the timeout the response would wait for it
+// for ever, and the rest arrive when it read again.
+func TestStalledReaderIsCut(t *testing.T) {
+	e := newEnv(t, nil, store.PolicyRule{Pattern: "demo__*", Action: "allow"})
+	o := &HTTPOptions{Token: testToken, WriteIdleTimeout: 300 * time.Millisecond}
+	ln, err := Listen("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go ServeHTTP(ctx, smallBuffers{ln}, e.srv.Handler(o), o)
+	addr := ln.Addr().String()
+	sid := rawInit(t, "http://"+addr+"/mcp")
+
+	// echo answers with its text: 2 MiB of it, far more than the socket
+	// buffers hold.
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":%q,"arguments":{"text":"%s"}}}`, echoTool, strings.Repeat("x", 2<<20))
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nMcp-Protocol-Version: %s\r\nContent-Length: %d\r\n\r\n%s",
+		addr, testToken, sid, legacy, len(body), body)
+	// Read the response's header, then stop reading for many times the
+	// timeout.
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReaderSize(conn, 16)
+	status, err := r.ReadString('\n')
+	if err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("the call answered %q (%v)", status, err)
+	}
+	time.Sleep(3 * time.Second)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(r)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the connection stayed open (read %d bytes, then waited): a client that stopped reading was not cut", len(got))
+	}
+	if len(got) > len(body) {
+		t.Fatalf("the whole response (%d bytes) arrived: the write idle timeout did not cut it", len(got))
 	}
 }

@@ -138,15 +138,3 @@ func (c *call) recoverInto(err *error) {
 		c.writeAudit()
 	}
 }
-
-// catchUp assembles the catalog once for a prompts/get or resources/read
-// of something this server has not registered yet (a client that did not
-// list first), so that it works on a fresh connection like tools/call.
-func (s *Server) catchUp(ctx context.Context, method string) {
-	wctx, cancel := context.WithTimeout(ctx, catchUpWait)
-	s.pool.WaitStarted(wctx)
-	cancel()
-	if err := s.Sync(ctx); err != nil {
-		s.log.Warn("catalog boundary", "method", method, "error", err)
-	}
-}

@@ -36,8 +36,12 @@ import (
 // refusal instead of a timeout of its own.
 const DefaultApprovalTimeout = 55 * time.Second
 
-// catchUpWait bounds how long a request for something not yet in the
-// catalog waits for the servers' first start.
+// catchUpWait bounds how long a request waits for the catalog before it
+// is answered: the servers' first start and the re-assembly of the
+// catalog together (a plugin's server may take its call timeout, 60 s by
+// default, to list, and clients give up on a request after 60 s). A
+// request that waited that long is answered from the catalog as it is,
+// and the sync worker finishes the re-assembly (list_changed follows).
 const catchUpWait = 20 * time.Second
 
 // maxDescription caps tool descriptions (clients cap them too).
@@ -104,7 +108,12 @@ type Server struct {
 	closeOnce   sync.Once
 	closeErr    error
 
-	syncMu    sync.Mutex // serializes Sync
+	// syncSem serializes Sync; a caller waits for it only as long as its
+	// context lets it. syncMu guards the maps below, which only the
+	// holder of syncSem changes.
+	syncSem   chan struct{}
+	catchUp   time.Duration // catchUpWait; shorter in tests
+	syncMu    sync.Mutex
 	tools     map[string]string
 	prompts   map[string]string
 	resources map[string]string
@@ -133,6 +142,8 @@ func New(p *pool.Pool, opts *Options) *Server {
 		prompts:   map[string]string{},
 		resources: map[string]string{},
 		templates: map[string]string{},
+		syncSem:   make(chan struct{}, 1),
+		catchUp:   catchUpWait,
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultApprovalTimeout
@@ -208,12 +219,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// A client may call a tool it knows from an earlier session
 			// without listing first: assemble the catalog once.
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.hasTool(p.Name) {
-				wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-				s.pool.WaitStarted(wctx)
-				cancel()
-				if err := s.Sync(ctx); err != nil {
-					s.log.Warn("catalog boundary", "method", method, "error", err)
-				}
+				s.refresh(ctx, method)
 				if !s.hasTool(p.Name) {
 					// Not in the catalog: if that is because its plugin
 					// drifted, say so as a tool error; an unknown name stays
@@ -228,7 +234,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "prompts/get":
 			// As for tools/call: a prompt asked for before any list.
 			if p, ok := req.GetParams().(*mcp.GetPromptParams); ok && !s.hasPrompt(p.Name) {
-				s.catchUp(ctx, method)
+				s.refresh(ctx, method)
 				if !s.hasPrompt(p.Name) {
 					// Not offered: a denied prompt is refused (and
 					// audited) with the reason; an unknown one stays
@@ -243,7 +249,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "resources/read":
 			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && !s.hasResource(p.URI) {
-				s.catchUp(ctx, method)
+				s.refresh(ctx, method)
 				if !s.hasResource(p.URI) {
 					if res, err := s.readResource(ctx, &mcp.ReadResourceRequest{Session: sessionOf(req), Params: p, Extra: req.GetExtra()}); !errors.Is(err, pool.ErrNotFound) {
 						if err != nil {
@@ -256,18 +262,30 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 			// Let the first start of every server settle, so a client that
 			// lists right after connecting sees the whole catalog.
-			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			s.pool.WaitStarted(wctx)
-			cancel()
-			if err := s.Sync(ctx); err != nil {
-				s.log.Warn("catalog boundary", "method", method, "error", err)
-			}
+			s.refresh(ctx, method)
 		}
 		res, err := next(ctx, method, req)
 		if err == nil {
 			dropUpstreamIdentity(res)
 		}
 		return res, err
+	}
+}
+
+// refresh waits for the servers' first start and re-assembles the
+// catalog, for at most s.catchUp in all: a request is then answered from
+// the catalog as it is, never held by a server that is slow to start or
+// to list (nor by another request's re-assembly that waits for one). A
+// re-assembly cut short is left to the sync worker.
+func (s *Server) refresh(ctx context.Context, method string) {
+	wctx, cancel := context.WithTimeout(ctx, s.catchUp)
+	defer cancel()
+	s.pool.WaitStarted(wctx)
+	if err := s.Sync(wctx); err != nil {
+		if ctx.Err() == nil {
+			s.syncSoon()
+		}
+		s.log.Warn("catalog boundary: answering from the catalog as it is", "method", method, "waited", s.catchUp.String(), "error", err)
 	}
 }
 
@@ -373,12 +391,35 @@ func (s *Server) syncWorker(ctx context.Context) {
 // prompts, resources and templates. Registering and removing notifies
 // every session (list_changed).
 func (s *Server) Sync(ctx context.Context) error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	select {
+	case s.syncSem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for a re-assembly of the catalog in progress: %w", context.Cause(ctx))
+	}
+	defer func() { <-s.syncSem }()
 	tools, err := s.pool.Tools(ctx)
 	if err != nil {
 		return err
 	}
+	s.applyTools(tools)
+	prompts, err := s.pool.Prompts(ctx)
+	if err != nil {
+		return err
+	}
+	s.applyPrompts(prompts)
+	resources, err := s.pool.Resources(ctx)
+	if err != nil {
+		return err
+	}
+	s.applyResources(resources)
+	return nil
+}
+
+// applyTools, applyPrompts and applyResources register what the pool
+// listed and remove what it no longer lists. The caller holds syncSem.
+func (s *Server) applyTools(tools []*pool.Tool) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	want := map[string]string{}
 	for _, t := range tools {
 		h := t.Hash + "|" + string(t.Policy.Action)
@@ -394,12 +435,12 @@ func (s *Server) Sync(ctx context.Context) error {
 		s.tools[t.Name] = h
 	}
 	s.ms.RemoveTools(gone(s.tools, want)...)
+}
 
-	prompts, err := s.pool.Prompts(ctx)
-	if err != nil {
-		return err
-	}
-	want = map[string]string{}
+func (s *Server) applyPrompts(prompts []*pool.Prompt) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	want := map[string]string{}
 	for _, p := range prompts {
 		h := jsonHash(p.Definition)
 		want[p.Name] = h
@@ -410,11 +451,11 @@ func (s *Server) Sync(ctx context.Context) error {
 		}
 	}
 	s.ms.RemovePrompts(gone(s.prompts, want)...)
+}
 
-	resources, err := s.pool.Resources(ctx)
-	if err != nil {
-		return err
-	}
+func (s *Server) applyResources(resources []*pool.Resource) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
 	wantR, wantT := map[string]string{}, map[string]string{}
 	read := s.readResource
 	for _, r := range resources {
@@ -445,7 +486,6 @@ func (s *Server) Sync(ctx context.Context) error {
 	}
 	s.ms.RemoveResources(gone(s.resources, wantR)...)
 	s.ms.RemoveResourceTemplates(gone(s.templates, wantT)...)
-	return nil
 }
 
 // gone returns the keys of have that want lacks, and drops them from have.

@@ -91,6 +91,12 @@ func TestImportDisclosesSameAuthority(t *testing.T) {
 			}
 			ds.Notes, ds.MCPBSignature = nil, nil
 			dw.Notes = nil
+			// Written out, importedFrom is the bundle's claim; converted
+			// here, berth's own finding.
+			if ds.ImportedFromClaimed || !dw.ImportedFromClaimed {
+				t.Errorf("importedFromClaimed: source %v, written bundle %v; want false, true", ds.ImportedFromClaimed, dw.ImportedFromClaimed)
+			}
+			dw.ImportedFromClaimed = false
 			a, _ := json.Marshal(ds)
 			c, _ := json.Marshal(dw)
 			if !bytes.Equal(a, c) {

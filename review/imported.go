@@ -35,6 +35,9 @@ const mcpbSignatureTrust = "berth's trust does not rest on this signature: berth
 // another format.
 func (d *Disclosure) importedFrom(b *bundle.Bundle) {
 	d.ImportedFrom = b.Manifest.ImportedFrom
+	// Only a conversion berth made while opening this source is berth's
+	// finding; a berth.json's importedFrom is the bundle's claim.
+	d.ImportedFromClaimed = d.ImportedFrom != nil && (b.Import == nil || b.Import.Format == "")
 	d.Notes = append(d.Notes, b.Notes...)
 	if b.Import == nil || b.Import.Signature == nil {
 		return
@@ -69,12 +72,19 @@ func (p *printer) importHead(d *Disclosure) {
 		if imp.FormatVersion != "" {
 			version = ", format version " + imp.FormatVersion
 		}
-		p.field("imported", fmt.Sprintf("from %s (%s%s); berth reviews the berth.json it generated from it", what, imp.Manifest, version))
+		claim := ""
+		if d.ImportedFromClaimed {
+			// Written by anyone: say whose word it is.
+			p.field("imported", fmt.Sprintf("only claimed: the berth.json says it was generated from %s (%s%s); berth did not convert it here and does not check the claim (importedFrom is the bundle's own text), it reviews this berth.json as written", what, imp.Manifest, version))
+			claim = " (as claimed)"
+		} else {
+			p.field("imported", fmt.Sprintf("from %s (%s%s); berth reviews the berth.json it generated from it", what, imp.Manifest, version))
+		}
 		if imp.SourceName != "" {
-			p.field("", "registry name "+imp.SourceName+", berth name "+d.Name)
+			p.field("", "registry name "+imp.SourceName+claim+", berth name "+d.Name)
 		}
 		if imp.Platform != "" {
-			p.field("", "imported for "+imp.Platform+": the source has platform-specific settings")
+			p.field("", "imported for "+imp.Platform+claim+": the source has platform-specific settings")
 		}
 	}
 	if s := d.MCPBSignature; s != nil {
@@ -103,6 +113,10 @@ func (p *printer) importTail(d *Disclosure) {
 	imp := d.ImportedFrom
 	if imp == nil {
 		return
+	}
+	if d.ImportedFromClaimed && (len(imp.Inputs) > 0 || imp.Declared != nil || imp.Compatibility != nil || len(imp.NotCarriedOver) > 0) {
+		p.blank()
+		p.line(LineHeading, "What follows of its source is what the berth.json's importedFrom claims; berth did not check it:")
 	}
 	if len(imp.Inputs) > 0 {
 		p.blank()

@@ -34,6 +34,11 @@ type Disclosure struct {
 	// format, what each input became, the declared surface, and what was
 	// not carried over (imported.go).
 	ImportedFrom *bundle.ImportedFrom `json:"importedFrom,omitempty"`
+	// ImportedFromClaimed is true when ImportedFrom is what the bundle's
+	// own berth.json says, not what berth found: berth did not convert a
+	// source of another format in this review, so anyone could have
+	// written the field (berth import writes it too; berth cannot tell).
+	ImportedFromClaimed bool `json:"importedFromClaimed,omitempty"`
 	// MCPBSignature is set for a .mcpb with a signature block.
 	MCPBSignature *MCPBSignature `json:"mcpbSignature,omitempty"`
 	// Notes are remarks on how the source was read.
@@ -316,12 +321,13 @@ func (d *Disclosure) JSON() []byte {
 
 // Hash returns "sha256:<hex>" of the compact JSON of the disclosure, which
 // trust records keep so a later review can be compared with the one that
-// was accepted. The notes and the MCPB signature block describe the file
-// the bundle came in, not the bundle, and are left out: a .mcpb and the
-// bundle berth import writes from it have the same hash.
+// was accepted. The notes, the MCPB signature block and whether
+// importedFrom is only claimed describe how the source was read, not the
+// bundle, and are left out: a .mcpb and the bundle berth import writes
+// from it have the same hash.
 func (d *Disclosure) Hash() string {
 	c := *d
-	c.Notes, c.MCPBSignature = nil, nil
+	c.Notes, c.MCPBSignature, c.ImportedFromClaimed = nil, nil, false
 	data, err := json.Marshal(&c)
 	if err != nil {
 		panic(err)

@@ -90,7 +90,8 @@ type GCResult struct {
 
 // GC removes snapshots no trust record points to, their metadata, and
 // the leftovers of interrupted staging and atomic writes (every
-// ".<name>.tmp-*" and "store/sha256/.tmp-*" that berth makes).
+// ".<name>.tmp-*" and "store/sha256/.tmp-*" that berth makes, and
+// serve.token's ".serve.token-*").
 func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
@@ -111,9 +112,7 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 	// Temp files of atomic writes that a crash cut short: of state.json
 	// and config.json, of records and signatures, of signers' trusted
 	// roots, of catalogs' revocations (all written under the lock that GC
-	// holds), and of approvals
-	// (written without it, so only those too old to be a write in
-	// progress).
+	// holds); those of approvals and serve.token below.
 	var temps []string
 	for _, pattern := range []string{
 		filepath.Join(s.paths.Root, ".*.tmp-*"),
@@ -127,9 +126,20 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		}
 		temps = append(temps, m...)
 	}
-	old, err := filepath.Glob(filepath.Join(s.paths.Approvals(), ".*.tmp-*"))
-	if err != nil {
-		return nil, err
+	// The approvals and serve.token are written without the lock (by
+	// berth serve), so only temp files too old to be a write in progress
+	// go: an approval's ".<id>.tmp-*" and serve.token's ".serve.token-*"
+	// (mcpexport.LoadOrCreateToken, which links it into place).
+	var old []string
+	for _, pattern := range []string{
+		filepath.Join(s.paths.Approvals(), ".*.tmp-*"),
+		filepath.Join(s.paths.Root, "."+filepath.Base(s.paths.ServeToken())+"-*"),
+	} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		old = append(old, m...)
 	}
 	for _, p := range old {
 		if fi, err := os.Lstat(p); err == nil && s.now().Sub(fi.ModTime()) > time.Minute {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -556,6 +557,46 @@ func TestGCRemovesTempFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(s.Paths().SnapshotMeta(mustDigest(b.Digest))); err != nil {
 		t.Fatal("gc removed the metadata of a kept snapshot")
+	}
+}
+
+// TestGCRemovesServeTokenTemps: the temp file of an interrupted creation
+// of serve.token (".serve.token-*", made by berth serve without the store
+// lock) is a leftover once it is too old to be a creation in progress; a
+// fresh one and serve.token itself stay.
+func TestGCRemovesServeTokenTemps(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	root := s.Paths().Root
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	token := s.Paths().ServeToken()
+	stale := filepath.Join(root, ".serve.token-1234")
+	fresh := filepath.Join(root, ".serve.token-5678")
+	for _, p := range []string{token, stale, fresh} {
+		if err := os.WriteFile(p, []byte("tok\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	gc, err := s.GC(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gc.Leftovers, []string{stale}) {
+		t.Fatalf("leftovers %q, want only %s", gc.Leftovers, stale)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("%s is still there", stale)
+	}
+	for _, p := range []string{token, fresh} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("gc removed %s: %v", p, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,9 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -147,12 +151,48 @@ func exitCode(err error) int {
 	return ExitFailure
 }
 
-// writeJSON prints v as indented JSON.
+// writeJSON prints v as indented JSON, with every character a terminal
+// would act on or hide escaped (see escapeInvisible): plugins' text
+// reaches --json output too (log lines, descriptions), and a person may
+// read it in a terminal.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeInvisible(buf.Bytes()))
+	return err
+}
+
+// escapeInvisible rewrites encoding/json output so that it holds no
+// character that is not printable but for its own layout (space and
+// newline): DEL and C1 controls (U+007F–U+009F; U+009B is CSI to some
+// terminals), bidirectional overrides, zero-width and other format
+// characters become \uXXXX escapes. encoding/json escapes U+0000–U+001F
+// and U+2028/U+2029 itself, and turns bytes that are not UTF-8 into
+// U+FFFD. Such characters can only occur inside JSON strings, where the
+// escape decodes to the same text.
+func escapeInvisible(data []byte) []byte {
+	hidden := func(r rune) bool { return r >= 0x7f && !unicode.IsPrint(r) }
+	if bytes.IndexFunc(data, hidden) < 0 {
+		return data
+	}
+	out := make([]byte, 0, len(data)+32)
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if hidden(r) && !(r == utf8.RuneError && n == 1) {
+			for _, u := range utf16.Encode([]rune{r}) {
+				out = fmt.Appendf(out, `\u%04x`, u)
+			}
+		} else {
+			out = append(out, data[:n]...)
+		}
+		data = data[n:]
+	}
+	return out
 }
 
 // exactArgs checks the number of positional arguments, as a usage error.

@@ -27,7 +27,9 @@ func (a *app) logsCommand() *cobra.Command {
 its stderr and berth's own lines about it (started, exited, restarts), from
 every berth process that ran it. berth status lists the server names.
 Control characters, terminal escape sequences and bytes that are not UTF-8
-are printed escaped (\x1b, \u202e, \x9b), as berth status prints them.`,
+are printed escaped (\x1b, \u202e, \x9b), as berth status prints them; with
+--json they are JSON escapes (\u001b, \u009b), and a byte that is not UTF-8
+is U+FFFD.`,
 		Args: exactArgs(1, "one PLUGIN__SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
@@ -73,7 +75,8 @@ type logsJSON struct {
 	Server string `json:"server"`
 	// File is the log file read.
 	File string `json:"file"`
-	// Lines are its last lines, oldest first, as written (a JSON string
-	// carries any byte a server wrote, escaped).
+	// Lines are its last lines, oldest first, as written; control and
+	// other invisible characters are JSON escapes (\u009b), a byte that
+	// is not UTF-8 is U+FFFD.
 	Lines []string `json:"lines"`
 }

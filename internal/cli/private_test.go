@@ -3,11 +3,14 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // nobody is the second OS user of these tests.
@@ -127,4 +130,30 @@ func TestStateDirIsTheOperatorsAlone(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestWriteJSONEscapesInvisible: --json output holds no raw character a
+// terminal acts on or hides (DEL, C1, bidi overrides, zero-width and
+// astral format characters), and decodes to the same text.
+func TestWriteJSONEscapesInvisible(t *testing.T) {
+	in := map[string]string{"s": "a\x7fb\u0085c\u009b[2Jd\u202ee\u200bf\U000e0041g ü 日本 ✓ 😀"}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, r := range out {
+		if r != ' ' && r != '\n' && !unicode.IsPrint(r) {
+			t.Errorf("raw %U in %q", r, out)
+		}
+	}
+	for _, esc := range []string{`\u007f`, `\u0085`, `\u009b`, `\u202e`, `\u200b`, `\udb40\udc41`} {
+		if !strings.Contains(out, esc) {
+			t.Errorf("%s is missing from %s", esc, out)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back["s"] != in["s"] {
+		t.Fatalf("decoded %q (%v), want %q", back["s"], err, in["s"])
+	}
 }

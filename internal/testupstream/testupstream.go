@@ -5,6 +5,9 @@ package testupstream
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -20,8 +23,24 @@ type textArgs struct {
 // (read-only), wipe (destructive), secret, and raw, which answers with
 // the bytes of the arguments it received, exactly; a prompt, note; a
 // resource, demo://up/static, and a template, demo://up/item/{id}.
+// echo of the text "stall tools/list" makes the server hang: it adds a
+// tool "late" (so its client hears tools/list_changed) and answers no
+// tools/list from then on, creating $HOME/tools-list-stalled when one
+// arrives.
 func Main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	var stall atomic.Bool
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && stall.Load() {
+				// Tell the test a list hangs: $HOME/tools-list-stalled.
+				os.WriteFile(filepath.Join(os.Getenv("HOME"), "tools-list-stalled"), nil, 0o600)
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return next(ctx, method, req)
+		}
+	})
 	s.AddPrompt(&mcp.Prompt{Name: "note", Description: "a note about a topic", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "a note on " + req.Params.Arguments["topic"]}}}}, nil
@@ -34,6 +53,12 @@ func Main() {
 	yes := true
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo the text", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in textArgs) (*mcp.CallToolResult, any, error) {
+			if in.Text == "stall tools/list" && !stall.Swap(true) {
+				s.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{}, nil
+					})
+			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "wipe", Description: "wipe everything", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}},
