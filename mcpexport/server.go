@@ -85,6 +85,8 @@ type Server struct {
 	closeOnce   sync.Once
 	closeErr    error
 
+	notices listNotices // which list_changed notifications go out
+
 	syncMu    sync.Mutex // serializes Sync
 	tools     map[string]string
 	prompts   map[string]string
@@ -141,9 +143,11 @@ func New(p *pool.Pool, opts *Options) *Server {
 		Logger:                    s.log,
 	})
 	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.boundaryMiddleware)
+	s.ms.AddSendingMiddleware(s.sendingMiddleware)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
+	go s.waitFirstStart(ctx)
 	s.unsubscribe = p.OnChange(s.syncSoon)
 	return s
 }
@@ -237,7 +241,11 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// Let the first start of every server settle, so a client that
 			// lists right after connecting sees the whole catalog.
 			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			s.pool.WaitStarted(wctx)
+			if s.pool.WaitStarted(wctx) != nil {
+				// This client sees the catalog before the first start
+				// settled: what comes later is news to it.
+				s.notices.baselined.Store(true)
+			}
 			cancel()
 			if err := s.Sync(ctx); err != nil {
 				s.log.Warn("catalog boundary", "method", method, "error", err)
@@ -355,6 +363,11 @@ func (s *Server) syncWorker(ctx context.Context) {
 func (s *Server) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
+	// A sync that starts after the first start settled completes the
+	// first catalog (listNotices).
+	if s.notices.started.Load() {
+		defer s.notices.baselined.Store(true)
+	}
 	tools, err := s.pool.Tools(ctx)
 	if err != nil {
 		return err
@@ -366,6 +379,7 @@ func (s *Server) Sync(ctx context.Context) error {
 		if s.tools[t.Name] == h {
 			continue
 		}
+		s.notices.changed(listTools)
 		if err := s.addTool(t); err != nil {
 			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
 			delete(want, t.Name)
@@ -373,7 +387,10 @@ func (s *Server) Sync(ctx context.Context) error {
 		}
 		s.tools[t.Name] = h
 	}
-	s.ms.RemoveTools(gone(s.tools, want)...)
+	if g := gone(s.tools, want); len(g) > 0 {
+		s.notices.changed(listTools)
+		s.ms.RemoveTools(g...)
+	}
 
 	prompts, err := s.pool.Prompts(ctx)
 	if err != nil {
@@ -384,12 +401,16 @@ func (s *Server) Sync(ctx context.Context) error {
 		h := jsonHash(p.Definition)
 		want[p.Name] = h
 		if s.prompts[p.Name] != h {
+			s.notices.changed(listPrompts)
 			def := *p.Definition
 			s.ms.AddPrompt(&def, s.getPrompt)
 			s.prompts[p.Name] = h
 		}
 	}
-	s.ms.RemovePrompts(gone(s.prompts, want)...)
+	if g := gone(s.prompts, want); len(g) > 0 {
+		s.notices.changed(listPrompts)
+		s.ms.RemovePrompts(g...)
+	}
 
 	resources, err := s.pool.Resources(ctx)
 	if err != nil {
@@ -403,6 +424,7 @@ func (s *Server) Sync(ctx context.Context) error {
 			h := jsonHash(r.Resource)
 			wantR[r.Resource.URI] = h
 			if s.resources[r.Resource.URI] != h {
+				s.notices.changed(listResources)
 				if err := safely(func() { res := *r.Resource; s.ms.AddResource(&res, read) }); err != nil {
 					s.log.Warn("not offering a resource", "uri", r.Resource.URI, "error", err)
 					delete(wantR, r.Resource.URI)
@@ -414,6 +436,7 @@ func (s *Server) Sync(ctx context.Context) error {
 			h := jsonHash(r.Template)
 			wantT[r.Template.URITemplate] = h
 			if s.templates[r.Template.URITemplate] != h {
+				s.notices.changed(listResources)
 				if err := safely(func() { tpl := *r.Template; s.ms.AddResourceTemplate(&tpl, read) }); err != nil {
 					s.log.Warn("not offering a resource template", "template", r.Template.URITemplate, "error", err)
 					delete(wantT, r.Template.URITemplate)
@@ -423,8 +446,14 @@ func (s *Server) Sync(ctx context.Context) error {
 			}
 		}
 	}
-	s.ms.RemoveResources(gone(s.resources, wantR)...)
-	s.ms.RemoveResourceTemplates(gone(s.templates, wantT)...)
+	if g := gone(s.resources, wantR); len(g) > 0 {
+		s.notices.changed(listResources)
+		s.ms.RemoveResources(g...)
+	}
+	if g := gone(s.templates, wantT); len(g) > 0 {
+		s.notices.changed(listResources)
+		s.ms.RemoveResourceTemplates(g...)
+	}
 	return nil
 }
 
