@@ -161,8 +161,8 @@ type DriftChecker struct {
 	fps      map[string]Fingerprint
 	drift    error
 	dirty    atomic.Bool
-	watching atomic.Bool  // watcher is set: the fast path may trust dirty
-	swept    atomic.Int64 // when the last sweep started, in Unix ns
+	watching atomic.Bool // watcher is set: the fast path may trust dirty
+	due      atomic.Bool // fullSweepEvery passed since the last sweep started (a ticker sets it)
 	watcher  *fsnotify.Watcher
 	watchErr error
 	done     chan struct{}
@@ -219,8 +219,13 @@ func (c *DriftChecker) watch() {
 	c.watcher = w
 	c.watching.Store(true)
 	go func() {
+		// A ticker, not a clock read per Check (not free in every VM).
+		tick := time.NewTicker(fullSweepEvery)
+		defer tick.Stop()
 		for {
 			select {
+			case <-tick.C:
+				c.due.Store(true)
 			case _, ok := <-w.Events:
 				if !ok {
 					return
@@ -245,7 +250,7 @@ func (c *DriftChecker) Watching() bool { return c.watching.Load() }
 // *DriftError (wrapping ErrDrift) naming what changed. Once drifted, a
 // snapshot stays drifted for this checker.
 func (c *DriftChecker) Check(ctx context.Context) error {
-	if c.watching.Load() && !c.dirty.Load() && time.Since(time.Unix(0, c.swept.Load())) < fullSweepEvery {
+	if c.watching.Load() && !c.dirty.Load() && !c.due.Load() {
 		c.mu.Lock()
 		err := c.drift
 		c.mu.Unlock()
@@ -257,7 +262,7 @@ func (c *DriftChecker) Check(ctx context.Context) error {
 		return c.drift
 	}
 	c.dirty.Store(false)
-	c.swept.Store(time.Now().UnixNano())
+	c.due.Store(false)
 	fps, err := fingerprints(ctx, c.dir)
 	if err == nil && maps.Equal(fps, c.fps) {
 		return nil
