@@ -536,7 +536,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 				c.writeAudit()
 			}
 		}()
-		args, aerr := CanonicalArguments(req.Params.Arguments)
+		args, decoded, aerr := canonicalArguments(req.Params.Arguments)
 		if aerr != nil {
 			c.entry.Arguments = "refused"
 			c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, aerr.Error()
@@ -546,7 +546,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		}
 		sum := sha256.Sum256(args)
 		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
-		c.entry.Arguments = ArgumentShape(args)
+		c.entry.Arguments = shapeOf(decoded)
 		res, err = s.pool.Call(ctx, name, args, c)
 		if c.inputRequired != nil {
 			return c.inputRequired, nil
@@ -587,6 +587,15 @@ func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
+// lineSpace turns newlines and tabs into spaces (a client's name is
+// shown on one line).
+func lineSpace(r rune) rune {
+	if r == '\n' || r == '\t' {
+		return ' '
+	}
+	return r
+}
+
 // clientName is how approvals and the audit log name the client: what it
 // says it is, made printable and cut to a line.
 func clientName(req *mcp.CallToolRequest) string {
@@ -598,7 +607,7 @@ func clientName(req *mcp.CallToolRequest) string {
 	if ci.Version != "" {
 		name += " " + ci.Version
 	}
-	name = review.PrintableLines(strings.NewReplacer("\n", " ", "\t", " ").Replace(name))
+	name = review.PrintableLines(strings.Map(lineSpace, name))
 	if len(name) > maxClientName {
 		cut := maxClientName
 		for cut > 0 && !utf8Start(name[cut]) {
