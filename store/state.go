@@ -246,12 +246,11 @@ type GenerationWatch struct {
 	// local is the value of localWrites when a Check last looked.
 	local uint64
 
-	watching atomic.Bool // the watch is up: the fast path may trust dirty
-	dirty    atomic.Bool // the watch saw state.json or config.json change
-	dirtyCfg atomic.Bool // ... config.json
-	due      atomic.Bool // verifyEvery passed since a Check last looked
-	watcher  *fsnotify.Watcher
-	done     chan struct{}
+	watching atomic.Bool   // the watch is up: the fast path may trust dirty
+	dirty    atomic.Bool   // the watch saw state.json or config.json change
+	dirtyCfg atomic.Bool   // ... config.json
+	due      atomic.Bool   // verifyEvery passed since a Check last looked
+	sub      *watchSub     // on the Store's shared watch; nil without one
 	closed   bool          // guarded by mu
 	stats    atomic.Uint64 // stat calls made, for tests
 }
@@ -297,7 +296,7 @@ func (s *Store) WatchGeneration() *GenerationWatch {
 }
 
 func (s *Store) watchGeneration(withWatch bool) *GenerationWatch {
-	w := &GenerationWatch{store: s, done: make(chan struct{})}
+	w := &GenerationWatch{store: s}
 	if withWatch {
 		w.watch()
 	}
@@ -306,61 +305,44 @@ func (s *Store) watchGeneration(withWatch bool) *GenerationWatch {
 
 // watch sets up the file-system watch of the directory that holds
 // state.json and config.json (both are replaced by rename, so the
-// directory is what can be watched).
+// directory is what can be watched), on the Store's shared watch.
 func (w *GenerationWatch) watch() {
 	root := filepath.Dir(w.store.paths.State())
 	if filepath.Dir(w.store.paths.Config()) != root {
 		return // not one directory: stat every time
 	}
-	fw, err := fsnotify.NewWatcher()
+	stateName, cfgName := filepath.Base(w.store.paths.State()), filepath.Base(w.store.paths.Config())
+	root = filepath.Clean(root)
+	// The callback runs under the hub's lock: flags only.
+	sub, err := w.store.hub.subscribe([]string{root}, verifyEvery, func(n hubNote, ev fsnotify.Event) {
+		switch n {
+		case noteTick:
+			w.due.Store(true)
+		case noteLost:
+			w.dirty.Store(true) // an overflow may have lost events
+		case noteDead:
+			w.watching.Store(false)
+			w.dirty.Store(true)
+		case noteEvent:
+			switch {
+			case filepath.Clean(ev.Name) == root:
+				// The directory itself went away or moved: the watch
+				// sees nothing more.
+				w.watching.Store(false)
+				w.dirty.Store(true)
+			case filepath.Base(ev.Name) == cfgName:
+				w.dirtyCfg.Store(true)
+				w.dirty.Store(true)
+			case filepath.Base(ev.Name) == stateName:
+				w.dirty.Store(true)
+			}
+		}
+	})
 	if err != nil {
 		return
 	}
-	if err := fw.Add(root); err != nil {
-		fw.Close()
-		return
-	}
-	w.watcher = fw
-	stateName, cfgName := filepath.Base(w.store.paths.State()), filepath.Base(w.store.paths.Config())
+	w.sub = sub
 	w.watching.Store(true)
-	go func() {
-		// Whatever ends the watch ends the fast path first.
-		defer w.watching.Store(false)
-		// A ticker, not a clock read per Check: reading the clock is not
-		// free everywhere (about 0.3 µs in a VM without a usable vDSO).
-		tick := time.NewTicker(verifyEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				w.due.Store(true)
-			case ev, ok := <-fw.Events:
-				if !ok {
-					return
-				}
-				switch {
-				case filepath.Clean(ev.Name) == filepath.Clean(root):
-					// The directory itself went away or moved: the watch
-					// sees nothing more.
-					w.watching.Store(false)
-					w.dirty.Store(true)
-					return
-				case filepath.Base(ev.Name) == cfgName:
-					w.dirtyCfg.Store(true)
-					w.dirty.Store(true)
-				case filepath.Base(ev.Name) == stateName:
-					w.dirty.Store(true)
-				}
-			case _, ok := <-fw.Errors:
-				if !ok {
-					return
-				}
-				w.dirty.Store(true) // an overflow may have lost events
-			case <-w.done:
-				return
-			}
-		}
-	}()
 }
 
 // Watching reports whether a file-system watch backs the fast path.
@@ -375,9 +357,8 @@ func (w *GenerationWatch) Close() error {
 	}
 	w.closed = true
 	w.watching.Store(false)
-	close(w.done)
-	if w.watcher != nil {
-		return w.watcher.Close()
+	if w.sub != nil {
+		w.sub.close()
 	}
 	return nil
 }
