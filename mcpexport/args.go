@@ -217,12 +217,8 @@ func canonicalArguments(raw json.RawMessage) (json.RawMessage, any, error) {
 	return canonicalJSONValue(raw)
 }
 
-// canonicalJSON re-encodes a document checkStrict accepted.
-func canonicalJSON(raw []byte) (json.RawMessage, error) {
-	out, _, err := canonicalJSONValue(raw)
-	return out, err
-}
-
+// canonicalJSONValue re-encodes a document checkStrict accepted, and
+// returns it decoded too.
 func canonicalJSONValue(raw []byte) (json.RawMessage, any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
