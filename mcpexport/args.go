@@ -194,33 +194,41 @@ func scanString(data []byte, i int) (int, string, error) {
 // receives. Empty arguments are {}. Arguments that are not a JSON object,
 // or are ambiguous (ErrAmbiguousArguments), are refused.
 func CanonicalArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	if !json.Valid(raw) {
-		return nil, &ArgumentError{Problem: "the arguments are not well-formed JSON"}
-	}
-	if raw[0] != '{' {
-		return nil, &ArgumentError{Problem: "the arguments are not a JSON object (like {\"text\": \"hi\"})"}
-	}
-	if err := checkStrict(raw, MaxArgumentDepth, ""); err != nil {
-		return nil, err
-	}
-	return canonicalJSON(raw)
+	out, _, err := canonicalArguments(raw)
+	return out, err
 }
 
-// canonicalJSON re-encodes a document checkStrict accepted.
-func canonicalJSON(raw []byte) (json.RawMessage, error) {
+// canonicalArguments is CanonicalArguments, also returning the decoded
+// document (numbers as json.Number), so a caller needs no second decode.
+func canonicalArguments(raw json.RawMessage) (json.RawMessage, any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return json.RawMessage("{}"), map[string]any{}, nil
+	}
+	if !json.Valid(raw) {
+		return nil, nil, &ArgumentError{Problem: "the arguments are not well-formed JSON"}
+	}
+	if raw[0] != '{' {
+		return nil, nil, &ArgumentError{Problem: "the arguments are not a JSON object (like {\"text\": \"hi\"})"}
+	}
+	if err := checkStrict(raw, MaxArgumentDepth, ""); err != nil {
+		return nil, nil, err
+	}
+	return canonicalJSONValue(raw)
+}
+
+// canonicalJSONValue re-encodes a document checkStrict accepted, and
+// returns it decoded too.
+func canonicalJSONValue(raw []byte) (json.RawMessage, any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, &ArgumentError{Problem: "the arguments cannot be read: " + err.Error()}
+		return nil, nil, &ArgumentError{Problem: "the arguments cannot be read: " + err.Error()}
 	}
-	var buf bytes.Buffer
-	encodeCanonical(&buf, v)
-	return buf.Bytes(), nil
+	buf := bytes.NewBuffer(make([]byte, 0, len(raw)))
+	encodeCanonical(buf, v)
+	return buf.Bytes(), v, nil
 }
 
 // encodeCanonical writes v compactly: object keys sorted (by code point),

@@ -178,6 +178,10 @@ func ArgumentShape(raw json.RawMessage) any {
 	return shape(v, 0)
 }
 
+// shapeOf is ArgumentShape of a document already decoded (numbers as
+// float64 or json.Number).
+func shapeOf(v any) any { return shape(v, 0) }
+
 func shape(v any, depth int) any {
 	if depth > 8 {
 		return "…"
@@ -211,7 +215,7 @@ func shape(v any, depth int) any {
 		return out
 	case string:
 		return "string"
-	case float64:
+	case float64, json.Number:
 		return "number"
 	case bool:
 		return "boolean"

@@ -108,6 +108,8 @@ type Server struct {
 	closeOnce   sync.Once
 	closeErr    error
 
+	notices listNotices // which list_changed notifications go out
+
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
 	// holder of syncSem changes.
@@ -172,9 +174,11 @@ func New(p *pool.Pool, opts *Options) *Server {
 		Logger:                    s.log,
 	})
 	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.boundaryMiddleware)
+	s.ms.AddSendingMiddleware(s.sendingMiddleware)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
+	go s.waitFirstStart(ctx)
 	s.unsubscribe = p.OnChange(s.syncSoon)
 	return s
 }
@@ -280,7 +284,11 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *Server) refresh(ctx context.Context, method string) {
 	wctx, cancel := context.WithTimeout(ctx, s.catchUp)
 	defer cancel()
-	s.pool.WaitStarted(wctx)
+	if s.pool.WaitStarted(wctx) != nil {
+		// This client sees the catalog before the first start settled:
+		// what comes later is news to it.
+		s.notices.baselined.Store(true)
+	}
 	if err := s.Sync(wctx); err != nil {
 		if ctx.Err() == nil {
 			s.syncSoon()
@@ -397,6 +405,11 @@ func (s *Server) Sync(ctx context.Context) error {
 		return fmt.Errorf("waiting for a re-assembly of the catalog in progress: %w", context.Cause(ctx))
 	}
 	defer func() { <-s.syncSem }()
+	// A sync that starts after the first start settled completes the
+	// first catalog (listNotices).
+	if s.notices.started.Load() {
+		defer s.notices.baselined.Store(true)
+	}
 	tools, err := s.pool.Tools(ctx)
 	if err != nil {
 		return err
@@ -427,6 +440,7 @@ func (s *Server) applyTools(tools []*pool.Tool) {
 		if s.tools[t.Name] == h {
 			continue
 		}
+		s.notices.changed(listTools)
 		if err := s.addTool(t); err != nil {
 			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
 			delete(want, t.Name)
@@ -434,7 +448,10 @@ func (s *Server) applyTools(tools []*pool.Tool) {
 		}
 		s.tools[t.Name] = h
 	}
-	s.ms.RemoveTools(gone(s.tools, want)...)
+	if g := gone(s.tools, want); len(g) > 0 {
+		s.notices.changed(listTools)
+		s.ms.RemoveTools(g...)
+	}
 }
 
 func (s *Server) applyPrompts(prompts []*pool.Prompt) {
@@ -445,12 +462,16 @@ func (s *Server) applyPrompts(prompts []*pool.Prompt) {
 		h := jsonHash(p.Definition)
 		want[p.Name] = h
 		if s.prompts[p.Name] != h {
+			s.notices.changed(listPrompts)
 			def := *p.Definition
 			s.ms.AddPrompt(&def, s.getPrompt)
 			s.prompts[p.Name] = h
 		}
 	}
-	s.ms.RemovePrompts(gone(s.prompts, want)...)
+	if g := gone(s.prompts, want); len(g) > 0 {
+		s.notices.changed(listPrompts)
+		s.ms.RemovePrompts(g...)
+	}
 }
 
 func (s *Server) applyResources(resources []*pool.Resource) {
@@ -464,6 +485,7 @@ func (s *Server) applyResources(resources []*pool.Resource) {
 			h := jsonHash(r.Resource)
 			wantR[r.Resource.URI] = h
 			if s.resources[r.Resource.URI] != h {
+				s.notices.changed(listResources)
 				if err := safely(func() { res := *r.Resource; s.ms.AddResource(&res, read) }); err != nil {
 					s.log.Warn("not offering a resource", "uri", r.Resource.URI, "error", err)
 					delete(wantR, r.Resource.URI)
@@ -475,6 +497,7 @@ func (s *Server) applyResources(resources []*pool.Resource) {
 			h := jsonHash(r.Template)
 			wantT[r.Template.URITemplate] = h
 			if s.templates[r.Template.URITemplate] != h {
+				s.notices.changed(listResources)
 				if err := safely(func() { tpl := *r.Template; s.ms.AddResourceTemplate(&tpl, read) }); err != nil {
 					s.log.Warn("not offering a resource template", "template", r.Template.URITemplate, "error", err)
 					delete(wantT, r.Template.URITemplate)
@@ -484,8 +507,14 @@ func (s *Server) applyResources(resources []*pool.Resource) {
 			}
 		}
 	}
-	s.ms.RemoveResources(gone(s.resources, wantR)...)
-	s.ms.RemoveResourceTemplates(gone(s.templates, wantT)...)
+	if g := gone(s.resources, wantR); len(g) > 0 {
+		s.notices.changed(listResources)
+		s.ms.RemoveResources(g...)
+	}
+	if g := gone(s.templates, wantT); len(g) > 0 {
+		s.notices.changed(listResources)
+		s.ms.RemoveResourceTemplates(g...)
+	}
 }
 
 // gone returns the keys of have that want lacks, and drops them from have.
@@ -567,7 +596,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 				c.writeAudit()
 			}
 		}()
-		args, aerr := CanonicalArguments(req.Params.Arguments)
+		args, decoded, aerr := canonicalArguments(req.Params.Arguments)
 		if aerr != nil {
 			c.entry.Arguments = "refused"
 			c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, aerr.Error()
@@ -577,7 +606,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		}
 		sum := sha256.Sum256(args)
 		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
-		c.entry.Arguments = ArgumentShape(args)
+		c.entry.Arguments = shapeOf(decoded)
 		res, err = s.pool.Call(ctx, name, args, c)
 		if c.inputRequired != nil {
 			return c.inputRequired, nil
@@ -618,6 +647,15 @@ func toolError(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
+// lineSpace turns newlines and tabs into spaces (a client's name is
+// shown on one line).
+func lineSpace(r rune) rune {
+	if r == '\n' || r == '\t' {
+		return ' '
+	}
+	return r
+}
+
 // clientName is how approvals and the audit log name the client: what it
 // says it is, made printable and cut to a line.
 func clientName(req *mcp.CallToolRequest) string {
@@ -629,7 +667,7 @@ func clientName(req *mcp.CallToolRequest) string {
 	if ci.Version != "" {
 		name += " " + ci.Version
 	}
-	name = review.PrintableLines(strings.NewReplacer("\n", " ", "\t", " ").Replace(name))
+	name = review.PrintableLines(strings.Map(lineSpace, name))
 	if len(name) > maxClientName {
 		cut := maxClientName
 		for cut > 0 && !utf8Start(name[cut]) {

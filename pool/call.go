@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,11 +96,13 @@ func orDefault(s, def string) string {
 
 // checkArgs requires a JSON object; empty means {}.
 func checkArgs(args json.RawMessage) (json.RawMessage, error) {
-	if len(strings.TrimSpace(string(args))) == 0 {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(args, &m); err != nil || m == nil {
+	// A well-formed document that starts with "{" is an object: a scan,
+	// no decode.
+	if trimmed[0] != '{' || !json.Valid(trimmed) {
 		return nil, fmt.Errorf("the arguments of a tool call must be a JSON object, like {\"text\": \"hi\"}")
 	}
 	return args, nil

@@ -50,8 +50,10 @@
 //
 // Before every catalog assembly (Tools, Prompts, Resources) and every
 // dispatch (Call, GetPrompt, ReadResource), and in the background every
-// PollInterval, the pool (1) compares the state generation (a stat; a read
-// only when it moved) and reconciles: disabled, revoked or replaced
+// PollInterval, the pool (1) compares the state generation
+// (store.GenerationWatch: no syscall while a file-system watch has seen no
+// change to state.json or config.json, a stat once a second and without a
+// watch, a read only when it moved) and reconciles: disabled, revoked or replaced
 // plugins are stopped, their calls cancelled and their process groups
 // terminated, newly enabled ones started, the tool policy re-read; and (2)
 // checks the plugin's staged snapshot for drift (store.DriftChecker): a

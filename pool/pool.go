@@ -651,6 +651,9 @@ func (p *Pool) Close() error {
 	p.mu.Unlock()
 	close(p.stopBg)
 	p.bg.Wait() // the poller may be in a reconcile
+	if p.watch != nil {
+		p.watch.Close()
+	}
 	p.reconcileMu.Lock()
 	p.mu.Lock()
 	plugins := slices.Clone(p.retired)

@@ -36,11 +36,15 @@
 // # Generation and drift
 //
 // Every change bumps the generation in state.json; a [GenerationWatch]
-// notices a moved generation with a stat. A [DriftChecker] guards one
+// notices a moved generation through a file-system watch of state.json and
+// config.json (no syscall while nothing changed), with a stat once a
+// second and whenever the watch is not available. A [DriftChecker] guards one
 // staged snapshot: a file-system watch and stat fingerprints on the fast
 // path, a full re-hash when they differ; a difference is a [*DriftError]
 // wrapping [ErrDrift].
 //
 // A Store is safe for concurrent use by goroutines and by processes. The
-// package keeps no global mutable state.
+// package's one global is a counter of the state writes this process made,
+// so that its generation watches see them without waiting for the
+// file-system event.
 package store

@@ -161,9 +161,10 @@ type DriftChecker struct {
 	fps      map[string]Fingerprint
 	drift    error
 	dirty    atomic.Bool
-	watching atomic.Bool  // watcher is set: the fast path may trust dirty
-	swept    atomic.Int64 // when the last sweep started, in Unix ns
-	watcher  *fsnotify.Watcher
+	watching atomic.Bool              // watcher is set: the fast path may trust dirty
+	due      atomic.Bool              // fullSweepEvery passed since the last sweep started (a ticker sets it)
+	sub      *watchSub                // guarded by mu
+	current  atomic.Pointer[watchSub] // sub, for the callbacks
 	watchErr error
 	done     chan struct{}
 }
@@ -184,58 +185,57 @@ func (s *Store) DriftChecker(digest Digest) (*DriftChecker, error) {
 // fullSweepEvery bounds how long Check trusts the watch alone.
 const fullSweepEvery = 2 * time.Second
 
-// watch sets up the file-system watch; without one every Check sweeps.
-// The caller holds mu or is the constructor.
+// watch sets up the file-system watch (a subscription to the Store's
+// shared one) of every directory of the snapshot; without one every
+// Check sweeps. The caller holds mu or is the constructor.
 func (c *DriftChecker) watch() {
 	c.watching.Store(false)
-	if c.watcher != nil {
-		c.watcher.Close() // ends the goroutine of the old watch
-		c.watcher = nil
+	if c.sub != nil {
+		c.sub.close()
+		c.sub = nil
 	}
 	select {
 	case <-c.done: // closed: no new watch
 		return
 	default:
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		c.watchErr = err
-		return
-	}
-	err = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
+	var dirs []string
+	err := filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			return w.Add(p)
+			dirs = append(dirs, p)
 		}
 		return nil
 	})
 	if err != nil {
-		w.Close()
 		c.watchErr = err
 		return
 	}
-	c.watcher = w
-	c.watching.Store(true)
-	go func() {
-		for {
-			select {
-			case _, ok := <-w.Events:
-				if !ok {
-					return
-				}
-				c.dirty.Store(true)
-			case _, ok := <-w.Errors:
-				if !ok {
-					return
-				}
-				c.dirty.Store(true) // an overflow may have lost events
-			case <-c.done:
-				return
+	var sub *watchSub
+	// The callback runs under the hub's lock: flags only. It is bound to
+	// this subscription, so a replaced one cannot clear the new watch.
+	sub, err = c.store.hub.subscribe(dirs, fullSweepEvery, func(n hubNote, _ fsnotify.Event) {
+		switch n {
+		case noteTick:
+			c.due.Store(true)
+		case noteDead:
+			c.dirty.Store(true)
+			if c.current.Load() == sub {
+				c.watching.Store(false)
 			}
+		default: // an event, or events lost
+			c.dirty.Store(true)
 		}
-	}()
+	})
+	if err != nil {
+		c.watchErr = err
+		return
+	}
+	c.sub = sub
+	c.current.Store(sub)
+	c.watching.Store(true)
 }
 
 // Watching reports whether a file-system watch backs the fast path.
@@ -245,7 +245,7 @@ func (c *DriftChecker) Watching() bool { return c.watching.Load() }
 // *DriftError (wrapping ErrDrift) naming what changed. Once drifted, a
 // snapshot stays drifted for this checker.
 func (c *DriftChecker) Check(ctx context.Context) error {
-	if c.watching.Load() && !c.dirty.Load() && time.Since(time.Unix(0, c.swept.Load())) < fullSweepEvery {
+	if c.watching.Load() && !c.dirty.Load() && !c.due.Load() {
 		c.mu.Lock()
 		err := c.drift
 		c.mu.Unlock()
@@ -257,7 +257,7 @@ func (c *DriftChecker) Check(ctx context.Context) error {
 		return c.drift
 	}
 	c.dirty.Store(false)
-	c.swept.Store(time.Now().UnixNano())
+	c.due.Store(false)
 	fps, err := fingerprints(ctx, c.dir)
 	if err == nil && maps.Equal(fps, c.fps) {
 		return nil
@@ -299,8 +299,9 @@ func (c *DriftChecker) Close() error {
 	}
 	close(c.done)
 	c.watching.Store(false)
-	if c.watcher != nil {
-		return c.watcher.Close()
+	if c.sub != nil {
+		c.sub.close()
+		c.sub = nil
 	}
 	return nil
 }

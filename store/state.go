@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/gofrs/flock"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -212,18 +214,28 @@ func (s *Store) replaceLocked(path string, data []byte, step string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	s.hook(step)
-	if err := f.Replace(); err != nil {
+	err = f.Replace()
+	localWrites.Add(1) // even a failed rename may have replaced the file
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
 }
 
-// GenerationWatch notices a moved generation cheaply: a stat of state.json
-// at every check, and a read only when the file was replaced or was
-// written so recently that a replacement could share its inode number,
-// size and (coarse) modification time. A replaced config.json counts as a
-// move too, so a configuration change whose bump a crash cut off (or a
-// hand edit) is not missed. It is safe for concurrent use.
+// GenerationWatch notices a moved generation cheaply. A file-system watch
+// of the berth home (fsnotify) marks the watch dirty when state.json or
+// config.json is written, replaced or removed, and a write through any
+// Store of this process marks it at once; while neither happened a Check
+// is a few memory loads: no syscall, no read. Once a second
+// (verifyEvery), after an event, and whenever no watch could be set up or
+// it failed, a Check stats both files as it did before the watch: a read
+// follows only when one was replaced, or state.json was written so
+// recently that a replacement could share its inode number, size and
+// (coarse) modification time. After an event for state.json it is read
+// regardless. A replaced (or, by the watch, written) config.json counts as
+// a move too, so a configuration change whose bump a crash cut off (or a
+// hand edit) is not missed. It is safe for concurrent use; Close it to
+// release its watch.
 type GenerationWatch struct {
 	store   *Store
 	mu      sync.Mutex
@@ -231,7 +243,27 @@ type GenerationWatch struct {
 	lastCfg os.FileInfo
 	state   *State
 	settled bool // last was older than racyWindow when it was read
+	// local is the value of localWrites when a Check last looked.
+	local uint64
+
+	watching atomic.Bool   // the watch is up: the fast path may trust dirty
+	dirty    atomic.Bool   // the watch saw state.json or config.json change
+	dirtyCfg atomic.Bool   // ... config.json
+	due      atomic.Bool   // verifyEvery passed since a Check last looked
+	sub      *watchSub     // on the Store's shared watch; nil without one
+	closed   bool          // guarded by mu
+	stats    atomic.Uint64 // stat calls made, for tests
 }
+
+// verifyEvery bounds how long a Check trusts the watch alone: a watch of
+// a directory does not see a write through a hard link elsewhere.
+const verifyEvery = time.Second
+
+// localWrites counts the state.json and config.json replacements made by
+// any Store of this process, so that a watch in the same process (a pool
+// and the CLI command or test that changed the state) sees them at once,
+// before the file-system event arrives.
+var localWrites atomic.Uint64
 
 // racyWindow is how old state.json must be before its stat alone is
 // trusted to tell replacements apart: file-system clocks tick coarsely
@@ -257,9 +289,78 @@ func racy(fi os.FileInfo, now time.Time) bool {
 	return now.Sub(fi.ModTime()) <= window
 }
 
-// WatchGeneration returns a watch whose first Check reads the state.
+// WatchGeneration returns a watch whose first Check reads the state. If
+// no file-system watch can be set up, every Check stats.
 func (s *Store) WatchGeneration() *GenerationWatch {
-	return &GenerationWatch{store: s}
+	return s.watchGeneration(true)
+}
+
+func (s *Store) watchGeneration(withWatch bool) *GenerationWatch {
+	w := &GenerationWatch{store: s}
+	if withWatch {
+		w.watch()
+	}
+	return w
+}
+
+// watch sets up the file-system watch of the directory that holds
+// state.json and config.json (both are replaced by rename, so the
+// directory is what can be watched), on the Store's shared watch.
+func (w *GenerationWatch) watch() {
+	root := filepath.Dir(w.store.paths.State())
+	if filepath.Dir(w.store.paths.Config()) != root {
+		return // not one directory: stat every time
+	}
+	stateName, cfgName := filepath.Base(w.store.paths.State()), filepath.Base(w.store.paths.Config())
+	root = filepath.Clean(root)
+	// The callback runs under the hub's lock: flags only.
+	sub, err := w.store.hub.subscribe([]string{root}, verifyEvery, func(n hubNote, ev fsnotify.Event) {
+		switch n {
+		case noteTick:
+			w.due.Store(true)
+		case noteLost:
+			w.dirty.Store(true) // an overflow may have lost events
+		case noteDead:
+			w.watching.Store(false)
+			w.dirty.Store(true)
+		case noteEvent:
+			switch {
+			case filepath.Clean(ev.Name) == root:
+				// The directory itself went away or moved: the watch
+				// sees nothing more.
+				w.watching.Store(false)
+				w.dirty.Store(true)
+			case filepath.Base(ev.Name) == cfgName:
+				w.dirtyCfg.Store(true)
+				w.dirty.Store(true)
+			case filepath.Base(ev.Name) == stateName:
+				w.dirty.Store(true)
+			}
+		}
+	})
+	if err != nil {
+		return
+	}
+	w.sub = sub
+	w.watching.Store(true)
+}
+
+// Watching reports whether a file-system watch backs the fast path.
+func (w *GenerationWatch) Watching() bool { return w.watching.Load() }
+
+// Close releases the watch; Check keeps working, by stat.
+func (w *GenerationWatch) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.watching.Store(false)
+	if w.sub != nil {
+		w.sub.close()
+	}
+	return nil
 }
 
 // Check returns the current state and whether its generation moved (or
@@ -268,26 +369,40 @@ func (s *Store) WatchGeneration() *GenerationWatch {
 func (w *GenerationWatch) Check() (*State, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	local := localWrites.Load()
+	if w.state != nil && w.settled && w.watching.Load() && !w.dirty.Load() && !w.due.Load() && local == w.local {
+		return w.state, false, nil
+	}
+	// Clear the marks before looking, so a change made while this Check
+	// looks marks the next one.
+	event, cfgEvent := w.dirty.Swap(false), w.dirtyCfg.Swap(false)
+	w.due.Store(false)
+	w.stats.Add(2)
 	fi, err := statOrNil(w.store.paths.State())
 	if err != nil {
+		w.dirty.Store(true)
 		return nil, false, err
 	}
 	cfi, err := statOrNil(w.store.paths.Config())
 	if err != nil {
+		w.dirty.Store(true)
 		return nil, false, err
 	}
-	cfgMoved := !sameFile(w.lastCfg, cfi)
-	if w.state != nil && w.settled && sameFile(w.last, fi) && !cfgMoved {
+	cfgMoved := !sameFile(w.lastCfg, cfi) || cfgEvent
+	if w.state != nil && w.settled && !event && sameFile(w.last, fi) && !cfgMoved {
+		w.local = local
 		return w.state, false, nil
 	}
 	readAt := time.Now()
 	st, err := w.store.State()
 	if err != nil {
+		w.dirty.Store(true)
 		return nil, false, err
 	}
 	moved := w.state == nil || st.Generation != w.state.Generation || cfgMoved
 	w.last, w.lastCfg, w.state = fi, cfi, st
 	w.settled = !racy(fi, readAt)
+	w.local = local
 	return st, moved, nil
 }
 

@@ -13,6 +13,7 @@ type Store struct {
 	paths Paths
 	now   func() time.Time
 	hook  func(step string)
+	hub   watchHub // the file-system watch its checkers share
 }
 
 // StoreOptions tune a Store. A nil *StoreOptions means the defaults.

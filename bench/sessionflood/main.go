@@ -2,7 +2,9 @@
 // --http`: it sends N initialize requests, each opening a new Streamable
 // HTTP session that it never closes, as fast as W workers can, and prints
 // the server's resident memory (VmRSS, and the peak VmHWM, from /proc)
-// before and after, as one JSON line. See bench/README.md.
+// before and after, as one JSON line. With -close each session is a whole
+// one: initialize, notifications/initialized, tools/list, then DELETE,
+// which ends it. See bench/README.md.
 package main
 
 import (
@@ -28,6 +30,8 @@ func main() {
 		n         = flag.Int("n", 25000, "initialize requests to send")
 		workers   = flag.Int("workers", 8, "concurrent requests")
 		tokenFile = flag.String("token-file", "", "file holding the bearer token (none: send no token)")
+		closeEach = flag.Bool("close", false, "make each session whole and end it (DELETE) before the next")
+		settle    = flag.Duration("settle", time.Second, "wait this long before reading the memory after")
 	)
 	flag.Parse()
 	token := ""
@@ -48,27 +52,30 @@ func main() {
 		go func() {
 			defer wg.Done()
 			for sent.Add(1) <= int64(*n) {
-				req, _ := http.NewRequest(http.MethodPost, *url, strings.NewReader(initBody))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Accept", "application/json, text/event-stream")
-				if token != "" {
-					req.Header.Set("Authorization", "Bearer "+token)
-				}
-				res, err := http.DefaultClient.Do(req)
+				res, err := send(*url, token, http.MethodPost, "", initBody)
 				if err != nil {
 					failed.Add(1)
 					continue
 				}
-				io.Copy(io.Discard, res.Body)
-				res.Body.Close()
 				c, _ := codes.LoadOrStore(res.StatusCode, new(atomic.Int64))
 				c.(*atomic.Int64).Add(1)
+				if id := res.Header.Get("Mcp-Session-Id"); *closeEach && id != "" {
+					for _, m := range []struct{ method, body string }{
+						{http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+						{http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`},
+						{http.MethodDelete, ""},
+					} {
+						if res, err := send(*url, token, m.method, id, m.body); err != nil || res.StatusCode >= 300 {
+							failed.Add(1)
+						}
+					}
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	time.Sleep(time.Second)
+	time.Sleep(*settle)
 	after := rss(*pid)
 	byCode := map[string]int64{}
 	codes.Range(func(k, v any) bool { byCode[fmt.Sprint(k)] = v.(*atomic.Int64).Load(); return true })
@@ -77,6 +84,28 @@ func main() {
 		"rss_before_mb": before["VmRSS"], "rss_after_mb": after["VmRSS"], "rss_peak_mb": after["VmHWM"],
 	})
 	fmt.Println(string(out))
+}
+
+// send makes one request of a session (id "" before it has one) and
+// reads the answer whole.
+func send(url, token, method, id, body string) (*http.Response, error) {
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res, nil
 }
 
 // rss reads VmRSS and VmHWM of pid in MB.

@@ -74,10 +74,12 @@ stderr. docs/serve.md has the details.`,
 			if (tokenFile != "" || unsafeNoToken) && !listening {
 				return usagef("--token-file and --unsafe-no-token apply to --http and --sse only")
 			}
-			if a.getenv("GOGC") == "" {
+			gcTarget := a.getenv("GOGC") == ""
+			if gcTarget {
 				// Every relayed call decodes JSON twice through go-sdk, which
 				// allocates generously; a larger GC target cuts berth's CPU
 				// per call by about a fifth (bench/README.md). GOGC overrides.
+				// What it leaves resident is returned (trimMemory).
 				debug.SetGCPercent(400)
 			}
 			ctx := cmd.Context()
@@ -157,6 +159,11 @@ stderr. docs/serve.md has the details.`,
 				return err
 			}
 			defer p.Close()
+			if gcTarget {
+				tctx, stopTrim := context.WithCancel(ctx)
+				defer stopTrim()
+				go trimMemory(tctx, p)
+			}
 			a.logServeStart(log, st, p.WorkspaceDir())
 			srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: approvalTimeout, Logger: log, MaxPendingPerSession: maxPendingPerSession, MaxPending: maxPending, Hints: serveHints})
 			defer srv.Close()
