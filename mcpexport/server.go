@@ -85,6 +85,7 @@ type Server struct {
 	closeOnce   sync.Once
 	closeErr    error
 
+	levels    logLevels  // the log level each legacy session set (relay.go)
 	syncMu    sync.Mutex // serializes Sync
 	tools     map[string]string
 	prompts   map[string]string
@@ -140,7 +141,8 @@ func New(p *pool.Pool, opts *Options) *Server {
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
 		Logger:                    s.log,
 	})
-	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.boundaryMiddleware)
+	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.levelMiddleware, s.boundaryMiddleware)
+	p.SetLogSink(s.relayLog)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
@@ -155,6 +157,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
+		s.pool.SetLogSink(nil)
 		s.stopSync()
 		<-s.syncDone
 		s.closeErr = s.audit.Close()
@@ -518,7 +521,11 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		sum := sha256.Sum256(args)
 		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
 		c.entry.Arguments = ArgumentShape(args)
-		res, err = s.pool.Call(ctx, name, args, c)
+		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+		res, err = s.pool.Call(pool.WithRelay(ctx, c.relayReq), name, args, c)
+		if err == nil && res.InputRequests != nil {
+			return c.relayInputRequests(res), nil
+		}
 		if c.inputRequired != nil {
 			return c.inputRequired, nil
 		}
