@@ -312,8 +312,9 @@ func withToken(t *testing.T, s *served) string {
 
 // fixtureNames serves a reverse proxy in front of berth serve's /mcp URL
 // that maps the conformance fixture's upstream names to berth's: in
-// requests, a tools/call or prompts/get name (and the Mcp-Name header)
-// gains the prefix conf__srv__; in responses, the prefix is removed
+// requests, a tools/call or prompts/get name (and the Mcp-Name header),
+// and the prompt a completion/complete refers to, gain the prefix
+// conf__srv__; in responses, the prefix is removed
 // wherever it appears. Everything else, Host and Origin included, passes
 // unchanged, so the protocol checks still see berth.
 func fixtureNames(t *testing.T, target string) string {
@@ -356,15 +357,25 @@ func fixtureNames(t *testing.T, target string) string {
 	return srv.URL + u.Path
 }
 
-// prefixNames gives the name of a tools/call or prompts/get request (or of
-// each in a batch) berth's prefix, and reports whether it did. A body that
+// prefixNames gives the name of a tools/call or prompts/get request, and
+// the prompt named by a completion/complete (or of each in a batch),
+// berth's prefix, and reports whether it did. A body that
 // is not such JSON is left alone.
 func prefixNames(body []byte) ([]byte, bool) {
 	fix := func(msg map[string]any) bool {
-		if m, _ := msg["method"].(string); m != "tools/call" && m != "prompts/get" {
+		p, _ := msg["params"].(map[string]any)
+		switch m, _ := msg["method"].(string); m {
+		case "tools/call", "prompts/get":
+		case "completion/complete":
+			// A prompt's completion names the prompt in ref.
+			if ref, _ := p["ref"].(map[string]any); ref["type"] == "ref/prompt" {
+				p = ref
+				break
+			}
+			return false
+		default:
 			return false
 		}
-		p, _ := msg["params"].(map[string]any)
 		if name, ok := p["name"].(string); ok && !strings.HasPrefix(name, confPrefix) {
 			p["name"] = confPrefix + name
 			return true

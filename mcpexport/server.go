@@ -140,9 +140,14 @@ func New(p *pool.Pool, opts *Options) *Server {
 		},
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
 		Logger:                    s.log,
+		// Relayed to the plugin servers (relay_completion.go).
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribeResource,
+		UnsubscribeHandler: s.unsubscribeResource,
 	})
-	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.levelMiddleware, s.boundaryMiddleware)
+	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.capsMiddleware, s.levelMiddleware, s.boundaryMiddleware)
 	p.SetLogSink(s.relayLog)
+	p.SetResourceUpdatedSink(s.relayUpdated)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
@@ -158,6 +163,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
 		s.pool.SetLogSink(nil)
+		s.pool.SetResourceUpdatedSink(nil)
 		s.stopSync()
 		<-s.syncDone
 		s.closeErr = s.audit.Close()

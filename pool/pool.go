@@ -107,6 +107,8 @@ type Pool struct {
 	relayMu  sync.Mutex // guards logSink and logLevel (relay.go)
 	logSink  func(context.Context, *LogMessage)
 	logLevel mcp.LoggingLevel
+	// updatedSink gets the updates of subscribed resources.
+	updatedSink func(ctx context.Context, uri string, who []any)
 
 	subMu   sync.Mutex // guards subs and nextSub
 	subs    map[int]func()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -126,20 +127,58 @@ type relaySet struct {
 	// byToken finds a request by the progress token berth gave it.
 	byToken map[string]*openCall
 	log     rateWindow
+	// subs are the clients subscribed to each URI (relay_subscriptions.go).
+	subs map[string]subscribers
 }
 
 // openCall is one request open on a connection.
 type openCall struct {
-	req   *RelayRequest
-	from  Origin
-	ctx   context.Context
-	token string
+	req    *RelayRequest
+	from   Origin
+	ctx    context.Context
+	token  string
+	opened time.Time
 
 	mu       sync.Mutex // serializes the request's progress
 	closed   bool
 	sent     int
 	last     float64
+	lastAt   time.Time
 	progress rateWindow
+}
+
+// Progress drain: go-sdk hands a response to the caller at once but queues
+// notifications for one handler goroutine, so progress a server sent just
+// before its result may still be queued when the call returns. A request
+// with a progress token stays open until no progress came for
+// drainIdle, at most drainMax.
+const (
+	drainIdle = 15 * time.Millisecond
+	drainMax  = 150 * time.Millisecond
+)
+
+func (oc *openCall) drain() {
+	if oc.token == "" {
+		return
+	}
+	end := time.Now().Add(drainMax)
+	for {
+		oc.mu.Lock()
+		idle := time.Since(oc.lastAt)
+		if oc.lastAt.IsZero() {
+			idle = time.Since(oc.opened)
+		}
+		oc.mu.Unlock()
+		now := time.Now()
+		if idle >= drainIdle || !now.Before(end) {
+			return
+		}
+		wait := drainIdle - idle
+		if rest := end.Sub(now); wait > rest {
+			wait = rest
+		}
+		time.Sleep(wait)
+	}
 }
 
 type openCallKey struct{}
@@ -166,7 +205,7 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	if r == nil || c == nil {
 		return ctx, func() {}
 	}
-	oc := &openCall{req: r, from: s.origin(), ctx: ctx}
+	oc := &openCall{req: r, from: s.origin(), ctx: ctx, opened: time.Now()}
 	if r.Progress {
 		oc.token = newToken()
 	}
@@ -181,6 +220,7 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	}
 	rs.mu.Unlock()
 	return context.WithValue(ctx, openCallKey{}, oc), func() {
+		oc.drain()
 		rs.mu.Lock()
 		delete(rs.open, oc)
 		if oc.token != "" {
@@ -264,6 +304,7 @@ func (rs *relaySet) progress(ctx context.Context, p *mcp.ProgressNotificationPar
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
+	oc.lastAt = time.Now()
 	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(time.Now(), MaxProgressPerSecond) {
 		return
 	}
@@ -493,7 +534,11 @@ func (s *server) relayOptions(c *conn, o *mcp.ClientOptions) {
 		return s.createMessage(ctx, c, r.Params)
 	}
 	o.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		markElicitReached(ctx)
 		return s.elicit(ctx, c, r.Params)
+	}
+	o.ResourceUpdatedHandler = func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+		s.resourceUpdated(ctx, c, r.Params)
 	}
 	// 2026-07-28 input requests are the client's to answer: pass them on.
 	o.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
@@ -509,4 +554,38 @@ func (p *Pool) RelayPolicy(plugin string, kind RequestKind) store.PolicyMatch {
 		}
 	}
 	return store.PolicyMatch{Action: store.ActionDeny, Pattern: "(no such plugin enabled)"}
+}
+
+type elicitReachedKey struct{}
+
+// relayMiddleware is the receiving middleware of the pool's client: an
+// elicitation/create that go-sdk's client refuses before berth sees it
+// (its schema check rejects some schemas the specification allows, such
+// as SEP-1330 titled multi-select enums whose items say "type": "string")
+// is relayed as is; the client the human uses checks the schema.
+func (s *server) relayMiddleware(c *conn) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "elicitation/create" {
+				return next(ctx, method, req)
+			}
+			reached := new(bool)
+			res, err := next(context.WithValue(ctx, elicitReachedKey{}, reached), method, req)
+			p, ok := req.GetParams().(*mcp.ElicitParams)
+			if err == nil || *reached || !ok || p == nil {
+				return res, err
+			}
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(werr.Message, "elicit schema") {
+				return res, err
+			}
+			return s.elicit(ctx, c, p)
+		}
+	}
+}
+
+func markElicitReached(ctx context.Context) {
+	if r, ok := ctx.Value(elicitReachedKey{}).(*bool); ok {
+		*r = true
+	}
 }

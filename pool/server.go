@@ -495,6 +495,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	s.relayOptions(c, copts0)
 	client := mcp.NewClient(&mcp.Implementation{Name: "berth", Version: bundle.BerthVersion}, copts0)
 	client.AddRoots(s.p.workspaceRoot())
+	client.AddReceivingMiddleware(s.relayMiddleware(c))
 	var copts *mcp.ClientSessionOptions
 	if legacy {
 		copts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
