@@ -1,8 +1,10 @@
 package mcpexport
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
@@ -74,4 +76,18 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 		}
 	}
 	return refused
+}
+
+// upstreamRPCError is the plugin server's own JSON-RPC error answer to a
+// call, to relay as such to a 2026-07-28 client, or nil: a missing client
+// capability (-32021; the server was told the client's own capabilities,
+// so it is the client's) and invalid params (-32602, such as a
+// requestState that fails the server's integrity check). Other failures
+// stay tool errors.
+func upstreamRPCError(name string, err error) error {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || (werr.Code != mcp.CodeMissingRequiredClientCapabilities && werr.Code != jsonrpc.CodeInvalidParams) {
+		return nil
+	}
+	return &jsonrpc.Error{Code: werr.Code, Message: name + ": " + werr.Message, Data: werr.Data}
 }

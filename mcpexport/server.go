@@ -555,6 +555,10 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		case errors.Is(err, store.ErrDrift):
 			c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
 			return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
+		case c.relay != nil && c.relay.modern && upstreamRPCError(name, err) != nil:
+			// The plugin server's own answer, about this client's request.
+			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
+			return nil, upstreamRPCError(name, err)
 		default:
 			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
 			return toolError(fmt.Sprintf("berth could not run %s: %v", name, err)), nil

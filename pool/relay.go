@@ -267,12 +267,15 @@ func stampParams(ctx context.Context, modern bool, meta *mcp.Meta, setToken func
 }
 
 // relayedCapabilities is what a 2026-07-28 server is told the client can
-// do: the client's sampling and elicitation (berth relays those), and
-// roots (berth answers them with the workspace).
+// do: the client's sampling, elicitation and roots, whose input requests
+// berth passes to the client.
 func relayedCapabilities(c *mcp.ClientCapabilities) map[string]any {
-	out := map[string]any{"roots": map[string]any{}}
+	out := map[string]any{}
 	if c == nil {
 		return out
+	}
+	if c.RootsV2 != nil {
+		out["roots"] = c.RootsV2
 	}
 	if c.Sampling != nil {
 		out["sampling"] = c.Sampling
@@ -370,6 +373,7 @@ func (s *server) createMessage(ctx context.Context, c *conn, p *mcp.CreateMessag
 	from := s.origin()
 	oc, err := c.relays.target(ctx, from, "sampling/createMessage")
 	if err != nil {
+		s.out.event("%v", err)
 		return nil, err
 	}
 	m := s.relayPolicy(RequestSampling)
@@ -383,6 +387,7 @@ func (s *server) elicit(ctx context.Context, c *conn, p *mcp.ElicitParams) (*mcp
 	from := s.origin()
 	oc, err := c.relays.target(ctx, from, "elicitation/create")
 	if err != nil {
+		s.out.event("%v", err)
 		return nil, err
 	}
 	m := s.relayPolicy(RequestElicitation)
