@@ -104,8 +104,9 @@ type Pool struct {
 	stopBg    chan struct{}
 	bg        sync.WaitGroup
 
-	relayMu  sync.Mutex // guards logSink and logLevel (relay.go)
-	logSink  func(context.Context, *LogMessage)
+	relayMu sync.Mutex // guards logSink and logLevel (relay.go)
+	logSink func(context.Context, *LogMessage)
+	//lint:ignore SA1019 the level asked of legacy plugin servers (docs/relay.md)
 	logLevel mcp.LoggingLevel
 	// updatedSink gets the updates of subscribed resources.
 	updatedSink func(ctx context.Context, uri string, who []any)

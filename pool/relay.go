@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the relay carries the SEP-2577 features (roots, sampling, logging) during their deprecation window
+
 package pool
 
 import (
@@ -446,13 +448,11 @@ func (s *server) applyLogLevel(c *conn, level mcp.LoggingLevel) {
 	if c.cs == nil || level == "" || isModern(c.cs) {
 		return
 	}
-	//lint:ignore SA1019 legacy servers log through logging/setLevel during the SEP-2577 deprecation window
 	if !hasCap(c, func(sc *mcp.ServerCapabilities) bool { return sc.Logging != nil }) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.callTime)
 	defer cancel()
-	//lint:ignore SA1019 see above
 	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		s.out.event("logging/setLevel %s: %v", level, err)
 	}
@@ -531,7 +531,6 @@ func (s *server) relayOptions(c *conn, o *mcp.ClientOptions) {
 	o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
 		c.relays.progress(ctx, r.Params)
 	}
-	//lint:ignore SA1019 legacy servers log through notifications/message during the SEP-2577 deprecation window
 	o.LoggingMessageHandler = func(ctx context.Context, r *mcp.LoggingMessageRequest) {
 		s.relayLog(ctx, c, r.Params)
 	}

@@ -494,6 +494,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	}
 	s.relayOptions(c, copts0)
 	client := mcp.NewClient(&mcp.Implementation{Name: "berth", Version: bundle.BerthVersion}, copts0)
+	//lint:ignore SA1019 plugin servers on legacy connections get the workspace as their root (docs/relay.md)
 	client.AddRoots(s.p.workspaceRoot())
 	client.AddReceivingMiddleware(s.relayMiddleware(c))
 	var copts *mcp.ClientSessionOptions
