@@ -146,17 +146,19 @@ type openCall struct {
 	sent     int
 	last     float64
 	lastAt   time.Time
+	total    float64
 	progress rateWindow
 }
 
 // Progress drain: go-sdk hands a response to the caller at once but queues
-// notifications for one handler goroutine, so progress a server sent just
-// before its result may still be queued when the call returns. A request
-// with a progress token stays open until no progress came for
+// notifications for one handler goroutine (internal/jsonrpc2, readIncoming),
+// so progress a server sent just before its result may still be queued
+// when the call returns. A request with a progress token stays open until
+// its last progress reached its total, or else until no progress came for
 // drainIdle, at most drainMax.
 const (
-	drainIdle = 15 * time.Millisecond
-	drainMax  = 150 * time.Millisecond
+	drainIdle = 50 * time.Millisecond
+	drainMax  = 500 * time.Millisecond
 )
 
 func (oc *openCall) drain() {
@@ -166,19 +168,18 @@ func (oc *openCall) drain() {
 	end := time.Now().Add(drainMax)
 	for {
 		oc.mu.Lock()
-		idle := time.Since(oc.lastAt)
-		if oc.lastAt.IsZero() {
-			idle = time.Since(oc.opened)
+		since := oc.lastAt
+		if since.IsZero() {
+			since = oc.opened
 		}
+		complete := oc.sent > 0 && oc.total > 0 && oc.last >= oc.total
 		oc.mu.Unlock()
+		idle := time.Since(since)
 		now := time.Now()
-		if idle >= drainIdle || !now.Before(end) {
+		if complete || idle >= drainIdle || !now.Before(end) {
 			return
 		}
-		wait := drainIdle - idle
-		if rest := end.Sub(now); wait > rest {
-			wait = rest
-		}
+		wait := min(drainIdle-idle, end.Sub(now), 5*time.Millisecond)
 		time.Sleep(wait)
 	}
 }
@@ -314,7 +315,7 @@ func (rs *relaySet) progress(ctx context.Context, p *mcp.ProgressNotificationPar
 		return
 	}
 	oc.sent++
-	oc.last = p.Progress
+	oc.last, oc.total = p.Progress, p.Total
 	out := &mcp.ProgressNotificationParams{Progress: p.Progress, Total: p.Total, Message: capText(p.Message, MaxProgressMessage)}
 	oc.req.Relay.Progress(oc.ctx, oc.from, out)
 }
