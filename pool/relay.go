@@ -135,11 +135,10 @@ type relaySet struct {
 
 // openCall is one request open on a connection.
 type openCall struct {
-	req    *RelayRequest
-	from   Origin
-	ctx    context.Context
-	token  string
-	opened time.Time
+	req   *RelayRequest
+	from  Origin
+	ctx   context.Context
+	token string
 
 	mu       sync.Mutex // serializes the request's progress
 	closed   bool
@@ -155,7 +154,7 @@ type openCall struct {
 // so progress a server sent just before its result may still be queued
 // when the call returns. A request with a progress token stays open until
 // its last progress reached its total, or else until no progress came for
-// drainIdle, at most drainMax.
+// drainIdle since the result, at most drainMax.
 const (
 	drainIdle = 50 * time.Millisecond
 	drainMax  = 500 * time.Millisecond
@@ -165,12 +164,15 @@ func (oc *openCall) drain() {
 	if oc.token == "" {
 		return
 	}
-	end := time.Now().Add(drainMax)
+	start := time.Now()
+	end := start.Add(drainMax)
 	for {
 		oc.mu.Lock()
+		// Idle counts from the result at the earliest: progress queued
+		// behind it has not been seen yet.
 		since := oc.lastAt
-		if since.IsZero() {
-			since = oc.opened
+		if since.Before(start) {
+			since = start
 		}
 		complete := oc.sent > 0 && oc.total > 0 && oc.last >= oc.total
 		oc.mu.Unlock()
@@ -208,7 +210,7 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	if r == nil || c == nil {
 		return ctx, func() {}
 	}
-	oc := &openCall{req: r, from: s.origin(), ctx: ctx, opened: time.Now()}
+	oc := &openCall{req: r, from: s.origin(), ctx: ctx}
 	if r.Progress {
 		oc.token = newToken()
 	}
