@@ -40,6 +40,10 @@ type call struct {
 	// withdrawn is set when the call's request ended while it waited for
 	// a human.
 	withdrawn bool
+	// relay is where the plugin server's progress and requests go
+	// (relay.go); relayReq is the pool's view of it.
+	relay    *callRelay
+	relayReq *pool.RelayRequest
 }
 
 var errInputRequired = errors.New("waiting for the client's answer to an input request")
@@ -163,6 +167,11 @@ func (c *call) elicitWithQueue(ctx context.Context, r *pool.ApprovalRequest) poo
 }
 
 func (c *call) fromInputResponses(r *pool.ApprovalRequest) pool.Decision {
+	if c.relayReq != nil {
+		// The answers are berth's approval, not the server's: do not pass
+		// them on.
+		c.relayReq.InputResponses, c.relayReq.RequestState = nil, ""
+	}
 	if err := c.s.states.redeem(c.req.Params.RequestState, c.stateKey(), r.Arguments, time.Now()); err != nil {
 		return c.decide(false, ByInputRequests, err.Error(), false)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
@@ -24,6 +25,10 @@ import (
 func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == testupstream.Name {
 		testupstream.Main()
+		return
+	}
+	if filepath.Base(os.Args[0]) == testrelay.Name {
+		testrelay.Main()
 		return
 	}
 	if os.Getenv(otherUserEnv) != "" {

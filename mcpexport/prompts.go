@@ -37,9 +37,15 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res 
 	args, _ := json.Marshal(req.Params.Arguments)
 	c.entry.Arguments = ArgumentShape(args)
 	defer c.recoverInto(&err)
-	res, err = s.pool.GetPrompt(ctx, name, req.Params.Arguments, c)
+	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+	res, err = s.pool.GetPrompt(pool.WithRelay(ctx, c.relayReq), name, req.Params.Arguments, c)
 	if c.inputRequired != nil {
 		return &mcp.GetPromptResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
+	}
+	if err == nil && res.InputRequests != nil {
+		if ierr := c.checkInputRequests(res.InputRequests); ierr != nil {
+			return nil, fmt.Errorf("berth did not pass on what the prompt %s asked for: %w", name, ierr)
+		}
 	}
 	return res, c.settle(err)
 }
@@ -53,9 +59,15 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		asToolRequest(req.Session, req.Extra, uri, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState))
 	c.entry.Tool, c.entry.URI, c.entry.Arguments = "", uri, map[string]any{"uri": "string"}
 	defer c.recoverInto(&err)
-	res, err = s.pool.ReadResource(ctx, uri, resourceApprover{c})
+	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+	res, err = s.pool.ReadResource(pool.WithRelay(ctx, c.relayReq), uri, resourceApprover{c})
 	if c.inputRequired != nil {
 		return &mcp.ReadResourceResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
+	}
+	if err == nil && res.InputRequests != nil {
+		if ierr := c.checkInputRequests(res.InputRequests); ierr != nil {
+			return nil, fmt.Errorf("berth did not pass on what %s asked for: %w", uri, ierr)
+		}
 	}
 	return res, c.settle(err)
 }

@@ -109,6 +109,7 @@ type Server struct {
 	closeErr    error
 
 	notices listNotices // which list_changed notifications go out
+	levels  logLevels   // the log level each legacy session set (relay.go)
 
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
@@ -172,9 +173,15 @@ func New(p *pool.Pool, opts *Options) *Server {
 		},
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
 		Logger:                    s.log,
+		// Relayed to the plugin servers (relay_completion.go).
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribeResource,
+		UnsubscribeHandler: s.unsubscribeResource,
 	})
-	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.boundaryMiddleware)
+	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.capsMiddleware, s.levelMiddleware, s.boundaryMiddleware)
 	s.ms.AddSendingMiddleware(s.sendingMiddleware)
+	p.SetLogSink(s.relayLog)
+	p.SetResourceUpdatedSink(s.relayUpdated)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
@@ -190,6 +197,8 @@ func New(p *pool.Pool, opts *Options) *Server {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
+		s.pool.SetLogSink(nil)
+		s.pool.SetResourceUpdatedSink(nil)
 		s.stopSync()
 		<-s.syncDone
 		s.closeErr = s.audit.Close()
@@ -607,7 +616,11 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		sum := sha256.Sum256(args)
 		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
 		c.entry.Arguments = shapeOf(decoded)
-		res, err = s.pool.Call(ctx, name, args, c)
+		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+		res, err = s.pool.Call(pool.WithRelay(ctx, c.relayReq), name, args, c)
+		if err == nil && res.InputRequests != nil {
+			return c.relayInputRequests(res), nil
+		}
 		if c.inputRequired != nil {
 			return c.inputRequired, nil
 		}
@@ -631,6 +644,10 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		case errors.Is(err, store.ErrDrift):
 			c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
 			return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
+		case c.relay != nil && c.relay.modern && upstreamRPCError(name, err) != nil:
+			// The plugin server's own answer, about this client's request.
+			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
+			return nil, upstreamRPCError(name, err)
 		default:
 			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
 			return toolError(fmt.Sprintf("berth could not run %s: %v", name, err)), nil

@@ -283,6 +283,8 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	defer timer.Stop()
 	stop := context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })
 	defer stop()
+	cctx, closeRelay := s.openRelay(cctx, c)
+	defer closeRelay()
 	res, err := c.sess.callTool(cctx, e.def.Name, args)
 	if err == nil {
 		s.mu.Lock()
@@ -380,7 +382,11 @@ func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]strin
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, e.s.callTime, errCallTimeout)
 	defer cancel()
-	res, err := c.cs.GetPrompt(mergeCancel(cctx, c.ctx), &mcp.GetPromptParams{Name: e.prompt.UpstreamName, Arguments: args})
+	rctx, closeRelay := e.s.openRelay(mergeCancel(cctx, c.ctx), c)
+	defer closeRelay()
+	params := &mcp.GetPromptParams{Name: e.prompt.UpstreamName, Arguments: args}
+	params.InputResponses, params.RequestState = stampParams(rctx, isModern(c.cs), &params.Meta, params.SetProgressToken)
+	res, err := c.cs.GetPrompt(rctx, params)
 	if err != nil {
 		e.s.classify(ctx, cctx, c, err)
 		return nil, fmt.Errorf("getting the prompt %s: %w", name, err)
@@ -433,7 +439,11 @@ func (p *Pool) ReadResource(ctx context.Context, uri string, approver Approver) 
 	}
 	cctx, cancel := context.WithTimeoutCause(ctx, s.callTime, errCallTimeout)
 	defer cancel()
-	res, err := c.cs.ReadResource(mergeCancel(cctx, c.ctx), &mcp.ReadResourceParams{URI: uri})
+	rctx, closeRelay := s.openRelay(mergeCancel(cctx, c.ctx), c)
+	defer closeRelay()
+	params := &mcp.ReadResourceParams{URI: uri}
+	params.InputResponses, params.RequestState = stampParams(rctx, isModern(c.cs), &params.Meta, params.SetProgressToken)
+	res, err := c.cs.ReadResource(rctx, params)
 	if err != nil {
 		s.classify(ctx, cctx, c, err)
 		return nil, fmt.Errorf("reading %s from %s: %w", uri, s.id, err)

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -50,6 +52,12 @@ type Options struct {
 	// drift) in the background, so that a disable or revoke stops calls
 	// already running. Default 100ms; a negative value turns it off.
 	PollInterval time.Duration
+	// LegacyUpstream connects to MCP servers with the 2025-11-25 handshake
+	// (no server/discover probe), so that a server's own requests during a
+	// call (sampling, elicitation, roots) are requests berth can relay to
+	// a legacy client. berth serve sets it when every listener serves the
+	// legacy protocol only (stateful Streamable HTTP, SSE).
+	LegacyUpstream bool
 
 	testNet *testNetwork
 	// testBeforeLaunch, in tests only, runs just before a native tool
@@ -95,6 +103,13 @@ type Pool struct {
 	changedCh chan struct{}
 	stopBg    chan struct{}
 	bg        sync.WaitGroup
+
+	relayMu sync.Mutex // guards logSink and logLevel (relay.go)
+	logSink func(context.Context, *LogMessage)
+	//lint:ignore SA1019 the level asked of legacy plugin servers (docs/relay.md)
+	logLevel mcp.LoggingLevel
+	// updatedSink gets the updates of subscribed resources.
+	updatedSink func(ctx context.Context, uri string, who []any)
 
 	subMu   sync.Mutex // guards subs and nextSub
 	subs    map[int]func()

@@ -64,6 +64,8 @@ type conn struct {
 	toolsDirty     atomic.Bool
 	promptsDirty   atomic.Bool
 	resourcesDirty atomic.Bool
+
+	relays relaySet // the clients' requests open on it (relay.go)
 }
 
 // stopCause is why a server was stopped on purpose.
@@ -341,7 +343,7 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	s.seq++
 	c := &conn{seq: s.seq, started: time.Now()}
 	s.state = StateStarting
-	legacy := s.legacy
+	legacy := s.legacy || s.p.opts.LegacyUpstream
 	s.changedLocked()
 	s.mu.Unlock()
 	s.p.invalidate()
@@ -476,8 +478,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		transport = g.transport(s.kind)
 	}
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "berth", Version: bundle.BerthVersion}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
+	copts0 := &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			c.toolsDirty.Store(true)
 			s.p.changed()
@@ -490,7 +491,12 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			c.resourcesDirty.Store(true)
 			s.p.changed()
 		},
-	})
+	}
+	s.relayOptions(c, copts0)
+	client := mcp.NewClient(&mcp.Implementation{Name: "berth", Version: bundle.BerthVersion}, copts0)
+	//lint:ignore SA1019 plugin servers on legacy connections get the workspace as their root (docs/relay.md)
+	client.AddRoots(s.p.workspaceRoot())
+	client.AddReceivingMiddleware(s.relayMiddleware(c))
 	var copts *mcp.ClientSessionOptions
 	if legacy {
 		copts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
@@ -501,6 +507,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	}
 	c.cs = cs
 	c.sess = mcpSession{cs}
+	go s.applyLogLevel(c, s.p.currentLogLevel())
 	if ir := cs.InitializeResult(); ir != nil {
 		c.protocol = ir.ProtocolVersion
 	}

@@ -44,7 +44,9 @@ func (m mcpSession) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 }
 
 func (m mcpSession) callTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	return m.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	params.InputResponses, params.RequestState = stampParams(ctx, isModern(m.cs), &params.Meta, params.SetProgressToken)
+	return m.cs.CallTool(ctx, params)
 }
 
 // answered: a JSON-RPC error is the server's answer; anything else (a

@@ -154,7 +154,14 @@ stderr. docs/serve.md has the details.`,
 			if err != nil {
 				return err
 			}
-			p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec)})
+			// Every listener legacy-only: speak legacy to the plugin
+			// servers too, so their own requests during a call can be
+			// relayed (docs/relay.md).
+			legacyOnly := len(lns) > 0
+			for _, l := range lns {
+				legacyOnly = legacyOnly && !l.o.Stateless
+			}
+			p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), LegacyUpstream: legacyOnly})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,179 @@
+// Package testrelay is the plugin server of the relay tests: a test binary
+// runs it under the name berth-relay-upstream over stdio. Its tools send
+// what berth relays (progress, log messages, sampling, elicitation, roots,
+// input requests), some of it the way a hostile server would.
+//
+//lint:file-ignore SA1019 the relay tests exercise the SEP-2577 features (roots, sampling, logging) on purpose
+package testrelay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Name is the program name under which a test binary serves Main.
+const Name = "berth-relay-upstream"
+
+// WatchedURI is the resource that supports subscriptions.
+const WatchedURI = "relay://watched"
+
+type nArgs struct {
+	N int `json:"n"`
+}
+
+var (
+	cancelled atomic.Int32
+	later     atomic.Value // string: what the late sampling request got
+)
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// Main serves the relay tools over stdio until stdin closes:
+//
+//   - progress {n}: n progress notifications 1..n of n, under the
+//     request's token, plus ones berth must drop: a repeated value, and a
+//     token of its own guess;
+//   - flood: 1000 progress notifications at once;
+//   - log: log messages at debug, info and error (logger "lg\x1b[31m"), one
+//     with 100 KB of data;
+//   - sample, ask, roots: sampling/createMessage, elicitation/create and
+//     roots/list during the call (legacy sessions only);
+//   - mrtr: asks for a name with an input request (2026-07-28), answers
+//     with it on the retry;
+//   - caps: the client capabilities the server was told;
+//   - block: waits until the call is cancelled; cancelled reports how many
+//     were;
+//   - touch: notifies an update of relay://watched.
+//
+// A prompt greet {name} and a template relay://item/{id} complete their
+// arguments; relay://watched can be subscribed to.
+func Main() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "relay-upstream", Version: "1"}, &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{r.Params.Ref.Type + ":" + r.Params.Ref.Name + r.Params.Ref.URI + ":" + r.Params.Argument.Value + "-done"}}}, nil
+		},
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greet someone", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi " + r.Params.Arguments["name"]}}}}, nil
+		})
+	read := func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "content of " + r.Params.URI}}}, nil
+	}
+	s.AddResource(&mcp.Resource{URI: WatchedURI, Name: "watched"}, read)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "relay://item/{id}", Name: "item"}, read)
+
+	mcp.AddTool(s, &mcp.Tool{Name: "progress", Description: "send progress"}, func(ctx context.Context, r *mcp.CallToolRequest, a nArgs) (*mcp.CallToolResult, any, error) {
+		tok := r.Params.GetProgressToken()
+		if tok == nil {
+			return text("no progress token"), nil, nil
+		}
+		total := float64(a.N)
+		for i := 1; i <= a.N; i++ {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: total, Message: fmt.Sprintf("step %d", i)})
+			if i == 1 {
+				// Not increasing: dropped.
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: total, Message: "again"})
+				// A token of its own guess: dropped.
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "berth-00000000000000000000000000000000", Progress: 99, Message: "forged"})
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "client-token", Progress: 98, Message: "forged"})
+			}
+		}
+		return text(fmt.Sprintf("token %v", tok)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "flood", Description: "flood progress"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		tok := r.Params.GetProgressToken()
+		for i := 1; i <= 1000; i++ {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Message: strings.Repeat("x", 5000)})
+		}
+		return text("flooded"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "log"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		for _, lv := range []mcp.LoggingLevel{"debug", "info", "error"} {
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: lv, Logger: "lg\x1b[31m", Data: "message at " + string(lv)})
+		}
+		_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Logger: "big", Data: strings.Repeat("y", 100<<10)})
+		return text("logged"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "sample"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}})
+		if err != nil {
+			return text("sampling failed: " + err.Error()), nil, nil
+		}
+		t, _ := res.Content.(*mcp.TextContent)
+		if t == nil {
+			return text("sampled: (no text)"), nil, nil
+		}
+		return text("sampled: " + t.Text), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "elicit"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return text("elicitation failed: " + err.Error()), nil, nil
+		}
+		return text(fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"])), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "list roots"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		res, err := r.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return text("roots failed: " + err.Error()), nil, nil
+		}
+		var uris []string
+		for _, rt := range res.Roots {
+			uris = append(uris, rt.URI)
+		}
+		return text("roots: " + strings.Join(uris, " ")), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "mrtr", Description: "ask with an input request"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		if res, ok := r.Params.InputResponses["name"].(*mcp.ElicitResult); ok {
+			if r.Params.RequestState != "state-1" {
+				return nil, nil, fmt.Errorf("tampered state %q", r.Params.RequestState)
+			}
+			return text(fmt.Sprintf("mrtr: %s %v", res.Action, res.Content["name"])), nil, nil
+		}
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}},
+			RequestState:  "state-1",
+		}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "caps", Description: "client capabilities"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		b, _ := json.Marshal(r.ClientCapabilities())
+		return text(string(b)), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "block", Description: "wait until cancelled"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		cancelled.Add(1)
+		return nil, nil, ctx.Err()
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "cancelled", Description: "how many calls were cancelled", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return text(fmt.Sprint(cancelled.Load())), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sample-later", Description: "sample after the call returned"}, func(_ context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		ss := r.Session
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			_, err := ss.CreateMessage(context.Background(), &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "later"}}}})
+			later.Store(fmt.Sprint(err))
+		}()
+		return text("scheduled"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "later-result", Description: "what the late sampling got", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		v, _ := later.Load().(string)
+		return text(v), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "update relay://watched"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		_ = s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: WatchedURI})
+		return text("touched"), nil, nil
+	})
+	_ = s.Run(context.Background(), &mcp.StdioTransport{})
+}

@@ -1,0 +1,254 @@
+//lint:file-ignore SA1019 the relay carries the SEP-2577 features (roots, sampling, logging) during their deprecation window
+
+package mcpexport
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
+)
+
+// The client side of the pool's relay (pool/relay.go, docs/relay.md): a
+// plugin server's progress for a request reaches the client that made it
+// under the client's own token, its sampling and elicitation requests go
+// to that client (named as the plugin's and audited), and its log
+// messages reach the sessions that set a log level.
+
+// callRelay is one client request (tools/call, prompts/get,
+// resources/read) as the pool relays to it.
+type callRelay struct {
+	s     *Server
+	ss    *mcp.ServerSession
+	ctx   context.Context // the request's: notifications go on its stream
+	token any             // the client's progress token, nil for none
+	// modern: the session is on 2026-07-28, where a server cannot send a
+	// request during a call.
+	modern bool
+	caps   *mcp.ClientCapabilities
+	client string
+	entry  AuditEntry // who asks and how, for the audit of relayed requests
+}
+
+// relayFor builds the relay of a request and the pool's view of it.
+func (s *Server) relayFor(ctx context.Context, ss *mcp.ServerSession, meta mcp.Meta, caps *mcp.ClientCapabilities, protocol string, responses mcp.InputResponseMap, state string, entry AuditEntry) (*callRelay, *pool.RelayRequest) {
+	r := &callRelay{s: s, ss: ss, ctx: ctx, modern: protocol >= modernProtocol, caps: caps, client: entry.Client, entry: entry}
+	if meta != nil {
+		r.token = meta["progressToken"]
+	}
+	rr := &pool.RelayRequest{Relay: r, Progress: r.token != nil, Capabilities: caps, InputResponses: responses, RequestState: state}
+	if r.modern {
+		if lv, ok := meta[mcp.MetaKeyLogLevel].(string); ok {
+			rr.LogLevel = mcp.LoggingLevel(lv)
+		}
+	} else {
+		rr.LogLevel = s.levels.of(ss)
+	}
+	return r, rr
+}
+
+// Progress implements pool.Relay.
+func (r *callRelay) Progress(_ context.Context, _ pool.Origin, p *mcp.ProgressNotificationParams) {
+	if r.ss == nil || r.token == nil || r.ctx.Err() != nil {
+		return
+	}
+	p.ProgressToken = r.token
+	if err := r.ss.NotifyProgress(r.ctx, p); err != nil && r.ctx.Err() == nil {
+		r.s.log.Debug("relaying progress", "error", err)
+	}
+}
+
+// Client implements pool.Relay.
+func (r *callRelay) Client() any { return r.ss }
+
+// CreateMessage implements pool.Relay.
+func (r *callRelay) CreateMessage(ctx context.Context, from pool.Origin, m store.PolicyMatch, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if err := r.canAsk(from, pool.RequestSampling, "sampling/createMessage", r.caps != nil && r.caps.Sampling != nil); err != nil {
+		r.audit(from, pool.RequestSampling, m, OutcomeRefused, err.Error())
+		return nil, err
+	}
+	q := *p
+	q.Meta = metaWithOrigin(q.Meta, from)
+	res, err := r.ss.CreateMessageWithTools(ctx, &q)
+	r.auditResult(from, pool.RequestSampling, m, err)
+	return res, err
+}
+
+// Elicit implements pool.Relay.
+func (r *callRelay) Elicit(ctx context.Context, from pool.Origin, m store.PolicyMatch, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if err := r.canAsk(from, pool.RequestElicitation, "elicitation/create", r.caps != nil && r.caps.Elicitation != nil); err != nil {
+		r.audit(from, pool.RequestElicitation, m, OutcomeRefused, err.Error())
+		return nil, err
+	}
+	q := *p
+	q.Message = originText(from) + q.Message
+	q.Meta = metaWithOrigin(q.Meta, from)
+	res, err := r.ss.Elicit(ctx, &q)
+	r.auditResult(from, pool.RequestElicitation, m, err)
+	return res, err
+}
+
+// canAsk says why a server's request cannot go to this client, or nil.
+func (r *callRelay) canAsk(from pool.Origin, kind pool.RequestKind, method string, declared bool) error {
+	switch {
+	case r.ss == nil:
+		return relayRefusal("berth refused %s from %s: the request it serves has no client session to ask", method, from.ID)
+	case r.modern:
+		return relayRefusal("berth refused %s from %s: the client's session is on protocol %s, where a server cannot send requests during a call; the server should return input requests instead (SEP-2322)", method, from.ID, modernProtocol)
+	case !declared:
+		return relayRefusal("berth refused %s from %s: the client (%s) did not declare the %s capability", method, from.ID, r.client, kind)
+	}
+	return nil
+}
+
+func relayRefusal(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// originText is how a relayed elicitation names where it comes from.
+func originText(from pool.Origin) string {
+	return fmt.Sprintf("[plugin %s, server %s] ", review.PrintableLines(from.Plugin), review.PrintableLines(from.Server))
+}
+
+// metaWithOrigin adds berth's note of the origin to a relayed request's _meta.
+func metaWithOrigin(m mcp.Meta, from pool.Origin) mcp.Meta {
+	out := mcp.Meta{}
+	for k, v := range m {
+		out[k] = v
+	}
+	out[metaOrigin] = map[string]string{"plugin": from.Plugin, "server": from.Server}
+	return out
+}
+
+// metaOrigin is the _meta key of a relayed request that names the plugin
+// and server it comes from.
+const metaOrigin = "dev.berth/origin"
+
+func (r *callRelay) auditResult(from pool.Origin, kind pool.RequestKind, m store.PolicyMatch, err error) {
+	if err != nil {
+		r.audit(from, kind, m, OutcomeFailed, shortErr(err))
+		return
+	}
+	r.audit(from, kind, m, OutcomeRan, "")
+}
+
+// audit writes one relayed request to the audit log.
+func (r *callRelay) audit(from pool.Origin, kind pool.RequestKind, m store.PolicyMatch, outcome Outcome, reason string) {
+	e := r.entry
+	e.Kind, e.Tool, e.Plugin, e.Server = kind, pool.RelayPolicyName(from.Plugin, kind), from.Plugin, from.Server
+	e.URI, e.ArgumentsDigest, e.Arguments, e.Approval, e.Always = "", "", nil, "", false
+	e.Policy, e.DecidedBy, e.Decision = m.String(), ByPolicy, VerdictAllow
+	if outcome == OutcomeRefused {
+		e.DecidedBy, e.Decision = ByBerth, VerdictDeny
+	}
+	e.Outcome, e.Reason = outcome, reason
+	if err := r.s.audit.Append(e); err != nil {
+		r.s.log.Error("cannot write the audit log", "error", err)
+	}
+}
+
+// logLevels is the log level each legacy session set (logging/setLevel).
+type logLevels struct {
+	mu sync.Mutex
+	m  map[*mcp.ServerSession]mcp.LoggingLevel
+}
+
+func (l *logLevels) of(ss *mcp.ServerSession) mcp.LoggingLevel {
+	if ss == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[ss]
+}
+
+func (l *logLevels) set(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[*mcp.ServerSession]mcp.LoggingLevel{}
+	}
+	l.m[ss] = level
+}
+
+// lowest forgets sessions that are gone and returns the lowest level of
+// the others ("" for none).
+func (l *logLevels) lowest(live map[*mcp.ServerSession]bool) mcp.LoggingLevel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var low mcp.LoggingLevel
+	for ss, lv := range l.m {
+		if !live[ss] {
+			delete(l.m, ss)
+			continue
+		}
+		if low == "" || levelRank[lv] < levelRank[low] {
+			low = lv
+		}
+	}
+	return low
+}
+
+func (l *logLevels) sessions() []*mcp.ServerSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*mcp.ServerSession, 0, len(l.m))
+	for ss := range l.m {
+		out = append(out, ss)
+	}
+	return out
+}
+
+var levelRank = map[mcp.LoggingLevel]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
+
+// levelMiddleware notes each session's logging/setLevel, and asks the
+// plugin servers for the lowest level any live session wants.
+func (s *Server) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "logging/setLevel" || err != nil {
+			return res, err
+		}
+		p, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+		ss := sessionOf(req)
+		if !ok || ss == nil {
+			return res, err
+		}
+		s.levels.set(ss, p.Level)
+		live := map[*mcp.ServerSession]bool{}
+		for l := range s.ms.Sessions() {
+			live[l] = true
+		}
+		s.pool.SetLogLevel(s.levels.lowest(live))
+		return res, err
+	}
+}
+
+// relayLog delivers a plugin server's log message: to every legacy
+// session that set a level (go-sdk drops what is below it), and to the
+// 2026-07-28 requests open with the server, on their own streams, at the
+// level each asked for.
+func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
+	done := map[*mcp.ServerSession]bool{}
+	for _, ss := range s.levels.sessions() {
+		done[ss] = true
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = ss.Log(ctx, m.Params)
+		cancel()
+	}
+	for _, rr := range m.Open {
+		r, ok := rr.Relay.(*callRelay)
+		if !ok || !r.modern || r.ss == nil || done[r.ss] || rr.LogLevel == "" || r.ctx.Err() != nil {
+			continue
+		}
+		done[r.ss] = true
+		_ = r.ss.Log(r.ctx, m.Params)
+	}
+}

@@ -1,0 +1,467 @@
+//lint:file-ignore SA1019 the relay carries the SEP-2577 features (roots, sampling, logging) during their deprecation window
+
+package mcpexport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testrelay"
+	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
+)
+
+// relayEnv is a BERTH_HOME with the plugin "rly" (server "up", the
+// testrelay server) enabled and allowed, and an exporter over its pool.
+type relayEnv struct {
+	t     *testing.T
+	ws    string
+	paths store.Paths
+	pool  *pool.Pool
+	srv   *Server
+}
+
+func newRelayEnv(t *testing.T, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
+	t.Helper()
+	ctx := context.Background()
+	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	exe, _ := os.Executable()
+	if err := os.Symlink(exe, filepath.Join(bin, testrelay.Name)); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "rly")
+	os.MkdirAll(dir, 0o755)
+	manifest := `{"manifestVersion":1,"name":"rly","version":"1.0.0","description":"relay test plugin",
+	  "mcpServers":{"up":{"stdio":{"command":"` + testrelay.Name + `"}}}}`
+	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644)
+	paths, _ := store.NewPaths(home)
+	st := store.Open(paths, nil)
+	b, err := bundle.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, _ := store.ParseDigest(b.Digest)
+	b.Close()
+	if _, err := st.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Enable(ctx, st, ws, "rly", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...) {
+		if err := st.SetPolicy(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o700)
+			}
+			return nil
+		})
+	})
+	e := &relayEnv{t: t, ws: ws, paths: paths}
+	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
+		BaseEnv:        []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
+		PollInterval:   50 * time.Millisecond,
+		LegacyUpstream: legacyUpstream,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = New(e.pool, nil)
+	t.Cleanup(func() { e.pool.Close() })
+	t.Cleanup(func() { e.srv.Close() })
+	return e
+}
+
+// relayClient is a go-sdk client of the exporter that records what it
+// is sent.
+type relayClient struct {
+	cs       *mcp.ClientSession
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+	logs     []*mcp.LoggingMessageParams
+	asked    []string // elicitation messages
+	updated  []string
+}
+
+type clientCaps struct {
+	sampling, elicitation bool
+}
+
+func (e *relayEnv) client(proto string, caps clientCaps) *relayClient {
+	e.t.Helper()
+	ctx := context.Background()
+	rc := &relayClient{}
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.Connect(ctx, st); err != nil {
+		e.t.Fatal(err)
+	}
+	o := &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			rc.mu.Lock()
+			rc.progress = append(rc.progress, r.Params)
+			rc.mu.Unlock()
+		},
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			rc.mu.Lock()
+			rc.logs = append(rc.logs, r.Params)
+			rc.mu.Unlock()
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			rc.mu.Lock()
+			rc.updated = append(rc.updated, r.Params.URI)
+			rc.mu.Unlock()
+		},
+	}
+	if caps.sampling {
+		o.CreateMessageHandler = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "Paris"}}, nil
+		}
+	}
+	if caps.elicitation {
+		o.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			rc.mu.Lock()
+			rc.asked = append(rc.asked, r.Params.Message)
+			rc.mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "relay-client", Version: "1"}, o)
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	rc.cs = cs
+	return rc
+}
+
+// waitProgress waits (up to 5 s) until n progress notifications came.
+func (rc *relayClient) waitProgress(n int) {
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		rc.mu.Lock()
+		got := len(rc.progress)
+		rc.mu.Unlock()
+		if got >= n {
+			return
+		}
+	}
+}
+
+func (rc *relayClient) call(t *testing.T, tool string, args map[string]any, token any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := &mcp.CallToolParams{Name: "rly__up__" + tool, Arguments: args}
+	if token != nil {
+		p.SetProgressToken(token)
+	}
+	res, err := rc.cs.CallTool(ctx, p)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// A plugin server's progress reaches the client under the client's token,
+// in order, each step once; what a hostile server adds is dropped: a value
+// that does not increase, and progress under tokens it guessed (berth's
+// form, or the client's own token, which it never sees). Upstream the
+// request carries berth's token, not the client's. On both protocol eras
+// to the plugin server.
+func TestRelayProgress(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("legacy-upstream=%v", legacy), func(t *testing.T) {
+			e := newRelayEnv(t, legacy)
+			rc := e.client("2025-11-25", clientCaps{})
+			if got := rc.call(t, "progress", map[string]any{"n": 5}, nil); got != "no progress token" {
+				t.Fatalf("a call without a progress token got one upstream: %q", got)
+			}
+			got := rc.call(t, "progress", map[string]any{"n": 5}, "client-token")
+			if !strings.HasPrefix(got, "token berth-") {
+				t.Fatalf("the upstream request's token: %q, want berth's own", got)
+			}
+			// berth sent them before the result; the client's go-sdk
+			// handles notifications on a goroutine of their own.
+			rc.waitProgress(5)
+			time.Sleep(50 * time.Millisecond)
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			var steps []string
+			for _, p := range rc.progress {
+				if p.ProgressToken != "client-token" {
+					t.Errorf("progress under token %v", p.ProgressToken)
+				}
+				steps = append(steps, fmt.Sprintf("%g/%g %s", p.Progress, p.Total, p.Message))
+			}
+			want := "1/5 step 1,2/5 step 2,3/5 step 3,4/5 step 4,5/5 step 5"
+			if strings.Join(steps, ",") != want {
+				t.Fatalf("progress relayed: %q, want %q", strings.Join(steps, ","), want)
+			}
+		})
+	}
+}
+
+// A server flooding progress gets at most MaxProgressPerSecond through,
+// each message capped.
+func TestRelayProgressFlood(t *testing.T) {
+	e := newRelayEnv(t, false)
+	rc := e.client("2025-11-25", clientCaps{})
+	start := time.Now()
+	rc.call(t, "flood", nil, 7)
+	// A window of a second opens at the first one relayed, and again a
+	// second or more later.
+	windows := int(time.Since(start)/time.Second) + 1
+	time.Sleep(100 * time.Millisecond)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if max := windows * pool.MaxProgressPerSecond; len(rc.progress) == 0 || len(rc.progress) > max || len(rc.progress) >= 1000 {
+		t.Fatalf("%d progress notifications relayed of a flood of 1000 in %d windows of a second, want 1..%d", len(rc.progress), windows, max)
+	}
+	for _, p := range rc.progress {
+		if len(p.Message) > pool.MaxProgressMessage+len("…") {
+			t.Fatalf("a progress message of %d bytes was relayed", len(p.Message))
+		}
+	}
+}
+
+// A client's cancellation reaches the plugin server: the upstream request
+// is cancelled too.
+func TestRelayCancellation(t *testing.T) {
+	e := newRelayEnv(t, false)
+	rc := e.client("2025-11-25", clientCaps{})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := rc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "rly__up__block", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("a cancelled call returned no error")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rc.call(t, "cancelled", nil, nil) != "1" {
+		if time.Now().After(deadline) {
+			t.Fatal("the plugin server's request was not cancelled with the client's")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A plugin server's log messages reach a session that set a level, at or
+// above it, under a logger naming the plugin and server, with control
+// characters escaped and large data capped; a session that set no level
+// gets none.
+func TestRelayLogging(t *testing.T) {
+	e := newRelayEnv(t, true)
+	quiet := e.client("2025-11-25", clientCaps{})
+	rc := e.client("2025-11-25", clientCaps{})
+	if err := rc.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	// The level reaches the server asynchronously.
+	time.Sleep(300 * time.Millisecond)
+	rc.call(t, "log", nil, nil)
+	time.Sleep(200 * time.Millisecond)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var got []string
+	for _, l := range rc.logs {
+		raw, _ := json.Marshal(l.Data)
+		if len(raw) > pool.MaxLogData+200 {
+			t.Errorf("log data of %d bytes relayed", len(raw))
+		}
+		d := string(raw)
+		if len(d) > 40 {
+			d = d[:40]
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", l.Level, l.Logger, d))
+	}
+	want := []string{
+		`info rly__up/lg\u001b[31m "message at info"`,
+		`error rly__up/lg\u001b[31m "message at error"`,
+		`error rly__up/big "(log data of 102402 bytes, cut to 4096)`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("log messages relayed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	quiet.mu.Lock()
+	defer quiet.mu.Unlock()
+	if len(quiet.logs) != 0 {
+		t.Fatalf("a session that set no level got %d log messages", len(quiet.logs))
+	}
+}
+
+// A plugin server's sampling and elicitation during a call go to the
+// client that made the call, the elicitation naming the plugin and server,
+// each audited; a client without the capability, a denying policy, and a
+// request outside any call are refused with an MCP error saying why.
+func TestRelaySamplingAndElicitation(t *testing.T) {
+	e := newRelayEnv(t, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
+	rc := e.client("2025-11-25", clientCaps{sampling: true, elicitation: true})
+	if got := rc.call(t, "sample", nil, nil); got != "sampled: Paris" {
+		t.Fatalf("sample: %q", got)
+	}
+	if got := rc.call(t, "ask", nil, nil); got != "elicited: accept Ada" {
+		t.Fatalf("ask: %q", got)
+	}
+	rc.mu.Lock()
+	asked := strings.Join(rc.asked, "|")
+	rc.mu.Unlock()
+	if asked != "[plugin rly, server up] your name?" {
+		t.Fatalf("the elicitation shown: %q", asked)
+	}
+	bare := e.client("2025-11-25", clientCaps{})
+	if got := bare.call(t, "sample", nil, nil); !strings.Contains(got, "did not declare the sampling capability") {
+		t.Fatalf("sampling from a client without the capability: %q", got)
+	}
+	if got := bare.call(t, "ask", nil, nil); !strings.Contains(got, "did not declare the elicitation capability") {
+		t.Fatalf("elicitation from a client without the capability: %q", got)
+	}
+	rc.call(t, "sample-later", nil, nil)
+	time.Sleep(600 * time.Millisecond)
+	if got := rc.call(t, "later-result", nil, nil); !strings.Contains(got, "berth relays it only while the server is serving a client's request") {
+		t.Fatalf("sampling outside a call: %q", got)
+	}
+	var kinds []string
+	for _, a := range readAudit(t, e.paths) {
+		if a.Kind == pool.RequestSampling || a.Kind == pool.RequestElicitation {
+			kinds = append(kinds, fmt.Sprintf("%s %s %s %s", a.Tool, a.Policy, a.Outcome, a.Client))
+		}
+	}
+	want := []string{
+		"rly__sampling allow (rly__*) ran relay-client 1",
+		"rly__elicitation ask (exact) ran relay-client 1",
+		"rly__sampling allow (rly__*) refused relay-client 1",
+		"rly__elicitation ask (exact) refused relay-client 1",
+	}
+	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit of relayed requests:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A policy deny of a plugin's sampling refuses its servers' requests.
+func TestRelaySamplingDenied(t *testing.T) {
+	e := newRelayEnv(t, true, store.PolicyRule{Pattern: "rly__sampling", Action: store.ActionDeny})
+	rc := e.client("2025-11-25", clientCaps{sampling: true})
+	if got := rc.call(t, "sample", nil, nil); !strings.Contains(got, "the operator's policy denies sampling for plugin rly") {
+		t.Fatalf("denied sampling: %q", got)
+	}
+}
+
+// A plugin server's roots/list is answered with the workspace.
+func TestRelayRoots(t *testing.T) {
+	e := newRelayEnv(t, true)
+	rc := e.client("2025-11-25", clientCaps{})
+	want := "roots: file://" + filepath.ToSlash(e.ws)
+	if got := rc.call(t, "roots", nil, nil); got != want {
+		t.Fatalf("roots: %q, want %q", got, want)
+	}
+}
+
+// A 2026-07-28 plugin server's input request reaches the client, named as
+// the plugin's, and the client's answer and the server's requestState go
+// back on the retry: for a legacy client (go-sdk asks it) and a 2026-07-28
+// one (its go-sdk client answers and retries). The server is told the
+// client's own capabilities.
+func TestRelayInputRequests(t *testing.T) {
+	e := newRelayEnv(t, false)
+	for _, proto := range []string{"2025-11-25", ""} {
+		rc := e.client(proto, clientCaps{elicitation: true})
+		if got := rc.call(t, "mrtr", nil, nil); got != "mrtr: accept Ada" {
+			t.Fatalf("protocol %q: mrtr: %q", proto, got)
+		}
+		rc.mu.Lock()
+		asked := strings.Join(rc.asked, "|")
+		rc.mu.Unlock()
+		if asked != "[plugin rly, server up] your name?" {
+			t.Fatalf("protocol %q: the input request shown: %q", proto, asked)
+		}
+		got := rc.call(t, "caps", nil, nil)
+		if !strings.Contains(got, `"elicitation"`) || strings.Contains(got, `"sampling"`) {
+			t.Fatalf("protocol %q: the server was told the capabilities %s", proto, got)
+		}
+	}
+	bare := e.client("", clientCaps{})
+	if got := bare.call(t, "mrtr", nil, nil); !strings.Contains(got, "did not declare the elicitation capability") {
+		t.Fatalf("an input request for a client without the capability: %q", got)
+	}
+}
+
+// completion/complete reaches the server of the prompt (under its own
+// name) or template, and berth declares completions since that server
+// offers them; a denied prompt is refused.
+func TestRelayCompletion(t *testing.T) {
+	e := newRelayEnv(t, false)
+	rc := e.client("2025-11-25", clientCaps{})
+	if c := rc.cs.InitializeResult().Capabilities; c.Completions == nil || c.Resources == nil || !c.Resources.Subscribe {
+		t.Fatalf("capabilities: %+v", c)
+	}
+	ctx := context.Background()
+	res, err := rc.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "rly__up__greet"}, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "A"}})
+	if err != nil || strings.Join(res.Completion.Values, ",") != "ref/prompt:greet:A-done" {
+		t.Fatalf("prompt completion: %+v %v", res, err)
+	}
+	res, err = rc.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "relay://item/{id}"}, Argument: mcp.CompleteParamsArgument{Name: "id", Value: "4"}})
+	if err != nil || strings.Join(res.Completion.Values, ",") != "ref/resource:relay://item/{id}:4-done" {
+		t.Fatalf("template completion: %+v %v", res, err)
+	}
+	d := newRelayEnv(t, false, store.PolicyRule{Pattern: "rly__up__greet", Action: store.ActionDeny})
+	dc := d.client("2025-11-25", clientCaps{})
+	if _, err := dc.cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "rly__up__greet"}, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "A"}}); err == nil || !strings.Contains(err.Error(), "no prompt named rly__up__greet") && !strings.Contains(err.Error(), "denies") {
+		t.Fatalf("completion of a denied prompt: %v", err)
+	}
+}
+
+// A subscribed session gets the plugin server's updates of that resource,
+// another session does not, and after unsubscribing neither does.
+func TestRelaySubscriptions(t *testing.T) {
+	e := newRelayEnv(t, false)
+	sub := e.client("2025-11-25", clientCaps{})
+	other := e.client("2025-11-25", clientCaps{})
+	ctx := context.Background()
+	if err := sub.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: testrelay.WatchedURI}); err != nil {
+		t.Fatal(err)
+	}
+	sub.call(t, "touch", nil, nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sub.mu.Lock()
+		n := len(sub.updated)
+		sub.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the subscribed session got no update")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := sub.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: testrelay.WatchedURI}); err != nil {
+		t.Fatal(err)
+	}
+	sub.call(t, "touch", nil, nil)
+	time.Sleep(300 * time.Millisecond)
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(sub.updated) != 1 || len(other.updated) != 0 {
+		t.Fatalf("updates: subscribed %v, other %v; want one, none", sub.updated, other.updated)
+	}
+}
