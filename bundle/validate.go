@@ -184,6 +184,11 @@ func (v *validator) server(p, name string, s *Server) {
 		v.ps.add(p, RuleServerNameFormat, "server name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
 	case strings.Contains(name, "__"):
 		v.ps.add(p, RuleServerNameFormat, "server name %q has \"__\", which separates the server from the tool in exported names (<plugin>__<server>__<tool>); rename it, e.g. %q", name, strings.ReplaceAll(name, "__", "_"))
+	case name == "sampling" || name == "elicitation":
+		// <plugin>__sampling and <plugin>__elicitation name the policy of
+		// the plugin's sampling and elicitation requests (docs/relay.md);
+		// a server of that name would share its resource rule with them.
+		v.ps.add(p, RuleServerNameFormat, "server name %q is reserved: <plugin>__%s is the policy name of the plugin's %s requests; rename it, e.g. %q", name, name, name, name+"-server")
 	}
 	if s == nil {
 		return
