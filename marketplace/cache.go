@@ -170,8 +170,10 @@ func CheckName(name string) error {
 }
 
 // Add adds the catalog name served at src, with its root pinned by pin,
-// and runs a full TUF update; nothing is kept unless it verifies.
-func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) (*CatalogInfo, error) {
+// and runs a full TUF update; nothing is kept unless it verifies. The
+// result has Changed true, New the verified catalog (Old nil) and
+// Problems the entries it skipped.
+func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) (*RefreshResult, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -214,7 +216,8 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	}
 	defer os.RemoveAll(tmp)
 	st := &state{Name: name, Source: src.String(), RootPin: "sha256:" + hex.EncodeToString(sum[:]), AddedAt: c.o.Now().UTC()}
-	if _, err := c.update(ctx, st, src, tmp, nil, root); err != nil {
+	out, err := c.update(ctx, st, src, tmp, nil, root)
+	if err != nil {
 		return nil, err
 	}
 	if err := writePrivate(filepath.Join(tmp, "state.json"), mustJSON(st)); err != nil {
@@ -224,7 +227,7 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 		return nil, err
 	}
 	atomicfile.SyncDir(c.dir)
-	return c.info(st), nil
+	return &RefreshResult{CatalogInfo: c.info(st), Changed: true, New: out.catalog, Problems: out.problems}, nil
 }
 
 // RefreshResult is what a refresh found.

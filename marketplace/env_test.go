@@ -172,11 +172,11 @@ func (e *testEnv) addCatalog() *CatalogInfo {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ci, err := e.cache.Add(e.ctx, "acme", src, RootPin{SHA256: e.init.RootSHA256})
+	r, err := e.cache.Add(e.ctx, "acme", src, RootPin{SHA256: e.init.RootSHA256})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return ci
+	return r.CatalogInfo
 }
 
 func (e *testEnv) refresh() (*RefreshResult, error) {

@@ -68,13 +68,14 @@ show the same in a web browser.`,
 
 func (a *app) marketplaceAddCommand() *cobra.Command {
 	var rootFile, rootSHA string
-	var registry, unsigned bool
+	var registry, unsigned, asJSON bool
 	cmd := &cobra.Command{
 		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned)",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
   berth marketplace add local ./catalog --root ./catalog/1.root.json
   berth marketplace add mcp https://registry.modelcontextprotocol.io --registry
-  berth marketplace add team ./claude-marketplace --unsigned`,
+  berth marketplace add team ./claude-marketplace --unsigned
+  berth marketplace add local ./catalog --root ./catalog/1.root.json --json`,
 		Short: "Add a catalog, its root of trust pinned, and verify it",
 		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
 URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
@@ -115,7 +116,7 @@ show mark these entries unsigned. berth install takes one only with
 				return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
 			}
 			if registry || unsigned {
-				return a.addUnsignedSource(cmd, name, args[1], registry)
+				return a.addUnsignedSource(cmd, name, args[1], registry, asJSON)
 			}
 			src, err := marketplace.ParseSource(args[1])
 			if err != nil {
@@ -139,13 +140,17 @@ show mark these entries unsigned. berth install takes one only with
 			if err != nil {
 				return err
 			}
-			ci, err := c.Add(cmd.Context(), name, src, pin)
+			r, err := c.Add(cmd.Context(), name, src, pin)
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				warnings := a.printSkipped(r.Name, len(r.Problems))
+				return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
+			}
 			fmt.Fprintf(a.stdout, "Added catalog %s from %s: %d plugin(s), targets version %d, fresh until %s.\n",
-				ci.Name, ci.Source, ci.Plugins, ci.TargetsVersion, ci.Expires().Format(time.RFC3339))
-			a.printSkipped(ci.Name, ci.Problems)
+				r.Name, r.Source, r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+			a.printSkipped(r.Name, len(r.Problems))
 			return nil
 		},
 	}
@@ -153,11 +158,36 @@ show mark these entries unsigned. berth install takes one only with
 	cmd.Flags().StringVar(&rootSHA, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
 	cmd.Flags().BoolVar(&registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
 	cmd.Flags().BoolVar(&unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
+	a.jsonFlag(cmd, &asJSON, marketplaceAddJSON{})
 	return cmd
 }
 
+// marketplaceAddJSON is what marketplace add --json prints.
+type marketplaceAddJSON struct {
+	// Catalog is the catalog added, as berth marketplace list --json
+	// shows it: its kind (tuf, or an unsigned mcp-registry or
+	// claude-marketplace), its source, the TUF versions and expiries of a
+	// signed catalog, and the count of plugins and of problems.
+	Catalog *marketplace.CatalogInfo `json:"catalog"`
+	// Skipped are the entries the catalog lists that berth skipped
+	// (malformed, or a marketplace.json entry berth cannot install), each
+	// with where it is (path, and plugin when it has a name), the rule
+	// and why; [] when none.
+	Skipped []*marketplace.Problem `json:"skipped"`
+	// Warnings are the warnings berth also prints on stderr, in the same
+	// words; [] when none.
+	Warnings []string `json:"warnings"`
+}
+
+func nonNilProblems(ps []*marketplace.Problem) []*marketplace.Problem {
+	if ps == nil {
+		return []*marketplace.Problem{}
+	}
+	return ps
+}
+
 // addUnsignedSource is marketplace add --registry or --unsigned.
-func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registry bool) error {
+func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registry, asJSON bool) error {
 	c, err := a.catalogs()
 	if err != nil {
 		return err
@@ -182,20 +212,29 @@ func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registr
 			return err
 		}
 	}
+	if asJSON {
+		warnings := a.printProblems(r.Name, r.Problems)
+		return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
+	}
 	fmt.Fprintf(a.stdout, "Added %s %s from %s: %d plugin(s), UNSIGNED: nobody signed what it lists; berth install takes an entry only with --allow-unsigned and the --digest berth show prints.\n",
 		what, r.Name, review.Printable(r.Source), r.Plugins)
 	a.printProblems(r.Name, r.Problems)
 	return nil
 }
 
-// printProblems names every entry of an unsigned source that was skipped.
-func (a *app) printProblems(name string, ps []*marketplace.Problem) {
+// printProblems names every entry of an unsigned source that was skipped,
+// on stderr, and returns the warnings it printed.
+func (a *app) printProblems(name string, ps []*marketplace.Problem) []string {
+	var warnings []string
 	for _, p := range ps {
-		fmt.Fprintf(a.stderr, "berth: warning: catalog %s skipped an entry: %s\n", name, review.Printable(p.String()))
+		w := fmt.Sprintf("catalog %s skipped an entry: %s", name, p.String())
+		fmt.Fprintf(a.stderr, "berth: warning: %s\n", review.Printable(w))
+		warnings = append(warnings, w)
 	}
 	if len(ps) > 0 {
 		fmt.Fprintf(a.stderr, "berth: catalog %s: %d entr(ies) skipped; the rest are listed\n", name, len(ps))
 	}
+	return warnings
 }
 
 func readLimitedFile(path string, max int64) ([]byte, error) {
@@ -214,10 +253,15 @@ func readLimitedFile(path string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-func (a *app) printSkipped(name string, n int) {
-	if n > 0 {
-		fmt.Fprintf(a.stderr, "berth: warning: catalog %s has %d problem(s) in its entries; the entries affected are skipped (berth search lists the rest)\n", name, n)
+// printSkipped warns on stderr that a signed catalog skipped n entries,
+// and returns the warning it printed.
+func (a *app) printSkipped(name string, n int) []string {
+	if n == 0 {
+		return nil
 	}
+	w := fmt.Sprintf("catalog %s has %d problem(s) in its entries; the entries affected are skipped (berth search lists the rest)", name, n)
+	fmt.Fprintf(a.stderr, "berth: warning: %s\n", w)
+	return []string{w}
 }
 
 func (a *app) marketplaceListCommand() *cobra.Command {
@@ -265,10 +309,12 @@ func (a *app) marketplaceListCommand() *cobra.Command {
 }
 
 func (a *app) marketplaceRemoveCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:     "remove NAME",
-		Example: `  berth marketplace remove acme`,
-		Short:   "Remove a catalog and its verified copy",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use: "remove NAME",
+		Example: `  berth marketplace remove acme
+  berth marketplace remove acme --json`,
+		Short: "Remove a catalog and its verified copy",
 		Long: `Remove forgets the catalog and deletes its verified copy. Plugins you
 installed from it stay trusted and enabled; berth verify still checks them.`,
 		Args: exactArgs(1, "NAME"),
@@ -283,17 +329,30 @@ installed from it stay trusted and enabled; berth verify still checks them.`,
 			if err := c.Remove(cmd.Context(), args[0]); err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: args[0]})
+			}
 			fmt.Fprintf(a.stdout, "Removed catalog %s.\n", args[0])
 			return nil
 		},
 	}
+	a.jsonFlag(cmd, &asJSON, marketplaceRemoveJSON{})
+	return cmd
+}
+
+// marketplaceRemoveJSON is what marketplace remove --json prints.
+type marketplaceRemoveJSON struct {
+	// Removed is the name of the catalog removed with its verified copy.
+	Removed string `json:"removed"`
 }
 
 func (a *app) marketplaceUpdateCommand() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use: "update [NAME]",
 		Example: `  berth marketplace update
-  berth marketplace update acme`,
+  berth marketplace update acme
+  berth marketplace update --json`,
 		Short: "Update catalogs: a full TUF update of each (or of one)",
 		Long: `Update runs a full TUF update of every catalog (or of NAME) against its
 source and keeps the new verified copy. A refusal (rollback, expired,
@@ -321,6 +380,9 @@ only a warning.`,
 					return err
 				}
 				if len(names) == 0 {
+					if asJSON {
+						return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})
+					}
 					fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
 					return nil
 				}
@@ -332,14 +394,22 @@ only a warning.`,
 				return err
 			}
 			var worst error
+			out := marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}}
 			for _, n := range names {
 				u, err := c.Update(cmd.Context(), st, n)
 				if err != nil {
-					fmt.Fprintf(a.stderr, "berth: %s\n", strings.TrimRight(forCLI(err).Error(), "\n"))
+					msg := strings.TrimRight(forCLI(err).Error(), "\n")
+					fmt.Fprintf(a.stderr, "berth: %s\n", msg)
 					worst = worse(worst, err)
+					out.Catalogs = append(out.Catalogs, marketplaceUpdated{Name: n, Error: msg, ExitCode: exitCode(err),
+						StatusChanges: []statusChange{}, Skipped: []*marketplace.Problem{}, Warnings: []string{}})
 					continue
 				}
 				r := u.RefreshResult
+				if asJSON {
+					out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
+					continue
+				}
 				if r.Unsigned {
 					state := "up to date"
 					if r.Changed {
@@ -355,11 +425,16 @@ only a warning.`,
 					continue
 				}
 				fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
-				for _, line := range statusChanges(r.Old, r.New) {
-					fmt.Fprintf(a.stdout, "  %s\n", review.Printable(line))
+				for _, sc := range statusChanges(r.Old, r.New) {
+					fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
 				}
 				a.reportInstalled(a.stdout, "  ", u.Installed)
 				a.printSkipped(n, len(r.Problems))
+			}
+			if asJSON {
+				if err := writeJSON(a.stdout, out); err != nil {
+					return err
+				}
 			}
 			if worst != nil {
 				return &reported{worst}
@@ -367,15 +442,106 @@ only a warning.`,
 			return nil
 		},
 	}
+	a.jsonFlag(cmd, &asJSON, marketplaceUpdateJSON{})
+	return cmd
+}
+
+// marketplaceUpdateJSON is what marketplace update --json prints. It is
+// printed when some catalogs failed too; the exit code is the worst.
+type marketplaceUpdateJSON struct {
+	// Catalogs has an entry for each catalog updated, in the order
+	// updated (by name without NAME); [] when there are none.
+	Catalogs []marketplaceUpdated `json:"catalogs"`
+}
+
+// marketplaceUpdated is the update of one catalog.
+type marketplaceUpdated struct {
+	Name string `json:"name"`
+	// Error is why the update of this catalog failed or was refused, as
+	// berth also prints it on stderr; the old copy stays, changed is
+	// false, catalog and installed are omitted and the lists are [].
+	Error string `json:"error,omitempty"`
+	// ExitCode is the exit code of Error alone: 1 for a network failure,
+	// 4 for a refusal. 0 when the update succeeded.
+	ExitCode int `json:"exitCode"`
+	// Changed is true when the verified copy changed ("updated" in the
+	// text), false when it was up to date.
+	Changed bool `json:"changed"`
+	// Catalog is the catalog after the update, as berth marketplace list
+	// --json shows it: kind, source, TUF versions and expiries of a signed
+	// catalog, counts of plugins and problems.
+	Catalog *marketplace.CatalogInfo `json:"catalog,omitempty"`
+	// StatusChanges are the versions whose status the update changed;
+	// [] when none.
+	StatusChanges []statusChange `json:"statusChanges"`
+	// Installed is what the catalog now says about the versions you
+	// trusted: revoked ones (and the workspaces they were disabled in)
+	// and deprecated or yanked ones.
+	Installed *marketplace.InstalledStatus `json:"installed,omitempty"`
+	// Skipped are the entries berth skipped, each with where it is, the
+	// rule and why: every one for an unsigned source, which is listed
+	// again in full; for a signed catalog only when it changed (an up to
+	// date one keeps the count in catalog.problems). [] when none.
+	Skipped []*marketplace.Problem `json:"skipped"`
+	// Warnings are the warnings berth prints as text (on stderr, and the
+	// deprecated or yanked versions you trusted), in the same words; []
+	// when none.
+	Warnings []string `json:"warnings"`
+}
+
+// updatedJSON is the --json entry of one catalog's update; it prints
+// the same warnings on stderr as the text does.
+func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceUpdated {
+	r := u.RefreshResult
+	e := marketplaceUpdated{Name: name, Changed: r.Changed, Catalog: r.CatalogInfo, Installed: u.Installed, StatusChanges: []statusChange{}, Skipped: []*marketplace.Problem{}}
+	var warnings []string
+	switch {
+	case r.Unsigned:
+		e.Skipped = nonNilProblems(r.Problems)
+		warnings = a.printProblems(name, r.Problems)
+	case r.Changed:
+		if sc := statusChanges(r.Old, r.New); sc != nil {
+			e.StatusChanges = sc
+		}
+		e.Skipped = nonNilProblems(r.Problems)
+		warnings = a.printSkipped(name, len(r.Problems))
+	}
+	if u.Installed != nil {
+		for _, s := range u.Installed.Warnings {
+			warnings = append(warnings, s.String())
+		}
+	}
+	e.Warnings = nonNilStrings(warnings)
+	return e
+}
+
+// statusChange is a version whose status changed between two copies of
+// a catalog.
+type statusChange struct {
+	Plugin  string `json:"plugin"`
+	Version string `json:"version"`
+	// Was is the status before; empty for a version new in the catalog.
+	Was    marketplace.Status `json:"was,omitempty"`
+	Status marketplace.Status `json:"status"`
+	// Reason is the catalog's reason for the status, if it gives one.
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s statusChange) String() string {
+	line := fmt.Sprintf("%s@%s is now %s", s.Plugin, s.Version, s.Status)
+	if s.Reason != "" {
+		line += ": " + s.Reason
+	}
+	return line
 }
 
 // statusChanges lists the versions whose status changed between two
 // copies of a catalog.
-func statusChanges(old, new *marketplace.Catalog) []string {
+func statusChanges(old, new *marketplace.Catalog) []statusChange {
 	if old == nil || new == nil {
 		return nil
 	}
-	var out []string
+	var out []statusChange
 	for _, np := range new.Plugins {
 		op := old.Plugin(np.Name)
 		for _, nv := range np.Versions {
@@ -388,11 +554,7 @@ func statusChanges(old, new *marketplace.Catalog) []string {
 			if was == "" && nv.Status == marketplace.StatusActive || was == nv.Status {
 				continue
 			}
-			line := fmt.Sprintf("%s@%s is now %s", np.Name, nv.Version, nv.Status)
-			if nv.Reason != "" {
-				line += ": " + nv.Reason
-			}
-			out = append(out, line)
+			out = append(out, statusChange{Plugin: np.Name, Version: nv.Version, Was: was, Status: nv.Status, Reason: nv.Reason})
 		}
 	}
 	return out
