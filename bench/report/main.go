@@ -127,7 +127,7 @@ func main() {
 	if len(rr) > 0 {
 		fmt.Printf("%-58s %5.2fx   (rounds: %s)\n", "  same, median of per-round ratios", median(rr), strings.Join(perRound, " "))
 	}
-	ratio("throughput berth serve --http / supergateway", rps("berth-http"), rps("supergateway-http"), ">= 3x")
-	ratio("throughput berth serve --http / mcp-proxy", rps("berth-http"), rps("mcp-proxy-http"), ">= 3x")
+	ratio("throughput berth serve --http / supergateway", rps("berth-http"), rps("supergateway-http"), ">= 2x")
+	ratio("throughput berth serve --http / mcp-proxy", rps("berth-http"), rps("mcp-proxy-http"), ">= 2x")
 	ratio("stdio median round trip berth serve / bare echo server", p50("berth-stdio"), p50("bare-stdio"), "lower is better")
 }
