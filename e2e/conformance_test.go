@@ -125,6 +125,37 @@ func runConformance(ctx context.Context, t *testing.T, suite, url, baseline stri
 	return r
 }
 
+// clientTimeout is how the suite reports a request its client gave up on
+// (the TypeScript SDK's 60 s).
+const clientTimeout = "MCP error -32001: Request timed out"
+
+// runConformanceRetrying is runConformance, run once more when the suite's
+// client timed out on a request: on a loaded machine a request has been
+// lost outside berth (docs/conformance.md, "A timeout under load"). The
+// first run is logged; the second is asserted as any run is, so a failure
+// that happens again, a timeout included, still fails the test.
+func runConformanceRetrying(ctx context.Context, t *testing.T, suite, url, baseline string, args ...string) *confRun {
+	t.Helper()
+	r := runConformance(ctx, t, suite, url, baseline, args...)
+	if !r.clientTimedOut() {
+		return r
+	}
+	t.Logf("the suite's client timed out on a request (%q); running the suite once more. The first run:\n%s", clientTimeout, r.summary())
+	return runConformance(ctx, t, suite, url, baseline, args...)
+}
+
+// clientTimedOut reports whether a check failed with the client's timeout.
+func (r *confRun) clientTimedOut() bool {
+	for _, checks := range r.scenarios {
+		for _, c := range checks {
+			if c.Status == "FAILURE" && strings.Contains(c.ErrorMessage, clientTimeout) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // summary is one line per scenario, for the test log and the docs.
 func (r *confRun) summary() string {
 	names := make([]string, 0, len(r.scenarios))
@@ -267,11 +298,11 @@ func TestConformanceLegacy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t.Run("berth-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance", withToken(t, s), baselinePath(t, "legacy.yml"))
+		r := runConformanceRetrying(ctx, t, "conformance", withToken(t, s), baselinePath(t, "legacy.yml"))
 		checkConformance(t, r, legacyProtocolScenarios, nil)
 	})
 	t.Run("fixture-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance", fixtureNames(t, withToken(t, s)), baselinePath(t, "legacy-fixture-names.yml"))
+		r := runConformanceRetrying(ctx, t, "conformance", fixtureNames(t, withToken(t, s)), baselinePath(t, "legacy-fixture-names.yml"))
 		checkConformance(t, r, slices.Concat(legacyProtocolScenarios, fixturePassThrough, legacyRelayScenarios), nil)
 		if t.Failed() {
 			t.Logf("berth serve's log:\n%s", s.log.String())
@@ -289,11 +320,11 @@ func TestConformanceStateless(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	t.Run("berth-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance-next", withToken(t, s), baselinePath(t, "stateless.yml"), "--requirements", "2026-07-28")
+		r := runConformanceRetrying(ctx, t, "conformance-next", withToken(t, s), baselinePath(t, "stateless.yml"), "--requirements", "2026-07-28")
 		checkConformance(t, r, statelessProtocolScenarios, statelessDiagnosticChecks)
 	})
 	t.Run("fixture-names", func(t *testing.T) {
-		r := runConformance(ctx, t, "conformance-next", fixtureNames(t, withToken(t, s)), baselinePath(t, "stateless-fixture-names.yml"), "--requirements", "2026-07-28")
+		r := runConformanceRetrying(ctx, t, "conformance-next", fixtureNames(t, withToken(t, s)), baselinePath(t, "stateless-fixture-names.yml"), "--requirements", "2026-07-28")
 		checkConformance(t, r, slices.Concat(statelessProtocolScenarios, fixturePassThrough, []string{"json-schema-2020-12"}, statelessRelayScenarios), statelessRelayChecks)
 	})
 }
@@ -506,5 +537,22 @@ func TestRelayedResultsIdentifyBerth(t *testing.T) {
 	var impl mcp.Implementation
 	if err := json.Unmarshal(info, &impl); err != nil || impl.Name != "berth" {
 		t.Fatalf("the relayed result names the server %s, want berth", info)
+	}
+}
+
+// TestClientTimedOut: only a failing check with the client's timeout makes
+// a run worth repeating.
+func TestClientTimedOut(t *testing.T) {
+	run := func(checks ...confCheck) *confRun { return &confRun{scenarios: map[string][]confCheck{"s": checks}} }
+	timeout := confCheck{ID: "tools-list", Status: "FAILURE", ErrorMessage: "Failed: " + clientTimeout}
+	other := confCheck{ID: "x", Status: "FAILURE", ErrorMessage: "unknown tool"}
+	warned := confCheck{ID: "y", Status: "WARNING", ErrorMessage: clientTimeout}
+	for _, c := range []struct {
+		r    *confRun
+		want bool
+	}{{run(timeout), true}, {run(other, timeout), true}, {run(other), false}, {run(warned), false}, {run(), false}} {
+		if got := c.r.clientTimedOut(); got != c.want {
+			t.Errorf("%+v: clientTimedOut %v, want %v", c.r.scenarios, got, c.want)
+		}
 	}
 }
