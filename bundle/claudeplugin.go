@@ -566,16 +566,26 @@ func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
 	}
 }
 
-func (x *claudeImport) hooksFile(rel string) {
+// listedFile reads and parses rel, a JSON file inside the plugin, the
+// first time it is named: first is false when rel was listed already, and
+// root is nil when berth cannot read or parse it. Its problems are not
+// kept: a file berth only lists is never a reason to refuse the plugin.
+func (x *claudeImport) listedFile(rel string) (d *doc, root *node, first bool) {
 	if x.listed[rel] {
-		return
+		return nil, nil, false
 	}
 	x.listed[rel] = true
-	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	data, err := readIn(x.dir, rel, maxForeignSize)
-	var root *node
-	if err == nil {
+	d = &doc{file: rel, rules: claudeRules, ps: &problems{}}
+	if data, err := readIn(x.dir, rel, maxForeignSize); err == nil {
 		root = d.parse(data)
+	}
+	return d, root, true
+}
+
+func (x *claudeImport) hooksFile(rel string) {
+	d, root, first := x.listedFile(rel)
+	if !first {
+		return
 	}
 	if root == nil {
 		x.notCarried(rel, "hook", "", "a hooks file berth could not read; hooks are commands Claude Code runs on events, and berth never runs them")
@@ -641,15 +651,9 @@ func quoteAll(ss []string) []string {
 
 // namedFile lists the entries of a JSON file of named definitions.
 func (x *claudeImport) namedFile(rel, kind, reason string) {
-	if x.listed[rel] {
+	d, root, first := x.listedFile(rel)
+	if !first {
 		return
-	}
-	x.listed[rel] = true
-	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	data, err := readIn(x.dir, rel, maxForeignSize)
-	var root *node
-	if err == nil {
-		root = d.parse(data)
 	}
 	if root == nil || root.kind != 'o' {
 		x.notCarried(rel, kind, "", reason+" (a file berth could not read)")
