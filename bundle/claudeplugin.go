@@ -93,24 +93,14 @@ func readForeign(d *doc, dir, rel string) *node {
 
 func (x *claudeImport) top(top obj) {
 	c, d, m := x.c, x.d, x.m
-	if s, ok := top.str("name", true); ok {
-		m.Name, x.name = s, s
+	if c.carry(top, "name", true, &m.Name) {
+		x.name = m.Name
 	}
-	c.at("name", d.loc("name"))
-	if s, ok := top.str("version", false); ok {
-		m.Version = s
-	} else if !top.has("version") {
+	if !c.carry(top, "version", false, &m.Version) && !top.has("version") {
 		d.add("version", RuleClaudeVersionMissing, "the plugin has no version, and berth does not invent one: trust records, drift checks and upgrades are per version; add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json")
 	}
-	c.at("version", d.loc("version"))
-	if s, ok := top.str("description", false); ok {
-		m.Description = s
-	}
-	c.at("description", d.loc("description"))
-	if s, ok := top.str("license", false); ok {
-		m.License = s
-	}
-	c.at("license", d.loc("license"))
+	c.carry(top, "description", false, &m.Description)
+	c.carry(top, "license", false, &m.License)
 	if n, ok := top.keys["author"]; ok {
 		if a, ok := d.object(n, "author", "name", "email", "url"); ok {
 			name, _ := a.str("name", true)
