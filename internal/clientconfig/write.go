@@ -145,7 +145,7 @@ func writeBackup(root, path string, old []byte, stamp string) (string, error) {
 	var name string
 	for i := 1; ; i++ {
 		if i > 100 {
-			return "", fmt.Errorf("too many backups named %s*", base)
+			return "", fmt.Errorf("too many backups named %s* (100 in one second); berth keeps %d per file: remove the extra ones in %s", base, KeepBackups, dir)
 		}
 		name = base
 		if i > 1 {
