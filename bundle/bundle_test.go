@@ -81,18 +81,26 @@ func TestBadBundles(t *testing.T) {
 			if !errors.As(err, &ie) {
 				t.Fatalf("error is %T, want *InvalidError", err)
 			}
-			var got []string
-			for _, p := range ie.Problems {
-				got = append(got, p.Rule+"\t"+p.Path)
-				if p.Message == "" {
-					t.Errorf("problem %s at %s has no message", p.Rule, p.Path)
-				}
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, want) {
-				t.Errorf("problems:\n got  %q\n want %q\nfull error:\n%v", got, want, err)
-			}
+			checkProblems(t, ie, want)
 		})
+	}
+}
+
+// checkProblems compares the rule and path of each problem of ie with want
+// (sorted "rule\tpath" lines of a .want file), and wants every problem to
+// have a message.
+func checkProblems(t *testing.T, ie *InvalidError, want []string) {
+	t.Helper()
+	var got []string
+	for _, p := range ie.Problems {
+		got = append(got, p.Rule+"\t"+p.Path)
+		if p.Message == "" {
+			t.Errorf("problem %s at %s has no message", p.Rule, p.Path)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n got  %q\n want %q\nfull error:\n%v", got, want, ie)
 	}
 }
 

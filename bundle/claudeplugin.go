@@ -93,24 +93,14 @@ func readForeign(d *doc, dir, rel string) *node {
 
 func (x *claudeImport) top(top obj) {
 	c, d, m := x.c, x.d, x.m
-	if s, ok := top.str("name", true); ok {
-		m.Name, x.name = s, s
+	if c.carry(top, "name", true, &m.Name) {
+		x.name = m.Name
 	}
-	c.at("name", d.loc("name"))
-	if s, ok := top.str("version", false); ok {
-		m.Version = s
-	} else if !top.has("version") {
+	if !c.carry(top, "version", false, &m.Version) && !top.has("version") {
 		d.add("version", RuleClaudeVersionMissing, "the plugin has no version, and berth does not invent one: trust records, drift checks and upgrades are per version; add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json")
 	}
-	c.at("version", d.loc("version"))
-	if s, ok := top.str("description", false); ok {
-		m.Description = s
-	}
-	c.at("description", d.loc("description"))
-	if s, ok := top.str("license", false); ok {
-		m.License = s
-	}
-	c.at("license", d.loc("license"))
+	c.carry(top, "description", false, &m.Description)
+	c.carry(top, "license", false, &m.License)
 	if n, ok := top.keys["author"]; ok {
 		if a, ok := d.object(n, "author", "name", "email", "url"); ok {
 			name, _ := a.str("name", true)
@@ -566,16 +556,26 @@ func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
 	}
 }
 
-func (x *claudeImport) hooksFile(rel string) {
+// listedFile reads and parses rel, a JSON file inside the plugin, the
+// first time it is named: first is false when rel was listed already, and
+// root is nil when berth cannot read or parse it. Its problems are not
+// kept: a file berth only lists is never a reason to refuse the plugin.
+func (x *claudeImport) listedFile(rel string) (d *doc, root *node, first bool) {
 	if x.listed[rel] {
-		return
+		return nil, nil, false
 	}
 	x.listed[rel] = true
-	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	data, err := readIn(x.dir, rel, maxForeignSize)
-	var root *node
-	if err == nil {
+	d = &doc{file: rel, rules: claudeRules, ps: &problems{}}
+	if data, err := readIn(x.dir, rel, maxForeignSize); err == nil {
 		root = d.parse(data)
+	}
+	return d, root, true
+}
+
+func (x *claudeImport) hooksFile(rel string) {
+	d, root, first := x.listedFile(rel)
+	if !first {
+		return
 	}
 	if root == nil {
 		x.notCarried(rel, "hook", "", "a hooks file berth could not read; hooks are commands Claude Code runs on events, and berth never runs them")
@@ -641,15 +641,9 @@ func quoteAll(ss []string) []string {
 
 // namedFile lists the entries of a JSON file of named definitions.
 func (x *claudeImport) namedFile(rel, kind, reason string) {
-	if x.listed[rel] {
+	d, root, first := x.listedFile(rel)
+	if !first {
 		return
-	}
-	x.listed[rel] = true
-	d := &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	data, err := readIn(x.dir, rel, maxForeignSize)
-	var root *node
-	if err == nil {
-		root = d.parse(data)
 	}
 	if root == nil || root.kind != 'o' {
 		x.notCarried(rel, kind, "", reason+" (a file berth could not read)")

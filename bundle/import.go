@@ -75,6 +75,18 @@ func (c *conversion) at(p, loc string) {
 	c.locs[dotted(p)] = loc
 }
 
+// carry copies the string top[key] into *dst and records that the
+// manifest field key comes from the source's key. A value that is not a
+// string, or a required one that is absent, is a problem of top's doc.
+func (c *conversion) carry(top obj, key string, required bool, dst *string) bool {
+	s, ok := top.str(key, required)
+	if ok {
+		*dst = s
+	}
+	c.at(key, top.d.loc(top.at(key)))
+	return ok
+}
+
 // dotted writes a path's quoted keys (a["x.y"]) as plain ones (a.x.y).
 func dotted(p string) string {
 	var b strings.Builder

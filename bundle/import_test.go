@@ -40,18 +40,7 @@ func TestBadImports(t *testing.T) {
 			if len(problems) == 0 {
 				t.Fatalf("Load(%s) found no problems", src)
 			}
-			err = &InvalidError{Source: src, Problems: problems}
-			var got []string
-			for _, p := range problems {
-				got = append(got, p.Rule+"\t"+p.Path)
-				if p.Message == "" {
-					t.Errorf("problem %s at %s has no message", p.Rule, p.Path)
-				}
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, want) {
-				t.Errorf("problems:\n got  %q\n want %q\nfull error:\n%v", got, want, err)
-			}
+			checkProblems(t, &InvalidError{Source: src, Problems: problems}, want)
 		})
 	}
 }

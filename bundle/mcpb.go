@@ -137,22 +137,12 @@ func mcpbVersion(d *doc, root *node) (string, bool) {
 
 func (x *mcpbImport) top(m *Manifest, top obj) {
 	c, d := x.c, x.d
-	if s, ok := top.str("name", true); ok {
-		m.Name, x.name = s, s
+	if c.carry(top, "name", true, &m.Name) {
+		x.name = m.Name
 	}
-	c.at("name", d.loc("name"))
-	if s, ok := top.str("version", true); ok {
-		m.Version = s
-	}
-	c.at("version", d.loc("version"))
-	if s, ok := top.str("description", true); ok {
-		m.Description = s
-	}
-	c.at("description", d.loc("description"))
-	if s, ok := top.str("license", false); ok {
-		m.License = s
-	}
-	c.at("license", d.loc("license"))
+	c.carry(top, "version", true, &m.Version)
+	c.carry(top, "description", true, &m.Description)
+	c.carry(top, "license", false, &m.License)
 	if !top.has("author") {
 		d.add("author", RuleMCPBRequiredField, "author is required: {\"name\": \"…\"}")
 	} else if a, ok := d.object(top.keys["author"], "author", "name", "email", "url"); ok {

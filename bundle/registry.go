@@ -161,14 +161,8 @@ func (x *registryImport) top(top obj) {
 		x.imp.SourceName = s
 	}
 	c.at("name", d.loc("name"))
-	if s, ok := top.str("version", true); ok {
-		m.Version = s
-	}
-	c.at("version", d.loc("version"))
-	if s, ok := top.str("description", true); ok {
-		m.Description = s
-	}
-	c.at("description", d.loc("description"))
+	c.carry(top, "version", true, &m.Version)
+	c.carry(top, "description", true, &m.Description)
 	if t, ok := top.str("title", false); ok {
 		x.notCarried(d.loc("title"), "metadata", t, "berth shows the plugin's name and description")
 	}

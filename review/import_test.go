@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -36,28 +35,7 @@ func TestGoldenImportReviews(t *testing.T) {
 			defer b.Close()
 			d := New(b)
 			base := filepath.Join(importGood, "..", "golden", name)
-			for _, g := range []struct {
-				file string
-				data []byte
-			}{
-				{base + ".review.json", d.JSON()},
-				{base + ".review.txt", text(t, d)},
-			} {
-				if *update {
-					os.MkdirAll(filepath.Dir(g.file), 0o755)
-					if err := os.WriteFile(g.file, g.data, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(g.file)
-				if err != nil {
-					t.Fatalf("%v (run go test ./review -update)", err)
-				}
-				if !bytes.Equal(g.data, want) {
-					t.Errorf("%s differs (run go test ./review -update and read the diff):\n%s", g.file, g.data)
-				}
-			}
+			checkGolden(t, base, d)
 		})
 	}
 }

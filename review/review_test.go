@@ -33,31 +33,41 @@ func TestGoldenReviews(t *testing.T) {
 			}
 			defer b.Close()
 			d := New(b)
-			for _, g := range []struct {
-				file string
-				data []byte
-			}{
-				{dir + ".review.json", d.JSON()},
-				{dir + ".review.txt", text(t, d)},
-			} {
-				if *update {
-					if err := os.WriteFile(g.file, g.data, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(g.file)
-				if err != nil {
-					t.Fatalf("%v (run go test ./review -update)", err)
-				}
-				if !bytes.Equal(g.data, want) {
-					t.Errorf("%s differs (run go test ./review -update and read the diff):\n%s", g.file, g.data)
-				}
-			}
+			checkGolden(t, dir, d)
 		})
 	}
 	if n < 3 {
 		t.Fatalf("%d good bundles", n)
+	}
+}
+
+// checkGolden compares d's JSON and text with base.review.json and
+// base.review.txt, or writes them under -update.
+func checkGolden(t *testing.T, base string, d *Disclosure) {
+	t.Helper()
+	for _, g := range []struct {
+		file string
+		data []byte
+	}{
+		{base + ".review.json", d.JSON()},
+		{base + ".review.txt", text(t, d)},
+	} {
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(g.file), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(g.file, g.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(g.file)
+		if err != nil {
+			t.Fatalf("%v (run go test ./review -update)", err)
+		}
+		if !bytes.Equal(g.data, want) {
+			t.Errorf("%s differs (run go test ./review -update and read the diff):\n%s", g.file, g.data)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@
 package secrets
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -497,7 +498,7 @@ func (s *Store) readJSON(path string, v any) error {
 	if len(data) > maxFileSize {
 		return fmt.Errorf("%s is larger than %d MiB; berth does not write such a file: move it aside", path, maxFileSize>>20)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		// The error of encoding/json may quote the input: never a value.

@@ -496,6 +496,38 @@ func TestBackupAndMode(t *testing.T) {
 	}
 }
 
+// TestBackupsInOneSecond: more than KeepBackups backups of one file in
+// the same second each exist when Apply returns them, and the last
+// KeepBackups are kept (a name pruning freed is not reused for the newest).
+func TestBackupsInOneSecond(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	var names []string
+	for i := range KeepBackups + 3 {
+		name, err := writeBackup(root, path, []byte{byte('a' + i)}, strings.TrimPrefix(fixedStamp, "."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, name); got != string(rune('a'+i)) {
+			t.Fatalf("backup %d (%s) holds %q, want %q", i, name, got, string(rune('a'+i)))
+		}
+		names = append(names, filepath.Base(name))
+	}
+	ents, _ := os.ReadDir(BackupDirFor(root, path))
+	var kept []string
+	for _, e := range ents {
+		if e.Name() != "source" {
+			kept = append(kept, e.Name())
+		}
+	}
+	want := slices.Clone(names[len(names)-KeepBackups:])
+	slices.Sort(want)
+	slices.Sort(kept)
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept backups %v, want the last %d: %v", kept, KeepBackups, want)
+	}
+}
+
 // TestIdempotent: connecting twice changes nothing the second time and
 // makes no second backup.
 func TestIdempotent(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -143,9 +144,9 @@ func writeBackup(root, path string, old []byte, stamp string) (string, error) {
 	}
 	base := filepath.Join(dir, filepath.Base(path)+"."+stamp)
 	var name string
-	for i := 1; ; i++ {
+	for i := nextSuffix(dir, filepath.Base(base)); ; i++ {
 		if i > 100 {
-			return "", fmt.Errorf("too many backups named %s*", base)
+			return "", fmt.Errorf("too many backups named %s* (100 in one second); berth keeps %d per file: remove the extra ones in %s", base, KeepBackups, dir)
 		}
 		name = base
 		if i > 1 {
@@ -163,6 +164,30 @@ func writeBackup(root, path string, old []byte, stamp string) (string, error) {
 	_ = atomicfile.SyncDir(dir)
 	pruneBackups(dir, filepath.Base(path))
 	return name, nil
+}
+
+// nextSuffix is the -N to try first for a backup named base in dir: one
+// after the highest there. A name pruning freed is never reused, or the
+// newest backup would sort as the oldest and be pruned at once.
+func nextSuffix(dir, base string) int {
+	next := 1
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), base)
+		if !ok {
+			continue
+		}
+		n := 1
+		if rest != "" {
+			d, ok := strings.CutPrefix(rest, "-")
+			var err error
+			if n, err = strconv.Atoi(d); !ok || err != nil {
+				continue
+			}
+		}
+		next = max(next, n+1)
+	}
+	return next
 }
 
 // pruneBackups removes all but the newest KeepBackups backups in dir of
