@@ -208,6 +208,44 @@ func TestRelayProgressFlood(t *testing.T) {
 	}
 }
 
+// A server sending progress under tokens that are not its call's (the
+// client's own token, one shaped like berth's, a number) gets nothing
+// through: progress is relayed only for the token berth gave the call.
+func TestRelayProgressForeignToken(t *testing.T) {
+	e := newRelayEnv(t, false)
+	rc := e.client("2025-11-25", clientCaps{})
+	if got := rc.call(t, "foreign-progress", nil, "client-token"); got != "sent" {
+		t.Fatalf("the call: %q", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.progress) != 0 {
+		t.Fatalf("%d progress notifications under foreign tokens were relayed: %+v", len(rc.progress), rc.progress)
+	}
+}
+
+// A server flooding log messages gets at most MaxLogPerSecond a second
+// through.
+func TestRelayLogFlood(t *testing.T) {
+	e := newRelayEnv(t, true)
+	rc := e.client("2025-11-25", clientCaps{})
+	if err := rc.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	// The level reaches the server asynchronously.
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	rc.call(t, "log-flood", nil, nil)
+	time.Sleep(200 * time.Millisecond)
+	windows := int(time.Since(start)/time.Second) + 1
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if max := windows * pool.MaxLogPerSecond; len(rc.logs) == 0 || len(rc.logs) > max || len(rc.logs) >= 1000 {
+		t.Fatalf("%d log messages relayed of a flood of 1000 in %d windows of a second, want 1..%d", len(rc.logs), windows, max)
+	}
+}
+
 // A client's cancellation reaches the plugin server: the upstream request
 // is cancelled too.
 func TestRelayCancellation(t *testing.T) {
