@@ -62,14 +62,8 @@ func TestCanonicalArguments(t *testing.T) {
 func TestAmbiguousArgumentsRefusedOnTheWire(t *testing.T) {
 	e := newEnv(t, &Options{ApprovalTimeout: time.Minute})
 	o := &HTTPOptions{Token: testToken}
-	ln, err := Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go ServeHTTP(ctx, ln, e.srv.Handler(o), o)
-	url := "http://" + ln.Addr().String() + "/mcp"
+	ctx := context.Background()
+	url := "http://" + serveEnv(t, e, o) + "/mcp"
 	sid := rawInit(t, url)
 	for _, method := range []string{"tools/call", "prompts/get"} {
 		for _, tc := range ambiguous {

@@ -17,10 +17,17 @@ import (
 )
 
 // serveBounded serves e's Streamable HTTP (or SSE) handler with o and
-// returns the listener's address.
+// the test token, and returns the listener's address.
 func serveBounded(t *testing.T, e *env, o *HTTPOptions) string {
 	t.Helper()
 	o.Token = testToken
+	return serveEnv(t, e, o)
+}
+
+// serveEnv serves e's HTTP handler with o until the test ends, and
+// returns the listener's address.
+func serveEnv(t *testing.T, e *env, o *HTTPOptions) string {
+	t.Helper()
 	ln, err := Listen("127.0.0.1:0", o)
 	if err != nil {
 		t.Fatal(err)

@@ -161,7 +161,7 @@ func (f *front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	// The session's handlers derive their context from this request's,
 	// values included: the life of the session rides on it. It must not
 	// end with this request, so it is not derived from its cancellation.
-	life := &sessionLife{done: make(chan struct{})}
+	life := newLife()
 	r = r.WithContext(context.WithValue(r.Context(), lifeKey{}, life))
 	f.sdk.ServeHTTP(w, r)
 	f.mu.Lock()
@@ -455,25 +455,24 @@ func withdrawalReason(ctx context.Context) string {
 // tool handler watches the session's life instead. It rides on the
 // context from which go-sdk derives the session's handler contexts.
 type sessionLife struct {
-	once  sync.Once
-	done  chan struct{}
-	cause error
+	// ctx is cancelled, with the cause, when the life ends: a call binds
+	// to it with context.AfterFunc, no goroutine of its own.
+	ctx context.Context
+	end context.CancelCauseFunc
+}
+
+func newLife() *sessionLife {
+	ctx, end := context.WithCancelCause(context.Background())
+	return &sessionLife{ctx: ctx, end: end}
 }
 
 type lifeKey struct{}
 
 // withLife returns ctx carrying a new life that ends with ctx.
 func withLife(ctx context.Context, cause error) (context.Context, *sessionLife) {
-	l := &sessionLife{done: make(chan struct{})}
+	l := newLife()
 	context.AfterFunc(ctx, func() { l.end(cause) })
 	return context.WithValue(ctx, lifeKey{}, l), l
-}
-
-func (l *sessionLife) end(cause error) {
-	l.once.Do(func() {
-		l.cause = cause
-		close(l.done)
-	})
 }
 
 // errSessionEnded and errSessionGone are the causes of a call's
@@ -490,12 +489,6 @@ func bindLife(ctx context.Context) (context.Context, context.CancelFunc) {
 		return ctx, func() {}
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
-	go func() {
-		select {
-		case <-l.done:
-			cancel(l.cause)
-		case <-cctx.Done():
-		}
-	}()
-	return cctx, func() { cancel(nil) }
+	stop := context.AfterFunc(l.ctx, func() { cancel(context.Cause(l.ctx)) })
+	return cctx, func() { stop(); cancel(nil) }
 }

@@ -58,15 +58,48 @@ type env struct {
 func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 	t.Helper()
 	ctx := context.Background()
-	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
-	exe, _ := os.Executable()
-	if err := os.Symlink(exe, filepath.Join(bin, "berth-export-upstream")); err != nil {
+	h := newPluginHome(t, "demo", "berth-export-upstream", "exporter test plugin", policy)
+	home, bin, ws, paths, st := h.home, h.bin, h.ws, h.paths, h.st
+	var err error
+	e := &env{t: t, paths: paths, store: st}
+	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
+		BaseEnv:      []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
+		PollInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "demo")
+	e.mu.Lock()
+	e.srv = New(e.pool, opts)
+	e.mu.Unlock()
+	t.Cleanup(func() { e.pool.Close() })
+	t.Cleanup(func() { e.srv.Close() }) // before the pool: cleanups run last first
+	return e
+}
+
+// pluginHome is a BERTH_HOME in which one plugin, whose one server "up"
+// runs this test binary under another name (bin is on its PATH), is
+// trusted (unsigned) and enabled in the workspace ws.
+type pluginHome struct {
+	home, bin, ws string
+	paths         store.Paths
+	st            *store.Store
+}
+
+// newPluginHome makes a pluginHome for plugin, whose server runs command,
+// and sets the policy rules.
+func newPluginHome(t *testing.T, plugin, command, description string, policy []store.PolicyRule) pluginHome {
+	t.Helper()
+	ctx := context.Background()
+	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	exe, _ := os.Executable()
+	if err := os.Symlink(exe, filepath.Join(bin, command)); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), plugin)
 	os.MkdirAll(dir, 0o755)
-	manifest := `{"manifestVersion":1,"name":"demo","version":"1.0.0","description":"exporter test plugin",
-	  "mcpServers":{"up":{"stdio":{"command":"berth-export-upstream"}}}}`
+	manifest := `{"manifestVersion":1,"name":"` + plugin + `","version":"1.0.0","description":"` + description + `",
+	  "mcpServers":{"up":{"stdio":{"command":"` + command + `"}}}}`
 	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644)
 	paths, _ := store.NewPaths(home)
 	st := store.Open(paths, nil)
@@ -79,7 +112,7 @@ func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 	if _, err := st.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Enable(ctx, st, ws, "demo", ""); err != nil {
+	if _, err := pool.Enable(ctx, st, ws, plugin, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range policy {
@@ -95,20 +128,7 @@ func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 			return nil
 		})
 	})
-	e := &env{t: t, paths: paths, store: st}
-	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
-		BaseEnv:      []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
-		PollInterval: 50 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.mu.Lock()
-	e.srv = New(e.pool, opts)
-	e.mu.Unlock()
-	t.Cleanup(func() { e.pool.Close() })
-	t.Cleanup(func() { e.srv.Close() }) // before the pool: cleanups run last first
-	return e
+	return pluginHome{home: home, bin: bin, ws: ws, paths: paths, st: st}
 }
 
 // client connects a go-sdk client in memory. proto pins the protocol

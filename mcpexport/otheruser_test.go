@@ -3,7 +3,6 @@
 package mcpexport
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -82,14 +81,7 @@ func TestAnotherUserNeedsTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &HTTPOptions{Token: token}
-	ln, err := Listen("127.0.0.1:0", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go ServeHTTP(ctx, ln, e.srv.Handler(o), o)
-	url := "http://" + ln.Addr().String() + "/mcp"
+	url := "http://" + serveEnv(t, e, o) + "/mcp"
 
 	cmd := exec.Command(setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", prog, url, tokenPath)
 	cmd.Env = []string{otherUserEnv + "=1", "HOME=/nonexistent"}

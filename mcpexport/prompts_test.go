@@ -160,14 +160,7 @@ func TestQueuedPromptsAndResourcesAreWithdrawnWithTheirRequest(t *testing.T) {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			e := newEnv(t, &Options{ApprovalTimeout: time.Minute})
 			o := &HTTPOptions{Token: testToken}
-			ln, err := Listen("127.0.0.1:0", o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go ServeHTTP(ctx, ln, e.srv.Handler(o), o)
-			base := "http://" + ln.Addr().String()
+			base := "http://" + serveEnv(t, e, o)
 			sid := rawInit(t, base+"/mcp")
 			rctx, gone := context.WithCancel(context.Background())
 			go func() {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
@@ -34,43 +32,9 @@ type relayEnv struct {
 func newRelayEnv(t *testing.T, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
 	t.Helper()
 	ctx := context.Background()
-	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
-	exe, _ := os.Executable()
-	if err := os.Symlink(exe, filepath.Join(bin, testrelay.Name)); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "rly")
-	os.MkdirAll(dir, 0o755)
-	manifest := `{"manifestVersion":1,"name":"rly","version":"1.0.0","description":"relay test plugin",
-	  "mcpServers":{"up":{"stdio":{"command":"` + testrelay.Name + `"}}}}`
-	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644)
-	paths, _ := store.NewPaths(home)
-	st := store.Open(paths, nil)
-	b, err := bundle.Open(ctx, dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest, _ := store.ParseDigest(b.Digest)
-	b.Close()
-	if _, err := st.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digest}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Enable(ctx, st, ws, "rly", ""); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...) {
-		if err := st.SetPolicy(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				os.Chmod(p, 0o700)
-			}
-			return nil
-		})
-	})
+	h := newPluginHome(t, "rly", testrelay.Name, "relay test plugin", append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...))
+	home, bin, ws, paths, st := h.home, h.bin, h.ws, h.paths, h.st
+	var err error
 	e := &relayEnv{t: t, ws: ws, paths: paths}
 	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
 		BaseEnv:        []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
@@ -241,6 +205,44 @@ func TestRelayProgressFlood(t *testing.T) {
 		if len(p.Message) > pool.MaxProgressMessage+len("…") {
 			t.Fatalf("a progress message of %d bytes was relayed", len(p.Message))
 		}
+	}
+}
+
+// A server sending progress under tokens that are not its call's (the
+// client's own token, one shaped like berth's, a number) gets nothing
+// through: progress is relayed only for the token berth gave the call.
+func TestRelayProgressForeignToken(t *testing.T) {
+	e := newRelayEnv(t, false)
+	rc := e.client("2025-11-25", clientCaps{})
+	if got := rc.call(t, "foreign-progress", nil, "client-token"); got != "sent" {
+		t.Fatalf("the call: %q", got)
+	}
+	time.Sleep(100 * time.Millisecond)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.progress) != 0 {
+		t.Fatalf("%d progress notifications under foreign tokens were relayed: %+v", len(rc.progress), rc.progress)
+	}
+}
+
+// A server flooding log messages gets at most MaxLogPerSecond a second
+// through.
+func TestRelayLogFlood(t *testing.T) {
+	e := newRelayEnv(t, true)
+	rc := e.client("2025-11-25", clientCaps{})
+	if err := rc.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	// The level reaches the server asynchronously.
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	rc.call(t, "log-flood", nil, nil)
+	time.Sleep(200 * time.Millisecond)
+	windows := int(time.Since(start)/time.Second) + 1
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if max := windows * pool.MaxLogPerSecond; len(rc.logs) == 0 || len(rc.logs) > max || len(rc.logs) >= 1000 {
+		t.Fatalf("%d log messages relayed of a flood of 1000 in %d windows of a second, want 1..%d", len(rc.logs), windows, max)
 	}
 }
 

@@ -156,14 +156,7 @@ func TestApprovalDiesWithItsRequest(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			e := newEnv(t, &Options{ApprovalTimeout: time.Minute})
 			o := &HTTPOptions{Token: testToken, SSE: strings.HasPrefix(r.name, "SSE"), Stateless: strings.HasPrefix(r.name, "stateless")}
-			ln, err := Listen("127.0.0.1:0", o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			go ServeHTTP(ctx, ln, e.srv.Handler(o), o)
-			gone := r.start(t, e, "http://"+ln.Addr().String())
+			gone := r.start(t, e, "http://"+serveEnv(t, e, o))
 			p := nextPending(t, e.srv.queue)
 			if p == nil {
 				t.FailNow()
@@ -180,7 +173,7 @@ func TestApprovalDiesWithItsRequest(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			_, err = e.srv.queue.Decide(p.ID, true, false, "late")
+			_, err := e.srv.queue.Decide(p.ID, true, false, "late")
 			if !errors.Is(err, ErrWithdrawn) || !strings.Contains(err.Error(), "nobody is waiting") || !strings.Contains(err.Error(), "nothing was run") {
 				t.Fatalf("approving the withdrawn call: %v", err)
 			}

@@ -312,8 +312,9 @@ func (rs *relaySet) progress(ctx context.Context, p *mcp.ProgressNotificationPar
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	oc.lastAt = time.Now()
-	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(time.Now(), MaxProgressPerSecond) {
+	now := time.Now()
+	oc.lastAt = now
+	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(now, MaxProgressPerSecond) {
 		return
 	}
 	oc.sent++
@@ -472,15 +473,16 @@ func (s *server) relayLog(ctx context.Context, c *conn, p *mcp.LoggingMessagePar
 	}
 	rs := &c.relays
 	rs.mu.Lock()
-	ok := rs.log.allow(time.Now(), MaxLogPerSecond)
+	if !rs.log.allow(time.Now(), MaxLogPerSecond) {
+		// A flood is dropped before anything of it is copied.
+		rs.mu.Unlock()
+		return
+	}
 	var open []*RelayRequest
 	for oc := range rs.open {
 		open = append(open, oc.req)
 	}
 	rs.mu.Unlock()
-	if !ok {
-		return
-	}
 	from := s.origin()
 	logger := from.ID
 	if p.Logger != "" {

@@ -213,16 +213,20 @@ func (c *DriftChecker) watch() {
 		c.watchErr = err
 		return
 	}
-	var sub *watchSub
-	// The callback runs under the hub's lock: flags only. It is bound to
-	// this subscription, so a replaced one cannot clear the new watch.
-	sub, err = c.store.hub.subscribe(dirs, fullSweepEvery, func(n hubNote, _ fsnotify.Event) {
+	// The callback runs under the hub's lock, from the moment subscribe
+	// releases it: flags only. It is bound to this subscription (self),
+	// so a replaced one cannot clear the new watch; lost catches a watch
+	// that died before this one was marked as trusted.
+	var self atomic.Pointer[watchSub]
+	var lost atomic.Bool
+	sub, err := c.store.hub.subscribe(dirs, fullSweepEvery, func(n hubNote, _ fsnotify.Event) {
 		switch n {
 		case noteTick:
 			c.due.Store(true)
 		case noteDead:
 			c.dirty.Store(true)
-			if c.current.Load() == sub {
+			lost.Store(true)
+			if me := self.Load(); me != nil && c.current.Load() == me {
 				c.watching.Store(false)
 			}
 		default: // an event, or events lost
@@ -233,9 +237,13 @@ func (c *DriftChecker) watch() {
 		c.watchErr = err
 		return
 	}
+	self.Store(sub)
 	c.sub = sub
 	c.current.Store(sub)
 	c.watching.Store(true)
+	if lost.Load() {
+		c.watching.Store(false)
+	}
 }
 
 // Watching reports whether a file-system watch backs the fast path.

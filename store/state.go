@@ -313,7 +313,15 @@ func (w *GenerationWatch) watch() {
 	}
 	stateName, cfgName := filepath.Base(w.store.paths.State()), filepath.Base(w.store.paths.Config())
 	root = filepath.Clean(root)
-	// The callback runs under the hub's lock: flags only.
+	// The callback runs under the hub's lock, from the moment subscribe
+	// releases it: flags only. lost catches a watch that stopped seeing
+	// before it was marked as trusted.
+	var lost atomic.Bool
+	unwatch := func() {
+		lost.Store(true)
+		w.watching.Store(false)
+		w.dirty.Store(true)
+	}
 	sub, err := w.store.hub.subscribe([]string{root}, verifyEvery, func(n hubNote, ev fsnotify.Event) {
 		switch n {
 		case noteTick:
@@ -321,15 +329,13 @@ func (w *GenerationWatch) watch() {
 		case noteLost:
 			w.dirty.Store(true) // an overflow may have lost events
 		case noteDead:
-			w.watching.Store(false)
-			w.dirty.Store(true)
+			unwatch()
 		case noteEvent:
 			switch {
 			case filepath.Clean(ev.Name) == root:
 				// The directory itself went away or moved: the watch
 				// sees nothing more.
-				w.watching.Store(false)
-				w.dirty.Store(true)
+				unwatch()
 			case filepath.Base(ev.Name) == cfgName:
 				w.dirtyCfg.Store(true)
 				w.dirty.Store(true)
@@ -343,6 +349,9 @@ func (w *GenerationWatch) watch() {
 	}
 	w.sub = sub
 	w.watching.Store(true)
+	if lost.Load() {
+		w.watching.Store(false)
+	}
 }
 
 // Watching reports whether a file-system watch backs the fast path.

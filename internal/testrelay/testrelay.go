@@ -98,6 +98,18 @@ func Main() {
 		}
 		return text("flooded"), nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "log-flood", Description: "flood log messages"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		for i := range 1000 {
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "error", Logger: "flood", Data: i})
+		}
+		return text("flooded"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "foreign-progress", Description: "progress under tokens that are not this call's"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		for i, tok := range []any{"client-token", "berth-00000000000000000000000000000000", 7} {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1)})
+		}
+		return text("sent"), nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "log", Description: "log"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		for _, lv := range []mcp.LoggingLevel{"debug", "info", "error"} {
 			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: lv, Logger: "lg\x1b[31m", Data: "message at " + string(lv)})
