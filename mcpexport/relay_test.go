@@ -279,7 +279,18 @@ func TestRelayLogging(t *testing.T) {
 	// The level reaches the server asynchronously.
 	time.Sleep(300 * time.Millisecond)
 	rc.call(t, "log", nil, nil)
-	time.Sleep(200 * time.Millisecond)
+	// The messages arrive as notifications, after the result may have: wait
+	// for the three the test expects (a loaded machine took over 200 ms),
+	// then a little more for any that should not come.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		rc.mu.Lock()
+		n := len(rc.logs)
+		rc.mu.Unlock()
+		if n >= 3 {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	var got []string
