@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -143,13 +142,9 @@ func (c *Cache) addUnsigned(ctx context.Context, name, kind, source string) (*Re
 	if err := c.writeUnsignedCopy(tmp, st, list); err != nil {
 		return nil, err
 	}
-	if err := writePrivate(filepath.Join(tmp, "state.json"), mustJSON(st)); err != nil {
+	if err := c.commitAdd(tmp, name, st); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
-		return nil, err
-	}
-	atomicfile.SyncDir(c.dir)
 	return &RefreshResult{CatalogInfo: c.info(st), Changed: true, Problems: list.problems}, nil
 }
 
@@ -180,7 +175,7 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 			return nil, err
 		}
 	}
-	if err := writePrivate(filepath.Join(dir, "state.json"), mustJSON(st)); err != nil {
+	if err := writeState(dir, st); err != nil {
 		return nil, err
 	}
 	if changed {
