@@ -316,7 +316,7 @@ func (st *state) kind() string {
 // reading only that entry. It never touches the network or writes.
 func (c *Cache) UnsignedEntry(catalog, name string) (*UnsignedPlugin, *CatalogInfo, error) {
 	for attempt := 0; ; attempt++ {
-		st, idx, _, err := c.readIndex(catalog)
+		st, idx, err := c.readIndex(catalog)
 		if err != nil {
 			return nil, nil, err
 		}
