@@ -220,13 +220,9 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	if err != nil {
 		return nil, err
 	}
-	if err := writePrivate(filepath.Join(tmp, "state.json"), mustJSON(st)); err != nil {
+	if err := c.commitAdd(tmp, name, st); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
-		return nil, err
-	}
-	atomicfile.SyncDir(c.dir)
 	return &RefreshResult{CatalogInfo: c.info(st), Changed: true, New: out.catalog, Problems: out.problems}, nil
 }
 
@@ -277,7 +273,7 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if err != nil {
 		return nil, err
 	}
-	if err := writePrivate(filepath.Join(dir, "state.json"), mustJSON(st)); err != nil {
+	if err := writeState(dir, st); err != nil {
 		return nil, err
 	}
 	if out.changed {
@@ -493,6 +489,25 @@ func writeCopy(dir string, files map[string][]byte) error {
 		return err
 	}
 	return atomicfile.SyncDir(filepath.Dir(dir))
+}
+
+// writeState writes st as the state.json of the catalog directory dir.
+func writeState(dir string, st *state) error {
+	return writePrivate(filepath.Join(dir, "state.json"), mustJSON(st))
+}
+
+// commitAdd writes st into tmp, a new catalog's directory made in c.dir,
+// and renames it into place as the catalog name: a crash leaves the
+// catalog absent or whole.
+func (c *Cache) commitAdd(tmp, name string, st *state) error {
+	if err := writeState(tmp, st); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
+		return err
+	}
+	atomicfile.SyncDir(c.dir)
+	return nil
 }
 
 func writePrivate(path string, data []byte) error {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -222,7 +221,7 @@ func readPluginJSON(dir string) (*pluginJSON, error) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("the plugin directory has no .claude-plugin/plugin.json file")
 	}
-	data, err := readLimitedPath(p, maxPluginJSON)
+	data, err := readLimited(p, maxPluginJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -231,22 +230,6 @@ func readPluginJSON(dir string) (*pluginJSON, error) {
 		return nil, fmt.Errorf("its .claude-plugin/plugin.json does not decode: %v", err)
 	}
 	return out, nil
-}
-
-func readLimitedPath(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over the %d-byte limit", p, max)
-	}
-	return data, nil
 }
 
 // ClaudeMarketplaceSource reads where a marketplace.json is: a directory
@@ -322,7 +305,7 @@ func (c *Cache) readClaudeMarketplace(ctx context.Context, name, source string) 
 		}
 	} else {
 		root = marketRoot(source)
-		data, err = readLimitedPath(source, MaxMarketplaceFile)
+		data, err = readLimited(source, MaxMarketplaceFile)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, &SourceRefusedError{Catalog: name, Location: source, Detail: err.Error()}
 		}

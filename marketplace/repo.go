@@ -618,15 +618,11 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 			return nil, err
 		}
 	}
-	unlock, err := lockDir(ctx, r.dir)
+	pub, unlock, err := r.lockLoad(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	pub, err := r.load()
-	if err != nil {
-		return nil, err
-	}
 	cat, err := r.working()
 	if err != nil {
 		return nil, err
@@ -873,15 +869,11 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 	default:
 		return nil, fmt.Errorf("status %q: write active, deprecated, yanked or revoked", status)
 	}
-	unlock, err := lockDir(ctx, r.dir)
+	pub, unlock, err := r.lockLoad(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	pub, err := r.load()
-	if err != nil {
-		return nil, err
-	}
 	cat, err := r.working()
 	if err != nil {
 		return nil, err
@@ -915,15 +907,11 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 // as a curator's cron job does. It needs only the timestamp key, and the
 // snapshot key when the snapshot is due.
 func (r *Repository) Refresh(ctx context.Context) (*PublishResult, error) {
-	unlock, err := lockDir(ctx, r.dir)
+	pub, unlock, err := r.lockLoad(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	pub, err := r.load()
-	if err != nil {
-		return nil, err
-	}
 	now := r.now()
 	left := pub.snapshot.Signed.Expires.Sub(now)
 	due := left < r.exp.Snapshot/2 || pub.snapshot.Signed.Expires.Before(now.Add(r.exp.Timestamp))
@@ -944,15 +932,11 @@ func (r *Repository) Refresh(ctx context.Context) (*PublishResult, error) {
 // catalog's review summary because it was signed: install compares it
 // with the real bundle.
 func (r *Repository) Sign(ctx context.Context) (*PublishResult, error) {
-	unlock, err := lockDir(ctx, r.dir)
+	pub, unlock, err := r.lockLoad(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	pub, err := r.load()
-	if err != nil {
-		return nil, err
-	}
 	cat, err := r.readWorking(true)
 	if err != nil {
 		return nil, err
@@ -1055,6 +1039,21 @@ func writeServed(dir, rel string, data []byte) error {
 }
 
 // lockDir takes the repository's file lock.
+// lockLoad takes the repository's lock and loads its published
+// metadata; the caller calls unlock when it is done.
+func (r *Repository) lockLoad(ctx context.Context) (pub *published, unlock func(), err error) {
+	unlock, err = lockDir(ctx, r.dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err = r.load()
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return pub, unlock, nil
+}
+
 func lockDir(ctx context.Context, dir string) (func(), error) {
 	fl := flock.New(filepath.Join(dir, repoLockFile))
 	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)

@@ -255,7 +255,11 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 	out := &SearchResult{Results: []Result{}, Catalogs: []*CatalogInfo{}}
 	r := newResolver(resolve)
 	for _, name := range names {
-		st, idx, problems, err := c.readIndex(name)
+		st, idx, err := c.readIndex(name)
+		if err != nil {
+			return nil, err
+		}
+		problems, err := c.readProblems(name, st)
 		if err != nil {
 			return nil, err
 		}
@@ -367,12 +371,12 @@ func match(e *indexEntry, text string, words []string) (Match, bool) {
 	return best, true
 }
 
-// readIndex reads a catalog's state, search index and skipped entries.
-func (c *Cache) readIndex(name string) (*state, *index, []*Problem, error) {
+// readIndex reads a catalog's state and search index.
+func (c *Cache) readIndex(name string) (*state, *index, error) {
 	for attempt := 0; ; attempt++ {
 		st, err := c.readState(name)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		dir := filepath.Join(c.dir, name, st.Current)
 		data, err := os.ReadFile(filepath.Join(dir, indexFile))
@@ -380,24 +384,30 @@ func (c *Cache) readIndex(name string) (*state, *index, []*Problem, error) {
 			continue // replaced while we read; read the new state
 		}
 		if err != nil {
-			return nil, nil, nil, c.damaged(name, err)
+			return nil, nil, c.damaged(name, err)
 		}
 		idx, err := parseIndex(data)
 		if err != nil {
-			return nil, nil, nil, c.damaged(name, err)
+			return nil, nil, c.damaged(name, err)
 		}
-		var problems []*Problem
-		if st.Info.Problems > 0 {
-			pdata, err := os.ReadFile(filepath.Join(dir, problemsFile))
-			if err == nil {
-				err = json.Unmarshal(pdata, &problems)
-			}
-			if err != nil {
-				return nil, nil, nil, c.damaged(name, err)
-			}
-		}
-		return st, idx, problems, nil
+		return st, idx, nil
 	}
+}
+
+// readProblems reads the entries the copy st of catalog name skipped.
+func (c *Cache) readProblems(name string, st *state) ([]*Problem, error) {
+	if st.Info.Problems <= 0 {
+		return nil, nil
+	}
+	var problems []*Problem
+	data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, problemsFile))
+	if err == nil {
+		err = json.Unmarshal(data, &problems)
+	}
+	if err != nil {
+		return nil, c.damaged(name, err)
+	}
+	return problems, nil
 }
 
 // ErrNoPlugin is returned when a catalog does not list a plugin.
@@ -426,7 +436,7 @@ func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
 // touches the network or writes.
 func (c *Cache) Plugins(catalog string, names []string) (map[string]*Plugin, *CatalogInfo, error) {
 	for attempt := 0; ; attempt++ {
-		st, idx, _, err := c.readIndex(catalog)
+		st, idx, err := c.readIndex(catalog)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -482,7 +492,7 @@ func (c *Cache) Lookup(name string) ([]string, error) {
 	}
 	var out []string
 	for _, n := range names {
-		_, idx, _, err := c.readIndex(n)
+		_, idx, err := c.readIndex(n)
 		if err != nil {
 			return nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/loopback"
 )
 
 // Source is where a catalog is served from: a directory, a file:// URL,
@@ -60,7 +61,7 @@ func ParseSource(s string) (*Source, error) {
 				return nil, fmt.Errorf("the source %q has no host", s)
 			}
 		case "http":
-			if !isLoopbackHost(u.Hostname()) {
+			if !loopback.IsHost(u.Hostname()) {
 				return nil, fmt.Errorf("the source %q uses plain http, which berth allows only on a loopback address (127.0.0.1, [::1], localhost) for local mirrors; use https", s)
 			}
 		default:
@@ -98,14 +99,6 @@ func (s *Source) String() string {
 		return s.Dir
 	}
 	return s.URL.String()
-}
-
-func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(h)
-	return err == nil && a.Unmap().IsLoopback()
 }
 
 // errNotFound is returned by an opener for a file the source does not

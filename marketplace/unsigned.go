@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -143,13 +142,9 @@ func (c *Cache) addUnsigned(ctx context.Context, name, kind, source string) (*Re
 	if err := c.writeUnsignedCopy(tmp, st, list); err != nil {
 		return nil, err
 	}
-	if err := writePrivate(filepath.Join(tmp, "state.json"), mustJSON(st)); err != nil {
+	if err := c.commitAdd(tmp, name, st); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
-		return nil, err
-	}
-	atomicfile.SyncDir(c.dir)
 	return &RefreshResult{CatalogInfo: c.info(st), Changed: true, Problems: list.problems}, nil
 }
 
@@ -180,7 +175,7 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 			return nil, err
 		}
 	}
-	if err := writePrivate(filepath.Join(dir, "state.json"), mustJSON(st)); err != nil {
+	if err := writeState(dir, st); err != nil {
 		return nil, err
 	}
 	if changed {
@@ -321,7 +316,7 @@ func (st *state) kind() string {
 // reading only that entry. It never touches the network or writes.
 func (c *Cache) UnsignedEntry(catalog, name string) (*UnsignedPlugin, *CatalogInfo, error) {
 	for attempt := 0; ; attempt++ {
-		st, idx, _, err := c.readIndex(catalog)
+		st, idx, err := c.readIndex(catalog)
 		if err != nil {
 			return nil, nil, err
 		}
