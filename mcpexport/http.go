@@ -38,10 +38,8 @@ func ListenAddr(addr string) (string, bool, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	return net.JoinHostPort(host, port), isLoopbackHost(host), nil
+	return net.JoinHostPort(host, port), loopback.IsHost(host), nil
 }
-
-func isLoopbackHost(h string) bool { return loopback.IsHost(h) }
 
 // ReadTokenFile reads the bearer token of the HTTP listeners from path.
 // The file must be a regular file owned by the current user and readable
@@ -196,12 +194,12 @@ func guard(next http.Handler, o *HTTPOptions, transport, source string) http.Han
 		want = sum[:]
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if orig := r.Header.Get("Origin"); orig != "" && !loopbackOrigin(orig) {
+		if orig := r.Header.Get("Origin"); orig != "" && !loopback.IsOrigin(orig) {
 			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q; berth serve accepts only loopback origins", orig), http.StatusForbidden)
 			return
 		}
 		if want == nil {
-			if !arrivedOnLoopback(r) {
+			if !loopback.ArrivedOnLoopback(r) {
 				http.Error(w, "Forbidden: this listener has no token and serves loopback addresses only", http.StatusForbidden)
 				return
 			}
@@ -214,10 +212,6 @@ func guard(next http.Handler, o *HTTPOptions, transport, source string) http.Han
 		next.ServeHTTP(w, r)
 	})
 }
-
-func arrivedOnLoopback(r *http.Request) bool { return loopback.ArrivedOnLoopback(r) }
-
-func loopbackOrigin(o string) bool { return loopback.IsOrigin(o) }
 
 // healthz answers liveness probes without authentication.
 func healthz(w http.ResponseWriter, r *http.Request) {
