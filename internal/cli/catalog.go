@@ -211,7 +211,7 @@ pixels; no SVG).`,
 			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t, OmitReadme: noReadme}
 			if iconFile != "" {
 				if req.Icon, err = readLimitedFile(iconFile, marketplace.MaxIcon); err != nil {
-					return fmt.Errorf("--icon: %w", err)
+					return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, marketplace.MaxIcon)
 				}
 				if err := marketplace.CheckIcon(req.Icon); err != nil {
 					return usagef("--icon %s: %v", iconFile, err)

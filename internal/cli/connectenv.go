@@ -142,7 +142,7 @@ func stagedManifest(st *store.Store, en *store.Enablement) (*bundle.Manifest, er
 	}
 	e, ok := listing.Lookup(bundle.ManifestFile)
 	if !ok {
-		return nil, fmt.Errorf("the staged snapshot has no %s", bundle.ManifestFile)
+		return nil, fmt.Errorf("the staged snapshot %s has no %s; run berth verify", en.Digest, bundle.ManifestFile)
 	}
 	data, err := os.ReadFile(filepath.Join(st.Paths().Snapshot(d), bundle.ManifestFile))
 	if err != nil {

@@ -126,7 +126,7 @@ show mark these entries unsigned. berth install takes one only with
 			if rootFile != "" {
 				data, err := readLimitedFile(rootFile, 512000)
 				if err != nil {
-					return err
+					return fmt.Errorf("--root: %w; pass the catalog's 1.root.json (berth catalog init writes it), or --root-sha256 HEX", err)
 				}
 				pin.Root = data
 			} else {

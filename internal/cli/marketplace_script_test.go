@@ -65,6 +65,12 @@ func serveCmd(ts *testscript.TestScript, neg bool, args []string) {
 	} else {
 		d.srv = httptest.NewServer(h)
 	}
+	registerServed(ts, name, d)
+}
+
+// registerServed records d as the script's server NAME, sets $NAME_URL,
+// and closes and forgets it when the script ends.
+func registerServed(ts *testscript.TestScript, name string, d *servedDir) {
 	servedMu.Lock()
 	served[servedKey(ts, name)] = d
 	servedMu.Unlock()
@@ -135,14 +141,5 @@ func serveRegistryCmd(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		http.ServeFile(w, r, filepath.Join(dir, file))
 	}))
-	servedMu.Lock()
-	served[servedKey(ts, name)] = d
-	servedMu.Unlock()
-	ts.Setenv(strings.ToUpper(name)+"_URL", d.srv.URL)
-	ts.Defer(func() {
-		d.srv.Close()
-		servedMu.Lock()
-		delete(served, servedKey(ts, name))
-		servedMu.Unlock()
-	})
+	registerServed(ts, name, d)
 }

@@ -58,6 +58,22 @@ func lockConstraints(ws string) (map[string]string, error) {
 	return m, nil
 }
 
+// outdatedIn is what outdated and upgrade list: the installed catalog
+// plugins against the constraints of ws's berth.lock, resolved as install
+// resolves (the options are returned for the upgrades themselves).
+func (a *app) outdatedIn(c *marketplace.Cache, st *store.Store, ws string) ([]*marketplace.Outdated, *marketplace.ResolveOptions, error) {
+	cons, err := lockConstraints(ws)
+	if err != nil {
+		return nil, nil, err
+	}
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := c.Outdated(st, cons, ro)
+	return list, ro, err
+}
+
 func (a *app) outdatedCommand() *cobra.Command {
 	var workspace string
 	var asJSON bool
@@ -90,15 +106,7 @@ revoked). berth upgrade installs the newest allowed version.`,
 			if err := a.refreshInstalled(cmd.Context(), c, st, true, true); err != nil {
 				return err
 			}
-			cons, err := lockConstraints(ws)
-			if err != nil {
-				return err
-			}
-			ro, err := a.resolveOptions()
-			if err != nil {
-				return err
-			}
-			list, err := c.Outdated(st, cons, ro)
+			list, _, err := a.outdatedIn(c, st, ws)
 			if err != nil {
 				return err
 			}
@@ -217,15 +225,7 @@ no plugin, and exits 5 when an upgrade is available: a CI freshness gate.`,
 					return err
 				}
 			}
-			cons, err := lockConstraints(ws)
-			if err != nil {
-				return err
-			}
-			ro, err := a.resolveOptions()
-			if err != nil {
-				return err
-			}
-			list, err := c.Outdated(st, cons, ro)
+			list, ro, err := a.outdatedIn(c, st, ws)
 			if err != nil {
 				return err
 			}
