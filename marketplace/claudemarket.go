@@ -221,7 +221,7 @@ func readPluginJSON(dir string) (*pluginJSON, error) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("the plugin directory has no .claude-plugin/plugin.json file")
 	}
-	data, err := readLimited(p, maxPluginJSON)
+	data, err := ReadFileLimited(p, maxPluginJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (c *Cache) readClaudeMarketplace(ctx context.Context, name, source string) 
 		}
 	} else {
 		root = marketRoot(source)
-		data, err = readLimited(source, MaxMarketplaceFile)
+		data, err = ReadFileLimited(source, MaxMarketplaceFile)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, &SourceRefusedError{Catalog: name, Location: source, Detail: err.Error()}
 		}

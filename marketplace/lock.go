@@ -209,7 +209,7 @@ func (l *Lock) Marshal() []byte {
 // (nil, nil).
 func ReadLock(workspace string) (*Lock, error) {
 	p := filepath.Join(workspace, LockFile)
-	data, err := readLimited(p, MaxLockSize)
+	data, err := ReadFileLimited(p, MaxLockSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

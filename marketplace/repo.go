@@ -785,7 +785,7 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 	if e.Size > MaxReadme {
 		return "", &ReadmeError{Source: b.Source, Size: e.Size}
 	}
-	data, err := readLimited(filepath.Join(b.Dir, "README.md"), MaxReadme)
+	data, err := ReadFileLimited(filepath.Join(b.Dir, "README.md"), MaxReadme)
 	if err != nil {
 		return "", err
 	}
@@ -1112,8 +1112,10 @@ func within(child, parent string) bool {
 	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))))
 }
 
-// readLimited reads at most max bytes of path; more is an error.
-func readLimited(path string, max int64) ([]byte, error) {
+// ReadFileLimited reads at most max bytes of path; a longer file is an
+// error that names it and the limit (a catalog file, a signature, an icon:
+// nothing berth reads whole may be of any size).
+func ReadFileLimited(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

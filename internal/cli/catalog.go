@@ -204,13 +204,13 @@ pixels; no SVG).`,
 			if sigFile == "" {
 				sigFile = store.DefaultSignatureFile(source)
 			}
-			sig, err := readLimitedFile(sigFile, trust.MaxSignatureSize)
+			sig, err := marketplace.ReadFileLimited(sigFile, trust.MaxSignatureSize)
 			if err != nil {
 				return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
 			}
 			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t, OmitReadme: noReadme}
 			if iconFile != "" {
-				if req.Icon, err = readLimitedFile(iconFile, marketplace.MaxIcon); err != nil {
+				if req.Icon, err = marketplace.ReadFileLimited(iconFile, marketplace.MaxIcon); err != nil {
 					return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, marketplace.MaxIcon)
 				}
 				if err := marketplace.CheckIcon(req.Icon); err != nil {

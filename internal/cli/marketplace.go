@@ -3,8 +3,6 @@ package cli
 import (
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,7 +122,7 @@ show mark these entries unsigned. berth install takes one only with
 			}
 			var pin marketplace.RootPin
 			if rootFile != "" {
-				data, err := readLimitedFile(rootFile, 512000)
+				data, err := marketplace.ReadFileLimited(rootFile, 512000)
 				if err != nil {
 					return fmt.Errorf("--root: %w; pass the catalog's 1.root.json (berth catalog init writes it), or --root-sha256 HEX", err)
 				}
@@ -235,22 +233,6 @@ func (a *app) printProblems(name string, ps []*marketplace.Problem) []string {
 		fmt.Fprintf(a.stderr, "berth: catalog %s: %d entr(ies) skipped; the rest are listed\n", name, len(ps))
 	}
 	return warnings
-}
-
-func readLimitedFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over the %d-byte limit", path, max)
-	}
-	return data, nil
 }
 
 // printSkipped warns on stderr that a signed catalog skipped n entries,
