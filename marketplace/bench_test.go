@@ -5,20 +5,23 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
 // bigCatalog publishes a generated catalog of n plugins (two versions
 // each, a review summary like a real npx-fetched server's) and adds it.
 func bigCatalog(tb testing.TB, n int) *testEnv {
-	e := newEnv(tb, Expiries{})
+	e := newEnv(tb, repo.Expiries{})
 	s := e.catalogSigner()
 	words := []string{"notes", "git", "weather", "files", "search", "calendar", "mail", "sql", "docs", "slack"}
-	plugins := make([]*Plugin, n)
+	plugins := make([]*catalog.Plugin, n)
 	for i := range plugins {
 		w := words[i%len(words)]
 		plugins[i] = genPlugin(fmt.Sprintf("%s-plugin-%05d", w, i),
 			fmt.Sprintf("A %s tool number %d that does useful things for your workspace", w, i),
-			Tiers[i%3], []string{w, fmt.Sprintf("group-%d", i%50)}, s, "1.0.0", "1.1.0")
+			catalog.Tiers[i%3], []string{w, fmt.Sprintf("group-%d", i%50)}, s, "1.0.0", "1.1.0")
 	}
 	e.publishCatalog(plugins...)
 	e.addCatalog()
@@ -46,7 +49,7 @@ func BenchmarkSearch10k(b *testing.B) {
 // what they should. Its speed (the contract: under 50 ms) is
 // BenchmarkSearch10k's to measure, not a test's.
 func TestSearch10k(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() {
 		t.Skip("builds a 10,000-plugin catalog: not with -short or -race")
 	}
 	e := bigCatalog(t, 10000)
@@ -83,7 +86,7 @@ func BenchmarkAdd10k(b *testing.B) {
 // timestamp, nothing else.
 func TestRefresh10kFetchesOnlyTimestamp(t *testing.T) {
 	n := 10000
-	if testing.Short() || raceEnabled {
+	if testing.Short() {
 		n = 500 // the requests do not depend on the size
 	}
 	e := bigCatalog(t, n)
@@ -100,7 +103,7 @@ func TestRefresh10kFetchesOnlyTimestamp(t *testing.T) {
 		t.Errorf("an unchanged refresh fetched %v (changed %v)", got, r.Changed)
 	}
 	// One change: the new timestamp, snapshot, targets and catalog.
-	e.repo().SetStatus(e.ctx, "notes-plugin-00000", "1.0.0", StatusYanked, "broken", "")
+	e.repo().SetStatus(e.ctx, "notes-plugin-00000", "1.0.0", catalog.StatusYanked, "broken", "")
 	e.takeRequests()
 	if _, err := e.refresh(); err != nil {
 		t.Fatal(err)

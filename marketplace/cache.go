@@ -24,6 +24,8 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
 
 // Cache is the operator's verified copy of every catalog they added, in
@@ -191,7 +193,7 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	root := pin.Root
 	if root == nil {
 		want := strings.ToLower(strings.TrimPrefix(pin.SHA256, "sha256:"))
-		if !hex64.MatchString("sha256:" + want) {
+		if !textio.IsSHA256("sha256:" + want) {
 			return nil, fmt.Errorf("the pinned sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", pin.SHA256)
 		}
 		o := src.opener(&c.o.Source)
@@ -233,9 +235,9 @@ type RefreshResult struct {
 	Changed bool `json:"changed"`
 	// Old and New are the catalog before and after (equal when nothing
 	// changed); a caller compares them for revocations.
-	Old, New *Catalog `json:"-"`
+	Old, New *catalog.Catalog `json:"-"`
 	// Problems are the entries of the new catalog that were skipped.
-	Problems []*Problem `json:"problems,omitempty"`
+	Problems []*catalog.Problem `json:"problems,omitempty"`
 }
 
 // Refresh runs a full TUF update of the catalog name against its source:
@@ -286,13 +288,13 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 // read only when something changed.
 type baseline struct {
 	dir     string
-	catalog *Catalog
+	catalog *catalog.Catalog
 }
 
 type updateOutcome struct {
 	changed  bool
-	catalog  *Catalog
-	problems []*Problem
+	catalog  *catalog.Catalog
+	problems []*catalog.Problem
 }
 
 // update runs the TUF client workflow with go-tuf's Updater and, when the
@@ -341,30 +343,30 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		// Nothing new was verified: the copy stays as it is.
 		return &updateOutcome{}, nil
 	}
-	ti, err := up.GetTargetInfo(CatalogTarget)
+	ti, err := up.GetTargetInfo(catalog.TargetName)
 	if err != nil {
-		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: "targets.json", Detail: "the signed targets list no " + CatalogTarget + "; this is not a berth catalog", Err: err}
+		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: "targets.json", Detail: "the signed targets list no " + catalog.TargetName + "; this is not a berth catalog", Err: err}
 	}
-	if ti.Length > MaxCatalogSize {
-		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: CatalogTarget, Detail: fmt.Sprintf("the catalog is %d bytes, over the limit of %d", ti.Length, MaxCatalogSize)}
+	if ti.Length > catalog.MaxSize {
+		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: catalog.TargetName, Detail: fmt.Sprintf("the catalog is %d bytes, over the limit of %d", ti.Length, catalog.MaxSize)}
 	}
 	var catData []byte
 	if base != nil {
-		if local, err := os.ReadFile(filepath.Join(base.dir, CatalogTarget)); err == nil && ti.VerifyLengthHashes(local) == nil {
+		if local, err := os.ReadFile(filepath.Join(base.dir, catalog.TargetName)); err == nil && ti.VerifyLengthHashes(local) == nil {
 			catData = local
 		}
 	}
 	if catData == nil {
-		f.last = "targets/" + CatalogTarget
+		f.last = "targets/" + catalog.TargetName
 		_, data, err := up.DownloadTarget(ti, filepath.Join(localDir, ".target"), "catalog:/targets/")
 		if err != nil {
 			return nil, classify(st.Name, f.last, err)
 		}
 		catData = data
 	}
-	cat, problems, spans, err := parseCatalog(catData)
+	cat, problems, spans, err := catalog.ParseIndexed(catData)
 	if err != nil {
-		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: CatalogTarget, Detail: err.Error(), Err: err}
+		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: catalog.TargetName, Detail: err.Error(), Err: err}
 	}
 	if base != nil {
 		old, err := c.readCatalog(base.dir)
@@ -393,7 +395,7 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 	out := &updateOutcome{catalog: cat, problems: problems}
 	// Collect the exact bytes of every trusted role: the downloaded file
 	// when the update took a new one, the baseline's otherwise.
-	files := map[string][]byte{CatalogTarget: catData}
+	files := map[string][]byte{catalog.TargetName: catData}
 	pick := func(role, fetched string, version int64) error {
 		data, ok := f.got[fetched]
 		if !ok || versionOf(data) != version {
@@ -427,9 +429,9 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 	}
 	files[indexFile] = buildIndex(cat, spans).marshal()
 	if problems == nil {
-		problems = []*Problem{}
+		problems = []*catalog.Problem{}
 	}
-	files[problemsFile] = mustJSON(problems)
+	files[problemsFile] = textio.MustJSON(problems)
 	gen := fmt.Sprintf("v-%d-%s", info.TimestampVersion, randomHex(4))
 	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
 		return nil, err
@@ -456,7 +458,7 @@ func versionOf(data []byte) int64 {
 
 // checkImmutable refuses a catalog that gives a version it listed before a
 // different digest.
-func checkImmutable(name string, old, cat *Catalog) error {
+func checkImmutable(name string, old, cat *catalog.Catalog) error {
 	for _, np := range cat.Plugins {
 		op := old.Plugin(np.Name)
 		if op == nil {
@@ -464,7 +466,7 @@ func checkImmutable(name string, old, cat *Catalog) error {
 		}
 		for _, nv := range np.Versions {
 			if ov := op.Version(nv.Version); ov != nil && ov.Digest != nv.Digest {
-				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: CatalogTarget,
+				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: catalog.TargetName,
 					Detail: fmt.Sprintf("%s %s was published with digest %s and is now listed with %s", np.Name, nv.Version, ov.Digest, nv.Digest)}
 			}
 		}
@@ -493,7 +495,7 @@ func writeCopy(dir string, files map[string][]byte) error {
 
 // writeState writes st as the state.json of the catalog directory dir.
 func writeState(dir string, st *state) error {
-	return writePrivate(filepath.Join(dir, "state.json"), mustJSON(st))
+	return writePrivate(filepath.Join(dir, "state.json"), textio.MustJSON(st))
 }
 
 // commitAdd writes st into tmp, a new catalog's directory made in c.dir,
@@ -514,12 +516,11 @@ func writePrivate(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, 0o600)
 }
 
-func mustJSON(v any) []byte {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(err)
-	}
-	return append(data, '\n')
+// ReadFileLimited reads at most max bytes of path; a longer file is an
+// error that names it and the limit (a catalog file, a signature, an icon:
+// nothing berth reads whole may be of any size).
+func ReadFileLimited(path string, max int64) ([]byte, error) {
+	return textio.ReadFileLimited(path, max)
 }
 
 func randomHex(n int) string {
@@ -637,12 +638,12 @@ func (c *Cache) damaged(name string, err error) error {
 	return fmt.Errorf("the cached copy of catalog %s in %s is damaged (%v); remove it and add it again (berth marketplace remove %s, then berth marketplace add)", name, filepath.Join(c.dir, name), err, name)
 }
 
-func (c *Cache) readCatalog(dir string) (*Catalog, error) {
-	data, err := os.ReadFile(filepath.Join(dir, CatalogTarget))
+func (c *Cache) readCatalog(dir string) (*catalog.Catalog, error) {
+	data, err := os.ReadFile(filepath.Join(dir, catalog.TargetName))
 	if err != nil {
 		return nil, err
 	}
-	cat, _, err := ParseCatalog(data)
+	cat, _, err := catalog.Parse(data)
 	return cat, err
 }
 
@@ -682,8 +683,8 @@ func (c *Cache) requestContext(ctx context.Context) (context.Context, context.Ca
 // network.
 type Loaded struct {
 	*CatalogInfo
-	Catalog  *Catalog
-	Problems []*Problem
+	Catalog  *catalog.Catalog
+	Problems []*catalog.Problem
 }
 
 // Load reads the verified copy of catalog name: the whole catalog (show
@@ -697,14 +698,14 @@ func (c *Cache) Load(name string) (*Loaded, error) {
 		if st.Kind != "" {
 			return nil, fmt.Errorf("%w: catalog %s is an unsigned %s source, which has no signed catalog to load", ErrUnsignedSource, name, st.Kind)
 		}
-		data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, CatalogTarget))
+		data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, catalog.TargetName))
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			continue // replaced by two refreshes while we read; read again
 		}
 		if err != nil {
 			return nil, c.damaged(name, err)
 		}
-		cat, ps, err := ParseCatalog(data)
+		cat, ps, err := catalog.Parse(data)
 		if err != nil {
 			return nil, c.damaged(name, err)
 		}

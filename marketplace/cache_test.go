@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
 func openBundle(t testing.TB, src string) *bundle.Bundle {
@@ -22,7 +24,7 @@ func openBundle(t testing.TB, src string) *bundle.Bundle {
 }
 
 func TestPublishAndRefresh(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	res := e.publish("acme-notes", "1.0.0")
 	if !res.NewPlugin || res.Publish.TargetsVersion != 2 || res.Publish.TimestampVersion != 2 {
 		t.Fatalf("first add: %+v %+v", res, res.Publish)
@@ -63,7 +65,7 @@ func TestPublishAndRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := l.Catalog.Plugin("acme-notes")
-	if p == nil || len(p.Versions) != 2 || p.Tier != TierCommunity || !slices.Equal(p.Tags, []string{"notes"}) {
+	if p == nil || len(p.Versions) != 2 || p.Tier != catalog.TierCommunity || !slices.Equal(p.Tags, []string{"notes"}) {
 		t.Fatalf("loaded: %+v", p)
 	}
 	if len(p.Signers) != 1 || p.Signers[0].Kind != "key" {
@@ -71,7 +73,7 @@ func TestPublishAndRefresh(t *testing.T) {
 	}
 	// The archive was copied in and matches.
 	v := p.Version("1.1.0")
-	if msg := checkServedFile(e.repoDir, v.URLs[0], v.Archive.Size, v.Archive.SHA256); msg != "" {
+	if msg := repo.checkServedFile(e.repoDir, v.URLs[0], v.Archive.Size, v.Archive.SHA256); msg != "" {
 		t.Error(msg)
 	}
 
@@ -89,7 +91,7 @@ func TestPublishAndRefresh(t *testing.T) {
 }
 
 func TestAddPinnedByRootFile(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	src, _ := ParseSource("file://" + e.repoDir)
 	root := e.read("1.root.json")
@@ -103,12 +105,12 @@ func TestAddPinnedByRootFile(t *testing.T) {
 }
 
 func TestAddWrongPin(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	src, _ := ParseSource(e.repoDir)
 	_, err := e.cache.Add(e.ctx, "acme", src, RootPin{SHA256: strings.Repeat("ab", 32)})
 	wantKind(t, err, KindRootPin)
 	// Another catalog's root is refused: its keys did not sign this one.
-	other := newEnv(t, Expiries{})
+	other := newEnv(t, repo.Expiries{})
 	_, err = e.cache.Add(e.ctx, "acme", src, RootPin{Root: other.read("1.root.json")})
 	wantKind(t, err, KindBadSignature)
 	if names, _ := e.cache.Names(); len(names) != 0 {
@@ -117,7 +119,7 @@ func TestAddWrongPin(t *testing.T) {
 }
 
 func TestStaleCopy(t *testing.T) {
-	e := newEnv(t, Expiries{Timestamp: time.Hour})
+	e := newEnv(t, repo.Expiries{Timestamp: time.Hour})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	e.clk.advance(2 * time.Hour)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -16,8 +18,8 @@ import (
 
 func TestParseCatalogLenient(t *testing.T) {
 	s := (&testEnv{t: t}).catalogSigner()
-	good := genPlugin("good", "Fine", TierCommunity, nil, s, "1.0.0")
-	bad := genPlugin("bad-digest", "Broken", TierCommunity, nil, s, "1.0.0")
+	good := genPlugin("good", "Fine", catalog.TierCommunity, nil, s, "1.0.0")
+	bad := genPlugin("bad-digest", "Broken", catalog.TierCommunity, nil, s, "1.0.0")
 	bad.Versions[0].Digest = "md5:1234"
 	raw, _ := json.Marshal(good)
 	badRaw, _ := json.Marshal(bad)
@@ -27,7 +29,7 @@ func TestParseCatalogLenient(t *testing.T) {
 		`42,` +
 		string(raw) +
 		`]}`
-	cat, ps, err := ParseCatalog([]byte(doc))
+	cat, ps, err := catalog.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +37,11 @@ func TestParseCatalogLenient(t *testing.T) {
 		t.Fatalf("plugins: %v", cat.Plugins)
 	}
 	want := map[string]string{
-		"bad-digest": RuleVersionDigest,
-		"typo":       RuleEntrySyntax,
-		"#3":         RuleEntrySyntax,
-		"good":       RuleEntryDuplicate,
-		"<warning>":  RuleCatalogField,
+		"bad-digest": catalog.RuleVersionDigest,
+		"typo":       catalog.RuleEntrySyntax,
+		"#3":         catalog.RuleEntrySyntax,
+		"good":       catalog.RuleEntryDuplicate,
+		"<warning>":  catalog.RuleCatalogField,
 	}
 	got := map[string]string{}
 	for _, p := range ps {
@@ -65,8 +67,8 @@ func TestParseCatalogLenient(t *testing.T) {
 
 func TestParseCatalogUnreadable(t *testing.T) {
 	for _, doc := range []string{``, `[]`, `null`, `{"plugins": []}`, `{"catalogVersion": 2, "plugins": []}`, `{"catalogVersion": 1}`, `{"catalogVersion": 1, "plugins": {}}`, "\xff"} {
-		_, _, err := ParseCatalog([]byte(doc))
-		if !errors.Is(err, ErrCatalogFormat) {
+		_, _, err := catalog.Parse([]byte(doc))
+		if !errors.Is(err, catalog.ErrFormat) {
 			t.Errorf("%q: %v", doc, err)
 		}
 	}
@@ -74,12 +76,12 @@ func TestParseCatalogUnreadable(t *testing.T) {
 
 func TestCheckLocation(t *testing.T) {
 	for _, ok := range []string{"bundles/a/1.0.0/a-1.0.0.tar.gz", "https://cdn.example/a.tgz", "a.zip"} {
-		if err := CheckLocation(ok); err != nil {
+		if err := catalog.CheckLocation(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "../a.tgz", "/etc/passwd", "a/../../b", "http://cdn.example/a", "https://u:p@cdn.example/a", "a\\b", "a?x=1", "file:///etc/passwd", "./a", "a//b", "https://cdn.example/a#x"} {
-		if err := CheckLocation(bad); err == nil {
+		if err := catalog.CheckLocation(bad); err == nil {
 			t.Errorf("%q is accepted", bad)
 		}
 	}
@@ -95,11 +97,11 @@ func TestSignerCheck(t *testing.T) {
 	if err := wrong.check(); err == nil || !strings.Contains(err.Error(), "is not that of the publicKey") {
 		t.Errorf("a fingerprint that does not match: %v", err)
 	}
-	id := &Signer{Kind: trust.KindIdentity, Issuer: "https://token.actions.githubusercontent.com", SAN: "https://github.com/acme/notes/.github/workflows/release.yml@refs/heads/main"}
+	id := &catalog.Signer{Kind: trust.KindIdentity, Issuer: "https://token.actions.githubusercontent.com", SAN: "https://github.com/acme/notes/.github/workflows/release.yml@refs/heads/main"}
 	if err := id.check(); err != nil {
 		t.Error(err)
 	}
-	if (&Signer{Kind: trust.KindIdentity, Issuer: "http://x"}).check() == nil {
+	if (&catalog.Signer{Kind: trust.KindIdentity, Issuer: "http://x"}).check() == nil {
 		t.Error("an identity without https issuer and san is accepted")
 	}
 	if !id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: id.SAN}) || id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: "other"}) {
@@ -109,12 +111,12 @@ func TestSignerCheck(t *testing.T) {
 
 func TestDiffAuthority(t *testing.T) {
 	s := (&testEnv{t: t}).catalogSigner()
-	from := genPlugin("x", "d", TierCommunity, nil, s, "1.0.0").Versions[0].Summary
-	to := genPlugin("x", "d", TierCommunity, nil, s, "1.1.0").Versions[0].Summary
-	to.Servers[0].Stdio.Env = append(to.Servers[0].Stdio.Env, EnvSource{Name: "AWS_SECRET", FromEnv: "AWS_SECRET_ACCESS_KEY"})
+	from := genPlugin("x", "d", catalog.TierCommunity, nil, s, "1.0.0").Versions[0].Summary
+	to := genPlugin("x", "d", catalog.TierCommunity, nil, s, "1.1.0").Versions[0].Summary
+	to.Servers[0].Stdio.Env = append(to.Servers[0].Stdio.Env, catalog.EnvSource{Name: "AWS_SECRET", FromEnv: "AWS_SECRET_ACCESS_KEY"})
 	to.Servers[0].Tools.Deny = []string{"delete_*"}
-	to.Servers = append(to.Servers, SummaryServer{Name: "cloud", Kind: "remote", Remote: &SummaryRemote{Endpoint: "https://mcp.evil.example/", Transport: "streamable-http", Headers: []EnvSource{}, Hosts: []string{"mcp.evil.example"}}})
-	to.Tools = []Tool{{Server: "main", Name: "exfiltrate", Description: "sends your files"}}
+	to.Servers = append(to.Servers, catalog.SummaryServer{Name: "cloud", Kind: "remote", Remote: &catalog.SummaryRemote{Endpoint: "https://mcp.evil.example/", Transport: "streamable-http", Headers: []catalog.EnvSource{}, Hosts: []string{"mcp.evil.example"}}})
+	to.Tools = []catalog.Tool{{Server: "main", Name: "exfiltrate", Description: "sends your files"}}
 	d := DiffAuthority("1.0.0", &from, "1.1.0", &to)
 	if !d.Grows() {
 		t.Fatal("an upgrade that adds a server and a secret does not grow authority")
@@ -154,17 +156,17 @@ func TestDiffAuthority(t *testing.T) {
 
 func TestLockRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	if l, err := ReadLock(dir); l != nil || err != nil {
+	if l, err := lock.Read(dir); l != nil || err != nil {
 		t.Fatalf("missing lock: %v %v", l, err)
 	}
 	id := strings.Repeat("ab", 32)
-	l := &Lock{LockVersion: 1}
-	l.Set(LockPlugin{Name: "zeta", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64), Signer: LockSigner{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}, Catalog: LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
-	l.Set(LockPlugin{Name: "alpha", Version: "2.0.0-rc.1", Constraint: "^2.0.0-0", Digest: "sha256:" + strings.Repeat("3", 64), Signer: LockSigner{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"}, Catalog: LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
-	if err := WriteLock(dir, l); err != nil {
+	l := &lock.Lock{LockVersion: 1}
+	l.Set(lock.Plugin{Name: "zeta", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64), Signer: lock.Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}, Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
+	l.Set(lock.Plugin{Name: "alpha", Version: "2.0.0-rc.1", Constraint: "^2.0.0-0", Digest: "sha256:" + strings.Repeat("3", 64), Signer: lock.Signer{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"}, Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
+	if err := lock.Write(dir, l); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadLock(dir)
+	got, err := lock.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestLockRoundTrip(t *testing.T) {
 	if p, ok := got.Plugin("zeta"); !ok || p.Catalog.TargetsVersion != 7 || !p.Signer.Matches(&store.SignerRef{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}) {
 		t.Errorf("zeta: %+v", p)
 	}
-	fi, _ := os.Stat(filepath.Join(dir, LockFile))
+	fi, _ := os.Stat(filepath.Join(dir, lock.File))
 	if fi.Mode().Perm() != 0o644 {
 		t.Errorf("berth.lock has mode %o", fi.Mode().Perm())
 	}
@@ -184,18 +186,18 @@ func TestLockRoundTrip(t *testing.T) {
 		`{"lockVersion": 1, "plugins": [], "x": 1}`: "unknown field",
 		`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`: "must be a plugin name",
 	} {
-		_, err := ParseLock([]byte(doc))
-		if !errors.Is(err, ErrInvalidLock) || !strings.Contains(err.Error(), want) {
+		_, err := lock.Parse([]byte(doc))
+		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", doc, err)
 		}
 	}
-	_, err = ParseLock([]byte(`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`))
+	_, err = lock.Parse([]byte(`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`))
 	for _, want := range []string{"digest", "fingerprint", "catalog", "rootKeyIDs is empty", "targetsVersion"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the lock error does not mention %s: %v", want, err)
 		}
 	}
-	if err := WriteLock(dir, &Lock{Plugins: []LockPlugin{{Name: "x"}}}); err == nil {
+	if err := lock.Write(dir, &lock.Lock{Plugins: []lock.Plugin{{Name: "x"}}}); err == nil {
 		t.Error("an invalid lock was written")
 	}
 }
@@ -216,11 +218,11 @@ func TestSummaryDisclosureSameWords(t *testing.T) {
 			defer b.Close()
 			d := review.New(b)
 			man := b.Manifest
-			p := &Plugin{Name: man.Name, Description: man.Description, License: man.License, Homepage: man.Homepage}
+			p := &catalog.Plugin{Name: man.Name, Description: man.Description, License: man.License, Homepage: man.Homepage}
 			if man.Publisher != nil {
-				p.Publisher = &Publisher{Name: man.Publisher.Name, URL: man.Publisher.URL}
+				p.Publisher = &catalog.Publisher{Name: man.Publisher.Name, URL: man.Publisher.URL}
 			}
-			v := &Version{Version: man.Version, Digest: b.Digest, Summary: NewSummary(d)}
+			v := &catalog.Version{Version: man.Version, Digest: b.Digest, Summary: catalog.NewSummary(d)}
 			if man.Requires != nil {
 				v.RequiresBerth = man.Requires.Berth
 			}

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -85,7 +87,7 @@ func TestClaudeMarketplace(t *testing.T) {
 	// A symlinked plugin directory that leads outside is refused too.
 	data, _ := os.ReadFile(filepath.Join(dir, ".claude-plugin", "marketplace.json"))
 	linked := strings.Replace(string(data), `{"name": "renamed", "source": "./plugins/acme-db"}`, `{"name": "acme-db-linked", "source": "./plugins/linked"}`, 1)
-	if _, ps, err := ParseClaudeMarketplace([]byte(linked), dir); err != nil || !strings.Contains(problemsText(ps), "leads outside the marketplace") {
+	if _, ps, err := foreign.ParseClaudeMarketplace([]byte(linked), dir); err != nil || !strings.Contains(problemsText(ps), "leads outside the marketplace") {
 		t.Errorf("symlink: %v %s", err, problemsText(ps))
 	}
 
@@ -136,7 +138,7 @@ func TestClaudeMarketplace(t *testing.T) {
 	}
 }
 
-func problemsText(ps []*Problem) string {
+func problemsText(ps []*catalog.Problem) string {
 	var b strings.Builder
 	for _, p := range ps {
 		b.WriteString(p.String() + "\n")

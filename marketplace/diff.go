@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -47,12 +48,12 @@ func (d *AuthorityDiff) Grows() bool {
 // removed, programs, argv, fetched packages, environment sources, network
 // endpoints and hosts, credentials, tool filters, native tools, and listed
 // tools added or changed.
-func DiffAuthority(fromVersion string, from *Summary, toVersion string, to *Summary) *AuthorityDiff {
+func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, to *catalog.Summary) *AuthorityDiff {
 	d := &AuthorityDiff{From: fromVersion, To: toVersion, Changes: []AuthorityChange{}}
 	add := func(area, subject, change, old, new string) {
 		d.Changes = append(d.Changes, AuthorityChange{Area: area, Subject: subject, Change: change, Old: old, New: new, Grows: change != "removed"})
 	}
-	fs, ts := map[string]SummaryServer{}, map[string]SummaryServer{}
+	fs, ts := map[string]catalog.SummaryServer{}, map[string]catalog.SummaryServer{}
 	for _, s := range from.Servers {
 		fs[s.Name] = s
 	}
@@ -95,7 +96,7 @@ func DiffAuthority(fromVersion string, from *Summary, toVersion string, to *Summ
 			add("tool-filter", n, "changed", describeFilter(f.Tools), describeFilter(t.Tools))
 		}
 	}
-	fn, tn := map[string]SummaryNativeTool{}, map[string]SummaryNativeTool{}
+	fn, tn := map[string]catalog.SummaryNativeTool{}, map[string]catalog.SummaryNativeTool{}
 	for _, x := range from.NativeTools {
 		fn[x.Name] = x
 	}
@@ -114,7 +115,7 @@ func DiffAuthority(fromVersion string, from *Summary, toVersion string, to *Summ
 			add("native-tool", n, "changed", f.Executable+" sha256 "+f.SHA256, t.Executable+" sha256 "+t.SHA256)
 		}
 	}
-	ft, tt := map[string]Tool{}, map[string]Tool{}
+	ft, tt := map[string]catalog.Tool{}, map[string]catalog.Tool{}
 	for _, x := range from.Tools {
 		ft[x.Server+"__"+x.Name] = x
 	}
@@ -149,7 +150,7 @@ func setDiff(add func(area, subject, change, old, new string), area, subject str
 	}
 }
 
-func fetches(fs []Fetch) []string {
+func fetches(fs []catalog.Fetch) []string {
 	out := []string{}
 	for _, f := range fs {
 		out = append(out, f.Package+" with "+f.Tool+" from "+f.Registry)
@@ -157,7 +158,7 @@ func fetches(fs []Fetch) []string {
 	return out
 }
 
-func envs(es []EnvSource) []string {
+func envs(es []catalog.EnvSource) []string {
 	out := []string{}
 	for _, e := range es {
 		out = append(out, e.Name+" from $"+e.FromEnv)
@@ -165,7 +166,7 @@ func envs(es []EnvSource) []string {
 	return out
 }
 
-func credentials(r *SummaryRemote) []string {
+func credentials(r *catalog.SummaryRemote) []string {
 	out := []string{}
 	if r.BearerFromEnv != "" {
 		out = append(out, "bearer token from $"+r.BearerFromEnv)
@@ -176,7 +177,7 @@ func credentials(r *SummaryRemote) []string {
 	return out
 }
 
-func describeServer(s SummaryServer) string {
+func describeServer(s catalog.SummaryServer) string {
 	switch {
 	case s.Stdio != nil:
 		return "local server running " + describeProgram(s.Stdio)
@@ -186,7 +187,7 @@ func describeServer(s SummaryServer) string {
 	return s.Kind + " server"
 }
 
-func describeProgram(x *SummaryStdio) string {
+func describeProgram(x *catalog.SummaryStdio) string {
 	s := x.Command + " (" + x.Program
 	if x.SHA256 != "" {
 		s += ", sha256 " + x.SHA256
@@ -194,7 +195,7 @@ func describeProgram(x *SummaryStdio) string {
 	return s + ")"
 }
 
-func describeFilter(f ToolFilter) string {
+func describeFilter(f catalog.ToolFilter) string {
 	switch {
 	case len(f.Allow) == 0 && len(f.Deny) == 0:
 		return "all tools"
@@ -208,7 +209,7 @@ func describeFilter(f ToolFilter) string {
 	return s
 }
 
-func describeTool(t Tool) string {
+func describeTool(t catalog.Tool) string {
 	s := t.Description
 	if a := t.Annotations; a != nil {
 		var hints []string

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -62,7 +63,7 @@ func (d *Downloaded) Close() error {
 // runs the trust pipeline, then CheckBundle. A download whose bytes differ
 // from the catalog is a *VerifyError (exit 4) after every URL was tried;
 // unreachable URLs only are a NetworkError.
-func (c *Cache) Download(ctx context.Context, name string, v *Version, opts *DownloadOptions) (*Downloaded, error) {
+func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, opts *DownloadOptions) (*Downloaded, error) {
 	o := DownloadOptions{}
 	if opts != nil {
 		o = *opts
@@ -143,7 +144,7 @@ func (c *Cache) Download(ctx context.Context, name string, v *Version, opts *Dow
 
 // fetchChecked streams loc into path, refusing more than a.Size bytes and
 // checking size and sha256 at the end.
-func fetchChecked(ctx context.Context, op opener, loc, path string, a Archive, progress func(done, total int64)) (err error) {
+func fetchChecked(ctx context.Context, op opener, loc, path string, a catalog.Archive, progress func(done, total int64)) (err error) {
 	rc, err := op.open(ctx, loc)
 	if err != nil {
 		var nf *errNotFound
@@ -204,7 +205,7 @@ func fetchChecked(ctx context.Context, op opener, loc, path string, a Archive, p
 // version: the digest of its canonical listing, and its review against
 // the catalog's review summary (a *SummaryMismatchError when they
 // differ). Both wrap trust.ErrUntrusted.
-func CheckBundle(name string, v *Version, b *bundle.Bundle) error {
+func CheckBundle(name string, v *catalog.Version, b *bundle.Bundle) error {
 	if b.Manifest == nil || b.Manifest.Name != name || b.Manifest.Version != v.Version {
 		got := "no manifest"
 		if b.Manifest != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -41,7 +42,7 @@ type testEnv struct {
 	repoDir  string
 	keyDir   string
 	clk      *clock
-	init     *InitResult
+	init     *repo.InitResult
 	pubKey   []byte // publisher private key (PEM)
 	pubPEM   []byte // and its public key
 	verifier *trust.Verifier
@@ -50,12 +51,12 @@ type testEnv struct {
 	mu       sync.Mutex
 }
 
-func newEnv(t testing.TB, exp Expiries) *testEnv {
+func newEnv(t testing.TB, exp repo.Expiries) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	e := &testEnv{t: t, ctx: context.Background(), dir: dir, repoDir: filepath.Join(dir, "repo"), keyDir: filepath.Join(dir, "keys"),
 		clk: &clock{t: time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)}}
-	res, err := InitRepository(e.ctx, e.repoDir, e.keyDir, &RepoOptions{Name: "acme", Expiries: exp, Now: e.clk.now})
+	res, err := repo.Init(e.ctx, e.repoDir, e.keyDir, &repo.Options{Name: "acme", Expiries: exp, Now: e.clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +92,9 @@ func (e *testEnv) takeRequests() []string {
 	return r
 }
 
-func (e *testEnv) repo() *Repository {
+func (e *testEnv) repo() *repo.Repository {
 	e.t.Helper()
-	r, err := OpenRepository(e.repoDir, e.keyDir, &RepoOptions{Now: e.clk.now})
+	r, err := repo.Open(e.repoDir, e.keyDir, &repo.Options{Now: e.clk.now})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func (e *testEnv) sign(dir string) []byte {
 }
 
 // publish adds name@version to the repository.
-func (e *testEnv) publish(name, version string) *AddResult {
+func (e *testEnv) publish(name, version string) *repo.AddResult {
 	e.t.Helper()
 	dir, sig := e.bundle(name, version, "")
-	res, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, Tags: []string{"notes"}})
+	res, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, Tags: []string{"notes"}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

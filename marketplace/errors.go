@@ -114,23 +114,23 @@ func (e *VerifyError) Unwrap() []error {
 // classify turns an error of a TUF update into a VerifyError or a network
 // error. last is the file the update was fetching or checking when it
 // failed.
-func classify(catalog, last string, err error) error {
+func classify(catName, last string, err error) error {
 	var ne *NetworkError
 	if errors.As(err, &ne) {
-		return fmt.Errorf("catalog %s: %w; nothing changed, the cached copy (if any) stays: check your network connection or the source, and try again", catalog, err)
+		return fmt.Errorf("catalog %s: %w; nothing changed, the cached copy (if any) stays: check your network connection or the source, and try again", catName, err)
 	}
 	var nf *errNotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("catalog %s: the source has no %s, which the catalog's metadata needs (%w); check that the source is the directory or URL that holds root.json and timestamp.json, and that the curator's copy is complete", catalog, nf.loc, ErrNetwork)
+		return fmt.Errorf("catalog %s: the source has no %s, which the catalog's metadata needs (%w); check that the source is the directory or URL that holds root.json and timestamp.json, and that the curator's copy is complete", catName, nf.loc, ErrNetwork)
 	}
 	var httpErr *metadata.ErrDownloadHTTP
 	if errors.As(err, &httpErr) && httpErr.StatusCode == 404 {
-		return fmt.Errorf("catalog %s: the source has no %s, which the catalog's metadata needs (%w); check that the source is the directory or URL that holds root.json and timestamp.json, and that the curator's copy is complete", catalog, httpErr.URL, ErrNetwork)
+		return fmt.Errorf("catalog %s: the source has no %s, which the catalog's metadata needs (%w); check that the source is the directory or URL that holds root.json and timestamp.json, and that the curator's copy is complete", catName, httpErr.URL, ErrNetwork)
 	}
 	if errors.As(err, &httpErr) {
-		return fmt.Errorf("catalog %s: the source answered HTTP %d for %s (%w); try again later, or check the source", catalog, httpErr.StatusCode, last, ErrNetwork)
+		return fmt.Errorf("catalog %s: the source answered HTTP %d for %s (%w); try again later, or check the source", catName, httpErr.StatusCode, last, ErrNetwork)
 	}
-	ve := &VerifyError{Catalog: catalog, File: last, Err: err, Detail: strings.TrimSpace(stripTUFPrefix(err.Error()))}
+	ve := &VerifyError{Catalog: catName, File: last, Err: err, Detail: strings.TrimSpace(stripTUFPrefix(err.Error()))}
 	msg := err.Error()
 	switch {
 	case errors.Is(err, &metadata.ErrEqualVersionNumber{}):

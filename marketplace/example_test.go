@@ -22,7 +22,7 @@ func Example() {
 
 	// Curator: the repository and its keys (kept outside what is served).
 	repo := filepath.Join(dir, "repo")
-	res, err := marketplace.InitRepository(ctx, repo, filepath.Join(dir, "keys"), &marketplace.RepoOptions{Name: "acme"})
+	res, err := repo.Init(ctx, repo, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"})
 	if err != nil {
 		log.Fatal(err)
 	}

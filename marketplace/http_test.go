@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -31,7 +33,7 @@ func httpsCatalog(t *testing.T, e *testEnv, h http.Handler) (*httptest.Server, *
 }
 
 func TestHTTPSSource(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	srv, c := httpsCatalog(t, e, nil)
 	src, err := ParseSource(srv.URL + "/")
@@ -87,7 +89,7 @@ func TestHTTPSSource(t *testing.T) {
 }
 
 func TestHTTPRedirectOffOriginRefused(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	other := httptest.NewTLSServer(http.FileServer(http.Dir(e.repoDir)))
 	defer other.Close()
 	srv, c := httpsCatalog(t, e, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +103,7 @@ func TestHTTPRedirectOffOriginRefused(t *testing.T) {
 }
 
 func TestNetworkFailure(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	var fail atomic.Bool
 	files := http.FileServer(http.Dir(e.repoDir))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -176,7 +178,7 @@ func TestPublicAddr(t *testing.T) {
 }
 
 func TestSummaryMismatch(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	// The curator's catalog lies: it leaves out the environment variable
@@ -186,7 +188,7 @@ func TestSummaryMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := cat.Plugin("acme-notes").Version("1.0.0")
-	v.Summary.Servers[0].Stdio.Env = []EnvSource{}
+	v.Summary.Servers[0].Stdio.Env = []catalog.EnvSource{}
 	v.Summary.Servers[0].Stdio.Argv = []string{"${bundle}/bin/notes-server"}
 	dir, _ := e.bundle("acme-notes", "1.0.0", "")
 	b := openBundle(t, dir)

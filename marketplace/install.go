@@ -11,7 +11,8 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -25,12 +26,13 @@ type InstallRequest struct {
 	// guesses).
 	Catalog string
 	// Constraint is a semver constraint ("" means any version); see
-	// Resolve. It is ignored with Lock.
+	// Resolve. It is ignored with Pin.
 	Constraint string
-	// Lock, when set, installs exactly a locked plugin (berth sync): its
-	// version, at its digest, signed by its signer; a yanked version is
-	// installed with a warning, a revoked one never.
-	Lock *LockPlugin
+	// Pin, when set, installs exactly a pinned version (berth sync: the
+	// one berth.lock names): that version, at its digest, signed by its
+	// signer; a yanked version is installed with a warning, a revoked one
+	// never.
+	Pin *Pin
 	// AllowStale accepts a catalog copy past its expiry; the trust record
 	// says so. Otherwise such a copy is a *StaleError.
 	AllowStale bool
@@ -54,6 +56,20 @@ type InstallRequest struct {
 	StageProgress store.StageProgress
 }
 
+// Pin is an exact version for Install to take: the version, its digest,
+// and the one signer it may be signed by (berth.lock's entry of a plugin,
+// lock.Plugin.Pin).
+type Pin struct {
+	Version string
+	Digest  string
+	// Constraint is what the plugin was installed for; the trust record
+	// keeps it.
+	Constraint string
+	// Signer is the signer: Kind and Fingerprint, or Kind, Issuer and SAN
+	// (PublicKey is not read).
+	Signer catalog.Signer
+}
+
 // InstallCandidate is what Install is about to record, as Confirm sees it.
 type InstallCandidate struct {
 	// Candidate is the store's: the bundle, its review, its verified
@@ -61,8 +77,8 @@ type InstallCandidate struct {
 	// adds it, scoped to this plugin, once confirmed).
 	*store.Candidate
 	Catalog *CatalogInfo
-	Plugin  *Plugin
-	Version *Version
+	Plugin  *catalog.Plugin
+	Version *catalog.Version
 	// Warnings are worth a person's attention: a deprecated or yanked
 	// version, a stale catalog.
 	Warnings []string
@@ -71,8 +87,8 @@ type InstallCandidate struct {
 // InstallResult says what Install did.
 type InstallResult struct {
 	Catalog    *CatalogInfo
-	Plugin     *Plugin
-	Version    *Version
+	Plugin     *catalog.Plugin
+	Version    *catalog.Version
 	Resolution *Resolution
 	// URL is where the archive came from.
 	URL string
@@ -126,9 +142,9 @@ func (e *RevokedVersionError) Unwrap() error { return trust.ErrUntrusted }
 // FindCatalog returns the catalog to take name from: catalog when given
 // (which must list it), else the one catalog that lists it. None is an
 // ErrNoPlugin error; several an *AmbiguousError.
-func (c *Cache) FindCatalog(name, catalog string) (string, error) {
-	if catalog != "" {
-		return catalog, CheckName(catalog)
+func (c *Cache) FindCatalog(name, catName string) (string, error) {
+	if catName != "" {
+		return catName, CheckName(catName)
 	}
 	cats, err := c.Lookup(name)
 	if err != nil {
@@ -157,34 +173,34 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 	if err := store.CheckRef(req.Name, ""); err != nil {
 		return nil, err
 	}
-	catalog, err := c.FindCatalog(req.Name, req.Catalog)
+	catName, err := c.FindCatalog(req.Name, req.Catalog)
 	if err != nil {
 		return nil, err
 	}
-	p, ci, err := c.Plugin(catalog, req.Name)
+	p, ci, err := c.Plugin(catName, req.Name)
 	if err != nil {
 		return nil, err
 	}
 	out := &InstallResult{Catalog: ci, Plugin: p}
 	if ci.Stale {
 		if !req.AllowStale {
-			return nil, &StaleError{Catalog: catalog, Since: ci.Expires()}
+			return nil, &StaleError{Catalog: catName, Since: ci.Expires()}
 		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("catalog %s is stale since %s (--allow-stale): it may not show a recent revocation", catalog, ci.Expires().UTC().Format(time.RFC3339)))
+		out.Warnings = append(out.Warnings, fmt.Sprintf("catalog %s is stale since %s (--allow-stale): it may not show a recent revocation", catName, ci.Expires().UTC().Format(time.RFC3339)))
 	}
 	ro := ResolveOptions{}
 	if req.Resolve != nil {
 		ro = *req.Resolve
 	}
 	constraint := req.Constraint
-	if req.Lock != nil {
-		constraint, ro.AllowYanked = "="+req.Lock.Version, true
+	if req.Pin != nil {
+		constraint, ro.AllowYanked = "="+req.Pin.Version, true
 	}
 	res, err := Resolve(p, constraint, &ro)
 	if err != nil {
 		if res != nil {
 			if v := revokedMatch(p, constraint); v != nil {
-				return nil, &RevokedVersionError{Catalog: catalog, Name: p.Name, Version: v.Version, Reason: v.Reason}
+				return nil, &RevokedVersionError{Catalog: catName, Name: p.Name, Version: v.Version, Reason: v.Reason}
 			}
 		}
 		return nil, err
@@ -193,21 +209,21 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 	v := res.Chosen
 	out.Version = v
 	switch v.Status {
-	case StatusDeprecated:
+	case catalog.StatusDeprecated:
 		w := fmt.Sprintf("%s@%s is deprecated: %s", p.Name, v.Version, v.Reason)
 		if v.Replacement != "" {
 			w += " (the catalog suggests " + v.Replacement + " instead)"
 		}
 		out.Warnings = append(out.Warnings, w)
-	case StatusYanked:
+	case catalog.StatusYanked:
 		out.Warnings = append(out.Warnings, fmt.Sprintf("%s@%s is yanked (%s); installing it because the lock names it", p.Name, v.Version, v.Reason))
 	}
 	allowed := p.Signers
 	constraintRec := req.Constraint
-	if l := req.Lock; l != nil {
+	if l := req.Pin; l != nil {
 		constraintRec = l.Constraint
 		if v.Digest != l.Digest {
-			return nil, fmt.Errorf("%w: catalog %s lists %s@%s with digest %s, but the lock pins %s; a published version never changes, so the lock or the catalog is not what it was: check with the curator, then run berth lock again", trust.ErrUntrusted, catalog, p.Name, v.Version, v.Digest, l.Digest)
+			return nil, fmt.Errorf("%w: catalog %s lists %s@%s with digest %s, but the lock pins %s; a published version never changes, so the lock or the catalog is not what it was: check with the curator, then run berth lock again", trust.ErrUntrusted, catName, p.Name, v.Version, v.Digest, l.Digest)
 		}
 		allowed = nil
 		for _, s := range p.Signers {
@@ -216,7 +232,7 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 			}
 		}
 		if len(allowed) == 0 {
-			return nil, fmt.Errorf("%w: the lock pins %s to the signer %s, which catalog %s no longer allows for it; check with the curator, then run berth lock again", trust.ErrUntrusted, p.Name, lockSignerString(l.Signer), catalog)
+			return nil, fmt.Errorf("%w: the lock pins %s to the signer %s, which catalog %s no longer allows for it; check with the curator, then run berth lock again", trust.ErrUntrusted, p.Name, l.Signer.String(), catName)
 		}
 	}
 	refs, proposed, err := signerSets(p.Name, allowed)
@@ -227,13 +243,13 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.Download(ctx, catalog, v, req.Download)
+	d, err := c.Download(ctx, catName, v, req.Download)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
 	out.URL = d.URL
-	origin := &store.CatalogOrigin{Name: catalog, RootKeyIDs: append([]string(nil), ci.RootKeyIDs...), TargetsVersion: ci.TargetsVersion, Constraint: constraintRec, AllowStale: req.AllowStale}
+	origin := &store.CatalogOrigin{Name: catName, RootKeyIDs: append([]string(nil), ci.RootKeyIDs...), TargetsVersion: ci.TargetsVersion, Constraint: constraintRec, AllowStale: req.AllowStale}
 	if ci.Stale {
 		t := ci.Expires().UTC()
 		origin.StaleSince = &t
@@ -270,7 +286,7 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 // when every version that does is revoked: then the constraint asks for a
 // revoked version, and the refusal says so (exit 4) rather than that
 // nothing qualifies.
-func revokedMatch(p *Plugin, constraint string) *Version {
+func revokedMatch(p *catalog.Plugin, constraint string) *catalog.Version {
 	cs := "*"
 	if strings.TrimSpace(constraint) != "" {
 		cs = constraint
@@ -279,14 +295,14 @@ func revokedMatch(p *Plugin, constraint string) *Version {
 	if err != nil {
 		return nil
 	}
-	var best *Version
+	var best *catalog.Version
 	var bestV *semver.Version
 	for _, v := range p.Versions {
 		sv, err := semver.StrictNewVersion(v.Version)
 		if err != nil || !c.Check(sv) {
 			continue
 		}
-		if v.Status != StatusRevoked {
+		if v.Status != catalog.StatusRevoked {
 			return nil
 		}
 		if bestV == nil || bestV.LessThan(sv) {
@@ -299,7 +315,7 @@ func revokedMatch(p *Plugin, constraint string) *Version {
 // signerSets turns a plugin's allowed catalog signers into what the
 // pipeline takes: the references it accepts, and each as a signer scoped
 // to the plugin that it may add to the policy.
-func signerSets(plugin string, allowed []*Signer) ([]store.SignerRef, []trust.Signer, error) {
+func signerSets(plugin string, allowed []*catalog.Signer) ([]store.SignerRef, []trust.Signer, error) {
 	refs := []store.SignerRef{}
 	var proposed []trust.Signer
 	for _, s := range allowed {
@@ -325,18 +341,11 @@ func signerSets(plugin string, allowed []*Signer) ([]store.SignerRef, []trust.Si
 	return refs, proposed, nil
 }
 
-func lockSignerString(s LockSigner) string {
-	if s.Kind == trust.KindKey {
-		return "key " + s.Fingerprint
-	}
-	return fmt.Sprintf("identity %s (issuer %s)", s.SAN, s.Issuer)
-}
-
 // locationOf is a download location as a trust record names it: an
 // absolute URL as it is, a relative one resolved against the catalog's
 // source.
 func locationOf(source, loc string) string {
-	if hasScheme(loc) {
+	if textio.HasScheme(loc) {
 		return loc
 	}
 	if strings.Contains(source, "://") {
@@ -352,25 +361,3 @@ func locationOf(source, loc string) string {
 	}
 	return filepath.Join(source, filepath.FromSlash(loc))
 }
-
-// LockEntry is the lock's entry for a trust record made by Install.
-func LockEntry(rec *store.Record) (LockPlugin, error) {
-	if rec.Catalog == nil {
-		return LockPlugin{}, fmt.Errorf("%s was trusted by hand (berth trust), not installed from a catalog, so berth.lock cannot pin where it comes from; install it with berth install %s, or disable it", rec.ID(), rec.Name)
-	}
-	if rec.Signer == nil {
-		return LockPlugin{}, fmt.Errorf("%s is trusted unsigned, and berth.lock pins a signer", rec.ID())
-	}
-	return LockPlugin{
-		Name:       rec.Name,
-		Version:    rec.Version,
-		Digest:     rec.Digest,
-		Constraint: rec.Catalog.Constraint,
-		Signer:     LockSignerOf(rec.Signer),
-		Catalog:    LockCatalog{Name: rec.Catalog.Name, RootKeyIDs: append([]string(nil), rec.Catalog.RootKeyIDs...), TargetsVersion: rec.Catalog.TargetsVersion},
-	}, nil
-}
-
-// SummaryOf is the review summary of a staged or downloaded bundle, as a
-// catalog would list it (without the curator's tool list).
-func SummaryOf(b *bundle.Bundle) Summary { return NewSummary(review.New(b)) }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // scoped signer, stage, record), side by side with store.Trust of the
 // same bundle from a local directory: the cost a catalog adds.
 func BenchmarkInstall(b *testing.B) {
-	e := newEnv(b, Expiries{})
+	e := newEnv(b, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	dir, _ := e.bundle("acme-notes", "1.0.0", "")

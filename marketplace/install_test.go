@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/lock"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -40,7 +43,7 @@ func wantNothingTrusted(t *testing.T, st *store.Store) {
 // shown to Confirm as new, added scoped to the plugin, and the record
 // names the catalog, its root key IDs and its targets version.
 func TestInstall(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.publish("acme-notes", "1.1.0")
 	ci := e.addCatalog()
@@ -77,7 +80,7 @@ func TestInstall(t *testing.T) {
 	if err != nil || res.Trust.NewSigner != nil || res.Version.Version != "1.1.0" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	l, err := LockEntry(res.Trust.Record)
+	l, err := lock.Entry(res.Trust.Record)
 	if err != nil || l.Version != "1.1.0" || l.Catalog.TargetsVersion != ci.TargetsVersion || l.Signer.Fingerprint != sg[0].Fingerprint {
 		t.Fatalf("lock entry %+v %v", l, err)
 	}
@@ -86,7 +89,7 @@ func TestInstall(t *testing.T) {
 // The archive at the download URL was swapped: the download is refused
 // while it streams (exit 4), and nothing is trusted.
 func TestInstallTamperedDownload(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	other, _ := e.bundle("acme-notes", "1.0.0", `,
@@ -97,7 +100,7 @@ func TestInstallTamperedDownload(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := openBundle(t, other)
-	if err := packTarGz(e.ctx, b, f); err != nil {
+	if err := repo.packTarGz(e.ctx, b, f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -113,7 +116,7 @@ func TestInstallTamperedDownload(t *testing.T) {
 // A signature by anyone but the catalog's allowed signer is refused
 // (exit 4), whether the operator's policy knows that signer or not.
 func TestInstallUnknownSigner(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	// Mallory re-signs the same bundle and swaps the signature file.
@@ -157,9 +160,9 @@ func TestInstallUnknownSigner(t *testing.T) {
 
 // A revoked version is never installed (exit 4), named or not.
 func TestInstallRevoked(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
-	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", StatusRevoked, "leaked a token", ""); err != nil {
+	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", catalog.StatusRevoked, "leaked a token", ""); err != nil {
 		t.Fatal(err)
 	}
 	e.addCatalog()
@@ -179,7 +182,7 @@ func TestInstallRevoked(t *testing.T) {
 // refuses (exit 4) naming the difference, with nothing written, not even
 // the new signer.
 func TestInstallSummaryLies(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	r := e.repo()
 	cat, err := r.working()
@@ -187,8 +190,8 @@ func TestInstallSummaryLies(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := cat.Plugin("acme-notes").Version("1.0.0")
-	v.Summary.Servers[0].Stdio.Env = []EnvSource{}
-	v.Summary.Servers[0].Tools = ToolFilter{Allow: []string{"*"}, Deny: []string{}}
+	v.Summary.Servers[0].Stdio.Env = []catalog.EnvSource{}
+	v.Summary.Servers[0].Tools = catalog.ToolFilter{Allow: []string{"*"}, Deny: []string{}}
 	if err := os.WriteFile(filepath.Join(e.repoDir, "catalog.json"), cat.Marshal(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +219,7 @@ func TestInstallSummaryLies(t *testing.T) {
 // An expired copy is refused (exit 4) unless allowed, and then the
 // record says so.
 func TestInstallStale(t *testing.T) {
-	e := newEnv(t, Expiries{Timestamp: time.Hour})
+	e := newEnv(t, repo.Expiries{Timestamp: time.Hour})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	e.clk.advance(2 * time.Hour)
@@ -239,7 +242,7 @@ func TestInstallStale(t *testing.T) {
 
 // Two catalogs list the name: install does not guess.
 func TestInstallAmbiguous(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	src, _ := ParseSource(e.repoDir)
@@ -260,11 +263,11 @@ func TestInstallAmbiguous(t *testing.T) {
 // The operator's cooldown and the berth version are applied as resolution
 // does; a lock installs exactly its version, digest and signer.
 func TestInstallResolutionAndLock(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.clk.advance(10 * 24 * time.Hour)
 	e.publish("acme-notes", "1.1.0")
-	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", StatusYanked, "broken search", ""); err != nil {
+	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", catalog.StatusYanked, "broken search", ""); err != nil {
 		t.Fatal(err)
 	}
 	ci := e.addCatalog()
@@ -280,9 +283,9 @@ func TestInstallResolutionAndLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs, _, _ := signerSets("acme-notes", p.Signers)
-	lock := &LockPlugin{Name: "acme-notes", Version: "1.0.0", Digest: p.Version("1.0.0").Digest, Constraint: "^1",
-		Signer:  LockSigner{Kind: trust.KindKey, Fingerprint: refs[0].Fingerprint},
-		Catalog: LockCatalog{Name: "acme", RootKeyIDs: ci.RootKeyIDs, TargetsVersion: ci.TargetsVersion}}
+	lock := &lock.Plugin{Name: "acme-notes", Version: "1.0.0", Digest: p.Version("1.0.0").Digest, Constraint: "^1",
+		Signer:  lock.Signer{Kind: trust.KindKey, Fingerprint: refs[0].Fingerprint},
+		Catalog: lock.Catalog{Name: "acme", RootKeyIDs: ci.RootKeyIDs, TargetsVersion: ci.TargetsVersion}}
 	// Another digest, or another signer, than the lock's is refused.
 	bad := *lock
 	bad.Digest = "sha256:" + strings.Repeat("2", 64)
@@ -309,7 +312,7 @@ func TestInstallResolutionAndLock(t *testing.T) {
 // workspace, berth verify fails for it, and it cannot be enabled again;
 // a deprecated one only warns.
 func TestUpdateRevokesInstalled(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.publish("acme-tools", "2.0.0")
 	e.addCatalog()
@@ -333,10 +336,10 @@ func TestUpdateRevokesInstalled(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", StatusRevoked, "leaked a token", ""); err != nil {
+	if _, err := e.repo().SetStatus(e.ctx, "acme-notes", "1.0.0", catalog.StatusRevoked, "leaked a token", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.repo().SetStatus(e.ctx, "acme-tools", "2.0.0", StatusDeprecated, "use acme-notes", "acme-notes"); err != nil {
+	if _, err := e.repo().SetStatus(e.ctx, "acme-tools", "2.0.0", catalog.StatusDeprecated, "use acme-notes", "acme-notes"); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := st.State()
@@ -345,7 +348,7 @@ func TestUpdateRevokesInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(u.Installed.Revoked) != 1 || !u.Installed.Revoked[0].New || len(u.Installed.Revoked[0].Disabled) != 2 ||
-		len(u.Installed.Warnings) != 1 || u.Installed.Warnings[0].Status != StatusDeprecated {
+		len(u.Installed.Warnings) != 1 || u.Installed.Warnings[0].Status != catalog.StatusDeprecated {
 		t.Fatalf("%+v", u.Installed)
 	}
 	after, _ := st.State()
@@ -375,19 +378,19 @@ func TestUpdateRevokesInstalled(t *testing.T) {
 }
 
 func TestCheckLockAndOutdated(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.publish("acme-tools", "1.0.0")
 	e.addCatalog()
 	st := e.store()
 	ws := t.TempDir()
-	lock := &Lock{LockVersion: LockVersion}
+	lock := &lock.Lock{LockVersion: lock.FormatVersion}
 	for _, n := range []string{"acme-notes", "acme-tools"} {
 		res, err := e.install(st, InstallRequest{Name: n, Constraint: "^1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := LockEntry(res.Trust.Record)
+		l, err := lock.Entry(res.Trust.Record)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,11 +431,11 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	}
 	// Other digest, other version, other signer, older catalog, other root.
 	l2 := *lock
-	l2.Plugins = append([]LockPlugin(nil), lock.Plugins...)
+	l2.Plugins = append([]lock.Plugin(nil), lock.Plugins...)
 	l2.Plugins[0].Digest = "sha256:" + strings.Repeat("4", 64)
 	l2.Plugins[1].Signer.Fingerprint = "sha256:" + strings.Repeat("5", 64)
 	d, _ := e.cache.CheckLock(st, ws, &l2, false)
-	if len(d) != 2 || d[0].Kind != DiffDigest || d[1].Kind != DiffSigner {
+	if len(d) != 2 || d[0].Kind != lock.DiffDigest || d[1].Kind != lock.DiffSigner {
 		t.Fatalf("%v", d)
 	}
 	l2.Plugins[0] = n
@@ -440,7 +443,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	l2.Plugins[1] = tl
 	l2.Plugins[1].Catalog.TargetsVersion += 5
 	d, _ = e.cache.CheckLock(st, ws, &l2, false)
-	if len(d) != 2 || d[0].Kind != DiffVersion || d[1].Kind != DiffCatalogOlder || !strings.Contains(d[1].Detail, "rolled back") {
+	if len(d) != 2 || d[0].Kind != lock.DiffVersion || d[1].Kind != lock.DiffCatalogOlder || !strings.Contains(d[1].Detail, "rolled back") {
 		t.Fatalf("%v", d)
 	}
 	l2.Plugins[1] = tl
@@ -448,7 +451,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	l2.Plugins[0] = n
 	l2.Plugins[0].Catalog.Name = "gone"
 	d, _ = e.cache.CheckLock(st, ws, &l2, false)
-	if len(d) != 2 || d[0].Kind != DiffCatalogMissing || d[1].Kind != DiffCatalogRoot {
+	if len(d) != 2 || d[0].Kind != lock.DiffCatalogMissing || d[1].Kind != lock.DiffCatalogRoot {
 		t.Fatalf("%v", d)
 	}
 
@@ -462,7 +465,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 2 || out[0].Name != "acme-notes" || out[0].Current != "1.0.0" || out[0].Wanted != "1.2.0" || out[0].Latest != "2.0.0" || !out[0].Upgrade || out[0].Status != StatusActive ||
+	if len(out) != 2 || out[0].Name != "acme-notes" || out[0].Current != "1.0.0" || out[0].Wanted != "1.2.0" || out[0].Latest != "2.0.0" || !out[0].Upgrade || out[0].Status != catalog.StatusActive ||
 		out[1].Constraint != "~1.0" || out[1].Upgrade || out[1].Wanted != "1.0.0" {
 		t.Fatalf("%+v %+v", out[0], out[1])
 	}
@@ -472,7 +475,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 // existing rule, refused (exit 4) unless the signer change is allowed;
 // then that signer too is added, scoped.
 func TestInstallSignerChange(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	priv2, pub2, err := trust.GenerateKey()
 	if err != nil {
@@ -488,7 +491,7 @@ func TestInstallSignerChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cat.Plugin("acme-notes")
-	p.Signers = append(p.Signers, &Signer{Kind: trust.KindKey, Fingerprint: s2.Fingerprint, PublicKey: s2.PublicKey})
+	p.Signers = append(p.Signers, &catalog.Signer{Kind: trust.KindKey, Fingerprint: s2.Fingerprint, PublicKey: s2.PublicKey})
 	if err := os.WriteFile(filepath.Join(e.repoDir, "catalog.json"), cat.Marshal(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +509,7 @@ func TestInstallSignerChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: v2}); err != nil {
+	if _, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: v2}); err != nil {
 		t.Fatal(err)
 	}
 	e.addCatalog()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -32,11 +33,11 @@ type RevokedInstall struct {
 // StatusWarning is a trusted version that the catalog deprecated or
 // yanked: it keeps running, and berth says so.
 type StatusWarning struct {
-	Name        string `json:"name"`
-	Version     string `json:"version"`
-	Status      Status `json:"status"`
-	Reason      string `json:"reason"`
-	Replacement string `json:"replacement,omitempty"`
+	Name        string         `json:"name"`
+	Version     string         `json:"version"`
+	Status      catalog.Status `json:"status"`
+	Reason      string         `json:"reason"`
+	Replacement string         `json:"replacement,omitempty"`
 }
 
 func (w StatusWarning) String() string {
@@ -53,8 +54,8 @@ func (w StatusWarning) String() string {
 // in every workspace, with the generation bump running pools act on, and
 // refused by verify, trust and enable from then on); a deprecated or
 // yanked one is reported. It reads only the verified copy.
-func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catalog string) (*InstalledStatus, error) {
-	out := &InstalledStatus{Catalog: catalog, Revoked: []RevokedInstall{}, Warnings: []StatusWarning{}}
+func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catName string) (*InstalledStatus, error) {
+	out := &InstalledStatus{Catalog: catName, Revoked: []RevokedInstall{}, Warnings: []StatusWarning{}}
 	recs, err := st.Records()
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catalog string
 	for _, r := range recs {
 		names = append(names, r.Name)
 	}
-	entries, _, err := c.Plugins(catalog, names)
+	entries, _, err := c.Plugins(catName, names)
 	if err != nil {
 		return nil, err
 	}
@@ -77,15 +78,15 @@ func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catalog string
 			continue
 		}
 		switch v.Status {
-		case StatusRevoked:
-			mr, err := st.MarkRevoked(ctx, store.Revocation{Name: r.Name, Version: r.Version, Digest: r.Digest, Catalog: catalog, Reason: v.Reason})
+		case catalog.StatusRevoked:
+			mr, err := st.MarkRevoked(ctx, store.Revocation{Name: r.Name, Version: r.Version, Digest: r.Digest, Catalog: catName, Reason: v.Reason})
 			if err != nil {
 				return nil, err
 			}
 			if !mr.Already || len(mr.Disabled) > 0 {
-				out.Revoked = append(out.Revoked, RevokedInstall{Name: r.Name, Version: r.Version, Digest: r.Digest, Reason: v.Reason, Disabled: nonNil(mr.Disabled), New: !mr.Already})
+				out.Revoked = append(out.Revoked, RevokedInstall{Name: r.Name, Version: r.Version, Digest: r.Digest, Reason: v.Reason, Disabled: append([]string{}, mr.Disabled...), New: !mr.Already})
 			}
-		case StatusDeprecated, StatusYanked:
+		case catalog.StatusDeprecated, catalog.StatusYanked:
 			out.Warnings = append(out.Warnings, StatusWarning{Name: r.Name, Version: r.Version, Status: v.Status, Reason: v.Reason, Replacement: v.Replacement})
 		}
 	}
@@ -103,12 +104,12 @@ type UpdateResult struct {
 // applies its statuses to the trusted versions (ApplyStatus), so that a
 // revocation reaches what runs. A refused or failed refresh changes
 // nothing and applies nothing.
-func (c *Cache) Update(ctx context.Context, st *store.Store, catalog string) (*UpdateResult, error) {
-	r, err := c.Refresh(ctx, catalog)
+func (c *Cache) Update(ctx context.Context, st *store.Store, catName string) (*UpdateResult, error) {
+	r, err := c.Refresh(ctx, catName)
 	if err != nil {
 		return nil, err
 	}
-	is, err := c.ApplyStatus(ctx, st, catalog)
+	is, err := c.ApplyStatus(ctx, st, catName)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,9 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
 // testPNG makes a w×h PNG.
@@ -27,10 +30,10 @@ func testPNG(t testing.TB, w, h int) []byte {
 // TestAddCarriesReadmeAndIcon: catalog add takes the README of the highest
 // version and the icon it is given, and the cache reads both back.
 func TestAddCarriesReadmeAndIcon(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	icon := testPNG(t, 32, 32)
 	dir, sig := e.bundle("acme-notes", "1.2.0", "")
-	if _, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, Icon: icon}); err != nil {
+	if _, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, Icon: icon}); err != nil {
 		t.Fatal(err)
 	}
 	e.publish("acme-notes", "1.1.0") // lower: its README does not replace 1.2.0's
@@ -46,7 +49,7 @@ func TestAddCarriesReadmeAndIcon(t *testing.T) {
 		t.Errorf("the icon did not come back")
 	}
 	dir, sig = e.bundle("acme-notes", "1.3.0", "")
-	if _, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, OmitReadme: true}); err != nil {
+	if _, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, OmitReadme: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.refresh(); err != nil {
@@ -60,11 +63,11 @@ func TestAddCarriesReadmeAndIcon(t *testing.T) {
 
 func TestCheckIcon(t *testing.T) {
 	good := testPNG(t, 64, 48)
-	if err := CheckIcon(good); err != nil {
+	if err := catalog.CheckIcon(good); err != nil {
 		t.Fatal(err)
 	}
 	huge := append([]byte{}, good...)
-	huge = append(huge, make([]byte, MaxIcon)...)
+	huge = append(huge, make([]byte, catalog.MaxIcon)...)
 	for name, c := range map[string]struct {
 		data []byte
 		want string
@@ -75,24 +78,24 @@ func TestCheckIcon(t *testing.T) {
 		"truncated": {good[:len(good)/2], "not a valid PNG"},
 		"over cap":  {huge, "over the limit"},
 	} {
-		err := CheckIcon(c.data)
+		err := catalog.CheckIcon(c.data)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	dir, sig := e.bundle("acme-notes", "1.0.0", "")
-	if _, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, Icon: []byte("<svg/>")}); err == nil {
+	if _, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, Icon: []byte("<svg/>")}); err == nil {
 		t.Error("catalog add accepted an SVG icon")
 	}
 	// A catalog whose entry carries a bad icon or an oversized README has
 	// that entry skipped, with the rule named.
-	p := &Plugin{Icon: base64.StdEncoding.EncodeToString([]byte("<svg/>")), Readme: strings.Repeat("x", MaxReadme+1)}
+	p := &catalog.Plugin{Icon: base64.StdEncoding.EncodeToString([]byte("<svg/>")), Readme: strings.Repeat("x", catalog.MaxReadme+1)}
 	rules := map[string]bool{}
-	for _, pr := range CheckPlugin(p, "plugins[0]") {
+	for _, pr := range catalog.CheckPlugin(p, "plugins[0]") {
 		rules[pr.Rule] = true
 	}
-	if !rules[RuleEntryIcon] || !rules[RuleEntryReadme] {
-		t.Errorf("rules %v, want %s and %s", rules, RuleEntryIcon, RuleEntryReadme)
+	if !rules[catalog.RuleEntryIcon] || !rules[catalog.RuleEntryReadme] {
+		t.Errorf("rules %v, want %s and %s", rules, catalog.RuleEntryIcon, catalog.RuleEntryReadme)
 	}
 }

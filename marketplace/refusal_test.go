@@ -12,6 +12,8 @@ import (
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -20,14 +22,14 @@ import (
 // each must come out as its own kind, with exit 4 (trust.ErrUntrusted),
 // leaving the verified copy as it was.
 
-func (e *testEnv) key(role string) *roleKey {
+func (e *testEnv) key(role string) *repo.roleKey {
 	e.t.Helper()
 	r := e.repo()
 	p, err := r.load()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	k, err := loadKey(e.keyDir, role, &p.root.Signed)
+	k, err := repo.loadKey(e.keyDir, role, &p.root.Signed)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func (e *testEnv) publishTimestamp(version, snapVersion int64, snapData []byte) 
 	e.t.Helper()
 	ts := metadata.Timestamp(e.clk.now().Add(24 * time.Hour).UTC().Truncate(time.Second))
 	ts.Signed.Version = version
-	ts.Signed.Meta["snapshot.json"] = metaFile(snapVersion, snapData)
+	ts.Signed.Meta["snapshot.json"] = repo.metaFile(snapVersion, snapData)
 	if _, err := ts.Sign(e.key(metadata.TIMESTAMP).signer); err != nil {
 		e.t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func (e *testEnv) publishSnapshot(version, targVersion int64, targData []byte) [
 	e.t.Helper()
 	s := metadata.Snapshot(e.clk.now().Add(24 * time.Hour).UTC().Truncate(time.Second))
 	s.Signed.Version = version
-	s.Signed.Meta["targets.json"] = metaFile(targVersion, targData)
+	s.Signed.Meta["targets.json"] = repo.metaFile(targVersion, targData)
 	if _, err := s.Sign(e.key(metadata.SNAPSHOT).signer); err != nil {
 		e.t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func (e *testEnv) refused(kind VerifyKind, says string) {
 
 // setup publishes 1.0.0, adds the catalog, publishes 1.1.0 and refreshes:
 // the client has timestamp 3, snapshot 3, targets 3.
-func setup(t *testing.T, exp Expiries) *testEnv {
+func setup(t *testing.T, exp repo.Expiries) *testEnv {
 	e := newEnv(t, exp)
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
@@ -118,7 +120,7 @@ func setup(t *testing.T, exp Expiries) *testEnv {
 }
 
 func TestRefuseTimestampRollback(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	old := e.read("timestamp.json")
@@ -132,14 +134,14 @@ func TestRefuseTimestampRollback(t *testing.T) {
 }
 
 func TestRefuseSnapshotRollback(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	// A new timestamp (signed with the real key) names the old snapshot 2.
 	e.publishTimestamp(4, 2, e.read("2.snapshot.json"))
 	e.refused(KindRollback, "older snapshot")
 }
 
 func TestRefuseTargetsRollback(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	// A new snapshot 4 names the old targets 2; a new timestamp names it.
 	snap := e.publishSnapshot(4, 2, e.read("2.targets.json"))
 	e.publishTimestamp(4, 4, snap)
@@ -147,19 +149,19 @@ func TestRefuseTargetsRollback(t *testing.T) {
 }
 
 func TestRefuseExpiredTimestamp(t *testing.T) {
-	e := setup(t, Expiries{Timestamp: time.Hour})
+	e := setup(t, repo.Expiries{Timestamp: time.Hour})
 	e.clk.advance(90 * time.Minute)
 	e.refused(KindExpired, "timestamp.json is expired")
 }
 
 func TestRefuseExpiredSnapshot(t *testing.T) {
-	e := setup(t, Expiries{Timestamp: 48 * time.Hour, Snapshot: time.Hour})
+	e := setup(t, repo.Expiries{Timestamp: 48 * time.Hour, Snapshot: time.Hour})
 	e.clk.advance(90 * time.Minute)
 	e.refused(KindExpired, "snapshot.json is expired")
 }
 
 func TestRefuseMixAndMatch(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	e.publish("acme-notes", "1.2.0")
 	// The mirror serves the new snapshot 4 with the targets of version 3
 	// under the name 4.targets.json.
@@ -168,7 +170,7 @@ func TestRefuseMixAndMatch(t *testing.T) {
 }
 
 func TestRefuseMixAndMatchVersion(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	// A snapshot signed with the real key, whose length and hash fit the
 	// file, but which names targets version 4 for a file of version 3.
 	snap := e.publishSnapshot(4, 4, e.read("3.targets.json"))
@@ -178,26 +180,26 @@ func TestRefuseMixAndMatchVersion(t *testing.T) {
 }
 
 func TestRefuseSnapshotMismatch(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	e.publish("acme-notes", "1.2.0")
 	e.write("4.snapshot.json", e.read("3.snapshot.json"))
 	e.refused(KindMixAndMatch, "the snapshot does not match")
 }
 
 func TestRefuseTamperedTarget(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	e.publish("acme-notes", "1.2.0")
 	p, err := e.repo().load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := targetFile(p.targets.Signed.Targets[CatalogTarget])
+	rel := repo.targetFile(p.targets.Signed.Targets[catalog.TargetName])
 	e.write(rel, bytes.Replace(e.read(rel), []byte("Notes search"), []byte("Notes steal!"), 1))
 	e.refused(KindTargetMismatch, "catalog.json's length or hash differs")
 }
 
 func TestRefuseBadSignature(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	e.publish("acme-notes", "1.2.0")
 	// Someone edits the timestamp without the key: push its expiry out.
 	ts := e.read("timestamp.json")
@@ -206,13 +208,13 @@ func TestRefuseBadSignature(t *testing.T) {
 }
 
 func TestRefuseMalformed(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	e.write("timestamp.json", []byte("<html>not found</html>"))
 	e.refused(KindMalformed, "")
 }
 
 func TestRefuseChangedVersion(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	// The curator (or whoever holds the targets key) rewrites a published
 	// version with another digest and signs it.
 	cat, err := e.repo().working()
@@ -228,7 +230,7 @@ func TestRefuseChangedVersion(t *testing.T) {
 }
 
 func TestNetworkFailureIsNotARefusal(t *testing.T) {
-	e := setup(t, Expiries{})
+	e := setup(t, repo.Expiries{})
 	os.Rename(e.repoDir, e.repoDir+".gone")
 	_, err := e.refresh()
 	if err == nil || errors.Is(err, trust.ErrUntrusted) {

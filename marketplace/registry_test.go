@@ -15,6 +15,9 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/foreign"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -105,7 +108,7 @@ func addRegistry(t testing.TB, c *Cache, url string) *RefreshResult {
 	return r
 }
 
-func problemSet(ps []*Problem) []string {
+func problemSet(ps []*catalog.Problem) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Plugin+" "+p.Rule)
@@ -139,7 +142,7 @@ func TestRegistryAdd(t *testing.T) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, p := range r.Problems {
-		if !strings.HasPrefix(p.Path, "page ") && p.Rule != RuleRegistryNameCollision {
+		if !strings.HasPrefix(p.Path, "page ") && p.Rule != foreign.RuleRegistryNameCollision {
 			t.Errorf("problem %s has no page location", p)
 		}
 	}
@@ -270,12 +273,12 @@ func TestRegistryUpdate(t *testing.T) {
 	}
 	f.edit("", func(doc map[string]any) {
 		items := doc["servers"].([]any)
-		meta := items[1].(map[string]any)["_meta"].(map[string]any)[officialMeta].(map[string]any)
+		meta := items[1].(map[string]any)["_meta"].(map[string]any)[foreign.officialMeta].(map[string]any)
 		meta["status"] = "deleted"
 	})
 	f.edit("io.github/acme.tools:6.6.6", func(doc map[string]any) {
 		items := doc["servers"].([]any)
-		meta := items[0].(map[string]any)["_meta"].(map[string]any)[officialMeta].(map[string]any)
+		meta := items[0].(map[string]any)["_meta"].(map[string]any)[foreign.officialMeta].(map[string]any)
 		meta["status"] = "deprecated"
 	})
 	if r, err = c.Refresh(ctx, "reg"); err != nil || !r.Changed {
@@ -286,7 +289,7 @@ func TestRegistryUpdate(t *testing.T) {
 		t.Errorf("after 1.4.0 was deleted: %+v %v", p, err)
 	}
 	res, _ := c.Search(Query{Text: "com-example-remote"}, nil)
-	if len(res.Results) != 1 || res.Results[0].Status != StatusDeprecated {
+	if len(res.Results) != 1 || res.Results[0].Status != catalog.StatusDeprecated {
 		t.Errorf("deprecated remote: %+v", res.Results)
 	}
 	// A refused listing changes nothing.
@@ -336,7 +339,7 @@ func TestRegistryRefusals(t *testing.T) {
 	}
 	huge := serve(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"servers": [], "pad": "`))
-		w.Write([]byte(strings.Repeat("x", MaxRegistryPage)))
+		w.Write([]byte(strings.Repeat("x", foreign.MaxRegistryPage)))
 		w.Write([]byte(`"}`))
 	})
 	if err := add(c, huge); !errors.As(err, &se) || !strings.Contains(err.Error(), "larger than") {
@@ -366,7 +369,7 @@ func TestRegistryRefusals(t *testing.T) {
 // A name in a signed catalog and in a registry needs --catalog: berth does
 // not pick either.
 func TestRegistryNameCollidesWithCatalog(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	f := newFakeRegistry(t)
@@ -397,7 +400,7 @@ func BenchmarkParseRegistryPage(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		pg, ps, err := parseRegistryPage(data, 1)
+		pg, ps, err := foreign.DecodeRegistryPage(data, 1)
 		if err != nil || len(ps) != 0 || len(pg.items) != 100 {
 			b.Fatal(err, ps)
 		}
@@ -441,7 +444,7 @@ func syntheticPageFrom(from, n int) []byte {
 				"packages": []any{map[string]any{"registryType": "npm", "identifier": fmt.Sprintf("@acme/server-%d", i), "version": "1.0.0", "transport": map[string]any{"type": "stdio"},
 					"environmentVariables": []any{map[string]any{"name": "API_KEY", "isSecret": true, "isRequired": true}}}},
 			},
-			"_meta": map[string]any{officialMeta: map[string]any{"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "updatedAt": "2026-11-01T00:00:00Z", "isLatest": true}},
+			"_meta": map[string]any{foreign.officialMeta: map[string]any{"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "updatedAt": "2026-11-01T00:00:00Z", "isLatest": true}},
 		})
 	}
 	data, _ := json.Marshal(map[string]any{"servers": items, "metadata": map[string]any{"count": n}})

@@ -7,24 +7,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
 )
 
 func TestInitRefusesKeysInsideDir(t *testing.T) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	_, err := InitRepository(t.Context(), repo, filepath.Join(repo, "keys"), nil)
+	_, err := repo.Init(t.Context(), repo, filepath.Join(repo, "keys"), nil)
 	if err == nil || !strings.Contains(err.Error(), "would be published") {
 		t.Fatalf("keys inside DIR: %v", err)
 	}
-	_, err = InitRepository(t.Context(), repo, repo, nil)
+	_, err = repo.Init(t.Context(), repo, repo, nil)
 	if err == nil || !strings.Contains(err.Error(), "would be published") {
 		t.Fatalf("keys equal to DIR: %v", err)
 	}
 	// Through a symlink too.
 	os.MkdirAll(repo, 0o755)
 	os.Symlink(repo, filepath.Join(dir, "link"))
-	_, err = InitRepository(t.Context(), repo, filepath.Join(dir, "link", "keys"), nil)
+	_, err = repo.Init(t.Context(), repo, filepath.Join(dir, "link", "keys"), nil)
 	if err == nil || !strings.Contains(err.Error(), "would be published") {
 		t.Fatalf("keys inside DIR through a symlink: %v", err)
 	}
@@ -34,13 +36,13 @@ func TestInitRefusesKeysInsideDir(t *testing.T) {
 }
 
 func TestInitFiles(t *testing.T) {
-	e := newEnv(t, Expiries{Timestamp: 2 * 3600e9})
+	e := newEnv(t, repo.Expiries{Timestamp: 2 * 3600e9})
 	fi, err := os.Stat(e.keyDir)
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("key dir: %v %v", fi.Mode(), err)
 	}
-	for _, role := range roleNames {
-		fi, err := os.Stat(keyPath(e.keyDir, role))
+	for _, role := range repo.roleNames {
+		fi, err := os.Stat(repo.keyPath(e.keyDir, role))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s key: %v %v", role, fi, err)
 		}
@@ -55,19 +57,19 @@ func TestInitFiles(t *testing.T) {
 		t.Error("the timestamp expiry chosen at init is not kept")
 	}
 	// init again is refused and touches nothing.
-	if _, err := InitRepository(e.ctx, e.repoDir, filepath.Join(e.dir, "keys2"), nil); err == nil || !strings.Contains(err.Error(), "already holds a catalog") {
+	if _, err := repo.Init(e.ctx, e.repoDir, filepath.Join(e.dir, "keys2"), nil); err == nil || !strings.Contains(err.Error(), "already holds a catalog") {
 		t.Errorf("second init: %v", err)
 	}
 	// A key open to others is refused.
-	os.Chmod(keyPath(e.keyDir, "timestamp"), 0o644)
+	os.Chmod(repo.keyPath(e.keyDir, "timestamp"), 0o644)
 	if _, err := e.repo().Refresh(e.ctx); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("refresh with a readable key: %v", err)
 	}
-	os.Chmod(keyPath(e.keyDir, "timestamp"), 0o600)
+	os.Chmod(repo.keyPath(e.keyDir, "timestamp"), 0o600)
 	// refresh needs only the timestamp key while the snapshot is fresh.
-	os.Rename(keyPath(e.keyDir, "targets"), filepath.Join(e.dir, "targets.key"))
-	os.Rename(keyPath(e.keyDir, "snapshot"), filepath.Join(e.dir, "snapshot.key"))
-	os.Rename(keyPath(e.keyDir, "root"), filepath.Join(e.dir, "root.key"))
+	os.Rename(repo.keyPath(e.keyDir, "targets"), filepath.Join(e.dir, "targets.key"))
+	os.Rename(repo.keyPath(e.keyDir, "snapshot"), filepath.Join(e.dir, "snapshot.key"))
+	os.Rename(repo.keyPath(e.keyDir, "root"), filepath.Join(e.dir, "root.key"))
 	res, err := e.repo().Refresh(e.ctx)
 	if err != nil {
 		t.Fatalf("refresh with only the timestamp key: %v", err)
@@ -77,26 +79,26 @@ func TestInitFiles(t *testing.T) {
 	}
 	// add needs the targets key, and says so.
 	dir, sig := e.bundle("acme-notes", "1.0.0", "")
-	_, err = e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
+	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
 	if err == nil || !strings.Contains(err.Error(), "targets key") {
 		t.Errorf("add without the targets key: %v", err)
 	}
 	// Another catalog's key is recognised as not this one's.
-	other := newEnv(t, Expiries{})
-	os.Rename(keyPath(other.keyDir, "targets"), keyPath(e.keyDir, "targets"))
-	os.Rename(filepath.Join(e.dir, "snapshot.key"), keyPath(e.keyDir, "snapshot"))
-	_, err = e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
+	other := newEnv(t, repo.Expiries{})
+	os.Rename(repo.keyPath(other.keyDir, "targets"), repo.keyPath(e.keyDir, "targets"))
+	os.Rename(filepath.Join(e.dir, "snapshot.key"), repo.keyPath(e.keyDir, "snapshot"))
+	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
 	if err == nil || !strings.Contains(err.Error(), "is not a targets key of this catalog") {
 		t.Errorf("add with another catalog's key: %v", err)
 	}
 }
 
 func TestAddSignerRules(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	// Same version, same digest: nothing to do.
 	dir, sig := e.bundle("acme-notes", "1.0.0", "")
-	res, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
+	res, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
 	if err != nil || !res.Already {
 		t.Fatalf("re-add: %v %+v", err, res)
 	}
@@ -105,23 +107,23 @@ func TestAddSignerRules(t *testing.T) {
 	cat, _ := e.repo().working()
 	dir3, sig3 := e.bundle("acme-notes", "1.0.1", "")
 	b3 := openBundle(t, dir3)
-	cat.Plugin("acme-notes").Versions = append(cat.Plugin("acme-notes").Versions, &Version{Version: "1.0.1", Digest: b3.Digest,
-		Archive: Archive{Format: "tar.gz", Size: 1, SHA256: "sha256:" + strings.Repeat("0", 64)}, URLs: []string{"x.tar.gz"}, SignatureURL: "x.sig",
-		Released: e.clk.now(), Status: StatusActive, Summary: cat.Plugin("acme-notes").Versions[0].Summary})
+	cat.Plugin("acme-notes").Versions = append(cat.Plugin("acme-notes").Versions, &catalog.Version{Version: "1.0.1", Digest: b3.Digest,
+		Archive: catalog.Archive{Format: "tar.gz", Size: 1, SHA256: "sha256:" + strings.Repeat("0", 64)}, URLs: []string{"x.tar.gz"}, SignatureURL: "x.sig",
+		Released: e.clk.now(), Status: catalog.StatusActive, Summary: cat.Plugin("acme-notes").Versions[0].Summary})
 	b3.Close()
-	e.write(workingFile, cat.Marshal())
-	res, err = e.repo().Add(e.ctx, AddRequest{Source: dir3, Signature: sig3, Verifier: e.verifier})
+	e.write(repo.workingFile, cat.Marshal())
+	res, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir3, Signature: sig3, Verifier: e.verifier})
 	if err != nil || res.Already || res.Publish == nil {
 		t.Fatalf("finishing an interrupted add: %v %+v", err, res)
 	}
-	if rep, _ := Lint(e.repoDir, &RepoOptions{Now: e.clk.now}); !rep.Published {
+	if rep, _ := repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now}); !rep.Published {
 		t.Error("the interrupted add was not published")
 	}
 	// Same version, other content: versions are immutable.
 	os.WriteFile(filepath.Join(dir, "README.md"), []byte("changed\n"), 0o644)
 	sig = e.sign(dir)
-	_, err = e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
-	if !errors.Is(err, ErrVersionChanged) {
+	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
+	if !errors.Is(err, repo.ErrVersionChanged) {
 		t.Fatalf("changed version: %v", err)
 	}
 	// A signer the berth does not know: refused (exit 4).
@@ -130,7 +132,7 @@ func TestAddSignerRules(t *testing.T) {
 	b := openBundle(t, dir2)
 	sig2, _ := trust.Sign(e.ctx, b.Listing().Bytes(), priv)
 	b.Close()
-	_, err = e.repo().Add(e.ctx, AddRequest{Source: dir2, Signature: sig2, Verifier: e.verifier})
+	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir2, Signature: sig2, Verifier: e.verifier})
 	if !errors.Is(err, trust.ErrUntrusted) {
 		t.Fatalf("unknown signer: %v", err)
 	}
@@ -138,34 +140,34 @@ func TestAddSignerRules(t *testing.T) {
 	mallory, _ := trust.NewKeySigner("mallory", pub, nil)
 	acme, _ := trust.NewKeySigner("acme", e.pubPEM, nil)
 	both, _ := trust.NewVerifier([]trust.Signer{acme, mallory}, nil)
-	_, err = e.repo().Add(e.ctx, AddRequest{Source: dir2, Signature: sig2, Verifier: both})
+	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir2, Signature: sig2, Verifier: both})
 	if !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "allows only") {
 		t.Fatalf("signer not allowed for the plugin: %v", err)
 	}
 	// A bad signature.
-	_, err = e.repo().Add(e.ctx, AddRequest{Source: dir2, Signature: []byte("{}"), Verifier: e.verifier})
+	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir2, Signature: []byte("{}"), Verifier: e.verifier})
 	if !errors.Is(err, trust.ErrUntrusted) {
 		t.Fatalf("bad signature: %v", err)
 	}
 }
 
 func TestAddArchiveWithURL(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	dir, sig := e.bundle("acme-notes", "1.0.0", "")
 	// Pack the directory the way add does, as the archive a publisher ships.
 	b := openBundle(t, dir)
 	f, _ := os.Create(filepath.Join(e.dir, "notes.tar.gz"))
-	if err := packTarGz(e.ctx, b, f); err != nil {
+	if err := repo.packTarGz(e.ctx, b, f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	b.Close()
 	os.WriteFile(filepath.Join(e.dir, "notes.tar.gz.sigstore.json"), sig, 0o644)
-	_, err := e.repo().Add(e.ctx, AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, URL: "https://cdn.example/notes.tar.gz"})
+	_, err := e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier, URL: "https://cdn.example/notes.tar.gz"})
 	if err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Fatalf("--url with a directory: %v", err)
 	}
-	res, err := e.repo().Add(e.ctx, AddRequest{Source: filepath.Join(e.dir, "notes.tar.gz"), Signature: sig, Verifier: e.verifier, URL: "https://cdn.example/notes.tar.gz", Tier: TierVerified})
+	res, err := e.repo().Add(e.ctx, repo.AddRequest{Source: filepath.Join(e.dir, "notes.tar.gz"), Signature: sig, Verifier: e.verifier, URL: "https://cdn.example/notes.tar.gz", Tier: catalog.TierVerified})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,33 +176,33 @@ func TestAddArchiveWithURL(t *testing.T) {
 	}
 	cat, _ := e.repo().working()
 	v := cat.Plugin("acme-notes").Version("1.0.0")
-	if v.URLs[0] != "https://cdn.example/notes.tar.gz" || cat.Plugin("acme-notes").Tier != TierVerified || v.Digest != res.Digest {
+	if v.URLs[0] != "https://cdn.example/notes.tar.gz" || cat.Plugin("acme-notes").Tier != catalog.TierVerified || v.Digest != res.Digest {
 		t.Errorf("%+v", v)
 	}
-	rep, err := Lint(e.repoDir, &RepoOptions{Now: e.clk.now})
+	rep, err := repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if err != nil || !rep.OK() || !rep.Published {
 		t.Fatalf("lint: %v %+v", err, rep.Problems)
 	}
 }
 
 func TestStatusAndLint(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.publish("acme-notes", "1.1.0")
 	r := e.repo()
-	if _, err := r.SetStatus(e.ctx, "acme-notes", "1.1.0", StatusRevoked, "", ""); err == nil {
+	if _, err := r.SetStatus(e.ctx, "acme-notes", "1.1.0", catalog.StatusRevoked, "", ""); err == nil {
 		t.Error("revoked without a reason")
 	}
-	if _, err := r.SetStatus(e.ctx, "acme-notes", "9.0.0", StatusYanked, "x", ""); err == nil || !strings.Contains(err.Error(), "it has 1.0.0, 1.1.0") {
+	if _, err := r.SetStatus(e.ctx, "acme-notes", "9.0.0", catalog.StatusYanked, "x", ""); err == nil || !strings.Contains(err.Error(), "it has 1.0.0, 1.1.0") {
 		t.Errorf("unknown version: %v", err)
 	}
-	if _, err := r.SetStatus(e.ctx, "acme-notes", "1.1.0", StatusRevoked, "leaked a token", ""); err != nil {
+	if _, err := r.SetStatus(e.ctx, "acme-notes", "1.1.0", catalog.StatusRevoked, "leaked a token", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SetStatus(e.ctx, "acme-notes", "1.0.0", StatusDeprecated, "use notes-pro", "notes-pro"); err != nil {
+	if _, err := r.SetStatus(e.ctx, "acme-notes", "1.0.0", catalog.StatusDeprecated, "use notes-pro", "notes-pro"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Lint(e.repoDir, &RepoOptions{Now: e.clk.now})
+	rep, err := repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if err != nil || !rep.OK() || !rep.Published || rep.Plugins != 1 {
 		t.Fatalf("lint: %v %+v", err, rep)
 	}
@@ -208,20 +210,20 @@ func TestStatusAndLint(t *testing.T) {
 	// that sign refuses to publish.
 	cat, _ := r.working()
 	cat.Plugin("acme-notes").Description = "Better notes"
-	e.write(workingFile, cat.Marshal())
-	rep, _ = Lint(e.repoDir, &RepoOptions{Now: e.clk.now})
+	e.write(repo.workingFile, cat.Marshal())
+	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if !rep.OK() || rep.Published {
 		t.Errorf("after a hand edit: %+v", rep.Problems)
 	}
 	if _, err := r.Sign(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	rep, _ = Lint(e.repoDir, &RepoOptions{Now: e.clk.now})
+	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if !rep.Published {
 		t.Error("sign did not publish the working copy")
 	}
-	e.write(workingFile, []byte(strings.Replace(string(cat.Marshal()), `"tier": "community"`, `"tier": "gold"`, 1)))
-	rep, _ = Lint(e.repoDir, &RepoOptions{Now: e.clk.now})
+	e.write(repo.workingFile, []byte(strings.Replace(string(cat.Marshal()), `"tier": "community"`, `"tier": "gold"`, 1)))
+	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if rep.OK() {
 		t.Error("lint accepts tier gold")
 	}
@@ -229,10 +231,10 @@ func TestStatusAndLint(t *testing.T) {
 		t.Errorf("sign of a broken catalog: %v", err)
 	}
 	// A missing archive is a lint error.
-	e.write(workingFile, cat.Marshal())
+	e.write(repo.workingFile, cat.Marshal())
 	os.Remove(filepath.Join(e.repoDir, "bundles", "acme-notes", "1.0.0", "acme-notes-1.0.0.tar.gz"))
-	rep, _ = Lint(e.repoDir, &RepoOptions{Now: e.clk.now})
-	if rep.OK() || !strings.Contains(joinProblems(rep.Problems), "version-file") {
-		t.Errorf("lint with a missing archive: %v", joinProblems(rep.Problems))
+	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
+	if rep.OK() || !strings.Contains(repo.joinProblems(rep.Problems), "version-file") {
+		t.Errorf("lint with a missing archive: %v", repo.joinProblems(rep.Problems))
 	}
 }

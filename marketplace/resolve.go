@@ -9,6 +9,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
 // ResolveOptions tune Resolve. A nil *ResolveOptions means the defaults.
@@ -32,17 +33,17 @@ type ResolveOptions struct {
 // every version of the plugin, highest first, with the reason it was not
 // chosen.
 type Resolution struct {
-	Plugin     *Plugin
+	Plugin     *catalog.Plugin
 	Constraint string
 	// Chosen is the highest version that satisfies every rule; nil when
 	// none does.
-	Chosen     *Version
+	Chosen     *catalog.Version
 	Candidates []Candidate
 }
 
 // Candidate is one version and why it was or was not chosen.
 type Candidate struct {
-	Version *Version
+	Version *catalog.Version
 	Chosen  bool
 	// Skipped says why it was not chosen; "" for the chosen one.
 	Skipped string
@@ -80,7 +81,7 @@ func (e *NoVersionError) Error() string {
 // than MinReleaseAge. On failure the Resolution is still returned, with a
 // *NoVersionError. A constraint that does not parse is an error with a nil
 // Resolution.
-func Resolve(p *Plugin, constraint string, opts *ResolveOptions) (*Resolution, error) {
+func Resolve(p *catalog.Plugin, constraint string, opts *ResolveOptions) (*Resolution, error) {
 	return newResolver(opts).resolve(p, constraint)
 }
 
@@ -110,7 +111,7 @@ func newResolver(opts *ResolveOptions) *resolver {
 	return r
 }
 
-func (r *resolver) resolve(p *Plugin, constraint string) (*Resolution, error) {
+func (r *resolver) resolve(p *catalog.Plugin, constraint string) (*Resolution, error) {
 	cs := "*"
 	if strings.TrimSpace(constraint) != "" {
 		cs = constraint
@@ -120,7 +121,7 @@ func (r *resolver) resolve(p *Plugin, constraint string) (*Resolution, error) {
 		return nil, fmt.Errorf("%q is not a version constraint: %v; write one like ^1.2, ~1.4.0, >=1.0.0 <2.0.0 or an exact 1.4.2", constraint, err)
 	}
 	type parsed struct {
-		v  *Version
+		v  *catalog.Version
 		sv *semver.Version
 	}
 	var vs []parsed
@@ -153,11 +154,11 @@ func (r *resolver) resolve(p *Plugin, constraint string) (*Resolution, error) {
 }
 
 // skip returns why a version may not be chosen, or "".
-func (r *resolver) skip(status Status, reason string, sv *semver.Version, requires string, released time.Time, c *semver.Constraints, cs string) string {
+func (r *resolver) skip(status catalog.Status, reason string, sv *semver.Version, requires string, released time.Time, c *semver.Constraints, cs string) string {
 	switch {
-	case status == StatusRevoked:
+	case status == catalog.StatusRevoked:
 		return "revoked: " + reason
-	case status == StatusYanked && !r.o.AllowYanked:
+	case status == catalog.StatusYanked && !r.o.AllowYanked:
 		return "yanked: " + reason
 	case !c.Check(sv):
 		if sv.Prerelease() != "" {

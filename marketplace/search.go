@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
 
 // Files of the search index in a verified copy.
@@ -33,7 +35,7 @@ type indexEntry struct {
 	Off, N      int64
 	Name        string
 	Description string
-	Tier        Tier
+	Tier        catalog.Tier
 	Tags        []string
 	Publisher   string
 	Versions    []indexVersion // highest first
@@ -41,15 +43,15 @@ type indexEntry struct {
 
 type indexVersion struct {
 	Version  string
-	Status   Status
+	Status   catalog.Status
 	Released time.Time
 	Requires string
 }
 
-func buildIndex(cat *Catalog, spans []span) *index {
+func buildIndex(cat *catalog.Catalog, spans []catalog.Span) *index {
 	idx := &index{Plugins: make([]indexEntry, 0, len(cat.Plugins))}
 	for i, p := range cat.Plugins {
-		e := indexEntry{Off: spans[i].off, N: spans[i].n, Name: p.Name, Description: p.Description, Tier: p.Tier, Tags: p.Tags}
+		e := indexEntry{Off: spans[i].Off, N: spans[i].N, Name: p.Name, Description: p.Description, Tier: p.Tier, Tags: p.Tags}
 		if p.Publisher != nil {
 			e.Publisher = p.Publisher.Name
 		}
@@ -98,7 +100,9 @@ func parseIndex(data []byte) (*index, error) {
 			continue
 		}
 		n := splitFields(line, f[:])
-		bad := func() (*index, error) { return nil, fmt.Errorf("the search index has a bad line %q", shortText(line)) }
+		bad := func() (*index, error) {
+			return nil, fmt.Errorf("the search index has a bad line %q", textio.ShortText(line))
+		}
 		switch {
 		case f[0] == "p" && n == 8:
 			off, err1 := strconv.ParseInt(f[3], 10, 64)
@@ -106,7 +110,7 @@ func parseIndex(data []byte) (*index, error) {
 			if err1 != nil || err2 != nil {
 				return bad()
 			}
-			e := indexEntry{Off: off, N: size, Name: f[1], Tier: Tier(f[2]), Publisher: unescape(f[6]), Description: unescape(f[7])}
+			e := indexEntry{Off: off, N: size, Name: f[1], Tier: catalog.Tier(f[2]), Publisher: unescape(f[6]), Description: unescape(f[7])}
 			if f[5] != "" {
 				e.Tags = strings.Split(f[5], ",")
 			}
@@ -117,7 +121,7 @@ func parseIndex(data []byte) (*index, error) {
 				return bad()
 			}
 			e := &idx.Plugins[len(idx.Plugins)-1]
-			e.Versions = append(e.Versions, indexVersion{Version: f[1], Status: Status(f[2]), Released: time.Unix(sec, 0).UTC(), Requires: unescape(f[4])})
+			e.Versions = append(e.Versions, indexVersion{Version: f[1], Status: catalog.Status(f[2]), Released: time.Unix(sec, 0).UTC(), Requires: unescape(f[4])})
 		default:
 			return bad()
 		}
@@ -150,20 +154,13 @@ func unescape(s string) string {
 	return indexUnescaper.Replace(s)
 }
 
-func shortText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
-}
-
 // Query is a search.
 type Query struct {
 	// Text is the search text; "" lists everything.
 	Text string
 	// Catalog, Tier and Tag filter the results when set.
 	Catalog string
-	Tier    Tier
+	Tier    catalog.Tier
 	Tag     string
 }
 
@@ -196,16 +193,16 @@ func (m Match) rank() int {
 
 // Result is one plugin found by Search.
 type Result struct {
-	Catalog     string   `json:"catalog"`
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Tier        Tier     `json:"tier"`
-	Tags        []string `json:"tags"`
+	Catalog     string       `json:"catalog"`
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Tier        catalog.Tier `json:"tier"`
+	Tags        []string     `json:"tags"`
 	// Latest is the version berth install NAME would pick, "" when none
 	// qualifies; Status is its status.
-	Latest string `json:"latest,omitempty"`
-	Status Status `json:"status,omitempty"`
-	Match  Match  `json:"match"`
+	Latest string         `json:"latest,omitempty"`
+	Status catalog.Status `json:"status,omitempty"`
+	Match  Match          `json:"match"`
 	// Stale is true when the catalog's verified copy is past its expiry.
 	Stale bool `json:"stale,omitempty"`
 	// Unsigned is true for an entry of an unsigned source (an MCP
@@ -222,7 +219,7 @@ type SearchResult struct {
 	Results  []Result       `json:"results"`
 	Catalogs []*CatalogInfo `json:"catalogs"`
 	// Problems are the entries each catalog skipped, by catalog name.
-	Problems map[string][]*Problem `json:"problems,omitempty"`
+	Problems map[string][]*catalog.Problem `json:"problems,omitempty"`
 }
 
 // Search ranks the plugins of every catalog in the cache (or of
@@ -267,7 +264,7 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 		out.Catalogs = append(out.Catalogs, ci)
 		if len(problems) > 0 {
 			if out.Problems == nil {
-				out.Problems = map[string][]*Problem{}
+				out.Problems = map[string][]*catalog.Problem{}
 			}
 			out.Problems[name] = problems
 		}
@@ -308,7 +305,7 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 		if ra, rb := a.Match.rank(), b.Match.rank(); ra != rb {
 			return ra < rb
 		}
-		if ta, tb := a.Tier.rank(), b.Tier.rank(); ta != tb {
+		if ta, tb := tierRank(a.Tier), tierRank(b.Tier); ta != tb {
 			return ta < tb
 		}
 		if a.Name != b.Name {
@@ -395,11 +392,11 @@ func (c *Cache) readIndex(name string) (*state, *index, error) {
 }
 
 // readProblems reads the entries the copy st of catalog name skipped.
-func (c *Cache) readProblems(name string, st *state) ([]*Problem, error) {
+func (c *Cache) readProblems(name string, st *state) ([]*catalog.Problem, error) {
 	if st.Info.Problems <= 0 {
 		return nil, nil
 	}
-	var problems []*Problem
+	var problems []*catalog.Problem
 	data, err := os.ReadFile(filepath.Join(c.dir, name, st.Current, problemsFile))
 	if err == nil {
 		err = json.Unmarshal(data, &problems)
@@ -416,16 +413,16 @@ var ErrNoPlugin = errors.New("no such plugin")
 // Plugin returns the entry of plugin name in the verified copy of catalog
 // catalog, reading only that entry. It never touches the network or
 // writes.
-func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
-	ps, ci, err := c.Plugins(catalog, []string{name})
+func (c *Cache) Plugin(catName, name string) (*catalog.Plugin, *CatalogInfo, error) {
+	ps, ci, err := c.Plugins(catName, []string{name})
 	if err != nil {
 		return nil, nil, err
 	}
 	if ci.Unsigned {
-		return nil, nil, fmt.Errorf("%w: catalog %s is an unsigned %s source; its entries are shown with berth show and installed with --allow-unsigned --digest", ErrUnsignedSource, catalog, ci.Kind)
+		return nil, nil, fmt.Errorf("%w: catalog %s is an unsigned %s source; its entries are shown with berth show and installed with --allow-unsigned --digest", ErrUnsignedSource, catName, ci.Kind)
 	}
 	if ps[name] == nil {
-		return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catalog, name, name)
+		return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catName, name, name)
 	}
 	return ps[name], ci, nil
 }
@@ -434,16 +431,16 @@ func (c *Cache) Plugin(catalog, name string) (*Plugin, *CatalogInfo, error) {
 // of catalog, by name, reading the index once and only those entries; a
 // name the catalog does not list is absent from the map. It never
 // touches the network or writes.
-func (c *Cache) Plugins(catalog string, names []string) (map[string]*Plugin, *CatalogInfo, error) {
+func (c *Cache) Plugins(catName string, names []string) (map[string]*catalog.Plugin, *CatalogInfo, error) {
 	for attempt := 0; ; attempt++ {
-		st, idx, err := c.readIndex(catalog)
+		st, idx, err := c.readIndex(catName)
 		if err != nil {
 			return nil, nil, err
 		}
 		if st.Kind != "" {
 			// An unsigned source lists no signed entries: nothing of it is
 			// revoked, deprecated or yanked in the catalog's terms.
-			return map[string]*Plugin{}, c.info(st), nil
+			return map[string]*catalog.Plugin{}, c.info(st), nil
 		}
 		want := map[string]bool{}
 		for _, n := range names {
@@ -455,27 +452,27 @@ func (c *Cache) Plugins(catalog string, names []string) (map[string]*Plugin, *Ca
 				found = append(found, &idx.Plugins[i])
 			}
 		}
-		out := map[string]*Plugin{}
+		out := map[string]*catalog.Plugin{}
 		if len(found) == 0 {
 			return out, c.info(st), nil
 		}
-		f, err := os.Open(filepath.Join(c.dir, catalog, st.Current, CatalogTarget))
+		f, err := os.Open(filepath.Join(c.dir, catName, st.Current, catalog.TargetName))
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			continue
 		}
 		if err != nil {
-			return nil, nil, c.damaged(catalog, err)
+			return nil, nil, c.damaged(catName, err)
 		}
 		for _, e := range found {
 			raw := make([]byte, e.N)
 			if _, err := f.ReadAt(raw, e.Off); err != nil {
 				f.Close()
-				return nil, nil, c.damaged(catalog, err)
+				return nil, nil, c.damaged(catName, err)
 			}
-			p, _ := parseEntry(raw, 0, &checker{signers: map[Signer]error{}})
+			p, _ := catalog.ParseEntry(raw)
 			if p == nil || p.Name != e.Name {
 				f.Close()
-				return nil, nil, c.damaged(catalog, fmt.Errorf("the index does not point at the entry of %s", e.Name))
+				return nil, nil, c.damaged(catName, fmt.Errorf("the index does not point at the entry of %s", e.Name))
 			}
 			out[e.Name] = p
 		}
@@ -504,4 +501,15 @@ func (c *Cache) Lookup(name string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// tierRank orders tiers for search ties: official first.
+func tierRank(t catalog.Tier) int {
+	switch t {
+	case catalog.TierOfficial:
+		return 0
+	case catalog.TierVerified:
+		return 1
+	}
+	return 2
 }

@@ -8,29 +8,31 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
 )
 
 // genPlugin makes a catalog entry that passes every rule, with made-up
 // digests (nothing is downloaded from it).
-func genPlugin(name, desc string, tier Tier, tags []string, signer *Signer, versions ...string) *Plugin {
-	p := &Plugin{Name: name, Description: desc, Tier: tier, Tags: tags, Signers: []*Signer{signer}, Publisher: &Publisher{Name: "Gen"}}
+func genPlugin(name, desc string, tier catalog.Tier, tags []string, signer *catalog.Signer, versions ...string) *catalog.Plugin {
+	p := &catalog.Plugin{Name: name, Description: desc, Tier: tier, Tags: tags, Signers: []*catalog.Signer{signer}, Publisher: &catalog.Publisher{Name: "Gen"}}
 	for i, v := range versions {
-		p.Versions = append(p.Versions, &Version{
+		p.Versions = append(p.Versions, &catalog.Version{
 			Version:      v,
 			Digest:       fmt.Sprintf("sha256:%064x", len(name)*1000+i),
-			Archive:      Archive{Format: "tar.gz", Size: 1000, SHA256: fmt.Sprintf("sha256:%064x", i+1)},
+			Archive:      catalog.Archive{Format: "tar.gz", Size: 1000, SHA256: fmt.Sprintf("sha256:%064x", i+1)},
 			URLs:         []string{"bundles/" + name + "/" + v + "/" + name + "-" + v + ".tar.gz"},
 			SignatureURL: "bundles/" + name + "/" + v + "/" + name + "-" + v + ".tar.gz.sigstore.json",
 			Released:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Status:       StatusActive,
-			Summary: Summary{
-				Files: SummaryFiles{Count: 3, TotalSize: 1200},
-				Servers: []SummaryServer{{Name: "main", Kind: "stdio",
-					Stdio:    &SummaryStdio{Program: "host", Command: "npx", Argv: []string{"npx", "-y", name + "@" + v}, Cwd: "${bundle}", Env: []EnvSource{{Name: "TOKEN", FromEnv: "GEN_TOKEN"}}, Fetches: []Fetch{{Tool: "npx", Package: name + "@" + v, Ecosystem: "npm", Registry: "https://registry.npmjs.org/"}}},
-					Tools:    ToolFilter{Allow: []string{}, Deny: []string{}},
-					Timeouts: Timeouts{Startup: "30s", Call: "1m0s"}}},
-				NativeTools: []SummaryNativeTool{},
+			Status:       catalog.StatusActive,
+			Summary: catalog.Summary{
+				Files: catalog.SummaryFiles{Count: 3, TotalSize: 1200},
+				Servers: []catalog.SummaryServer{{Name: "main", Kind: "stdio",
+					Stdio:    &catalog.SummaryStdio{Program: "host", Command: "npx", Argv: []string{"npx", "-y", name + "@" + v}, Cwd: "${bundle}", Env: []catalog.EnvSource{{Name: "TOKEN", FromEnv: "GEN_TOKEN"}}, Fetches: []catalog.Fetch{{Tool: "npx", Package: name + "@" + v, Ecosystem: "npm", Registry: "https://registry.npmjs.org/"}}},
+					Tools:    catalog.ToolFilter{Allow: []string{}, Deny: []string{}},
+					Timeouts: catalog.Timeouts{Startup: "30s", Call: "1m0s"}}},
+				NativeTools: []catalog.SummaryNativeTool{},
 			},
 		})
 	}
@@ -38,16 +40,16 @@ func genPlugin(name, desc string, tier Tier, tags []string, signer *Signer, vers
 }
 
 // publishCatalog writes plugins into the working copy and signs it.
-func (e *testEnv) publishCatalog(plugins ...*Plugin) {
+func (e *testEnv) publishCatalog(plugins ...*catalog.Plugin) {
 	e.t.Helper()
-	cat := &Catalog{CatalogVersion: 1, Name: "acme", Plugins: plugins}
-	e.write(workingFile, cat.Marshal())
+	cat := &catalog.Catalog{CatalogVersion: 1, Name: "acme", Plugins: plugins}
+	e.write(repo.workingFile, cat.Marshal())
 	if _, err := e.repo().Sign(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
-func (e *testEnv) catalogSigner() *Signer {
+func (e *testEnv) catalogSigner() *catalog.Signer {
 	_, pub, err := trust.GenerateKey()
 	if err != nil {
 		e.t.Fatal(err)
@@ -56,7 +58,7 @@ func (e *testEnv) catalogSigner() *Signer {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return &Signer{Kind: trust.KindKey, Fingerprint: s.Fingerprint, PublicKey: s.PublicKey}
+	return &catalog.Signer{Kind: trust.KindKey, Fingerprint: s.Fingerprint, PublicKey: s.PublicKey}
 }
 
 func names(rs []Result) []string {
@@ -68,15 +70,15 @@ func names(rs []Result) []string {
 }
 
 func TestSearchRanking(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	s := e.catalogSigner()
 	e.publishCatalog(
-		genPlugin("notes", "Take notes", TierCommunity, nil, s, "1.0.0"),
-		genPlugin("notes-pro", "Notes for teams", TierOfficial, nil, s, "2.0.0"),
-		genPlugin("acme-notes", "Search your notes", TierVerified, []string{"notes"}, s, "1.0.0", "1.1.0"),
-		genPlugin("weather", "Weather and NOTES of the sky", TierOfficial, []string{"forecast"}, s, "0.1.0"),
-		genPlugin("git-tools", "Work with git", TierCommunity, []string{"vcs"}, s, "3.0.0"),
-		genPlugin("sky-cli", "Stars", TierCommunity, []string{"notes-app"}, s, "1.0.0"),
+		genPlugin("notes", "Take notes", catalog.TierCommunity, nil, s, "1.0.0"),
+		genPlugin("notes-pro", "Notes for teams", catalog.TierOfficial, nil, s, "2.0.0"),
+		genPlugin("acme-notes", "Search your notes", catalog.TierVerified, []string{"notes"}, s, "1.0.0", "1.1.0"),
+		genPlugin("weather", "Weather and NOTES of the sky", catalog.TierOfficial, []string{"forecast"}, s, "0.1.0"),
+		genPlugin("git-tools", "Work with git", catalog.TierCommunity, []string{"vcs"}, s, "3.0.0"),
+		genPlugin("sky-cli", "Stars", catalog.TierCommunity, []string{"notes-app"}, s, "1.0.0"),
 	)
 	e.addCatalog()
 	for _, c := range []struct {
@@ -86,7 +88,7 @@ func TestSearchRanking(t *testing.T) {
 		{Query{Text: "notes"}, []string{"notes", "notes-pro", "acme-notes", "sky-cli", "weather"}},
 		{Query{Text: "NOTES"}, []string{"notes", "notes-pro", "acme-notes", "sky-cli", "weather"}},
 		{Query{}, []string{"notes-pro", "weather", "acme-notes", "git-tools", "notes", "sky-cli"}},
-		{Query{Text: "notes", Tier: TierOfficial}, []string{"notes-pro", "weather"}},
+		{Query{Text: "notes", Tier: catalog.TierOfficial}, []string{"notes-pro", "weather"}},
 		{Query{Tag: "vcs"}, []string{"git-tools"}},
 		{Query{Text: "git work"}, []string{"git-tools"}},
 		{Query{Text: "git teams"}, nil},
@@ -101,7 +103,7 @@ func TestSearchRanking(t *testing.T) {
 		}
 	}
 	res, _ := e.cache.Search(Query{Text: "acme-notes"}, nil)
-	if r := res.Results[0]; r.Match != MatchExact || r.Latest != "1.1.0" || r.Status != StatusActive || r.Catalog != "acme" || r.Tier != TierVerified {
+	if r := res.Results[0]; r.Match != MatchExact || r.Latest != "1.1.0" || r.Status != catalog.StatusActive || r.Catalog != "acme" || r.Tier != catalog.TierVerified {
 		t.Errorf("result: %+v", r)
 	}
 	p, ci, err := e.cache.Plugin("acme", "weather")
@@ -120,12 +122,12 @@ func TestSearchRanking(t *testing.T) {
 }
 
 func TestSearchTwoCatalogs(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	s := e.catalogSigner()
-	e.publishCatalog(genPlugin("notes", "Take notes", TierCommunity, nil, s, "1.0.0"))
+	e.publishCatalog(genPlugin("notes", "Take notes", catalog.TierCommunity, nil, s, "1.0.0"))
 	e.addCatalog()
-	f := newEnv(t, Expiries{})
-	f.publishCatalog(genPlugin("notes", "Other notes", TierOfficial, nil, s, "2.0.0"))
+	f := newEnv(t, repo.Expiries{})
+	f.publishCatalog(genPlugin("notes", "Other notes", catalog.TierOfficial, nil, s, "2.0.0"))
 	src, _ := ParseSource(f.repoDir)
 	if _, err := e.cache.Add(e.ctx, "other", src, RootPin{SHA256: f.init.RootSHA256}); err != nil {
 		t.Fatal(err)
@@ -144,12 +146,12 @@ func TestSearchTwoCatalogs(t *testing.T) {
 }
 
 func TestSearchLatestSkips(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	s := e.catalogSigner()
-	p := genPlugin("notes", "Take notes", TierCommunity, nil, s, "1.0.0", "1.1.0", "2.0.0-rc.1")
-	p.Versions[1].Status, p.Versions[1].Reason = StatusRevoked, "leaked tokens"
-	q := genPlugin("gone", "All yanked", TierCommunity, nil, s, "1.0.0")
-	q.Versions[0].Status, q.Versions[0].Reason = StatusYanked, "broken"
+	p := genPlugin("notes", "Take notes", catalog.TierCommunity, nil, s, "1.0.0", "1.1.0", "2.0.0-rc.1")
+	p.Versions[1].Status, p.Versions[1].Reason = catalog.StatusRevoked, "leaked tokens"
+	q := genPlugin("gone", "All yanked", catalog.TierCommunity, nil, s, "1.0.0")
+	q.Versions[0].Status, q.Versions[0].Reason = catalog.StatusYanked, "broken"
 	e.publishCatalog(p, q)
 	e.addCatalog()
 	res, _ := e.cache.Search(Query{}, nil)
@@ -171,26 +173,26 @@ func TestResolve(t *testing.T) {
 	now := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 	old := now.Add(-30 * 24 * time.Hour)
 	fresh := now.Add(-time.Hour)
-	p := &Plugin{Name: "notes"}
+	p := &catalog.Plugin{Name: "notes"}
 	for _, v := range []struct {
 		v        string
-		status   Status
+		status   catalog.Status
 		released time.Time
 		requires string
 	}{
-		{"1.0.0", StatusActive, old, ""},
-		{"1.1.0", StatusYanked, old, ""},
-		{"1.2.0", StatusRevoked, old, ""},
-		{"1.3.0", StatusActive, old, ">=9.0.0"},
-		{"1.3.1", StatusActive, fresh, ""},
-		{"1.4.0-beta.1", StatusActive, old, ""},
-		{"2.0.0", StatusDeprecated, fresh, ""},
+		{"1.0.0", catalog.StatusActive, old, ""},
+		{"1.1.0", catalog.StatusYanked, old, ""},
+		{"1.2.0", catalog.StatusRevoked, old, ""},
+		{"1.3.0", catalog.StatusActive, old, ">=9.0.0"},
+		{"1.3.1", catalog.StatusActive, fresh, ""},
+		{"1.4.0-beta.1", catalog.StatusActive, old, ""},
+		{"2.0.0", catalog.StatusDeprecated, fresh, ""},
 	} {
 		reason := ""
-		if v.status != StatusActive {
+		if v.status != catalog.StatusActive {
 			reason = "because"
 		}
-		p.Versions = append(p.Versions, &Version{Version: v.v, Status: v.status, Reason: reason, Released: v.released, RequiresBerth: v.requires})
+		p.Versions = append(p.Versions, &catalog.Version{Version: v.v, Status: v.status, Reason: reason, Released: v.released, RequiresBerth: v.requires})
 	}
 	day := 24 * time.Hour
 	for _, c := range []struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -17,35 +18,35 @@ import (
 // text, so every rendering of it (the terminal, the marketplace's web
 // page) says the same thing. Its JSON form is berth show --json.
 type Showing struct {
-	Catalog  *CatalogInfo   `json:"catalog"`
-	Plugin   *Plugin        `json:"plugin"`
-	Versions []ShownVersion `json:"versions"`
+	Catalog  *CatalogInfo    `json:"catalog"`
+	Plugin   *catalog.Plugin `json:"plugin"`
+	Versions []ShownVersion  `json:"versions"`
 	// Install is the version berth install NAME would pick; "" when none.
 	Install string `json:"install"`
 	// Shown is the version whose review is shown.
 	Shown         string             `json:"shown"`
 	Review        *review.Disclosure `json:"review"`
-	Tools         []Tool             `json:"tools"`
+	Tools         []catalog.Tool     `json:"tools"`
 	ContextTokens int                `json:"contextTokens"`
 }
 
 // ShownVersion is one version of a Showing.
 type ShownVersion struct {
-	Version     string    `json:"version"`
-	Status      Status    `json:"status"`
-	Reason      string    `json:"reason,omitempty"`
-	Replacement string    `json:"replacement,omitempty"`
-	Released    time.Time `json:"released"`
-	Digest      string    `json:"digest"`
-	Picked      bool      `json:"picked"`
-	Skipped     string    `json:"skipped,omitempty"`
+	Version     string         `json:"version"`
+	Status      catalog.Status `json:"status"`
+	Reason      string         `json:"reason,omitempty"`
+	Replacement string         `json:"replacement,omitempty"`
+	Released    time.Time      `json:"released"`
+	Digest      string         `json:"digest"`
+	Picked      bool           `json:"picked"`
+	Skipped     string         `json:"skipped,omitempty"`
 }
 
 // Show describes plugin p of catalog ci as berth show does. version picks
 // the version whose review is shown; "" means the one install would pick,
 // or the highest when none qualifies. A version the plugin lacks is an
 // ErrNoPlugin error naming the versions it has.
-func Show(p *Plugin, ci *CatalogInfo, version string, opts *ResolveOptions) (*Showing, error) {
+func Show(p *catalog.Plugin, ci *CatalogInfo, version string, opts *ResolveOptions) (*Showing, error) {
 	res, err := Resolve(p, "", opts)
 	if err != nil && res == nil {
 		return nil, err
@@ -78,9 +79,9 @@ func Show(p *Plugin, ci *CatalogInfo, version string, opts *ResolveOptions) (*Sh
 	out.Review = shown.Summary.Disclosure(p, shown)
 	out.Tools = shown.Summary.Tools
 	if out.Tools == nil {
-		out.Tools = []Tool{}
+		out.Tools = []catalog.Tool{}
 	}
-	out.ContextTokens = EstimateTokens(shown.Summary.Tools)
+	out.ContextTokens = catalog.EstimateTokens(shown.Summary.Tools)
 	return out, nil
 }
 
@@ -159,21 +160,4 @@ func (v *ShownVersion) Note(plugin string) string {
 		return "berth install " + plugin + " picks this"
 	}
 	return "skipped: " + v.Skipped
-}
-
-// Hints are the annotations of a tool worth a warning or a reassurance,
-// as berth show marks them: "destructive", "read-only".
-func (t *Tool) Hints() []string {
-	an := t.Annotations
-	if an == nil {
-		return nil
-	}
-	var out []string
-	if an.DestructiveHint != nil && *an.DestructiveHint {
-		out = append(out, "destructive")
-	}
-	if an.ReadOnlyHint != nil && *an.ReadOnlyHint {
-		out = append(out, "read-only")
-	}
-	return out
 }

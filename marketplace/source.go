@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/loopback"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
 
 // Source is where a catalog is served from: a directory, a file:// URL,
@@ -166,7 +167,7 @@ func (d *dirOpener) open(ctx context.Context, loc string) (io.ReadCloser, error)
 	if d.o.Counter != nil {
 		d.o.Counter(loc)
 	}
-	if hasScheme(loc) {
+	if textio.HasScheme(loc) {
 		return (&httpOpener{o: d.o, clients: map[string]*http.Client{}}).open(ctx, loc)
 	}
 	clean := path.Clean("/" + loc)[1:]
@@ -200,7 +201,7 @@ type httpOpener struct {
 
 func (h *httpOpener) open(ctx context.Context, loc string) (io.ReadCloser, error) {
 	var u *url.URL
-	if hasScheme(loc) {
+	if textio.HasScheme(loc) {
 		var err error
 		if u, err = url.Parse(loc); err != nil {
 			return nil, err
@@ -211,7 +212,7 @@ func (h *httpOpener) open(ctx context.Context, loc string) (io.ReadCloser, error
 		}
 		u = h.base.ResolveReference(&url.URL{Path: loc})
 	}
-	if h.o.Counter != nil && !hasScheme(loc) {
+	if h.o.Counter != nil && !textio.HasScheme(loc) {
 		h.o.Counter(loc)
 	} else if h.o.Counter != nil {
 		h.o.Counter(u.String())

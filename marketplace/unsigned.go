@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/foreign"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -31,54 +33,11 @@ const (
 // each.
 const entriesFile = "entries.json"
 
-// UnsignedPlugin is one entry of an unsigned source, as berth caches it.
-type UnsignedPlugin struct {
-	// Name is the berth plugin name: for a registry entry the one
-	// bundle.RegistryPluginName maps its registry name to.
-	Name string `json:"name"`
-	// SourceName is the name the source gives it: the registry name
-	// (io.github.acme/weather), or the marketplace.json plugin name.
-	SourceName  string `json:"sourceName"`
-	Description string `json:"description"`
-	Homepage    string `json:"homepage,omitempty"`
-	// Dir is the plugin's directory (a marketplace.json entry), absolute.
-	Dir string `json:"dir,omitempty"`
-	// Versions, highest first.
-	Versions []*UnsignedVersion `json:"versions"`
-}
-
-// UnsignedVersion is one version of an unsigned entry.
-type UnsignedVersion struct {
-	Version string `json:"version"`
-	// Status is active or deprecated (deleted versions are dropped).
-	Status Status `json:"status"`
-	// StatusMessage is the registry's reason for the status, if any.
-	StatusMessage string `json:"statusMessage,omitempty"`
-	// Released is the registry's publishedAt; for a marketplace.json
-	// entry, which has no release time, when berth first listed it.
-	Released time.Time `json:"released"`
-	Updated  time.Time `json:"updated,omitzero"`
-	IsLatest bool      `json:"isLatest,omitempty"`
-	// ServerJSON is the registry entry's server.json, compacted: the
-	// bundle berth builds for the version.
-	ServerJSON json.RawMessage `json:"serverJSON,omitempty"`
-}
-
-// Version returns the version v of the entry, or nil.
-func (p *UnsignedPlugin) Version(v string) *UnsignedVersion {
-	for _, x := range p.Versions {
-		if x.Version == v {
-			return x
-		}
-	}
-	return nil
-}
-
-// asPlugin is the entry in the terms Resolve reads.
-func (p *UnsignedPlugin) asPlugin() *Plugin {
-	out := &Plugin{Name: p.Name, Description: p.Description, Tier: TierCommunity}
+// asPlugin is the entry p in the terms Resolve reads.
+func asPlugin(p *foreign.UnsignedPlugin) *catalog.Plugin {
+	out := &catalog.Plugin{Name: p.Name, Description: p.Description, Tier: catalog.TierCommunity}
 	for _, v := range p.Versions {
-		out.Versions = append(out.Versions, &Version{Version: v.Version, Status: v.Status, Reason: v.StatusMessage, Released: v.Released})
+		out.Versions = append(out.Versions, &catalog.Version{Version: v.Version, Status: v.Status, Reason: v.StatusMessage, Released: v.Released})
 	}
 	return out
 }
@@ -108,8 +67,8 @@ func (e *SourceRefusedError) Unwrap() error { return trust.ErrUntrusted }
 
 // unsignedList is what an unsigned source lists, before it is written.
 type unsignedList struct {
-	plugins  []*UnsignedPlugin
-	problems []*Problem
+	plugins  []*foreign.UnsignedPlugin
+	problems []*catalog.Problem
 }
 
 // addUnsigned adds an unsigned source of kind under name; fetch lists it.
@@ -167,9 +126,9 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 	prevProblems, perr := os.ReadFile(filepath.Join(dir, st.Current, problemsFile))
 	problems := list.problems
 	if problems == nil {
-		problems = []*Problem{}
+		problems = []*catalog.Problem{}
 	}
-	changed := err != nil || perr != nil || !bytes.Equal(prev, entries) || !bytes.Equal(prevProblems, mustJSON(problems))
+	changed := err != nil || perr != nil || !bytes.Equal(prev, entries) || !bytes.Equal(prevProblems, textio.MustJSON(problems))
 	if changed {
 		if err := c.writeUnsignedCopy(dir, st, list); err != nil {
 			return nil, err
@@ -187,7 +146,7 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 // fetchUnsigned lists the source of st; old is the cached list (nil at
 // add), which keeps the time berth first listed a marketplace.json
 // version.
-func (c *Cache) fetchUnsigned(ctx context.Context, st *state, old []*UnsignedPlugin) (*unsignedList, error) {
+func (c *Cache) fetchUnsigned(ctx context.Context, st *state, old []*foreign.UnsignedPlugin) (*unsignedList, error) {
 	var list *unsignedList
 	var err error
 	switch st.Kind {
@@ -225,9 +184,9 @@ func (c *Cache) fetchUnsigned(ctx context.Context, st *state, old []*UnsignedPlu
 
 // marshalEntries writes the entries file, one entry a line, and where
 // each entry is in it.
-func marshalEntries(ps []*UnsignedPlugin) ([]byte, []span) {
+func marshalEntries(ps []*foreign.UnsignedPlugin) ([]byte, []catalog.Span) {
 	var b bytes.Buffer
-	spans := make([]span, 0, len(ps))
+	spans := make([]catalog.Span, 0, len(ps))
 	b.WriteString("[\n")
 	for i, p := range ps {
 		var e bytes.Buffer
@@ -237,7 +196,7 @@ func marshalEntries(ps []*UnsignedPlugin) ([]byte, []span) {
 			panic(err) // plain data
 		}
 		line := bytes.TrimRight(e.Bytes(), "\n")
-		spans = append(spans, span{off: int64(b.Len()), n: int64(len(line))})
+		spans = append(spans, catalog.Span{Off: int64(b.Len()), N: int64(len(line))})
 		b.Write(line)
 		if i < len(ps)-1 {
 			b.WriteByte(',')
@@ -256,7 +215,7 @@ func (c *Cache) writeUnsignedCopy(parent string, st *state, list *unsignedList) 
 	for i, p := range list.plugins {
 		// The index's publisher field holds the source's own name, so a
 		// search for "acme/weather" finds io.github.acme/weather.
-		e := indexEntry{Off: spans[i].off, N: spans[i].n, Name: p.Name, Description: p.Description, Tier: TierCommunity, Publisher: p.SourceName}
+		e := indexEntry{Off: spans[i].Off, N: spans[i].N, Name: p.Name, Description: p.Description, Tier: catalog.TierCommunity, Publisher: p.SourceName}
 		for _, v := range p.Versions {
 			e.Versions = append(e.Versions, indexVersion{Version: v.Version, Status: v.Status, Released: v.Released})
 		}
@@ -264,11 +223,11 @@ func (c *Cache) writeUnsignedCopy(parent string, st *state, list *unsignedList) 
 	}
 	problems := list.problems
 	if problems == nil {
-		problems = []*Problem{}
+		problems = []*catalog.Problem{}
 	}
 	now := c.o.Now().UTC()
 	gen := fmt.Sprintf("v-u%d-%s", now.Unix(), randomHex(4))
-	files := map[string][]byte{entriesFile: entries, indexFile: idx.marshal(), problemsFile: mustJSON(problems)}
+	files := map[string][]byte{entriesFile: entries, indexFile: idx.marshal(), problemsFile: textio.MustJSON(problems)}
 	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
 		return err
 	}
@@ -279,12 +238,12 @@ func (c *Cache) writeUnsignedCopy(parent string, st *state, list *unsignedList) 
 }
 
 // readUnsigned reads every cached entry of an unsigned source.
-func (c *Cache) readUnsigned(st *state) ([]*UnsignedPlugin, error) {
+func (c *Cache) readUnsigned(st *state) ([]*foreign.UnsignedPlugin, error) {
 	data, err := os.ReadFile(filepath.Join(c.dir, st.Name, st.Current, entriesFile))
 	if err != nil {
 		return nil, c.damaged(st.Name, err)
 	}
-	var out []*UnsignedPlugin
+	var out []*foreign.UnsignedPlugin
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, c.damaged(st.Name, err)
 	}
@@ -314,14 +273,14 @@ func (st *state) kind() string {
 
 // UnsignedEntry returns the entry name of the unsigned source catalog,
 // reading only that entry. It never touches the network or writes.
-func (c *Cache) UnsignedEntry(catalog, name string) (*UnsignedPlugin, *CatalogInfo, error) {
+func (c *Cache) UnsignedEntry(catName, name string) (*foreign.UnsignedPlugin, *CatalogInfo, error) {
 	for attempt := 0; ; attempt++ {
-		st, idx, err := c.readIndex(catalog)
+		st, idx, err := c.readIndex(catName)
 		if err != nil {
 			return nil, nil, err
 		}
 		if st.Kind == "" {
-			return nil, nil, fmt.Errorf("%w: catalog %s is a signed TUF catalog, not an unsigned source", ErrUnsignedSource, catalog)
+			return nil, nil, fmt.Errorf("%w: catalog %s is a signed TUF catalog, not an unsigned source", ErrUnsignedSource, catName)
 		}
 		var e *indexEntry
 		for i := range idx.Plugins {
@@ -330,41 +289,25 @@ func (c *Cache) UnsignedEntry(catalog, name string) (*UnsignedPlugin, *CatalogIn
 			}
 		}
 		if e == nil {
-			return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catalog, name, name)
+			return nil, nil, fmt.Errorf("%w: catalog %s does not list %s (berth search %s looks for it everywhere)", ErrNoPlugin, catName, name, name)
 		}
-		f, err := os.Open(filepath.Join(c.dir, catalog, st.Current, entriesFile))
+		f, err := os.Open(filepath.Join(c.dir, catName, st.Current, entriesFile))
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			continue
 		}
 		if err != nil {
-			return nil, nil, c.damaged(catalog, err)
+			return nil, nil, c.damaged(catName, err)
 		}
 		raw := make([]byte, e.N)
 		_, err = f.ReadAt(raw, e.Off)
 		f.Close()
 		if err != nil {
-			return nil, nil, c.damaged(catalog, err)
+			return nil, nil, c.damaged(catName, err)
 		}
-		p := &UnsignedPlugin{}
+		p := &foreign.UnsignedPlugin{}
 		if err := json.Unmarshal(raw, p); err != nil || p.Name != name || len(p.Versions) == 0 {
-			return nil, nil, c.damaged(catalog, fmt.Errorf("the index does not point at the entry of %s", name))
+			return nil, nil, c.damaged(catName, fmt.Errorf("the index does not point at the entry of %s", name))
 		}
 		return p, c.info(st), nil
 	}
-}
-
-// entryText checks a description or similar text from an unsigned source.
-func entryText(s string, max int) error {
-	if len([]rune(s)) > max {
-		return fmt.Errorf("it is %d characters, over the limit of %d", len([]rune(s)), max)
-	}
-	return nil
-}
-
-func problemf(plugin, path, rule, format string, args ...any) *Problem {
-	return &Problem{Plugin: plugin, Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)}
-}
-
-func isHTTPSURL(s string) bool {
-	return strings.HasPrefix(s, "https://") && len(s) > len("https://") && !strings.ContainsAny(s, " \t\r\n")
 }

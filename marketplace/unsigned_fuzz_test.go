@@ -9,6 +9,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/foreign"
 )
 
 // FuzzRegistryPage: a registry's response is unsigned input from a
@@ -29,7 +30,7 @@ func FuzzRegistryPage(f *testing.F) {
 	f.Add([]byte(`{"servers": []}`))
 	name := regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pg, ps, err := parseRegistryPage(data, 1)
+		pg, ps, err := foreign.DecodeRegistryPage(data, 1)
 		if err != nil {
 			return
 		}
@@ -46,11 +47,11 @@ func FuzzRegistryPage(f *testing.F) {
 			if _, err := semver.StrictNewVersion(it.version); err != nil {
 				t.Fatalf("accepted the version %q", it.version)
 			}
-			if it.status != "active" && it.status != "deprecated" && it.status != "deleted" || it.published.IsZero() || len(it.server) > MaxRegistryEntry {
+			if it.status != "active" && it.status != "deprecated" && it.status != "deleted" || it.published.IsZero() || len(it.server) > foreign.MaxRegistryEntry {
 				t.Fatalf("accepted %+v", it)
 			}
 		}
-		plugins, _ := assembleRegistry(pg.items)
+		plugins, _ := foreign.AssembleRegistry(pg.items)
 		seen := map[string]bool{}
 		for _, p := range plugins {
 			if seen[p.Name] || len(p.Versions) == 0 {
@@ -83,7 +84,7 @@ func FuzzClaudeMarketplace(f *testing.F) {
 	realRoot, _ := filepath.EvalSymlinks(root)
 	name := regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		es, ps, err := ParseClaudeMarketplace(data, root)
+		es, ps, err := foreign.ParseClaudeMarketplace(data, root)
 		if err != nil {
 			return
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -47,12 +49,12 @@ type UnsignedShowing struct {
 
 // UnsignedShownVersion is one version of an UnsignedShowing.
 type UnsignedShownVersion struct {
-	Version       string    `json:"version"`
-	Status        Status    `json:"status"`
-	StatusMessage string    `json:"statusMessage,omitempty"`
-	Released      time.Time `json:"released"`
-	Picked        bool      `json:"picked"`
-	Skipped       string    `json:"skipped,omitempty"`
+	Version       string         `json:"version"`
+	Status        catalog.Status `json:"status"`
+	StatusMessage string         `json:"statusMessage,omitempty"`
+	Released      time.Time      `json:"released"`
+	Picked        bool           `json:"picked"`
+	Skipped       string         `json:"skipped,omitempty"`
 }
 
 // LookupName turns the name an operator gave into the berth plugin name
@@ -72,16 +74,16 @@ func LookupName(given string) (name, sourceName string, err error) {
 
 // CheckSourceName checks that entry p is the one the operator named by
 // its registry name (sourceName, "" when they gave the berth name).
-func CheckSourceName(p *UnsignedPlugin, catalog, sourceName string) error {
+func CheckSourceName(p *foreign.UnsignedPlugin, catName, sourceName string) error {
 	if sourceName != "" && p.SourceName != sourceName {
-		return fmt.Errorf("%w: catalog %s lists %s as %s, not %s", ErrNoPlugin, catalog, p.Name, p.SourceName, sourceName)
+		return fmt.Errorf("%w: catalog %s lists %s as %s, not %s", ErrNoPlugin, catName, p.Name, p.SourceName, sourceName)
 	}
 	return nil
 }
 
 // pick chooses the version of p for constraint (as Resolve), or the exact
 // version when exact is set.
-func pickUnsigned(p *UnsignedPlugin, catalog, constraint string, exact bool, opts *ResolveOptions) (*UnsignedVersion, *Resolution, error) {
+func pickUnsigned(p *foreign.UnsignedPlugin, catName, constraint string, exact bool, opts *ResolveOptions) (*foreign.UnsignedVersion, *Resolution, error) {
 	if exact {
 		v := p.Version(constraint)
 		if v == nil {
@@ -89,12 +91,12 @@ func pickUnsigned(p *UnsignedPlugin, catalog, constraint string, exact bool, opt
 			for _, x := range p.Versions {
 				vs = append(vs, x.Version)
 			}
-			return nil, nil, fmt.Errorf("%w: catalog %s has no version %s of %s (it has %s)", ErrNoPlugin, catalog, constraint, p.Name, strings.Join(vs, ", "))
+			return nil, nil, fmt.Errorf("%w: catalog %s has no version %s of %s (it has %s)", ErrNoPlugin, catName, constraint, p.Name, strings.Join(vs, ", "))
 		}
-		res, _ := Resolve(p.asPlugin(), "", opts)
+		res, _ := Resolve(asPlugin(p), "", opts)
 		return v, res, nil
 	}
-	res, err := Resolve(p.asPlugin(), constraint, opts)
+	res, err := Resolve(asPlugin(p), constraint, opts)
 	if err != nil {
 		return nil, res, err
 	}
@@ -106,7 +108,7 @@ func pickUnsigned(p *UnsignedPlugin, catalog, constraint string, exact bool, opt
 // marketplace.json entry's directory, checked to be inside the
 // marketplace again), and returns the source for bundle.Open and
 // store.Store.Trust, and a cleanup.
-func (c *Cache) openUnsigned(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion, tempDir string) (string, func(), error) {
+func (c *Cache) openUnsigned(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, tempDir string) (string, func(), error) {
 	switch ci.Kind {
 	case KindRegistry:
 		dir, err := os.MkdirTemp(tempDir, "berth-registry-")
@@ -123,7 +125,7 @@ func (c *Cache) openUnsigned(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVers
 		if strings.Contains(ci.Source, "://") {
 			return "", nil, fmt.Errorf("catalog %s was read from a URL; berth fetches no plugins from one", ci.Name)
 		}
-		root, err := filepath.EvalSymlinks(marketRoot(ci.Source))
+		root, err := filepath.EvalSymlinks(foreign.MarketRoot(ci.Source))
 		if err != nil {
 			return "", nil, fmt.Errorf("the marketplace of catalog %s: %v", ci.Name, err)
 		}
@@ -140,8 +142,8 @@ func (c *Cache) openUnsigned(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVers
 }
 
 // installCommand is the command that installs version of p from catalog.
-func installCommand(catalog, name, version, digest string) string {
-	return fmt.Sprintf("berth install %s@%s --catalog %s --allow-unsigned --digest %s", name, version, catalog, digest)
+func installCommand(catName, name, version, digest string) string {
+	return fmt.Sprintf("berth install %s@%s --catalog %s --allow-unsigned --digest %s", name, version, catName, digest)
 }
 
 // ShowUnsigned describes entry name of the unsigned source catalog. It
@@ -149,21 +151,21 @@ func installCommand(catalog, name, version, digest string) string {
 // digest (a registry entry from its cached server.json; a marketplace.json
 // entry from its directory): nothing is downloaded or started. version ""
 // means the version install would pick (or the highest).
-func (c *Cache) ShowUnsigned(ctx context.Context, catalog, given, version string, ropts *ResolveOptions, bopts *bundle.Options) (*UnsignedShowing, error) {
+func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string, ropts *ResolveOptions, bopts *bundle.Options) (*UnsignedShowing, error) {
 	name, sourceName, err := LookupName(given)
 	if err != nil {
 		return nil, err
 	}
-	p, ci, err := c.UnsignedEntry(catalog, name)
+	p, ci, err := c.UnsignedEntry(catName, name)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckSourceName(p, catalog, sourceName); err != nil {
+	if err := CheckSourceName(p, catName, sourceName); err != nil {
 		return nil, err
 	}
-	res, _ := Resolve(p.asPlugin(), "", ropts)
+	res, _ := Resolve(asPlugin(p), "", ropts)
 	out := &UnsignedShowing{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Description: p.Description, Homepage: p.Homepage, Unsigned: true, Versions: []UnsignedShownVersion{}, Warnings: []string{}}
-	var shown *UnsignedVersion
+	var shown *foreign.UnsignedVersion
 	if res != nil {
 		for _, cand := range res.Candidates {
 			v := cand.Version
@@ -175,7 +177,7 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catalog, given, version string
 		}
 	}
 	if version != "" {
-		if shown, _, err = pickUnsigned(p, catalog, version, true, ropts); err != nil {
+		if shown, _, err = pickUnsigned(p, catName, version, true, ropts); err != nil {
 			return nil, err
 		}
 	}
@@ -183,7 +185,7 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catalog, given, version string
 		shown = p.Versions[0]
 	}
 	out.Shown = shown.Version
-	if shown.Status == StatusDeprecated {
+	if shown.Status == catalog.StatusDeprecated {
 		w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, shown.Version)
 		if shown.StatusMessage != "" {
 			w += ": " + shown.StatusMessage
@@ -201,12 +203,12 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catalog, given, version string
 	defer cleanup()
 	b, err := openEntryBundle(ctx, ci, p, shown, src, bopts)
 	if err != nil {
-		return out, fmt.Errorf("%s %s of catalog %s cannot be installed: %w", p.Name, shown.Version, catalog, err)
+		return out, fmt.Errorf("%s %s of catalog %s cannot be installed: %w", p.Name, shown.Version, catName, err)
 	}
 	defer b.Close()
 	out.Digest = b.Digest
 	out.Review = review.New(b)
-	out.InstallCommand = installCommand(catalog, p.Name, shown.Version, b.Digest)
+	out.InstallCommand = installCommand(catName, p.Name, shown.Version, b.Digest)
 	return out, nil
 }
 
@@ -233,7 +235,7 @@ type UnsignedInstallResult struct {
 	Catalog    *CatalogInfo
 	Name       string
 	SourceName string
-	Version    *UnsignedVersion
+	Version    *foreign.UnsignedVersion
 	Trust      *store.TrustResult
 	Warnings   []string
 }
@@ -279,7 +281,7 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 		return nil, err
 	}
 	out := &UnsignedInstallResult{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Version: v}
-	if v.Status == StatusDeprecated {
+	if v.Status == catalog.StatusDeprecated {
 		w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, v.Version)
 		if v.StatusMessage != "" {
 			w += ": " + v.StatusMessage
@@ -306,7 +308,7 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 	}
 	origin := src
 	if ci.Kind == KindRegistry {
-		origin = RegistryVersionURL(ci.Source, p.SourceName, v.Version)
+		origin = foreign.RegistryVersionURL(ci.Source, p.SourceName, v.Version)
 	}
 	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
 	// Name the entry, not the temp file berth built it in.
@@ -326,7 +328,7 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 }
 
 // entryLabel names an entry's bundle in messages.
-func entryLabel(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion) string {
+func entryLabel(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion) string {
 	if ci.Kind == KindRegistry {
 		return fmt.Sprintf("the server.json of %s %s (catalog %s)", p.SourceName, v.Version, ci.Name)
 	}
@@ -335,7 +337,7 @@ func entryLabel(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion) string {
 
 // openEntryBundle opens the bundle of an entry's version from src (as
 // openUnsigned made it), named by entryLabel in messages.
-func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion, src string, opts *bundle.Options) (*bundle.Bundle, error) {
+func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, src string, opts *bundle.Options) (*bundle.Bundle, error) {
 	b, err := bundle.Open(ctx, src, opts)
 	var ie *bundle.InvalidError
 	if errors.As(err, &ie) {

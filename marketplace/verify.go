@@ -12,6 +12,8 @@ import (
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
+
+	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
 // Verification is what LoadVerified found when it checked a verified copy
@@ -50,7 +52,7 @@ func (c *Cache) LoadVerified(name string) (*Loaded, *Verification, error) {
 		}
 		dir := filepath.Join(c.dir, name, st.Current)
 		files := map[string][]byte{}
-		for _, f := range []string{"root.json", "timestamp.json", "snapshot.json", "targets.json", CatalogTarget} {
+		for _, f := range []string{"root.json", "timestamp.json", "snapshot.json", "targets.json", catalog.TargetName} {
 			if files[f], err = os.ReadFile(filepath.Join(dir, f)); err != nil {
 				break
 			}
@@ -61,11 +63,11 @@ func (c *Cache) LoadVerified(name string) (*Loaded, *Verification, error) {
 		if err != nil {
 			return nil, nil, c.damaged(name, err)
 		}
-		cat, ps, err := ParseCatalog(files[CatalogTarget])
+		cat, ps, err := catalog.Parse(files[catalog.TargetName])
 		if err != nil {
 			return nil, nil, c.damaged(name, err)
 		}
-		sum := sha256.Sum256(files[CatalogTarget])
+		sum := sha256.Sum256(files[catalog.TargetName])
 		v := &Verification{CheckedAt: st.CheckedAt, CatalogSHA256: "sha256:" + hex.EncodeToString(sum[:])}
 		if err := verifyCopy(files, st); err != nil {
 			v.Problem = err.Error()
@@ -99,12 +101,12 @@ func verifyCopy(files map[string][]byte, st *state) error {
 	if _, err := tm.UpdateTargets(files["targets.json"]); err != nil {
 		return fmt.Errorf("targets.json: %v", stripTUFPrefix(err.Error()))
 	}
-	ti, ok := tm.Targets[metadata.TARGETS].Signed.Targets[CatalogTarget]
+	ti, ok := tm.Targets[metadata.TARGETS].Signed.Targets[catalog.TargetName]
 	if !ok {
-		return fmt.Errorf("targets.json lists no %s", CatalogTarget)
+		return fmt.Errorf("targets.json lists no %s", catalog.TargetName)
 	}
-	if err := ti.VerifyLengthHashes(files[CatalogTarget]); err != nil {
-		return fmt.Errorf("%s differs from the length and hashes the signed targets give", CatalogTarget)
+	if err := ti.VerifyLengthHashes(files[catalog.TargetName]); err != nil {
+		return fmt.Errorf("%s differs from the length and hashes the signed targets give", catalog.TargetName)
 	}
 	if tm.Timestamp.Signed.Version != st.Info.TimestampVersion || tm.Snapshot.Signed.Version != st.Info.SnapshotVersion ||
 		tm.Targets[metadata.TARGETS].Signed.Version != st.Info.TargetsVersion {

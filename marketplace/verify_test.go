@@ -5,12 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
 // TestLoadVerified checks a good copy, then copies whose catalog or
 // signed metadata were altered on disk after berth wrote them.
 func TestLoadVerified(t *testing.T) {
-	e := newEnv(t, Expiries{})
+	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")
 	e.addCatalog()
 	l, v, err := e.cache.LoadVerified("acme")
@@ -23,9 +26,9 @@ func TestLoadVerified(t *testing.T) {
 	}
 	copyDir := names[0]
 	for file, edit := range map[string]func(string) string{
-		CatalogTarget:    func(s string) string { return strings.Replace(s, "Notes search", "Notes SEARCH", 1) },
-		"targets.json":   func(s string) string { return strings.Replace(s, `"version":`, `"version": 1, "x":`, 1) },
-		"timestamp.json": func(s string) string { return strings.Replace(s, `"_type"`, `"_typo"`, 1) },
+		catalog.TargetName: func(s string) string { return strings.Replace(s, "Notes search", "Notes SEARCH", 1) },
+		"targets.json":     func(s string) string { return strings.Replace(s, `"version":`, `"version": 1, "x":`, 1) },
+		"timestamp.json":   func(s string) string { return strings.Replace(s, `"_type"`, `"_typo"`, 1) },
 	} {
 		p := filepath.Join(copyDir, file)
 		orig, err := os.ReadFile(p)

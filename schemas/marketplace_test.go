@@ -15,7 +15,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/schemas"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -23,30 +24,30 @@ import (
 // catalogRequired mirrors the catalogVersion 1 contract (see
 // contractRequired for why it is written out).
 var catalogRequired = map[reflect.Type][]string{
-	reflect.TypeFor[marketplace.Catalog]():           {"catalogVersion", "plugins"},
-	reflect.TypeFor[marketplace.Plugin]():            {"name", "description", "tier", "signers", "versions"},
-	reflect.TypeFor[marketplace.Publisher]():         {"name"},
-	reflect.TypeFor[marketplace.Signer]():            {"kind"},
-	reflect.TypeFor[marketplace.Version]():           {"version", "digest", "archive", "urls", "signatureURL", "released", "status", "summary"},
-	reflect.TypeFor[marketplace.Archive]():           {"format", "size", "sha256"},
-	reflect.TypeFor[marketplace.Summary]():           {"files", "servers", "nativeTools", "contextTokens"},
-	reflect.TypeFor[marketplace.SummaryFiles]():      {"count", "totalSize"},
-	reflect.TypeFor[marketplace.SummaryServer]():     {"name", "kind", "tools", "timeouts"},
-	reflect.TypeFor[marketplace.SummaryStdio]():      {"program", "command", "argv", "cwd", "env"},
-	reflect.TypeFor[marketplace.SummaryRemote]():     {"endpoint", "transport", "headers", "hosts"},
-	reflect.TypeFor[marketplace.EnvSource]():         {"name", "fromEnv"},
-	reflect.TypeFor[marketplace.Fetch]():             {"tool", "package", "ecosystem", "registry"},
-	reflect.TypeFor[marketplace.ToolFilter]():        {"allow", "deny"},
-	reflect.TypeFor[marketplace.Timeouts]():          {"startup", "call"},
-	reflect.TypeFor[marketplace.SummaryNativeTool](): {"name", "executable", "sha256", "size"},
-	reflect.TypeFor[marketplace.Tool]():              {"server", "name"},
+	reflect.TypeFor[catalog.Catalog]():           {"catalogVersion", "plugins"},
+	reflect.TypeFor[catalog.Plugin]():            {"name", "description", "tier", "signers", "versions"},
+	reflect.TypeFor[catalog.Publisher]():         {"name"},
+	reflect.TypeFor[catalog.Signer]():            {"kind"},
+	reflect.TypeFor[catalog.Version]():           {"version", "digest", "archive", "urls", "signatureURL", "released", "status", "summary"},
+	reflect.TypeFor[catalog.Archive]():           {"format", "size", "sha256"},
+	reflect.TypeFor[catalog.Summary]():           {"files", "servers", "nativeTools", "contextTokens"},
+	reflect.TypeFor[catalog.SummaryFiles]():      {"count", "totalSize"},
+	reflect.TypeFor[catalog.SummaryServer]():     {"name", "kind", "tools", "timeouts"},
+	reflect.TypeFor[catalog.SummaryStdio]():      {"program", "command", "argv", "cwd", "env"},
+	reflect.TypeFor[catalog.SummaryRemote]():     {"endpoint", "transport", "headers", "hosts"},
+	reflect.TypeFor[catalog.EnvSource]():         {"name", "fromEnv"},
+	reflect.TypeFor[catalog.Fetch]():             {"tool", "package", "ecosystem", "registry"},
+	reflect.TypeFor[catalog.ToolFilter]():        {"allow", "deny"},
+	reflect.TypeFor[catalog.Timeouts]():          {"startup", "call"},
+	reflect.TypeFor[catalog.SummaryNativeTool](): {"name", "executable", "sha256", "size"},
+	reflect.TypeFor[catalog.Tool]():              {"server", "name"},
 }
 
 var lockRequired = map[reflect.Type][]string{
-	reflect.TypeFor[marketplace.Lock]():        {"lockVersion", "plugins"},
-	reflect.TypeFor[marketplace.LockPlugin]():  {"name", "version", "digest", "signer", "catalog"},
-	reflect.TypeFor[marketplace.LockSigner]():  {"kind"},
-	reflect.TypeFor[marketplace.LockCatalog](): {"name", "rootKeyIDs", "targetsVersion"},
+	reflect.TypeFor[lock.Lock]():    {"lockVersion", "plugins"},
+	reflect.TypeFor[lock.Plugin]():  {"name", "version", "digest", "signer", "catalog"},
+	reflect.TypeFor[lock.Signer]():  {"kind"},
+	reflect.TypeFor[lock.Catalog](): {"name", "rootKeyIDs", "targetsVersion"},
 }
 
 func TestCatalogSchemaMatchesGoTypes(t *testing.T) {
@@ -54,7 +55,7 @@ func TestCatalogSchemaMatchesGoTypes(t *testing.T) {
 	if doc.root["$id"] != schemas.CatalogURL {
 		t.Errorf("$id is %v", doc.root["$id"])
 	}
-	for _, p := range checkDrift(doc, reflect.TypeFor[marketplace.Catalog](), catalogRequired) {
+	for _, p := range checkDrift(doc, reflect.TypeFor[catalog.Catalog](), catalogRequired) {
 		t.Error(p)
 	}
 }
@@ -64,7 +65,7 @@ func TestLockSchemaMatchesGoTypes(t *testing.T) {
 	if doc.root["$id"] != schemas.LockURL {
 		t.Errorf("$id is %v", doc.root["$id"])
 	}
-	for _, p := range checkDrift(doc, reflect.TypeFor[marketplace.Lock](), lockRequired) {
+	for _, p := range checkDrift(doc, reflect.TypeFor[lock.Lock](), lockRequired) {
 		t.Error(p)
 	}
 }
@@ -105,13 +106,13 @@ func TestPublishedCatalogPassesSchema(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	if _, err := marketplace.InitRepository(ctx, repo, filepath.Join(dir, "keys"), &marketplace.RepoOptions{Name: "acme"}); err != nil {
+	if _, err := repo.Init(ctx, repo, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"}); err != nil {
 		t.Fatal(err)
 	}
 	priv, pub, _ := trust.GenerateKey()
 	s, _ := trust.NewKeySigner("acme", pub, nil)
 	v, _ := trust.NewVerifier([]trust.Signer{s}, nil)
-	r, err := marketplace.OpenRepository(repo, filepath.Join(dir, "keys"), nil)
+	r, err := repo.Open(repo, filepath.Join(dir, "keys"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestPublishedCatalogPassesSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Add(ctx, marketplace.AddRequest{Source: src, Signature: sig, Verifier: v, Tags: []string{"x"}}); err != nil {
+		if _, err := r.Add(ctx, repo.AddRequest{Source: src, Signature: sig, Verifier: v, Tags: []string{"x"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,8 +166,8 @@ func TestPublishedCatalogPassesSchema(t *testing.T) {
 		if err := sch.Validate(instance(t, edited)); err == nil {
 			t.Errorf("%s: the schema accepts it", name)
 		}
-		parsed, problems, err := marketplace.ParseCatalog(edited)
-		if err != nil || len(parsed.Plugins) != 3 || !marketplace.HasErrors(problems) {
+		parsed, problems, err := catalog.Parse(edited)
+		if err != nil || len(parsed.Plugins) != 3 || !catalog.HasErrors(problems) {
 			t.Errorf("%s: berth does not skip it: %v %v", name, err, problems)
 		}
 	}
@@ -192,17 +193,17 @@ func openBundle(t *testing.T, src string) *bundle.Bundle {
 func TestLockPassesSchema(t *testing.T) {
 	dir := t.TempDir()
 	id := strings.Repeat("ab", 32)
-	l := &marketplace.Lock{LockVersion: 1}
-	l.Set(marketplace.LockPlugin{Name: "acme-notes", Version: "1.4.2", Constraint: "^1.4", Digest: "sha256:" + strings.Repeat("1", 64),
-		Signer:  marketplace.LockSigner{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
-		Catalog: marketplace.LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
-	l.Set(marketplace.LockPlugin{Name: "cloud", Version: "2.0.0", Digest: "sha256:" + strings.Repeat("3", 64),
-		Signer:  marketplace.LockSigner{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"},
-		Catalog: marketplace.LockCatalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
-	if err := marketplace.WriteLock(dir, l); err != nil {
+	l := &lock.Lock{LockVersion: 1}
+	l.Set(lock.Plugin{Name: "acme-notes", Version: "1.4.2", Constraint: "^1.4", Digest: "sha256:" + strings.Repeat("1", 64),
+		Signer:  lock.Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
+		Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
+	l.Set(lock.Plugin{Name: "cloud", Version: "2.0.0", Digest: "sha256:" + strings.Repeat("3", 64),
+		Signer:  lock.Signer{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"},
+		Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
+	if err := lock.Write(dir, l); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, marketplace.LockFile))
+	data, _ := os.ReadFile(filepath.Join(dir, lock.File))
 	sch := compile(t, schemas.Lock(), schemas.LockURL)
 	if err := sch.Validate(instance(t, data)); err != nil {
 		t.Fatalf("the schema rejects a lock berth wrote:\n%v", err)
@@ -215,7 +216,7 @@ func TestLockPassesSchema(t *testing.T) {
 		if sch.Validate(instance(t, []byte(bad))) == nil {
 			t.Errorf("the schema accepts %s", bad)
 		}
-		if _, err := marketplace.ParseLock([]byte(bad)); err == nil {
+		if _, err := lock.Parse([]byte(bad)); err == nil {
 			t.Errorf("berth accepts %s", bad)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -69,9 +70,9 @@ func New(cache *marketplace.Cache, opts *Options) *Site {
 type catalogView struct {
 	Info         *marketplace.CatalogInfo
 	Verification *marketplace.Verification
-	Catalog      *marketplace.Catalog
-	Problems     []*marketplace.Problem
-	byName       map[string]*marketplace.Plugin
+	Catalog      *catalog.Catalog
+	Problems     []*catalog.Problem
+	byName       map[string]*catalog.Plugin
 }
 
 // snapshot is every catalog read at one time.
@@ -120,7 +121,7 @@ func (s *Site) load() (*snapshot, error) {
 				s.mu.Unlock()
 				return nil, err
 			}
-			cv := &catalogView{Info: l.CatalogInfo, Verification: v, Catalog: l.Catalog, Problems: l.Problems, byName: map[string]*marketplace.Plugin{}}
+			cv := &catalogView{Info: l.CatalogInfo, Verification: v, Catalog: l.Catalog, Problems: l.Problems, byName: map[string]*catalog.Plugin{}}
 			for _, p := range l.Catalog.Plugins {
 				cv.byName[p.Name] = p
 				base.listedIn[p.Name] = append(base.listedIn[p.Name], ci.Name)
@@ -171,7 +172,7 @@ type installed struct {
 }
 
 // installedOf lists the versions of p that have a trust record.
-func (snap *snapshot) installedOf(p *marketplace.Plugin) []installed {
+func (snap *snapshot) installedOf(p *catalog.Plugin) []installed {
 	var out []installed
 	for _, v := range p.Versions {
 		r := snap.records[p.Name+"@"+v.Version]

@@ -16,6 +16,8 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -55,7 +57,7 @@ type fixture struct {
 	priv     []byte
 	verifier *trust.Verifier
 	cache    *marketplace.Cache
-	repos    map[string]*marketplace.Repository
+	repos    map[string]*repo.Repository
 	roots    map[string]string
 }
 
@@ -63,7 +65,7 @@ var fixtureStart = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), clk: &clock{t: fixtureStart}, repos: map[string]*marketplace.Repository{}, roots: map[string]string{}}
+	f := &fixture{t: t, ctx: context.Background(), dir: t.TempDir(), clk: &clock{t: fixtureStart}, repos: map[string]*repo.Repository{}, roots: map[string]string{}}
 	var err error
 	if f.priv, err = os.ReadFile("testdata/publisher.key"); err != nil {
 		t.Fatal(err)
@@ -80,8 +82,8 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.cache = marketplace.OpenCache(filepath.Join(f.dir, "home", "catalogs"), &marketplace.CacheOptions{Now: f.clk.now})
-	f.initRepo("acme", marketplace.Expiries{})
-	f.initRepo("beta", marketplace.Expiries{Timestamp: 2 * time.Hour})
+	f.initRepo("acme", repo.Expiries{})
+	f.initRepo("beta", repo.Expiries{Timestamp: 2 * time.Hour})
 
 	notes := func(version, readme string) map[string]any {
 		return manifest("acme-notes", version, "Search your notes from any MCP client, with full-text search over the Markdown files of your workspace and quick capture of new notes.", map[string]any{
@@ -93,11 +95,11 @@ func newFixture(t testing.TB) *fixture {
 			}},
 		})
 	}
-	f.add("acme", notes("1.0.0", ""), "# Acme Notes\n\nold", marketplace.AddRequest{Tier: marketplace.TierVerified, Tags: []string{"notes", "search"}})
+	f.add("acme", notes("1.0.0", ""), "# Acme Notes\n\nold", repo.AddRequest{Tier: catalog.TierVerified, Tags: []string{"notes", "search"}})
 	f.clk.advance(24 * time.Hour)
-	f.add("acme", notes("1.1.0", ""), "", marketplace.AddRequest{})
+	f.add("acme", notes("1.1.0", ""), "", repo.AddRequest{})
 	f.clk.advance(24 * time.Hour)
-	f.add("acme", notes("1.2.0", ""), readmeMD, marketplace.AddRequest{Icon: testIcon(t)})
+	f.add("acme", notes("1.2.0", ""), readmeMD, repo.AddRequest{Icon: testIcon(t)})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("acme-cloud", "2.1.0", "Acme's hosted notes service, reached over the network.", map[string]any{
 		"mcpServers": map[string]any{
@@ -106,48 +108,48 @@ func newFixture(t testing.TB) *fixture {
 				"network": map[string]any{"hosts": []string{"mcp.acme.example"}}}, "tools": map[string]any{"deny": []string{"admin_*"}}},
 			"events": map[string]any{"remote": map[string]any{"transport": "sse", "url": "http://127.0.0.1:8931/sse", "network": map[string]any{"hosts": []string{"127.0.0.1"}}}},
 		},
-	}), "", marketplace.AddRequest{Tier: marketplace.TierOfficial, Tags: []string{"notes", "cloud"}})
+	}), "", repo.AddRequest{Tier: catalog.TierOfficial, Tags: []string{"notes", "cloud"}})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("acme-fmt", "0.3.0", "Format and hash files in your workspace.", map[string]any{
 		"nativeTools": map[string]any{"fmt": map[string]any{"executable": "${bundle}/bin/fmt-tools"}},
-	}), "", marketplace.AddRequest{Tags: []string{"format"}})
+	}), "", repo.AddRequest{Tags: []string{"format"}})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("everything", "2026.8.31", "The MCP reference server, fetched from npm at a pinned version.", map[string]any{
 		"mcpServers": map[string]any{
 			"everything": map[string]any{"stdio": map[string]any{"command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"}}},
 			"fetch":      map[string]any{"stdio": map[string]any{"command": "uvx", "args": []string{"mcp-server-fetch==2025.4.7"}}},
 		},
-	}), "", marketplace.AddRequest{Tier: marketplace.TierOfficial, Tags: []string{"reference"}})
+	}), "", repo.AddRequest{Tier: catalog.TierOfficial, Tags: []string{"reference"}})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("old-sync", "0.9.0", "Syncs notes to a server that no longer exists.", map[string]any{
 		"mcpServers": map[string]any{"sync": map[string]any{"remote": map[string]any{"transport": "streamable-http", "url": "https://sync.old.example/mcp", "network": map[string]any{"hosts": []string{"sync.old.example"}}}}},
-	}), "", marketplace.AddRequest{Tags: []string{"notes"}})
+	}), "", repo.AddRequest{Tags: []string{"notes"}})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("hostile", "1.0.0", `<script>alert("desc")</script> "quotes" & ampersands`, map[string]any{
 		"publisher": map[string]any{"name": `<img src=x onerror=alert(1)>`},
 		"mcpServers": map[string]any{"x": map[string]any{"stdio": map[string]any{"command": "${bundle}/bin/notes-server",
 			"args": []string{`</script><script>alert(1)</script>`, "\u202etxt.exe"}}}},
-	}), hostileMD, marketplace.AddRequest{Tags: []string{"test"}})
+	}), hostileMD, repo.AddRequest{Tags: []string{"test"}})
 
 	// The curator's edits, published with berth catalog sign's code path:
 	// tools with annotations, and statuses.
-	f.edit("acme", func(c *marketplace.Catalog) {
+	f.edit("acme", func(c *catalog.Catalog) {
 		yes, no := true, false
-		tools := []marketplace.Tool{
-			{Server: "notes", Name: "search_notes", Title: "Search notes", Description: "Full-text search over the notes in your workspace.", Annotations: &marketplace.ToolAnnotations{ReadOnlyHint: &yes}},
-			{Server: "notes", Name: "add_note", Description: "Write a new note file.", Annotations: &marketplace.ToolAnnotations{ReadOnlyHint: &no, DestructiveHint: &no}},
-			{Server: "notes", Name: "search_purge", Description: "Delete every note that matches a query.", Annotations: &marketplace.ToolAnnotations{DestructiveHint: &yes}},
+		tools := []catalog.Tool{
+			{Server: "notes", Name: "search_notes", Title: "Search notes", Description: "Full-text search over the notes in your workspace.", Annotations: &catalog.ToolAnnotations{ReadOnlyHint: &yes}},
+			{Server: "notes", Name: "add_note", Description: "Write a new note file.", Annotations: &catalog.ToolAnnotations{ReadOnlyHint: &no, DestructiveHint: &no}},
+			{Server: "notes", Name: "search_purge", Description: "Delete every note that matches a query.", Annotations: &catalog.ToolAnnotations{DestructiveHint: &yes}},
 		}
 		p := c.Plugin("acme-notes")
 		p.Version("1.2.0").Summary.Tools = tools
 		p.Version("1.1.0").Summary.Tools = tools[:2]
 		h := c.Plugin("hostile")
-		h.Version("1.0.0").Summary.Tools = []marketplace.Tool{{Server: "x", Name: "t", Description: `<b>bold</b></td></tr></table><script>alert(2)</script>`}}
+		h.Version("1.0.0").Summary.Tools = []catalog.Tool{{Server: "x", Name: "t", Description: `<b>bold</b></td></tr></table><script>alert(2)</script>`}}
 	})
-	f.status("acme", "acme-notes", "1.0.0", marketplace.StatusYanked, "it lost notes with a colon in their name")
-	f.status("acme", "old-sync", "0.9.0", marketplace.StatusRevoked, "the sync server was taken over; do not use")
+	f.status("acme", "acme-notes", "1.0.0", catalog.StatusYanked, "it lost notes with a colon in their name")
+	f.status("acme", "old-sync", "0.9.0", catalog.StatusRevoked, "the sync server was taken over; do not use")
 
-	f.add("beta", notes("0.9.0", ""), "# beta's notes\n", marketplace.AddRequest{Tags: []string{"notes"}})
+	f.add("beta", notes("0.9.0", ""), "# beta's notes\n", repo.AddRequest{Tags: []string{"notes"}})
 	f.addCatalog("acme")
 	f.addCatalog("beta")
 	// Three hours on, beta's timestamp (2h) has expired: it is stale.
@@ -202,14 +204,14 @@ func testIcon(t testing.TB) []byte {
 	return b.Bytes()
 }
 
-func (f *fixture) initRepo(name string, exp marketplace.Expiries) {
+func (f *fixture) initRepo(name string, exp repo.Expiries) {
 	dir := filepath.Join(f.dir, "repo-"+name)
 	keys := filepath.Join(f.dir, "keys-"+name)
-	res, err := marketplace.InitRepository(f.ctx, dir, keys, &marketplace.RepoOptions{Name: name, Expiries: exp, Now: f.clk.now})
+	res, err := repo.Init(f.ctx, dir, keys, &repo.Options{Name: name, Expiries: exp, Now: f.clk.now})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	r, err := marketplace.OpenRepository(dir, keys, &marketplace.RepoOptions{Now: f.clk.now})
+	r, err := repo.Open(dir, keys, &repo.Options{Now: f.clk.now})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func (f *fixture) bundleDir(catalog, name, version string) string {
 
 // add writes a bundle with manifest m (and readme as README.md), signs it
 // with the publisher's key and publishes it in catalog.
-func (f *fixture) add(catalog string, m map[string]any, readme string, req marketplace.AddRequest) {
+func (f *fixture) add(catalog string, m map[string]any, readme string, req repo.AddRequest) {
 	f.t.Helper()
 	dir := filepath.Join(f.dir, "bundles", catalog, fmt.Sprintf("%s-%s", m["name"], m["version"]))
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
@@ -261,7 +263,7 @@ func (f *fixture) add(catalog string, m map[string]any, readme string, req marke
 
 // edit changes the working catalog.json and publishes it (berth catalog
 // sign).
-func (f *fixture) edit(catalog string, fn func(*marketplace.Catalog)) {
+func (f *fixture) edit(catalog string, fn func(*catalog.Catalog)) {
 	f.t.Helper()
 	r := f.repos[catalog]
 	path := filepath.Join(r.Dir(), "catalog.json")
@@ -269,7 +271,7 @@ func (f *fixture) edit(catalog string, fn func(*marketplace.Catalog)) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c := &marketplace.Catalog{}
+	c := &catalog.Catalog{}
 	if err := json.Unmarshal(data, c); err != nil {
 		f.t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func (f *fixture) edit(catalog string, fn func(*marketplace.Catalog)) {
 	}
 }
 
-func (f *fixture) status(catalog, name, version string, st marketplace.Status, reason string) {
+func (f *fixture) status(catalog, name, version string, st catalog.Status, reason string) {
 	f.t.Helper()
 	if _, err := f.repos[catalog].SetStatus(f.ctx, name, version, st, reason, ""); err != nil {
 		f.t.Fatal(err)

@@ -3,13 +3,13 @@ package browse
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
 // Query is an index page's search and filters, as the GET parameters of
@@ -44,8 +44,6 @@ var sorts = []struct{ Value, Label string }{
 	{"updated", "recently updated"},
 }
 
-var tagRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-
 // maxQuery caps the search text.
 const maxQuery = 256
 
@@ -62,7 +60,7 @@ func ParseQuery(v url.Values) (Query, error) {
 	if q.Tier != "" && !oneOf(q.Tier, "official", "verified", "community") {
 		return q, fmt.Errorf("tier %q: choose official, verified or community", q.Tier)
 	}
-	if q.Tag != "" && !tagRe.MatchString(q.Tag) {
+	if q.Tag != "" && !catalog.ValidTag(q.Tag) {
 		return q, fmt.Errorf("tag %q is not a tag (lower-case letters, digits and '-')", q.Tag)
 	}
 	if q.Kind != "" && !oneOf(q.Kind, "stdio", "remote", "native") {
@@ -160,7 +158,7 @@ func (c *card) values(filter string) []string {
 	return nil
 }
 
-func newCard(snap *snapshot, cv *catalogView, p *marketplace.Plugin, r *marketplace.Result) *card {
+func newCard(snap *snapshot, cv *catalogView, p *catalog.Plugin, r *marketplace.Result) *card {
 	c := &card{Key: cv.Info.Name + "/" + p.Name, Catalog: cv.Info.Name, Name: p.Name, Description: oneLine(p.Description, 160), Tier: string(p.Tier),
 		Tags: p.Tags, Latest: r.Latest, Status: string(r.Status), Versions: len(p.Versions), Stale: cv.Info.Stale, Signed: cv.Verification.Signed, Icon: p.IconPNG() != nil}
 	if p.Publisher != nil {
@@ -170,7 +168,7 @@ func newCard(snap *snapshot, cv *catalogView, p *marketplace.Plugin, r *marketpl
 		if v.Released.After(c.Updated) {
 			c.Updated = v.Released
 		}
-		if v.Status == marketplace.StatusYanked || v.Status == marketplace.StatusRevoked {
+		if v.Status == catalog.StatusYanked || v.Status == catalog.StatusRevoked {
 			c.Withdrawn++
 		}
 	}
@@ -320,7 +318,7 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 		tagOpts = append(tagOpts, option{Value: t, Label: t})
 	}
 	var tierOpts, kindOpts, statusOpts []option
-	for _, t := range marketplace.Tiers {
+	for _, t := range catalog.Tiers {
 		tierOpts = append(tierOpts, option{Value: string(t), Label: string(t)})
 	}
 	for _, k := range kinds {

@@ -4,6 +4,7 @@ import (
 	"html/template"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -84,7 +85,7 @@ type pluginPage struct {
 	Updated      string
 }
 
-func (s *Site) pluginPage(snap *snapshot, cv *catalogView, p *marketplace.Plugin, version string) (*pluginPage, error) {
+func (s *Site) pluginPage(snap *snapshot, cv *catalogView, p *catalog.Plugin, version string) (*pluginPage, error) {
 	sh, err := marketplace.Show(p, cv.Info, version, s.o.Resolve)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/loopback"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
 // CSP is the Content-Security-Policy of every response: everything from
@@ -196,7 +197,7 @@ func (s *Site) servePlugin(w http.ResponseWriter, r *http.Request) {
 	s.write(w, r, http.StatusOK, "plugin", p)
 }
 
-func (s *Site) pluginHTML(snap *snapshot, cv *catalogView, pl *marketplace.Plugin, version string, static bool) (*page, error) {
+func (s *Site) pluginHTML(snap *snapshot, cv *catalogView, pl *catalog.Plugin, version string, static bool) (*page, error) {
 	pp, err := s.pluginPage(snap, cv, pl, version)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -63,12 +65,12 @@ when the snapshot is due.`,
 			if keys == "" {
 				return usagef("--keys KEYDIR is required: the directory for the catalog's private keys (outside DIR)")
 			}
-			opts := &marketplace.RepoOptions{Name: name}
+			opts := &repo.Options{Name: name}
 			for i, d := range []*time.Duration{&opts.Expiries.Timestamp, &opts.Expiries.Snapshot, &opts.Expiries.Targets, &opts.Expiries.Root} {
 				if exp[i] == "" {
 					continue
 				}
-				v, err := marketplace.ParseDuration(exp[i])
+				v, err := repo.ParseDuration(exp[i])
 				if err != nil {
 					return usagef("--%s-expires: %v", []string{"timestamp", "snapshot", "targets", "root"}[i], err)
 				}
@@ -79,7 +81,7 @@ when the snapshot is due.`,
 					return usagef("--name: %v", err)
 				}
 			}
-			res, err := marketplace.InitRepository(cmd.Context(), args[0], keys, opts)
+			res, err := repo.Init(cmd.Context(), args[0], keys, opts)
 			if err != nil {
 				return err
 			}
@@ -132,15 +134,15 @@ type catalogPublishJSON struct {
 	// Dir is the catalog repository, as given.
 	Dir string `json:"dir"`
 	// Publish is the new published version of the catalog.
-	Publish *marketplace.PublishResult `json:"publish"`
+	Publish *repo.PublishResult `json:"publish"`
 }
 
 // openRepo opens a catalog repository, requiring --keys.
-func openRepo(dir, keys string) (*marketplace.Repository, error) {
+func openRepo(dir, keys string) (*repo.Repository, error) {
 	if keys == "" {
 		return nil, usagef("--keys KEYDIR is required: the directory berth catalog init wrote the keys to")
 	}
-	return marketplace.OpenRepository(dir, keys, nil)
+	return repo.Open(dir, keys, nil)
 }
 
 func (a *app) catalogAddCommand() *cobra.Command {
@@ -178,7 +180,7 @@ pixels; no SVG).`,
 				if fi, err := os.Stat(source); err == nil && fi.IsDir() {
 					return usagef("--url names where the archive is served, but %s is a directory: give the archive file itself", source)
 				}
-				if err := marketplace.CheckLocation(url); err != nil || !strings.HasPrefix(url, "https://") {
+				if err := catalog.CheckLocation(url); err != nil || !strings.HasPrefix(url, "https://") {
 					return usagef("--url %q: give the absolute https URL where the archive will be served", url)
 				}
 			}
@@ -208,12 +210,12 @@ pixels; no SVG).`,
 			if err != nil {
 				return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
 			}
-			req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t, OmitReadme: noReadme}
+			req := repo.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t, OmitReadme: noReadme}
 			if iconFile != "" {
-				if req.Icon, err = marketplace.ReadFileLimited(iconFile, marketplace.MaxIcon); err != nil {
-					return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, marketplace.MaxIcon)
+				if req.Icon, err = marketplace.ReadFileLimited(iconFile, catalog.MaxIcon); err != nil {
+					return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, catalog.MaxIcon)
 				}
-				if err := marketplace.CheckIcon(req.Icon); err != nil {
+				if err := catalog.CheckIcon(req.Icon); err != nil {
 					return usagef("--icon %s: %v", iconFile, err)
 				}
 			}
@@ -267,7 +269,7 @@ type catalogAddJSON struct {
 	Signer *store.SignerRef `json:"signer"`
 	// AllowedSigner is the signer the catalog allows for the plugin, as
 	// catalog.json lists it.
-	AllowedSigner *marketplace.Signer `json:"allowedSigner"`
+	AllowedSigner *catalog.Signer `json:"allowedSigner"`
 	// NewPlugin is true when the plugin was not in the catalog before:
 	// only AllowedSigner may publish it from now on.
 	NewPlugin bool `json:"newPlugin"`
@@ -277,14 +279,14 @@ type catalogAddJSON struct {
 	// Archive is where the archive was copied in DIR; empty with --url.
 	Archive string `json:"archive,omitempty"`
 	// Publish is the new published version of the catalog.
-	Publish *marketplace.PublishResult `json:"publish"`
+	Publish *repo.PublishResult `json:"publish"`
 }
 
-func parseTier(s string) (marketplace.Tier, error) {
+func parseTier(s string) (catalog.Tier, error) {
 	if s == "" {
 		return "", nil
 	}
-	for _, t := range marketplace.Tiers {
+	for _, t := range catalog.Tiers {
 		if string(t) == s {
 			return t, nil
 		}
@@ -292,7 +294,7 @@ func parseTier(s string) (marketplace.Tier, error) {
 	return "", usagef("--tier %q: write official, verified or community", s)
 }
 
-func (a *app) printPublish(p *marketplace.PublishResult) {
+func (a *app) printPublish(p *repo.PublishResult) {
 	fmt.Fprintf(a.stdout, "Published catalog version: targets %d, snapshot %d, timestamp %d (fresh until %s).\n",
 		p.TargetsVersion, p.SnapshotVersion, p.TimestampVersion, p.TimestampExpires.Format(time.RFC3339))
 	a.publishWarnings(p)
@@ -300,7 +302,7 @@ func (a *app) printPublish(p *marketplace.PublishResult) {
 
 // publishWarnings prints a publication's warnings on stderr, also with
 // --json (where the payload carries them too).
-func (a *app) publishWarnings(p *marketplace.PublishResult) {
+func (a *app) publishWarnings(p *repo.PublishResult) {
 	if p == nil {
 		return
 	}
@@ -331,17 +333,17 @@ enabled when a refresh finds it revoked. active clears the status.`,
 			if version == "" {
 				return usagef("give the version as NAME@VERSION (a status belongs to one version)")
 			}
-			status := marketplace.Status(args[2])
+			status := catalog.Status(args[2])
 			switch status {
-			case marketplace.StatusActive:
+			case catalog.StatusActive:
 				if reason != "" || replacement != "" {
 					return usagef("an active version has no reason or replacement: drop --reason and --replacement")
 				}
-			case marketplace.StatusDeprecated, marketplace.StatusYanked, marketplace.StatusRevoked:
+			case catalog.StatusDeprecated, catalog.StatusYanked, catalog.StatusRevoked:
 				if strings.TrimSpace(reason) == "" {
 					return usagef("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
 				}
-				if replacement != "" && status != marketplace.StatusDeprecated {
+				if replacement != "" && status != catalog.StatusDeprecated {
 					return usagef("--replacement goes only with deprecated")
 				}
 			default:
@@ -384,13 +386,13 @@ type catalogStatusJSON struct {
 	Version string `json:"version"`
 	// Status is the version's new status: active, deprecated, yanked or
 	// revoked.
-	Status marketplace.Status `json:"status"`
+	Status catalog.Status `json:"status"`
 	// Reason is why, as users see it.
 	Reason string `json:"reason,omitempty"`
 	// Replacement is the plugin to use instead (deprecated only).
 	Replacement string `json:"replacement,omitempty"`
 	// Publish is the new published version of the catalog.
-	Publish *marketplace.PublishResult `json:"publish"`
+	Publish *repo.PublishResult `json:"publish"`
 }
 
 func (a *app) catalogRefreshCommand() *cobra.Command {
@@ -486,7 +488,7 @@ whether the working copy has changes not yet published. It exits 1 when
 there is an error; warnings alone exit 0.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := marketplace.Lint(args[0], nil)
+			rep, err := repo.Lint(args[0], nil)
 			if err != nil {
 				return err
 			}
@@ -518,6 +520,6 @@ there is an error; warnings alone exit 0.`,
 			return nil
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, marketplace.LintReport{})
+	a.jsonFlag(cmd, &asJSON, repo.LintReport{})
 	return cmd
 }

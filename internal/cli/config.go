@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
 // configKeys are the settings berth config sets, with what each means.
@@ -54,7 +54,7 @@ processes pick it up. Keys:
 			d := time.Duration(0)
 			if args[1] != "0" {
 				var err error
-				if d, err = marketplace.ParseDuration(args[1]); err != nil {
+				if d, err = repo.ParseDuration(args[1]); err != nil {
 					return usagef("min-release-age: %v (0 turns the cooldown off)", err)
 				}
 			}

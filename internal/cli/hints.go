@@ -7,6 +7,8 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -64,7 +66,7 @@ func forCLI(err error) error {
 		return &rendered{fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and pass it with --signature FILE", e.Source, e.Path, errors.Unwrap(e.Err), trust.ErrUntrusted), err}
 	case *marketplace.StaleError:
 		return &rendered{fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation: %v; the curator must renew it (berth catalog refresh), then run berth marketplace update %s; or accept the stale copy with --allow-stale, which the trust record then says", e.Catalog, e.Since.UTC().Format(time.RFC3339), trust.ErrUntrusted, e.Catalog), err}
-	case *marketplace.NotCatalogError:
+	case *repo.NotCatalogError:
 		return &rendered{fmt.Sprintf("%s is not a berth catalog (it has no %s); make one with berth catalog init %s --keys KEYDIR", e.Dir, e.File, e.Dir), err}
 	case *marketplace.VerifyError:
 		if e.Kind == marketplace.KindRootPin && e.Fix == "" {
@@ -74,11 +76,11 @@ func forCLI(err error) error {
 		}
 	case *marketplace.NoCatalogError:
 		return &rendered{fmt.Sprintf("%v: there is no catalog %s; add it with berth marketplace add %s SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)", marketplace.ErrNoCatalog, e.Name, e.Name), err}
-	case *marketplace.ReadmeError:
+	case *repo.ReadmeError:
 		if e.NotUTF8 {
 			return &rendered{fmt.Sprintf("%s: README.md is not UTF-8 text; convert it, or leave it out (berth catalog add --no-readme)", e.Source), err}
 		}
-		return &rendered{fmt.Sprintf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", e.Source, e.Size, marketplace.MaxReadme), err}
+		return &rendered{fmt.Sprintf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", e.Source, e.Size, catalog.MaxReadme), err}
 	case *secrets.KeychainError:
 		if e.TooBig {
 			return &rendered{fmt.Sprintf("the keychain refuses a value of %d bytes for %s; keep it in the file with --store file: %v", e.Size, e.Name, e.Err), err}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/secrets"
 )
@@ -48,11 +50,11 @@ func TestForCLIKeepsTheText(t *testing.T) {
 			"untrusted: catalog acme refused (root-pin) at 1.root.json: the source's 1.root.json has sha256 ab, but you pinned cd\nNothing was added. Get the root's sha256 (berth catalog init prints it) or the root.json file from the curator over a channel you trust, and add the catalog with it: berth marketplace add NAME SOURCE --root-sha256 HEX (or --root FILE)."},
 		{&marketplace.NoCatalogError{Name: "acme"},
 			"no such catalog: there is no catalog acme; add it with berth marketplace add acme SOURCE --root-sha256 HEX (berth marketplace list shows the ones you have)"},
-		{&marketplace.NotCatalogError{Dir: "/c", File: "catalog.json"},
+		{&repo.NotCatalogError{Dir: "/c", File: "catalog.json"},
 			"/c is not a berth catalog (it has no catalog.json); make one with berth catalog init /c --keys KEYDIR"},
-		{&marketplace.ReadmeError{Source: "./p", Size: 300000},
-			fmt.Sprintf("./p: README.md is 300000 bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", marketplace.MaxReadme)},
-		{&marketplace.ReadmeError{Source: "./p", NotUTF8: true},
+		{&repo.ReadmeError{Source: "./p", Size: 300000},
+			fmt.Sprintf("./p: README.md is 300000 bytes, over the %d a catalog carries; shorten it, or leave it out (berth catalog add --no-readme)", catalog.MaxReadme)},
+		{&repo.ReadmeError{Source: "./p", NotUTF8: true},
 			"./p: README.md is not UTF-8 text; convert it, or leave it out (berth catalog add --no-readme)"},
 	} {
 		got := forCLI(c.err)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
@@ -264,11 +265,11 @@ func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec
 			return false, err
 		}
 	}
-	l, err := marketplace.ReadLock(ws)
+	l, err := lock.Read(ws)
 	if err != nil || l == nil {
 		return false, err
 	}
-	entry, err := marketplace.LockEntry(rec)
+	entry, err := lock.Entry(rec)
 	if err != nil {
 		return false, err
 	}
@@ -277,11 +278,11 @@ func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec
 		return false, nil
 	}
 	l.Set(entry)
-	if err := marketplace.WriteLock(ws, l); err != nil {
+	if err := lock.Write(ws, l); err != nil {
 		return false, err
 	}
 	if say {
-		fmt.Fprintf(a.stdout, "Updated %s/%s: %s.\n", ws, marketplace.LockFile, rec.ID())
+		fmt.Fprintf(a.stdout, "Updated %s/%s: %s.\n", ws, lock.File, rec.ID())
 	}
 	return true, nil
 }
@@ -402,12 +403,12 @@ type unsignedInstall struct {
 func (a *app) installUnsigned(cmd *cobra.Command, st *store.Store, c *marketplace.Cache, u unsignedInstall) error {
 	ctx := cmd.Context()
 	if u.enable {
-		l, err := marketplace.ReadLock(u.ws)
+		l, err := lock.Read(u.ws)
 		if err != nil {
 			return err
 		}
 		if l != nil {
-			return usagef("%s has a %s, which pins signed plugins only; an entry of the unsigned catalog %s cannot be in it: install without --enable, or remove the lock", u.ws, marketplace.LockFile, u.catalog)
+			return usagef("%s has a %s, which pins signed plugins only; an entry of the unsigned catalog %s cannot be in it: install without --enable, or remove the lock", u.ws, lock.File, u.catalog)
 		}
 	}
 	ro, err := a.resolveOptions()

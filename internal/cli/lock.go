@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -17,8 +18,8 @@ import (
 
 // lockJSON is what lock --json prints.
 type lockJSON struct {
-	Path string            `json:"path"`
-	Lock *marketplace.Lock `json:"lock"`
+	Path string     `json:"path"`
+	Lock *lock.Lock `json:"lock"`
 }
 
 func (a *app) lockCommand() *cobra.Command {
@@ -52,7 +53,7 @@ disable alone never do.`,
 			if err != nil {
 				return err
 			}
-			old, err := marketplace.ReadLock(ws)
+			old, err := lock.Read(ws)
 			if err != nil {
 				return err
 			}
@@ -60,7 +61,7 @@ disable alone never do.`,
 			if err != nil {
 				return err
 			}
-			l := &marketplace.Lock{LockVersion: marketplace.LockVersion, Plugins: []marketplace.LockPlugin{}}
+			l := &lock.Lock{LockVersion: lock.FormatVersion, Plugins: []lock.Plugin{}}
 			var errs []string
 			if w := state.Workspaces[ws]; w != nil {
 				names := make([]string, 0, len(w.Plugins))
@@ -75,7 +76,7 @@ disable alone never do.`,
 						errs = append(errs, err.Error())
 						continue
 					}
-					entry, err := marketplace.LockEntry(recs[0])
+					entry, err := lock.Entry(recs[0])
 					if err != nil {
 						errs = append(errs, err.Error())
 						continue
@@ -91,10 +92,10 @@ disable alone never do.`,
 			if len(errs) > 0 {
 				return fmt.Errorf("berth.lock was not written, because:\n  %s", strings.Join(errs, "\n  "))
 			}
-			if err := marketplace.WriteLock(ws, l); err != nil {
+			if err := lock.Write(ws, l); err != nil {
 				return err
 			}
-			path := filepath.Join(ws, marketplace.LockFile)
+			path := filepath.Join(ws, lock.File)
 			if asJSON {
 				return writeJSON(a.stdout, lockJSON{Path: path, Lock: l})
 			}
@@ -122,9 +123,9 @@ type syncAction struct {
 
 // syncJSON is what sync --json prints.
 type syncJSON struct {
-	Workspace   string                 `json:"workspace"`
-	InStep      bool                   `json:"inStep"`
-	Differences []marketplace.LockDiff `json:"differences"`
+	Workspace   string      `json:"workspace"`
+	InStep      bool        `json:"inStep"`
+	Differences []lock.Diff `json:"differences"`
 	// Actions are what sync did (empty with --check).
 	Actions []syncAction `json:"actions"`
 }
@@ -165,12 +166,12 @@ when the workspace is in step: a CI gate.`,
 			if err != nil {
 				return err
 			}
-			l, err := marketplace.ReadLock(ws)
+			l, err := lock.Read(ws)
 			if err != nil {
 				return err
 			}
 			if l == nil {
-				return fmt.Errorf("there is no %s in %s; write one with berth lock (after berth install NAME --enable)", marketplace.LockFile, ws)
+				return fmt.Errorf("there is no %s in %s; write one with berth lock (after berth install NAME --enable)", lock.File, ws)
 			}
 			st, err := a.store()
 			if err != nil {
@@ -197,7 +198,7 @@ when the workspace is in step: a CI gate.`,
 					}
 				}
 			}
-			diffs, err := c.CheckLock(st, ws, l, prune)
+			diffs, err := lock.Check(c, st, ws, l, prune)
 			if err != nil {
 				return err
 			}
@@ -249,10 +250,10 @@ func contains(list []string, s string) bool {
 
 // applySync does what the differences call for, plugin by plugin; a
 // refusal of one does not stop the others, and the worst exit code wins.
-func (a *app) applySync(cmd *cobra.Command, st *store.Store, c *marketplace.Cache, ws string, l *marketplace.Lock, diffs []marketplace.LockDiff, out *syncJSON, yes, allowStale, asJSON bool) error {
+func (a *app) applySync(cmd *cobra.Command, st *store.Store, c *marketplace.Cache, ws string, l *lock.Lock, diffs []lock.Diff, out *syncJSON, yes, allowStale, asJSON bool) error {
 	ctx := cmd.Context()
 	type plan struct {
-		lp      *marketplace.LockPlugin
+		lp      *lock.Plugin
 		install bool
 		refuse  error
 		disable bool
@@ -268,11 +269,11 @@ func (a *app) applySync(cmd *cobra.Command, st *store.Store, c *marketplace.Cach
 			plans = append(plans, p)
 		}
 		switch d.Kind {
-		case marketplace.DiffNotLocked:
+		case lock.DiffNotLocked:
 			p.disable = true
-		case marketplace.DiffCatalogMissing:
+		case lock.DiffCatalogMissing:
 			p.refuse = errors.New(d.Detail)
-		case marketplace.DiffCatalogRoot, marketplace.DiffCatalogOlder:
+		case lock.DiffCatalogRoot, lock.DiffCatalogOlder:
 			p.refuse = fmt.Errorf("%s: %w", d.Detail, errUntrustedLock)
 		}
 	}
@@ -329,7 +330,7 @@ func (a *app) applySync(cmd *cobra.Command, st *store.Store, c *marketplace.Cach
 		lp := p.lp
 		if p.install {
 			bar := a.downloadBar(!asJSON)
-			res, err := c.Install(ctx, st, marketplace.InstallRequest{Name: lp.Name, Catalog: lp.Catalog.Name, Lock: lp, AllowStale: allowStale, Resolve: ro,
+			res, err := c.Install(ctx, st, marketplace.InstallRequest{Name: lp.Name, Catalog: lp.Catalog.Name, Pin: lp.Pin(), AllowStale: allowStale, Resolve: ro,
 				Download: &marketplace.DownloadOptions{Progress: bar.progress(lp.Name)},
 				Confirm: func(ic *marketplace.InstallCandidate) error {
 					bar.done()

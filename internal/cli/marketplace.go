@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -171,15 +172,15 @@ type marketplaceAddJSON struct {
 	// (malformed, or a marketplace.json entry berth cannot install), each
 	// with where it is (path, and plugin when it has a name), the rule
 	// and why; [] when none.
-	Skipped []*marketplace.Problem `json:"skipped"`
+	Skipped []*catalog.Problem `json:"skipped"`
 	// Warnings are the warnings berth also prints on stderr, in the same
 	// words; [] when none.
 	Warnings []string `json:"warnings"`
 }
 
-func nonNilProblems(ps []*marketplace.Problem) []*marketplace.Problem {
+func nonNilProblems(ps []*catalog.Problem) []*catalog.Problem {
 	if ps == nil {
-		return []*marketplace.Problem{}
+		return []*catalog.Problem{}
 	}
 	return ps
 }
@@ -222,7 +223,7 @@ func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registr
 
 // printProblems names every entry of an unsigned source that was skipped,
 // on stderr, and returns the warnings it printed.
-func (a *app) printProblems(name string, ps []*marketplace.Problem) []string {
+func (a *app) printProblems(name string, ps []*catalog.Problem) []string {
 	var warnings []string
 	for _, p := range ps {
 		w := fmt.Sprintf("catalog %s skipped an entry: %s", name, p.String())
@@ -384,7 +385,7 @@ only a warning.`,
 					fmt.Fprintf(a.stderr, "berth: %s\n", msg)
 					worst = worse(worst, err)
 					out.Catalogs = append(out.Catalogs, marketplaceUpdated{Name: n, Error: msg, ExitCode: exitCode(err),
-						StatusChanges: []statusChange{}, Skipped: []*marketplace.Problem{}, Warnings: []string{}})
+						StatusChanges: []statusChange{}, Skipped: []*catalog.Problem{}, Warnings: []string{}})
 					continue
 				}
 				r := u.RefreshResult
@@ -464,7 +465,7 @@ type marketplaceUpdated struct {
 	// rule and why: every one for an unsigned source, which is listed
 	// again in full; for a signed catalog only when it changed (an up to
 	// date one keeps the count in catalog.problems). [] when none.
-	Skipped []*marketplace.Problem `json:"skipped"`
+	Skipped []*catalog.Problem `json:"skipped"`
 	// Warnings are the warnings berth prints as text (on stderr, and the
 	// deprecated or yanked versions you trusted), in the same words; []
 	// when none.
@@ -475,7 +476,7 @@ type marketplaceUpdated struct {
 // the same warnings on stderr as the text does.
 func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceUpdated {
 	r := u.RefreshResult
-	e := marketplaceUpdated{Name: name, Changed: r.Changed, Catalog: r.CatalogInfo, Installed: u.Installed, StatusChanges: []statusChange{}, Skipped: []*marketplace.Problem{}}
+	e := marketplaceUpdated{Name: name, Changed: r.Changed, Catalog: r.CatalogInfo, Installed: u.Installed, StatusChanges: []statusChange{}, Skipped: []*catalog.Problem{}}
 	var warnings []string
 	switch {
 	case r.Unsigned:
@@ -503,8 +504,8 @@ type statusChange struct {
 	Plugin  string `json:"plugin"`
 	Version string `json:"version"`
 	// Was is the status before; empty for a version new in the catalog.
-	Was    marketplace.Status `json:"was,omitempty"`
-	Status marketplace.Status `json:"status"`
+	Was    catalog.Status `json:"was,omitempty"`
+	Status catalog.Status `json:"status"`
 	// Reason is the catalog's reason for the status, if it gives one.
 	Reason string `json:"reason,omitempty"`
 }
@@ -519,7 +520,7 @@ func (s statusChange) String() string {
 
 // statusChanges lists the versions whose status changed between two
 // copies of a catalog.
-func statusChanges(old, new *marketplace.Catalog) []statusChange {
+func statusChanges(old, new *catalog.Catalog) []statusChange {
 	if old == nil || new == nil {
 		return nil
 	}
@@ -527,13 +528,13 @@ func statusChanges(old, new *marketplace.Catalog) []statusChange {
 	for _, np := range new.Plugins {
 		op := old.Plugin(np.Name)
 		for _, nv := range np.Versions {
-			var was marketplace.Status
+			var was catalog.Status
 			if op != nil {
 				if ov := op.Version(nv.Version); ov != nil {
 					was = ov.Status
 				}
 			}
-			if was == "" && nv.Status == marketplace.StatusActive || was == nv.Status {
+			if was == "" && nv.Status == catalog.StatusActive || was == nv.Status {
 				continue
 			}
 			out = append(out, statusChange{Plugin: np.Name, Version: nv.Version, Was: was, Status: nv.Status, Reason: nv.Reason})

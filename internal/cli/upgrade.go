@@ -10,6 +10,8 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
@@ -47,7 +49,7 @@ func (a *app) refreshInstalled(ctx context.Context, c *marketplace.Cache, st *st
 // lockConstraints are the constraints of the workspace's berth.lock, if
 // it has one.
 func lockConstraints(ws string) (map[string]string, error) {
-	l, err := marketplace.ReadLock(ws)
+	l, err := lock.Read(ws)
 	if err != nil || l == nil {
 		return nil, err
 	}
@@ -61,7 +63,7 @@ func lockConstraints(ws string) (map[string]string, error) {
 // outdatedIn is what outdated and upgrade list: the installed catalog
 // plugins against the constraints of ws's berth.lock, resolved as install
 // resolves (the options are returned for the upgrades themselves).
-func (a *app) outdatedIn(c *marketplace.Cache, st *store.Store, ws string) ([]*marketplace.Outdated, *marketplace.ResolveOptions, error) {
+func (a *app) outdatedIn(c *marketplace.Cache, st *store.Store, ws string) ([]*lock.Outdated, *marketplace.ResolveOptions, error) {
 	cons, err := lockConstraints(ws)
 	if err != nil {
 		return nil, nil, err
@@ -70,7 +72,7 @@ func (a *app) outdatedIn(c *marketplace.Cache, st *store.Store, ws string) ([]*m
 	if err != nil {
 		return nil, nil, err
 	}
-	list, err := c.Outdated(st, cons, ro)
+	list, err := lock.ListOutdated(c, st, cons, ro)
 	return list, ro, err
 }
 
@@ -135,7 +137,7 @@ revoked). berth upgrade installs the newest allowed version.`,
 		},
 	}
 	workspaceFlag(cmd, &workspace)
-	a.jsonFlag(cmd, &asJSON, []*marketplace.Outdated{})
+	a.jsonFlag(cmd, &asJSON, []*lock.Outdated{})
 	return cmd
 }
 
@@ -231,7 +233,7 @@ no plugin, and exits 5 when an upgrade is available: a CI freshness gate.`,
 			}
 			out := upgradeJSON{Upgrades: []upgradeEntry{}}
 			found := len(args) == 0
-			var todo []*marketplace.Outdated
+			var todo []*lock.Outdated
 			for _, o := range list {
 				if len(args) == 1 && o.Name != args[0] {
 					continue
@@ -307,7 +309,7 @@ func constraintWords(c string) string {
 // upgradeOne shows the authority diff of one upgrade and, unless only
 // looking, installs it, enables it where the old version was enabled in
 // ws, and updates ws's berth.lock.
-func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *marketplace.Outdated, ro *marketplace.ResolveOptions, look, yes, allowStale, allowSignerChange, asJSON bool) (*upgradeEntry, error) {
+func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *lock.Outdated, ro *marketplace.ResolveOptions, look, yes, allowStale, allowSignerChange, asJSON bool) (*upgradeEntry, error) {
 	e := &upgradeEntry{Name: o.Name, Catalog: o.Catalog, From: o.Current, To: o.Wanted}
 	from, err := installedSummary(ctx, st, o)
 	if err != nil {
@@ -372,7 +374,7 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 // catalog's, when it still lists that exact bundle (install checked it
 // equal to the bundle and it has the curator's tools), or else computed
 // from the staged snapshot.
-func installedSummary(ctx context.Context, st *store.Store, o *marketplace.Outdated) (*marketplace.Summary, error) {
+func installedSummary(ctx context.Context, st *store.Store, o *lock.Outdated) (*catalog.Summary, error) {
 	if v := o.CurrentVersion(); v != nil {
 		return &v.Summary, nil
 	}
@@ -389,6 +391,6 @@ func installedSummary(ctx context.Context, st *store.Store, o *marketplace.Outda
 		return nil, err
 	}
 	defer b.Close()
-	s := marketplace.SummaryOf(b)
+	s := catalog.SummaryOf(b)
 	return &s, nil
 }

@@ -1,4 +1,4 @@
-package marketplace
+package lock
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -36,25 +37,25 @@ const (
 	DiffNotLocked DiffKind = "not-locked"
 )
 
-// LockDiff is one difference between a workspace and its lock.
-type LockDiff struct {
+// Diff is one difference between a workspace and its lock.
+type Diff struct {
 	Name   string   `json:"name"`
 	Kind   DiffKind `json:"kind"`
 	Detail string   `json:"detail"`
 	// Locked is the lock's entry; nil for DiffNotLocked.
-	Locked *LockPlugin `json:"locked,omitempty"`
+	Locked *Plugin `json:"locked,omitempty"`
 	// Enabled is what is enabled; nil for DiffMissing.
 	Enabled *store.Enablement `json:"enabled,omitempty"`
 }
 
-func (d LockDiff) String() string { return fmt.Sprintf("%s: %s: %s", d.Name, d.Kind, d.Detail) }
+func (d Diff) String() string { return fmt.Sprintf("%s: %s: %s", d.Name, d.Kind, d.Detail) }
 
-// CheckLock compares what is enabled in workspace (the state's key: an
+// Check compares what is enabled in workspace (the state's key: an
 // absolute, symlink-resolved path) with the lock, and the lock's catalogs
 // with their verified copies: every difference, sorted by plugin name.
 // With prune, an enabled plugin the lock does not name is one too. It
 // reads only the state, the trust records and the verified copies.
-func (c *Cache) CheckLock(st *store.Store, workspace string, l *Lock, prune bool) ([]LockDiff, error) {
+func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, prune bool) ([]Diff, error) {
 	state, err := st.State()
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func (c *Cache) CheckLock(st *store.Store, workspace string, l *Lock, prune bool
 	if w := state.Workspaces[workspace]; w != nil {
 		enabled = w.Plugins
 	}
-	infos := map[string]*CatalogInfo{}
+	infos := map[string]*marketplace.CatalogInfo{}
 	list, err := c.List()
 	if err != nil {
 		return nil, err
@@ -71,9 +72,9 @@ func (c *Cache) CheckLock(st *store.Store, workspace string, l *Lock, prune bool
 	for _, ci := range list {
 		infos[ci.Name] = ci
 	}
-	diffs := []LockDiff{}
-	add := func(name string, lp *LockPlugin, e *store.Enablement, kind DiffKind, format string, args ...any) {
-		diffs = append(diffs, LockDiff{Name: name, Kind: kind, Detail: fmt.Sprintf(format, args...), Locked: lp, Enabled: e})
+	diffs := []Diff{}
+	add := func(name string, lp *Plugin, e *store.Enablement, kind DiffKind, format string, args ...any) {
+		diffs = append(diffs, Diff{Name: name, Kind: kind, Detail: fmt.Sprintf(format, args...), Locked: lp, Enabled: e})
 	}
 	for i := range l.Plugins {
 		lp := &l.Plugins[i]
@@ -104,7 +105,7 @@ func (c *Cache) CheckLock(st *store.Store, workspace string, l *Lock, prune bool
 				return nil, err
 			}
 			if r := recs[0]; !lp.Signer.Matches(r.Signer) {
-				add(lp.Name, lp, e, DiffSigner, "%s@%s was trusted from %s, and the lock names %s", lp.Name, e.Version, r.Signer, lockSignerString(lp.Signer))
+				add(lp.Name, lp, e, DiffSigner, "%s@%s was trusted from %s, and the lock names %s", lp.Name, e.Version, r.Signer, signerString(lp.Signer))
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package marketplace
+package repo
 
 import (
 	"bytes"
@@ -9,11 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -23,6 +21,8 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -85,9 +85,9 @@ type settingsExpires struct {
 	Root      string `json:"root"`
 }
 
-// RepoOptions tune InitRepository and OpenRepository. A nil *RepoOptions
+// Options tune Init and Open. A nil *Options
 // means the defaults.
-type RepoOptions struct {
+type Options struct {
 	// Name is the catalog's name, written into the catalog (init only).
 	Name string
 	// Expiries chosen at init; zero fields take DefaultExpiries. Later
@@ -111,7 +111,7 @@ type Repository struct {
 	now         func() time.Time
 }
 
-// InitResult says what InitRepository made.
+// InitResult says what Init made.
 type InitResult struct {
 	// RootPath is DIR/1.root.json, the initial root that clients pin.
 	RootPath string
@@ -121,13 +121,13 @@ type InitResult struct {
 	Keys map[string]string
 }
 
-// InitRepository creates a catalog repository in dir and its role keys in
+// Init creates a catalog repository in dir and its role keys in
 // keyDir: one Ed25519 key per top-level role (threshold 1), in files of
 // mode 0600 in a directory of mode 0700. keyDir may not be dir or inside
 // it (the keys would be served with the catalog). The first version holds
 // an empty catalog.
-func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) (*InitResult, error) {
-	o := RepoOptions{}
+func Init(ctx context.Context, dir, keyDir string, opts *Options) (*InitResult, error) {
+	o := Options{}
 	if opts != nil {
 		o = *opts
 	}
@@ -196,7 +196,7 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	if err := writeServed(dir, settingsFile, append(sdata, '\n')); err != nil {
 		return nil, err
 	}
-	cat := &Catalog{CatalogVersion: CatalogVersion, Name: o.Name, Plugins: []*Plugin{}}
+	cat := &catalog.Catalog{CatalogVersion: catalog.FormatVersion, Name: o.Name, Plugins: []*catalog.Plugin{}}
 	data := cat.Marshal()
 	if err := writeServed(dir, workingFile, data); err != nil {
 		return nil, err
@@ -221,9 +221,9 @@ func InitRepository(ctx context.Context, dir, keyDir string, opts *RepoOptions) 
 	return res, nil
 }
 
-// NotCatalogError is OpenRepository given a directory Dir that has no
+// NotCatalogError is Open given a directory Dir that has no
 // File (the catalog's settings): it is not a catalog repository;
-// InitRepository makes one.
+// Init makes one.
 type NotCatalogError struct {
 	Dir, File string
 }
@@ -245,14 +245,14 @@ func (e *ReadmeError) Error() string {
 	if e.NotUTF8 {
 		return fmt.Sprintf("%s: README.md is not UTF-8 text; convert it, or leave it out (OmitReadme)", e.Source)
 	}
-	return fmt.Sprintf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (OmitReadme)", e.Source, e.Size, MaxReadme)
+	return fmt.Sprintf("%s: README.md is %d bytes, over the %d a catalog carries; shorten it, or leave it out (OmitReadme)", e.Source, e.Size, catalog.MaxReadme)
 }
 
-// OpenRepository opens the catalog repository in dir, whose role keys are
+// Open opens the catalog repository in dir, whose role keys are
 // in keyDir. Keys are read only when a command needs them: refresh needs
 // only the snapshot and timestamp keys, so the root and targets keys can
 // stay offline.
-func OpenRepository(dir, keyDir string, opts *RepoOptions) (*Repository, error) {
+func Open(dir, keyDir string, opts *Options) (*Repository, error) {
 	now := time.Now
 	if opts != nil && opts.Now != nil {
 		now = opts.Now
@@ -372,9 +372,9 @@ func (r *Repository) load() (*published, error) {
 	if err := p.root.VerifyDelegate(metadata.TARGETS, p.targets); err != nil {
 		return nil, bad("%s: %v", targName, err)
 	}
-	tf := p.targets.Signed.Targets[CatalogTarget]
+	tf := p.targets.Signed.Targets[catalog.TargetName]
 	if tf == nil {
-		return nil, bad("%s has no %s target", targName, CatalogTarget)
+		return nil, bad("%s has no %s target", targName, catalog.TargetName)
 	}
 	cpath := filepath.Join(r.dir, targetFile(tf))
 	if p.catalog, err = os.ReadFile(cpath); err != nil {
@@ -388,7 +388,7 @@ func (r *Repository) load() (*published, error) {
 
 // targetFile is the consistent-snapshot path of a target: targets/<sha256>.<name>.
 func targetFile(tf *metadata.TargetFiles) string {
-	return filepath.Join("targets", hex.EncodeToString(tf.Hashes["sha256"])+"."+CatalogTarget)
+	return filepath.Join("targets", hex.EncodeToString(tf.Hashes["sha256"])+"."+catalog.TargetName)
 }
 
 // PublishResult describes a newly published version.
@@ -423,26 +423,26 @@ type PublishResult struct {
 // version whole: the target, then targets, then snapshot (all new files,
 // never referenced yet), and the timestamp, which makes them current,
 // last. Each write is atomic (temp file, fsync, rename).
-func (r *Repository) publish(p *published, keys map[string]*roleKey, catalog []byte, resignSnapshot bool) (*PublishResult, error) {
+func (r *Repository) publish(p *published, keys map[string]*roleKey, catalogJSON []byte, resignSnapshot bool) (*PublishResult, error) {
 	t := r.now().UTC().Truncate(time.Second)
 	res := &PublishResult{RootExpires: p.root.Signed.Expires}
 	targData := p.targData
 	targets := p.targets
-	if catalog != nil {
+	if catalogJSON != nil {
 		var version int64 = 1
 		if p.targets != nil {
 			version = p.targets.Signed.Version + 1
 		}
-		tf, err := metadata.TargetFile().FromBytes(CatalogTarget, catalog, "sha256")
+		tf, err := metadata.TargetFile().FromBytes(catalog.TargetName, catalogJSON, "sha256")
 		if err != nil {
 			return nil, err
 		}
-		if err := writeServed(r.dir, targetFile(tf), catalog); err != nil {
+		if err := writeServed(r.dir, targetFile(tf), catalogJSON); err != nil {
 			return nil, err
 		}
 		targets = metadata.Targets(t.Add(r.exp.Targets))
 		targets.Signed.Version = version
-		targets.Signed.Targets[CatalogTarget] = tf
+		targets.Signed.Targets[catalog.TargetName] = tf
 		if _, err := targets.Sign(keys[metadata.TARGETS].signer); err != nil {
 			return nil, err
 		}
@@ -557,7 +557,7 @@ type AddRequest struct {
 	// from it) into DIR/bundles/ and lists it relative to the catalog.
 	URL string
 	// Tier sets the plugin's tier; "" keeps it (community for a new one).
-	Tier Tier
+	Tier catalog.Tier
 	// Tags replace the plugin's tags when non-nil.
 	Tags []string
 	// Icon is a PNG image for the plugin (CheckIcon); nil keeps the one
@@ -572,7 +572,7 @@ type AddRequest struct {
 // AddResult says what Repository.Add did.
 type AddResult struct {
 	Plugin, Version, Digest string
-	Signer                  *Signer
+	Signer                  *catalog.Signer
 	SignerRef               *store.SignerRef
 	// NewPlugin is true when the plugin was not in the catalog before.
 	NewPlugin bool
@@ -599,22 +599,22 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		panic("marketplace: AddRequest.Verifier is nil")
 	}
 	switch req.Tier {
-	case "", TierOfficial, TierVerified, TierCommunity:
+	case "", catalog.TierOfficial, catalog.TierVerified, catalog.TierCommunity:
 	default:
 		return nil, fmt.Errorf("tier %q: write official, verified or community", req.Tier)
 	}
 	for _, t := range req.Tags {
-		if !tagRe.MatchString(t) {
+		if !catalog.ValidTag(t) {
 			return nil, fmt.Errorf("%q is not a tag: lower-case letters, digits and '-', up to 32 characters", t)
 		}
 	}
 	if req.URL != "" {
-		if err := CheckLocation(req.URL); err != nil || !strings.HasPrefix(strings.ToLower(req.URL), "https://") {
+		if err := catalog.CheckLocation(req.URL); err != nil || !strings.HasPrefix(strings.ToLower(req.URL), "https://") {
 			return nil, fmt.Errorf("the archive's URL %q is not an absolute https URL; give the URL where the archive will be served", req.URL)
 		}
 	}
 	if req.Icon != nil {
-		if err := CheckIcon(req.Icon); err != nil {
+		if err := catalog.CheckIcon(req.Icon); err != nil {
 			return nil, err
 		}
 	}
@@ -642,13 +642,13 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		return nil, fmt.Errorf("%s: %w", req.Source, err)
 	}
 	ref := signerRefOf(res)
-	out := &AddResult{Plugin: m.Name, Version: m.Version, Digest: b.Digest, Signer: SignerFor(res), SignerRef: ref}
+	out := &AddResult{Plugin: m.Name, Version: m.Version, Digest: b.Digest, Signer: catalog.SignerFor(res), SignerRef: ref}
 	p := cat.Plugin(m.Name)
 	if p == nil {
 		out.NewPlugin = true
-		p = &Plugin{Name: m.Name, Description: m.Description, Tier: TierCommunity, Homepage: m.Homepage, License: m.License, Signers: []*Signer{out.Signer}, Versions: []*Version{}}
+		p = &catalog.Plugin{Name: m.Name, Description: m.Description, Tier: catalog.TierCommunity, Homepage: m.Homepage, License: m.License, Signers: []*catalog.Signer{out.Signer}, Versions: []*catalog.Version{}}
 		if m.Publisher != nil {
-			p.Publisher = &Publisher{Name: m.Publisher.Name, URL: m.Publisher.URL}
+			p.Publisher = &catalog.Publisher{Name: m.Publisher.Name, URL: m.Publisher.URL}
 		}
 		cat.Plugins = append(cat.Plugins, p)
 	} else {
@@ -707,12 +707,12 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if isDir {
 		format = "tar.gz"
 	}
-	v := &Version{
+	v := &catalog.Version{
 		Version:  m.Version,
 		Digest:   b.Digest,
 		Released: r.now().UTC().Truncate(time.Second),
-		Status:   StatusActive,
-		Summary:  NewSummary(review.New(b)),
+		Status:   catalog.StatusActive,
+		Summary:  catalog.NewSummary(review.New(b)),
 	}
 	if m.Requires != nil {
 		v.RequiresBerth = m.Requires.Berth
@@ -733,7 +733,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 		return nil, err
 	}
 	sum := sha256.Sum256(archive)
-	v.Archive = Archive{Format: format, Size: int64(len(archive)), SHA256: "sha256:" + hex.EncodeToString(sum[:])}
+	v.Archive = catalog.Archive{Format: format, Size: int64(len(archive)), SHA256: "sha256:" + hex.EncodeToString(sum[:])}
 	if req.URL != "" {
 		v.URLs = []string{req.URL}
 	} else {
@@ -743,7 +743,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	v.SignatureURL = rel + ".sigstore.json"
 	p.Versions = append(p.Versions, v)
 	cat.Sort()
-	if ps := CheckPlugin(p, "plugin "+p.Name); HasErrors(ps) {
+	if ps := catalog.CheckPlugin(p, "plugin "+p.Name); catalog.HasErrors(ps) {
 		return nil, fmt.Errorf("the new entry of %s breaks catalog rules:\n  %s", p.Name, joinProblems(ps))
 	}
 	if req.URL == "" {
@@ -765,7 +765,7 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 }
 
 // isHighest reports whether version is above every version p lists.
-func isHighest(p *Plugin, version string) bool {
+func isHighest(p *catalog.Plugin, version string) bool {
 	for _, v := range p.Versions {
 		if !bundle.VersionLess(v.Version, version) {
 			return false
@@ -782,10 +782,10 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 	if !ok || e.Mode == bundle.ModeSymlink {
 		return "", nil
 	}
-	if e.Size > MaxReadme {
+	if e.Size > catalog.MaxReadme {
 		return "", &ReadmeError{Source: b.Source, Size: e.Size}
 	}
-	data, err := ReadFileLimited(filepath.Join(b.Dir, "README.md"), MaxReadme)
+	data, err := textio.ReadFileLimited(filepath.Join(b.Dir, "README.md"), catalog.MaxReadme)
 	if err != nil {
 		return "", err
 	}
@@ -800,8 +800,8 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 
 // isPublished reports whether the published catalog lists name@version
 // with digest.
-func isPublished(catalog []byte, name, version, digest string) bool {
-	c, _, err := ParseCatalog(catalog)
+func isPublished(catalogJSON []byte, name, version, digest string) bool {
+	c, _, err := catalog.Parse(catalogJSON)
 	if err != nil {
 		return false
 	}
@@ -839,7 +839,7 @@ func checkPacked(ctx context.Context, dir string, archive []byte, digest string,
 	return nil
 }
 
-func joinProblems(ps []*Problem) string {
+func joinProblems(ps []*catalog.Problem) string {
 	var s []string
 	for _, p := range ps {
 		s = append(s, p.String())
@@ -850,17 +850,17 @@ func joinProblems(ps []*Problem) string {
 // SetStatus sets the status of name@version and publishes the catalog.
 // reason is required for deprecated, yanked and revoked; replacement is
 // allowed only for deprecated.
-func (r *Repository) SetStatus(ctx context.Context, name, version string, status Status, reason, replacement string) (*PublishResult, error) {
+func (r *Repository) SetStatus(ctx context.Context, name, version string, status catalog.Status, reason, replacement string) (*PublishResult, error) {
 	switch status {
-	case StatusActive:
+	case catalog.StatusActive:
 		if reason != "" || replacement != "" {
 			return nil, fmt.Errorf("an active version has no reason or replacement")
 		}
-	case StatusDeprecated, StatusYanked, StatusRevoked:
+	case catalog.StatusDeprecated, catalog.StatusYanked, catalog.StatusRevoked:
 		if strings.TrimSpace(reason) == "" {
 			return nil, fmt.Errorf("a %s version needs a reason: users see it when they look at the plugin", status)
 		}
-		if replacement != "" && status != StatusDeprecated {
+		if replacement != "" && status != catalog.StatusDeprecated {
 			return nil, fmt.Errorf("only a deprecated version names a replacement")
 		}
 		if replacement != "" && !bundle.IsValidName(replacement) {
@@ -953,12 +953,12 @@ func (r *Repository) Sign(ctx context.Context) (*PublishResult, error) {
 }
 
 // working reads the working copy, which must be valid.
-func (r *Repository) working() (*Catalog, error) { return r.readWorking(false) }
+func (r *Repository) working() (*catalog.Catalog, error) { return r.readWorking(false) }
 
 // readWorking decodes DIR/catalog.json strictly (unknown fields anywhere
 // are errors) and checks every entry. With normalize, contextTokens are
 // recomputed first.
-func (r *Repository) readWorking(normalize bool) (*Catalog, error) {
+func (r *Repository) readWorking(normalize bool) (*catalog.Catalog, error) {
 	path := filepath.Join(r.dir, workingFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -972,15 +972,15 @@ func (r *Repository) readWorking(normalize bool) (*Catalog, error) {
 		for _, p := range cat.Plugins {
 			for _, v := range p.Versions {
 				if v != nil {
-					v.Summary.ContextTokens = EstimateTokens(v.Summary.Tools)
+					v.Summary.ContextTokens = catalog.EstimateTokens(v.Summary.Tools)
 				}
 			}
 		}
 	}
-	if _, ps, err := ParseCatalog(cat.Marshal()); err != nil {
+	if _, ps, err := catalog.Parse(cat.Marshal()); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
-	} else if HasErrors(ps) {
-		var errs []*Problem
+	} else if catalog.HasErrors(ps) {
+		var errs []*catalog.Problem
 		for _, p := range ps {
 			if !p.Warning {
 				errs = append(errs, p)
@@ -994,21 +994,21 @@ func (r *Repository) readWorking(normalize bool) (*Catalog, error) {
 
 // decodeStrict decodes a whole catalog document, failing on any unknown
 // field, any trailing data and any catalogVersion but 1.
-func decodeStrict(data []byte) (*Catalog, error) {
+func decodeStrict(data []byte) (*catalog.Catalog, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	cat := &Catalog{}
+	cat := &catalog.Catalog{}
 	if err := dec.Decode(cat); err != nil {
-		return nil, errors.New(jsonError(err))
+		return nil, errors.New(textio.JSONError(err))
 	}
 	if dec.More() {
 		return nil, errors.New("data after the catalog's JSON object")
 	}
-	if cat.CatalogVersion != CatalogVersion {
-		return nil, fmt.Errorf("catalogVersion is %d; write %d", cat.CatalogVersion, CatalogVersion)
+	if cat.CatalogVersion != catalog.FormatVersion {
+		return nil, fmt.Errorf("catalogVersion is %d; write %d", cat.CatalogVersion, catalog.FormatVersion)
 	}
 	if cat.Plugins == nil {
-		cat.Plugins = []*Plugin{}
+		cat.Plugins = []*catalog.Plugin{}
 	}
 	for i, p := range cat.Plugins {
 		if p == nil {
@@ -1112,21 +1112,14 @@ func within(child, parent string) bool {
 	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))))
 }
 
-// ReadFileLimited reads at most max bytes of path; a longer file is an
-// error that names it and the limit (a catalog file, a signature, an icon:
-// nothing berth reads whole may be of any size).
-func ReadFileLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// signerRefOf names the signer of a verification result as trust records
+// do.
+func signerRefOf(res *trust.Result) *store.SignerRef {
+	ref := &store.SignerRef{Kind: res.Kind, Name: res.Signer.Name}
+	if res.Kind == trust.KindKey {
+		ref.Fingerprint = res.KeyFingerprint
+	} else {
+		ref.Issuer, ref.SAN = res.Issuer, res.SAN
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over the limit of %s bytes", path, strconv.FormatInt(max, 10))
-	}
-	return data, nil
+	return ref
 }

@@ -1,4 +1,4 @@
-package marketplace
+package repo
 
 import (
 	"crypto"

@@ -1,4 +1,4 @@
-package marketplace
+package catalog
 
 import (
 	"bytes"
@@ -19,21 +19,22 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
-// CatalogVersion is the version of the catalog format this package reads
+// FormatVersion is the version of the catalog format this package reads
 // and writes.
-const CatalogVersion = 1
+const FormatVersion = 1
 
-// CatalogTarget is the TUF target path of the catalog document. A catalog
+// TargetName is the TUF target path of the catalog document. A catalog
 // repository has exactly this one target (docs/marketplace.md says why).
-const CatalogTarget = "catalog.json"
+const TargetName = "catalog.json"
 
-// MaxCatalogSize is the largest catalog document berth reads (64 MiB,
+// MaxSize is the largest catalog document berth reads (64 MiB,
 // about 40,000 plugins with a few versions each).
-const MaxCatalogSize = 64 << 20
+const MaxSize = 64 << 20
 
 // Catalog is the catalog document, format catalogVersion 1: the TUF target
 // catalog.json. Field names, nesting and meaning are a contract:
@@ -172,16 +173,6 @@ const (
 // Tiers lists the tiers, best first.
 var Tiers = []Tier{TierOfficial, TierVerified, TierCommunity}
 
-// rank orders tiers for search ties: official first.
-func (t Tier) rank() int {
-	switch t {
-	case TierOfficial:
-		return 0
-	case TierVerified:
-		return 1
-	}
-	return 2
-}
 
 // Status is a version's standing in the catalog.
 type Status string
@@ -298,48 +289,48 @@ const (
 
 var (
 	tagRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
-	hex64 = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
 // Limits of a catalog entry.
 const (
-	maxDescription = 1024
+	MaxDescription = 1024
 	maxTags        = 20
 	maxVersions    = 1000
 	maxURLs        = 8
-	maxReason      = 1024
+	MaxReason      = 1024
 )
 
-// ErrCatalogFormat marks a catalog document that cannot be read at all:
+// ErrFormat marks a catalog document that cannot be read at all:
 // not JSON, not an object, or another catalogVersion. A document that is
-// readable but has bad entries is not an error: ParseCatalog skips those
+// readable but has bad entries is not an error: Parse skips those
 // entries and reports them as problems.
-var ErrCatalogFormat = errors.New("unreadable catalog")
+var ErrFormat = errors.New("unreadable catalog")
 
-// ParseCatalog decodes a catalog document leniently: an entry (a plugin)
+// Parse decodes a catalog document leniently: an entry (a plugin)
 // that is malformed in any way is reported as a problem and skipped, and
 // the rest are returned (STYLE rule 11: strict for what runs, lenient for
 // what is browsed). Each entry is decoded strictly: an unknown field makes
 // the entry malformed. The error is non-nil only when the document as a
-// whole is unreadable; it wraps ErrCatalogFormat.
-func ParseCatalog(data []byte) (*Catalog, []*Problem, error) {
-	c, ps, _, err := parseCatalog(data)
+// whole is unreadable; it wraps ErrFormat.
+func Parse(data []byte) (*Catalog, []*Problem, error) {
+	c, ps, _, err := ParseIndexed(data)
 	return c, ps, err
 }
 
-// span is where an accepted entry's JSON is in the document.
-type span struct{ off, n int64 }
+// Span is where an accepted entry's JSON is in the document: Off bytes
+// in, N bytes long.
+type Span struct{ Off, N int64 }
 
-// parseCatalog is ParseCatalog that also returns, per accepted plugin,
+// ParseIndexed is Parse that also returns, per accepted plugin,
 // where its entry is in data (the cache's index records it, so show can
 // read one entry without decoding the whole catalog). It reads the
 // document once with a streaming decoder.
-func parseCatalog(data []byte) (*Catalog, []*Problem, []span, error) {
-	unreadable := func(format string, args ...any) (*Catalog, []*Problem, []span, error) {
-		return nil, nil, nil, fmt.Errorf("%w: %s", ErrCatalogFormat, fmt.Sprintf(format, args...))
+func ParseIndexed(data []byte) (*Catalog, []*Problem, []Span, error) {
+	unreadable := func(format string, args ...any) (*Catalog, []*Problem, []Span, error) {
+		return nil, nil, nil, fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, args...))
 	}
-	if len(data) > MaxCatalogSize {
-		return unreadable("the catalog is %d bytes, over the limit of %d", len(data), MaxCatalogSize)
+	if len(data) > MaxSize {
+		return unreadable("the catalog is %d bytes, over the limit of %d", len(data), MaxSize)
 	}
 	if !utf8.Valid(data) {
 		return unreadable("the catalog is not UTF-8 text")
@@ -351,7 +342,7 @@ func parseCatalog(data []byte) (*Catalog, []*Problem, []span, error) {
 	}
 	c := &Catalog{Plugins: []*Plugin{}}
 	var ps []*Problem
-	var spans []span
+	var spans []Span
 	var haveVersion, havePlugins bool
 	var rawName json.RawMessage
 	seen := map[string]bool{}
@@ -394,7 +385,7 @@ func parseCatalog(data []byte) (*Catalog, []*Problem, []span, error) {
 				}
 				seen[p.Name] = true
 				c.Plugins = append(c.Plugins, p)
-				spans = append(spans, span{off: end - int64(len(raw)), n: int64(len(raw))})
+				spans = append(spans, Span{Off: end - int64(len(raw)), N: int64(len(raw))})
 			}
 			if _, err := dec.Token(); err != nil {
 				return unreadable("the catalog's \"plugins\" does not end: %v", err)
@@ -416,8 +407,8 @@ func parseCatalog(data []byte) (*Catalog, []*Problem, []span, error) {
 	switch {
 	case !haveVersion:
 		return unreadable("the catalog has no integer catalogVersion; this berth reads catalogVersion 1")
-	case c.CatalogVersion != CatalogVersion:
-		return unreadable("the catalog has catalogVersion %d, and this berth reads only %d; upgrade berth if the catalog is newer", c.CatalogVersion, CatalogVersion)
+	case c.CatalogVersion != FormatVersion:
+		return unreadable("the catalog has catalogVersion %d, and this berth reads only %d; upgrade berth if the catalog is newer", c.CatalogVersion, FormatVersion)
 	case !havePlugins:
 		return unreadable("the catalog's \"plugins\" is missing")
 	}
@@ -456,7 +447,7 @@ func parseEntry(raw json.RawMessage, i int, chk *checker) (*Plugin, []*Problem) 
 		if bundle.IsValidName(named.Name) {
 			who = named.Name
 		}
-		return nil, []*Problem{{Plugin: who, Path: where, Rule: RuleEntrySyntax, Message: fmt.Sprintf("the entry does not decode (%s); it is skipped", jsonError(err))}}
+		return nil, []*Problem{{Plugin: who, Path: where, Rule: RuleEntrySyntax, Message: fmt.Sprintf("the entry does not decode (%s); it is skipped", textio.JSONError(err))}}
 	}
 	if p.Versions == nil {
 		p.Versions = []*Version{}
@@ -479,13 +470,6 @@ func parseEntry(raw json.RawMessage, i int, chk *checker) (*Plugin, []*Problem) 
 	return p, ps
 }
 
-// jsonError shortens an encoding/json error for a message.
-func jsonError(err error) string {
-	s := err.Error()
-	s = strings.TrimPrefix(s, "json: ")
-	return strings.ReplaceAll(s, "Go struct field ", "field ")
-}
-
 // HasErrors reports whether any problem is an error, not a warning.
 func HasErrors(ps []*Problem) bool {
 	for _, p := range ps {
@@ -495,6 +479,16 @@ func HasErrors(ps []*Problem) bool {
 	}
 	return false
 }
+
+// ParseEntry decodes and checks one plugin entry, as Parse does each
+// entry of a document; a nil plugin means it is malformed.
+func ParseEntry(raw json.RawMessage) (*Plugin, []*Problem) {
+	return parseEntry(raw, 0, &checker{signers: map[Signer]error{}})
+}
+
+// ValidTag reports whether tag is a catalog tag: lower-case letters,
+// digits and '-', starting with a letter or digit, at most 32 characters.
+func ValidTag(tag string) bool { return tagRe.MatchString(tag) }
 
 // CheckPlugin checks one decoded entry against every catalog rule and
 // returns its problems; where is the entry's path for messages.
@@ -535,7 +529,7 @@ func (chk *checker) plugin(p *Plugin, where string) []*Problem {
 	if !bundle.IsValidName(p.Name) {
 		add(where+".name", RuleEntryName, "%q is not a plugin name: lower-case letters, digits and '-', 1 to 64 characters, as in berth.json", p.Name)
 	}
-	checkText(add, where+".description", p.Description, maxDescription, true)
+	checkText(add, where+".description", p.Description, MaxDescription, true)
 	if p.Publisher != nil {
 		checkText(add, where+".publisher.name", p.Publisher.Name, 256, true)
 		checkHTTPS(add, where+".publisher.url", p.Publisher.URL)
@@ -550,7 +544,7 @@ func (chk *checker) plugin(p *Plugin, where string) []*Problem {
 	}
 	tags := map[string]bool{}
 	for i, t := range p.Tags {
-		if !tagRe.MatchString(t) {
+		if !ValidTag(t) {
 			add(fmt.Sprintf("%s.tags[%d]", where, i), RuleEntryTag, "%q is not a tag: lower-case letters, digits and '-', up to 32 characters", t)
 		}
 		if tags[t] {
@@ -615,7 +609,7 @@ func checkVersion(add, warn func(path, rule, format string, args ...any), vp str
 	if v.Archive.Size <= 0 {
 		add(vp+".archive.size", RuleVersionArchive, "size must be the archive's size in bytes, more than 0")
 	}
-	if !hex64.MatchString(v.Archive.SHA256) {
+	if !textio.IsSHA256(v.Archive.SHA256) {
 		add(vp+".archive.sha256", RuleVersionArchive, "%q is not sha256: followed by 64 lower-case hex digits", v.Archive.SHA256)
 	}
 	if len(v.URLs) == 0 || len(v.URLs) > maxURLs {
@@ -641,7 +635,7 @@ func checkVersion(add, warn func(path, rule, format string, args ...any), vp str
 		if strings.TrimSpace(v.Reason) == "" {
 			add(vp+".reason", RuleVersionStatus, "a %s version needs a reason the user can read", v.Status)
 		}
-		checkText(add, vp+".reason", v.Reason, maxReason, false)
+		checkText(add, vp+".reason", v.Reason, MaxReason, false)
 		if v.Replacement != "" {
 			if v.Status != StatusDeprecated {
 				add(vp+".replacement", RuleVersionStatus, "only a deprecated version names a replacement")
@@ -781,16 +775,4 @@ func SignerFor(res *trust.Result) *Signer {
 		return &Signer{Kind: trust.KindKey, Fingerprint: res.KeyFingerprint, PublicKey: res.Signer.PublicKey}
 	}
 	return &Signer{Kind: trust.KindIdentity, Issuer: res.Issuer, SAN: res.SAN}
-}
-
-// signerRefOf names the signer of a verification result as trust records
-// do.
-func signerRefOf(res *trust.Result) *store.SignerRef {
-	ref := &store.SignerRef{Kind: res.Kind, Name: res.Signer.Name}
-	if res.Kind == trust.KindKey {
-		ref.Fingerprint = res.KeyFingerprint
-	} else {
-		ref.Issuer, ref.SAN = res.Issuer, res.SAN
-	}
-	return ref
 }

@@ -1,10 +1,12 @@
-package marketplace
+package lock
 
 import (
 	"errors"
 	"fmt"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -25,8 +27,8 @@ type Outdated struct {
 	Latest string `json:"latest"`
 	// Status is Current's status in the catalog; Reason says why it is
 	// not active. "" when the catalog no longer lists Current.
-	Status Status `json:"status"`
-	Reason string `json:"reason,omitempty"`
+	Status catalog.Status `json:"status"`
+	Reason string         `json:"reason,omitempty"`
 	// Upgrade is true when Wanted is newer than Current.
 	Upgrade bool `json:"upgrade"`
 	// Problem says why the catalog could not be asked (removed, no longer
@@ -34,35 +36,35 @@ type Outdated struct {
 	Problem string `json:"problem,omitempty"`
 
 	record   *store.Record
-	plugin   *Plugin
-	catalog  *CatalogInfo
-	wantedV  *Version
-	currentV *Version
+	plugin   *catalog.Plugin
+	catalog  *marketplace.CatalogInfo
+	wantedV  *catalog.Version
+	currentV *catalog.Version
 }
 
 // Record is the trust record of Current.
 func (o *Outdated) Record() *store.Record { return o.record }
 
 // Plugin is the catalog's entry, nil with a Problem.
-func (o *Outdated) Plugin() *Plugin { return o.plugin }
+func (o *Outdated) Plugin() *catalog.Plugin { return o.plugin }
 
 // CatalogInfo is the catalog's verified copy, nil with a Problem.
-func (o *Outdated) CatalogInfo() *CatalogInfo { return o.catalog }
+func (o *Outdated) CatalogInfo() *marketplace.CatalogInfo { return o.catalog }
 
 // WantedVersion is the catalog's entry of Wanted, nil when none.
-func (o *Outdated) WantedVersion() *Version { return o.wantedV }
+func (o *Outdated) WantedVersion() *catalog.Version { return o.wantedV }
 
 // CurrentVersion is the catalog's entry of Current, nil when the catalog
 // no longer lists it (or lists it with another digest).
-func (o *Outdated) CurrentVersion() *Version { return o.currentV }
+func (o *Outdated) CurrentVersion() *catalog.Version { return o.currentV }
 
-// Outdated lists, per plugin installed from a catalog (a trust record
+// ListOutdated lists, per plugin installed from a catalog (a trust record
 // naming one), its highest installed version against the verified copy
 // of that catalog: the newest version its constraint allows, the latest,
 // and the installed version's status. constraints, when it names a
 // plugin, overrides the constraint of its record (a workspace lock's).
 // It reads only the verified copies.
-func (c *Cache) Outdated(st *store.Store, constraints map[string]string, ro *ResolveOptions) ([]*Outdated, error) {
+func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]string, ro *marketplace.ResolveOptions) ([]*Outdated, error) {
 	recs, err := st.Records()
 	if err != nil {
 		return nil, err
@@ -88,13 +90,13 @@ func (c *Cache) Outdated(st *store.Store, constraints map[string]string, ro *Res
 		out = append(out, o)
 		p, ci, err := c.Plugin(r.Catalog.Name, name)
 		switch {
-		case errors.Is(err, ErrNoCatalog):
+		case errors.Is(err, marketplace.ErrNoCatalog):
 			o.Problem = fmt.Sprintf("catalog %s is not added any more (berth marketplace add)", r.Catalog.Name)
 			continue
-		case errors.Is(err, ErrUnsignedSource):
+		case errors.Is(err, marketplace.ErrUnsignedSource):
 			o.Problem = fmt.Sprintf("catalog %s is now an unsigned source, not the signed catalog %s came from (berth marketplace list)", r.Catalog.Name, name)
 			continue
-		case errors.Is(err, ErrNoPlugin):
+		case errors.Is(err, marketplace.ErrNoPlugin):
 			o.Problem = fmt.Sprintf("catalog %s no longer lists %s", r.Catalog.Name, name)
 			continue
 		case err != nil:
@@ -104,13 +106,13 @@ func (c *Cache) Outdated(st *store.Store, constraints map[string]string, ro *Res
 		if v := p.Version(r.Version); v != nil && v.Digest == r.Digest {
 			o.currentV, o.Status, o.Reason = v, v.Status, v.Reason
 		}
-		if res, err := Resolve(p, o.Constraint, ro); err == nil {
+		if res, err := marketplace.Resolve(p, o.Constraint, ro); err == nil {
 			o.Wanted, o.wantedV = res.Chosen.Version, res.Chosen
 			o.Upgrade = bundle.VersionLess(o.Current, o.Wanted)
 		} else if res == nil {
 			o.Problem = err.Error()
 		}
-		if res, err := Resolve(p, "", ro); err == nil {
+		if res, err := marketplace.Resolve(p, "", ro); err == nil {
 			o.Latest = res.Chosen.Version
 		}
 	}

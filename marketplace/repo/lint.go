@@ -1,4 +1,4 @@
-package marketplace
+package repo
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -18,8 +20,8 @@ import (
 type LintReport struct {
 	Dir string `json:"dir"`
 	// Plugins counts the entries of the working copy that pass.
-	Plugins  int        `json:"plugins"`
-	Problems []*Problem `json:"problems"`
+	Plugins  int                `json:"plugins"`
+	Problems []*catalog.Problem `json:"problems"`
 	// Published is true when the working copy is what the catalog's
 	// current version publishes.
 	Published bool `json:"published"`
@@ -29,7 +31,7 @@ type LintReport struct {
 }
 
 // OK reports whether the report has no errors (warnings are fine).
-func (r *LintReport) OK() bool { return !HasErrors(r.Problems) }
+func (r *LintReport) OK() bool { return !catalog.HasErrors(r.Problems) }
 
 // Lint checks a catalog repository without its keys: the working copy
 // DIR/catalog.json against every catalog rule (strictly: an unknown field
@@ -37,24 +39,24 @@ func (r *LintReport) OK() bool { return !HasErrors(r.Problems) }
 // and sha256), the published metadata (signatures, links, expiry), and
 // whether the working copy has changes not published yet. The error is
 // non-nil only when DIR is not a catalog repository.
-func Lint(dir string, opts *RepoOptions) (*LintReport, error) {
-	r, err := OpenRepository(dir, "", opts)
+func Lint(dir string, opts *Options) (*LintReport, error) {
+	r, err := Open(dir, "", opts)
 	if err != nil {
 		return nil, err
 	}
 	now := r.now()
-	rep := &LintReport{Dir: dir, Problems: []*Problem{}}
-	add := func(p *Problem) { rep.Problems = append(rep.Problems, p) }
+	rep := &LintReport{Dir: dir, Problems: []*catalog.Problem{}}
+	add := func(p *catalog.Problem) { rep.Problems = append(rep.Problems, p) }
 	data, err := os.ReadFile(filepath.Join(dir, workingFile))
 	if err != nil {
 		return nil, err
 	}
 	if _, err := decodeStrict(data); err != nil {
-		add(&Problem{Path: workingFile, Rule: RuleCatalogSyntax, Message: fmt.Sprintf("%v (each entry is checked below as clients would; berth catalog sign needs the whole file to decode strictly)", err)})
+		add(&catalog.Problem{Path: workingFile, Rule: catalog.RuleCatalogSyntax, Message: fmt.Sprintf("%v (each entry is checked below as clients would; berth catalog sign needs the whole file to decode strictly)", err)})
 	}
-	cat, ps, err := ParseCatalog(data)
+	cat, ps, err := catalog.Parse(data)
 	if err != nil {
-		add(&Problem{Path: workingFile, Rule: RuleCatalogSyntax, Message: err.Error()})
+		add(&catalog.Problem{Path: workingFile, Rule: catalog.RuleCatalogSyntax, Message: err.Error()})
 		return rep, nil
 	}
 	rep.Problems = append(rep.Problems, ps...)
@@ -65,26 +67,26 @@ func Lint(dir string, opts *RepoOptions) (*LintReport, error) {
 			for k, u := range v.URLs {
 				if isRelative(u) {
 					if msg := checkServedFile(dir, u, v.Archive.Size, v.Archive.SHA256); msg != "" {
-						add(&Problem{Plugin: p.Name, Path: fmt.Sprintf("%s.urls[%d]", where, k), Rule: RuleVersionFile, Message: msg})
+						add(&catalog.Problem{Plugin: p.Name, Path: fmt.Sprintf("%s.urls[%d]", where, k), Rule: catalog.RuleVersionFile, Message: msg})
 					}
 				}
 			}
 			if isRelative(v.SignatureURL) {
 				if msg := checkServedFile(dir, v.SignatureURL, -1, ""); msg != "" {
-					add(&Problem{Plugin: p.Name, Path: where + ".signatureURL", Rule: RuleVersionFile, Message: msg})
+					add(&catalog.Problem{Plugin: p.Name, Path: where + ".signatureURL", Rule: catalog.RuleVersionFile, Message: msg})
 				}
 			}
 		}
 	}
 	pub, err := r.load()
 	if err != nil {
-		add(&Problem{Path: "timestamp.json", Rule: RuleMetadataExpiry, Message: err.Error()})
+		add(&catalog.Problem{Path: "timestamp.json", Rule: catalog.RuleMetadataExpiry, Message: err.Error()})
 		return rep, nil
 	}
 	var compacted bytes.Buffer
 	rep.Published = json.Compact(&compacted, data) == nil && bytes.Equal(pub.catalog, compacted.Bytes())
 	if !rep.Published {
-		add(&Problem{Path: workingFile, Rule: RuleUnpublished, Message: "the working copy differs from the published catalog; publish it with berth catalog sign " + dir, Warning: true})
+		add(&catalog.Problem{Path: workingFile, Rule: catalog.RuleUnpublished, Message: "the working copy differs from the published catalog; publish it with berth catalog sign " + dir, Warning: true})
 	}
 	rep.TimestampExpires = pub.timestamp.Signed.Expires
 	rep.TargetsExpires = pub.targets.Signed.Expires
@@ -99,28 +101,16 @@ func Lint(dir string, opts *RepoOptions) (*LintReport, error) {
 		{"root.json", pub.root.Signed.Expires, "a new catalog (berth cannot renew a root yet)"},
 	} {
 		if now.After(m.expires) {
-			add(&Problem{Path: m.file, Rule: RuleMetadataExpiry, Message: fmt.Sprintf("expired at %s, so clients refuse the catalog; renew it with %s", m.expires.Format(time.RFC3339), m.fix)})
+			add(&catalog.Problem{Path: m.file, Rule: catalog.RuleMetadataExpiry, Message: fmt.Sprintf("expired at %s, so clients refuse the catalog; renew it with %s", m.expires.Format(time.RFC3339), m.fix)})
 		}
 	}
 	for _, w := range expiryWarnings(now, r.exp, pub.targets.Signed.Expires, pub.root.Signed.Expires) {
-		add(&Problem{Path: "targets.json", Rule: RuleMetadataExpiry, Message: w, Warning: true})
+		add(&catalog.Problem{Path: "targets.json", Rule: catalog.RuleMetadataExpiry, Message: w, Warning: true})
 	}
 	return rep, nil
 }
 
-func isRelative(loc string) bool { return CheckLocation(loc) == nil && !hasScheme(loc) }
-
-func hasScheme(loc string) bool {
-	for i := 0; i < len(loc); i++ {
-		switch c := loc[i]; {
-		case c == ':':
-			return i > 0
-		case c == '/':
-			return false
-		}
-	}
-	return false
-}
+func isRelative(loc string) bool { return catalog.CheckLocation(loc) == nil && !textio.HasScheme(loc) }
 
 // checkServedFile checks a file the catalog serves; size < 0 and sum ""
 // skip those checks (a signature).

@@ -1,0 +1,260 @@
+package lock
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+
+	"github.com/Masterminds/semver/v3"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
+	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
+)
+
+// File is the name of the lock in a workspace.
+const File = "berth.lock"
+
+// FormatVersion is the version of the berth.lock format.
+const FormatVersion = 1
+
+// MaxSize is the largest berth.lock berth reads (4 MiB).
+const MaxSize = 4 << 20
+
+// Lock is berth.lock, lockVersion 1: a workspace's declared plugins,
+// meant to be committed. Field names, nesting and meaning are a contract:
+// schemas/lock.schema.json describes exactly these types, and a test
+// fails when the two drift. The lock drives installs, so it is read
+// strictly: any unknown field or bad value is an error.
+type Lock struct {
+	LockVersion int      `json:"lockVersion"`
+	Plugins     []Plugin `json:"plugins"`
+}
+
+// Plugin pins one plugin: the exact bundle and where it was resolved.
+type Plugin struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+	// Constraint is what the user asked for (install NAME@CONSTRAINT);
+	// "" means any version.
+	Constraint string  `json:"constraint,omitempty"`
+	Signer     Signer  `json:"signer"`
+	Catalog    Catalog `json:"catalog"`
+}
+
+// Signer is the signer of the locked bundle: a key fingerprint, or a
+// certificate identity.
+type Signer struct {
+	Kind        trust.SignerKind `json:"kind"`
+	Fingerprint string           `json:"fingerprint,omitempty"`
+	Issuer      string           `json:"issuer,omitempty"`
+	SAN         string           `json:"san,omitempty"`
+}
+
+// Catalog is the catalog a plugin was resolved from: its name, the key
+// IDs of its root role, and the targets version berth had verified. A
+// catalog now older than that is a rollback.
+type Catalog struct {
+	Name           string   `json:"name"`
+	RootKeyIDs     []string `json:"rootKeyIDs"`
+	TargetsVersion int64    `json:"targetsVersion"`
+}
+
+// SignerOf returns the lock's form of a signer reference.
+func SignerOf(ref *store.SignerRef) Signer {
+	if ref.Kind == trust.KindKey {
+		return Signer{Kind: trust.KindKey, Fingerprint: ref.Fingerprint}
+	}
+	return Signer{Kind: trust.KindIdentity, Issuer: ref.Issuer, SAN: ref.SAN}
+}
+
+// Matches reports whether a verified signer is the locked one.
+func (s Signer) Matches(ref *store.SignerRef) bool { return s.catalogSigner().Matches(ref) }
+
+// catalogSigner is s in the catalog's terms, which name a signer the same
+// way.
+func (s Signer) catalogSigner() *catalog.Signer {
+	return &catalog.Signer{Kind: s.Kind, Fingerprint: s.Fingerprint, Issuer: s.Issuer, SAN: s.SAN}
+}
+
+// Pin is what marketplace.Cache.Install takes to install exactly p.
+func (p *Plugin) Pin() *marketplace.Pin {
+	return &marketplace.Pin{Version: p.Version, Digest: p.Digest, Constraint: p.Constraint, Signer: *p.Signer.catalogSigner()}
+}
+
+// ErrInvalid marks a berth.lock that cannot be used.
+var ErrInvalid = errors.New("invalid berth.lock")
+
+// Parse decodes and checks a berth.lock strictly: every problem is
+// reported, joined, and wraps ErrInvalid.
+func Parse(data []byte) (*Lock, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalid, len(data), MaxSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	l := &Lock{}
+	if err := dec.Decode(l); err != nil {
+		return nil, fmt.Errorf("%w: %s; the lock is written by berth: restore it from version control", ErrInvalid, textio.JSONError(err))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalid)
+	}
+	if l.LockVersion != FormatVersion {
+		return nil, fmt.Errorf("%w: lockVersion is %d, and this berth reads %d; upgrade berth if the lock is newer", ErrInvalid, l.LockVersion, FormatVersion)
+	}
+	var errs []error
+	bad := func(i int, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("plugins[%d]: %s", i, fmt.Sprintf(format, args...)))
+	}
+	seen := map[string]bool{}
+	for i, p := range l.Plugins {
+		if err := store.CheckRef(p.Name, p.Version); err != nil || p.Version == "" {
+			bad(i, "name %q and version %q must be a plugin name and a strict semver version", p.Name, p.Version)
+		}
+		if seen[p.Name] {
+			bad(i, "%s is locked twice; keep one entry", p.Name)
+		}
+		seen[p.Name] = true
+		if _, err := store.ParseDigest(p.Digest); err != nil {
+			bad(i, "%v", err)
+		}
+		if p.Constraint != "" {
+			if _, err := semver.NewConstraint(p.Constraint); err != nil {
+				bad(i, "constraint %q is not a semver constraint", p.Constraint)
+			}
+		}
+		switch p.Signer.Kind {
+		case trust.KindKey:
+			if !textio.IsSHA256(p.Signer.Fingerprint) || p.Signer.Issuer != "" || p.Signer.SAN != "" {
+				bad(i, "a key signer has exactly a fingerprint sha256:<64 hex>")
+			}
+		case trust.KindIdentity:
+			if p.Signer.Issuer == "" || p.Signer.SAN == "" || p.Signer.Fingerprint != "" {
+				bad(i, "an identity signer has exactly an issuer and a san")
+			}
+		default:
+			bad(i, "signer kind %q: write key or identity", p.Signer.Kind)
+		}
+		if err := marketplace.CheckName(p.Catalog.Name); err != nil {
+			bad(i, "catalog: %v", err)
+		}
+		if len(p.Catalog.RootKeyIDs) == 0 {
+			bad(i, "catalog.rootKeyIDs is empty")
+		}
+		for _, id := range p.Catalog.RootKeyIDs {
+			if len(id) != 64 || !isLowerHex(id) {
+				bad(i, "catalog.rootKeyIDs: %q is not a TUF key ID (64 hex digits)", id)
+			}
+		}
+		if p.Catalog.TargetsVersion < 1 {
+			bad(i, "catalog.targetsVersion must be 1 or more")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w:\n  %w", ErrInvalid, errors.Join(errs...))
+	}
+	if l.Plugins == nil {
+		l.Plugins = []Plugin{}
+	}
+	return l, nil
+}
+
+func isLowerHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Plugin returns the locked entry of name.
+func (l *Lock) Plugin(name string) (Plugin, bool) {
+	for _, p := range l.Plugins {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Plugin{}, false
+}
+
+// Set adds or replaces the entry of p.Name.
+func (l *Lock) Set(p Plugin) {
+	for i := range l.Plugins {
+		if l.Plugins[i].Name == p.Name {
+			l.Plugins[i] = p
+			return
+		}
+	}
+	l.Plugins = append(l.Plugins, p)
+}
+
+// Marshal returns the lock as indented JSON, plugins sorted by name and
+// key IDs sorted, so a lock diffs well in version control.
+func (l *Lock) Marshal() []byte {
+	c := Lock{LockVersion: FormatVersion, Plugins: append([]Plugin{}, l.Plugins...)}
+	sort.Slice(c.Plugins, func(i, j int) bool { return c.Plugins[i].Name < c.Plugins[j].Name })
+	for i := range c.Plugins {
+		ids := append([]string(nil), c.Plugins[i].Catalog.RootKeyIDs...)
+		sort.Strings(ids)
+		c.Plugins[i].Catalog.RootKeyIDs = ids
+	}
+	return textio.MustJSON(c)
+}
+
+// Read reads DIR/berth.lock of a workspace. A missing lock returns
+// (nil, nil).
+func Read(workspace string) (*Lock, error) {
+	p := filepath.Join(workspace, File)
+	data, err := textio.ReadFileLimited(p, MaxSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return l, nil
+}
+
+// Write writes DIR/berth.lock atomically (mode 0644: it is committed).
+// A lock that Parse would refuse is not written.
+func Write(workspace string, l *Lock) error {
+	data := l.Marshal()
+	if _, err := Parse(data); err != nil {
+		return fmt.Errorf("refusing to write %s: %w", filepath.Join(workspace, File), err)
+	}
+	return atomicfile.WriteFile(filepath.Join(workspace, File), data, 0o644)
+}
+
+func signerString(s Signer) string { return s.catalogSigner().String() }
+
+// Entry is the lock's entry for a trust record made by Install.
+func Entry(rec *store.Record) (Plugin, error) {
+	if rec.Catalog == nil {
+		return Plugin{}, fmt.Errorf("%s was trusted by hand (berth trust), not installed from a catalog, so berth.lock cannot pin where it comes from; install it with berth install %s, or disable it", rec.ID(), rec.Name)
+	}
+	if rec.Signer == nil {
+		return Plugin{}, fmt.Errorf("%s is trusted unsigned, and berth.lock pins a signer", rec.ID())
+	}
+	return Plugin{
+		Name:       rec.Name,
+		Version:    rec.Version,
+		Digest:     rec.Digest,
+		Constraint: rec.Catalog.Constraint,
+		Signer:     SignerOf(rec.Signer),
+		Catalog:    Catalog{Name: rec.Catalog.Name, RootKeyIDs: append([]string(nil), rec.Catalog.RootKeyIDs...), TargetsVersion: rec.Catalog.TargetsVersion},
+	}, nil
+}
