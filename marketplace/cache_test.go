@@ -73,7 +73,7 @@ func TestPublishAndRefresh(t *testing.T) {
 	}
 	// The archive was copied in and matches.
 	v := p.Version("1.1.0")
-	if msg := repo.checkServedFile(e.repoDir, v.URLs[0], v.Archive.Size, v.Archive.SHA256); msg != "" {
+	if msg := repo.CheckServedFile(e.repoDir, v.URLs[0], v.Archive.Size, v.Archive.SHA256); msg != "" {
 		t.Error(msg)
 	}
 

@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/berth-mcp/berth/marketplace/catalog"
-	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/review"
-	"github.com/berth-mcp/berth/store"
-	"github.com/berth-mcp/berth/trust"
 )
 
 func TestParseCatalogLenient(t *testing.T) {
@@ -87,28 +83,6 @@ func TestCheckLocation(t *testing.T) {
 	}
 }
 
-func TestSignerCheck(t *testing.T) {
-	s := (&testEnv{t: t}).catalogSigner()
-	if err := s.check(); err != nil {
-		t.Fatal(err)
-	}
-	wrong := *s
-	wrong.Fingerprint = "sha256:" + strings.Repeat("0", 64)
-	if err := wrong.check(); err == nil || !strings.Contains(err.Error(), "is not that of the publicKey") {
-		t.Errorf("a fingerprint that does not match: %v", err)
-	}
-	id := &catalog.Signer{Kind: trust.KindIdentity, Issuer: "https://token.actions.githubusercontent.com", SAN: "https://github.com/acme/notes/.github/workflows/release.yml@refs/heads/main"}
-	if err := id.check(); err != nil {
-		t.Error(err)
-	}
-	if (&catalog.Signer{Kind: trust.KindIdentity, Issuer: "http://x"}).check() == nil {
-		t.Error("an identity without https issuer and san is accepted")
-	}
-	if !id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: id.SAN}) || id.Matches(&store.SignerRef{Kind: trust.KindIdentity, Issuer: id.Issuer, SAN: "other"}) {
-		t.Error("identity matching is wrong")
-	}
-}
-
 func TestDiffAuthority(t *testing.T) {
 	s := (&testEnv{t: t}).catalogSigner()
 	from := genPlugin("x", "d", catalog.TierCommunity, nil, s, "1.0.0").Versions[0].Summary
@@ -151,54 +125,6 @@ func TestDiffAuthority(t *testing.T) {
 	less.Servers = nil
 	if d := DiffAuthority("1.0.0", &from, "2.0.0", &less); d.Grows() || d.Empty() {
 		t.Errorf("removing a server: %+v", d.Changes)
-	}
-}
-
-func TestLockRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	if l, err := lock.Read(dir); l != nil || err != nil {
-		t.Fatalf("missing lock: %v %v", l, err)
-	}
-	id := strings.Repeat("ab", 32)
-	l := &lock.Lock{LockVersion: 1}
-	l.Set(lock.Plugin{Name: "zeta", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64), Signer: lock.Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}, Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
-	l.Set(lock.Plugin{Name: "alpha", Version: "2.0.0-rc.1", Constraint: "^2.0.0-0", Digest: "sha256:" + strings.Repeat("3", 64), Signer: lock.Signer{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"}, Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 7}})
-	if err := lock.Write(dir, l); err != nil {
-		t.Fatal(err)
-	}
-	got, err := lock.Read(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Plugins) != 2 || got.Plugins[0].Name != "alpha" {
-		t.Fatalf("%+v", got)
-	}
-	if p, ok := got.Plugin("zeta"); !ok || p.Catalog.TargetsVersion != 7 || !p.Signer.Matches(&store.SignerRef{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}) {
-		t.Errorf("zeta: %+v", p)
-	}
-	fi, _ := os.Stat(filepath.Join(dir, lock.File))
-	if fi.Mode().Perm() != 0o644 {
-		t.Errorf("berth.lock has mode %o", fi.Mode().Perm())
-	}
-	// Bad locks name every problem.
-	for doc, want := range map[string]string{
-		`{"lockVersion": 2, "plugins": []}`:         "lockVersion is 2",
-		`{"lockVersion": 1, "plugins": [], "x": 1}`: "unknown field",
-		`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`: "must be a plugin name",
-	} {
-		_, err := lock.Parse([]byte(doc))
-		if !errors.Is(err, lock.ErrInvalid) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v", doc, err)
-		}
-	}
-	_, err = lock.Parse([]byte(`{"lockVersion": 1, "plugins": [{"name": "A", "version": "1", "digest": "x", "signer": {"kind": "key"}, "catalog": {"name": "", "rootKeyIDs": [], "targetsVersion": 0}}]}`))
-	for _, want := range []string{"digest", "fingerprint", "catalog", "rootKeyIDs is empty", "targetsVersion"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the lock error does not mention %s: %v", want, err)
-		}
-	}
-	if err := lock.Write(dir, &lock.Lock{Plugins: []lock.Plugin{{Name: "x"}}}); err == nil {
-		t.Error("an invalid lock was written")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
 // A curator makes a catalog; an operator adds it, pinned by the sha256 of
@@ -21,15 +22,15 @@ func Example() {
 	defer os.RemoveAll(dir)
 
 	// Curator: the repository and its keys (kept outside what is served).
-	repo := filepath.Join(dir, "repo")
-	res, err := repo.Init(ctx, repo, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"})
+	repoDir := filepath.Join(dir, "repo")
+	res, err := repo.Init(ctx, repoDir, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"})
 	if err != nil {
 		log.Fatal(err)
 	}
 
 	// Operator: no trust on first use; the root is pinned.
 	cache := marketplace.OpenCache(filepath.Join(dir, "home", "catalogs"), nil)
-	src, err := marketplace.ParseSource(repo)
+	src, err := marketplace.ParseSource(repoDir)
 	if err != nil {
 		log.Fatal(err)
 	}

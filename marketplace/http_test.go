@@ -183,7 +183,7 @@ func TestSummaryMismatch(t *testing.T) {
 	e.addCatalog()
 	// The curator's catalog lies: it leaves out the environment variable
 	// and the bundled program's hash.
-	cat, err := e.repo().working()
+	cat, err := e.repo().Working()
 	if err != nil {
 		t.Fatal(err)
 	}

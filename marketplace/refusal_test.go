@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/marketplace/catalog"
@@ -22,14 +23,14 @@ import (
 // each must come out as its own kind, with exit 4 (trust.ErrUntrusted),
 // leaving the verified copy as it was.
 
-func (e *testEnv) key(role string) *repo.roleKey {
+func (e *testEnv) key(role string) signature.Signer {
 	e.t.Helper()
 	r := e.repo()
-	p, err := r.load()
+	p, err := r.Published()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	k, err := repo.loadKey(e.keyDir, role, &p.root.Signed)
+	k, err := repo.RoleSigner(e.keyDir, role, &p.Root.Signed)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -42,8 +43,8 @@ func (e *testEnv) publishTimestamp(version, snapVersion int64, snapData []byte) 
 	e.t.Helper()
 	ts := metadata.Timestamp(e.clk.now().Add(24 * time.Hour).UTC().Truncate(time.Second))
 	ts.Signed.Version = version
-	ts.Signed.Meta["snapshot.json"] = repo.metaFile(snapVersion, snapData)
-	if _, err := ts.Sign(e.key(metadata.TIMESTAMP).signer); err != nil {
+	ts.Signed.Meta["snapshot.json"] = repo.MetaFile(snapVersion, snapData)
+	if _, err := ts.Sign(e.key(metadata.TIMESTAMP)); err != nil {
 		e.t.Fatal(err)
 	}
 	data, err := ts.ToBytes(true)
@@ -59,8 +60,8 @@ func (e *testEnv) publishSnapshot(version, targVersion int64, targData []byte) [
 	e.t.Helper()
 	s := metadata.Snapshot(e.clk.now().Add(24 * time.Hour).UTC().Truncate(time.Second))
 	s.Signed.Version = version
-	s.Signed.Meta["targets.json"] = repo.metaFile(targVersion, targData)
-	if _, err := s.Sign(e.key(metadata.SNAPSHOT).signer); err != nil {
+	s.Signed.Meta["targets.json"] = repo.MetaFile(targVersion, targData)
+	if _, err := s.Sign(e.key(metadata.SNAPSHOT)); err != nil {
 		e.t.Fatal(err)
 	}
 	data, err := s.ToBytes(true)
@@ -189,11 +190,11 @@ func TestRefuseSnapshotMismatch(t *testing.T) {
 func TestRefuseTamperedTarget(t *testing.T) {
 	e := setup(t, repo.Expiries{})
 	e.publish("acme-notes", "1.2.0")
-	p, err := e.repo().load()
+	p, err := e.repo().Published()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := repo.targetFile(p.targets.Signed.Targets[catalog.TargetName])
+	rel := repo.TargetFile(p.Targets.Signed.Targets[catalog.TargetName])
 	e.write(rel, bytes.Replace(e.read(rel), []byte("Notes search"), []byte("Notes steal!"), 1))
 	e.refused(KindTargetMismatch, "catalog.json's length or hash differs")
 }
@@ -217,7 +218,7 @@ func TestRefuseChangedVersion(t *testing.T) {
 	e := setup(t, repo.Expiries{})
 	// The curator (or whoever holds the targets key) rewrites a published
 	// version with another digest and signs it.
-	cat, err := e.repo().working()
+	cat, err := e.repo().Working()
 	if err != nil {
 		t.Fatal(err)
 	}

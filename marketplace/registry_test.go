@@ -273,12 +273,12 @@ func TestRegistryUpdate(t *testing.T) {
 	}
 	f.edit("", func(doc map[string]any) {
 		items := doc["servers"].([]any)
-		meta := items[1].(map[string]any)["_meta"].(map[string]any)[foreign.officialMeta].(map[string]any)
+		meta := items[1].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol.registry/official"].(map[string]any)
 		meta["status"] = "deleted"
 	})
 	f.edit("io.github/acme.tools:6.6.6", func(doc map[string]any) {
 		items := doc["servers"].([]any)
-		meta := items[0].(map[string]any)["_meta"].(map[string]any)[foreign.officialMeta].(map[string]any)
+		meta := items[0].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol.registry/official"].(map[string]any)
 		meta["status"] = "deprecated"
 	})
 	if r, err = c.Refresh(ctx, "reg"); err != nil || !r.Changed {
@@ -401,7 +401,7 @@ func BenchmarkParseRegistryPage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		pg, ps, err := foreign.DecodeRegistryPage(data, 1)
-		if err != nil || len(ps) != 0 || len(pg.items) != 100 {
+		if err != nil || len(ps) != 0 || len(pg.Items) != 100 {
 			b.Fatal(err, ps)
 		}
 	}
@@ -444,7 +444,7 @@ func syntheticPageFrom(from, n int) []byte {
 				"packages": []any{map[string]any{"registryType": "npm", "identifier": fmt.Sprintf("@acme/server-%d", i), "version": "1.0.0", "transport": map[string]any{"type": "stdio"},
 					"environmentVariables": []any{map[string]any{"name": "API_KEY", "isSecret": true, "isRequired": true}}}},
 			},
-			"_meta": map[string]any{foreign.officialMeta: map[string]any{"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "updatedAt": "2026-11-01T00:00:00Z", "isLatest": true}},
+			"_meta": map[string]any{"io.modelcontextprotocol.registry/official": map[string]any{"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "updatedAt": "2026-11-01T00:00:00Z", "isLatest": true}},
 		})
 	}
 	data, _ := json.Marshal(map[string]any{"servers": items, "metadata": map[string]any{"count": n}})

@@ -14,23 +14,23 @@ import (
 
 func TestInitRefusesKeysInsideDir(t *testing.T) {
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	_, err := repo.Init(t.Context(), repo, filepath.Join(repo, "keys"), nil)
+	repoDir := filepath.Join(dir, "repo")
+	_, err := repo.Init(t.Context(), repoDir, filepath.Join(repoDir, "keys"), nil)
 	if err == nil || !strings.Contains(err.Error(), "would be published") {
 		t.Fatalf("keys inside DIR: %v", err)
 	}
-	_, err = repo.Init(t.Context(), repo, repo, nil)
+	_, err = repo.Init(t.Context(), repoDir, repoDir, nil)
 	if err == nil || !strings.Contains(err.Error(), "would be published") {
 		t.Fatalf("keys equal to DIR: %v", err)
 	}
 	// Through a symlink too.
-	os.MkdirAll(repo, 0o755)
-	os.Symlink(repo, filepath.Join(dir, "link"))
-	_, err = repo.Init(t.Context(), repo, filepath.Join(dir, "link", "keys"), nil)
+	os.MkdirAll(repoDir, 0o755)
+	os.Symlink(repoDir, filepath.Join(dir, "link"))
+	_, err = repo.Init(t.Context(), repoDir, filepath.Join(dir, "link", "keys"), nil)
 	if err == nil || !strings.Contains(err.Error(), "would be published") {
 		t.Fatalf("keys inside DIR through a symlink: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(repo, "root.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(repoDir, "root.json")); err == nil {
 		t.Error("a refused init wrote root.json")
 	}
 }
@@ -41,8 +41,8 @@ func TestInitFiles(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("key dir: %v %v", fi.Mode(), err)
 	}
-	for _, role := range repo.roleNames {
-		fi, err := os.Stat(repo.keyPath(e.keyDir, role))
+	for _, role := range repo.RoleNames() {
+		fi, err := os.Stat(repo.KeyPath(e.keyDir, role))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s key: %v %v", role, fi, err)
 		}
@@ -61,15 +61,15 @@ func TestInitFiles(t *testing.T) {
 		t.Errorf("second init: %v", err)
 	}
 	// A key open to others is refused.
-	os.Chmod(repo.keyPath(e.keyDir, "timestamp"), 0o644)
+	os.Chmod(repo.KeyPath(e.keyDir, "timestamp"), 0o644)
 	if _, err := e.repo().Refresh(e.ctx); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("refresh with a readable key: %v", err)
 	}
-	os.Chmod(repo.keyPath(e.keyDir, "timestamp"), 0o600)
+	os.Chmod(repo.KeyPath(e.keyDir, "timestamp"), 0o600)
 	// refresh needs only the timestamp key while the snapshot is fresh.
-	os.Rename(repo.keyPath(e.keyDir, "targets"), filepath.Join(e.dir, "targets.key"))
-	os.Rename(repo.keyPath(e.keyDir, "snapshot"), filepath.Join(e.dir, "snapshot.key"))
-	os.Rename(repo.keyPath(e.keyDir, "root"), filepath.Join(e.dir, "root.key"))
+	os.Rename(repo.KeyPath(e.keyDir, "targets"), filepath.Join(e.dir, "targets.key"))
+	os.Rename(repo.KeyPath(e.keyDir, "snapshot"), filepath.Join(e.dir, "snapshot.key"))
+	os.Rename(repo.KeyPath(e.keyDir, "root"), filepath.Join(e.dir, "root.key"))
 	res, err := e.repo().Refresh(e.ctx)
 	if err != nil {
 		t.Fatalf("refresh with only the timestamp key: %v", err)
@@ -85,8 +85,8 @@ func TestInitFiles(t *testing.T) {
 	}
 	// Another catalog's key is recognised as not this one's.
 	other := newEnv(t, repo.Expiries{})
-	os.Rename(repo.keyPath(other.keyDir, "targets"), repo.keyPath(e.keyDir, "targets"))
-	os.Rename(filepath.Join(e.dir, "snapshot.key"), repo.keyPath(e.keyDir, "snapshot"))
+	os.Rename(repo.KeyPath(other.keyDir, "targets"), repo.KeyPath(e.keyDir, "targets"))
+	os.Rename(filepath.Join(e.dir, "snapshot.key"), repo.KeyPath(e.keyDir, "snapshot"))
 	_, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier})
 	if err == nil || !strings.Contains(err.Error(), "is not a targets key of this catalog") {
 		t.Errorf("add with another catalog's key: %v", err)
@@ -104,14 +104,14 @@ func TestAddSignerRules(t *testing.T) {
 	}
 	// An add that stopped after the working copy was written but before
 	// the catalog was published is finished by running it again.
-	cat, _ := e.repo().working()
+	cat, _ := e.repo().Working()
 	dir3, sig3 := e.bundle("acme-notes", "1.0.1", "")
 	b3 := openBundle(t, dir3)
 	cat.Plugin("acme-notes").Versions = append(cat.Plugin("acme-notes").Versions, &catalog.Version{Version: "1.0.1", Digest: b3.Digest,
 		Archive: catalog.Archive{Format: "tar.gz", Size: 1, SHA256: "sha256:" + strings.Repeat("0", 64)}, URLs: []string{"x.tar.gz"}, SignatureURL: "x.sig",
 		Released: e.clk.now(), Status: catalog.StatusActive, Summary: cat.Plugin("acme-notes").Versions[0].Summary})
 	b3.Close()
-	e.write(repo.workingFile, cat.Marshal())
+	e.write(repo.WorkingFile, cat.Marshal())
 	res, err = e.repo().Add(e.ctx, repo.AddRequest{Source: dir3, Signature: sig3, Verifier: e.verifier})
 	if err != nil || res.Already || res.Publish == nil {
 		t.Fatalf("finishing an interrupted add: %v %+v", err, res)
@@ -157,7 +157,7 @@ func TestAddArchiveWithURL(t *testing.T) {
 	// Pack the directory the way add does, as the archive a publisher ships.
 	b := openBundle(t, dir)
 	f, _ := os.Create(filepath.Join(e.dir, "notes.tar.gz"))
-	if err := repo.packTarGz(e.ctx, b, f); err != nil {
+	if err := repo.PackTarGz(e.ctx, b, f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -174,7 +174,7 @@ func TestAddArchiveWithURL(t *testing.T) {
 	if res.Archive != "" {
 		t.Errorf("with --url the archive was copied to %s", res.Archive)
 	}
-	cat, _ := e.repo().working()
+	cat, _ := e.repo().Working()
 	v := cat.Plugin("acme-notes").Version("1.0.0")
 	if v.URLs[0] != "https://cdn.example/notes.tar.gz" || cat.Plugin("acme-notes").Tier != catalog.TierVerified || v.Digest != res.Digest {
 		t.Errorf("%+v", v)
@@ -208,9 +208,9 @@ func TestStatusAndLint(t *testing.T) {
 	}
 	// A hand edit: lint sees it unpublished; a broken one is an error
 	// that sign refuses to publish.
-	cat, _ := r.working()
+	cat, _ := r.Working()
 	cat.Plugin("acme-notes").Description = "Better notes"
-	e.write(repo.workingFile, cat.Marshal())
+	e.write(repo.WorkingFile, cat.Marshal())
 	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if !rep.OK() || rep.Published {
 		t.Errorf("after a hand edit: %+v", rep.Problems)
@@ -222,7 +222,7 @@ func TestStatusAndLint(t *testing.T) {
 	if !rep.Published {
 		t.Error("sign did not publish the working copy")
 	}
-	e.write(repo.workingFile, []byte(strings.Replace(string(cat.Marshal()), `"tier": "community"`, `"tier": "gold"`, 1)))
+	e.write(repo.WorkingFile, []byte(strings.Replace(string(cat.Marshal()), `"tier": "community"`, `"tier": "gold"`, 1)))
 	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if rep.OK() {
 		t.Error("lint accepts tier gold")
@@ -231,10 +231,10 @@ func TestStatusAndLint(t *testing.T) {
 		t.Errorf("sign of a broken catalog: %v", err)
 	}
 	// A missing archive is a lint error.
-	e.write(repo.workingFile, cat.Marshal())
+	e.write(repo.WorkingFile, cat.Marshal())
 	os.Remove(filepath.Join(e.repoDir, "bundles", "acme-notes", "1.0.0", "acme-notes-1.0.0.tar.gz"))
 	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
-	if rep.OK() || !strings.Contains(repo.joinProblems(rep.Problems), "version-file") {
-		t.Errorf("lint with a missing archive: %v", repo.joinProblems(rep.Problems))
+	if rep.OK() || !strings.Contains(repo.JoinProblems(rep.Problems), "version-file") {
+		t.Errorf("lint with a missing archive: %v", repo.JoinProblems(rep.Problems))
 	}
 }

@@ -43,7 +43,7 @@ func genPlugin(name, desc string, tier catalog.Tier, tags []string, signer *cata
 func (e *testEnv) publishCatalog(plugins ...*catalog.Plugin) {
 	e.t.Helper()
 	cat := &catalog.Catalog{CatalogVersion: 1, Name: "acme", Plugins: plugins}
-	e.write(repo.workingFile, cat.Marshal())
+	e.write(repo.WorkingFile, cat.Marshal())
 	if _, err := e.repo().Sign(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/lock"
+	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/schemas"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -105,14 +106,14 @@ func instance(t *testing.T, data []byte) any {
 func TestPublishedCatalogPassesSchema(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	repo := filepath.Join(dir, "repo")
-	if _, err := repo.Init(ctx, repo, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"}); err != nil {
+	repoDir := filepath.Join(dir, "repo")
+	if _, err := repo.Init(ctx, repoDir, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"}); err != nil {
 		t.Fatal(err)
 	}
 	priv, pub, _ := trust.GenerateKey()
 	s, _ := trust.NewKeySigner("acme", pub, nil)
 	v, _ := trust.NewVerifier([]trust.Signer{s}, nil)
-	r, err := repo.Open(repo, filepath.Join(dir, "keys"), nil)
+	r, err := repo.Open(repoDir, filepath.Join(dir, "keys"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestPublishedCatalogPassesSchema(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(repo, "catalog.json"))
+	data, err := os.ReadFile(filepath.Join(repoDir, "catalog.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,15 +219,15 @@ func (f *fixture) initRepo(name string, exp repo.Expiries) {
 }
 
 // bundleDir is where add wrote a bundle.
-func (f *fixture) bundleDir(catalog, name, version string) string {
-	return filepath.Join(f.dir, "bundles", catalog, name+"-"+version)
+func (f *fixture) bundleDir(catName, name, version string) string {
+	return filepath.Join(f.dir, "bundles", catName, name+"-"+version)
 }
 
 // add writes a bundle with manifest m (and readme as README.md), signs it
 // with the publisher's key and publishes it in catalog.
-func (f *fixture) add(catalog string, m map[string]any, readme string, req repo.AddRequest) {
+func (f *fixture) add(catName string, m map[string]any, readme string, req repo.AddRequest) {
 	f.t.Helper()
-	dir := filepath.Join(f.dir, "bundles", catalog, fmt.Sprintf("%s-%s", m["name"], m["version"]))
+	dir := filepath.Join(f.dir, "bundles", catName, fmt.Sprintf("%s-%s", m["name"], m["version"]))
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		f.t.Fatal(err)
 	}
@@ -256,16 +256,16 @@ func (f *fixture) add(catalog string, m map[string]any, readme string, req repo.
 		f.t.Fatal(err)
 	}
 	req.Source, req.Signature, req.Verifier = dir, sig, f.verifier
-	if _, err := f.repos[catalog].Add(f.ctx, req); err != nil {
+	if _, err := f.repos[catName].Add(f.ctx, req); err != nil {
 		f.t.Fatal(err)
 	}
 }
 
 // edit changes the working catalog.json and publishes it (berth catalog
 // sign).
-func (f *fixture) edit(catalog string, fn func(*catalog.Catalog)) {
+func (f *fixture) edit(catName string, fn func(*catalog.Catalog)) {
 	f.t.Helper()
-	r := f.repos[catalog]
+	r := f.repos[catName]
 	path := filepath.Join(r.Dir(), "catalog.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -284,9 +284,9 @@ func (f *fixture) edit(catalog string, fn func(*catalog.Catalog)) {
 	}
 }
 
-func (f *fixture) status(catalog, name, version string, st catalog.Status, reason string) {
+func (f *fixture) status(catName, name, version string, st catalog.Status, reason string) {
 	f.t.Helper()
-	if _, err := f.repos[catalog].SetStatus(f.ctx, name, version, st, reason, ""); err != nil {
+	if _, err := f.repos[catName].SetStatus(f.ctx, name, version, st, reason, ""); err != nil {
 		f.t.Fatal(err)
 	}
 }

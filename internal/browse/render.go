@@ -91,18 +91,18 @@ var funcs = template.FuncMap{
 	},
 	"indexURL":    func(p *page) string { return p.link("") },
 	"catalogsURL": func(p *page) string { return p.link("catalogs") },
-	"pluginURL": func(p *page, catalog, name, version string) string {
+	"pluginURL": func(p *page, catName, name, version string) string {
 		ref := name
 		if version != "" {
 			ref += "@" + version
 		}
-		return p.link("plugins/" + catalog + "/" + ref)
+		return p.link("plugins/" + catName + "/" + ref)
 	},
 	"filterURL": func(p *page, key, value string) string {
 		return p.link("") + "?" + url.Values{key: {value}}.Encode()
 	},
 	"staticURL":      func(p *page, file string) string { return p.Root + "static/" + file },
-	"iconURL":        func(p *page, catalog, name string) string { return p.Root + "icons/" + catalog + "/" + name + ".png" },
+	"iconURL":        func(p *page, catName, name string) string { return p.Root + "icons/" + catName + "/" + name + ".png" },
 	"signersHeading": func() string { return marketplace.SignersHeading },
 	"kindLabel": func(k string) string {
 		for _, x := range kinds {

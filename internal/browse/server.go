@@ -168,21 +168,21 @@ func catalogsPage(snap *snapshot, static bool) *page {
 
 func (s *Site) servePlugin(w http.ResponseWriter, r *http.Request) {
 	const root = "../../"
-	catalog, ref := r.PathValue("catalog"), r.PathValue("ref")
+	catName, ref := r.PathValue("catalog"), r.PathValue("ref")
 	name, version, _ := strings.Cut(ref, "@")
 	snap, err := s.load()
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err.Error(), root)
 		return
 	}
-	cv := snap.byName[catalog]
+	cv := snap.byName[catName]
 	if cv == nil {
-		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no catalog %q. The catalogs page lists the ones you added.", catalog), root)
+		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no catalog %q. The catalogs page lists the ones you added.", catName), root)
 		return
 	}
 	pl := cv.byName[name]
 	if pl == nil {
-		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("Catalog %s does not list %q. Search the index for it.", catalog, name), root)
+		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("Catalog %s does not list %q. Search the index for it.", catName, name), root)
 		return
 	}
 	p, err := s.pluginHTML(snap, cv, pl, version, false)

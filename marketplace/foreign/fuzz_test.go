@@ -1,4 +1,4 @@
-package marketplace
+package foreign
 
 import (
 	"os"
@@ -9,7 +9,6 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/marketplace/foreign"
 )
 
 // FuzzRegistryPage: a registry's response is unsigned input from a
@@ -18,6 +17,11 @@ import (
 // version, a known status and a release time, and a server.json within
 // its cap; every skipped item has a rule and a message; the entries
 // assembled from the items have unique berth names.
+const (
+	registryFixtures = "../../testdata/registry"
+	marketFixture    = "../../testdata/claude-marketplace"
+)
+
 func FuzzRegistryPage(f *testing.F) {
 	for _, n := range []string{"page1.json", "page2.json", "page3.json"} {
 		data, err := os.ReadFile(filepath.Join(registryFixtures, n))
@@ -30,7 +34,7 @@ func FuzzRegistryPage(f *testing.F) {
 	f.Add([]byte(`{"servers": []}`))
 	name := regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pg, ps, err := foreign.DecodeRegistryPage(data, 1)
+		pg, ps, err := DecodeRegistryPage(data, 1)
 		if err != nil {
 			return
 		}
@@ -39,7 +43,7 @@ func FuzzRegistryPage(f *testing.F) {
 				t.Fatalf("a problem without rule or message: %+v", p)
 			}
 		}
-		for _, it := range pg.items {
+		for _, it := range pg.Items {
 			mapped, err := bundle.RegistryPluginName(it.name)
 			if err != nil || !name.MatchString(mapped) {
 				t.Fatalf("accepted the name %q (%q, %v)", it.name, mapped, err)
@@ -47,11 +51,11 @@ func FuzzRegistryPage(f *testing.F) {
 			if _, err := semver.StrictNewVersion(it.version); err != nil {
 				t.Fatalf("accepted the version %q", it.version)
 			}
-			if it.status != "active" && it.status != "deprecated" && it.status != "deleted" || it.published.IsZero() || len(it.server) > foreign.MaxRegistryEntry {
+			if it.status != "active" && it.status != "deprecated" && it.status != "deleted" || it.published.IsZero() || len(it.server) > MaxRegistryEntry {
 				t.Fatalf("accepted %+v", it)
 			}
 		}
-		plugins, _ := foreign.AssembleRegistry(pg.items)
+		plugins, _ := AssembleRegistry(pg.Items)
 		seen := map[string]bool{}
 		for _, p := range plugins {
 			if seen[p.Name] || len(p.Versions) == 0 {
@@ -84,7 +88,7 @@ func FuzzClaudeMarketplace(f *testing.F) {
 	realRoot, _ := filepath.EvalSymlinks(root)
 	name := regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		es, ps, err := foreign.ParseClaudeMarketplace(data, root)
+		es, ps, err := ParseClaudeMarketplace(data, root)
 		if err != nil {
 			return
 		}

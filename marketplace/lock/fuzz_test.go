@@ -1,0 +1,34 @@
+package lock
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/berth-mcp/berth/trust"
+)
+
+// FuzzParseLock: berth.lock is committed to a repository anyone may send
+// a change to. Parsing never panics; what it accepts survives a round
+// trip unchanged.
+func FuzzParseLock(f *testing.F) {
+	l := &Lock{LockVersion: 1}
+	l.Set(Plugin{Name: "notes", Version: "1.0.0", Constraint: "^1", Digest: "sha256:" + strings.Repeat("1", 64),
+		Signer:  Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
+		Catalog: Catalog{Name: "acme", RootKeyIDs: []string{strings.Repeat("a", 64)}, TargetsVersion: 2}})
+	f.Add(l.Marshal())
+	f.Add([]byte(`{"lockVersion": 1, "plugins": null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := Parse(data)
+		if err != nil {
+			return
+		}
+		again, err := Parse(l.Marshal())
+		if err != nil {
+			t.Fatalf("a lock berth accepted does not parse after Marshal: %v", err)
+		}
+		if !reflect.DeepEqual(again.Marshal(), l.Marshal()) {
+			t.Fatal("round trip changed the lock")
+		}
+	})
+}
