@@ -430,3 +430,55 @@ func TestInstallSignerChange(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// A catalog that lies about a native tool of the bundle (another
+// executable digest, or no native tool at all) is refused at install
+// (exit 4) before Confirm is asked, and nothing is trusted.
+func TestInstallNativeToolLies(t *testing.T) {
+	const nativeTool = "\n    },\n  \"nativeTools\": {\n    \"fmt\": {\"executable\": \"${bundle}/bin/notes-server\"}"
+	for _, tc := range []struct {
+		name string
+		lie  func(*catalog.Summary)
+		want string
+	}{
+		{"digest", func(s *catalog.Summary) {
+			s.NativeTools[0].SHA256 = s.NativeTools[0].SHA256[:len(s.NativeTools[0].SHA256)-64] + strings.Repeat("0", 64)
+		}, `native tool "fmt".sha256`},
+		{"omitted", func(s *catalog.Summary) { s.NativeTools = []catalog.SummaryNativeTool{} }, `native tool "fmt": the catalog does not list it, the bundle has it`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, repo.Expiries{})
+			dir, sig := e.bundle("acme-fmt", "1.0.0", nativeTool)
+			r := e.repo()
+			if _, err := r.Add(e.ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: e.verifier}); err != nil {
+				t.Fatal(err)
+			}
+			cat, err := r.Working()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := cat.Plugin("acme-fmt").Version("1.0.0")
+			if len(v.Summary.NativeTools) != 1 || v.Summary.NativeTools[0].Name != "fmt" {
+				t.Fatalf("the bundle's summary has native tools %+v", v.Summary.NativeTools)
+			}
+			tc.lie(&v.Summary)
+			if err := os.WriteFile(filepath.Join(e.repoDir, repo.WorkingFile), cat.Marshal(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Sign(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			e.addCatalog()
+			st := e.store()
+			_, err = e.install(st, InstallRequest{Name: "acme-fmt", Confirm: func(*InstallCandidate) error {
+				t.Fatal("Confirm was asked about a bundle that is not what the catalog says")
+				return nil
+			}})
+			var sm *SummaryMismatchError
+			if !errors.As(err, &sm) || !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want a summary mismatch showing %q", err, tc.want)
+			}
+			wantNothingTrusted(t, st)
+		})
+	}
+}

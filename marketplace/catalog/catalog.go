@@ -173,7 +173,6 @@ const (
 // Tiers lists the tiers, best first.
 var Tiers = []Tier{TierOfficial, TierVerified, TierCommunity}
 
-
 // Status is a version's standing in the catalog.
 type Status string
 
