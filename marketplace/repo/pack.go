@@ -76,3 +76,29 @@ func copyChecked(w io.Writer, path string, e bundle.Entry) error {
 	}
 	return nil
 }
+
+// checkPacked re-opens a packed archive and checks that it has the digest
+// of the directory it was packed from.
+func checkPacked(ctx context.Context, dir string, archive []byte, digest string, opts *bundle.Options) error {
+	tmp, err := os.CreateTemp(dir, ".tmp-pack-*.tar.gz")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(archive); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	b, err := bundle.Open(ctx, tmp.Name(), opts)
+	if err != nil {
+		return fmt.Errorf("the archive packed from the bundle does not open: %w", err)
+	}
+	defer b.Close()
+	if b.Digest != digest {
+		return fmt.Errorf("the archive packed from the bundle has digest %s, not %s; the bundle changed while it was packed", b.Digest, digest)
+	}
+	return nil
+}
