@@ -20,6 +20,7 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
+	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/updater"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -310,31 +311,10 @@ func (c *Cache) update(ctx context.Context, st *state, src *Source, parent strin
 }
 
 func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte) (*updateOutcome, error) {
-	f := &tufFetcher{ctx: ctx, o: src.opener(&c.o.Source), got: map[string][]byte{}, timeout: c.o.Source.RequestTimeout}
-	cfg, err := config.New("catalog:/", trustedRoot)
+	now := c.o.Now()
+	up, f, localDir, err := c.tufRefresh(ctx, st, src, parent, base, trustedRoot, now)
 	if err != nil {
 		return nil, err
-	}
-	localDir := filepath.Join(parent, ".none")
-	if base != nil {
-		localDir = base.dir
-	}
-	cfg.LocalMetadataDir = localDir
-	cfg.LocalTargetsDir = localDir
-	cfg.DisableLocalCache = true // berth writes the copy itself, atomically
-	cfg.Fetcher = f
-	cfg.TargetsMaxLength = 5 << 20
-	up, err := updater.New(cfg)
-	if err != nil {
-		if base == nil {
-			return nil, &VerifyError{Catalog: st.Name, Kind: KindRootPin, File: "root.json", Detail: "the pinned root is not a valid, self-signed TUF root (" + stripTUFPrefix(err.Error()) + ")", Err: err}
-		}
-		return nil, c.damaged(st.Name, err)
-	}
-	now := c.o.Now()
-	up.UnsafeSetRefTime(now.UTC())
-	if err := up.Refresh(); err != nil {
-		return nil, classify(st.Name, f.last, err)
 	}
 	trusted := up.GetTrustedMetadataSet()
 	st.CheckedAt = now.UTC()
@@ -343,6 +323,73 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		// Nothing new was verified: the copy stays as it is.
 		return &updateOutcome{}, nil
 	}
+	catData, err := fetchCatalog(st, up, f, base, localDir)
+	if err != nil {
+		return nil, err
+	}
+	cat, problems, spans, err := c.parseCatalog(st, base, catData)
+	if err != nil {
+		return nil, err
+	}
+	info := infoOf(&trusted, len(cat.Plugins), len(problems))
+	out := &updateOutcome{catalog: cat, problems: problems}
+	files, err := keptFiles(f, base, trustedRoot, &info)
+	if err != nil {
+		return nil, err
+	}
+	files[catalog.TargetName] = catData
+	files[indexFile] = buildIndex(cat, spans).marshal()
+	if problems == nil {
+		problems = []*catalog.Problem{}
+	}
+	files[problemsFile] = textio.MustJSON(problems)
+	gen := fmt.Sprintf("v-%d-%s", info.TimestampVersion, randomHex(4))
+	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
+		return nil, err
+	}
+	st.Previous, st.Current = st.Current, gen
+	st.UpdatedAt = now.UTC()
+	st.Info = info
+	out.changed = true
+	return out, nil
+}
+
+// tufRefresh runs go-tuf's Updater from the baseline (or the pinned root
+// when there is none) through timestamp, snapshot and targets, at the
+// time now. localDir is where the baseline's metadata is read.
+func (c *Cache) tufRefresh(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte, now time.Time) (up *updater.Updater, f *tufFetcher, localDir string, err error) {
+	f = &tufFetcher{ctx: ctx, o: src.opener(&c.o.Source), got: map[string][]byte{}, timeout: c.o.Source.RequestTimeout}
+	cfg, err := config.New("catalog:/", trustedRoot)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	localDir = filepath.Join(parent, ".none")
+	if base != nil {
+		localDir = base.dir
+	}
+	cfg.LocalMetadataDir = localDir
+	cfg.LocalTargetsDir = localDir
+	cfg.DisableLocalCache = true // berth writes the copy itself, atomically
+	cfg.Fetcher = f
+	cfg.TargetsMaxLength = 5 << 20
+	up, err = updater.New(cfg)
+	if err != nil {
+		if base == nil {
+			return nil, nil, "", &VerifyError{Catalog: st.Name, Kind: KindRootPin, File: "root.json", Detail: "the pinned root is not a valid, self-signed TUF root (" + stripTUFPrefix(err.Error()) + ")", Err: err}
+		}
+		return nil, nil, "", c.damaged(st.Name, err)
+	}
+	up.UnsafeSetRefTime(now.UTC())
+	if err := up.Refresh(); err != nil {
+		return nil, nil, "", classify(st.Name, f.last, err)
+	}
+	return up, f, localDir, nil
+}
+
+// fetchCatalog returns catalog.json as the verified targets describe it:
+// the baseline's copy when it still matches, else downloaded (length and
+// hashes checked by go-tuf).
+func fetchCatalog(st *state, up *updater.Updater, f *tufFetcher, base *baseline, localDir string) ([]byte, error) {
 	ti, err := up.GetTargetInfo(catalog.TargetName)
 	if err != nil {
 		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: "targets.json", Detail: "the signed targets list no " + catalog.TargetName + "; this is not a berth catalog", Err: err}
@@ -350,34 +397,42 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 	if ti.Length > catalog.MaxSize {
 		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: catalog.TargetName, Detail: fmt.Sprintf("the catalog is %d bytes, over the limit of %d", ti.Length, catalog.MaxSize)}
 	}
-	var catData []byte
 	if base != nil {
 		if local, err := os.ReadFile(filepath.Join(base.dir, catalog.TargetName)); err == nil && ti.VerifyLengthHashes(local) == nil {
-			catData = local
+			return local, nil
 		}
 	}
-	if catData == nil {
-		f.last = "targets/" + catalog.TargetName
-		_, data, err := up.DownloadTarget(ti, filepath.Join(localDir, ".target"), "catalog:/targets/")
-		if err != nil {
-			return nil, classify(st.Name, f.last, err)
-		}
-		catData = data
+	f.last = "targets/" + catalog.TargetName
+	_, data, err := up.DownloadTarget(ti, filepath.Join(localDir, ".target"), "catalog:/targets/")
+	if err != nil {
+		return nil, classify(st.Name, f.last, err)
 	}
+	return data, nil
+}
+
+// parseCatalog parses the verified catalog.json leniently and, against
+// the baseline's catalog (read into base), checks that no published
+// version changed.
+func (c *Cache) parseCatalog(st *state, base *baseline, catData []byte) (*catalog.Catalog, []*catalog.Problem, []catalog.Span, error) {
 	cat, problems, spans, err := catalog.ParseIndexed(catData)
 	if err != nil {
-		return nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: catalog.TargetName, Detail: err.Error(), Err: err}
+		return nil, nil, nil, &VerifyError{Catalog: st.Name, Kind: KindMalformed, File: catalog.TargetName, Detail: err.Error(), Err: err}
 	}
 	if base != nil {
 		old, err := c.readCatalog(base.dir)
 		if err != nil {
-			return nil, c.damaged(st.Name, err)
+			return nil, nil, nil, c.damaged(st.Name, err)
 		}
 		base.catalog = old
 		if err := checkImmutable(st.Name, old, cat); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
+	return cat, problems, spans, nil
+}
+
+// infoOf is what the state records of a verified update.
+func infoOf(trusted *trustedmetadata.TrustedMetadata, plugins, problems int) Info {
 	info := Info{
 		RootVersion:      trusted.Root.Signed.Version,
 		RootKeyIDs:       append([]string(nil), trusted.Root.Signed.Roles[metadata.ROOT].KeyIDs...),
@@ -388,14 +443,18 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		SnapshotExpires:  trusted.Snapshot.Signed.Expires,
 		TargetsExpires:   trusted.Targets[metadata.TARGETS].Signed.Expires,
 		RootExpires:      trusted.Root.Signed.Expires,
-		Plugins:          len(cat.Plugins),
-		Problems:         len(problems),
+		Plugins:          plugins,
+		Problems:         problems,
 	}
 	sort.Strings(info.RootKeyIDs)
-	out := &updateOutcome{catalog: cat, problems: problems}
-	// Collect the exact bytes of every trusted role: the downloaded file
-	// when the update took a new one, the baseline's otherwise.
-	files := map[string][]byte{catalog.TargetName: catData}
+	return info
+}
+
+// keptFiles collects the exact bytes of every trusted role for the new
+// copy: the downloaded file when the update took a new one, the
+// baseline's (or the pinned root) otherwise.
+func keptFiles(f *tufFetcher, base *baseline, trustedRoot []byte, info *Info) (map[string][]byte, error) {
+	files := map[string][]byte{}
 	pick := func(role, fetched string, version int64) error {
 		data, ok := f.got[fetched]
 		if !ok || versionOf(data) != version {
@@ -427,20 +486,7 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 			return nil, err
 		}
 	}
-	files[indexFile] = buildIndex(cat, spans).marshal()
-	if problems == nil {
-		problems = []*catalog.Problem{}
-	}
-	files[problemsFile] = textio.MustJSON(problems)
-	gen := fmt.Sprintf("v-%d-%s", info.TimestampVersion, randomHex(4))
-	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
-		return nil, err
-	}
-	st.Previous, st.Current = st.Current, gen
-	st.UpdatedAt = now.UTC()
-	st.Info = info
-	out.changed = true
-	return out, nil
+	return files, nil
 }
 
 // versionOf reads the signed version of a metadata file; -1 when it has none.
