@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
@@ -24,8 +25,8 @@ type Options struct {
 	// TempDir is where archives are extracted; "" means os.TempDir().
 	TempDir string
 	// RuntimeVersion checks the runtimes an imported bundle declares;
-	// nil means HostRuntimeVersion.
-	RuntimeVersion RuntimeVersionFunc
+	// nil means runtimefetch.HostRuntimeVersion.
+	RuntimeVersion runtimefetch.RuntimeVersionFunc
 }
 
 // Kind is the form a bundle was read from.

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 // RegistrySchema is the server.json schema berth reads.
@@ -288,7 +290,7 @@ func (x *registryImport) pkg(p string, n *node) {
 	var spec string
 	switch typ {
 	case "npm", "pypi":
-		pinnedOK := hasVersion && version != "latest" && ((typ == "npm" && IsStrictSemver(version)) || (typ == "pypi" && pyVersion.MatchString(version)))
+		pinnedOK := hasVersion && version != "latest" && ((typ == "npm" && IsStrictSemver(version)) || (typ == "pypi" && runtimefetch.IsExactPyPIVersion(version)))
 		if !pinnedOK {
 			what := "has no version"
 			if hasVersion {

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 var (
@@ -59,6 +61,17 @@ const (
 	DefaultStartupTimeout = 30 * time.Second
 	DefaultCallTimeout    = 60 * time.Second
 )
+
+// runtimeProbe checks the runtimes an imported source declares
+// (runtimefetch.CheckRuntime).
+type runtimeProbe struct {
+	ctx     context.Context
+	version runtimefetch.RuntimeVersionFunc
+}
+
+func (p runtimeProbe) check(name, constraint string) error {
+	return runtimefetch.CheckRuntime(p.ctx, p.version, name, constraint)
+}
 
 type validator struct {
 	ps      *problems
@@ -492,12 +505,12 @@ func containsFold(list []string, s string) bool {
 }
 
 // command applies the rules of runtime fetches and wrappers to a stdio
-// command (fetcher.go), and refuses a cwd for a fetched package, which
+// command (package runtimefetch), and refuses a cwd for a fetched package, which
 // always runs in an empty directory of berth's.
 func (v *validator) command(p string, s *Stdio) {
-	f, err := StdioFetch(s)
+	f, err := runtimefetch.Read(s.Command, s.Args)
 	if err != nil {
-		ce := err.(*CommandError)
+		ce := err.(*runtimefetch.CommandError)
 		v.ps.add(p+"."+ce.Field, ce.Rule, "%s", ce.Message)
 		return
 	}
