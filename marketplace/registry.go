@@ -15,6 +15,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 )
 
 // Rules of the entries of an unsigned source (docs/marketplace.md). An
@@ -156,7 +157,7 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*registryItem, *Problem
 	if err := json.Unmarshal(server, &s); err != nil {
 		return bad(RuleRegistryEntrySyntax, ".server", "the server.json does not decode: %v", err)
 	}
-	if _, err := bundle.RegistryPluginName(s.Name); err != nil {
+	if _, err := importer.RegistryPluginName(s.Name); err != nil {
 		return bad(RuleRegistryEntryName, ".server.name", "%v", err)
 	}
 	who = s.Name
@@ -227,7 +228,7 @@ func assembleRegistry(items []*registryItem) ([]*UnsignedPlugin, []*Problem) {
 		}
 		p := byName[it.name]
 		if p == nil {
-			mapped, _ := bundle.RegistryPluginName(it.name) // checked by parseRegistryItem
+			mapped, _ := importer.RegistryPluginName(it.name) // checked by parseRegistryItem
 			p = &UnsignedPlugin{Name: mapped, SourceName: it.name}
 			byName[it.name] = p
 			order = append(order, it.name)

@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
-
-	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 )
 
 // FuzzRegistryPage: a registry's response is unsigned input from a
@@ -39,7 +38,7 @@ func FuzzRegistryPage(f *testing.F) {
 			}
 		}
 		for _, it := range pg.items {
-			mapped, err := bundle.RegistryPluginName(it.name)
+			mapped, err := importer.RegistryPluginName(it.name)
 			if err != nil || !name.MatchString(mapped) {
 				t.Fatalf("accepted the name %q (%q, %v)", it.name, mapped, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -57,13 +58,13 @@ type UnsignedShownVersion struct {
 
 // LookupName turns the name an operator gave into the berth plugin name
 // to look up: a registry name (it holds a '/') is mapped by
-// bundle.RegistryPluginName, and returned as sourceName, which the entry
+// importer.RegistryPluginName, and returned as sourceName, which the entry
 // found must have.
 func LookupName(given string) (name, sourceName string, err error) {
 	if !strings.Contains(given, "/") {
 		return given, "", nil
 	}
-	name, err = bundle.RegistryPluginName(given)
+	name, err = importer.RegistryPluginName(given)
 	if err != nil {
 		return "", "", err
 	}
@@ -336,7 +337,16 @@ func entryLabel(ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion) string {
 // openEntryBundle opens the bundle of an entry's version from src (as
 // openUnsigned made it), named by entryLabel in messages.
 func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *UnsignedPlugin, v *UnsignedVersion, src string, opts *bundle.Options) (*bundle.Bundle, error) {
-	b, err := bundle.Open(ctx, src, opts)
+	// An entry is of another format (a Claude Code plugin, a server.json)
+	// whether or not the program registered the formats.
+	o := bundle.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Formats == nil {
+		o.Formats = importer.All()
+	}
+	b, err := bundle.Open(ctx, src, &o)
 	var ie *bundle.InvalidError
 	if errors.As(err, &ie) {
 		ie.Source = entryLabel(ci, p, v)
