@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	// The entries of unsigned catalogs are Claude Code plugins and MCP
+	// Registry server.json documents: bundle.Open reads them once their
+	// formats are registered.
+	_ "github.com/berth-mcp/berth/bundle/formats"
 	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
