@@ -191,7 +191,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 		if d.manifest != nil {
 			b.Manifest = d.manifest
 			dv := &decoded{manifest: d.manifest, present: d.present, bad: d.bad}
-			validate(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion})
+			validate(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion}, formats)
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}

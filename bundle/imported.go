@@ -144,7 +144,7 @@ func goosPlatform() string {
 }
 
 // knownFormats are the formats of package bundle/formats; a berth.json
-// imported from one of them, or from a registered Format, is valid
+// imported from one of them, or from a Format that Load reads, is valid
 // whether or not the program reads sources of that format.
 var knownFormats = []string{FormatMCPB, FormatClaudePlugin, FormatMCPRegistry}
 
@@ -157,7 +157,7 @@ func (v *validator) importedFrom(imp *ImportedFrom) {
 	}
 	const p = "importedFrom"
 	known := slices.Clone(knownFormats)
-	for _, f := range Formats() {
+	for _, f := range v.formats {
 		if !slices.Contains(known, f.Name) {
 			known = append(known, f.Name)
 		}

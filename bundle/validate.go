@@ -78,17 +78,20 @@ type validator struct {
 	present map[string]bool
 	tree    *Tree
 	probe   runtimeProbe
+	// formats are the formats Load reads besides berth's own.
+	formats []*Format
 }
 
 // validate applies the semantic rules of manifest v1; probe checks the
-// runtimes an imported bundle declares. Problems at paths whose value
+// runtimes an imported bundle declares, and formats are those that
+// importedFrom may name besides the known ones. Problems at paths whose value
 // could not be decoded were reported already and are dropped.
-func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe) {
+func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, formats []*Format) {
 	if d.bad[""] {
 		return
 	}
 	var ps problems
-	v := &validator{ps: &ps, present: d.present, tree: tree, probe: probe}
+	v := &validator{ps: &ps, present: d.present, tree: tree, probe: probe, formats: formats}
 	defer func() {
 		for _, p := range ps.list {
 			if !underBad(d.bad, p.Path) {
