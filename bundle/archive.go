@@ -35,16 +35,16 @@ func ArchiveKind(name string) Kind {
 // one. Sizes are counted while streaming, never trusted from headers, so a
 // zip bomb stops at the cap. err is set when the archive cannot be read.
 func Extract(ctx context.Context, src, dest string, limits *Limits) ([]*Problem, error) {
-	ps, _, err := extract(ctx, src, ArchiveKind(src), dest, limits)
+	ps, _, err := extract(ctx, src, ArchiveKind(src), dest, limits, Formats())
 	return ps, err
 }
 
-// extract is Extract of an archive of the given kind. A zip's appended
-// MCPB signature block is removed before the zip is read (mcpbsig.go) and
-// returned.
-func extract(ctx context.Context, src string, kind Kind, dest string, limits *Limits) ([]*Problem, *MCPBSignature, error) {
+// extract is Extract of an archive of the given kind. A block that one of
+// formats appends to a zip (an MCPB signature block) is removed before the
+// zip is read (format.go) and returned.
+func extract(ctx context.Context, src string, kind Kind, dest string, limits *Limits, formats []*Format) ([]*Problem, *MCPBSignature, error) {
 	lim := limits.withDefaults()
-	x := &extractor{dest: dest, lim: lim, seen: map[string]entryKind{}, folded: map[string]string{}}
+	x := &extractor{dest: dest, lim: lim, seen: map[string]entryKind{}, folded: map[string]string{}, formats: formats}
 	f, err := os.Open(src)
 	if err != nil {
 		return nil, nil, err
@@ -104,6 +104,7 @@ type extractor struct {
 	total   int64
 	entries int
 	sig     *MCPBSignature
+	formats []*Format
 }
 
 func (x *extractor) tarGz(ctx context.Context, r io.Reader) error {
@@ -171,7 +172,7 @@ func (x *extractor) zip(ctx context.Context, f *os.File) error {
 	if err != nil {
 		return err
 	}
-	size, sig, ok := x.mcpbSignature(f, fi.Size())
+	size, sig, ok := x.zipTrailer(f, fi.Size())
 	if !ok {
 		return nil
 	}

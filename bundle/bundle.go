@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
@@ -24,8 +25,11 @@ type Options struct {
 	// TempDir is where archives are extracted; "" means os.TempDir().
 	TempDir string
 	// RuntimeVersion checks the runtimes an imported bundle declares;
-	// nil means HostRuntimeVersion.
-	RuntimeVersion RuntimeVersionFunc
+	// nil means runtimefetch.HostRuntimeVersion.
+	RuntimeVersion runtimefetch.RuntimeVersionFunc
+	// Formats are the formats of other tools that Load reads besides
+	// berth's own; nil means the registered ones (RegisterFormat).
+	Formats []*Format
 }
 
 // Kind is the form a bundle was read from.
@@ -87,8 +91,9 @@ func (b *Bundle) Close() error {
 }
 
 // Open reads a bundle from a directory, a .tar.gz/.tgz or a .zip, or a
-// source of another format (an MCP Bundle .mcpb or its directory, a Claude
-// Code plugin directory, an MCP Registry server.json: import.go), and
+// source of a registered format of another tool (Format; package
+// bundle/formats registers an MCP Bundle .mcpb or its directory, a Claude
+// Code plugin directory, an MCP Registry server.json), and
 // validates it fail-closed. It returns either a valid Bundle, which the
 // caller must Close, or an error and no Bundle. When the bundle breaks any
 // rule the error is an *InvalidError that lists every problem, and
@@ -126,6 +131,10 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
 	}
+	formats := opts.Formats
+	if formats == nil {
+		formats = Formats()
+	}
 	b := &Bundle{Source: source}
 	var ps problems
 	switch {
@@ -138,8 +147,8 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 			return nil, nil, fmt.Errorf("cannot open bundle %s: %w", source, err)
 		}
 		b.Kind, b.Dir = KindDirectory, dir
-	case fi.Mode().IsRegular() && sourceKind(source) != "":
-		b.Kind = sourceKind(source)
+	case fi.Mode().IsRegular() && sourceKind(source, formats) != "":
+		b.Kind = sourceKind(source, formats)
 		tmp, err := os.MkdirTemp(opts.TempDir, "berth-extract-")
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot extract %s: %w", source, err)
@@ -149,7 +158,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 			b.Close()
 			return nil, nil, err
 		}
-		xps, err := b.unpack(ctx, source, b.Kind, &opts.Limits)
+		xps, err := b.unpack(ctx, source, b.Kind, &opts.Limits, formats)
 		if err != nil {
 			b.Close()
 			return nil, nil, fmt.Errorf("cannot extract %s: %w", source, err)
@@ -160,7 +169,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 	default:
 		return nil, nil, fmt.Errorf("%s is neither a directory nor a .tar.gz, .tgz, .zip or .mcpb archive nor a server.json; point berth at the bundle directory or its archive", source)
 	}
-	if err := b.prepareImport(ctx, opts); err != nil {
+	if err := b.prepareImport(ctx, opts, formats); err != nil {
 		b.Close()
 		return nil, nil, err
 	}
@@ -182,7 +191,7 @@ func Load(ctx context.Context, source string, opts *Options) (*Bundle, []*Proble
 		if d.manifest != nil {
 			b.Manifest = d.manifest
 			dv := &decoded{manifest: d.manifest, present: d.present, bad: d.bad}
-			validate(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion})
+			validate(dv, tree, bv, runtimeProbe{ctx: ctx, version: opts.RuntimeVersion}, formats)
 			ps.list = append(ps.list, dv.problems.list...)
 		}
 	}

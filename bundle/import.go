@@ -12,18 +12,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
 )
 
-// Import says how Open read a source of another format: it converted the
-// source's manifest into a berth.json, which it wrote beside the source's
+// Import says how Open read a source of another format (a registered
+// Format): it converted the source's manifest into a berth.json, which it wrote beside the source's
 // files in the tree it validated (Bundle.Dir), so the digest, the review,
 // staging and drift cover exactly what berth import writes.
 type Import struct {
-	// Format is FormatMCPB, FormatClaudePlugin or FormatMCPRegistry.
+	// Format is the Format's Name: FormatMCPB, FormatClaudePlugin or
+	// FormatMCPRegistry for the formats of package bundle/formats.
 	Format string
 	// Manifest is the source's manifest, relative to the bundle root.
 	Manifest string
@@ -32,18 +32,12 @@ type Import struct {
 	Signature *MCPBSignature
 }
 
-// Source manifests berth recognizes.
-const (
-	mcpbManifest     = "manifest.json"
-	claudeManifest   = ".claude-plugin/plugin.json"
-	claudeMCPFile    = ".mcp.json"
-	registryManifest = "server.json"
-)
-
 // importState is what Open keeps of a conversion until the problems are
 // final.
 type importState struct {
-	conv *conversion
+	conv *Conversion
+	// file is the source's manifest file.
+	file string
 	// tree holds the problems of a source directory's own tree, which
 	// was read before it was copied.
 	tree []*Problem
@@ -52,75 +46,18 @@ type importState struct {
 	stop bool
 }
 
-// conversion is the result of converting one source manifest.
-type conversion struct {
-	format       string
-	manifestFile string
-	manifest     *Manifest
-	// locs maps the JSON paths of the generated berth.json to the
-	// source's file and field.
-	locs map[string]string
-	ps   problems
-}
-
-func newConversion(format, file string) *conversion {
-	return &conversion{format: format, manifestFile: file, locs: map[string]string{}}
-}
-
-// at records that the berth path p comes from the source location loc.
-// The validator writes some keys as a.b.c even when they hold dots, so
-// both spellings are recorded.
-func (c *conversion) at(p, loc string) {
-	c.locs[p] = loc
-	c.locs[dotted(p)] = loc
-}
-
-// carry copies the string top[key] into *dst and records that the
-// manifest field key comes from the source's key. A value that is not a
-// string, or a required one that is absent, is a problem of top's doc.
-func (c *conversion) carry(top obj, key string, required bool, dst *string) bool {
-	s, ok := top.str(key, required)
-	if ok {
-		*dst = s
-	}
-	c.at(key, top.d.loc(top.at(key)))
-	return ok
-}
-
-// dotted writes a path's quoted keys (a["x.y"]) as plain ones (a.x.y).
-func dotted(p string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(p, `["`)
-		if i < 0 {
-			break
-		}
-		j := strings.Index(p[i:], `"]`)
-		if j < 0 {
-			break
-		}
-		b.WriteString(p[:i])
-		b.WriteString(".")
-		key, err := strconv.Unquote(p[i+1 : i+j+1])
-		if err != nil {
-			key = p[i+2 : i+j]
-		}
-		b.WriteString(key)
-		p = p[i+j+2:]
-	}
-	b.WriteString(p)
-	return strings.TrimPrefix(b.String(), ".")
-}
-
 // sourceKind says how a regular file is read: KindTarGz, KindZip (also a
-// .mcpb, and any zip by its magic bytes) or KindJSON (a server.json). ""
-// means berth does not read it.
-func sourceKind(name string) Kind {
+// zip of one of formats, such as a .mcpb, and any zip by its magic bytes)
+// or KindJSON (a JSON file, such as a server.json). "" means berth does
+// not read it.
+func sourceKind(name string, formats []*Format) Kind {
 	if k := ArchiveKind(name); k != "" {
 		return k
 	}
-	if strings.HasSuffix(strings.ToLower(name), ".mcpb") {
-		return KindZip
+	for _, f := range formats {
+		if f.ArchiveExt != "" && strings.HasSuffix(strings.ToLower(name), f.ArchiveExt) {
+			return KindZip
+		}
 	}
 	f, err := os.Open(name)
 	if err != nil {
@@ -142,11 +79,12 @@ func sourceKind(name string) Kind {
 }
 
 // unpack puts a regular-file source into b.Dir: an archive is extracted
-// (a .mcpb's signature block removed first), a server.json is copied in as
-// server.json.
-func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limits) ([]*Problem, error) {
+// (a block a format appends to a zip, such as a .mcpb's signature block,
+// removed first), a JSON file is copied in as the manifest of the format
+// that takes it (a server.json).
+func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limits, formats []*Format) ([]*Problem, error) {
 	if kind != KindJSON {
-		ps, sig, err := extract(ctx, source, kind, b.Dir, lim)
+		ps, sig, err := extract(ctx, source, kind, b.Dir, lim, formats)
 		if sig != nil {
 			b.Import = &Import{Signature: sig}
 		}
@@ -156,20 +94,31 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxForeignSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
 	f.Close()
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case looksLike(data, "manifest_version", "dxt_version"):
-		return nil, fmt.Errorf("%s is an MCP Bundle manifest, not a bundle; point berth at the .mcpb file or the directory that holds manifest.json", source)
-	case looksLike(data, "manifestVersion"):
+	if looksLike(data, "manifestVersion") {
 		return nil, fmt.Errorf("%s is a berth manifest, not a bundle; point berth at the directory that holds berth.json, or its archive", source)
-	case looksLike(data, "mcpServers"):
-		return nil, fmt.Errorf("%s holds MCP servers of a Claude Code plugin, not a bundle; point berth at the plugin's directory (the one that holds .claude-plugin/plugin.json)", source)
 	}
-	return nil, os.WriteFile(filepath.Join(b.Dir, registryManifest), data, 0o644)
+	var taker *Format
+	for _, fm := range formats {
+		if fm.File == nil {
+			continue
+		}
+		take, err := fm.File(source, data)
+		if err != nil {
+			return nil, err
+		}
+		if take && taker == nil {
+			taker = fm
+		}
+	}
+	if taker == nil {
+		return nil, fmt.Errorf("%s is a JSON file, and this program reads no format of one (a program reads MCP Registry server.json files when it imports github.com/berth-mcp/berth/bundle/formats); point berth at the bundle directory or its archive", source)
+	}
+	return nil, os.WriteFile(filepath.Join(b.Dir, filepath.FromSlash(taker.Manifest)), data, 0o644)
 }
 
 // readIn reads the regular file rel (slash-separated) of the tree at dir,
@@ -239,44 +188,38 @@ func lexists(p string) bool {
 	return err == nil
 }
 
-// detect finds the format of the tree at dir. A berth.json wins, with a
-// note for every other manifest beside it.
-func detect(dir string) (format string, notes []string, problem *Problem) {
+// detect finds the format of the tree at dir among formats. A berth.json
+// wins, with a note for every other manifest beside it.
+func detect(dir string, formats []*Format) (format *Format, notes []string, problem *Problem) {
 	has := func(rel string) bool { return existsIn(dir, rel) }
-	peek := func(rel string, keys ...string) bool {
-		data, err := readIn(dir, rel, maxForeignSize)
-		return err == nil && looksLike(data, keys...)
-	}
-	var found []string
-	if has(mcpbManifest) {
-		found = append(found, FormatMCPB)
-	}
-	if has(claudeManifest) {
-		found = append(found, FormatClaudePlugin)
-	}
-	if has(registryManifest) {
-		found = append(found, FormatMCPRegistry)
+	var found []*Format
+	for _, f := range formats {
+		if has(f.Manifest) {
+			found = append(found, f)
+		}
 	}
 	if has(ManifestFile) {
 		from := importedManifest(dir)
 		for _, f := range found {
-			if sourceFile(f) == from {
-				notes = append(notes, fmt.Sprintf("berth.json was imported from %s (%s), which is kept beside it; berth reads berth.json", from, formatName(f)))
+			if f.Manifest == from {
+				notes = append(notes, fmt.Sprintf("berth.json was imported from %s (%s), which is kept beside it; berth reads berth.json", from, f.Title))
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("%s is read as the manifest; %s (%s) beside it is ignored", ManifestFile, sourceFile(f), formatName(f)))
+			notes = append(notes, fmt.Sprintf("%s is read as the manifest; %s (%s) beside it is ignored", ManifestFile, f.Manifest, f.Title))
 		}
-		return FormatBerth, notes, nil
+		return nil, notes, nil
 	}
 	if len(found) > 1 {
 		// A plain file of that name may sit in a bundle of another
 		// format: only one that looks like its format counts.
-		var real []string
+		var real []*Format
 		for _, f := range found {
-			switch {
-			case f == FormatMCPB && peek(mcpbManifest, "manifest_version", "dxt_version"),
-				f == FormatClaudePlugin,
-				f == FormatMCPRegistry && peek(registryManifest, "$schema", "packages", "remotes"):
+			if f.Claims == nil {
+				real = append(real, f)
+				continue
+			}
+			data, err := readIn(dir, f.Manifest, MaxManifestSize)
+			if err == nil && f.Claims(data) {
 				real = append(real, f)
 			}
 		}
@@ -284,18 +227,22 @@ func detect(dir string) (format string, notes []string, problem *Problem) {
 	}
 	switch len(found) {
 	case 0:
-		if has(claudeMCPFile) {
-			return "", nil, &Problem{Path: claudeManifest, Rule: RuleClaudeManifestMissing, Message: "this looks like a Claude Code plugin (it has .mcp.json), but it has no .claude-plugin/plugin.json; add one with at least \"name\" and \"version\", or write a berth.json (docs/manifest.md)"}
+		for _, f := range formats {
+			if f.Hint != nil {
+				if p := f.Hint(has); p != nil {
+					return nil, nil, p
+				}
+			}
 		}
-		return "", nil, nil
+		return nil, nil, nil
 	case 1:
 		return found[0], nil, nil
 	}
 	var files []string
 	for _, f := range found {
-		files = append(files, sourceFile(f)+" ("+formatName(f)+")")
+		files = append(files, f.Manifest+" ("+f.Title+")")
 	}
-	return "", nil, &Problem{Path: ".", Rule: RuleImportAmbiguous, Message: fmt.Sprintf("the bundle has no berth.json and holds %s; berth does not guess which one is meant: remove the others, or write a berth.json", strings.Join(files, " and "))}
+	return nil, nil, &Problem{Path: ".", Rule: RuleImportAmbiguous, Message: fmt.Sprintf("the bundle has no berth.json and holds %s; berth does not guess which one is meant: remove the others, or write a berth.json", strings.Join(files, " and "))}
 }
 
 // importedManifest returns importedFrom.manifest of dir/berth.json, or "".
@@ -315,41 +262,21 @@ func importedManifest(dir string) string {
 	return m.ImportedFrom.Manifest
 }
 
-func sourceFile(format string) string {
-	switch format {
-	case FormatMCPB:
-		return mcpbManifest
-	case FormatClaudePlugin:
-		return claudeManifest
-	}
-	return registryManifest
-}
-
-func formatName(format string) string {
-	switch format {
-	case FormatMCPB:
-		return "an MCP Bundle manifest"
-	case FormatClaudePlugin:
-		return "a Claude Code plugin manifest"
-	}
-	return "an MCP Registry server.json"
-}
-
 // prepareImport is Open's hook for other formats, called once b.Dir holds
-// the source's files and before the tree is read. For a source of another
-// format it converts the source's manifest and writes the generated
-// berth.json into the tree (copying a source directory first, so the
-// source is never written to). Problems of the conversion are kept until
-// finishImport.
-func (b *Bundle) prepareImport(ctx context.Context, opts *Options) error {
-	format, notes, problem := detect(b.Dir)
+// the source's files and before the tree is read. For a source of a
+// registered format it converts the source's manifest and writes the
+// generated berth.json into the tree (copying a source directory first,
+// so the source is never written to). Problems of the conversion are kept
+// until finishImport.
+func (b *Bundle) prepareImport(ctx context.Context, opts *Options, formats []*Format) error {
+	format, notes, problem := detect(b.Dir, formats)
 	b.Notes = append(b.Notes, notes...)
 	if problem != nil {
 		b.imp = &importState{stop: true}
 		b.imp.tree = append(b.imp.tree, problem)
 		return nil
 	}
-	if format == "" || format == FormatBerth {
+	if format == nil {
 		if b.Import != nil {
 			// A berth bundle's zip with an MCPB signature block: the
 			// block is no part of the bundle.
@@ -358,7 +285,7 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options) error {
 		}
 		return nil
 	}
-	st := &importState{}
+	st := &importState{file: format.Manifest}
 	b.imp = st
 	if b.Kind == KindDirectory {
 		tree, tps, err := ReadTree(ctx, b.Dir, &opts.Limits)
@@ -381,25 +308,20 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options) error {
 		}
 		b.Dir = dst
 	}
-	var c *conversion
-	switch format {
-	case FormatMCPB:
-		c = convertMCPB(b.Dir)
-	case FormatClaudePlugin:
-		c = convertClaude(b.Dir)
-	case FormatMCPRegistry:
-		c = convertRegistry(b.Dir)
+	c := format.Convert(b.Dir)
+	if c == nil {
+		c = &Conversion{}
 	}
 	st.conv = c
 	if b.Import == nil {
 		b.Import = &Import{}
 	}
-	b.Import.Format, b.Import.Manifest = format, c.manifestFile
-	if c.manifest == nil {
+	b.Import.Format, b.Import.Manifest = format.Name, format.Manifest
+	if c.Manifest == nil {
 		st.stop = true
 		return nil
 	}
-	return os.WriteFile(filepath.Join(b.Dir, ManifestFile), EncodeManifest(c.manifest), 0o644)
+	return os.WriteFile(filepath.Join(b.Dir, ManifestFile), EncodeManifest(c.Manifest), 0o644)
 }
 
 // finishImport turns the problems of the generated berth.json into
@@ -432,7 +354,7 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 	c := st.conv
 	var reported []string
 	if c != nil {
-		for _, p := range c.ps.list {
+		for _, p := range c.Problems {
 			reported = append(reported, p.Path)
 			keep(p)
 		}
@@ -463,7 +385,7 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 			keep(p)
 			continue
 		}
-		loc, ok := c.locate(p.Path)
+		loc, ok := st.locate(p.Path)
 		if !ok {
 			keep(p)
 			continue
@@ -499,12 +421,12 @@ func generatedPath(p string) string {
 
 // locate maps a path of the generated berth.json to the source: the
 // longest recorded prefix.
-func (c *conversion) locate(p string) (string, bool) {
+func (st *importState) locate(p string) (string, bool) {
 	if p == "." || p == ManifestFile {
-		return c.manifestFile, true
+		return st.file, true
 	}
 	for q := p; q != ""; q = parentPath(q) {
-		if loc, ok := c.locs[q]; ok {
+		if loc, ok := st.conv.Locations[q]; ok {
 			return loc, true
 		}
 	}

@@ -143,6 +143,9 @@ func goosPlatform() string {
 	return runtime.GOOS
 }
 
+// knownFormats are the formats of package bundle/formats; a berth.json
+// imported from one of them, or from a Format that Load reads, is valid
+// whether or not the program reads sources of that format.
 var knownFormats = []string{FormatMCPB, FormatClaudePlugin, FormatMCPRegistry}
 
 // importedFrom checks the provenance of a berth.json: a known format, a
@@ -153,8 +156,14 @@ func (v *validator) importedFrom(imp *ImportedFrom) {
 		return
 	}
 	const p = "importedFrom"
-	if !slices.Contains(knownFormats, imp.Format) {
-		v.ps.add(p+".format", RuleImportedFrom, "format %q is not one that berth imports (%s)", imp.Format, strings.Join(knownFormats, ", "))
+	known := slices.Clone(knownFormats)
+	for _, f := range v.formats {
+		if !slices.Contains(known, f.Name) {
+			known = append(known, f.Name)
+		}
+	}
+	if !slices.Contains(known, imp.Format) {
+		v.ps.add(p+".format", RuleImportedFrom, "format %q is not one that berth imports (%s)", imp.Format, strings.Join(known, ", "))
 	}
 	switch {
 	case imp.Manifest == "":

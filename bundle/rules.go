@@ -1,6 +1,10 @@
 package bundle
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
+)
 
 // Rule IDs. Each is stable, kebab-case and documented in docs/rules.md.
 const (
@@ -42,7 +46,7 @@ const (
 	RuleBundlePathUnclean    = "bundle-path-unclean"
 	RuleBundlePathMissing    = "bundle-path-missing"
 	RuleCwdNotDirectory      = "cwd-not-directory"
-	RuleRuntimeFetchUnpinned = "runtime-fetch-unpinned"
+	RuleRuntimeFetchUnpinned = runtimefetch.RuleUnpinned
 	RuleEnvLiteralValue      = "env-literal-value"
 	RuleEnvNameFormat        = "env-name-format"
 	RuleEnvKeyForbidden      = "env-key-forbidden"
@@ -88,11 +92,11 @@ const (
 // Rule IDs of the hardening of runtime fetches, environment keys and
 // portable manifests and trees (issue 9).
 const (
-	RuleCommandWrapper          = "command-wrapper"
-	RuleRuntimeFetchForm        = "runtime-fetch-form"
-	RuleRuntimeFetchOption      = "runtime-fetch-option"
-	RuleRuntimeFetchPackages    = "runtime-fetch-packages"
-	RuleRuntimeFetchImageDigest = "runtime-fetch-image-digest"
+	RuleCommandWrapper          = runtimefetch.RuleCommandWrapper
+	RuleRuntimeFetchForm        = runtimefetch.RuleForm
+	RuleRuntimeFetchOption      = runtimefetch.RuleOption
+	RuleRuntimeFetchPackages    = runtimefetch.RulePackages
+	RuleRuntimeFetchImageDigest = runtimefetch.RuleImageDigest
 	RuleRuntimeFetchCwd         = "runtime-fetch-cwd"
 	RuleIntegerForm             = "integer-form"
 	RuleControlCharacter        = "control-character"

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 var (
@@ -60,22 +62,36 @@ const (
 	DefaultCallTimeout    = 60 * time.Second
 )
 
+// runtimeProbe checks the runtimes an imported source declares
+// (runtimefetch.CheckRuntime).
+type runtimeProbe struct {
+	ctx     context.Context
+	version runtimefetch.RuntimeVersionFunc
+}
+
+func (p runtimeProbe) check(name, constraint string) error {
+	return runtimefetch.CheckRuntime(p.ctx, p.version, name, constraint)
+}
+
 type validator struct {
 	ps      *problems
 	present map[string]bool
 	tree    *Tree
 	probe   runtimeProbe
+	// formats are the formats Load reads besides berth's own.
+	formats []*Format
 }
 
 // validate applies the semantic rules of manifest v1; probe checks the
-// runtimes an imported bundle declares. Problems at paths whose value
+// runtimes an imported bundle declares, and formats are those that
+// importedFrom may name besides the known ones. Problems at paths whose value
 // could not be decoded were reported already and are dropped.
-func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe) {
+func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, formats []*Format) {
 	if d.bad[""] {
 		return
 	}
 	var ps problems
-	v := &validator{ps: &ps, present: d.present, tree: tree, probe: probe}
+	v := &validator{ps: &ps, present: d.present, tree: tree, probe: probe, formats: formats}
 	defer func() {
 		for _, p := range ps.list {
 			if !underBad(d.bad, p.Path) {
@@ -492,12 +508,12 @@ func containsFold(list []string, s string) bool {
 }
 
 // command applies the rules of runtime fetches and wrappers to a stdio
-// command (fetcher.go), and refuses a cwd for a fetched package, which
+// command (package runtimefetch), and refuses a cwd for a fetched package, which
 // always runs in an empty directory of berth's.
 func (v *validator) command(p string, s *Stdio) {
-	f, err := StdioFetch(s)
+	f, err := runtimefetch.Read(s.Command, s.Args)
 	if err != nil {
-		ce := err.(*CommandError)
+		ce := err.(*runtimefetch.CommandError)
 		v.ps.add(p+"."+ce.Field, ce.Rule, "%s", ce.Message)
 		return
 	}

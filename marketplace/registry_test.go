@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/marketplace/repo"
@@ -201,7 +202,7 @@ func TestRegistryShowInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bundle.OpenServerJSON(ctx, "test", p.Version("1.4.0").ServerJSON, nil)
+	b, err := importer.OpenServerJSON(ctx, "test", p.Version("1.4.0").ServerJSON, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +441,7 @@ func syntheticPageFrom(from, n int) []byte {
 		name := fmt.Sprintf("io.github.acme%d/server-%d", i, i)
 		items = append(items, map[string]any{
 			"server": map[string]any{
-				"$schema": bundle.RegistrySchema, "name": name, "description": "A server of the benchmark", "version": "1.0.0",
+				"$schema": importer.RegistrySchema, "name": name, "description": "A server of the benchmark", "version": "1.0.0",
 				"packages": []any{map[string]any{"registryType": "npm", "identifier": fmt.Sprintf("@acme/server-%d", i), "version": "1.0.0", "transport": map[string]any{"type": "stdio"},
 					"environmentVariables": []any{map[string]any{"name": "API_KEY", "isSecret": true, "isRequired": true}}}},
 			},

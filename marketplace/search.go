@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
@@ -271,7 +272,7 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 		ctext, cwords := text, words
 		if ci.Kind == KindRegistry && strings.Contains(text, "/") {
 			// A registry name finds the entry it maps to.
-			if mapped, err := bundle.RegistryPluginName(strings.TrimSpace(q.Text)); err == nil {
+			if mapped, err := importer.RegistryPluginName(strings.TrimSpace(q.Text)); err == nil {
 				ctext, cwords = mapped, []string{mapped}
 			}
 		}

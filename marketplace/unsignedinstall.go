@@ -10,6 +10,11 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	// The entries of unsigned catalogs are Claude Code plugins and MCP
+	// Registry server.json documents: bundle.Open reads them once their
+	// formats are registered.
+	_ "github.com/berth-mcp/berth/bundle/formats"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/review"
@@ -59,13 +64,13 @@ type UnsignedShownVersion struct {
 
 // LookupName turns the name an operator gave into the berth plugin name
 // to look up: a registry name (it holds a '/') is mapped by
-// bundle.RegistryPluginName, and returned as sourceName, which the entry
+// importer.RegistryPluginName, and returned as sourceName, which the entry
 // found must have.
 func LookupName(given string) (name, sourceName string, err error) {
 	if !strings.Contains(given, "/") {
 		return given, "", nil
 	}
-	name, err = bundle.RegistryPluginName(given)
+	name, err = importer.RegistryPluginName(given)
 	if err != nil {
 		return "", "", err
 	}
@@ -338,7 +343,16 @@ func entryLabel(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedV
 // openEntryBundle opens the bundle of an entry's version from src (as
 // openUnsigned made it), named by entryLabel in messages.
 func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, src string, opts *bundle.Options) (*bundle.Bundle, error) {
-	b, err := bundle.Open(ctx, src, opts)
+	// An entry is of another format (a Claude Code plugin, a server.json)
+	// whether or not the program registered the formats.
+	o := bundle.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Formats == nil {
+		o.Formats = importer.All()
+	}
+	b, err := bundle.Open(ctx, src, &o)
 	var ie *bundle.InvalidError
 	if errors.As(err, &ie) {
 		ie.Source = entryLabel(ci, p, v)

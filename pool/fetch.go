@@ -12,10 +12,11 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 // A runtime-fetched server (npx, uvx, docker run, ...; see
-// bundle.StdioFetch) downloads its package when it starts. Package
+// runtimefetch.Read) downloads its package when it starts. Package
 // managers resolve packages and read configuration from their working
 // directory and its parents (node_modules, .npmrc, pyproject.toml, uv.toml,
 // deno.json) and from the user's files (~/.npmrc, ~/.config/uv/uv.toml,
@@ -48,7 +49,7 @@ var fetchConfigs = []string{fetchNpmrc, fetchGlobal, fetchYarnrc, fetchUV, fetch
 // with the package managers' configuration pointed at berth's files; the
 // spec's cleanup removes the directory.
 func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string, src *sources) (*spawnSpec, error) {
-	f, err := bundle.StdioFetch(st)
+	f, err := runtimefetch.Read(st.Command, st.Args)
 	if err != nil {
 		return nil, permanent("server %s: berth does not run this command: %v; the bundle was trusted under earlier rules: update it and trust it again", id, err)
 	}
@@ -74,7 +75,7 @@ func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string, src *sou
 
 // isolateFetch moves sp into a new empty directory under root/run and sets
 // the package managers' configuration variables of f's ecosystem.
-func isolateFetch(root, id string, f *bundle.RuntimeFetch, sp *spawnSpec) error {
+func isolateFetch(root, id string, f *runtimefetch.Fetch, sp *spawnSpec) error {
 	if err := privateDir(root); err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 // fetchEnv returns the variables that point f's package manager at berth's
 // configuration files, and the name of the project file that stops its
 // search for a project ("" for none).
-func fetchEnv(root string, f *bundle.RuntimeFetch) (map[string]string, string) {
+func fetchEnv(root string, f *runtimefetch.Fetch) (map[string]string, string) {
 	at := func(name string) string { return filepath.Join(root, name) }
 	switch {
 	case strings.HasPrefix(f.Tool, "deno"):
@@ -120,7 +121,7 @@ func fetchEnv(root string, f *bundle.RuntimeFetch) (map[string]string, string) {
 			"DENO_NO_PACKAGE_JSON": "1",
 			"DENO_NO_UPDATE_CHECK": "1",
 		}, "deno.json"
-	case f.Ecosystem == bundle.EcosystemNPM:
+	case f.Ecosystem == runtimefetch.EcosystemNPM:
 		return map[string]string{
 			"npm_config_userconfig":      at(fetchNpmrc),
 			"npm_config_globalconfig":    at(fetchGlobal),
@@ -128,13 +129,13 @@ func fetchEnv(root string, f *bundle.RuntimeFetch) (map[string]string, string) {
 			"YARN_RC_FILENAME":           fetchYarnrc,
 			"COREPACK_ENABLE_AUTO_PIN":   "0",
 		}, "package.json"
-	case f.Ecosystem == bundle.EcosystemPyPI:
+	case f.Ecosystem == runtimefetch.EcosystemPyPI:
 		return map[string]string{
 			"UV_CONFIG_FILE":      at(fetchUV),
 			"UV_PYTHON_DOWNLOADS": "never",
 			"PIP_CONFIG_FILE":     at(fetchPip),
 		}, ""
-	case f.Ecosystem == bundle.EcosystemGo:
+	case f.Ecosystem == runtimefetch.EcosystemGo:
 		return map[string]string{
 			"GOENV":       at(fetchGoEnv),
 			"GOTOOLCHAIN": "local",

@@ -22,6 +22,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/internal/peers"
 )
 
@@ -266,7 +267,7 @@ func TestIsolateFetch(t *testing.T) {
 		{"deno run npm:a@1.0.0", []string{"DENO_NO_PACKAGE_JSON=1"}, "deno.json", ""},
 	} {
 		argv := strings.Fields(c.argv)
-		fe, err := bundle.StdioFetch(&bundle.Stdio{Command: argv[0], Args: argv[1:]})
+		fe, err := runtimefetch.Read(argv[0], argv[1:])
 		if err != nil || fe == nil {
 			t.Fatalf("%s: %v", c.argv, err)
 		}
@@ -294,7 +295,7 @@ func TestIsolateFetch(t *testing.T) {
 			t.Errorf("%s: cleanup left %s", c.argv, sp.dir)
 		}
 	}
-	fe, _ := bundle.StdioFetch(&bundle.Stdio{Command: "npx", Args: []string{"a@1.0.0"}})
+	fe, _ := runtimefetch.Read("npx", []string{"a@1.0.0"})
 	os.Chmod(root, 0o777)
 	if err := isolateFetch(root, "p-s", fe, &spawnSpec{}); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Errorf("a world-writable %s: %v", root, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/berth-mcp/berth/bundle/formats"
+
 	"github.com/berth-mcp/berth/bundle"
 )
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 // Disclosure is the review of one bundle. Its JSON form is stable: tools
@@ -131,11 +132,11 @@ type Fetch struct {
 
 // Dependency resolution, per ecosystem.
 var dependencies = map[string]string{
-	bundle.EcosystemNPM:  "resolved by the registry when the server starts; the bundle pins only the package itself",
-	bundle.EcosystemJSR:  "resolved by the registry when the server starts; the bundle pins only the package itself",
-	bundle.EcosystemPyPI: "resolved by the registry when the server starts; the bundle pins only the package itself",
-	bundle.EcosystemGo:   "fixed by the module's go.mod and checked against the Go checksum database",
-	bundle.EcosystemOCI:  "none to resolve: the digest fixes the image and all its layers",
+	runtimefetch.EcosystemNPM:  "resolved by the registry when the server starts; the bundle pins only the package itself",
+	runtimefetch.EcosystemJSR:  "resolved by the registry when the server starts; the bundle pins only the package itself",
+	runtimefetch.EcosystemPyPI: "resolved by the registry when the server starts; the bundle pins only the package itself",
+	runtimefetch.EcosystemGo:   "fixed by the module's go.mod and checked against the Go checksum database",
+	runtimefetch.EcosystemOCI:  "none to resolve: the digest fixes the image and all its layers",
 }
 
 // FetchDependencies says who decides the versions of the dependencies of
@@ -258,7 +259,7 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 			st.Program = ProgramWorkspace
 		default:
 			st.Program = ProgramHost
-			pkgs, _, _ := bundle.FetchedPackages(s.Stdio.Command, s.Stdio.Args)
+			pkgs, _, _ := runtimefetch.Packages(s.Stdio.Command, s.Stdio.Args)
 			for _, p := range pkgs {
 				st.RuntimeFetch = append(st.RuntimeFetch, Fetch{Tool: p.Tool, Package: p.Package, Ecosystem: p.Ecosystem, Registry: p.Registry, Dependencies: dependencies[p.Ecosystem]})
 				st.Cwd = fetchDir

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 // TestDemo runs the demo, the README's first command, end to end: it must
@@ -122,8 +123,8 @@ func TestExampleCatalog(t *testing.T) {
 		}
 		if name == "everything" {
 			s := b.Manifest.MCPServers["everything"]
-			f, err := bundle.StdioFetch(s.Stdio)
-			if err != nil || f == nil || f.Tool != "npx" || f.Package != everythingPackage || f.Ecosystem != bundle.EcosystemNPM {
+			f, err := runtimefetch.Read(s.Stdio.Command, s.Stdio.Args)
+			if err != nil || f == nil || f.Tool != "npx" || f.Package != everythingPackage || f.Ecosystem != runtimefetch.EcosystemNPM {
 				t.Fatalf("everything runs %+v (%v)", f, err)
 			}
 		}

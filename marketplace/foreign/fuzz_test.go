@@ -8,7 +8,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
-	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 )
 
 // FuzzRegistryPage: a registry's response is unsigned input from a
@@ -44,7 +44,7 @@ func FuzzRegistryPage(f *testing.F) {
 			}
 		}
 		for _, it := range pg.Items {
-			mapped, err := bundle.RegistryPluginName(it.name)
+			mapped, err := importer.RegistryPluginName(it.name)
 			if err != nil || !name.MatchString(mapped) {
 				t.Fatalf("accepted the name %q (%q, %v)", it.name, mapped, err)
 			}

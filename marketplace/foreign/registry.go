@@ -13,6 +13,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
@@ -157,7 +158,7 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*RegistryItem, *catalog
 	if err := json.Unmarshal(server, &s); err != nil {
 		return bad(RuleRegistryEntrySyntax, ".server", "the server.json does not decode: %v", err)
 	}
-	if _, err := bundle.RegistryPluginName(s.Name); err != nil {
+	if _, err := importer.RegistryPluginName(s.Name); err != nil {
 		return bad(RuleRegistryEntryName, ".server.name", "%v", err)
 	}
 	who = s.Name
@@ -228,7 +229,7 @@ func AssembleRegistry(items []*RegistryItem) ([]*UnsignedPlugin, []*catalog.Prob
 		}
 		p := byName[it.name]
 		if p == nil {
-			mapped, _ := bundle.RegistryPluginName(it.name) // checked by parseRegistryItem
+			mapped, _ := importer.RegistryPluginName(it.name) // checked by parseRegistryItem
 			p = &UnsignedPlugin{Name: mapped, SourceName: it.name}
 			byName[it.name] = p
 			order = append(order, it.name)

@@ -12,7 +12,7 @@ import (
 // UnsignedPlugin is one entry of an unsigned source, as berth caches it.
 type UnsignedPlugin struct {
 	// Name is the berth plugin name: for a registry entry the one
-	// bundle.RegistryPluginName maps its registry name to.
+	// importer.RegistryPluginName maps its registry name to.
 	Name string `json:"name"`
 	// SourceName is the name the source gives it: the registry name
 	// (io.github.acme/weather), or the marketplace.json plugin name.

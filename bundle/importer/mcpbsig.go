@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"os"
-	"time"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // The MCPB signature block (mcpb sign): the zip's bytes, then
@@ -30,37 +30,14 @@ const (
 	maxMCPBSigned = 1 << 30
 )
 
-// MCPBSignature describes the signature block appended to a .mcpb. berth
-// reports it and does not rest trust on it: berth verifies Sigstore
-// signatures over its canonical listing (docs/signing.md).
-type MCPBSignature struct {
-	// Size is the length of the DER signature.
-	Size int
-	// Verifies is true when the CMS signature is valid over the zip's
-	// bytes for the certificate it carries. That certificate is not
-	// checked against any trust store.
-	Verifies bool
-	// Problem says why it does not verify, or why it was not checked.
-	Problem string
-	// SelfSigned is true when the signing certificate is issued by
-	// itself.
-	SelfSigned bool
-	// Subject and Issuer are the signing certificate's names.
-	Subject, Issuer string
-	// Fingerprint is the hex SHA-256 of the signing certificate.
-	Fingerprint string
-	NotBefore   time.Time
-	NotAfter    time.Time
-}
-
-// mcpbSignature finds where the zip of a file ends and reads an appended
-// signature block. A block that is cut off, doubled, oversized or followed
-// by other bytes, and bytes after the zip that are no block at all, are
-// problems (ok is false: the zip is not read).
-func (x *extractor) mcpbSignature(f *os.File, size int64) (zipSize int64, sig *MCPBSignature, ok bool) {
-	bad := func(format string, args ...any) (int64, *MCPBSignature, bool) {
-		x.ps.add(".", RuleMCPBSignatureBlock, format, args...)
-		return 0, nil, false
+// mcpbTrailer finds where the zip of a .mcpb ends and reads an appended
+// signature block (bundle.Format.ZipTrailer). A block that is cut off,
+// doubled, oversized or followed by other bytes is a problem. found is
+// false for a file without a block: a plain zip, or bytes after a zip
+// that are no block at all (package bundle says so).
+func mcpbTrailer(f io.ReaderAt, size int64, zipEnd func(n int64) (int64, bool)) (zipSize int64, sig *bundle.MCPBSignature, ps []*bundle.Problem, found bool) {
+	bad := func(format string, args ...any) (int64, *bundle.MCPBSignature, []*bundle.Problem, bool) {
+		return 0, nil, []*bundle.Problem{{Path: ".", Rule: bundle.RuleMCPBSignatureBlock, Message: fmt.Sprintf(format, args...)}}, true
 	}
 	tailLen := min(size, int64(maxMCPBSig+len(mcpbSigStart)+4+len(mcpbSigEnd)))
 	tail := make([]byte, tailLen)
@@ -68,18 +45,14 @@ func (x *extractor) mcpbSignature(f *os.File, size int64) (zipSize int64, sig *M
 		return bad("cannot read the end of the file: %v", err)
 	}
 	if !bytes.HasSuffix(tail, []byte(mcpbSigEnd)) {
-		end, found := zipEnd(f, size)
-		switch {
-		case found && end == size:
-			return size, nil, true
-		case bytes.Contains(tail, []byte(mcpbSigStart)) || bytes.Contains(tail, []byte(mcpbSigEnd)):
-			return bad("the file has an MCPB signature block (MCPB_SIG_V1) that is cut off or followed by other bytes; berth reads only an intact block at the very end: re-sign the bundle (mcpb sign) or remove the block (mcpb unsign)")
-		case found:
-			x.ps.add(".", RuleArchiveFormat, "the file has %d bytes after the end of the zip that are not an MCPB signature block; re-create the archive", size-end)
-			return 0, nil, false
+		if end, found := zipEnd(size); found && end == size {
+			return 0, nil, nil, false
 		}
-		// Not a zip: let the zip reader say so.
-		return size, nil, true
+		if bytes.Contains(tail, []byte(mcpbSigStart)) || bytes.Contains(tail, []byte(mcpbSigEnd)) {
+			return bad("the file has an MCPB signature block (MCPB_SIG_V1) that is cut off or followed by other bytes; berth reads only an intact block at the very end: re-sign the bundle (mcpb sign) or remove the block (mcpb unsign)")
+		}
+		// Bytes after the zip, or not a zip: package bundle says so.
+		return 0, nil, nil, false
 	}
 	// Find the header whose length field puts the block's end exactly at
 	// the end of the file, scanning back from the end.
@@ -100,7 +73,7 @@ func (x *extractor) mcpbSignature(f *os.File, size int64) (zipSize int64, sig *M
 	}
 	zipSize = size - tailLen + int64(hdr)
 	der := body[hdr+len(mcpbSigStart)+4:]
-	end, found := zipEnd(f, zipSize)
+	end, found := zipEnd(zipSize)
 	switch {
 	case !found:
 		return bad("the bytes before the MCPB signature block are not a zip; re-create the bundle (mcpb pack) and sign it once")
@@ -110,35 +83,13 @@ func (x *extractor) mcpbSignature(f *os.File, size int64) (zipSize int64, sig *M
 		}
 		return bad("%d bytes come between the end of the zip and the MCPB signature block; re-create the bundle and sign it once", zipSize-end)
 	}
-	return zipSize, readMCPBSignature(f, zipSize, der), true
-}
-
-// zipEnd finds the zip's end-of-central-directory record in the last
-// 64 KiB of the first size bytes and returns where the zip ends (after the
-// record and its comment). The record nearest the end whose comment fits
-// is taken, as archive/zip does.
-func zipEnd(f *os.File, size int64) (int64, bool) {
-	const eocdLen = 22
-	n := min(size, int64(eocdLen+0xffff))
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, size-n); err != nil && err != io.EOF {
-		return 0, false
-	}
-	for i := len(buf) - eocdLen; i >= 0; i-- {
-		if buf[i] == 'P' && buf[i+1] == 'K' && buf[i+2] == 5 && buf[i+3] == 6 {
-			clen := int(binary.LittleEndian.Uint16(buf[i+20:]))
-			if i+eocdLen+clen <= len(buf) {
-				return size - n + int64(i+eocdLen+clen), true
-			}
-		}
-	}
-	return 0, false
+	return zipSize, readMCPBSignature(f, zipSize, der), nil, true
 }
 
 // readMCPBSignature parses the CMS signature and checks it over the zip's
 // bytes. It never fails: what it cannot check, it says.
-func readMCPBSignature(f *os.File, zipSize int64, der []byte) *MCPBSignature {
-	sig := &MCPBSignature{Size: len(der)}
+func readMCPBSignature(f io.ReaderAt, zipSize int64, der []byte) *bundle.MCPBSignature {
+	sig := &bundle.MCPBSignature{Size: len(der)}
 	c, err := parseCMS(der)
 	if err != nil {
 		sig.Problem = "the signature is not a CMS signature berth can read: " + err.Error()

@@ -1,4 +1,4 @@
-package bundle
+package runtimefetch
 
 import (
 	"context"
@@ -18,16 +18,13 @@ import (
 // on this machine, such as "22.3.0", or an error when there is none.
 type RuntimeVersionFunc func(ctx context.Context, runtime string) (string, error)
 
-// runtimeProbe checks the runtimes an imported source declares. The
-// default asks the host's node or python3 for its version (the programs a
-// server of that kind would run; nothing of the bundle runs), once per
-// process.
-type runtimeProbe struct {
-	ctx     context.Context
-	version RuntimeVersionFunc
-}
-
-func (p runtimeProbe) check(name, constraint string) error {
+// CheckRuntime checks that the runtime name ("node" or "python") on this
+// machine is in the version range constraint, as an imported source
+// declares it. version answers the runtime's version; nil means
+// HostRuntimeVersion, which asks the host's node or python3 (the programs
+// a server of that kind would run; nothing of the bundle runs), once per
+// process. The error says what is wrong and what to install.
+func CheckRuntime(ctx context.Context, version RuntimeVersionFunc, name, constraint string) error {
 	c, err := semver.NewConstraint(constraint)
 	if err != nil {
 		return fmt.Errorf("%s %q is not a version range; write one like \">=18.0.0\"", name, constraint)
@@ -35,11 +32,10 @@ func (p runtimeProbe) check(name, constraint string) error {
 	if name != "node" && name != "python" {
 		return fmt.Errorf("berth checks only the node and python runtimes, not %q", name)
 	}
-	f := p.version
+	f := version
 	if f == nil {
 		f = HostRuntimeVersion
 	}
-	ctx := p.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}

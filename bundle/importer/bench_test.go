@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testtree"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkOpenImport(b *testing.B) {
 		"author": map[string]any{"name": "a"},
 		"server": map[string]any{"type": "node", "entry_point": "server/index.js", "mcp_config": map[string]any{"command": "node", "args": []string{"${__dirname}/server/index.js"}}}})
 	os.WriteFile(filepath.Join(src, mcpbManifest), m, 0o644)
-	ob, err := Open(ctx, src, nil)
+	ob, err := bundle.Open(ctx, src, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func BenchmarkOpenImport(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.SetBytes(n)
 			for b.Loop() {
-				bb, err := Open(ctx, c.dir, nil)
+				bb, err := bundle.Open(ctx, c.dir, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

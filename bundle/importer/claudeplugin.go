@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // claudeFields are the fields of .claude-plugin/plugin.json (SchemaStore
@@ -28,12 +30,12 @@ type claudeImport struct {
 	d     *doc // plugin.json
 	dir   string
 	name  string
-	imp   *ImportedFrom
-	m     *Manifest
+	imp   *bundle.ImportedFrom
+	m     *bundle.Manifest
 	opts  map[string]*userOption
 	order []string
 	// vars are the ${VAR} inputs, by name, in the order met.
-	vars     map[string]*ImportInput
+	vars     map[string]*bundle.ImportInput
 	varOrder []string
 	// from records which file defined each server.
 	from map[string]string
@@ -42,7 +44,7 @@ type claudeImport struct {
 }
 
 func convertClaude(dir string) *conversion {
-	c := newConversion(FormatClaudePlugin, claudeManifest)
+	c := newConversion()
 	d := &doc{file: claudeManifest, rules: claudeRules, ps: &c.ps}
 	root := readForeign(d, dir, claudeManifest)
 	if root == nil {
@@ -52,9 +54,9 @@ func convertClaude(dir string) *conversion {
 	if !ok {
 		return c
 	}
-	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*ImportInput{}, from: map[string]string{}, listed: map[string]bool{}}
-	x.imp = &ImportedFrom{Format: FormatClaudePlugin, Manifest: claudeManifest}
-	x.m = &Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
+	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*bundle.ImportInput{}, from: map[string]string{}, listed: map[string]bool{}}
+	x.imp = &bundle.ImportedFrom{Format: bundle.FormatClaudePlugin, Manifest: claudeManifest}
+	x.m = &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(top)
 	if n, ok := top.keys["userConfig"]; ok {
 		if uc, ok := d.object(n, "userConfig"); ok {
@@ -97,14 +99,14 @@ func (x *claudeImport) top(top obj) {
 		x.name = m.Name
 	}
 	if !c.carry(top, "version", false, &m.Version) && !top.has("version") {
-		d.add("version", RuleClaudeVersionMissing, "the plugin has no version, and berth does not invent one: trust records, drift checks and upgrades are per version; add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json")
+		d.add("version", bundle.RuleClaudeVersionMissing, "the plugin has no version, and berth does not invent one: trust records, drift checks and upgrades are per version; add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json")
 	}
 	c.carry(top, "description", false, &m.Description)
 	c.carry(top, "license", false, &m.License)
 	if n, ok := top.keys["author"]; ok {
 		if a, ok := d.object(n, "author", "name", "email", "url"); ok {
 			name, _ := a.str("name", true)
-			m.Publisher = &Publisher{Name: name}
+			m.Publisher = &bundle.Publisher{Name: name}
 			c.at("publisher", d.loc("author"))
 			c.at("publisher.name", d.loc("author.name"))
 			if _, ok := a.str("email", false); ok {
@@ -138,7 +140,7 @@ func (x *claudeImport) top(top obj) {
 }
 
 func (x *claudeImport) notCarried(field, kind, name, reason string) {
-	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
+	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
 }
 
 // pluginPath checks a path value of plugin.json: "./" and a clean path
@@ -146,11 +148,11 @@ func (x *claudeImport) notCarried(field, kind, name, reason string) {
 func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 	rel, ok := strings.CutPrefix(v, "./")
 	if !ok || !cleanRel(rel) {
-		x.d.add(p, RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
+		x.d.add(p, bundle.RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
 		return "", false
 	}
 	if !existsIn(x.dir, rel) {
-		x.d.add(p, RuleClaudePath, "%q names nothing in the plugin; add it or fix the path", v)
+		x.d.add(p, bundle.RuleClaudePath, "%q names nothing in the plugin; add it or fix the path", v)
 		return "", false
 	}
 	return rel, true
@@ -181,7 +183,7 @@ func (x *claudeImport) servers(top obj) {
 		switch e.kind {
 		case 's':
 			if strings.HasSuffix(strings.ToLower(e.str), ".mcpb") || strings.Contains(e.str, "://") {
-				x.d.add(paths[i], RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.str)
+				x.d.add(paths[i], bundle.RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.str)
 				continue
 			}
 			if rel, ok := x.pluginPath(paths[i], e.str); ok {
@@ -225,7 +227,7 @@ func (x *claudeImport) serverFile(rel string) {
 // server converts one MCP server definition.
 func (x *claudeImport) server(d *doc, name, p string, n *node) {
 	if prev, dup := x.from[name]; dup {
-		d.add(p, RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", name, prev)
+		d.add(p, bundle.RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", name, prev)
 		return
 	}
 	x.from[name] = d.loc(p)
@@ -237,7 +239,7 @@ func (x *claudeImport) server(d *doc, name, p string, n *node) {
 	sp := joinPath("mcpServers", name)
 	x.c.at(sp, d.loc(p))
 	if x.m.MCPServers == nil {
-		x.m.MCPServers = map[string]*Server{}
+		x.m.MCPServers = map[string]*bundle.Server{}
 		x.c.at("mcpServers", d.loc(""))
 	}
 	stdioKeys := []string{"command", "args", "env"}
@@ -245,7 +247,7 @@ func (x *claudeImport) server(d *doc, name, p string, n *node) {
 	misfit := func(keys []string, kind string) {
 		for _, k := range keys {
 			if o.has(k) {
-				d.add(o.at(k), RuleClaudeServerType, "%s is not a field of a %s server; remove it, or fix \"type\"", k, kind)
+				d.add(o.at(k), bundle.RuleClaudeServerType, "%s is not a field of a %s server; remove it, or fix \"type\"", k, kind)
 			}
 		}
 	}
@@ -257,14 +259,14 @@ func (x *claudeImport) server(d *doc, name, p string, n *node) {
 		misfit(stdioKeys, typ)
 		x.remote(d, o, sp, name, typ)
 	case "ws":
-		d.add(o.at("type"), RuleClaudeServerType, "berth has no WebSocket transport; use the server's http (Streamable HTTP) or sse endpoint")
+		d.add(o.at("type"), bundle.RuleClaudeServerType, "berth has no WebSocket transport; use the server's http (Streamable HTTP) or sse endpoint")
 	default:
-		d.add(o.at("type"), RuleClaudeServerType, "type %q is not stdio, http or sse", typ)
+		d.add(o.at("type"), bundle.RuleClaudeServerType, "type %q is not stdio, http or sse", typ)
 	}
 }
 
 func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
-	s := &Server{Stdio: &Stdio{}}
+	s := &bundle.Server{Stdio: &bundle.Stdio{}}
 	x.m.MCPServers[name] = s
 	x.c.at(sp+".stdio", o.d.loc(o.path))
 	if cmd, ok := o.str("command", true); ok {
@@ -288,28 +290,28 @@ func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
 			continue
 		}
 		if s.Stdio.Env == nil {
-			s.Stdio.Env = map[string]EnvSource{}
+			s.Stdio.Env = map[string]bundle.EnvSource{}
 		}
-		s.Stdio.Env[k] = EnvSource{FromEnv: from}
+		s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
 		x.c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
 	}
 }
 
 func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
-	r := &Remote{Transport: TransportStreamableHTTP}
+	r := &bundle.Remote{Transport: bundle.TransportStreamableHTTP}
 	if typ == "sse" {
-		r.Transport = TransportSSE
+		r.Transport = bundle.TransportSSE
 	}
-	x.m.MCPServers[name] = &Server{Remote: r}
+	x.m.MCPServers[name] = &bundle.Server{Remote: r}
 	x.c.at(sp+".remote", d.loc(o.path))
 	x.c.at(sp+".remote.transport", d.loc(o.at("type")))
 	if u, ok := o.str("url", true); ok {
 		if strings.Contains(u, "${") {
-			d.add(o.at("url"), RuleClaudeVariable, "the url holds a ${…} variable; berth's review shows the one endpoint a remote talks to, so the url must be written out (a credential in it belongs in a header from the environment)")
+			d.add(o.at("url"), bundle.RuleClaudeVariable, "the url holds a ${…} variable; berth's review shows the one endpoint a remote talks to, so the url must be written out (a credential in it belongs in a header from the environment)")
 		} else {
 			r.URL = u
-			if ep, err := ParseEndpoint(u); err == nil {
-				r.Network = &Network{Hosts: []string{ep.Host}}
+			if ep, err := bundle.ParseEndpoint(u); err == nil {
+				r.Network = &bundle.Network{Hosts: []string{ep.Host}}
 			}
 		}
 	}
@@ -324,7 +326,7 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 			if m := bearerRefRe.FindStringSubmatch(v); m != nil {
 				from, ok := x.envSource(d, hp, m[1], fmt.Sprintf("the bearer token of the server %q", name), true)
 				if ok {
-					r.Auth = &RemoteAuth{BearerFromEnv: from}
+					r.Auth = &bundle.RemoteAuth{BearerFromEnv: from}
 					x.c.at(sp+".remote.auth", d.loc(hp))
 				}
 				continue
@@ -335,16 +337,16 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 			continue
 		}
 		if r.Headers == nil {
-			r.Headers = map[string]EnvSource{}
+			r.Headers = map[string]bundle.EnvSource{}
 		}
-		r.Headers[k] = EnvSource{FromEnv: from}
+		r.Headers[k] = bundle.EnvSource{FromEnv: from}
 		x.c.at(joinPath(sp+".remote.headers", k), d.loc(hp))
 	}
 	if o.has("headersHelper") {
-		d.add(o.at("headersHelper"), RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")
+		d.add(o.at("headersHelper"), bundle.RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")
 	}
 	if o.has("oauth") {
-		d.add(o.at("oauth"), RuleClaudeRemoteAuth, "berth does not carry over OAuth settings, so the server could not authenticate; use a bearer token from the environment (\"Authorization\": \"Bearer ${TOKEN}\")")
+		d.add(o.at("oauth"), bundle.RuleClaudeRemoteAuth, "berth does not carry over OAuth settings, so the server could not authenticate; use a bearer token from the environment (\"Authorization\": \"Bearer ${TOKEN}\")")
 	}
 }
 
@@ -355,7 +357,7 @@ func (x *claudeImport) envSource(d *doc, p, v, use string, secret bool) (string,
 	if key, ok := userConfigRef(v); ok {
 		o := x.opts[key]
 		if o == nil {
-			d.add(p, RuleClaudeVariable, "${user_config.%s} names no option of userConfig; declare it there or fix the name", key)
+			d.add(p, bundle.RuleClaudeVariable, "${user_config.%s} names no option of userConfig; declare it there or fix the name", key)
 			return "", false
 		}
 		o.input.FromEnv = o.envName
@@ -365,20 +367,20 @@ func (x *claudeImport) envSource(d *doc, p, v, use string, secret bool) (string,
 	m := envRefRe.FindStringSubmatch(v)
 	if m == nil {
 		if strings.Contains(v, "${") {
-			d.add(p, RuleClaudeLiteralValue, "berth reads a value from one host variable, so this must be exactly \"${VAR}\" or \"${VAR:-default}\" (or, for Authorization, \"Bearer ${VAR}\"); it mixes text and variables (not shown: it may be a secret)")
+			d.add(p, bundle.RuleClaudeLiteralValue, "berth reads a value from one host variable, so this must be exactly \"${VAR}\" or \"${VAR:-default}\" (or, for Authorization, \"Bearer ${VAR}\"); it mixes text and variables (not shown: it may be a secret)")
 		} else {
-			d.add(p, RuleClaudeLiteralValue, "a literal value cannot be carried over (not shown: it may be a secret): berth passes only values from the host's environment; write \"${VAR}\" and set VAR on the host")
+			d.add(p, bundle.RuleClaudeLiteralValue, "a literal value cannot be carried over (not shown: it may be a secret): berth passes only values from the host's environment; write \"${VAR}\" and set VAR on the host")
 		}
 		return "", false
 	}
 	name := m[1]
 	if name == "CLAUDE_PLUGIN_ROOT" || name == "CLAUDE_PLUGIN_DATA" {
-		d.add(p, RuleClaudeLiteralValue, "${%s} is a path Claude Code fills in, not a host variable; berth passes only values from the host's environment", name)
+		d.add(p, bundle.RuleClaudeLiteralValue, "${%s} is a path Claude Code fills in, not a host variable; berth passes only values from the host's environment", name)
 		return "", false
 	}
 	in := x.vars[name]
 	if in == nil {
-		in = &ImportInput{Name: "${" + name + "}", FromEnv: name}
+		in = &bundle.ImportInput{Name: "${" + name + "}", FromEnv: name}
 		x.vars[name] = in
 		x.varOrder = append(x.varOrder, name)
 	}
@@ -406,23 +408,23 @@ func (x *claudeImport) subst(d *doc, s, p string, isCommand bool) string {
 	return substitute(s, func(name string, terminated bool) (string, bool) {
 		switch {
 		case !terminated:
-			d.add(p, RuleClaudeVariable, "\"${%s\" has no closing '}'; berth does not guess what was meant", name)
+			d.add(p, bundle.RuleClaudeVariable, "\"${%s\" has no closing '}'; berth does not guess what was meant", name)
 			return "", false
 		case name == "CLAUDE_PLUGIN_ROOT":
 			return "${bundle}", true
 		case name == "CLAUDE_PLUGIN_DATA":
-			d.add(p, RuleClaudeVariable, "${CLAUDE_PLUGIN_DATA} is Claude Code's data folder for the plugin, which berth does not have; keep data in the workspace (${workspace}) or let the server choose its own folder")
+			d.add(p, bundle.RuleClaudeVariable, "${CLAUDE_PLUGIN_DATA} is Claude Code's data folder for the plugin, which berth does not have; keep data in the workspace (${workspace}) or let the server choose its own folder")
 			return "", false
 		}
 		if key, ok := strings.CutPrefix(name, "user_config."); ok {
 			o := x.opts[key]
 			if o == nil {
-				d.add(p, RuleClaudeVariable, "${user_config.%s} names no option of userConfig; declare it there or fix the name", key)
+				d.add(p, bundle.RuleClaudeVariable, "${user_config.%s} names no option of userConfig; declare it there or fix the name", key)
 				return "", false
 			}
-			return userOptionArg(d, o, p, isCommand, RuleClaudeVariable)
+			return userOptionArg(d, o, p, isCommand, bundle.RuleClaudeVariable)
 		}
-		d.add(p, RuleClaudeVariable, "${%s} in a command line cannot be carried over: argv is visible to every local user, so berth allows no environment variables there; pass the value in env (\"env\": {\"NAME\": \"${%s}\"})", name, strings.SplitN(name, ":-", 2)[0])
+		d.add(p, bundle.RuleClaudeVariable, "${%s} in a command line cannot be carried over: argv is visible to every local user, so berth allows no environment variables there; pass the value in env (\"env\": {\"NAME\": \"${%s}\"})", name, strings.SplitN(name, ":-", 2)[0])
 		return "", false
 	})
 }

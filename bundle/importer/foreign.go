@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // foreignRules are the rule IDs a format uses for problems of its files'
@@ -18,9 +20,9 @@ type foreignRules struct {
 }
 
 var (
-	mcpbRules     = foreignRules{RuleMCPBSyntax, RuleMCPBUnknownField, RuleMCPBWrongType, RuleMCPBRequiredField}
-	claudeRules   = foreignRules{RuleClaudeSyntax, RuleClaudeUnknownField, RuleClaudeWrongType, RuleClaudeRequiredField}
-	registryRules = foreignRules{RuleRegistrySyntax, RuleRegistryUnknownField, RuleRegistryWrongType, RuleRegistryRequiredField}
+	mcpbRules     = foreignRules{bundle.RuleMCPBSyntax, bundle.RuleMCPBUnknownField, bundle.RuleMCPBWrongType, bundle.RuleMCPBRequiredField}
+	claudeRules   = foreignRules{bundle.RuleClaudeSyntax, bundle.RuleClaudeUnknownField, bundle.RuleClaudeWrongType, bundle.RuleClaudeRequiredField}
+	registryRules = foreignRules{bundle.RuleRegistrySyntax, bundle.RuleRegistryUnknownField, bundle.RuleRegistryWrongType, bundle.RuleRegistryRequiredField}
 )
 
 // doc is one parsed file of another format. Every problem is added to ps,
@@ -43,7 +45,7 @@ func (d *doc) add(path, rule, format string, args ...any) {
 }
 
 // maxForeignSize is the largest manifest of another format berth reads.
-const maxForeignSize = MaxManifestSize
+const maxForeignSize = bundle.MaxManifestSize
 
 // parse parses data as one JSON document with no duplicate keys. It
 // returns nil, with the problem added, when data is not such a document.
@@ -120,9 +122,9 @@ func (d *doc) object(n *node, path string, allowed ...string) (obj, bool) {
 
 func (d *doc) format() string {
 	switch d.rules.syntax {
-	case RuleMCPBSyntax:
+	case bundle.RuleMCPBSyntax:
 		return "this MCPB manifest version"
-	case RuleClaudeSyntax:
+	case bundle.RuleClaudeSyntax:
 		return "a Claude Code plugin"
 	}
 	return "server.json (2025-12-11)"

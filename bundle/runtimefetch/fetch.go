@@ -1,7 +1,8 @@
-package bundle
+package runtimefetch
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 
@@ -9,9 +10,9 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// RuntimeFetch is the one package that a stdio command downloads from a
+// Fetch is the one package that a stdio command downloads from a
 // registry and runs when it starts.
-type RuntimeFetch struct {
+type Fetch struct {
 	// Tool is the program and subcommand as berth read them: "npx",
 	// "npm exec", "pnpm dlx", "uvx", "pipx run", "deno run", "go run",
 	// "docker run", ...
@@ -31,13 +32,24 @@ type RuntimeFetch struct {
 	Registry string
 }
 
-// Ecosystems of a RuntimeFetch.
+// Ecosystems of a Fetch.
 const (
 	EcosystemNPM  = "npm"
 	EcosystemJSR  = "jsr"
 	EcosystemPyPI = "pypi"
 	EcosystemGo   = "go"
 	EcosystemOCI  = "oci"
+)
+
+// The rule IDs of the problems a *CommandError reports (docs/rules.md).
+// Package bundle reports them under the same IDs.
+const (
+	RuleCommandWrapper = "command-wrapper"
+	RuleForm           = "runtime-fetch-form"
+	RuleOption         = "runtime-fetch-option"
+	RulePackages       = "runtime-fetch-packages"
+	RuleImageDigest    = "runtime-fetch-image-digest"
+	RuleUnpinned       = "runtime-fetch-unpinned"
 )
 
 // CommandError is a stdio command that berth refuses: a shell or wrapper,
@@ -55,23 +67,23 @@ type CommandError struct {
 
 func (e *CommandError) Error() string { return e.Message + " [" + e.Rule + "]" }
 
-// StdioFetch reads a stdio server's command the way berth runs it. For a
-// command that downloads and runs a package (npx, uvx, docker run, ...) it
-// returns that package; for any other program it returns nil. The error,
-// a *CommandError, says why berth refuses the command: a shell or a
-// wrapper, or a package manager, package runner or language runtime that
-// can download code, used in any form but the few that berth fully
+// Read reads a stdio server's command and arguments the way berth runs
+// them. For a command that downloads and runs a package (npx, uvx, docker
+// run, ...) it returns that package; for any other program it returns nil.
+// The error, a *CommandError, says why berth refuses the command: a shell
+// or a wrapper, or a package manager, package runner or language runtime
+// that can download code, used in any form but the few that berth fully
 // understands (docs/rules.md lists them). Programs are recognized by the
 // base name of the command, in any letter case, with or without a Windows
 // extension (.exe, .cmd, .bat, .ps1, .com).
-func StdioFetch(s *Stdio) (*RuntimeFetch, error) {
-	return readCommand(s.Command, s.Args)
+func Read(command string, args []string) (*Fetch, error) {
+	return readCommand(command, args)
 }
 
-// FetchedPackages is StdioFetch for a command and its arguments. It returns
-// the package in a slice, and whether the program is one that berth reads
-// as a runtime fetcher (or refuses as a wrapper).
-func FetchedPackages(command string, args []string) ([]RuntimeFetch, bool, error) {
+// Packages is Read that returns the package in a slice, and whether the
+// program is one that berth reads as a runtime fetcher (or refuses as a
+// wrapper).
+func Packages(command string, args []string) ([]Fetch, bool, error) {
 	f, err := readCommand(command, args)
 	if err != nil {
 		return nil, true, err
@@ -79,7 +91,7 @@ func FetchedPackages(command string, args []string) ([]RuntimeFetch, bool, error
 	if f == nil {
 		return nil, false, nil
 	}
-	return []RuntimeFetch{*f}, true, nil
+	return []Fetch{*f}, true, nil
 }
 
 // programName is the name a command is recognized by: its base name, lower
@@ -166,13 +178,13 @@ func cmdErr(rule, field, format string, args ...any) error {
 
 // readCommand classifies a command and, for a runtime fetcher, reads its
 // arguments against the accepted forms.
-func readCommand(command string, args []string) (*RuntimeFetch, error) {
+func readCommand(command string, args []string) (*Fetch, error) {
 	name := programName(command)
 	if wrappers[name] {
 		return nil, cmdErr(RuleCommandWrapper, "command", "the command %q is a shell or a program that runs another program; name the program the server is directly (\"${bundle}/bin/server\", \"node\", \"npx\"), so that the review shows what runs", command)
 	}
 	if why, ok := noForm[name]; ok {
-		return nil, cmdErr(RuleRuntimeFetchForm, "command", "berth accepts no form of %q: %s", command, why)
+		return nil, cmdErr(RuleForm, "command", "berth accepts no form of %q: %s", command, why)
 	}
 	if pythons[name] {
 		return nil, checkPython(command, args)
@@ -217,7 +229,7 @@ func checkPython(command string, args []string) error {
 				}
 				top, _, _ := strings.Cut(mod, ".")
 				if pythonPMs[strings.ToLower(top)] {
-					return cmdErr(RuleRuntimeFetchForm, "args", "%q -m %q runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
+					return cmdErr(RuleForm, "args", "%q -m %q runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
 				}
 				return nil
 			}
@@ -262,7 +274,7 @@ func checkNodeScript(command, script string) error {
 	for _, ext := range []string{".js", ".cjs", ".mjs"} {
 		if n, ok := strings.CutSuffix(lower, ext); ok {
 			if nodeCLIs[n] {
-				return cmdErr(RuleRuntimeFetchForm, "args", "%q runs %q, a package manager's own entry script; name the package runner as the command (like \"npx\") in a form berth accepts", command, script)
+				return cmdErr(RuleForm, "args", "%q runs %q, a package manager's own entry script; name the package runner as the command (like \"npx\") in a form berth accepts", command, script)
 			}
 			return nil
 		}
@@ -311,18 +323,18 @@ type program struct {
 	forms  string
 }
 
-func (p *program) read(args []string) (*RuntimeFetch, error) {
+func (p *program) read(args []string) (*Fetch, error) {
 	if p.direct != nil {
 		return p.direct.parse(args)
 	}
 	tool := p.tool()
 	if len(args) == 0 {
-		return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s is given no subcommand; berth accepts only %s", tool, p.forms)
+		return nil, cmdErr(RuleForm, "args", "%s is given no subcommand; berth accepts only %s", tool, p.forms)
 	}
 	if r, ok := p.subs[args[0]]; ok {
 		if len(r.sub) == 2 {
 			if len(args) < 2 || args[1] != r.sub[1] {
-				return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
+				return nil, cmdErr(RuleForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
 			}
 			return r.parse(args[2:])
 		}
@@ -332,7 +344,7 @@ func (p *program) read(args []string) (*RuntimeFetch, error) {
 	if strings.HasPrefix(args[0], "-") {
 		what = fmt.Sprintf("the option %q before the subcommand", args[0])
 	}
-	return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s with %s is not a form berth accepts (it may run or download code berth cannot review); berth accepts only %s, with the subcommand first", tool, what, p.forms)
+	return nil, cmdErr(RuleForm, "args", "%s with %s is not a form berth accepts (it may run or download code berth cannot review); berth accepts only %s, with the subcommand first", tool, what, p.forms)
 }
 
 // tool is the program's name in messages.
@@ -350,7 +362,7 @@ func first(s []string, n int) []string {
 	return s[:n]
 }
 
-func (r *runner) parse(args []string) (*RuntimeFetch, error) {
+func (r *runner) parse(args []string) (*Fetch, error) {
 	var pkg string
 	fromOpt := false
 	sawDashDash := false
@@ -359,7 +371,7 @@ func (r *runner) parse(args []string) (*RuntimeFetch, error) {
 		a := args[i]
 		if a == "--" {
 			if !r.dashDash {
-				return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s does not take \"--\" before the package; berth accepts only %s", r.tool, r.forms)
+				return nil, cmdErr(RuleForm, "args", "%s does not take \"--\" before the package; berth accepts only %s", r.tool, r.forms)
 			}
 			sawDashDash = true
 			i++
@@ -371,43 +383,43 @@ func (r *runner) parse(args []string) (*RuntimeFetch, error) {
 		name, val, hasVal := strings.Cut(a, "=")
 		switch {
 		case r.refused[name] != "":
-			return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s is refused: %s; berth accepts only %s", r.tool, name, r.refused[name], r.forms)
+			return nil, cmdErr(RuleOption, "args", "%s %s is refused: %s; berth accepts only %s", r.tool, name, r.refused[name], r.forms)
 		case r.flagMatch != nil && r.flagMatch.MatchString(a):
 		case r.flags[name]:
 			if hasVal {
-				return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s takes no value; write it as %s", r.tool, name, name)
+				return nil, cmdErr(RuleOption, "args", "%s %s takes no value; write it as %s", r.tool, name, name)
 			}
 		case r.pkgOpts[name]:
 			if !hasVal {
 				if i+1 >= len(args) {
-					return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s %s needs a package; berth accepts only %s", r.tool, name, r.forms)
+					return nil, cmdErr(RulePackages, "args", "%s %s needs a package; berth accepts only %s", r.tool, name, r.forms)
 				}
 				i++
 				val = args[i]
 			}
 			if pkg != "" {
-				return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s names more than one package (%q and %q); berth accepts exactly one: %s", r.tool, pkg, val, r.forms)
+				return nil, cmdErr(RulePackages, "args", "%s names more than one package (%q and %q); berth accepts exactly one: %s", r.tool, pkg, val, r.forms)
 			}
 			pkg, fromOpt = val, true
 		case r.valueOpts != nil && hasKey(r.valueOpts, name):
 			if !hasVal {
 				if i+1 >= len(args) {
-					return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s needs a value", r.tool, name)
+					return nil, cmdErr(RuleOption, "args", "%s %s needs a value", r.tool, name)
 				}
 				i++
 				val = args[i]
 			}
 			if check := r.valueOpts[name]; check != nil {
 				if err := check(val); err != nil {
-					return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %s %q: %v", r.tool, name, val, err)
+					return nil, cmdErr(RuleOption, "args", "%s %s %q: %v", r.tool, name, val, err)
 				}
 			}
 		default:
-			return nil, cmdErr(RuleRuntimeFetchOption, "args", "%s %q is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
+			return nil, cmdErr(RuleOption, "args", "%s %q is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
 		}
 	}
 	if r.needDashDash && !sawDashDash {
-		return nil, cmdErr(RuleRuntimeFetchForm, "args", "%s reads options after the package too, so the package must follow \"--\"; berth accepts only %s", r.tool, r.forms)
+		return nil, cmdErr(RuleForm, "args", "%s reads options after the package too, so the package must follow \"--\"; berth accepts only %s", r.tool, r.forms)
 	}
 	positional := ""
 	if i < len(args) {
@@ -415,25 +427,25 @@ func (r *runner) parse(args []string) (*RuntimeFetch, error) {
 	}
 	if fromOpt {
 		if positional == "" {
-			return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s names the package %q but no program of it to run; berth accepts only %s", r.tool, pkg, r.forms)
+			return nil, cmdErr(RulePackages, "args", "%s names the package %q but no program of it to run; berth accepts only %s", r.tool, pkg, r.forms)
 		}
 		if !binName.MatchString(positional) {
-			return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s runs %q from the package %q, which is not the plain name of a program (letters, digits, '.', '_', '-'); a second package or a command line cannot be reviewed; berth accepts only %s", r.tool, positional, pkg, r.forms)
+			return nil, cmdErr(RulePackages, "args", "%s runs %q from the package %q, which is not the plain name of a program (letters, digits, '.', '_', '-'); a second package or a command line cannot be reviewed; berth accepts only %s", r.tool, positional, pkg, r.forms)
 		}
 	} else {
 		if positional == "" {
-			return nil, cmdErr(RuleRuntimeFetchPackages, "args", "%s is given no package to run; berth accepts only %s", r.tool, r.forms)
+			return nil, cmdErr(RulePackages, "args", "%s is given no package to run; berth accepts only %s", r.tool, r.forms)
 		}
 		pkg = positional
 	}
 	if err := r.pkg(pkg); err != nil {
-		rule := RuleRuntimeFetchUnpinned
+		rule := RuleUnpinned
 		if r.eco == EcosystemOCI {
-			rule = RuleRuntimeFetchImageDigest
+			rule = RuleImageDigest
 		}
 		return nil, cmdErr(rule, "args", "%s runs %q, %v; pin it like %s", r.tool, pkg, err, r.example(pkg))
 	}
-	f := &RuntimeFetch{Tool: r.tool, Package: pkg, Ecosystem: r.eco, Registry: defaultRegistry[r.eco]}
+	f := &Fetch{Tool: r.tool, Package: pkg, Ecosystem: r.eco, Registry: defaultRegistry[r.eco]}
 	switch r.eco {
 	case EcosystemOCI:
 		f.Registry = imageRegistry(pkg)
@@ -882,7 +894,7 @@ func checkContainerArgs(tool string, opts []string) error {
 			return nil
 		}
 	}
-	return cmdErr(RuleRuntimeFetchForm, "args", "%s needs -i before the image, or the container's stdin is closed and it cannot speak MCP over stdio", tool)
+	return cmdErr(RuleForm, "args", "%s needs -i before the image, or the container's stdin is closed and it cannot speak MCP over stdio", tool)
 }
 
 // imageRef is the image reference grammar of the OCI distribution
@@ -932,3 +944,21 @@ func setOf(s ...string) set {
 	}
 	return m
 }
+
+// The checks below are bundle's own (bundle.IsStrictSemver, its env name
+// and clean-path rules), repeated here because bundle imports this package.
+var (
+	// semverRe is the official semver 2.0 regular expression.
+	semverRe  = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// cleanRel reports whether rel is a clean relative path that stays where
+// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
+func cleanRel(rel string) bool {
+	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
+}
+
+// IsExactPyPIVersion reports whether v is one exact PEP 440 version (no
+// wildcards, no ranges), as berth pins a PyPI package.
+func IsExactPyPIVersion(v string) bool { return pyVersion.MatchString(v) }

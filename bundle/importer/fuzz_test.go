@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // checkConversion is what every importer must hold to for any input: no
@@ -31,12 +33,12 @@ func checkConversion(t *testing.T, c *conversion, files ...string) {
 	if c.manifest == nil {
 		return
 	}
-	data := EncodeManifest(c.manifest)
-	m, ps := DecodeManifest(data)
+	data := bundle.EncodeManifest(c.manifest)
+	m, ps := bundle.DecodeManifest(data)
 	if len(ps) > 0 {
 		t.Fatalf("the generated berth.json does not decode: %v\n%s", ps, data)
 	}
-	if again := EncodeManifest(m); string(again) != string(data) {
+	if again := bundle.EncodeManifest(m); string(again) != string(data) {
 		t.Fatalf("the generated berth.json does not round-trip:\n%s\n%s", data, again)
 	}
 }
@@ -116,7 +118,7 @@ func FuzzMCPBFile(f *testing.F) {
 		if err := os.WriteFile(name, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		b, ps, err := Load(context.Background(), name, &Options{Limits: Limits{MaxTotalSize: 4 << 20, MaxEntries: 1000}})
+		b, ps, err := bundle.Load(context.Background(), name, &bundle.Options{Limits: bundle.Limits{MaxTotalSize: 4 << 20, MaxEntries: 1000}})
 		if err != nil {
 			return
 		}

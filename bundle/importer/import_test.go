@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"archive/tar"
@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
-const importFixtures = "../testdata/import"
+const importFixtures = "../../testdata/import"
 
 // TestBadImports opens every source of another format in
 // testdata/import/bad and compares its problems with its .want file.
@@ -32,7 +34,7 @@ func TestBadImports(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(w), ".want"), func(t *testing.T) {
 			want, opts := wantFile(t, w)
 			src := badSource(t, w)
-			b, problems, err := Load(context.Background(), src, opts)
+			b, problems, err := bundle.Load(context.Background(), src, opts)
 			if err != nil {
 				t.Fatalf("Load(%s): %v, want problems", src, err)
 			}
@@ -40,7 +42,7 @@ func TestBadImports(t *testing.T) {
 			if len(problems) == 0 {
 				t.Fatalf("Load(%s) found no problems", src)
 			}
-			checkProblems(t, &InvalidError{Source: src, Problems: problems}, want)
+			checkProblems(t, &bundle.InvalidError{Source: src, Problems: problems}, want)
 		})
 	}
 }
@@ -57,7 +59,7 @@ func TestImportRulesHaveFixtures(t *testing.T) {
 			covered[rule] = true
 		}
 	}
-	for _, r := range Rules() {
+	for _, r := range bundle.Rules() {
 		for _, prefix := range []string{"mcpb-", "claude-plugin-", "registry-", "import"} {
 			if strings.HasPrefix(r.ID, prefix) && !covered[r.ID] {
 				t.Errorf("rule %s has no bad fixture in testdata/import/bad", r.ID)
@@ -78,7 +80,7 @@ func TestGoodImports(t *testing.T) {
 	ctx := context.Background()
 	for _, src := range srcs {
 		t.Run(filepath.Base(src), func(t *testing.T) {
-			b, err := Open(ctx, src, nil)
+			b, err := bundle.Open(ctx, src, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +92,7 @@ func TestGoodImports(t *testing.T) {
 			if err := b.WriteTree(ctx, out); err != nil {
 				t.Fatal(err)
 			}
-			again, err := Open(ctx, out, nil)
+			again, err := bundle.Open(ctx, out, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +100,7 @@ func TestGoodImports(t *testing.T) {
 			if again.Digest != b.Digest || again.Import != nil {
 				t.Fatalf("the written bundle has digest %s (import %+v), the source %s", again.Digest, again.Import, b.Digest)
 			}
-			if a, c := EncodeManifest(again.Manifest), EncodeManifest(b.Manifest); !bytes.Equal(a, c) {
+			if a, c := bundle.EncodeManifest(again.Manifest), bundle.EncodeManifest(b.Manifest); !bytes.Equal(a, c) {
 				t.Fatalf("the written manifest differs:\n%s\n%s", a, c)
 			}
 			if len(again.Notes) != 1 || !strings.Contains(again.Notes[0], "imported from") {
@@ -108,7 +110,7 @@ func TestGoodImports(t *testing.T) {
 			if err := again.WriteTree(ctx, out2); err != nil {
 				t.Fatal(err)
 			}
-			third, err := Open(ctx, out2, nil)
+			third, err := bundle.Open(ctx, out2, nil)
 			if err != nil || third.Digest != b.Digest {
 				t.Fatalf("re-import: %v, digest %s", err, third.Digest)
 			}
@@ -125,8 +127,8 @@ func TestGoodImports(t *testing.T) {
 // signature block.
 func TestMCPBSignature(t *testing.T) {
 	ctx := context.Background()
-	open := func(name string) *Bundle {
-		b, err := Open(ctx, name, nil)
+	open := func(name string) *bundle.Bundle {
+		b, err := bundle.Open(ctx, name, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +163,7 @@ func TestMCPBSignature(t *testing.T) {
 	tampered[j+len("tiny-")] = 'S' // server/tiny-Server: same length
 	name := filepath.Join(t.TempDir(), "tampered.mcpb")
 	os.WriteFile(name, tampered, 0o644)
-	b, ps, err := Load(ctx, name, nil)
+	b, ps, err := bundle.Load(ctx, name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +246,7 @@ func TestGenerateImportFixtures(t *testing.T) {
 		}
 		for _, p := range []string{path, path + ".want"} {
 			if _, err := os.Stat(p); err != nil {
-				t.Errorf("fixture missing (run go test ./bundle -run TestGenerateImportFixtures -update-fixtures): %v", err)
+				t.Errorf("fixture missing (run go test ./bundle/importer -run TestGenerateImportFixtures -update-fixtures): %v", err)
 			}
 		}
 	}
@@ -255,7 +257,7 @@ func TestGenerateImportFixtures(t *testing.T) {
 func TestImportDoesNotWriteSource(t *testing.T) {
 	src := filepath.Join(importFixtures, "good", "mcpb-node")
 	before := listFiles(t, src)
-	b, err := Open(context.Background(), src, nil)
+	b, err := bundle.Open(context.Background(), src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ func TestOpenServerJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Open(ctx, file, nil)
+	a, err := bundle.Open(ctx, file, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +306,7 @@ func TestOpenServerJSON(t *testing.T) {
 		t.Fatalf("%s %s %+v", a.Digest, b.Digest, b.Manifest)
 	}
 	_, err = OpenServerJSON(ctx, "broken entry", []byte(`{"name": 1}`), nil)
-	var ie *InvalidError
+	var ie *bundle.InvalidError
 	if !errors.As(err, &ie) || ie.Source != "broken entry" {
 		t.Fatalf("err %v", err)
 	}
@@ -322,7 +324,7 @@ func TestRegistryPluginName(t *testing.T) {
 			t.Fatalf("%s: %v", in, err)
 		}
 		if strings.HasSuffix(want, "-") {
-			if !strings.HasPrefix(got, want) || len(got) != 64 || !nameRe.MatchString(got) {
+			if !strings.HasPrefix(got, want) || len(got) != 64 || !bundle.IsValidName(got) {
 				t.Errorf("%s -> %s", in, got)
 			}
 			continue
@@ -351,7 +353,7 @@ func TestMCPBRuntimes(t *testing.T) {
 		err     error
 		ok      bool
 	}{{"22.3.0", nil, true}, {"16.20.0", nil, false}, {"", errors.New("node is not on PATH"), false}} {
-		b, err := Open(context.Background(), dir, &Options{RuntimeVersion: func(_ context.Context, name string) (string, error) {
+		b, err := bundle.Open(context.Background(), dir, &bundle.Options{RuntimeVersion: func(_ context.Context, name string) (string, error) {
 			if name != "node" {
 				t.Errorf("probed %s", name)
 			}
@@ -429,7 +431,7 @@ func TestImportReadsNothingOutsideTheBundle(t *testing.T) {
 			if err := build(dir); err != nil {
 				t.Fatal(err)
 			}
-			b, ps, err := Load(context.Background(), dir, nil)
+			b, ps, err := bundle.Load(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,17 +440,17 @@ func TestImportReadsNothingOutsideTheBundle(t *testing.T) {
 			escapes := false
 			for _, p := range ps {
 				text.WriteString(p.Path + " " + p.Message + "\n")
-				escapes = escapes || p.Rule == RuleSymlinkEscapes
+				escapes = escapes || p.Rule == bundle.RuleSymlinkEscapes
 			}
 			text.WriteString(strings.Join(b.Notes, "\n"))
 			if b.Manifest != nil {
-				text.Write(EncodeManifest(b.Manifest))
+				text.Write(bundle.EncodeManifest(b.Manifest))
 			}
 			if strings.Contains(text.String(), secret) {
 				t.Fatalf("a file outside the bundle was read:\n%s", text.String())
 			}
 			if !escapes {
-				t.Fatalf("no %s problem:\n%s", RuleSymlinkEscapes, text.String())
+				t.Fatalf("no %s problem:\n%s", bundle.RuleSymlinkEscapes, text.String())
 			}
 		})
 	}
@@ -475,15 +477,15 @@ func TestImportKeepsTreeProblems(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			b, ps, err := Load(context.Background(), dir, nil)
+			b, ps, err := bundle.Load(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if !slices.ContainsFunc(ps, func(p *Problem) bool {
-				return p.Rule == RulePathWindowsName && strings.Contains(p.Path, "share/nul.txt")
+			if !slices.ContainsFunc(ps, func(p *bundle.Problem) bool {
+				return p.Rule == bundle.RulePathWindowsName && strings.Contains(p.Path, "share/nul.txt")
 			}) {
-				t.Fatalf("no %s problem at share/nul.txt: %v", RulePathWindowsName, &InvalidError{Source: dir, Problems: ps})
+				t.Fatalf("no %s problem at share/nul.txt: %v", bundle.RulePathWindowsName, &bundle.InvalidError{Source: dir, Problems: ps})
 			}
 		})
 	}

@@ -1,15 +1,15 @@
-package bundle
+package runtimefetch
 
 import (
 	"strings"
 	"testing"
 )
 
-// TestStdioFetch reads commands the way berth runs them: the accepted
+// TestRead reads commands the way berth runs them: the accepted
 // forms give their one package; everything else of a package manager,
 // package runner or runtime that downloads code, and every shell or
 // wrapper, is refused with its own rule.
-func TestStdioFetch(t *testing.T) {
+func TestRead(t *testing.T) {
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	for _, c := range []struct {
 		argv string // command and args, split on spaces
@@ -187,7 +187,7 @@ func TestStdioFetch(t *testing.T) {
 		{"mise exec node@22 -- node x", "!command-wrapper"},
 	} {
 		argv := strings.Fields(c.argv)
-		f, err := StdioFetch(&Stdio{Command: argv[0], Args: argv[1:]})
+		f, err := Read(argv[0], argv[1:])
 		if rest, ok := strings.CutPrefix(c.want, "!"); ok {
 			rule, msg, _ := strings.Cut(rest, " ")
 			ce, isCE := err.(*CommandError)
@@ -213,16 +213,16 @@ func TestStdioFetch(t *testing.T) {
 	}
 }
 
-// TestFetchedPackagesCompat: the older entry point reports the same.
-func TestFetchedPackagesCompat(t *testing.T) {
-	pkgs, isFetch, err := FetchedPackages("npx", []string{"-y", "a@1.0.0"})
+// TestPackages: the entry point of a slice reports the same.
+func TestPackages(t *testing.T) {
+	pkgs, isFetch, err := Packages("npx", []string{"-y", "a@1.0.0"})
 	if err != nil || !isFetch || len(pkgs) != 1 || pkgs[0].Package != "a@1.0.0" || pkgs[0].Ecosystem != EcosystemNPM {
-		t.Fatalf("FetchedPackages = %v, %v, %v", pkgs, isFetch, err)
+		t.Fatalf("Packages = %v, %v, %v", pkgs, isFetch, err)
 	}
-	if pkgs, isFetch, err := FetchedPackages("node", []string{"x.js"}); err != nil || isFetch || pkgs != nil {
-		t.Fatalf("FetchedPackages(node) = %v, %v, %v", pkgs, isFetch, err)
+	if pkgs, isFetch, err := Packages("node", []string{"x.js"}); err != nil || isFetch || pkgs != nil {
+		t.Fatalf("Packages(node) = %v, %v, %v", pkgs, isFetch, err)
 	}
-	if _, isFetch, err := FetchedPackages("sh", []string{"-c", "x"}); err == nil || !isFetch {
-		t.Fatalf("FetchedPackages(sh) = %v, %v", isFetch, err)
+	if _, isFetch, err := Packages("sh", []string{"-c", "x"}); err == nil || !isFetch {
+		t.Fatalf("Packages(sh) = %v, %v", isFetch, err)
 	}
 }

@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
 )
 
 // MCPBServerName is the name of the one server of an imported MCP Bundle.
@@ -48,7 +50,7 @@ type userOption struct {
 	defKind   byte   // the JSON kind of the default: 's', 'n', 'b' or 'a'
 	envName   string // the host variable it is read from in env
 	ref       string // ${user_config.KEY}
-	input     *ImportInput
+	input     *bundle.ImportInput
 	uses      []string
 }
 
@@ -58,18 +60,18 @@ type mcpbImport struct {
 	d    *doc
 	dir  string
 	name string
-	imp  *ImportedFrom
+	imp  *bundle.ImportedFrom
 	opts map[string]*userOption
 	// order is the order of opts in the manifest.
 	order []string
 }
 
 func convertMCPB(dir string) *conversion {
-	c := newConversion(FormatMCPB, mcpbManifest)
+	c := newConversion()
 	d := &doc{file: mcpbManifest, rules: mcpbRules, ps: &c.ps}
 	data, err := readIn(dir, mcpbManifest, maxForeignSize)
 	if err != nil {
-		d.add("", RuleMCPBSyntax, "cannot read manifest.json (%v); it must be a regular file at the bundle's root", err)
+		d.add("", bundle.RuleMCPBSyntax, "cannot read manifest.json (%v); it must be a regular file at the bundle's root", err)
 		return c
 	}
 	root := d.parse(data)
@@ -77,7 +79,7 @@ func convertMCPB(dir string) *conversion {
 		return c
 	}
 	if root.kind != 'o' {
-		d.add("", RuleMCPBSyntax, "manifest.json must hold a JSON object, not %s", kindName(root))
+		d.add("", bundle.RuleMCPBSyntax, "manifest.json must hold a JSON object, not %s", kindName(root))
 		return c
 	}
 	version, ok := mcpbVersion(d, root)
@@ -86,8 +88,8 @@ func convertMCPB(dir string) *conversion {
 	}
 	top, _ := d.object(root, "", mcpbFields[version]...)
 	x := &mcpbImport{c: c, d: d, dir: dir, opts: map[string]*userOption{}}
-	x.imp = &ImportedFrom{Format: FormatMCPB, FormatVersion: version, Manifest: mcpbManifest}
-	m := &Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
+	x.imp = &bundle.ImportedFrom{Format: bundle.FormatMCPB, FormatVersion: version, Manifest: mcpbManifest}
+	m := &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(m, top)
 	x.userConfig(top)
 	x.server(m, top, version)
@@ -114,11 +116,11 @@ func mcpbVersion(d *doc, root *node) (string, bool) {
 		}
 		v := root.vals[i]
 		if v.kind != 's' {
-			d.add(k, RuleMCPBVersion, "%s must be a string such as \"0.3\", not %s", k, kindName(v))
+			d.add(k, bundle.RuleMCPBVersion, "%s must be a string such as \"0.3\", not %s", k, kindName(v))
 			return "", false
 		}
 		if _, ok := mcpbFields[v.str]; !ok {
-			d.add(k, RuleMCPBVersion, "%s %q is not an MCPB manifest version berth reads (0.1, 0.2, 0.3, 0.4); berth does not guess at the fields of another version", k, v.str)
+			d.add(k, bundle.RuleMCPBVersion, "%s %q is not an MCPB manifest version berth reads (0.1, 0.2, 0.3, 0.4); berth does not guess at the fields of another version", k, v.str)
 			return "", false
 		}
 		got = append(got, v.str)
@@ -126,16 +128,16 @@ func mcpbVersion(d *doc, root *node) (string, bool) {
 	}
 	switch {
 	case len(got) == 0:
-		d.add("manifest_version", RuleMCPBVersion, "manifest_version is required (or its deprecated alias dxt_version): the MCPB manifest version, such as \"0.3\"")
+		d.add("manifest_version", bundle.RuleMCPBVersion, "manifest_version is required (or its deprecated alias dxt_version): the MCPB manifest version, such as \"0.3\"")
 		return "", false
 	case len(got) == 2 && got[0] != got[1]:
-		d.add(where[1], RuleMCPBVersion, "%s is %q but %s is %q; they must be equal (mcpb itself refuses this), or keep only manifest_version", where[1], got[1], where[0], got[0])
+		d.add(where[1], bundle.RuleMCPBVersion, "%s is %q but %s is %q; they must be equal (mcpb itself refuses this), or keep only manifest_version", where[1], got[1], where[0], got[0])
 		return "", false
 	}
 	return got[0], true
 }
 
-func (x *mcpbImport) top(m *Manifest, top obj) {
+func (x *mcpbImport) top(m *bundle.Manifest, top obj) {
 	c, d := x.c, x.d
 	if c.carry(top, "name", true, &m.Name) {
 		x.name = m.Name
@@ -144,15 +146,15 @@ func (x *mcpbImport) top(m *Manifest, top obj) {
 	c.carry(top, "description", true, &m.Description)
 	c.carry(top, "license", false, &m.License)
 	if !top.has("author") {
-		d.add("author", RuleMCPBRequiredField, "author is required: {\"name\": \"…\"}")
+		d.add("author", bundle.RuleMCPBRequiredField, "author is required: {\"name\": \"…\"}")
 	} else if a, ok := d.object(top.keys["author"], "author", "name", "email", "url"); ok {
 		name, _ := a.str("name", true)
-		m.Publisher = &Publisher{Name: name}
+		m.Publisher = &bundle.Publisher{Name: name}
 		c.at("publisher", d.loc("author"))
 		c.at("publisher.name", d.loc("author.name"))
 		if e, ok := a.str("email", false); ok {
 			if _, err := mail.ParseAddress(e); err != nil {
-				d.add("author.email", RuleMCPBWrongType, "author.email %q is not an email address", e)
+				d.add("author.email", bundle.RuleMCPBWrongType, "author.email %q is not an email address", e)
 			}
 			x.notCarried(d.loc("author.email"), "metadata", "", "berth's publisher has a name and a URL only")
 		}
@@ -179,7 +181,7 @@ func (x *mcpbImport) top(m *Manifest, top obj) {
 func (x *mcpbImport) url(path, raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || (u.Host == "" && u.Opaque == "") {
-		x.d.add(path, RuleMCPBWrongType, "%s %q is not an absolute URL", path, raw)
+		x.d.add(path, bundle.RuleMCPBWrongType, "%s %q is not an absolute URL", path, raw)
 		return false
 	}
 	return true
@@ -191,7 +193,7 @@ func isHTTPS(raw string) bool {
 }
 
 func (x *mcpbImport) notCarried(field, kind, name, reason string) {
-	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
+	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
 }
 
 // userConfig reads the user_config options.
@@ -239,7 +241,7 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), 'a'
 			}
 		}
-		uo.input = &ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
+		uo.input = &bundle.ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
 		if uo.hasDef && !uo.sensitive {
 			uo.input.Default = uo.def
 		}
@@ -254,7 +256,7 @@ func (x *mcpbImport) checkEnvNames() {
 	for _, k := range x.order {
 		name := inputEnvName(x.name, k)
 		if other, dup := seen[name]; dup {
-			x.d.add(joinPath("user_config", k), RuleMCPBUserConfigName, "user_config keys %q and %q both become the environment variable %s; rename one", other, k, name)
+			x.d.add(joinPath("user_config", k), bundle.RuleMCPBUserConfigName, "user_config keys %q and %q both become the environment variable %s; rename one", other, k, name)
 			continue
 		}
 		seen[name] = k
@@ -270,10 +272,10 @@ func becomes(o *userOption) string {
 }
 
 // server converts server and its mcp_config.
-func (x *mcpbImport) server(m *Manifest, top obj, version string) {
+func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 	c, d := x.c, x.d
 	if !top.has("server") {
-		d.add("server", RuleMCPBRequiredField, "server is required: {\"type\", \"entry_point\", \"mcp_config\"}")
+		d.add("server", bundle.RuleMCPBRequiredField, "server is required: {\"type\", \"entry_point\", \"mcp_config\"}")
 		return
 	}
 	srv, ok := d.object(top.keys["server"], "server", "type", "entry_point", "mcp_config")
@@ -285,22 +287,22 @@ func (x *mcpbImport) server(m *Manifest, top obj, version string) {
 		types = append(types, "uv")
 	}
 	if t, ok := srv.str("type", true); ok && !slices.Contains(types, t) {
-		d.add("server.type", RuleMCPBWrongType, "server.type %q is not one of %s in manifest version %s", t, strings.Join(types, ", "), version)
+		d.add("server.type", bundle.RuleMCPBWrongType, "server.type %q is not one of %s in manifest version %s", t, strings.Join(types, ", "), version)
 	}
 	if ep, ok := srv.str("entry_point", true); ok {
 		x.entryPoint(ep)
 	}
 	sp := joinPath("mcpServers", MCPBServerName)
-	s := &Server{Stdio: &Stdio{}}
+	s := &bundle.Server{Stdio: &bundle.Stdio{}}
 	if dn, ok := top.str("display_name", false); ok {
 		s.Description = dn
 	}
-	m.MCPServers = map[string]*Server{MCPBServerName: s}
+	m.MCPServers = map[string]*bundle.Server{MCPBServerName: s}
 	c.at("mcpServers", d.loc("server"))
 	c.at(sp, d.loc("server"))
 	c.at(sp+".description", d.loc("display_name"))
 	if !srv.has("mcp_config") {
-		d.add("server.mcp_config", RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type")
+		d.add("server.mcp_config", bundle.RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type")
 		return
 	}
 	mc, ok := d.object(srv.keys["mcp_config"], "server.mcp_config", "command", "args", "env", "platform_overrides")
@@ -357,10 +359,10 @@ func (x *mcpbImport) server(m *Manifest, top obj, version string) {
 		switch {
 		case ok && x.opts[key] != nil:
 			if s.Stdio.Env == nil {
-				s.Stdio.Env = map[string]EnvSource{}
+				s.Stdio.Env = map[string]bundle.EnvSource{}
 			}
 			from := inputEnvName(x.name, key)
-			s.Stdio.Env[k] = EnvSource{FromEnv: from}
+			s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
 			o := x.opts[key]
 			o.input.FromEnv = from
 			use := fmt.Sprintf("the environment variable %s of the server, read from your $%s", k, from)
@@ -370,9 +372,9 @@ func (x *mcpbImport) server(m *Manifest, top obj, version string) {
 			o.uses = append(o.uses, use)
 			c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
 		case ok:
-			d.add(kp, RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
+			d.add(kp, bundle.RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
 		default:
-			d.add(kp, RuleMCPBEnvValue, "berth passes a server only values from the host's environment, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY); this value is something else (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
+			d.add(kp, bundle.RuleMCPBEnvValue, "berth passes a server only values from the host's environment, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY); this value is something else (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
 		}
 	}
 }
@@ -390,16 +392,16 @@ func userConfigRef(s string) (string, bool) {
 func (x *mcpbImport) entryPoint(ep string) {
 	p := "server.entry_point"
 	if !cleanRel(ep) {
-		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
+		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
 		return
 	}
 	fi, err := lstatIn(x.dir, ep)
 	switch {
 	case err != nil:
-		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q is not in the bundle; add the file or fix the path", ep)
+		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q is not in the bundle; add the file or fix the path", ep)
 		return
 	case fi.IsDir():
-		x.d.add(p, RuleMCPBEntryPoint, "entry_point %q is a directory; name the server's entry file", ep)
+		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q is a directory; name the server's entry file", ep)
 		return
 	}
 	x.notCarried(x.d.loc(p), "metadata", "", "checked to be in the bundle ("+ep+"); berth runs what mcp_config names, not the entry point")
@@ -413,7 +415,7 @@ func (x *mcpbImport) subst(s, path string, isCommand bool) string {
 	return substitute(s, func(name string, terminated bool) (string, bool) {
 		switch {
 		case !terminated:
-			x.d.add(path, RuleMCPBVariable, "\"${%s\" has no closing '}'; berth does not guess what was meant", name)
+			x.d.add(path, bundle.RuleMCPBVariable, "\"${%s\" has no closing '}'; berth does not guess what was meant", name)
 			return "", false
 		case name == "__dirname":
 			return "${bundle}", true
@@ -421,18 +423,18 @@ func (x *mcpbImport) subst(s, path string, isCommand bool) string {
 			x.imp.Platform = goosPlatform()
 			return string(filepath.Separator), true
 		case slices.Contains(userDirVars, name):
-			x.d.add(path, RuleMCPBVariable, "${%s} cannot be carried over: berth puts no host paths into a server's command line (argv is visible to every local user, and the folder differs per user); ship what the server needs in the bundle (${__dirname}/…), or take the folder from a user_config option of type directory, which berth maps to ${workspace}", name)
+			x.d.add(path, bundle.RuleMCPBVariable, "${%s} cannot be carried over: berth puts no host paths into a server's command line (argv is visible to every local user, and the folder differs per user); ship what the server needs in the bundle (${__dirname}/…), or take the folder from a user_config option of type directory, which berth maps to ${workspace}", name)
 			return "", false
 		}
 		if key, ok := strings.CutPrefix(name, "user_config."); ok {
 			o := x.opts[key]
 			if o == nil {
-				x.d.add(path, RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
+				x.d.add(path, bundle.RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
 				return "", false
 			}
-			return userOptionArg(x.d, o, path, isCommand, RuleMCPBUserConfigArg)
+			return userOptionArg(x.d, o, path, isCommand, bundle.RuleMCPBUserConfigArg)
 		}
-		x.d.add(path, RuleMCPBVariable, "${%s} is not a variable berth can carry over; MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses)", name)
+		x.d.add(path, bundle.RuleMCPBVariable, "${%s} is not a variable berth can carry over; MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses)", name)
 		return "", false
 	})
 }
@@ -500,7 +502,7 @@ func substitute(s string, f func(name string, terminated bool) (string, bool)) s
 // surface reads the declared tools and prompts.
 func (x *mcpbImport) surface(top obj) {
 	d := x.d
-	decl := &Declared{}
+	decl := &bundle.Declared{}
 	if elems, ok := top.array("tools"); ok {
 		for i, e := range elems {
 			o, ok := d.object(e, index("tools", i), "name", "description")
@@ -509,7 +511,7 @@ func (x *mcpbImport) surface(top obj) {
 			}
 			name, _ := o.str("name", true)
 			desc, _ := o.str("description", false)
-			decl.Tools = append(decl.Tools, DeclaredItem{Name: name, Description: desc})
+			decl.Tools = append(decl.Tools, bundle.DeclaredItem{Name: name, Description: desc})
 		}
 	}
 	if elems, ok := top.array("prompts"); ok {
@@ -522,7 +524,7 @@ func (x *mcpbImport) surface(top obj) {
 			desc, _ := o.str("description", false)
 			o.strs("arguments")
 			o.str("text", true)
-			decl.Prompts = append(decl.Prompts, DeclaredItem{Name: name, Description: desc})
+			decl.Prompts = append(decl.Prompts, bundle.DeclaredItem{Name: name, Description: desc})
 		}
 	}
 	decl.ToolsGenerated, _ = top.boolean("tools_generated")
@@ -542,14 +544,14 @@ func (x *mcpbImport) compatibility(top obj) {
 	if !ok {
 		return
 	}
-	comp := &Compatibility{}
+	comp := &bundle.Compatibility{}
 	if cd, ok := co.str("claude_desktop", false); ok {
 		x.notCarried(d.loc("compatibility.claude_desktop"), "metadata", "", fmt.Sprintf("the Claude Desktop version range %q; berth has its own (requires.berth)", cd))
 	}
 	if pls, ok := co.strs("platforms"); ok {
 		for i, pl := range pls {
 			if !slices.Contains([]string{"darwin", "win32", "linux"}, pl) {
-				d.add(index("compatibility.platforms", i), RuleMCPBWrongType, "platform %q is not darwin, win32 or linux", pl)
+				d.add(index("compatibility.platforms", i), bundle.RuleMCPBWrongType, "platform %q is not darwin, win32 or linux", pl)
 			}
 		}
 		comp.Platforms = pls
@@ -611,10 +613,10 @@ func (x *mcpbImport) metadata(top obj) {
 			}
 			o.str("src", true)
 			if sz, ok := o.str("size", true); ok && !iconSizeRe.MatchString(sz) {
-				d.add(o.at("size"), RuleMCPBWrongType, "size %q must be WIDTHxHEIGHT, such as \"16x16\"", sz)
+				d.add(o.at("size"), bundle.RuleMCPBWrongType, "size %q must be WIDTHxHEIGHT, such as \"16x16\"", sz)
 			}
 			if th, ok := o.str("theme", false); ok && th == "" {
-				d.add(o.at("theme"), RuleMCPBWrongType, "theme may not be empty when it is given")
+				d.add(o.at("theme"), bundle.RuleMCPBWrongType, "theme may not be empty when it is given")
 			}
 		}
 	}
@@ -632,10 +634,10 @@ func (x *mcpbImport) metadata(top obj) {
 	if n, ok := top.keys["localization"]; ok {
 		if o, ok := d.object(n, "localization", "resources", "default_locale"); ok {
 			if r, ok := o.str("resources", true); ok && !strings.Contains(strings.ToLower(r), "${locale}") {
-				d.add("localization.resources", RuleMCPBWrongType, "resources must include a \"${locale}\" placeholder")
+				d.add("localization.resources", bundle.RuleMCPBWrongType, "resources must include a \"${locale}\" placeholder")
 			}
 			if l, ok := o.str("default_locale", true); ok && !bcp47Re.MatchString(l) {
-				d.add("localization.default_locale", RuleMCPBWrongType, "default_locale %q is not a BCP 47 locale such as \"en-US\"", l)
+				d.add("localization.default_locale", bundle.RuleMCPBWrongType, "default_locale %q is not a BCP 47 locale such as \"en-US\"", l)
 			}
 		}
 	}

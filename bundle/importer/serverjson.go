@@ -1,4 +1,4 @@
-package bundle
+package importer
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 // RegistrySchema is the server.json schema berth reads.
@@ -75,10 +78,17 @@ func RegistryPluginName(registryName string) (string, error) {
 // bundle's tree is server.json and the generated berth.json; its digest
 // is what `berth import` of the same document writes. The caller must
 // Close the bundle.
-func OpenServerJSON(ctx context.Context, name string, data []byte, opts *Options) (*Bundle, error) {
-	if opts == nil {
-		opts = &Options{}
+func OpenServerJSON(ctx context.Context, name string, data []byte, opts *bundle.Options) (*bundle.Bundle, error) {
+	o := bundle.Options{}
+	if opts != nil {
+		o = *opts
 	}
+	if o.Formats == nil {
+		// The document is read as the file would be by a program that
+		// registered these formats, whether or not this one did.
+		o.Formats = All()
+	}
+	opts = &o
 	dir, err := os.MkdirTemp(opts.TempDir, "berth-serverjson-")
 	if err != nil {
 		return nil, err
@@ -88,11 +98,11 @@ func OpenServerJSON(ctx context.Context, name string, data []byte, opts *Options
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		return nil, err
 	}
-	b, err := Open(ctx, file, opts)
+	b, err := bundle.Open(ctx, file, opts)
 	if b != nil {
 		b.Source = name
 	}
-	if ie, ok := err.(*InvalidError); ok {
+	if ie, ok := err.(*bundle.InvalidError); ok {
 		ie.Source = name
 	}
 	return b, err
@@ -102,14 +112,14 @@ type registryImport struct {
 	c       *conversion
 	d       *doc
 	name    string
-	imp     *ImportedFrom
-	m       *Manifest
+	imp     *bundle.ImportedFrom
+	m       *bundle.Manifest
 	counts  map[string]int
 	envSeen map[string]string
 }
 
 func convertRegistry(dir string) *conversion {
-	c := newConversion(FormatMCPRegistry, registryManifest)
+	c := newConversion()
 	d := &doc{file: registryManifest, rules: registryRules, ps: &c.ps}
 	root := readForeign(d, dir, registryManifest)
 	if root == nil {
@@ -122,17 +132,17 @@ func convertRegistry(dir string) *conversion {
 	schema, ok := top.str("$schema", false)
 	switch {
 	case !ok && !top.has("$schema"):
-		d.add("$schema", RuleRegistrySchema, "$schema is required, so berth knows which server.json format this is: add \"$schema\": %q", RegistrySchema)
+		d.add("$schema", bundle.RuleRegistrySchema, "$schema is required, so berth knows which server.json format this is: add \"$schema\": %q", RegistrySchema)
 		return c
 	case !ok:
 		return c
 	case schema != RegistrySchema:
-		d.add("$schema", RuleRegistrySchema, "$schema is %q; berth reads only the 2025-12-11 server.json schema (%s), and does not guess at the fields of another version", schema, RegistrySchema)
+		d.add("$schema", bundle.RuleRegistrySchema, "$schema is %q; berth reads only the 2025-12-11 server.json schema (%s), and does not guess at the fields of another version", schema, RegistrySchema)
 		return c
 	}
 	x := &registryImport{c: c, d: d, counts: map[string]int{}, envSeen: map[string]string{}}
-	x.imp = &ImportedFrom{Format: FormatMCPRegistry, FormatVersion: registryFormatVersion, Manifest: registryManifest}
-	x.m = &Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
+	x.imp = &bundle.ImportedFrom{Format: bundle.FormatMCPRegistry, FormatVersion: registryFormatVersion, Manifest: registryManifest}
+	x.m = &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(top)
 	if elems, ok := top.array("packages"); ok {
 		for i, e := range elems {
@@ -154,7 +164,7 @@ func (x *registryImport) top(top obj) {
 	c, d, m := x.c, x.d, x.m
 	if s, ok := top.str("name", true); ok {
 		if !registryNameRe.MatchString(s) || len(s) < 3 || len(s) > 200 {
-			d.add("name", RuleRegistryWrongType, "name %q must be a reverse-DNS namespace, '/', and a name (3-200 characters of letters, digits, '.', '_' and '-'), like \"io.github.acme/weather\"", s)
+			d.add("name", bundle.RuleRegistryWrongType, "name %q must be a reverse-DNS namespace, '/', and a name (3-200 characters of letters, digits, '.', '_' and '-'), like \"io.github.acme/weather\"", s)
 		}
 		x.name, _ = RegistryPluginName(s) // a bad name was reported above
 		m.Name = x.name
@@ -201,7 +211,7 @@ func (x *registryImport) top(top obj) {
 }
 
 func (x *registryImport) notCarried(field, kind, name, reason string) {
-	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
+	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
 }
 
 // serverName names the n-th server of a kind: "npm", "npm-2", ...
@@ -228,28 +238,28 @@ func (x *registryImport) pkg(p string, n *node) {
 			switch tt {
 			case "stdio":
 				if to.has("url") || to.has("headers") {
-					d.add(to.at("type"), RuleRegistryWrongType, "a stdio transport has no url or headers")
+					d.add(to.at("type"), bundle.RuleRegistryWrongType, "a stdio transport has no url or headers")
 				}
 			case "streamable-http", "sse":
-				d.add(to.at("type"), RuleRegistryTransport, "a package that serves %s on a local port cannot be carried over: berth runs packages over stdio; use the package's stdio mode, or publish the endpoint under remotes", tt)
+				d.add(to.at("type"), bundle.RuleRegistryTransport, "a package that serves %s on a local port cannot be carried over: berth runs packages over stdio; use the package's stdio mode, or publish the endpoint under remotes", tt)
 				return
 			case "":
 			default:
-				d.add(to.at("type"), RuleRegistryWrongType, "transport type %q is not stdio, streamable-http or sse", tt)
+				d.add(to.at("type"), bundle.RuleRegistryWrongType, "transport type %q is not stdio, streamable-http or sse", tt)
 				return
 			}
 		}
 	} else {
-		d.add(o.at("transport"), RuleRegistryRequiredField, "transport is required: {\"type\": \"stdio\"}")
+		d.add(o.at("transport"), bundle.RuleRegistryRequiredField, "transport is required: {\"type\": \"stdio\"}")
 	}
 	sha, hasSha := o.str("fileSha256", false)
 	if hasSha && !sha256HexRe.MatchString(sha) {
-		d.add(o.at("fileSha256"), RuleRegistryWrongType, "fileSha256 must be 64 lower-case hex digits")
+		d.add(o.at("fileSha256"), bundle.RuleRegistryWrongType, "fileSha256 must be 64 lower-case hex digits")
 	}
 	if base, ok := o.str("registryBaseUrl", false); ok {
 		def, known := defaultRegistries[typ]
 		if !known || strings.TrimRight(base, "/") != def {
-			d.add(o.at("registryBaseUrl"), RuleRegistryPackageSource, "registryBaseUrl %q is not the default registry of %s packages; berth fetches %s", base, typ, registrySourceHint(typ))
+			d.add(o.at("registryBaseUrl"), bundle.RuleRegistryPackageSource, "registryBaseUrl %q is not the default registry of %s packages; berth fetches %s", base, typ, registrySourceHint(typ))
 			return
 		}
 	}
@@ -257,11 +267,11 @@ func (x *registryImport) pkg(p string, n *node) {
 	if typ == "mcpb" {
 		if !hasSha || !sha256HexRe.MatchString(sha) {
 			if !hasSha {
-				d.add(o.at("fileSha256"), RuleRegistryMCPBDigest, "an mcpb package needs fileSha256, the SHA-256 of the .mcpb file: berth fetches MCP Bundles only by digest")
+				d.add(o.at("fileSha256"), bundle.RuleRegistryMCPBDigest, "an mcpb package needs fileSha256, the SHA-256 of the .mcpb file: berth fetches MCP Bundles only by digest")
 			}
 			return
 		}
-		x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, NotCarried{Field: d.loc(p), Kind: "mcpb-package", Name: id, SHA256: sha,
+		x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: d.loc(p), Kind: "mcpb-package", Name: id, SHA256: sha,
 			Reason: "an MCP Bundle is a bundle of its own: download it, check that its SHA-256 is " + sha + ", and import it (berth import FILE.mcpb); berth fetches nothing while it validates"})
 		return
 	}
@@ -276,7 +286,7 @@ func (x *registryImport) pkg(p string, n *node) {
 	case "":
 		return
 	default:
-		d.add(o.at("registryType"), RuleRegistryPackageType, "berth has no pinned runner for %s packages (it runs npm with npx, pypi with uvx, oci with docker by digest, and mcpb as bundles); use another package of the server, or its remote", typ)
+		d.add(o.at("registryType"), bundle.RuleRegistryPackageType, "berth has no pinned runner for %s packages (it runs npm with npx, pypi with uvx, oci with docker by digest, and mcpb as bundles); use another package of the server, or its remote", typ)
 		return
 	}
 	if !hasID {
@@ -288,13 +298,13 @@ func (x *registryImport) pkg(p string, n *node) {
 	var spec string
 	switch typ {
 	case "npm", "pypi":
-		pinnedOK := hasVersion && version != "latest" && ((typ == "npm" && IsStrictSemver(version)) || (typ == "pypi" && pyVersion.MatchString(version)))
+		pinnedOK := hasVersion && version != "latest" && ((typ == "npm" && bundle.IsStrictSemver(version)) || (typ == "pypi" && runtimefetch.IsExactPyPIVersion(version)))
 		if !pinnedOK {
 			what := "has no version"
 			if hasVersion {
 				what = fmt.Sprintf("has the version %q, which is not one exact version", version)
 			}
-			d.add(o.at("version"), RuleRegistryUnpinned, "the %s package %s %s; berth runs a package fetched at start only when it is pinned, so that what runs is what was reviewed", typ, id, what)
+			d.add(o.at("version"), bundle.RuleRegistryUnpinned, "the %s package %s %s; berth runs a package fetched at start only when it is pinned, so that what runs is what was reviewed", typ, id, what)
 			return
 		}
 		if typ == "npm" {
@@ -304,7 +314,7 @@ func (x *registryImport) pkg(p string, n *node) {
 		}
 	case "oci":
 		if !ociDigestRe.MatchString(id) {
-			d.add(o.at("identifier"), RuleRegistryOCIDigest, "the image %q is named by tag only; a tag can be moved to other bytes, so berth runs an image only by digest: write it as NAME@sha256:<64 hex digits>", id)
+			d.add(o.at("identifier"), bundle.RuleRegistryOCIDigest, "the image %q is named by tag only; a tag can be moved to other bytes, so berth runs an image only by digest: write it as NAME@sha256:<64 hex digits>", id)
 			return
 		}
 		spec = id
@@ -312,7 +322,7 @@ func (x *registryImport) pkg(p string, n *node) {
 	name := x.serverName(typ)
 	sp := joinPath("mcpServers", name)
 	x.c.at(sp, d.loc(p))
-	s := &Server{Description: fmt.Sprintf("the %s package %s", typ, spec), Stdio: &Stdio{Command: runner}}
+	s := &bundle.Server{Description: fmt.Sprintf("the %s package %s", typ, spec), Stdio: &bundle.Stdio{Command: runner}}
 	x.m.MCPServers = ensureServers(x.m.MCPServers)
 	x.m.MCPServers[name] = s
 	x.c.at(sp+".stdio", d.loc(p))
@@ -341,9 +351,9 @@ func (x *registryImport) pkg(p string, n *node) {
 				continue
 			}
 			if s.Stdio.Env == nil {
-				s.Stdio.Env = map[string]EnvSource{}
+				s.Stdio.Env = map[string]bundle.EnvSource{}
 			}
-			s.Stdio.Env[key] = EnvSource{FromEnv: from}
+			s.Stdio.Env[key] = bundle.EnvSource{FromEnv: from}
 			x.c.at(joinPath(sp+".stdio.env", key), d.loc(ep))
 			envNames = append(envNames, key)
 		}
@@ -375,9 +385,9 @@ func registrySourceHint(typ string) string {
 	return "the image named in identifier, by digest"
 }
 
-func ensureServers(m map[string]*Server) map[string]*Server {
+func ensureServers(m map[string]*bundle.Server) map[string]*bundle.Server {
 	if m == nil {
-		return map[string]*Server{}
+		return map[string]*bundle.Server{}
 	}
 	return m
 }
@@ -403,13 +413,13 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 		switch typ {
 		case "named":
 			if !hasFlag {
-				d.add(a.at("name"), RuleRegistryRequiredField, "a named argument needs its flag name, such as \"--port\"")
+				d.add(a.at("name"), bundle.RuleRegistryRequiredField, "a named argument needs its flag name, such as \"--port\"")
 				continue
 			}
 			label = flag
 		case "positional":
 			if !a.has("value") && !a.has("valueHint") {
-				d.add(p, RuleRegistryRequiredField, "a positional argument needs value or valueHint")
+				d.add(p, bundle.RuleRegistryRequiredField, "a positional argument needs value or valueHint")
 				continue
 			}
 			if label == "" {
@@ -418,7 +428,7 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 		case "":
 			continue
 		default:
-			d.add(a.at("type"), RuleRegistryWrongType, "argument type %q is not positional or named", typ)
+			d.add(a.at("type"), bundle.RuleRegistryWrongType, "argument type %q is not positional or named", typ)
 			continue
 		}
 		in.Name = inputName(p, label)
@@ -427,10 +437,10 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 		vars := x.variables(a, p)
 		switch {
 		case in.Sensitive:
-			d.add(p, RuleRegistrySecretArgv, "the argument %s is marked isSecret, and a server's command line is visible to every local user; berth passes secrets only through the environment: ask the publisher for an environment variable instead", label)
+			d.add(p, bundle.RuleRegistrySecretArgv, "the argument %s is marked isSecret, and a server's command line is visible to every local user; berth passes secrets only through the environment: ask the publisher for an environment variable instead", label)
 			continue
 		case hasValue && hasTemplate(value, vars):
-			d.add(a.at("value"), RuleRegistryArgumentInput, "the value of %s takes {variables} the user fills in, and berth has no per-user setting for arguments; fix the value, or pass the setting in an environment variable", label)
+			d.add(a.at("value"), bundle.RuleRegistryArgumentInput, "the value of %s takes {variables} the user fills in, and berth has no per-user setting for arguments; fix the value, or pass the setting in an environment variable", label)
 			continue
 		case hasValue:
 			in.Becomes = fmt.Sprintf("the fixed argument %q of the server %q", value, server)
@@ -438,7 +448,7 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 			value, hasValue = in.Default, true
 			in.Becomes = fmt.Sprintf("the fixed argument %q of the server %q (its default; berth has no per-user setting for arguments)", value, server)
 		case in.Required:
-			d.add(p, RuleRegistryArgumentInput, "the argument %s is required and has no value or default; berth has no per-user setting for arguments, so it cannot ask for one: give it a default, or pass the setting in an environment variable", label)
+			d.add(p, bundle.RuleRegistryArgumentInput, "the argument %s is required and has no value or default; berth has no per-user setting for arguments, so it cannot ask for one: give it a default, or pass the setting in an environment variable", label)
 			continue
 		default:
 			in.Becomes = "left out: it is optional, and berth has no per-user setting for arguments"
@@ -455,8 +465,8 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 }
 
 // input reads the Input fields shown in the review.
-func (x *registryImport) input(a obj, p string) ImportInput {
-	in := ImportInput{}
+func (x *registryImport) input(a obj, p string) bundle.ImportInput {
+	in := bundle.ImportInput{}
 	in.Description, _ = a.str("description", false)
 	in.Required, _ = a.boolean("isRequired")
 	in.Sensitive, _ = a.boolean("isSecret")
@@ -465,7 +475,7 @@ func (x *registryImport) input(a obj, p string) ImportInput {
 		case "string", "number", "boolean", "filepath":
 			in.Type = f
 		default:
-			x.d.add(a.at("format"), RuleRegistryWrongType, "format %q is not string, number, boolean or filepath", f)
+			x.d.add(a.at("format"), bundle.RuleRegistryWrongType, "format %q is not string, number, boolean or filepath", f)
 		}
 	}
 	if def, ok := a.str("default", false); ok && !in.Sensitive {
@@ -477,8 +487,8 @@ func (x *registryImport) input(a obj, p string) ImportInput {
 }
 
 // variables reads the variables of an input.
-func (x *registryImport) variables(a obj, p string) map[string]*ImportInput {
-	out := map[string]*ImportInput{}
+func (x *registryImport) variables(a obj, p string) map[string]*bundle.ImportInput {
+	out := map[string]*bundle.ImportInput{}
 	n, ok := a.keys["variables"]
 	if !ok {
 		return out
@@ -489,7 +499,7 @@ func (x *registryImport) variables(a obj, p string) map[string]*ImportInput {
 	}
 	keys, vals := vo.members()
 	for i, k := range keys {
-		in := &ImportInput{}
+		in := &bundle.ImportInput{}
 		if io, ok := x.d.object(vals[i], joinPath(a.at("variables"), k), registryFields.input...); ok {
 			*in = x.input(io, "")
 			io.str("value", false)
@@ -499,7 +509,7 @@ func (x *registryImport) variables(a obj, p string) map[string]*ImportInput {
 	return out
 }
 
-func hasTemplate(s string, vars map[string]*ImportInput) bool {
+func hasTemplate(s string, vars map[string]*bundle.ImportInput) bool {
 	for _, m := range templateRe.FindAllStringSubmatch(s, -1) {
 		if vars[m[1]] != nil {
 			return true
@@ -542,7 +552,7 @@ func (x *registryImport) keyValue(p string, n *node, use string, header bool) (k
 			if header {
 				what = "header"
 			}
-			d.add(kv.at("value"), RuleRegistryLiteralValue, "the %s %s has a fixed value (not shown: it may be a secret), and berth passes values only from the host's environment; leave value out (the user supplies it) or make it exactly one {variable}", what, key)
+			d.add(kv.at("value"), bundle.RuleRegistryLiteralValue, "the %s %s has a fixed value (not shown: it may be a secret), and berth passes values only from the host's environment; leave value out (the user supplies it) or make it exactly one {variable}", what, key)
 			return "", "", false
 		}
 		src = m[1]
@@ -566,7 +576,7 @@ func (x *registryImport) keyValue(p string, n *node, use string, header bool) (k
 	}
 	from = inputEnvName(x.name, src)
 	if prev, dup := x.envSeen[from]; dup && prev != p {
-		d.add(p, RuleRegistryLiteralValue, "%s would be read from $%s, which %s already uses; rename one", key, from, prev)
+		d.add(p, bundle.RuleRegistryLiteralValue, "%s would be read from $%s, which %s already uses; rename one", key, from, prev)
 		return "", "", false
 	}
 	x.envSeen[from] = p
@@ -586,16 +596,16 @@ func (x *registryImport) remote(p string, n *node) {
 		return
 	}
 	typ, _ := o.str("type", true)
-	r := &Remote{}
+	r := &bundle.Remote{}
 	switch typ {
 	case "streamable-http":
-		r.Transport = TransportStreamableHTTP
+		r.Transport = bundle.TransportStreamableHTTP
 	case "sse":
-		r.Transport = TransportSSE
+		r.Transport = bundle.TransportSSE
 	case "":
 		return
 	default:
-		d.add(o.at("type"), RuleRegistryTransport, "remote type %q is not streamable-http or sse", typ)
+		d.add(o.at("type"), bundle.RuleRegistryTransport, "remote type %q is not streamable-http or sse", typ)
 		return
 	}
 	x.variables(o, p)
@@ -604,19 +614,19 @@ func (x *registryImport) remote(p string, n *node) {
 		return
 	}
 	if templateRe.MatchString(u) {
-		d.add(o.at("url"), RuleRegistryURLVariable, "the url %q takes {variables} the user fills in; berth's review shows the one endpoint a remote talks to, so the url must be fixed (a per-user value belongs in a header)", u)
+		d.add(o.at("url"), bundle.RuleRegistryURLVariable, "the url %q takes {variables} the user fills in; berth's review shows the one endpoint a remote talks to, so the url must be fixed (a per-user value belongs in a header)", u)
 		return
 	}
 	name := x.serverName("remote")
 	sp := joinPath("mcpServers", name)
 	x.m.MCPServers = ensureServers(x.m.MCPServers)
-	x.m.MCPServers[name] = &Server{Remote: r}
+	x.m.MCPServers[name] = &bundle.Server{Remote: r}
 	x.c.at(sp, d.loc(p))
 	x.c.at(sp+".remote", d.loc(p))
 	x.c.at(sp+".remote.transport", d.loc(o.at("type")))
 	r.URL = u
-	if ep, err := ParseEndpoint(u); err == nil {
-		r.Network = &Network{Hosts: []string{ep.Host}}
+	if ep, err := bundle.ParseEndpoint(u); err == nil {
+		r.Network = &bundle.Network{Hosts: []string{ep.Host}}
 	}
 	x.c.at(sp+".remote.url", d.loc(o.at("url")))
 	x.c.at(sp+".remote.network", d.loc(o.at("url")))
@@ -625,7 +635,7 @@ func (x *registryImport) remote(p string, n *node) {
 	for i, e := range elems {
 		hp := index(o.at("headers"), i)
 		if bearer := x.bearer(hp, e, name); bearer != "" {
-			r.Auth = &RemoteAuth{BearerFromEnv: bearer}
+			r.Auth = &bundle.RemoteAuth{BearerFromEnv: bearer}
 			x.c.at(sp+".remote.auth", d.loc(hp))
 			continue
 		}
@@ -634,9 +644,9 @@ func (x *registryImport) remote(p string, n *node) {
 			continue
 		}
 		if r.Headers == nil {
-			r.Headers = map[string]EnvSource{}
+			r.Headers = map[string]bundle.EnvSource{}
 		}
-		r.Headers[key] = EnvSource{FromEnv: from}
+		r.Headers[key] = bundle.EnvSource{FromEnv: from}
 		x.c.at(joinPath(sp+".remote.headers", key), d.loc(hp))
 	}
 }

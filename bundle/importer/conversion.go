@@ -1,0 +1,175 @@
+package importer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
+)
+
+// Source manifests of the formats.
+const (
+	mcpbManifest     = "manifest.json"
+	claudeManifest   = ".claude-plugin/plugin.json"
+	claudeMCPFile    = ".mcp.json"
+	registryManifest = "server.json"
+)
+
+// conversion is the result of converting one source manifest.
+type conversion struct {
+	manifest *bundle.Manifest
+	// locs maps the JSON paths of the generated berth.json to the
+	// source's file and field.
+	locs map[string]string
+	ps   problems
+}
+
+func newConversion() *conversion {
+	return &conversion{locs: map[string]string{}}
+}
+
+// result is the conversion as package bundle takes it.
+func (c *conversion) result() *bundle.Conversion {
+	return &bundle.Conversion{Manifest: c.manifest, Problems: c.ps.list, Locations: c.locs}
+}
+
+// at records that the berth path p comes from the source location loc.
+// The validator writes some keys as a.b.c even when they hold dots, so
+// both spellings are recorded.
+func (c *conversion) at(p, loc string) {
+	c.locs[p] = loc
+	c.locs[dotted(p)] = loc
+}
+
+// carry copies the string top[key] into *dst and records that the
+// manifest field key comes from the source's key. A value that is not a
+// string, or a required one that is absent, is a problem of top's doc.
+func (c *conversion) carry(top obj, key string, required bool, dst *string) bool {
+	s, ok := top.str(key, required)
+	if ok {
+		*dst = s
+	}
+	c.at(key, top.d.loc(top.at(key)))
+	return ok
+}
+
+// dotted writes a path's quoted keys (a["x.y"]) as plain ones (a.x.y).
+func dotted(p string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(p, `["`)
+		if i < 0 {
+			break
+		}
+		j := strings.Index(p[i:], `"]`)
+		if j < 0 {
+			break
+		}
+		b.WriteString(p[:i])
+		b.WriteString(".")
+		key, err := strconv.Unquote(p[i+1 : i+j+1])
+		if err != nil {
+			key = p[i+2 : i+j]
+		}
+		b.WriteString(key)
+		p = p[i+j+2:]
+	}
+	b.WriteString(p)
+	return strings.TrimPrefix(b.String(), ".")
+}
+
+// problems collects Problems in the order found.
+type problems struct {
+	list []*bundle.Problem
+}
+
+func (ps *problems) add(path, rule, format string, args ...any) {
+	ps.list = append(ps.list, &bundle.Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+var errChanged = errors.New("changed while being read")
+
+// readIn reads the regular file rel (slash-separated) of the tree at dir,
+// of at most max bytes (one more is read, so the caller can tell it is too
+// large). rel is resolved inside dir only (os.Root): a symlink on the way
+// that leads out of the tree is an error, so an importer never reads a
+// file outside the bundle. rel itself may not be a symlink.
+func readIn(dir, rel string, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	name := filepath.FromSlash(rel)
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
+		return nil, fmt.Errorf("%s: %w", rel, errChanged)
+	}
+	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
+// lstatIn is os.Lstat of rel (slash-separated) inside the tree at dir,
+// resolved as readIn resolves it: a path that leads out of the tree
+// through a symlink is an error.
+func lstatIn(dir, rel string) (fs.FileInfo, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	return root.Lstat(filepath.FromSlash(rel))
+}
+
+// existsIn reports whether rel names something inside the tree at dir.
+func existsIn(dir, rel string) bool {
+	_, err := lstatIn(dir, rel)
+	return err == nil
+}
+
+// looksLike reports whether data is a JSON object with one of keys.
+func looksLike(data []byte, keys ...string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// goosPlatform is the running platform as MCPB names platforms.
+func goosPlatform() string {
+	if runtime.GOOS == "windows" {
+		return "win32"
+	}
+	return runtime.GOOS
+}
+
+// cleanRel reports whether rel is a clean relative path that stays where
+// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
+func cleanRel(rel string) bool {
+	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
+}
