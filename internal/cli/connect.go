@@ -29,7 +29,10 @@ const (
 	testProcEnv = "BERTH_TEST_PROC"
 )
 
-type connectFlags struct {
+// connectOptions are the inputs of berth connect and berth disconnect
+// (which has no print, noPath, portable or env).
+type connectOptions struct {
+	client                   string
 	workspace, name          string
 	user, force, print, json bool
 	noPath, portable         bool
@@ -45,7 +48,7 @@ type clientSetup struct {
 	targets   []clientconfig.Target
 }
 
-func (a *app) clientSetup(arg string, f *connectFlags, needWorkspace bool) (*clientSetup, error) {
+func (a *app) clientSetup(arg string, f *connectOptions, needWorkspace bool) (*clientSetup, error) {
 	c, err := clientconfig.ParseClient(arg)
 	if err != nil {
 		return nil, usagef("%v", err)
@@ -168,15 +171,7 @@ func backupOf(ed *clientconfig.Edit) *string {
 	return &ed.Backup
 }
 
-func (a *app) connectCommand() *cobra.Command {
-	var f connectFlags
-	cmd := &cobra.Command{
-		Use: "connect CLIENT",
-		Example: `  berth connect claude-desktop
-  berth connect cursor --workspace ~/src/project --portable
-  berth connect vscode --env NODE_OPTIONS --print`,
-		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
-		Long: `Connect adds a server entry that runs 'berth serve --workspace DIR' over stdio
+const connectLong = `Connect adds a server entry that runs 'berth serve --workspace DIR' over stdio
 to the MCP configuration of CLIENT:
 
   claude-desktop  the app's claude_desktop_config.json (per user; on Windows
@@ -209,10 +204,21 @@ unless --force. Running connect again changes nothing.
 The client reads its file when it starts: quit it fully and start it again.
 See docs/connect.md.
 
-Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`,
-		Args: exactArgs(1, "one CLIENT"),
+Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`
+
+func newConnectCmd(a *app) *cobra.Command {
+	f := &connectOptions{}
+	cmd := &cobra.Command{
+		Use: "connect CLIENT",
+		Example: `  berth connect claude-desktop
+  berth connect cursor --workspace ~/src/project --portable
+  berth connect vscode --env NODE_OPTIONS --print`,
+		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
+		Long:  connectLong,
+		Args:  exactArgs(1, "one CLIENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runConnect(cmd.Context(), args[0], &f)
+			f.client = args[0]
+			return runConnect(cmd.Context(), a, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -228,90 +234,29 @@ Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`,
 	return cmd
 }
 
-func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error {
-	s, err := a.clientSetup(arg, f, true)
-	if err != nil {
-		return err
-	}
-	wsArg := s.workspace
-	if f.portable {
-		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
-			return usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
-		}
-		if f.user {
-			return usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
-		}
-		wsArg = "${workspaceFolder}"
-	}
-	extra, err := a.connectEnv(f.env)
-	if err != nil {
-		return err
-	}
-	exe, err := a.executable()
-	if err != nil {
-		return err
-	}
-	entry := clientconfig.NewEntry(s.client, s.env, exe, wsArg)
-	// A client starts berth without this shell's environment: a BERTH_HOME
-	// set here goes into the entry, or its berth would use another state root.
-	if h := a.getenv("BERTH_HOME"); h != "" {
-		paths, err := store.NewPaths(h)
-		if err != nil {
-			return fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
-		}
-		if entry.Env == nil {
-			entry.Env = map[string]string{}
-		}
-		entry.Env["BERTH_HOME"] = paths.Root
-	}
-	// GUI clients start berth with a minimal PATH: the servers it runs
-	// would not find npx, uvx or node.
-	path := ""
-	if !f.noPath {
-		path = a.getenv("PATH")
-	}
-	if path != "" || len(extra) > 0 {
-		if entry.Env == nil {
-			entry.Env = map[string]string{}
-		}
-		if path != "" {
-			entry.Env["PATH"] = path
-		}
-		maps.Copy(entry.Env, extra)
-	}
-	missing, warnings, err := a.missingSources(s.workspace, entry.Env)
-	if err != nil {
-		return err
-	}
-	if f.portable {
-		for _, k := range []string{"PATH", "BERTH_HOME"} {
-			if v, ok := entry.Env[k]; ok {
-				warnings = append(warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
-			}
-		}
-	}
-	if temporaryBuild(exe) {
-		warnings = append(warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))
-	}
-	running := clientconfig.Running(ctx, s.client, s.env)
+// connectPlan is the entry connect writes and what it says about it.
+type connectPlan struct {
+	s        *clientSetup
+	entry    clientconfig.Entry
+	path     string
+	extra    map[string]string
+	missing  []missingJSON
+	warnings []string
+	running  bool
+}
 
+func runConnect(ctx context.Context, a *app, f *connectOptions) error {
+	p, err := a.planConnect(ctx, f)
+	if err != nil {
+		return err
+	}
+	s, entry := p.s, p.entry
 	if f.print {
-		if f.json {
-			return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: path, Missing: missing, Client: string(s.client), File: s.targets[0].Path, Name: f.name,
-				Entry: entry, Running: running, Warnings: warnings, Additional: printAdditional(s.targets)})
-		}
-		for _, t := range s.targets {
-			fmt.Fprintf(a.stdout, "File: %s\n", t.Path)
-		}
-		fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.name, indentJSON(entry))
-		a.printWarnings(warnings)
-		a.printMissing(s.workspace, missing)
-		fmt.Fprintln(a.stdout, "Nothing was written (--print).")
-		return nil
+		return a.printConnect(f, p)
 	}
 	if !f.json {
 		// Shown before anything is written.
-		a.showRecorded(s.client, path, extra)
+		a.showRecorded(s.client, p.path, p.extra)
 	}
 
 	// Every file is read and checked before any is written.
@@ -328,14 +273,125 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 	if err := applyAll(ctx, edits); err != nil {
 		return err
 	}
+	warnings := p.warnings
 	for _, ed := range edits {
 		warnings = append(warnings, ed.Warnings...)
 	}
 	if f.json {
-		out := reportJSON(s.client, f.name, edits, running, warnings)
-		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, path, missing
+		out := reportJSON(s.client, f.name, edits, p.running, warnings)
+		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, p.path, p.missing
 		return writeJSON(a.stdout, out)
 	}
+	changed := a.printConnected(f.name, edits)
+	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
+	a.printWarnings(warnings)
+	a.printMissing(s.workspace, p.missing)
+	if changed {
+		a.restartAdvice(s.client, f.name, p.running, f.user)
+	}
+	return nil
+}
+
+// planConnect works out the entry connect writes, the variables it
+// records, what the workspace's plugins will miss, and the warnings.
+func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan, error) {
+	s, err := a.clientSetup(f.client, f, true)
+	if err != nil {
+		return nil, err
+	}
+	wsArg := s.workspace
+	if f.portable {
+		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
+			return nil, usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
+		}
+		if f.user {
+			return nil, usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
+		}
+		wsArg = "${workspaceFolder}"
+	}
+	p := &connectPlan{s: s}
+	if p.extra, err = a.connectEnv(f.env); err != nil {
+		return nil, err
+	}
+	exe, err := a.executable()
+	if err != nil {
+		return nil, err
+	}
+	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.noPath); err != nil {
+		return nil, err
+	}
+	if p.missing, p.warnings, err = a.missingSources(s.workspace, p.entry.Env); err != nil {
+		return nil, err
+	}
+	if f.portable {
+		for _, k := range []string{"PATH", "BERTH_HOME"} {
+			if v, ok := p.entry.Env[k]; ok {
+				p.warnings = append(p.warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
+			}
+		}
+	}
+	if temporaryBuild(exe) {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))
+	}
+	p.running = clientconfig.Running(ctx, s.client, s.env)
+	return p, nil
+}
+
+// connectEntry is the entry that runs exe for wsArg, with the variables
+// it records: BERTH_HOME when set, this shell's PATH (unless noPath) and
+// extra. It returns the PATH recorded.
+func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]string, noPath bool) (clientconfig.Entry, string, error) {
+	entry := clientconfig.NewEntry(s.client, s.env, exe, wsArg)
+	// A client starts berth without this shell's environment: a BERTH_HOME
+	// set here goes into the entry, or its berth would use another state root.
+	if h := a.getenv("BERTH_HOME"); h != "" {
+		paths, err := store.NewPaths(h)
+		if err != nil {
+			return entry, "", fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
+		}
+		if entry.Env == nil {
+			entry.Env = map[string]string{}
+		}
+		entry.Env["BERTH_HOME"] = paths.Root
+	}
+	// GUI clients start berth with a minimal PATH: the servers it runs
+	// would not find npx, uvx or node.
+	path := ""
+	if !noPath {
+		path = a.getenv("PATH")
+	}
+	if path != "" || len(extra) > 0 {
+		if entry.Env == nil {
+			entry.Env = map[string]string{}
+		}
+		if path != "" {
+			entry.Env["PATH"] = path
+		}
+		maps.Copy(entry.Env, extra)
+	}
+	return entry, path, nil
+}
+
+// printConnect prints the entry and its files for connect --print.
+func (a *app) printConnect(f *connectOptions, p *connectPlan) error {
+	s, entry := p.s, p.entry
+	if f.json {
+		return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: p.path, Missing: p.missing, Client: string(s.client), File: s.targets[0].Path, Name: f.name,
+			Entry: entry, Running: p.running, Warnings: p.warnings, Additional: printAdditional(s.targets)})
+	}
+	for _, t := range s.targets {
+		fmt.Fprintf(a.stdout, "File: %s\n", t.Path)
+	}
+	fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.name, indentJSON(entry))
+	a.printWarnings(p.warnings)
+	a.printMissing(s.workspace, p.missing)
+	fmt.Fprintln(a.stdout, "Nothing was written (--print).")
+	return nil
+}
+
+// printConnected says what connect did to each file, and reports
+// whether any was written.
+func (a *app) printConnected(name string, edits []*clientconfig.Edit) bool {
 	changed := false
 	for _, ed := range edits {
 		note := ""
@@ -344,28 +400,22 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 		}
 		switch ed.Action {
 		case clientconfig.Added:
-			fmt.Fprintf(a.stdout, "Added server %q to %s%s.\n", f.name, ed.Target.Path, note)
+			fmt.Fprintf(a.stdout, "Added server %q to %s%s.\n", name, ed.Target.Path, note)
 		case clientconfig.Replaced:
-			fmt.Fprintf(a.stdout, "Replaced server %q in %s%s; it was: %s\n", f.name, ed.Target.Path, note, ed.Previous)
+			fmt.Fprintf(a.stdout, "Replaced server %q in %s%s; it was: %s\n", name, ed.Target.Path, note, ed.Previous)
 		case clientconfig.Unchanged:
-			fmt.Fprintf(a.stdout, "%s%s already has server %q as berth writes it; nothing changed.\n", ed.Target.Path, note, f.name)
+			fmt.Fprintf(a.stdout, "%s%s already has server %q as berth writes it; nothing changed.\n", ed.Target.Path, note, name)
 		}
 		if ed.Backup != "" {
 			fmt.Fprintf(a.stdout, "Backup of the previous file: %s\n", ed.Backup)
 		}
 		changed = changed || ed.Written
 	}
-	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
-	a.printWarnings(warnings)
-	a.printMissing(s.workspace, missing)
-	if changed {
-		a.restartAdvice(s.client, f.name, running, f.user)
-	}
-	return nil
+	return changed
 }
 
-func (a *app) disconnectCommand() *cobra.Command {
-	var f connectFlags
+func newDisconnectCmd(a *app) *cobra.Command {
+	f := &connectOptions{}
 	cmd := &cobra.Command{
 		Use: "disconnect CLIENT",
 		Example: `  berth disconnect claude-desktop
@@ -383,7 +433,8 @@ the client is not connected, which is what was asked.
 Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 		Args: exactArgs(1, "one CLIENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runDisconnect(cmd.Context(), args[0], &f)
+			f.client = args[0]
+			return runDisconnect(cmd.Context(), a, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -395,8 +446,8 @@ Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 	return cmd
 }
 
-func (a *app) runDisconnect(ctx context.Context, arg string, f *connectFlags) error {
-	s, err := a.clientSetup(arg, f, false)
+func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
+	s, err := a.clientSetup(f.client, f, false)
 	if err != nil {
 		return err
 	}
