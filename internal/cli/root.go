@@ -38,7 +38,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		a.reviewCommand(),
 		a.digestCommand(),
 		a.versionCommand(),
-		a.signersCommand(),
+		newSignersCmd(a),
 		a.keygenCommand(),
 		a.signCommand(),
 		a.trustCommand(),
