@@ -130,10 +130,8 @@ func callArgs(raw string, kvs []string, schema any) (json.RawMessage, error) {
 	return b, err
 }
 
-func (a *app) callCommand() *cobra.Command {
-	var workspace, rawArgs string
-	var kvs []string
-	var yes, asJSON bool
+func newCallCmd(a *app) *cobra.Command {
+	opts := &callOptions{}
 	cmd := &cobra.Command{
 		Use: "call TOOL",
 		Example: `  berth call acme-notes__notes__search --arg query=invoices
@@ -154,56 +152,68 @@ plugin drifted or the tool changed since it was pinned, 6 the call was
 refused.`,
 		Args: exactArgs(1, "one TOOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if rawArgs != "" && len(kvs) > 0 {
-				return usagef("use either --args JSON or --arg k=v, not both")
-			}
-			ctx := cmd.Context()
-			p, err := a.openPool(ctx, workspace, !asJSON)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			var schema any
-			if len(kvs) > 0 {
-				if tools, err := p.Tools(ctx); err == nil {
-					for _, t := range tools {
-						if t.Name == args[0] {
-							schema = t.Definition.InputSchema
-						}
-					}
-				}
-			}
-			body, err := callArgs(rawArgs, kvs, schema)
-			if err != nil {
-				return err
-			}
-			res, err := p.Call(ctx, args[0], body, cliApprover{a: a, yes: yes})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := writeJSON(a.stdout, res); err != nil {
-					return err
-				}
-			} else if !res.IsError {
-				writeResult(a.stdout, res)
-			}
-			if res.IsError {
-				msg := resultText(res)
-				if !asJSON {
-					fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", args[0], msg)
-				}
-				return &reported{fmt.Errorf("the tool %s failed: %s", args[0], msg)}
-			}
-			return nil
+			opts.args = args
+			return runCall(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	cmd.Flags().StringVar(&rawArgs, "args", "", "the arguments as a JSON object")
-	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "one argument as k=v (repeatable)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
-	a.jsonFlag(cmd, &asJSON, mcp.CallToolResult{})
+	workspaceFlag(cmd, &opts.workspace)
+	cmd.Flags().StringVar(&opts.rawArgs, "args", "", "the arguments as a JSON object")
+	cmd.Flags().StringArrayVar(&opts.kvs, "arg", nil, "one argument as k=v (repeatable)")
+	cmd.Flags().BoolVar(&opts.yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
+	a.jsonFlag(cmd, &opts.asJSON, mcp.CallToolResult{})
 	return cmd
+}
+
+// callOptions are the inputs of berth call.
+type callOptions struct {
+	args               []string
+	kvs                []string
+	workspace, rawArgs string
+	yes, asJSON        bool
+}
+
+func runCall(ctx context.Context, a *app, opts *callOptions) error {
+	if opts.rawArgs != "" && len(opts.kvs) > 0 {
+		return usagef("use either --args JSON or --arg k=v, not both")
+	}
+	p, err := a.openPool(ctx, opts.workspace, !opts.asJSON)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var schema any
+	if len(opts.kvs) > 0 {
+		if tools, err := p.Tools(ctx); err == nil {
+			for _, t := range tools {
+				if t.Name == opts.args[0] {
+					schema = t.Definition.InputSchema
+				}
+			}
+		}
+	}
+	body, err := callArgs(opts.rawArgs, opts.kvs, schema)
+	if err != nil {
+		return err
+	}
+	res, err := p.Call(ctx, opts.args[0], body, cliApprover{a: a, yes: opts.yes})
+	if err != nil {
+		return err
+	}
+	if opts.asJSON {
+		if err := writeJSON(a.stdout, res); err != nil {
+			return err
+		}
+	} else if !res.IsError {
+		writeResult(a.stdout, res)
+	}
+	if res.IsError {
+		msg := resultText(res)
+		if !opts.asJSON {
+			fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", opts.args[0], msg)
+		}
+		return &reported{fmt.Errorf("the tool %s failed: %s", opts.args[0], msg)}
+	}
+	return nil
 }
 
 func resultText(res *mcp.CallToolResult) string {

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"github.com/spf13/cobra"
 )
 
-func (a *app) completionCommand() *cobra.Command {
+func newCompletionCmd(a *app) *cobra.Command {
+	opts := &completionOptions{}
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
@@ -19,18 +21,30 @@ shell, or install it where your shell reads completions at start.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      exactArgs(1, "one shell: bash, zsh, fish or powershell"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root := cmd.Root()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(a.stdout, true)
-			case "zsh":
-				return root.GenZshCompletion(a.stdout)
-			case "fish":
-				return root.GenFishCompletion(a.stdout, true)
-			case "powershell":
-				return root.GenPowerShellCompletionWithDesc(a.stdout)
-			}
-			return usagef("berth completion knows bash, zsh, fish and powershell, not %q", args[0])
+			opts.args, opts.root = args, cmd.Root()
+			return runCompletion(cmd.Context(), a, opts)
 		},
 	}
+}
+
+// completionOptions are the inputs of berth completion.
+type completionOptions struct {
+	args []string
+	// root is the command tree to complete.
+	root *cobra.Command
+}
+
+func runCompletion(_ context.Context, a *app, opts *completionOptions) error {
+	root := opts.root
+	switch opts.args[0] {
+	case "bash":
+		return root.GenBashCompletionV2(a.stdout, true)
+	case "zsh":
+		return root.GenZshCompletion(a.stdout)
+	case "fish":
+		return root.GenFishCompletion(a.stdout, true)
+	case "powershell":
+		return root.GenPowerShellCompletionWithDesc(a.stdout)
+	}
+	return usagef("berth completion knows bash, zsh, fish and powershell, not %q", opts.args[0])
 }

@@ -20,7 +20,7 @@ type configJSON struct {
 	MinReleaseAge string `json:"minReleaseAge"`
 }
 
-func (a *app) configCommand() *cobra.Command {
+func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Set the operator's settings in config.json (min-release-age)",

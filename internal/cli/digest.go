@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,9 +9,8 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 )
 
-func (a *app) digestCommand() *cobra.Command {
-	var opts bundle.Options
-	var listing, asJSON bool
+func newDigestCmd(a *app) *cobra.Command {
+	opts := &digestOptions{}
 	cmd := &cobra.Command{
 		Use: "digest SOURCE",
 		Example: `  berth digest ./acme-notes
@@ -25,29 +25,41 @@ the same tree have the same digest; an exec bit changes it.
 and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
-			b, err := openBundle(hctx, args[0], &opts)
-			stopProgress()
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			switch {
-			case listing:
-				_, err = a.stdout.Write(b.Listing().Bytes())
-			case asJSON:
-				err = writeJSON(a.stdout, digestJSON{Digest: b.Digest, Files: len(b.Listing().Entries), TotalSize: b.Listing().TotalSize()})
-			default:
-				_, err = fmt.Fprintln(a.stdout, b.Digest)
-			}
-			return err
+			opts.args = args
+			return runDigest(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&listing, "listing", false, "print the canonical listing instead of the digest")
-	a.jsonFlag(cmd, &asJSON, digestJSON{})
+	limitFlags(cmd, &opts.opts)
+	cmd.Flags().BoolVar(&opts.listing, "listing", false, "print the canonical listing instead of the digest")
+	a.jsonFlag(cmd, &opts.asJSON, digestJSON{})
 	cmd.MarkFlagsMutuallyExclusive("listing", "json")
 	return cmd
+}
+
+// digestOptions are the inputs of berth digest.
+type digestOptions struct {
+	args            []string
+	listing, asJSON bool
+	opts            bundle.Options
+}
+
+func runDigest(ctx context.Context, a *app, opts *digestOptions) error {
+	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
+	b, err := openBundle(hctx, opts.args[0], &opts.opts)
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	switch {
+	case opts.listing:
+		_, err = a.stdout.Write(b.Listing().Bytes())
+	case opts.asJSON:
+		err = writeJSON(a.stdout, digestJSON{Digest: b.Digest, Files: len(b.Listing().Entries), TotalSize: b.Listing().TotalSize()})
+	default:
+		_, err = fmt.Fprintln(a.stdout, b.Digest)
+	}
+	return err
 }
 
 // digestJSON is what digest --json prints.
