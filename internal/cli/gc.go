@@ -9,7 +9,7 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-func newGcCmd(a *app) *cobra.Command {
+func newGCCmd(a *app) *cobra.Command {
 	opts := &gcOptions{}
 	cmd := &cobra.Command{
 		Use: "gc",
@@ -18,7 +18,7 @@ func newGcCmd(a *app) *cobra.Command {
 		Short: "Remove snapshots no trust record points to, and leftovers",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runGc(cmd.Context(), a, opts)
+			return runGC(cmd.Context(), a, opts)
 		},
 	}
 	a.jsonFlag(cmd, &opts.asJSON, store.GCResult{})
@@ -30,7 +30,7 @@ type gcOptions struct {
 	asJSON bool
 }
 
-func runGc(ctx context.Context, a *app, opts *gcOptions) error {
+func runGC(ctx context.Context, a *app, opts *gcOptions) error {
 	st, err := a.store()
 	if err != nil {
 		return err

@@ -7,11 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newRootCmd(a *app) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "berth",
-		Short: "Install curated MCP plugins safely, and serve their tools with approval by default",
-		Long: `berth installs plugin bundles for MCP clients safely and exports their tools.
+const rootLong = `berth installs plugin bundles for MCP clients safely and exports their tools.
 
 A bundle declares MCP servers and native tools. berth validates it fail-closed,
 shows a review of every authority it asks for, verifies its Sigstore signature,
@@ -20,7 +16,13 @@ stages an immutable copy and re-checks it for drift at every use.
 State lives in $BERTH_HOME (default: your user data directory + /berth).
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
-(signature or signer policy), 5 drift, 6 approval denied or timed out.`,
+(signature or signer policy), 5 drift, 6 approval denied or timed out.`
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "berth",
+		Short: "Install curated MCP plugins safely, and serve their tools with approval by default",
+		Long:  rootLong,
 		Example: `  berth validate ./acme-notes && berth review ./acme-notes
   berth trust ./acme-notes && berth enable acme-notes
   berth secret set ACME_NOTES_TOKEN
@@ -45,7 +47,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 		newListCmd(a),
 		newVerifyCmd(a),
 		newRevokeCmd(a),
-		newGcCmd(a),
+		newGCCmd(a),
 		newEnableCmd(a),
 		newDisableCmd(a),
 		newStatusCmd(a),
