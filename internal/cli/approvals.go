@@ -149,9 +149,9 @@ func authWords(p *mcpexport.Pending) string {
 }
 
 func newApproveCmd(a *app, allow bool) *cobra.Command {
-	opts := &approveOptions{}
+	opts := &approveOptions{allow: allow}
 	use, short := "deny ID", "Refuse a tool call waiting for approval"
-	if opts.allow {
+	if allow {
 		use, short = "approve ID", "Run a tool call waiting for approval"
 	}
 	cmd := &cobra.Command{
@@ -159,16 +159,16 @@ func newApproveCmd(a *app, allow bool) *cobra.Command {
 		Short: short,
 		Long: short + `. The waiting call resumes at once.
 'berth approvals' lists the waiting calls and their IDs.` + map[bool]string{true: `
---always also sets the policy to allow this exact tool from now on.`}[opts.allow],
+--always also sets the policy to allow this exact tool from now on.`}[allow],
 		Example: map[bool]string{true: `  berth approve k7f3-9q2x
-  berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[opts.allow],
+  berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[allow],
 		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.args = args
 			return runApprove(cmd.Context(), a, opts)
 		},
 	}
-	if opts.allow {
+	if allow {
 		cmd.Flags().BoolVar(&opts.always, "always", false, "also allow this exact tool from now on")
 	}
 	a.jsonFlag(cmd, &opts.asJSON, decisionJSON{})
