@@ -26,7 +26,7 @@ not enabled in the workspace is an error at once (exit 1): no server starts.`,
   berth accept acme-notes --yes --json`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.ref = args[0]
 			return runAccept(cmd.Context(), a, opts)
 		},
 	}
@@ -38,13 +38,14 @@ not enabled in the workspace is an error at once (exit 1): no server starts.`,
 
 // acceptOptions are the inputs of berth accept.
 type acceptOptions struct {
-	args        []string
+	// ref is the positional argument.
+	ref         string
 	workspace   string
 	yes, asJSON bool
 }
 
 func runAccept(ctx context.Context, a *app, opts *acceptOptions) error {
-	name, _, err := parseRef(opts.args[0])
+	name, _, err := parseRef(opts.ref)
 	if err != nil {
 		return err
 	}

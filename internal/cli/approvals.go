@@ -164,7 +164,7 @@ func newApproveCmd(a *app, allow bool) *cobra.Command {
   berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[allow],
 		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.id = args[0]
 			return runApprove(cmd.Context(), a, opts)
 		},
 	}
@@ -177,7 +177,8 @@ func newApproveCmd(a *app, allow bool) *cobra.Command {
 
 // approveOptions are the inputs of berth approve.
 type approveOptions struct {
-	args           []string
+	// id is the positional argument.
+	id             string
 	allow          bool
 	always, asJSON bool
 }
@@ -191,7 +192,7 @@ func runApprove(_ context.Context, a *app, opts *approveOptions) error {
 	if u := a.getenv("USER"); u != "" {
 		by += " (" + u + ")"
 	}
-	p, err := q.Decide(opts.args[0], opts.allow, opts.always, by)
+	p, err := q.Decide(opts.id, opts.allow, opts.always, by)
 	if err != nil {
 		return err
 	}

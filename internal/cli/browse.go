@@ -129,7 +129,7 @@ headers.`,
   python3 -m http.server -d ./site   # or open ./site/index.html`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir = args[0]
 			return runMarketplaceExport(cmd.Context(), a, opts)
 		},
 	}
@@ -139,7 +139,8 @@ headers.`,
 
 // marketplaceExportOptions are the inputs of berth marketplace export.
 type marketplaceExportOptions struct {
-	args   []string
+	// dir is the positional argument.
+	dir    string
 	asJSON bool
 }
 
@@ -148,7 +149,7 @@ func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOp
 	if err != nil {
 		return err
 	}
-	res, err := site.Export(ctx, opts.args[0])
+	res, err := site.Export(ctx, opts.dir)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ plugin drifted or the tool changed since it was pinned, 6 the call was
 refused.`,
 		Args: exactArgs(1, "one TOOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.tool = args[0]
 			return runCall(cmd.Context(), a, opts)
 		},
 	}
@@ -166,7 +166,8 @@ refused.`,
 
 // callOptions are the inputs of berth call.
 type callOptions struct {
-	args               []string
+	// tool is the positional argument.
+	tool               string
 	kvs                []string
 	workspace, rawArgs string
 	yes, asJSON        bool
@@ -185,7 +186,7 @@ func runCall(ctx context.Context, a *app, opts *callOptions) error {
 	if len(opts.kvs) > 0 {
 		if tools, err := p.Tools(ctx); err == nil {
 			for _, t := range tools {
-				if t.Name == opts.args[0] {
+				if t.Name == opts.tool {
 					schema = t.Definition.InputSchema
 				}
 			}
@@ -195,7 +196,7 @@ func runCall(ctx context.Context, a *app, opts *callOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := p.Call(ctx, opts.args[0], body, cliApprover{a: a, yes: opts.yes})
+	res, err := p.Call(ctx, opts.tool, body, cliApprover{a: a, yes: opts.yes})
 	if err != nil {
 		return err
 	}
@@ -209,9 +210,9 @@ func runCall(ctx context.Context, a *app, opts *callOptions) error {
 	if res.IsError {
 		msg := resultText(res)
 		if !opts.asJSON {
-			fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", opts.args[0], msg)
+			fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", opts.tool, msg)
 		}
-		return &reported{fmt.Errorf("the tool %s failed: %s", opts.args[0], msg)}
+		return &reported{fmt.Errorf("the tool %s failed: %s", opts.tool, msg)}
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ offline: berth catalog refresh needs only timestamp.key, and snapshot.key
 when the snapshot is due.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir = args[0]
 			return runCatalogInit(cmd.Context(), a, opts)
 		},
 	}
@@ -76,7 +76,8 @@ when the snapshot is due.`,
 
 // catalogInitOptions are the inputs of berth catalog init.
 type catalogInitOptions struct {
-	args       []string
+	// dir is the positional argument.
+	dir        string
 	asJSON     bool
 	exp        [4]string
 	keys, name string
@@ -102,7 +103,7 @@ func runCatalogInit(ctx context.Context, a *app, opts *catalogInitOptions) error
 			return usagef("--name: %v", err)
 		}
 	}
-	res, err := marketplace.InitRepository(ctx, opts.args[0], opts.keys, ro)
+	res, err := marketplace.InitRepository(ctx, opts.dir, opts.keys, ro)
 	if err != nil {
 		return err
 	}
@@ -112,9 +113,9 @@ func runCatalogInit(ctx context.Context, a *app, opts *catalogInitOptions) error
 	}
 	addCmd := fmt.Sprintf("berth marketplace add %s SOURCE --root-sha256 %s", label, res.RootSHA256)
 	if opts.asJSON {
-		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.args[0], Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
+		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.dir, Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
 	}
-	fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", opts.args[0], opts.keys)
+	fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", opts.dir, opts.keys)
 	fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
 	fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
 	fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", opts.keys)
@@ -179,7 +180,7 @@ sanitized. --icon gives the plugin a PNG icon (at most 64 KiB, 16 to 512
 pixels; no SVG).`,
 		Args: exactArgs(2, "DIR and BUNDLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir, opts.bundle = args[0], args[1]
 			opts.tagsSet = cmd.Flags().Changed("tag")
 			return runCatalogAdd(cmd.Context(), a, opts)
 		},
@@ -199,15 +200,16 @@ pixels; no SVG).`,
 // catalogAddOptions are the inputs of berth catalog add.
 type catalogAddOptions struct {
 	// tagsSet is true when --tag was given (even to no tags).
-	tagsSet                            bool
-	args                               []string
+	tagsSet bool
+	// dir, bundle are the positional arguments.
+	dir, bundle                        string
 	keys, url, sigFile, tier, iconFile string
 	noReadme, asJSON                   bool
 	tags                               []string
 }
 
 func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
-	dir, source := opts.args[0], opts.args[1]
+	dir, source := opts.dir, opts.bundle
 	t, err := parseTier(opts.tier)
 	if err != nil {
 		return err
@@ -349,7 +351,7 @@ yanked (with --reason) is skipped when berth resolves a version; revoked
 enabled when a refresh finds it revoked. active clears the status.`,
 		Args: exactArgs(3, "DIR, NAME@VERSION and a status"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir, opts.ref, opts.status = args[0], args[1], args[2]
 			return runCatalogStatus(cmd.Context(), a, opts)
 		},
 	}
@@ -362,20 +364,21 @@ enabled when a refresh finds it revoked. active clears the status.`,
 
 // catalogStatusOptions are the inputs of berth catalog status.
 type catalogStatusOptions struct {
-	args                      []string
+	// dir, ref, status are the positional arguments.
+	dir, ref, status          string
 	asJSON                    bool
 	keys, reason, replacement string
 }
 
 func runCatalogStatus(ctx context.Context, a *app, opts *catalogStatusOptions) error {
-	name, version, err := parseRef(opts.args[1])
+	name, version, err := parseRef(opts.ref)
 	if err != nil {
 		return err
 	}
 	if version == "" {
 		return usagef("give the version as NAME@VERSION (a status belongs to one version)")
 	}
-	status := marketplace.Status(opts.args[2])
+	status := marketplace.Status(opts.status)
 	switch status {
 	case marketplace.StatusActive:
 		if opts.reason != "" || opts.replacement != "" {
@@ -389,9 +392,9 @@ func runCatalogStatus(ctx context.Context, a *app, opts *catalogStatusOptions) e
 			return usagef("--replacement goes only with deprecated")
 		}
 	default:
-		return usagef("the status %q is not active, deprecated, yanked or revoked", opts.args[2])
+		return usagef("the status %q is not active, deprecated, yanked or revoked", opts.status)
 	}
-	r, err := openRepo(opts.args[0], opts.keys)
+	r, err := openRepo(opts.dir, opts.keys)
 	if err != nil {
 		return err
 	}
@@ -444,7 +447,7 @@ metadata or the root expire soon, which need berth catalog sign and a new
 catalog.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir = args[0]
 			return runCatalogRefresh(cmd.Context(), a, opts)
 		},
 	}
@@ -455,13 +458,14 @@ catalog.`,
 
 // catalogRefreshOptions are the inputs of berth catalog refresh.
 type catalogRefreshOptions struct {
-	args   []string
+	// dir is the positional argument.
+	dir    string
 	asJSON bool
 	keys   string
 }
 
 func runCatalogRefresh(ctx context.Context, a *app, opts *catalogRefreshOptions) error {
-	r, err := openRepo(opts.args[0], opts.keys)
+	r, err := openRepo(opts.dir, opts.keys)
 	if err != nil {
 		return err
 	}
@@ -471,7 +475,7 @@ func runCatalogRefresh(ctx context.Context, a *app, opts *catalogRefreshOptions)
 	}
 	if opts.asJSON {
 		a.publishWarnings(res)
-		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.args[0], Publish: res})
+		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.dir, Publish: res})
 	}
 	what := "the timestamp"
 	if res.SnapshotSigned {
@@ -497,7 +501,7 @@ trusts a review summary because it is signed: install compares it with
 the real bundle.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir = args[0]
 			return runCatalogSign(cmd.Context(), a, opts)
 		},
 	}
@@ -508,13 +512,14 @@ the real bundle.`,
 
 // catalogSignOptions are the inputs of berth catalog sign.
 type catalogSignOptions struct {
-	args   []string
+	// dir is the positional argument.
+	dir    string
 	asJSON bool
 	keys   string
 }
 
 func runCatalogSign(ctx context.Context, a *app, opts *catalogSignOptions) error {
-	r, err := openRepo(opts.args[0], opts.keys)
+	r, err := openRepo(opts.dir, opts.keys)
 	if err != nil {
 		return err
 	}
@@ -524,9 +529,9 @@ func runCatalogSign(ctx context.Context, a *app, opts *catalogSignOptions) error
 	}
 	if opts.asJSON {
 		a.publishWarnings(res)
-		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.args[0], Publish: res})
+		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.dir, Publish: res})
 	}
-	fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", opts.args[0])
+	fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", opts.dir)
 	a.printPublish(res)
 	return nil
 }
@@ -545,7 +550,7 @@ whether the working copy has changes not yet published. It exits 1 when
 there is an error; warnings alone exit 0.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.dir = args[0]
 			return runCatalogLint(cmd.Context(), a, opts)
 		},
 	}
@@ -555,12 +560,13 @@ there is an error; warnings alone exit 0.`,
 
 // catalogLintOptions are the inputs of berth catalog lint.
 type catalogLintOptions struct {
-	args   []string
+	// dir is the positional argument.
+	dir    string
 	asJSON bool
 }
 
 func runCatalogLint(_ context.Context, a *app, opts *catalogLintOptions) error {
-	rep, err := marketplace.Lint(opts.args[0], nil)
+	rep, err := marketplace.Lint(opts.dir, nil)
 	if err != nil {
 		return err
 	}
@@ -584,10 +590,10 @@ func runCatalogLint(_ context.Context, a *app, opts *catalogLintOptions) error {
 		if !rep.Published {
 			published = "NOT published (berth catalog sign publishes it)"
 		}
-		fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", opts.args[0], rep.Plugins, errs, warns, published)
+		fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", opts.dir, rep.Plugins, errs, warns, published)
 	}
 	if errs > 0 {
-		return &reported{fmt.Errorf("%s has %d error(s)", opts.args[0], errs)}
+		return &reported{fmt.Errorf("%s has %d error(s)", opts.dir, errs)}
 	}
 	return nil
 }

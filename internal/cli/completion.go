@@ -21,7 +21,7 @@ shell, or install it where your shell reads completions at start.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      exactArgs(1, "one shell: bash, zsh, fish or powershell"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args, opts.root = args, cmd.Root()
+			opts.shell, opts.root = args[0], cmd.Root()
 			return runCompletion(cmd.Context(), a, opts)
 		},
 	}
@@ -29,14 +29,15 @@ shell, or install it where your shell reads completions at start.`,
 
 // completionOptions are the inputs of berth completion.
 type completionOptions struct {
-	args []string
+	// shell is the positional argument.
+	shell string
 	// root is the command tree to complete.
 	root *cobra.Command
 }
 
 func runCompletion(_ context.Context, a *app, opts *completionOptions) error {
 	root := opts.root
-	switch opts.args[0] {
+	switch opts.shell {
 	case "bash":
 		return root.GenBashCompletionV2(a.stdout, true)
 	case "zsh":
@@ -46,5 +47,5 @@ func runCompletion(_ context.Context, a *app, opts *completionOptions) error {
 	case "powershell":
 		return root.GenPowerShellCompletionWithDesc(a.stdout)
 	}
-	return usagef("berth completion knows bash, zsh, fish and powershell, not %q", opts.args[0])
+	return usagef("berth completion knows bash, zsh, fish and powershell, not %q", opts.shell)
 }

@@ -25,7 +25,7 @@ the same tree have the same digest; an exec bit changes it.
 and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.source = args[0]
 			return runDigest(cmd.Context(), a, opts)
 		},
 	}
@@ -38,14 +38,15 @@ and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 
 // digestOptions are the inputs of berth digest.
 type digestOptions struct {
-	args            []string
+	// source is the positional argument.
+	source          string
 	listing, asJSON bool
 	opts            bundle.Options
 }
 
 func runDigest(ctx context.Context, a *app, opts *digestOptions) error {
 	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, err := openBundle(hctx, opts.args[0], &opts.opts)
+	b, err := openBundle(hctx, opts.source, &opts.opts)
 	stopProgress()
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ change up at their next boundary.
 Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.ref = args[0]
 			return runEnable(cmd.Context(), a, opts)
 		},
 	}
@@ -42,13 +42,14 @@ Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 
 // enableOptions are the inputs of berth enable.
 type enableOptions struct {
-	args      []string
+	// ref is the positional argument.
+	ref       string
 	asJSON    bool
 	workspace string
 }
 
 func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
-	name, version, err := parseRef(opts.args[0])
+	name, version, err := parseRef(opts.ref)
 	if err != nil {
 		return err
 	}
@@ -99,7 +100,7 @@ of a second): its tools vanish, its calls in flight are cancelled and its
 servers are terminated with their whole process group.`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.name = args[0]
 			return runDisable(cmd.Context(), a, opts)
 		},
 	}
@@ -110,13 +111,14 @@ servers are terminated with their whole process group.`,
 
 // disableOptions are the inputs of berth disable.
 type disableOptions struct {
-	args      []string
+	// name is the positional argument.
+	name      string
 	asJSON    bool
 	workspace string
 }
 
 func runDisable(ctx context.Context, a *app, opts *disableOptions) error {
-	name, _, err := parseRef(opts.args[0])
+	name, _, err := parseRef(opts.name)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ was not carried over. A .mcpb's signature block is not part of the bundle.
 An invalid source writes nothing (exit 3). DIR must not exist.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.source = args[0]
 			return runImport(cmd.Context(), a, opts)
 		},
 	}
@@ -76,7 +76,8 @@ An invalid source writes nothing (exit 3). DIR must not exist.`,
 
 // importOptions are the inputs of berth import.
 type importOptions struct {
-	args   []string
+	// source is the positional argument.
+	source string
 	asJSON bool
 	opts   bundle.Options
 	out    string
@@ -86,7 +87,7 @@ func runImport(ctx context.Context, a *app, opts *importOptions) error {
 	if opts.out == "" {
 		return usagef("--out DIR is required: the new directory to write the berth bundle into")
 	}
-	b, err := openBundle(ctx, opts.args[0], &opts.opts)
+	b, err := openBundle(ctx, opts.source, &opts.opts)
 	if err != nil {
 		return err
 	}

@@ -58,6 +58,7 @@ Exit codes: 0 written, 1 a file is already there, 2 usage.`,
 
 // initOptions are the inputs of berth init.
 type initOptions struct {
+	// args are the positional arguments: none, or one DIR.
 	args   []string
 	asJSON bool
 	name   string

@@ -32,7 +32,7 @@ are printed escaped (\x1b, \u202e, \x9b), as berth status prints them; with
 is U+FFFD.`,
 		Args: exactArgs(1, "one PLUGIN__SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.server = args[0]
 			return runLogs(cmd.Context(), a, opts)
 		},
 	}
@@ -43,13 +43,14 @@ is U+FFFD.`,
 
 // logsOptions are the inputs of berth logs.
 type logsOptions struct {
-	args   []string
+	// server is the positional argument.
+	server string
 	asJSON bool
 	lines  int
 }
 
 func runLogs(_ context.Context, a *app, opts *logsOptions) error {
-	id := opts.args[0]
+	id := opts.server
 	if !serverIDRe.MatchString(id) {
 		return usagef("%q is not a server name like acme-notes__notes (berth status lists them)", id)
 	}

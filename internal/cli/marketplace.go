@@ -100,7 +100,7 @@ show mark these entries unsigned. berth install takes one only with
 --allow-unsigned and the --digest that berth show prints.`,
 		Args: exactArgs(2, "NAME and SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.name, opts.source = args[0], args[1]
 			return runMarketplaceAdd(cmd.Context(), a, opts)
 		},
 	}
@@ -114,13 +114,14 @@ show mark these entries unsigned. berth install takes one only with
 
 // marketplaceAddOptions are the inputs of berth marketplace add.
 type marketplaceAddOptions struct {
-	args                       []string
+	// name, source are the positional arguments.
+	name, source               string
 	registry, unsigned, asJSON bool
 	rootFile, rootSHA          string
 }
 
 func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions) error {
-	name := opts.args[0]
+	name := opts.name
 	if err := marketplace.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}
@@ -134,9 +135,9 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 		return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
 	}
 	if opts.registry || opts.unsigned {
-		return a.addUnsignedSource(ctx, name, opts.args[1], opts.registry, opts.asJSON)
+		return a.addUnsignedSource(ctx, name, opts.source, opts.registry, opts.asJSON)
 	}
-	src, err := marketplace.ParseSource(opts.args[1])
+	src, err := marketplace.ParseSource(opts.source)
 	if err != nil {
 		return err
 	}
@@ -322,7 +323,7 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 installed from it stay trusted and enabled; berth verify still checks them.`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.name = args[0]
 			return runMarketplaceRemove(cmd.Context(), a, opts)
 		},
 	}
@@ -332,25 +333,26 @@ installed from it stay trusted and enabled; berth verify still checks them.`,
 
 // marketplaceRemoveOptions are the inputs of berth marketplace remove.
 type marketplaceRemoveOptions struct {
-	args   []string
+	// name is the positional argument.
+	name   string
 	asJSON bool
 }
 
 func runMarketplaceRemove(ctx context.Context, a *app, opts *marketplaceRemoveOptions) error {
-	if err := marketplace.CheckName(opts.args[0]); err != nil {
+	if err := marketplace.CheckName(opts.name); err != nil {
 		return usagef("%v", err)
 	}
 	c, err := a.catalogs()
 	if err != nil {
 		return err
 	}
-	if err := c.Remove(ctx, opts.args[0]); err != nil {
+	if err := c.Remove(ctx, opts.name); err != nil {
 		return err
 	}
 	if opts.asJSON {
-		return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: opts.args[0]})
+		return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: opts.name})
 	}
-	fmt.Fprintf(a.stdout, "Removed catalog %s.\n", opts.args[0])
+	fmt.Fprintf(a.stdout, "Removed catalog %s.\n", opts.name)
 	return nil
 }
 
@@ -394,6 +396,7 @@ only a warning.`,
 
 // marketplaceUpdateOptions are the inputs of berth marketplace update.
 type marketplaceUpdateOptions struct {
+	// args are the positional arguments: none, or one NAME.
 	args   []string
 	asJSON bool
 }

@@ -35,7 +35,7 @@ whether the variable exists and the store's index whether it holds the name.
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.source = args[0]
 			return runReview(cmd.Context(), a, opts)
 		},
 	}
@@ -46,14 +46,15 @@ Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 
 // reviewOptions are the inputs of berth review.
 type reviewOptions struct {
-	args   []string
+	// source is the positional argument.
+	source string
 	asJSON bool
 	opts   bundle.Options
 }
 
 func runReview(ctx context.Context, a *app, opts *reviewOptions) error {
 	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, err := openBundle(hctx, opts.args[0], &opts.opts)
+	b, err := openBundle(hctx, opts.source, &opts.opts)
 	stopProgress()
 	if err != nil {
 		return err

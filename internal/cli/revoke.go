@@ -22,7 +22,7 @@ processes notice at their next boundary, remove its tools and stop its
 servers. The staged snapshot stays until 'berth gc'.`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.ref = args[0]
 			return runRevoke(cmd.Context(), a, opts)
 		},
 	}
@@ -32,12 +32,13 @@ servers. The staged snapshot stays until 'berth gc'.`,
 
 // revokeOptions are the inputs of berth revoke.
 type revokeOptions struct {
-	args   []string
+	// ref is the positional argument.
+	ref    string
 	asJSON bool
 }
 
 func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
-	name, version, err := parseRef(opts.args[0])
+	name, version, err := parseRef(opts.ref)
 	if err != nil {
 		return err
 	}

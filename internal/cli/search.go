@@ -45,6 +45,7 @@ marked unsigned, and deprecated ones deprecated; a registry name
 
 // searchOptions are the inputs of berth search.
 type searchOptions struct {
+	// args are the positional arguments: none, or one QUERY.
 	args               []string
 	asJSON             bool
 	catalog, tier, tag string

@@ -104,7 +104,7 @@ Exit codes: 0 stored, 1 not stored, 2 usage.`,
 			return exactArgs(1, "one NAME")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.name = args[0]
 			return runSecretSet(cmd.Context(), a, opts)
 		},
 	}
@@ -115,13 +115,14 @@ Exit codes: 0 stored, 1 not stored, 2 usage.`,
 
 // secretSetOptions are the inputs of berth secret set.
 type secretSetOptions struct {
-	args      []string
+	// name is the positional argument.
+	name      string
 	asJSON    bool
 	storeName string
 }
 
 func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
-	name := opts.args[0]
+	name := opts.name
 	if err := secrets.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}
@@ -271,7 +272,7 @@ Exit codes: 0 removed, 1 not stored or not removed, 2 usage.`,
 		Example: `  berth secret rm ACME_TOKEN`,
 		Args:    exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.name = args[0]
 			return runSecretRm(cmd.Context(), a, opts)
 		},
 	}
@@ -281,12 +282,13 @@ Exit codes: 0 removed, 1 not stored or not removed, 2 usage.`,
 
 // secretRmOptions are the inputs of berth secret rm.
 type secretRmOptions struct {
-	args   []string
+	// name is the positional argument.
+	name   string
 	asJSON bool
 }
 
 func runSecretRm(ctx context.Context, a *app, opts *secretRmOptions) error {
-	name := opts.args[0]
+	name := opts.name
 	if err := secrets.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}

@@ -39,7 +39,7 @@ can be named by its registry name (io.github.acme/weather) or by the berth
 name it maps to (io-github-acme-weather); the review shows both.`,
 		Args: exactArgs(1, "NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.ref = args[0]
 			return runShow(cmd.Context(), a, opts)
 		},
 	}
@@ -50,13 +50,14 @@ name it maps to (io-github-acme-weather); the review shows both.`,
 
 // showOptions are the inputs of berth show.
 type showOptions struct {
-	args    []string
+	// ref is the positional argument.
+	ref     string
 	asJSON  bool
 	catalog string
 }
 
 func runShow(ctx context.Context, a *app, opts *showOptions) error {
-	given, version, _ := strings.Cut(opts.args[0], "@")
+	given, version, _ := strings.Cut(opts.ref, "@")
 	name, _, err := marketplace.LookupName(given)
 	if err != nil {
 		return usagef("%v", err)

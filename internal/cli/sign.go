@@ -67,7 +67,7 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 --new-bundle-format over 'berth digest --listing' output works too.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.source = args[0]
 			return runSign(cmd.Context(), a, opts)
 		},
 	}
@@ -80,7 +80,8 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 
 // signOptions are the inputs of berth sign.
 type signOptions struct {
-	args         []string
+	// source is the positional argument.
+	source       string
 	asJSON       bool
 	keyFile, out string
 	opts         bundle.Options
@@ -95,7 +96,7 @@ func runSign(ctx context.Context, a *app, opts *signOptions) error {
 		return err
 	}
 	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, err := openBundle(hctx, opts.args[0], &opts.opts)
+	b, err := openBundle(hctx, opts.source, &opts.opts)
 	stopProgress()
 	if err != nil {
 		return err
@@ -106,7 +107,7 @@ func runSign(ctx context.Context, a *app, opts *signOptions) error {
 		return err
 	}
 	if opts.out == "" {
-		opts.out = store.DefaultSignatureFile(opts.args[0])
+		opts.out = store.DefaultSignatureFile(opts.source)
 	}
 	if err := atomicfile.WriteFile(opts.out, sig, 0o644); err != nil {
 		return err

@@ -53,6 +53,7 @@ workspace is an error (exit 1), found before any server starts.`,
 
 // toolsOptions are the inputs of berth tools.
 type toolsOptions struct {
+	// args are the positional arguments: none, or one PLUGIN.
 	args      []string
 	asJSON    bool
 	workspace string

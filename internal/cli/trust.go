@@ -37,7 +37,7 @@ On a terminal, a bundle of 16 MiB or more draws progress while it is
 verified (hashed) and while it is staged (copied into the store).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.source = args[0]
 			return runTrust(cmd.Context(), a, opts)
 		},
 	}
@@ -54,14 +54,15 @@ verified (hashed) and while it is staged (copied into the store).`,
 
 // trustOptions are the inputs of berth trust.
 type trustOptions struct {
-	args                                          []string
+	// source is the positional argument.
+	source                                        string
 	opts                                          bundle.Options
 	sigFile, digest                               string
 	yes, allowUnsigned, allowSignerChange, asJSON bool
 }
 
 func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
-	source := opts.args[0]
+	source := opts.source
 	if opts.asJSON && !opts.yes {
 		return usagef("--json cannot ask for confirmation; add --yes")
 	}

@@ -53,7 +53,7 @@ are located in the source's own file and field.
 Exit code 0 means valid; 3 means invalid.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.source = args[0]
 			return runValidate(cmd.Context(), a, opts)
 		},
 	}
@@ -64,7 +64,8 @@ Exit code 0 means valid; 3 means invalid.`,
 
 // validateOptions are the inputs of berth validate.
 type validateOptions struct {
-	args   []string
+	// source is the positional argument.
+	source string
 	asJSON bool
 	opts   bundle.Options
 }
@@ -74,7 +75,7 @@ func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
 		return err
 	}
 	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, problems, err := bundle.Load(hctx, opts.args[0], &opts.opts)
+	b, problems, err := bundle.Load(hctx, opts.source, &opts.opts)
 	stopProgress()
 	if err != nil {
 		return err
@@ -82,7 +83,7 @@ func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
 	defer b.Close()
 	var invalid error
 	if len(problems) > 0 {
-		invalid = &bundle.InvalidError{Source: opts.args[0], Problems: problems}
+		invalid = &bundle.InvalidError{Source: opts.source, Problems: problems}
 	}
 	if opts.asJSON {
 		out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems), Notes: b.Notes}
@@ -107,6 +108,6 @@ func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
 	if imp := importedAs(b); imp != "" {
 		name += ", " + imp
 	}
-	fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", opts.args[0], name, b.Digest)
+	fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", opts.source, name, b.Digest)
 	return nil
 }

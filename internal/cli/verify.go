@@ -45,6 +45,7 @@ a catalog revoked fails (exit 4), naming the catalog and its reason.`,
 
 // verifyOptions are the inputs of berth verify.
 type verifyOptions struct {
+	// args are the positional arguments: none, or one NAME[@VERSION].
 	args   []string
 	asJSON bool
 }
