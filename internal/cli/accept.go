@@ -26,35 +26,35 @@ not enabled in the workspace is an error at once (exit 1): no server starts.`,
   berth accept acme-notes --yes --json`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ref = args[0]
+			opts.Ref = args[0]
 			return runAccept(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &opts.workspace)
-	cmd.Flags().BoolVar(&opts.yes, "yes", false, "accept without asking (required without a terminal)")
-	a.jsonFlag(cmd, &opts.asJSON, acceptJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "accept without asking (required without a terminal)")
+	a.jsonFlag(cmd, &opts.JSON, acceptJSON{})
 	return cmd
 }
 
 // acceptOptions are the inputs of berth accept.
 type acceptOptions struct {
-	// ref is the positional argument.
-	ref         string
-	workspace   string
-	yes, asJSON bool
+	// Ref is the positional argument.
+	Ref       string
+	Workspace string
+	Yes, JSON bool
 }
 
 func runAccept(ctx context.Context, a *app, opts *acceptOptions) error {
-	name, _, err := parseRef(opts.ref)
+	name, _, err := parseRef(opts.Ref)
 	if err != nil {
 		return err
 	}
 	// A plugin that is not enabled has nothing to accept: say so
 	// at once, from the state, without starting any server.
-	if _, err := a.requireEnabled(opts.workspace, name, "there is nothing to accept"); err != nil {
+	if _, err := a.requireEnabled(opts.Workspace, name, "there is nothing to accept"); err != nil {
 		return err
 	}
-	p, err := a.openPool(ctx, opts.workspace, !opts.asJSON)
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
 	if err != nil {
 		return err
 	}
@@ -71,22 +71,22 @@ func runAccept(ctx context.Context, a *app, opts *acceptOptions) error {
 		return fmt.Errorf("%s is not enabled in %s, so there is nothing to accept (berth enable %s)", name, p.WorkspaceDir(), name)
 	}
 	if len(changes) == 0 {
-		if opts.asJSON {
+		if opts.JSON {
 			return writeJSON(a.stdout, acceptJSON{Accepted: []pool.ToolChange{}})
 		}
 		fmt.Fprintf(a.stdout, "Nothing to accept: the tools of %s match their pinned surface.\n", name)
 		return nil
 	}
-	if !opts.asJSON || !opts.yes {
+	if !opts.JSON || !opts.Yes {
 		a.showChanges(changes)
 	}
-	if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), opts.yes, "--yes"); err != nil {
+	if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), opts.Yes, "--yes"); err != nil {
 		return err
 	}
 	if err := p.Accept(ctx, name, changes); err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, acceptJSON{Accepted: changes})
 	}
 	fmt.Fprintf(a.stdout, "Accepted %d tool change(s) of %s; those tools are offered again.\n", len(changes), name)

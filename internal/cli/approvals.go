@@ -42,15 +42,15 @@ shown key by key with their sizes; --full ID shows one call's whole.
 			return runApprovals(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, []*mcpexport.Pending{})
-	cmd.Flags().StringVar(&opts.full, "full", "", "show one pending call with its whole arguments")
+	a.jsonFlag(cmd, &opts.JSON, []*mcpexport.Pending{})
+	cmd.Flags().StringVar(&opts.Full, "full", "", "show one pending call with its whole arguments")
 	return cmd
 }
 
 // approvalsOptions are the inputs of berth approvals.
 type approvalsOptions struct {
-	asJSON bool
-	full   string
+	JSON bool
+	Full string
 }
 
 func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
@@ -58,12 +58,12 @@ func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.full != "" {
-		p, err := q.Get(opts.full)
+	if opts.Full != "" {
+		p, err := q.Get(opts.Full)
 		if err != nil {
 			return err
 		}
-		if opts.asJSON {
+		if opts.JSON {
 			return writeJSON(a.stdout, p)
 		}
 		a.showPending(p, true)
@@ -74,7 +74,7 @@ func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		if list == nil {
 			list = []*mcpexport.Pending{}
 		}
@@ -149,7 +149,7 @@ func authWords(p *mcpexport.Pending) string {
 }
 
 func newApproveCmd(a *app, allow bool) *cobra.Command {
-	opts := &approveOptions{allow: allow}
+	opts := &approveOptions{Allow: allow}
 	use, short := "deny ID", "Refuse a tool call waiting for approval"
 	if allow {
 		use, short = "approve ID", "Run a tool call waiting for approval"
@@ -164,23 +164,23 @@ func newApproveCmd(a *app, allow bool) *cobra.Command {
   berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[allow],
 		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.id = args[0]
+			opts.ID = args[0]
 			return runApprove(cmd.Context(), a, opts)
 		},
 	}
 	if allow {
-		cmd.Flags().BoolVar(&opts.always, "always", false, "also allow this exact tool from now on")
+		cmd.Flags().BoolVar(&opts.Always, "always", false, "also allow this exact tool from now on")
 	}
-	a.jsonFlag(cmd, &opts.asJSON, decisionJSON{})
+	a.jsonFlag(cmd, &opts.JSON, decisionJSON{})
 	return cmd
 }
 
 // approveOptions are the inputs of berth approve.
 type approveOptions struct {
-	// id is the positional argument.
-	id             string
-	allow          bool
-	always, asJSON bool
+	// ID is the positional argument.
+	ID           string
+	Allow        bool
+	Always, JSON bool
 }
 
 func runApprove(_ context.Context, a *app, opts *approveOptions) error {
@@ -188,21 +188,21 @@ func runApprove(_ context.Context, a *app, opts *approveOptions) error {
 	if err != nil {
 		return err
 	}
-	by := "berth " + map[bool]string{true: "approve", false: "deny"}[opts.allow]
+	by := "berth " + map[bool]string{true: "approve", false: "deny"}[opts.Allow]
 	if u := a.getenv("USER"); u != "" {
 		by += " (" + u + ")"
 	}
-	p, err := q.Decide(opts.id, opts.allow, opts.always, by)
+	p, err := q.Decide(opts.ID, opts.Allow, opts.Always, by)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
-		return writeJSON(a.stdout, decisionJSON{ID: p.ID, Kind: p.Kind, Tool: p.Tool, URI: p.URI, Allowed: opts.allow, Always: opts.allow && opts.always, By: by})
+	if opts.JSON {
+		return writeJSON(a.stdout, decisionJSON{ID: p.ID, Kind: p.Kind, Tool: p.Tool, URI: p.URI, Allowed: opts.Allow, Always: opts.Allow && opts.Always, By: by})
 	}
 	switch {
-	case opts.allow && opts.always:
+	case opts.Allow && opts.Always:
 		fmt.Fprintf(a.stdout, "Approved %s (%s); %s is now allowed always.\n", p.ID, pendingWhat(p), p.Tool)
-	case opts.allow:
+	case opts.Allow:
 		fmt.Fprintf(a.stdout, "Approved %s (%s) once.\n", p.ID, pendingWhat(p))
 	default:
 		fmt.Fprintf(a.stdout, "Denied %s (%s).\n", p.ID, pendingWhat(p))

@@ -61,15 +61,15 @@ what each badge means.`,
 			return runMarketplaceServe(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.addr, "addr", browse.DefaultAddr, "the loopback `ADDR` to listen on (HOST:PORT; port 0 picks a free one)")
-	cmd.Flags().BoolVar(&opts.open, "open", false, "open the page in the system's web browser")
+	cmd.Flags().StringVar(&opts.Addr, "addr", browse.DefaultAddr, "the loopback `ADDR` to listen on (HOST:PORT; port 0 picks a free one)")
+	cmd.Flags().BoolVar(&opts.Open, "open", false, "open the page in the system's web browser")
 	return cmd
 }
 
 // marketplaceServeOptions are the inputs of berth marketplace serve.
 type marketplaceServeOptions struct {
-	addr string
-	open bool
+	Addr string
+	Open bool
 }
 
 func runMarketplaceServe(ctx context.Context, a *app, opts *marketplaceServeOptions) error {
@@ -77,14 +77,14 @@ func runMarketplaceServe(ctx context.Context, a *app, opts *marketplaceServeOpti
 	if err != nil {
 		return err
 	}
-	ln, err := browse.Listen(opts.addr)
+	ln, err := browse.Listen(opts.Addr)
 	if err != nil {
 		return usagef("--addr: %v", err)
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	srv := &http.Server{Handler: site.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	fmt.Fprintf(a.stdout, "Serving the marketplace page at %s (read-only; Ctrl-C stops it).\n", url)
-	if opts.open {
+	if opts.Open {
 		browser.Stdout, browser.Stderr = io.Discard, io.Discard
 		if err := browser.OpenURL(url); err != nil {
 			fmt.Fprintf(a.stderr, "berth: warning: could not open a browser (%v); open %s yourself\n", err, url)
@@ -129,19 +129,19 @@ headers.`,
   python3 -m http.server -d ./site   # or open ./site/index.html`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir = args[0]
+			opts.Dir = args[0]
 			return runMarketplaceExport(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, exportJSON{})
+	a.jsonFlag(cmd, &opts.JSON, exportJSON{})
 	return cmd
 }
 
 // marketplaceExportOptions are the inputs of berth marketplace export.
 type marketplaceExportOptions struct {
-	// dir is the positional argument.
-	dir    string
-	asJSON bool
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
 }
 
 func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOptions) error {
@@ -149,12 +149,12 @@ func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOp
 	if err != nil {
 		return err
 	}
-	res, err := site.Export(ctx, opts.dir)
+	res, err := site.Export(ctx, opts.Dir)
 	if err != nil {
 		return err
 	}
 	index := filepath.Join(res.Dir, "index.html")
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, exportJSON{Dir: res.Dir, Index: index, Pages: res.Pages, Plugins: res.Plugins, Catalogs: res.Catalogs})
 	}
 	fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, index)

@@ -152,55 +152,55 @@ plugin drifted or the tool changed since it was pinned, 6 the call was
 refused.`,
 		Args: exactArgs(1, "one TOOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.tool = args[0]
+			opts.Tool = args[0]
 			return runCall(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &opts.workspace)
-	cmd.Flags().StringVar(&opts.rawArgs, "args", "", "the arguments as a JSON object")
-	cmd.Flags().StringArrayVar(&opts.kvs, "arg", nil, "one argument as k=v (repeatable)")
-	cmd.Flags().BoolVar(&opts.yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
-	a.jsonFlag(cmd, &opts.asJSON, mcp.CallToolResult{})
+	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().StringVar(&opts.RawArgs, "args", "", "the arguments as a JSON object")
+	cmd.Flags().StringArrayVar(&opts.KVs, "arg", nil, "one argument as k=v (repeatable)")
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
+	a.jsonFlag(cmd, &opts.JSON, mcp.CallToolResult{})
 	return cmd
 }
 
 // callOptions are the inputs of berth call.
 type callOptions struct {
-	// tool is the positional argument.
-	tool               string
-	kvs                []string
-	workspace, rawArgs string
-	yes, asJSON        bool
+	// Tool is the positional argument.
+	Tool               string
+	KVs                []string
+	Workspace, RawArgs string
+	Yes, JSON          bool
 }
 
 func runCall(ctx context.Context, a *app, opts *callOptions) error {
-	if opts.rawArgs != "" && len(opts.kvs) > 0 {
+	if opts.RawArgs != "" && len(opts.KVs) > 0 {
 		return usagef("use either --args JSON or --arg k=v, not both")
 	}
-	p, err := a.openPool(ctx, opts.workspace, !opts.asJSON)
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	var schema any
-	if len(opts.kvs) > 0 {
+	if len(opts.KVs) > 0 {
 		if tools, err := p.Tools(ctx); err == nil {
 			for _, t := range tools {
-				if t.Name == opts.tool {
+				if t.Name == opts.Tool {
 					schema = t.Definition.InputSchema
 				}
 			}
 		}
 	}
-	body, err := callArgs(opts.rawArgs, opts.kvs, schema)
+	body, err := callArgs(opts.RawArgs, opts.KVs, schema)
 	if err != nil {
 		return err
 	}
-	res, err := p.Call(ctx, opts.tool, body, cliApprover{a: a, yes: opts.yes})
+	res, err := p.Call(ctx, opts.Tool, body, cliApprover{a: a, yes: opts.Yes})
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		if err := writeJSON(a.stdout, res); err != nil {
 			return err
 		}
@@ -209,10 +209,10 @@ func runCall(ctx context.Context, a *app, opts *callOptions) error {
 	}
 	if res.IsError {
 		msg := resultText(res)
-		if !opts.asJSON {
-			fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", opts.tool, msg)
+		if !opts.JSON {
+			fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", opts.Tool, msg)
 		}
-		return &reported{fmt.Errorf("the tool %s failed: %s", opts.tool, msg)}
+		return &reported{fmt.Errorf("the tool %s failed: %s", opts.Tool, msg)}
 	}
 	return nil
 }

@@ -59,66 +59,66 @@ offline: berth catalog refresh needs only timestamp.key, and snapshot.key
 when the snapshot is due.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir = args[0]
+			opts.Dir = args[0]
 			return runCatalogInit(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.keys, "keys", "", "the directory for the role keys (created with mode 0700; not inside DIR)")
-	f.StringVar(&opts.name, "name", "", "the catalog's name, written into the catalog")
-	f.StringVar(&opts.exp[0], "timestamp-expires", "", "how long a timestamp stays valid (default 1d)")
-	f.StringVar(&opts.exp[1], "snapshot-expires", "", "how long a snapshot stays valid (default 7d)")
-	f.StringVar(&opts.exp[2], "targets-expires", "", "how long the targets metadata stays valid (default 90d)")
-	f.StringVar(&opts.exp[3], "root-expires", "", "how long the root stays valid (default 365d)")
-	a.jsonFlag(cmd, &opts.asJSON, catalogInitJSON{})
+	f.StringVar(&opts.Keys, "keys", "", "the directory for the role keys (created with mode 0700; not inside DIR)")
+	f.StringVar(&opts.Name, "name", "", "the catalog's name, written into the catalog")
+	f.StringVar(&opts.Expires[0], "timestamp-expires", "", "how long a timestamp stays valid (default 1d)")
+	f.StringVar(&opts.Expires[1], "snapshot-expires", "", "how long a snapshot stays valid (default 7d)")
+	f.StringVar(&opts.Expires[2], "targets-expires", "", "how long the targets metadata stays valid (default 90d)")
+	f.StringVar(&opts.Expires[3], "root-expires", "", "how long the root stays valid (default 365d)")
+	a.jsonFlag(cmd, &opts.JSON, catalogInitJSON{})
 	return cmd
 }
 
 // catalogInitOptions are the inputs of berth catalog init.
 type catalogInitOptions struct {
-	// dir is the positional argument.
-	dir        string
-	asJSON     bool
-	exp        [4]string
-	keys, name string
+	// Dir is the positional argument.
+	Dir        string
+	JSON       bool
+	Expires    [4]string
+	Keys, Name string
 }
 
 func runCatalogInit(ctx context.Context, a *app, opts *catalogInitOptions) error {
-	if opts.keys == "" {
+	if opts.Keys == "" {
 		return usagef("--keys KEYDIR is required: the directory for the catalog's private keys (outside DIR)")
 	}
-	ro := &marketplace.RepoOptions{Name: opts.name}
+	ro := &marketplace.RepoOptions{Name: opts.Name}
 	for i, d := range []*time.Duration{&ro.Expiries.Timestamp, &ro.Expiries.Snapshot, &ro.Expiries.Targets, &ro.Expiries.Root} {
-		if opts.exp[i] == "" {
+		if opts.Expires[i] == "" {
 			continue
 		}
-		v, err := marketplace.ParseDuration(opts.exp[i])
+		v, err := marketplace.ParseDuration(opts.Expires[i])
 		if err != nil {
 			return usagef("--%s-expires: %v", []string{"timestamp", "snapshot", "targets", "root"}[i], err)
 		}
 		*d = v
 	}
-	if opts.name != "" {
-		if err := marketplace.CheckName(opts.name); err != nil {
+	if opts.Name != "" {
+		if err := marketplace.CheckName(opts.Name); err != nil {
 			return usagef("--name: %v", err)
 		}
 	}
-	res, err := marketplace.InitRepository(ctx, opts.dir, opts.keys, ro)
+	res, err := marketplace.InitRepository(ctx, opts.Dir, opts.Keys, ro)
 	if err != nil {
 		return err
 	}
-	label := opts.name
+	label := opts.Name
 	if label == "" {
 		label = "NAME"
 	}
 	addCmd := fmt.Sprintf("berth marketplace add %s SOURCE --root-sha256 %s", label, res.RootSHA256)
-	if opts.asJSON {
-		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.dir, Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
+	if opts.JSON {
+		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.Dir, Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
 	}
-	fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", opts.dir, opts.keys)
+	fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", opts.Dir, opts.Keys)
 	fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
 	fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
-	fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", opts.keys)
+	fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", opts.Keys)
 	return nil
 }
 
@@ -180,49 +180,49 @@ sanitized. --icon gives the plugin a PNG icon (at most 64 KiB, 16 to 512
 pixels; no SVG).`,
 		Args: exactArgs(2, "DIR and BUNDLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir, opts.bundle = args[0], args[1]
-			opts.tagsSet = cmd.Flags().Changed("tag")
+			opts.Dir, opts.Bundle = args[0], args[1]
+			opts.TagsSet = cmd.Flags().Changed("tag")
 			return runCatalogAdd(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.keys, "keys", "", "the catalog's key directory")
-	f.StringVar(&opts.url, "url", "", "the https URL the archive BUNDLE is served at (default: copy it into DIR)")
-	f.StringVar(&opts.sigFile, "signature", "", "the bundle's Sigstore signature (default BUNDLE.sigstore.json)")
-	f.StringVar(&opts.tier, "tier", "", "official, verified or community (default: keep; community for a new plugin)")
-	f.StringArrayVar(&opts.tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
-	f.StringVar(&opts.iconFile, "icon", "", "a PNG icon `FILE` for the plugin (default: keep the one it has)")
-	f.BoolVar(&opts.noReadme, "no-readme", false, "leave the bundle's README.md out of the catalog")
-	a.jsonFlag(cmd, &opts.asJSON, catalogAddJSON{})
+	f.StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	f.StringVar(&opts.URL, "url", "", "the https URL the archive BUNDLE is served at (default: copy it into DIR)")
+	f.StringVar(&opts.SigFile, "signature", "", "the bundle's Sigstore signature (default BUNDLE.sigstore.json)")
+	f.StringVar(&opts.Tier, "tier", "", "official, verified or community (default: keep; community for a new plugin)")
+	f.StringArrayVar(&opts.Tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
+	f.StringVar(&opts.IconFile, "icon", "", "a PNG icon `FILE` for the plugin (default: keep the one it has)")
+	f.BoolVar(&opts.NoReadme, "no-readme", false, "leave the bundle's README.md out of the catalog")
+	a.jsonFlag(cmd, &opts.JSON, catalogAddJSON{})
 	return cmd
 }
 
 // catalogAddOptions are the inputs of berth catalog add.
 type catalogAddOptions struct {
-	// tagsSet is true when --tag was given (even to no tags).
-	tagsSet bool
-	// dir, bundle are the positional arguments.
-	dir, bundle                        string
-	keys, url, sigFile, tier, iconFile string
-	noReadme, asJSON                   bool
-	tags                               []string
+	// TagsSet is true when --tag was given (even to no tags).
+	TagsSet bool
+	// Dir and Bundle are the positional arguments.
+	Dir, Bundle                        string
+	Keys, URL, SigFile, Tier, IconFile string
+	NoReadme, JSON                     bool
+	Tags                               []string
 }
 
 func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
-	dir, source := opts.dir, opts.bundle
-	t, err := parseTier(opts.tier)
+	dir, source := opts.Dir, opts.Bundle
+	t, err := parseTier(opts.Tier)
 	if err != nil {
 		return err
 	}
-	if opts.url != "" {
+	if opts.URL != "" {
 		if fi, err := os.Stat(source); err == nil && fi.IsDir() {
 			return usagef("--url names where the archive is served, but %s is a directory: give the archive file itself", source)
 		}
-		if err := marketplace.CheckLocation(opts.url); err != nil || !strings.HasPrefix(opts.url, "https://") {
-			return usagef("--url %q: give the absolute https URL where the archive will be served", opts.url)
+		if err := marketplace.CheckLocation(opts.URL); err != nil || !strings.HasPrefix(opts.URL, "https://") {
+			return usagef("--url %q: give the absolute https URL where the archive will be served", opts.URL)
 		}
 	}
-	r, err := openRepo(dir, opts.keys)
+	r, err := openRepo(dir, opts.Keys)
 	if err != nil {
 		return err
 	}
@@ -241,30 +241,30 @@ func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
 	if len(signers) == 0 {
 		return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
 	}
-	if opts.sigFile == "" {
-		opts.sigFile = store.DefaultSignatureFile(source)
+	if opts.SigFile == "" {
+		opts.SigFile = store.DefaultSignatureFile(source)
 	}
-	sig, err := marketplace.ReadFileLimited(opts.sigFile, trust.MaxSignatureSize)
+	sig, err := marketplace.ReadFileLimited(opts.SigFile, trust.MaxSignatureSize)
 	if err != nil {
 		return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
 	}
-	req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: opts.url, Tier: t, OmitReadme: opts.noReadme}
-	if opts.iconFile != "" {
-		if req.Icon, err = marketplace.ReadFileLimited(opts.iconFile, marketplace.MaxIcon); err != nil {
+	req := marketplace.AddRequest{Source: source, Signature: sig, Verifier: v, URL: opts.URL, Tier: t, OmitReadme: opts.NoReadme}
+	if opts.IconFile != "" {
+		if req.Icon, err = marketplace.ReadFileLimited(opts.IconFile, marketplace.MaxIcon); err != nil {
 			return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, marketplace.MaxIcon)
 		}
 		if err := marketplace.CheckIcon(req.Icon); err != nil {
-			return usagef("--icon %s: %v", opts.iconFile, err)
+			return usagef("--icon %s: %v", opts.IconFile, err)
 		}
 	}
-	if opts.tagsSet {
-		req.Tags = opts.tags
+	if opts.TagsSet {
+		req.Tags = opts.Tags
 	}
 	res, err := r.Add(ctx, req)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		a.publishWarnings(res.Publish)
 		return writeJSON(a.stdout, catalogAddJSON{Plugin: res.Plugin, Version: res.Version, Digest: res.Digest, Signer: res.SignerRef, AllowedSigner: res.Signer,
 			NewPlugin: res.NewPlugin, Already: res.Already, Archive: res.Archive, Publish: res.Publish})
@@ -351,67 +351,67 @@ yanked (with --reason) is skipped when berth resolves a version; revoked
 enabled when a refresh finds it revoked. active clears the status.`,
 		Args: exactArgs(3, "DIR, NAME@VERSION and a status"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir, opts.ref, opts.status = args[0], args[1], args[2]
+			opts.Dir, opts.Ref, opts.Status = args[0], args[1], args[2]
 			return runCatalogStatus(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.keys, "keys", "", "the catalog's key directory")
-	cmd.Flags().StringVar(&opts.reason, "reason", "", "why (required for deprecated, yanked and revoked)")
-	cmd.Flags().StringVar(&opts.replacement, "replacement", "", "the plugin to use instead (deprecated only)")
-	a.jsonFlag(cmd, &opts.asJSON, catalogStatusJSON{})
+	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required for deprecated, yanked and revoked)")
+	cmd.Flags().StringVar(&opts.Replacement, "replacement", "", "the plugin to use instead (deprecated only)")
+	a.jsonFlag(cmd, &opts.JSON, catalogStatusJSON{})
 	return cmd
 }
 
 // catalogStatusOptions are the inputs of berth catalog status.
 type catalogStatusOptions struct {
-	// dir, ref, status are the positional arguments.
-	dir, ref, status          string
-	asJSON                    bool
-	keys, reason, replacement string
+	// Dir, Ref and Status are the positional arguments.
+	Dir, Ref, Status          string
+	JSON                      bool
+	Keys, Reason, Replacement string
 }
 
 func runCatalogStatus(ctx context.Context, a *app, opts *catalogStatusOptions) error {
-	name, version, err := parseRef(opts.ref)
+	name, version, err := parseRef(opts.Ref)
 	if err != nil {
 		return err
 	}
 	if version == "" {
 		return usagef("give the version as NAME@VERSION (a status belongs to one version)")
 	}
-	status := marketplace.Status(opts.status)
+	status := marketplace.Status(opts.Status)
 	switch status {
 	case marketplace.StatusActive:
-		if opts.reason != "" || opts.replacement != "" {
+		if opts.Reason != "" || opts.Replacement != "" {
 			return usagef("an active version has no reason or replacement: drop --reason and --replacement")
 		}
 	case marketplace.StatusDeprecated, marketplace.StatusYanked, marketplace.StatusRevoked:
-		if strings.TrimSpace(opts.reason) == "" {
+		if strings.TrimSpace(opts.Reason) == "" {
 			return usagef("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
 		}
-		if opts.replacement != "" && status != marketplace.StatusDeprecated {
+		if opts.Replacement != "" && status != marketplace.StatusDeprecated {
 			return usagef("--replacement goes only with deprecated")
 		}
 	default:
-		return usagef("the status %q is not active, deprecated, yanked or revoked", opts.status)
+		return usagef("the status %q is not active, deprecated, yanked or revoked", opts.Status)
 	}
-	r, err := openRepo(opts.dir, opts.keys)
+	r, err := openRepo(opts.Dir, opts.Keys)
 	if err != nil {
 		return err
 	}
-	res, err := r.SetStatus(ctx, name, version, status, opts.reason, opts.replacement)
+	res, err := r.SetStatus(ctx, name, version, status, opts.Reason, opts.Replacement)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		a.publishWarnings(res)
-		return writeJSON(a.stdout, catalogStatusJSON{Plugin: name, Version: version, Status: status, Reason: opts.reason, Replacement: opts.replacement, Publish: res})
+		return writeJSON(a.stdout, catalogStatusJSON{Plugin: name, Version: version, Status: status, Reason: opts.Reason, Replacement: opts.Replacement, Publish: res})
 	}
 	line := fmt.Sprintf("%s@%s is now %s", name, version, status)
-	if opts.reason != "" {
-		line += ": " + opts.reason
+	if opts.Reason != "" {
+		line += ": " + opts.Reason
 	}
-	if opts.replacement != "" {
-		line += " (use " + opts.replacement + " instead)"
+	if opts.Replacement != "" {
+		line += " (use " + opts.Replacement + " instead)"
 	}
 	fmt.Fprintln(a.stdout, line+".")
 	a.printPublish(res)
@@ -447,25 +447,25 @@ metadata or the root expire soon, which need berth catalog sign and a new
 catalog.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir = args[0]
+			opts.Dir = args[0]
 			return runCatalogRefresh(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.keys, "keys", "", "the catalog's key directory")
-	a.jsonFlag(cmd, &opts.asJSON, catalogPublishJSON{})
+	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	a.jsonFlag(cmd, &opts.JSON, catalogPublishJSON{})
 	return cmd
 }
 
 // catalogRefreshOptions are the inputs of berth catalog refresh.
 type catalogRefreshOptions struct {
-	// dir is the positional argument.
-	dir    string
-	asJSON bool
-	keys   string
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
+	Keys string
 }
 
 func runCatalogRefresh(ctx context.Context, a *app, opts *catalogRefreshOptions) error {
-	r, err := openRepo(opts.dir, opts.keys)
+	r, err := openRepo(opts.Dir, opts.Keys)
 	if err != nil {
 		return err
 	}
@@ -473,9 +473,9 @@ func runCatalogRefresh(ctx context.Context, a *app, opts *catalogRefreshOptions)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		a.publishWarnings(res)
-		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.dir, Publish: res})
+		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.Dir, Publish: res})
 	}
 	what := "the timestamp"
 	if res.SnapshotSigned {
@@ -501,25 +501,25 @@ trusts a review summary because it is signed: install compares it with
 the real bundle.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir = args[0]
+			opts.Dir = args[0]
 			return runCatalogSign(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.keys, "keys", "", "the catalog's key directory")
-	a.jsonFlag(cmd, &opts.asJSON, catalogPublishJSON{})
+	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	a.jsonFlag(cmd, &opts.JSON, catalogPublishJSON{})
 	return cmd
 }
 
 // catalogSignOptions are the inputs of berth catalog sign.
 type catalogSignOptions struct {
-	// dir is the positional argument.
-	dir    string
-	asJSON bool
-	keys   string
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
+	Keys string
 }
 
 func runCatalogSign(ctx context.Context, a *app, opts *catalogSignOptions) error {
-	r, err := openRepo(opts.dir, opts.keys)
+	r, err := openRepo(opts.Dir, opts.Keys)
 	if err != nil {
 		return err
 	}
@@ -527,11 +527,11 @@ func runCatalogSign(ctx context.Context, a *app, opts *catalogSignOptions) error
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		a.publishWarnings(res)
-		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.dir, Publish: res})
+		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.Dir, Publish: res})
 	}
-	fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", opts.dir)
+	fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", opts.Dir)
 	a.printPublish(res)
 	return nil
 }
@@ -550,23 +550,23 @@ whether the working copy has changes not yet published. It exits 1 when
 there is an error; warnings alone exit 0.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.dir = args[0]
+			opts.Dir = args[0]
 			return runCatalogLint(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, marketplace.LintReport{})
+	a.jsonFlag(cmd, &opts.JSON, marketplace.LintReport{})
 	return cmd
 }
 
 // catalogLintOptions are the inputs of berth catalog lint.
 type catalogLintOptions struct {
-	// dir is the positional argument.
-	dir    string
-	asJSON bool
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
 }
 
 func runCatalogLint(_ context.Context, a *app, opts *catalogLintOptions) error {
-	rep, err := marketplace.Lint(opts.dir, nil)
+	rep, err := marketplace.Lint(opts.Dir, nil)
 	if err != nil {
 		return err
 	}
@@ -578,7 +578,7 @@ func runCatalogLint(_ context.Context, a *app, opts *catalogLintOptions) error {
 			errs++
 		}
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		if err := writeJSON(a.stdout, rep); err != nil {
 			return err
 		}
@@ -590,10 +590,10 @@ func runCatalogLint(_ context.Context, a *app, opts *catalogLintOptions) error {
 		if !rep.Published {
 			published = "NOT published (berth catalog sign publishes it)"
 		}
-		fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", opts.dir, rep.Plugins, errs, warns, published)
+		fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", opts.Dir, rep.Plugins, errs, warns, published)
 	}
 	if errs > 0 {
-		return &reported{fmt.Errorf("%s has %d error(s)", opts.dir, errs)}
+		return &reported{fmt.Errorf("%s has %d error(s)", opts.Dir, errs)}
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ shell, or install it where your shell reads completions at start.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      exactArgs(1, "one shell: bash, zsh, fish or powershell"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.shell, opts.root = args[0], cmd.Root()
+			opts.Shell, opts.Root = args[0], cmd.Root()
 			return runCompletion(cmd.Context(), a, opts)
 		},
 	}
@@ -29,15 +29,15 @@ shell, or install it where your shell reads completions at start.`,
 
 // completionOptions are the inputs of berth completion.
 type completionOptions struct {
-	// shell is the positional argument.
-	shell string
-	// root is the command tree to complete.
-	root *cobra.Command
+	// Shell is the positional argument.
+	Shell string
+	// Root is the command tree to complete.
+	Root *cobra.Command
 }
 
 func runCompletion(_ context.Context, a *app, opts *completionOptions) error {
-	root := opts.root
-	switch opts.shell {
+	root := opts.Root
+	switch opts.Shell {
 	case "bash":
 		return root.GenBashCompletionV2(a.stdout, true)
 	case "zsh":
@@ -47,5 +47,5 @@ func runCompletion(_ context.Context, a *app, opts *completionOptions) error {
 	case "powershell":
 		return root.GenPowerShellCompletionWithDesc(a.stdout)
 	}
-	return usagef("berth completion knows bash, zsh, fish and powershell, not %q", opts.shell)
+	return usagef("berth completion knows bash, zsh, fish and powershell, not %q", opts.Shell)
 }

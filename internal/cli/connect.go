@@ -32,11 +32,11 @@ const (
 // connectOptions are the inputs of berth connect and berth disconnect
 // (which has no print, noPath, portable or env).
 type connectOptions struct {
-	client                   string
-	workspace, name          string
-	user, force, print, json bool
-	noPath, portable         bool
-	env                      []string
+	Client                   string
+	Workspace, Name          string
+	User, Force, Print, JSON bool
+	NoPath, Portable         bool
+	Env                      []string
 }
 
 // clientSetup is what connect and disconnect work out before touching a
@@ -53,7 +53,7 @@ func (a *app) clientSetup(arg string, f *connectOptions, needWorkspace bool) (*c
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	if err := clientconfig.CheckName(f.name); err != nil {
+	if err := clientconfig.CheckName(f.Name); err != nil {
 		return nil, usagef("--name: %v", err)
 	}
 	env, err := clientconfig.FromOS(a.getenv)
@@ -62,12 +62,12 @@ func (a *app) clientSetup(arg string, f *connectOptions, needWorkspace bool) (*c
 	}
 	env.ProcDir = a.getenv(testProcEnv)
 	s := &clientSetup{client: c, env: env}
-	if needWorkspace || (!f.user && c != clientconfig.ClaudeDesktop) {
-		if s.workspace, err = resolveWorkspace(f.workspace); err != nil {
+	if needWorkspace || (!f.User && c != clientconfig.ClaudeDesktop) {
+		if s.workspace, err = resolveWorkspace(f.Workspace); err != nil {
 			return nil, err
 		}
 	}
-	if s.targets, err = clientconfig.Locate(c, env, s.workspace, f.user); err != nil {
+	if s.targets, err = clientconfig.Locate(c, env, s.workspace, f.User); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -217,20 +217,20 @@ func newConnectCmd(a *app) *cobra.Command {
 		Long:  connectLong,
 		Args:  exactArgs(1, "one CLIENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.client = args[0]
+			f.Client = args[0]
 			return runConnect(cmd.Context(), a, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workspace, "workspace", "", "the directory berth serves (default: the current directory)")
-	fl.StringVar(&f.name, "name", "berth", "the server's name in the client")
-	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
-	fl.BoolVar(&f.force, "force", false, "replace a different entry of the same name")
-	fl.BoolVar(&f.print, "print", false, "print the entry and the file it would go to; write nothing")
-	fl.BoolVar(&f.noPath, "no-path", false, "do not record this shell's PATH in the entry")
-	fl.BoolVar(&f.portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
-	fl.StringArrayVar(&f.env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
-	a.jsonFlag(cmd, &f.json, connectJSON{})
+	fl.StringVar(&f.Workspace, "workspace", "", "the directory berth serves (default: the current directory)")
+	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client")
+	fl.BoolVar(&f.User, "user", false, "edit the user's configuration instead of the workspace's")
+	fl.BoolVar(&f.Force, "force", false, "replace a different entry of the same name")
+	fl.BoolVar(&f.Print, "print", false, "print the entry and the file it would go to; write nothing")
+	fl.BoolVar(&f.NoPath, "no-path", false, "do not record this shell's PATH in the entry")
+	fl.BoolVar(&f.Portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
+	fl.StringArrayVar(&f.Env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
+	a.jsonFlag(cmd, &f.JSON, connectJSON{})
 	return cmd
 }
 
@@ -251,22 +251,22 @@ func runConnect(ctx context.Context, a *app, f *connectOptions) error {
 		return err
 	}
 	s, entry := p.s, p.entry
-	if f.print {
+	if f.Print {
 		return a.printConnect(f, p)
 	}
-	if !f.json {
+	if !f.JSON {
 		// Shown before anything is written.
 		a.showRecorded(s.client, p.path, p.extra)
 	}
 
 	// Every file is read and checked before any is written.
-	opts, err := a.editOptions(f.force)
+	opts, err := a.editOptions(f.Force)
 	if err != nil {
 		return err
 	}
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
-		if edits[i], err = clientconfig.PrepareConnect(ctx, t, f.name, entry, opts); err != nil {
+		if edits[i], err = clientconfig.PrepareConnect(ctx, t, f.Name, entry, opts); err != nil {
 			return err
 		}
 	}
@@ -277,17 +277,17 @@ func runConnect(ctx context.Context, a *app, f *connectOptions) error {
 	for _, ed := range edits {
 		warnings = append(warnings, ed.Warnings...)
 	}
-	if f.json {
-		out := reportJSON(s.client, f.name, edits, p.running, warnings)
+	if f.JSON {
+		out := reportJSON(s.client, f.Name, edits, p.running, warnings)
 		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, p.path, p.missing
 		return writeJSON(a.stdout, out)
 	}
-	changed := a.printConnected(f.name, edits)
+	changed := a.printConnected(f.Name, edits)
 	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
 	a.printWarnings(warnings)
 	a.printMissing(s.workspace, p.missing)
 	if changed {
-		a.restartAdvice(s.client, f.name, p.running, f.user)
+		a.restartAdvice(s.client, f.Name, p.running, f.User)
 	}
 	return nil
 }
@@ -295,35 +295,35 @@ func runConnect(ctx context.Context, a *app, f *connectOptions) error {
 // planConnect works out the entry connect writes, the variables it
 // records, what the workspace's plugins will miss, and the warnings.
 func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan, error) {
-	s, err := a.clientSetup(f.client, f, true)
+	s, err := a.clientSetup(f.Client, f, true)
 	if err != nil {
 		return nil, err
 	}
 	wsArg := s.workspace
-	if f.portable {
+	if f.Portable {
 		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
 			return nil, usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
 		}
-		if f.user {
+		if f.User {
 			return nil, usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
 		}
 		wsArg = "${workspaceFolder}"
 	}
 	p := &connectPlan{s: s}
-	if p.extra, err = a.connectEnv(f.env); err != nil {
+	if p.extra, err = a.connectEnv(f.Env); err != nil {
 		return nil, err
 	}
 	exe, err := a.executable()
 	if err != nil {
 		return nil, err
 	}
-	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.noPath); err != nil {
+	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.NoPath); err != nil {
 		return nil, err
 	}
 	if p.missing, p.warnings, err = a.missingSources(s.workspace, p.entry.Env); err != nil {
 		return nil, err
 	}
-	if f.portable {
+	if f.Portable {
 		for _, k := range []string{"PATH", "BERTH_HOME"} {
 			if v, ok := p.entry.Env[k]; ok {
 				p.warnings = append(p.warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
@@ -375,14 +375,14 @@ func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]s
 // printConnect prints the entry and its files for connect --print.
 func (a *app) printConnect(f *connectOptions, p *connectPlan) error {
 	s, entry := p.s, p.entry
-	if f.json {
-		return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: p.path, Missing: p.missing, Client: string(s.client), File: s.targets[0].Path, Name: f.name,
+	if f.JSON {
+		return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: p.path, Missing: p.missing, Client: string(s.client), File: s.targets[0].Path, Name: f.Name,
 			Entry: entry, Running: p.running, Warnings: p.warnings, Additional: printAdditional(s.targets)})
 	}
 	for _, t := range s.targets {
 		fmt.Fprintf(a.stdout, "File: %s\n", t.Path)
 	}
-	fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.name, indentJSON(entry))
+	fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.Name, indentJSON(entry))
 	a.printWarnings(p.warnings)
 	a.printMissing(s.workspace, p.missing)
 	fmt.Fprintln(a.stdout, "Nothing was written (--print).")
@@ -433,31 +433,31 @@ the client is not connected, which is what was asked.
 Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 		Args: exactArgs(1, "one CLIENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.client = args[0]
+			f.Client = args[0]
 			return runDisconnect(cmd.Context(), a, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workspace, "workspace", "", "the workspace whose configuration to edit (default: the current directory)")
-	fl.StringVar(&f.name, "name", "berth", "the server's name in the client")
-	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
-	fl.BoolVar(&f.force, "force", false, "remove the entry even if it does not run berth")
-	a.jsonFlag(cmd, &f.json, connectJSON{})
+	fl.StringVar(&f.Workspace, "workspace", "", "the workspace whose configuration to edit (default: the current directory)")
+	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client")
+	fl.BoolVar(&f.User, "user", false, "edit the user's configuration instead of the workspace's")
+	fl.BoolVar(&f.Force, "force", false, "remove the entry even if it does not run berth")
+	a.jsonFlag(cmd, &f.JSON, connectJSON{})
 	return cmd
 }
 
 func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
-	s, err := a.clientSetup(f.client, f, false)
+	s, err := a.clientSetup(f.Client, f, false)
 	if err != nil {
 		return err
 	}
-	opts, err := a.editOptions(f.force)
+	opts, err := a.editOptions(f.Force)
 	if err != nil {
 		return err
 	}
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
-		if edits[i], err = clientconfig.PrepareDisconnect(ctx, t, f.name, opts); err != nil {
+		if edits[i], err = clientconfig.PrepareDisconnect(ctx, t, f.Name, opts); err != nil {
 			return err
 		}
 	}
@@ -469,8 +469,8 @@ func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
 	for _, ed := range edits {
 		warnings = append(warnings, ed.Warnings...)
 	}
-	if f.json {
-		out := reportJSON(s.client, f.name, edits, running, warnings)
+	if f.JSON {
+		out := reportJSON(s.client, f.Name, edits, running, warnings)
 		if edits[0].Previous != nil {
 			out.Entry = edits[0].Previous
 		}
@@ -480,9 +480,9 @@ func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
 	for _, ed := range edits {
 		switch ed.Action {
 		case clientconfig.Removed:
-			fmt.Fprintf(a.stdout, "Removed server %q from %s.\n", f.name, ed.Target.Path)
+			fmt.Fprintf(a.stdout, "Removed server %q from %s.\n", f.Name, ed.Target.Path)
 		case clientconfig.Absent:
-			fmt.Fprintf(a.stdout, "No server %q in %s; nothing to remove.\n", f.name, ed.Target.Path)
+			fmt.Fprintf(a.stdout, "No server %q in %s; nothing to remove.\n", f.Name, ed.Target.Path)
 		}
 		if ed.Backup != "" {
 			fmt.Fprintf(a.stdout, "Backup of the previous file: %s\n", ed.Backup)
@@ -491,7 +491,7 @@ func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
 	}
 	a.printWarnings(warnings)
 	if changed {
-		a.restartAdvice(s.client, f.name, running, f.user)
+		a.restartAdvice(s.client, f.Name, running, f.User)
 	}
 	return nil
 }

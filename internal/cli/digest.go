@@ -25,37 +25,37 @@ the same tree have the same digest; an exec bit changes it.
 and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.source = args[0]
+			opts.Source = args[0]
 			return runDigest(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts.opts)
-	cmd.Flags().BoolVar(&opts.listing, "listing", false, "print the canonical listing instead of the digest")
-	a.jsonFlag(cmd, &opts.asJSON, digestJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	cmd.Flags().BoolVar(&opts.Listing, "listing", false, "print the canonical listing instead of the digest")
+	a.jsonFlag(cmd, &opts.JSON, digestJSON{})
 	cmd.MarkFlagsMutuallyExclusive("listing", "json")
 	return cmd
 }
 
 // digestOptions are the inputs of berth digest.
 type digestOptions struct {
-	// source is the positional argument.
-	source          string
-	listing, asJSON bool
-	opts            bundle.Options
+	// Source is the positional argument.
+	Source        string
+	Listing, JSON bool
+	Bundle        bundle.Options
 }
 
 func runDigest(ctx context.Context, a *app, opts *digestOptions) error {
-	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, err := openBundle(hctx, opts.source, &opts.opts)
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, err := openBundle(hctx, opts.Source, &opts.Bundle)
 	stopProgress()
 	if err != nil {
 		return err
 	}
 	defer b.Close()
 	switch {
-	case opts.listing:
+	case opts.Listing:
 		_, err = a.stdout.Write(b.Listing().Bytes())
-	case opts.asJSON:
+	case opts.JSON:
 		err = writeJSON(a.stdout, digestJSON{Digest: b.Digest, Files: len(b.Listing().Entries), TotalSize: b.Listing().TotalSize()})
 	default:
 		_, err = fmt.Fprintln(a.stdout, b.Digest)

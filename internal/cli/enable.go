@@ -31,25 +31,25 @@ change up at their next boundary.
 Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ref = args[0]
+			opts.Ref = args[0]
 			return runEnable(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &opts.workspace)
-	a.jsonFlag(cmd, &opts.asJSON, enableJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, enableJSON{})
 	return cmd
 }
 
 // enableOptions are the inputs of berth enable.
 type enableOptions struct {
-	// ref is the positional argument.
-	ref       string
-	asJSON    bool
-	workspace string
+	// Ref is the positional argument.
+	Ref       string
+	JSON      bool
+	Workspace string
 }
 
 func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
-	name, version, err := parseRef(opts.ref)
+	name, version, err := parseRef(opts.Ref)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := pool.Enable(ctx, st, opts.workspace, name, version)
+	res, err := pool.Enable(ctx, st, opts.Workspace, name, version)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 			old++
 		}
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace, Rules: rules, OldRules: old})
 	}
 	switch {
@@ -100,25 +100,25 @@ of a second): its tools vanish, its calls in flight are cancelled and its
 servers are terminated with their whole process group.`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name = args[0]
+			opts.Name = args[0]
 			return runDisable(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &opts.workspace)
-	a.jsonFlag(cmd, &opts.asJSON, disableJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, disableJSON{})
 	return cmd
 }
 
 // disableOptions are the inputs of berth disable.
 type disableOptions struct {
-	// name is the positional argument.
-	name      string
-	asJSON    bool
-	workspace string
+	// Name is the positional argument.
+	Name      string
+	JSON      bool
+	Workspace string
 }
 
 func runDisable(ctx context.Context, a *app, opts *disableOptions) error {
-	name, _, err := parseRef(opts.name)
+	name, _, err := parseRef(opts.Name)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func runDisable(ctx context.Context, a *app, opts *disableOptions) error {
 	if err != nil {
 		return err
 	}
-	ws, err := pool.Workspace(opts.workspace)
+	ws, err := pool.Workspace(opts.Workspace)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runDisable(ctx context.Context, a *app, opts *disableOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, disableJSON{Name: name, Version: gone.Version, Workspace: ws})
 	}
 	fmt.Fprintf(a.stdout, "Disabled %s@%s in %s.\n", name, gone.Version, ws)

@@ -21,13 +21,13 @@ func newGCCmd(a *app) *cobra.Command {
 			return runGC(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, store.GCResult{})
+	a.jsonFlag(cmd, &opts.JSON, store.GCResult{})
 	return cmd
 }
 
 // gcOptions are the inputs of berth gc.
 type gcOptions struct {
-	asJSON bool
+	JSON bool
 }
 
 func runGC(ctx context.Context, a *app, opts *gcOptions) error {
@@ -39,7 +39,7 @@ func runGC(ctx context.Context, a *app, opts *gcOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, res)
 	}
 	fmt.Fprintf(a.stdout, "Removed %d snapshot(s) and %d leftover(s).\n", len(res.Snapshots), len(res.Leftovers))

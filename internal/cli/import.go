@@ -64,43 +64,43 @@ was not carried over. A .mcpb's signature block is not part of the bundle.
 An invalid source writes nothing (exit 3). DIR must not exist.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.source = args[0]
+			opts.Source = args[0]
 			return runImport(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts.opts)
-	cmd.Flags().StringVar(&opts.out, "out", "", "the new directory to write the berth bundle into")
-	a.jsonFlag(cmd, &opts.asJSON, importJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	cmd.Flags().StringVar(&opts.Out, "out", "", "the new directory to write the berth bundle into")
+	a.jsonFlag(cmd, &opts.JSON, importJSON{})
 	return cmd
 }
 
 // importOptions are the inputs of berth import.
 type importOptions struct {
-	// source is the positional argument.
-	source string
-	asJSON bool
-	opts   bundle.Options
-	out    string
+	// Source is the positional argument.
+	Source string
+	JSON   bool
+	Bundle bundle.Options
+	Out    string
 }
 
 func runImport(ctx context.Context, a *app, opts *importOptions) error {
-	if opts.out == "" {
+	if opts.Out == "" {
 		return usagef("--out DIR is required: the new directory to write the berth bundle into")
 	}
-	b, err := openBundle(ctx, opts.source, &opts.opts)
+	b, err := openBundle(ctx, opts.Source, &opts.Bundle)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.WriteTree(ctx, opts.out); err != nil {
-		return fmt.Errorf("cannot write %s: %w", opts.out, err)
+	if err := b.WriteTree(ctx, opts.Out); err != nil {
+		return fmt.Errorf("cannot write %s: %w", opts.Out, err)
 	}
 	format := bundle.FormatBerth
 	if imp := b.Manifest.ImportedFrom; imp != nil && b.Import != nil {
 		format = imp.Format
 	}
-	if opts.asJSON {
-		return writeJSON(a.stdout, importJSON{Out: opts.out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes})
+	if opts.JSON {
+		return writeJSON(a.stdout, importJSON{Out: opts.Out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes})
 	}
 	for _, n := range b.Notes {
 		fmt.Fprintf(a.stderr, "note: %s\n", n)
@@ -112,7 +112,7 @@ func runImport(ctx context.Context, a *app, opts *importOptions) error {
 	case b.Import == nil:
 		what = "already a berth bundle, copied as it is"
 	}
-	fmt.Fprintf(a.stdout, "Wrote %s: %s %s, %s, %s.\n", opts.out, b.Manifest.Name, b.Manifest.Version, what, b.Digest)
+	fmt.Fprintf(a.stdout, "Wrote %s: %s %s, %s, %s.\n", opts.Out, b.Manifest.Name, b.Manifest.Version, what, b.Digest)
 	if imp := b.Manifest.ImportedFrom; imp != nil && len(imp.NotCarriedOver) > 0 {
 		n := len(imp.NotCarriedOver)
 		parts := "1 part of the source was"
@@ -121,6 +121,6 @@ func runImport(ctx context.Context, a *app, opts *importOptions) error {
 		}
 		fmt.Fprintf(a.stdout, "%s not carried over; berth review lists them.\n", parts)
 	}
-	fmt.Fprintf(a.stdout, "Review it with: berth review %s\n", filepath.Clean(opts.out))
+	fmt.Fprintf(a.stdout, "Review it with: berth review %s\n", filepath.Clean(opts.Out))
 	return nil
 }

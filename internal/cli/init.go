@@ -47,36 +47,36 @@ Exit codes: 0 written, 1 a file is already there, 2 usage.`,
   berth validate acme-notes`,
 		Args: rangeArgs(0, 1, "at most one DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.Args = args
 			return runInit(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.name, "name", "", "the plugin's name (default: DIR's name)")
-	a.jsonFlag(cmd, &opts.asJSON, initJSON{})
+	cmd.Flags().StringVar(&opts.Name, "name", "", "the plugin's name (default: DIR's name)")
+	a.jsonFlag(cmd, &opts.JSON, initJSON{})
 	return cmd
 }
 
 // initOptions are the inputs of berth init.
 type initOptions struct {
-	// args are the positional arguments: none, or one DIR.
-	args   []string
-	asJSON bool
-	name   string
+	// Args are the positional arguments: none, or one DIR.
+	Args []string
+	JSON bool
+	Name string
 }
 
 func runInit(_ context.Context, a *app, opts *initOptions) error {
 	dir := "."
-	if len(opts.args) == 1 {
-		dir = opts.args[0]
+	if len(opts.Args) == 1 {
+		dir = opts.Args[0]
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	if opts.name == "" {
-		opts.name = pluginName(filepath.Base(abs))
-	} else if !bundle.IsValidName(opts.name) {
-		return usagef("--name %q is not a plugin name: use 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", opts.name)
+	if opts.Name == "" {
+		opts.Name = pluginName(filepath.Base(abs))
+	} else if !bundle.IsValidName(opts.Name) {
+		return usagef("--name %q is not a plugin name: use 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", opts.Name)
 	}
 	manifest, readme := filepath.Join(abs, "berth.json"), filepath.Join(abs, "README.md")
 	for _, p := range []string{manifest, readme} {
@@ -87,16 +87,16 @@ func runInit(_ context.Context, a *app, opts *initOptions) error {
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", abs, err)
 	}
-	if err := atomicfile.WriteNew(manifest, []byte(initManifest(opts.name)), 0o644); err != nil {
+	if err := atomicfile.WriteNew(manifest, []byte(initManifest(opts.Name)), 0o644); err != nil {
 		return initExists(err)
 	}
-	if err := atomicfile.WriteNew(readme, []byte(initReadme(opts.name)), 0o644); err != nil {
+	if err := atomicfile.WriteNew(readme, []byte(initReadme(opts.Name)), 0o644); err != nil {
 		os.Remove(manifest)
 		return initExists(err)
 	}
 	_ = atomicfile.SyncDir(abs)
-	if opts.asJSON {
-		return writeJSON(a.stdout, initJSON{Dir: abs, Name: opts.name, Manifest: manifest, Readme: readme})
+	if opts.JSON {
+		return writeJSON(a.stdout, initJSON{Dir: abs, Name: opts.Name, Manifest: manifest, Readme: readme})
 	}
 	fmt.Fprintf(a.stdout, "Wrote %s and %s.\nNext: fill in mcpServers.main.stdio.command (README.md explains every field), then run: berth validate %s\n", manifest, readme, dir)
 	return nil

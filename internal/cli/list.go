@@ -36,13 +36,13 @@ func newListCmd(a *app) *cobra.Command {
 			return runList(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, []listEntry{})
+	a.jsonFlag(cmd, &opts.JSON, []listEntry{})
 	return cmd
 }
 
 // listOptions are the inputs of berth list.
 type listOptions struct {
-	asJSON bool
+	JSON bool
 }
 
 func runList(_ context.Context, a *app, opts *listOptions) error {
@@ -72,7 +72,7 @@ func runList(_ context.Context, a *app, opts *listOptions) error {
 		}
 		out = append(out, e)
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
 	if len(out) == 0 {

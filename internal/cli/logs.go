@@ -32,29 +32,29 @@ are printed escaped (\x1b, \u202e, \x9b), as berth status prints them; with
 is U+FFFD.`,
 		Args: exactArgs(1, "one PLUGIN__SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.server = args[0]
+			opts.Server = args[0]
 			return runLogs(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().IntVar(&opts.lines, "lines", pool.TailLines, "how many lines to print")
-	a.jsonFlag(cmd, &opts.asJSON, logsJSON{})
+	cmd.Flags().IntVar(&opts.Lines, "lines", pool.TailLines, "how many lines to print")
+	a.jsonFlag(cmd, &opts.JSON, logsJSON{})
 	return cmd
 }
 
 // logsOptions are the inputs of berth logs.
 type logsOptions struct {
-	// server is the positional argument.
-	server string
-	asJSON bool
-	lines  int
+	// Server is the positional argument.
+	Server string
+	JSON   bool
+	Lines  int
 }
 
 func runLogs(_ context.Context, a *app, opts *logsOptions) error {
-	id := opts.server
+	id := opts.Server
 	if !serverIDRe.MatchString(id) {
 		return usagef("%q is not a server name like acme-notes__notes (berth status lists them)", id)
 	}
-	if opts.lines <= 0 {
+	if opts.Lines <= 0 {
 		return usagef("--lines must be positive")
 	}
 	st, err := a.store()
@@ -62,14 +62,14 @@ func runLogs(_ context.Context, a *app, opts *logsOptions) error {
 		return err
 	}
 	path := st.Paths().Log(id)
-	tail, err := pool.TailLog(path, opts.lines)
+	tail, err := pool.TailLog(path, opts.Lines)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("there is no log of %s yet (%s); berth writes it when the server starts, for example with berth status", id, path)
 	}
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		if tail == nil {
 			tail = []string{}
 		}

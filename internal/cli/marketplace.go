@@ -100,33 +100,33 @@ show mark these entries unsigned. berth install takes one only with
 --allow-unsigned and the --digest that berth show prints.`,
 		Args: exactArgs(2, "NAME and SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name, opts.source = args[0], args[1]
+			opts.Name, opts.Source = args[0], args[1]
 			return runMarketplaceAdd(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.rootFile, "root", "", "a root.json of the catalog that you trust")
-	cmd.Flags().StringVar(&opts.rootSHA, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
-	cmd.Flags().BoolVar(&opts.registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
-	cmd.Flags().BoolVar(&opts.unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
-	a.jsonFlag(cmd, &opts.asJSON, marketplaceAddJSON{})
+	cmd.Flags().StringVar(&opts.RootFile, "root", "", "a root.json of the catalog that you trust")
+	cmd.Flags().StringVar(&opts.RootSHA256, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
+	cmd.Flags().BoolVar(&opts.Registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
+	cmd.Flags().BoolVar(&opts.Unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
+	a.jsonFlag(cmd, &opts.JSON, marketplaceAddJSON{})
 	return cmd
 }
 
 // marketplaceAddOptions are the inputs of berth marketplace add.
 type marketplaceAddOptions struct {
-	// name, source are the positional arguments.
-	name, source               string
-	registry, unsigned, asJSON bool
-	rootFile, rootSHA          string
+	// Name and Source are the positional arguments.
+	Name, Source             string
+	Registry, Unsigned, JSON bool
+	RootFile, RootSHA256     string
 }
 
 func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions) error {
-	name := opts.name
+	name := opts.Name
 	if err := marketplace.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}
 	modes := 0
-	for _, b := range []bool{opts.rootFile != "", opts.rootSHA != "", opts.registry, opts.unsigned} {
+	for _, b := range []bool{opts.RootFile != "", opts.RootSHA256 != "", opts.Registry, opts.Unsigned} {
 		if b {
 			modes++
 		}
@@ -134,24 +134,24 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 	if modes != 1 {
 		return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
 	}
-	if opts.registry || opts.unsigned {
-		return a.addUnsignedSource(ctx, name, opts.source, opts.registry, opts.asJSON)
+	if opts.Registry || opts.Unsigned {
+		return a.addUnsignedSource(ctx, name, opts.Source, opts.Registry, opts.JSON)
 	}
-	src, err := marketplace.ParseSource(opts.source)
+	src, err := marketplace.ParseSource(opts.Source)
 	if err != nil {
 		return err
 	}
 	var pin marketplace.RootPin
-	if opts.rootFile != "" {
-		data, err := marketplace.ReadFileLimited(opts.rootFile, 512000)
+	if opts.RootFile != "" {
+		data, err := marketplace.ReadFileLimited(opts.RootFile, 512000)
 		if err != nil {
 			return fmt.Errorf("--root: %w; pass the catalog's 1.root.json (berth catalog init writes it), or --root-sha256 HEX", err)
 		}
 		pin.Root = data
 	} else {
-		h := strings.ToLower(strings.TrimPrefix(opts.rootSHA, "sha256:"))
+		h := strings.ToLower(strings.TrimPrefix(opts.RootSHA256, "sha256:"))
 		if _, err := hex.DecodeString(h); err != nil || len(h) != 64 {
-			return usagef("--root-sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", opts.rootSHA)
+			return usagef("--root-sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", opts.RootSHA256)
 		}
 		pin.SHA256 = h
 	}
@@ -163,7 +163,7 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		warnings := a.printSkipped(r.Name, len(r.Problems))
 		return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
 	}
@@ -271,13 +271,13 @@ func newMarketplaceListCmd(a *app) *cobra.Command {
 			return runMarketplaceList(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, []*marketplace.CatalogInfo{})
+	a.jsonFlag(cmd, &opts.JSON, []*marketplace.CatalogInfo{})
 	return cmd
 }
 
 // marketplaceListOptions are the inputs of berth marketplace list.
 type marketplaceListOptions struct {
-	asJSON bool
+	JSON bool
 }
 
 func runMarketplaceList(_ context.Context, a *app, opts *marketplaceListOptions) error {
@@ -289,7 +289,7 @@ func runMarketplaceList(_ context.Context, a *app, opts *marketplaceListOptions)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, list)
 	}
 	if len(list) == 0 {
@@ -323,36 +323,36 @@ func newMarketplaceRemoveCmd(a *app) *cobra.Command {
 installed from it stay trusted and enabled; berth verify still checks them.`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name = args[0]
+			opts.Name = args[0]
 			return runMarketplaceRemove(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, marketplaceRemoveJSON{})
+	a.jsonFlag(cmd, &opts.JSON, marketplaceRemoveJSON{})
 	return cmd
 }
 
 // marketplaceRemoveOptions are the inputs of berth marketplace remove.
 type marketplaceRemoveOptions struct {
-	// name is the positional argument.
-	name   string
-	asJSON bool
+	// Name is the positional argument.
+	Name string
+	JSON bool
 }
 
 func runMarketplaceRemove(ctx context.Context, a *app, opts *marketplaceRemoveOptions) error {
-	if err := marketplace.CheckName(opts.name); err != nil {
+	if err := marketplace.CheckName(opts.Name); err != nil {
 		return usagef("%v", err)
 	}
 	c, err := a.catalogs()
 	if err != nil {
 		return err
 	}
-	if err := c.Remove(ctx, opts.name); err != nil {
+	if err := c.Remove(ctx, opts.Name); err != nil {
 		return err
 	}
-	if opts.asJSON {
-		return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: opts.name})
+	if opts.JSON {
+		return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: opts.Name})
 	}
-	fmt.Fprintf(a.stdout, "Removed catalog %s.\n", opts.name)
+	fmt.Fprintf(a.stdout, "Removed catalog %s.\n", opts.Name)
 	return nil
 }
 
@@ -386,19 +386,19 @@ fails for it (exit 4) naming the reason; a deprecated or yanked one is
 only a warning.`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.Args = args
 			return runMarketplaceUpdate(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, marketplaceUpdateJSON{})
+	a.jsonFlag(cmd, &opts.JSON, marketplaceUpdateJSON{})
 	return cmd
 }
 
 // marketplaceUpdateOptions are the inputs of berth marketplace update.
 type marketplaceUpdateOptions struct {
-	// args are the positional arguments: none, or one NAME.
-	args   []string
-	asJSON bool
+	// Args are the positional arguments: none, or one NAME.
+	Args []string
+	JSON bool
 }
 
 func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOptions) error {
@@ -406,13 +406,13 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 	if err != nil {
 		return err
 	}
-	names := opts.args
+	names := opts.Args
 	if len(names) == 0 {
 		if names, err = c.Names(); err != nil {
 			return err
 		}
 		if len(names) == 0 {
-			if opts.asJSON {
+			if opts.JSON {
 				return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})
 			}
 			fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
@@ -438,7 +438,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 			continue
 		}
 		r := u.RefreshResult
-		if opts.asJSON {
+		if opts.JSON {
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
 			continue
 		}
@@ -463,7 +463,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		a.reportInstalled(a.stdout, "  ", u.Installed)
 		a.printSkipped(n, len(r.Problems))
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		if err := writeJSON(a.stdout, out); err != nil {
 			return err
 		}

@@ -35,26 +35,26 @@ whether the variable exists and the store's index whether it holds the name.
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.source = args[0]
+			opts.Source = args[0]
 			return runReview(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts.opts)
-	a.jsonFlag(cmd, &opts.asJSON, reviewJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	a.jsonFlag(cmd, &opts.JSON, reviewJSON{})
 	return cmd
 }
 
 // reviewOptions are the inputs of berth review.
 type reviewOptions struct {
-	// source is the positional argument.
-	source string
-	asJSON bool
-	opts   bundle.Options
+	// Source is the positional argument.
+	Source string
+	JSON   bool
+	Bundle bundle.Options
 }
 
 func runReview(ctx context.Context, a *app, opts *reviewOptions) error {
-	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, err := openBundle(hctx, opts.source, &opts.opts)
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, err := openBundle(hctx, opts.Source, &opts.Bundle)
 	stopProgress()
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func runReview(ctx context.Context, a *app, opts *reviewOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, reviewJSON{Disclosure: d, Sources: ss})
 	}
 	if err := d.WriteText(a.stdout); err != nil {

@@ -22,23 +22,23 @@ processes notice at their next boundary, remove its tools and stop its
 servers. The staged snapshot stays until 'berth gc'.`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ref = args[0]
+			opts.Ref = args[0]
 			return runRevoke(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, revokeJSON{})
+	a.jsonFlag(cmd, &opts.JSON, revokeJSON{})
 	return cmd
 }
 
 // revokeOptions are the inputs of berth revoke.
 type revokeOptions struct {
-	// ref is the positional argument.
-	ref    string
-	asJSON bool
+	// Ref is the positional argument.
+	Ref  string
+	JSON bool
 }
 
 func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
-	name, version, err := parseRef(opts.ref)
+	name, version, err := parseRef(opts.Ref)
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, revokeJSON{Revoked: gone})
 	}
 	for _, r := range gone {

@@ -31,34 +31,34 @@ marked unsigned, and deprecated ones deprecated; a registry name
 (io.github.acme/weather) finds the entry it maps to.`,
 		Args: rangeArgs(0, 1, "at most one QUERY (quote several words)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.Args = args
 			return runSearch(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.catalog, "catalog", "", "search only this catalog")
-	f.StringVar(&opts.tier, "tier", "", "only plugins of this tier (official, verified, community)")
-	f.StringVar(&opts.tag, "tag", "", "only plugins with this tag")
-	a.jsonFlag(cmd, &opts.asJSON, marketplace.SearchResult{})
+	f.StringVar(&opts.Catalog, "catalog", "", "search only this catalog")
+	f.StringVar(&opts.Tier, "tier", "", "only plugins of this tier (official, verified, community)")
+	f.StringVar(&opts.Tag, "tag", "", "only plugins with this tag")
+	a.jsonFlag(cmd, &opts.JSON, marketplace.SearchResult{})
 	return cmd
 }
 
 // searchOptions are the inputs of berth search.
 type searchOptions struct {
-	// args are the positional arguments: none, or one QUERY.
-	args               []string
-	asJSON             bool
-	catalog, tier, tag string
+	// Args are the positional arguments: none, or one QUERY.
+	Args               []string
+	JSON               bool
+	Catalog, Tier, Tag string
 }
 
 func runSearch(_ context.Context, a *app, opts *searchOptions) error {
-	t, err := parseTier(opts.tier)
+	t, err := parseTier(opts.Tier)
 	if err != nil {
 		return err
 	}
-	q := marketplace.Query{Catalog: opts.catalog, Tier: t, Tag: opts.tag}
-	if len(opts.args) == 1 {
-		q.Text = opts.args[0]
+	q := marketplace.Query{Catalog: opts.Catalog, Tier: t, Tag: opts.Tag}
+	if len(opts.Args) == 1 {
+		q.Text = opts.Args[0]
 	}
 	c, err := a.catalogs()
 	if err != nil {
@@ -72,7 +72,7 @@ func runSearch(_ context.Context, a *app, opts *searchOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, res)
 	}
 	if len(res.Catalogs) == 0 {

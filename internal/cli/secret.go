@@ -104,31 +104,31 @@ Exit codes: 0 stored, 1 not stored, 2 usage.`,
 			return exactArgs(1, "one NAME")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name = args[0]
+			opts.Name = args[0]
 			return runSecretSet(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.storeName, "store", "", "where to keep it: keychain or file (default: the keychain, else the file)")
-	a.jsonFlag(cmd, &opts.asJSON, secretSetJSON{})
+	cmd.Flags().StringVar(&opts.StoreName, "store", "", "where to keep it: keychain or file (default: the keychain, else the file)")
+	a.jsonFlag(cmd, &opts.JSON, secretSetJSON{})
 	return cmd
 }
 
 // secretSetOptions are the inputs of berth secret set.
 type secretSetOptions struct {
-	// name is the positional argument.
-	name      string
-	asJSON    bool
-	storeName string
+	// Name is the positional argument.
+	Name      string
+	JSON      bool
+	StoreName string
 }
 
 func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
-	name := opts.name
+	name := opts.Name
 	if err := secrets.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}
 	var backend secrets.Backend
-	if opts.storeName != "" {
-		b, err := secrets.ParseBackend(opts.storeName)
+	if opts.StoreName != "" {
+		b, err := secrets.ParseBackend(opts.StoreName)
 		if err != nil {
 			return usagef("--store: %v", err)
 		}
@@ -155,7 +155,7 @@ func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
 		// As the GitHub CLI does: say that the value is in a file.
 		fmt.Fprintf(a.stderr, "warning: no keychain answered (%v), so %s is stored in plain text in %s, readable only by you (mode 0600); --store keychain insists on the keychain\n", res.Fallback, name, s.ValuesFile())
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
 	where := "the keychain"
@@ -214,13 +214,13 @@ func newSecretListCmd(a *app) *cobra.Command {
 			return runSecretList(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, secretListJSON{})
+	a.jsonFlag(cmd, &opts.JSON, secretListJSON{})
 	return cmd
 }
 
 // secretListOptions are the inputs of berth secret list.
 type secretListOptions struct {
-	asJSON bool
+	JSON bool
 }
 
 func runSecretList(_ context.Context, a *app, opts *secretListOptions) error {
@@ -232,7 +232,7 @@ func runSecretList(_ context.Context, a *app, opts *secretListOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, secretListJSON{Secrets: list, File: s.ValuesFile()})
 	}
 	if len(list) == 0 {
@@ -272,23 +272,23 @@ Exit codes: 0 removed, 1 not stored or not removed, 2 usage.`,
 		Example: `  berth secret rm ACME_TOKEN`,
 		Args:    exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.name = args[0]
+			opts.Name = args[0]
 			return runSecretRm(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, secretRmJSON{})
+	a.jsonFlag(cmd, &opts.JSON, secretRmJSON{})
 	return cmd
 }
 
 // secretRmOptions are the inputs of berth secret rm.
 type secretRmOptions struct {
-	// name is the positional argument.
-	name   string
-	asJSON bool
+	// Name is the positional argument.
+	Name string
+	JSON bool
 }
 
 func runSecretRm(ctx context.Context, a *app, opts *secretRmOptions) error {
-	name := opts.name
+	name := opts.Name
 	if err := secrets.CheckName(name); err != nil {
 		return usagef("%v", err)
 	}
@@ -303,7 +303,7 @@ func runSecretRm(ctx context.Context, a *app, opts *secretRmOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, secretRmJSON{Name: name, Store: b})
 	}
 	fmt.Fprintf(a.stdout, "Removed %s from the %s.\n", name, b)

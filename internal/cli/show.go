@@ -39,25 +39,25 @@ can be named by its registry name (io.github.acme/weather) or by the berth
 name it maps to (io-github-acme-weather); the review shows both.`,
 		Args: exactArgs(1, "NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.ref = args[0]
+			opts.Ref = args[0]
 			return runShow(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
-	a.jsonFlag(cmd, &opts.asJSON, marketplace.Showing{})
+	cmd.Flags().StringVar(&opts.Catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
+	a.jsonFlag(cmd, &opts.JSON, marketplace.Showing{})
 	return cmd
 }
 
 // showOptions are the inputs of berth show.
 type showOptions struct {
-	// ref is the positional argument.
-	ref     string
-	asJSON  bool
-	catalog string
+	// Ref is the positional argument.
+	Ref     string
+	JSON    bool
+	Catalog string
 }
 
 func runShow(ctx context.Context, a *app, opts *showOptions) error {
-	given, version, _ := strings.Cut(opts.ref, "@")
+	given, version, _ := strings.Cut(opts.Ref, "@")
 	name, _, err := marketplace.LookupName(given)
 	if err != nil {
 		return usagef("%v", err)
@@ -69,7 +69,7 @@ func runShow(ctx context.Context, a *app, opts *showOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.catalog == "" {
+	if opts.Catalog == "" {
 		cats, err := c.Lookup(name)
 		if err != nil {
 			return err
@@ -78,35 +78,35 @@ func runShow(ctx context.Context, a *app, opts *showOptions) error {
 		case 0:
 			return fmt.Errorf("%w: no catalog lists %s (berth search %s looks for similar names; berth marketplace update refreshes the catalogs)", marketplace.ErrNoPlugin, name, name)
 		case 1:
-			opts.catalog = cats[0]
+			opts.Catalog = cats[0]
 		default:
 			return usagef("%s is in several catalogs (%s); berth does not guess: pass --catalog NAME", name, strings.Join(cats, ", "))
 		}
-	} else if err := marketplace.CheckName(opts.catalog); err != nil {
+	} else if err := marketplace.CheckName(opts.Catalog); err != nil {
 		return usagef("--catalog: %v", err)
 	}
 	ro, err := a.resolveOptions()
 	if err != nil {
 		return err
 	}
-	kind, err := c.Kind(opts.catalog)
+	kind, err := c.Kind(opts.Catalog)
 	if err != nil {
 		return err
 	}
 	if kind != marketplace.KindTUF {
-		out, err := c.ShowUnsigned(ctx, opts.catalog, given, version, ro, nil)
-		if out != nil && !opts.asJSON {
+		out, err := c.ShowUnsigned(ctx, opts.Catalog, given, version, ro, nil)
+		if out != nil && !opts.JSON {
 			a.writeShowUnsigned(out)
 		}
 		if err != nil {
 			return err
 		}
-		if opts.asJSON {
+		if opts.JSON {
 			return writeJSON(a.stdout, out)
 		}
 		return nil
 	}
-	p, ci, err := c.Plugin(opts.catalog, name)
+	p, ci, err := c.Plugin(opts.Catalog, name)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func runShow(ctx context.Context, a *app, opts *showOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
 	return a.writeShow(out)

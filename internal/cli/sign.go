@@ -28,26 +28,26 @@ private key secret; give PREFIX.pub to the people who trust your bundles
 			return runKeygen(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.prefix, "out", "", "write PREFIX.key and PREFIX.pub")
-	a.jsonFlag(cmd, &opts.asJSON, keygenJSON{})
+	cmd.Flags().StringVar(&opts.Prefix, "out", "", "write PREFIX.key and PREFIX.pub")
+	a.jsonFlag(cmd, &opts.JSON, keygenJSON{})
 	return cmd
 }
 
 // keygenOptions are the inputs of berth keygen.
 type keygenOptions struct {
-	asJSON bool
-	prefix string
+	JSON   bool
+	Prefix string
 }
 
 func runKeygen(_ context.Context, a *app, opts *keygenOptions) error {
-	if opts.prefix == "" {
+	if opts.Prefix == "" {
 		return usagef("--out PREFIX is required")
 	}
-	key, pub, err := trust.WriteKeyPair(opts.prefix)
+	key, pub, err := trust.WriteKeyPair(opts.Prefix)
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, keygenJSON{PrivateKey: key, PublicKey: pub})
 	}
 	fmt.Fprintf(a.stdout, "Wrote %s (private, keep it secret) and %s (public).\n", key, pub)
@@ -67,36 +67,36 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 --new-bundle-format over 'berth digest --listing' output works too.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.source = args[0]
+			opts.Source = args[0]
 			return runSign(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, signJSON{})
-	limitFlags(cmd, &opts.opts)
-	cmd.Flags().StringVar(&opts.keyFile, "key", "", "the private key (PKCS#8 PEM, from berth keygen)")
-	cmd.Flags().StringVar(&opts.out, "out", "", "where to write the signature (default SOURCE.sigstore.json)")
+	a.jsonFlag(cmd, &opts.JSON, signJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	cmd.Flags().StringVar(&opts.KeyFile, "key", "", "the private key (PKCS#8 PEM, from berth keygen)")
+	cmd.Flags().StringVar(&opts.Out, "out", "", "where to write the signature (default SOURCE.sigstore.json)")
 	return cmd
 }
 
 // signOptions are the inputs of berth sign.
 type signOptions struct {
-	// source is the positional argument.
-	source       string
-	asJSON       bool
-	keyFile, out string
-	opts         bundle.Options
+	// Source is the positional argument.
+	Source       string
+	JSON         bool
+	KeyFile, Out string
+	Bundle       bundle.Options
 }
 
 func runSign(ctx context.Context, a *app, opts *signOptions) error {
-	if opts.keyFile == "" {
+	if opts.KeyFile == "" {
 		return usagef("--key FILE is required (make one with berth keygen --out PREFIX)")
 	}
-	priv, err := os.ReadFile(opts.keyFile)
+	priv, err := os.ReadFile(opts.KeyFile)
 	if err != nil {
 		return err
 	}
-	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, err := openBundle(hctx, opts.source, &opts.opts)
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, err := openBundle(hctx, opts.Source, &opts.Bundle)
 	stopProgress()
 	if err != nil {
 		return err
@@ -106,16 +106,16 @@ func runSign(ctx context.Context, a *app, opts *signOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.out == "" {
-		opts.out = store.DefaultSignatureFile(opts.source)
+	if opts.Out == "" {
+		opts.Out = store.DefaultSignatureFile(opts.Source)
 	}
-	if err := atomicfile.WriteFile(opts.out, sig, 0o644); err != nil {
+	if err := atomicfile.WriteFile(opts.Out, sig, 0o644); err != nil {
 		return err
 	}
-	if opts.asJSON {
-		return writeJSON(a.stdout, signJSON{Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Signature: opts.out})
+	if opts.JSON {
+		return writeJSON(a.stdout, signJSON{Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Signature: opts.Out})
 	}
-	fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, opts.out)
+	fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, opts.Out)
 	return nil
 }
 

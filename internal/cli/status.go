@@ -38,26 +38,26 @@ the state of every server either way.`,
 			return runStatus(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &opts.workspace)
-	a.jsonFlag(cmd, &opts.asJSON, statusJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, statusJSON{})
 	return cmd
 }
 
 // statusOptions are the inputs of berth status.
 type statusOptions struct {
-	asJSON    bool
-	workspace string
+	JSON      bool
+	Workspace string
 }
 
 func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
-	p, err := a.openPool(ctx, opts.workspace, !opts.asJSON)
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	sts := p.Status()
 	verdict := statusVerdict(sts)
-	if opts.asJSON {
+	if opts.JSON {
 		if sts == nil {
 			sts = []pool.ServerStatus{}
 		}

@@ -42,30 +42,30 @@ workspace is an error (exit 1), found before any server starts.`,
   berth tools acme-notes --json`,
 		Args: rangeArgs(0, 1, "at most one PLUGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.Args = args
 			return runTools(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &opts.workspace)
-	a.jsonFlag(cmd, &opts.asJSON, []toolJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, []toolJSON{})
 	return cmd
 }
 
 // toolsOptions are the inputs of berth tools.
 type toolsOptions struct {
-	// args are the positional arguments: none, or one PLUGIN.
-	args      []string
-	asJSON    bool
-	workspace string
+	// Args are the positional arguments: none, or one PLUGIN.
+	Args      []string
+	JSON      bool
+	Workspace string
 }
 
 func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
-	if len(opts.args) == 1 {
-		if _, err := a.requireEnabled(opts.workspace, opts.args[0], "it has no tools here"); err != nil {
+	if len(opts.Args) == 1 {
+		if _, err := a.requireEnabled(opts.Workspace, opts.Args[0], "it has no tools here"); err != nil {
 			return err
 		}
 	}
-	p, err := a.openPool(ctx, opts.workspace, !opts.asJSON)
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 	}
 	out := []toolJSON{}
 	for _, t := range tools {
-		if len(opts.args) == 0 || t.Plugin == opts.args[0] {
+		if len(opts.Args) == 0 || t.Plugin == opts.Args[0] {
 			j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false)}
 			if globAsks(t.Policy, t.Definition.Annotations) {
 				j.Asks = true
@@ -85,7 +85,7 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 			out = append(out, j)
 		}
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
 	destructive := 0
@@ -109,7 +109,7 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 	}
 	withheld := 0
 	for _, s := range p.Status() {
-		if len(opts.args) == 0 || s.Plugin == opts.args[0] {
+		if len(opts.Args) == 0 || s.Plugin == opts.Args[0] {
 			withheld += len(s.Changes) + len(s.Collisions)
 		}
 	}

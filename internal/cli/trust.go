@@ -37,58 +37,58 @@ On a terminal, a bundle of 16 MiB or more draws progress while it is
 verified (hashed) and while it is staged (copied into the store).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.source = args[0]
+			opts.Source = args[0]
 			return runTrust(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts.opts)
+	limitFlags(cmd, &opts.Bundle)
 	f := cmd.Flags()
-	f.StringVar(&opts.sigFile, "signature", "", "the Sigstore bundle to verify (default SOURCE.sigstore.json)")
-	f.BoolVarP(&opts.yes, "yes", "y", false, "trust without asking (required when not on a terminal)")
-	f.StringVar(&opts.digest, "digest", "", "the digest the bundle must have (sha256:HEX)")
-	f.BoolVar(&opts.allowUnsigned, "allow-unsigned", false, "trust a bundle without a signature, by --digest only; recorded as unsigned")
-	f.BoolVar(&opts.allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
-	a.jsonFlag(cmd, &opts.asJSON, trustJSON{})
+	f.StringVar(&opts.SigFile, "signature", "", "the Sigstore bundle to verify (default SOURCE.sigstore.json)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "trust without asking (required when not on a terminal)")
+	f.StringVar(&opts.Digest, "digest", "", "the digest the bundle must have (sha256:HEX)")
+	f.BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "trust a bundle without a signature, by --digest only; recorded as unsigned")
+	f.BoolVar(&opts.AllowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
+	a.jsonFlag(cmd, &opts.JSON, trustJSON{})
 	return cmd
 }
 
 // trustOptions are the inputs of berth trust.
 type trustOptions struct {
-	// source is the positional argument.
-	source                                        string
-	opts                                          bundle.Options
-	sigFile, digest                               string
-	yes, allowUnsigned, allowSignerChange, asJSON bool
+	// Source is the positional argument.
+	Source                                      string
+	Bundle                                      bundle.Options
+	SigFile, Digest                             string
+	Yes, AllowUnsigned, AllowSignerChange, JSON bool
 }
 
 func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
-	source := opts.source
-	if opts.asJSON && !opts.yes {
+	source := opts.Source
+	if opts.JSON && !opts.Yes {
 		return usagef("--json cannot ask for confirmation; add --yes")
 	}
-	if opts.allowUnsigned && opts.digest == "" {
+	if opts.AllowUnsigned && opts.Digest == "" {
 		return usagef("--allow-unsigned needs --digest sha256:HEX: an unsigned bundle is trusted only by its exact digest (berth digest prints it)")
 	}
-	topts := &store.TrustOptions{Bundle: &opts.opts, AllowSignerChange: opts.allowSignerChange, UnsignedUnsafe: opts.allowUnsigned}
-	if opts.digest != "" {
-		d, err := store.ParseDigest(opts.digest)
+	topts := &store.TrustOptions{Bundle: &opts.Bundle, AllowSignerChange: opts.AllowSignerChange, UnsignedUnsafe: opts.AllowUnsigned}
+	if opts.Digest != "" {
+		d, err := store.ParseDigest(opts.Digest)
 		if err != nil {
 			return usagef("--digest: %v", err)
 		}
 		topts.Digest = d
 	}
-	if !opts.allowUnsigned {
-		topts.SignatureFile = opts.sigFile
+	if !opts.AllowUnsigned {
+		topts.SignatureFile = opts.SigFile
 	}
 	st, err := a.store()
 	if err != nil {
 		return err
 	}
-	if err := checkLimits(&opts.opts); err != nil {
+	if err := checkLimits(&opts.Bundle); err != nil {
 		return err
 	}
 	topts.Confirm = func(c *store.Candidate) error {
-		if !opts.asJSON {
+		if !opts.JSON {
 			if err := c.Review.WriteText(a.stdout); err != nil {
 				return err
 			}
@@ -99,10 +99,10 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 				fmt.Fprintf(a.stdout, "UNSIGNED: trusted only because its digest is %s, as you pinned.\n", c.Bundle.Digest)
 			}
 		}
-		return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), opts.yes, "--yes")
+		return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), opts.Yes, "--yes")
 	}
-	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "verifying")
-	staging, stopStaging := a.largeWork(!opts.asJSON, "staging")
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "verifying")
+	staging, stopStaging := a.largeWork(!opts.JSON, "staging")
 	topts.StageProgress = staging
 	res, err := st.Trust(hctx, source, topts)
 	stopStaging()
@@ -110,7 +110,7 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Staged: res.Snapshot})
 	}
 	if res.Already {

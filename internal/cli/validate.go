@@ -53,29 +53,29 @@ are located in the source's own file and field.
 Exit code 0 means valid; 3 means invalid.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.source = args[0]
+			opts.Source = args[0]
 			return runValidate(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts.opts)
-	a.jsonFlag(cmd, &opts.asJSON, validateJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	a.jsonFlag(cmd, &opts.JSON, validateJSON{})
 	return cmd
 }
 
 // validateOptions are the inputs of berth validate.
 type validateOptions struct {
-	// source is the positional argument.
-	source string
-	asJSON bool
-	opts   bundle.Options
+	// Source is the positional argument.
+	Source string
+	JSON   bool
+	Bundle bundle.Options
 }
 
 func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
-	if err := checkLimits(&opts.opts); err != nil {
+	if err := checkLimits(&opts.Bundle); err != nil {
 		return err
 	}
-	hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "hashing")
-	b, problems, err := bundle.Load(hctx, opts.source, &opts.opts)
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, problems, err := bundle.Load(hctx, opts.Source, &opts.Bundle)
 	stopProgress()
 	if err != nil {
 		return err
@@ -83,9 +83,9 @@ func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
 	defer b.Close()
 	var invalid error
 	if len(problems) > 0 {
-		invalid = &bundle.InvalidError{Source: opts.source, Problems: problems}
+		invalid = &bundle.InvalidError{Source: opts.Source, Problems: problems}
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems), Notes: b.Notes}
 		if b.Import != nil {
 			out.Format = b.Import.Format
@@ -108,6 +108,6 @@ func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
 	if imp := importedAs(b); imp != "" {
 		name += ", " + imp
 	}
-	fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", opts.source, name, b.Digest)
+	fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", opts.Source, name, b.Digest)
 	return nil
 }

@@ -35,19 +35,19 @@ stored signature against the current signer policy (exit 4). A version that
 a catalog revoked fails (exit 4), naming the catalog and its reason.`,
 		Args: rangeArgs(0, 1, "at most one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.args = args
+			opts.Args = args
 			return runVerify(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, []verifyEntry{})
+	a.jsonFlag(cmd, &opts.JSON, []verifyEntry{})
 	return cmd
 }
 
 // verifyOptions are the inputs of berth verify.
 type verifyOptions struct {
-	// args are the positional arguments: none, or one NAME[@VERSION].
-	args   []string
-	asJSON bool
+	// Args are the positional arguments: none, or one NAME[@VERSION].
+	Args []string
+	JSON bool
 }
 
 func runVerify(ctx context.Context, a *app, opts *verifyOptions) error {
@@ -56,8 +56,8 @@ func runVerify(ctx context.Context, a *app, opts *verifyOptions) error {
 		return err
 	}
 	var recs []*store.Record
-	if len(opts.args) == 1 {
-		name, version, err := parseRef(opts.args[0])
+	if len(opts.Args) == 1 {
+		name, version, err := parseRef(opts.Args[0])
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func runVerify(ctx context.Context, a *app, opts *verifyOptions) error {
 	var out []verifyEntry
 	var worst error
 	for _, r := range recs {
-		hctx, stopProgress := a.hashing(ctx, !opts.asJSON, "re-hashing "+r.Name)
+		hctx, stopProgress := a.hashing(ctx, !opts.JSON, "re-hashing "+r.Name)
 		rep := st.Verify(hctx, r, v)
 		stopProgress()
 		e := verifyEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, OK: rep.Err == nil, Unsigned: r.Unsigned, Signer: r.Signer}
@@ -87,7 +87,7 @@ func runVerify(ctx context.Context, a *app, opts *verifyOptions) error {
 		}
 		out = append(out, e)
 	}
-	if opts.asJSON {
+	if opts.JSON {
 		if out == nil {
 			out = []verifyEntry{}
 		}

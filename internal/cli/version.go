@@ -22,17 +22,17 @@ func newVersionCmd(a *app) *cobra.Command {
 			return runVersion(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &opts.asJSON, versionJSON{})
+	a.jsonFlag(cmd, &opts.JSON, versionJSON{})
 	return cmd
 }
 
 // versionOptions are the inputs of berth version.
 type versionOptions struct {
-	asJSON bool
+	JSON bool
 }
 
 func runVersion(_ context.Context, a *app, opts *versionOptions) error {
-	if opts.asJSON {
+	if opts.JSON {
 		return writeJSON(a.stdout, versionJSON{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Version: bundle.BerthVersion})
 	}
 	_, err := fmt.Fprintf(a.stdout, "berth %s\n", versionText())
