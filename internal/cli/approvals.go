@@ -175,7 +175,7 @@ func newApproveCmd(a *app, allow bool) *cobra.Command {
 	return cmd
 }
 
-// approveOptions are the inputs of berth approve.
+// approveOptions are the inputs of berth approve and berth deny.
 type approveOptions struct {
 	// ID is the positional argument.
 	ID           string

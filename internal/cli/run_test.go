@@ -106,3 +106,27 @@ func TestRunInstallRefusesBeforeState(t *testing.T) {
 		}
 	}
 }
+
+// TestRunLockDirectly writes the lock of a workspace with nothing
+// enabled through runLock, and reads it back through runSync --check.
+func TestRunLockDirectly(t *testing.T) {
+	ctx := context.Background()
+	a, stdout, _ := testApp(t)
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runLock(ctx, a, &lockOptions{Workspace: ws}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stdout.String(), "Wrote "+filepath.Join(ws, "berth.lock")+": 0 plugin(s).\n"; got != want {
+		t.Errorf("lock printed %q, want %q", got, want)
+	}
+	stdout.Reset()
+	if err := runSync(ctx, a, &syncOptions{Workspace: ws, Check: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stdout.String(), ws+" is in step with its berth.lock (0 plugin(s)).\n"; got != want {
+		t.Errorf("sync --check printed %q, want %q", got, want)
+	}
+}
