@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -10,9 +11,8 @@ import (
 	"github.com/berth-mcp/berth/review"
 )
 
-func (a *app) acceptCommand() *cobra.Command {
-	var workspace string
-	var yes, asJSON bool
+func newAcceptCmd(a *app) *cobra.Command {
+	opts := &acceptOptions{}
 	cmd := &cobra.Command{
 		Use:   "accept NAME",
 		Short: "Review and accept a plugin's changed tools",
@@ -26,59 +26,71 @@ not enabled in the workspace is an error at once (exit 1): no server starts.`,
   berth accept acme-notes --yes --json`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, _, err := parseRef(args[0])
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			// A plugin that is not enabled has nothing to accept: say so
-			// at once, from the state, without starting any server.
-			if _, err := a.requireEnabled(workspace, name, "there is nothing to accept"); err != nil {
-				return err
-			}
-			p, err := a.openPool(ctx, workspace, !asJSON)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			var changes []pool.ToolChange
-			enabled := false
-			for _, s := range p.Status() {
-				if s.Plugin == name {
-					enabled = true
-					changes = append(changes, s.Changes...)
-				}
-			}
-			if !enabled {
-				return fmt.Errorf("%s is not enabled in %s, so there is nothing to accept (berth enable %s)", name, p.WorkspaceDir(), name)
-			}
-			if len(changes) == 0 {
-				if asJSON {
-					return writeJSON(a.stdout, acceptJSON{Accepted: []pool.ToolChange{}})
-				}
-				fmt.Fprintf(a.stdout, "Nothing to accept: the tools of %s match their pinned surface.\n", name)
-				return nil
-			}
-			if !asJSON || !yes {
-				a.showChanges(changes)
-			}
-			if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), yes, "--yes"); err != nil {
-				return err
-			}
-			if err := p.Accept(ctx, name, changes); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, acceptJSON{Accepted: changes})
-			}
-			fmt.Fprintf(a.stdout, "Accepted %d tool change(s) of %s; those tools are offered again.\n", len(changes), name)
-			return nil
+			opts.Ref = args[0]
+			return runAccept(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	cmd.Flags().BoolVar(&yes, "yes", false, "accept without asking (required without a terminal)")
-	a.jsonFlag(cmd, &asJSON, acceptJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "accept without asking (required without a terminal)")
+	a.jsonFlag(cmd, &opts.JSON, acceptJSON{})
 	return cmd
+}
+
+// acceptOptions are the inputs of berth accept.
+type acceptOptions struct {
+	// Ref is the positional argument.
+	Ref       string
+	Workspace string
+	Yes, JSON bool
+}
+
+func runAccept(ctx context.Context, a *app, opts *acceptOptions) error {
+	name, _, err := parseRef(opts.Ref)
+	if err != nil {
+		return err
+	}
+	// A plugin that is not enabled has nothing to accept: say so
+	// at once, from the state, without starting any server.
+	if _, err := a.requireEnabled(opts.Workspace, name, "there is nothing to accept"); err != nil {
+		return err
+	}
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var changes []pool.ToolChange
+	enabled := false
+	for _, s := range p.Status() {
+		if s.Plugin == name {
+			enabled = true
+			changes = append(changes, s.Changes...)
+		}
+	}
+	if !enabled {
+		return fmt.Errorf("%s is not enabled in %s, so there is nothing to accept (berth enable %s)", name, p.WorkspaceDir(), name)
+	}
+	if len(changes) == 0 {
+		if opts.JSON {
+			return writeJSON(a.stdout, acceptJSON{Accepted: []pool.ToolChange{}})
+		}
+		fmt.Fprintf(a.stdout, "Nothing to accept: the tools of %s match their pinned surface.\n", name)
+		return nil
+	}
+	if !opts.JSON || !opts.Yes {
+		a.showChanges(changes)
+	}
+	if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), opts.Yes, "--yes"); err != nil {
+		return err
+	}
+	if err := p.Accept(ctx, name, changes); err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, acceptJSON{Accepted: changes})
+	}
+	fmt.Fprintf(a.stdout, "Accepted %d tool change(s) of %s; those tools are offered again.\n", len(changes), name)
+	return nil
 }
 
 func (a *app) showChanges(changes []pool.ToolChange) {

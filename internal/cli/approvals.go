@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -21,11 +22,8 @@ func (a *app) queue() (*mcpexport.Queue, error) {
 	return mcpexport.NewQueue(paths.Approvals()), nil
 }
 
-func (a *app) approvalsCommand() *cobra.Command {
-	var (
-		asJSON bool
-		full   string
-	)
+func newApprovalsCmd(a *app) *cobra.Command {
+	opts := &approvalsOptions{}
 	cmd := &cobra.Command{
 		Use: "approvals [--full ID] [--json]",
 		Example: `  berth approvals
@@ -41,53 +39,63 @@ shown key by key with their sizes; --full ID shows one call's whole.
 --full ID, that one call: one object of the list).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := a.queue()
-			if err != nil {
-				return err
-			}
-			if full != "" {
-				p, err := q.Get(full)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(a.stdout, p)
-				}
-				a.showPending(p, true)
-				fmt.Fprintf(a.stdout, "\nApprove with: berth approve %s [--always]   Refuse with: berth deny %s\n", p.ID, p.ID)
-				return nil
-			}
-			list, err := q.List()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if list == nil {
-					list = []*mcpexport.Pending{}
-				}
-				return writeJSON(a.stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stdout, "No tool call is waiting for approval.")
-				return nil
-			}
-			now := time.Now()
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tTOOL\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT")
-			for _, p := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
-			}
-			tw.Flush()
-			for _, p := range list {
-				a.showPending(p, false)
-			}
-			fmt.Fprintln(a.stdout, "\nApprove with: berth approve ID [--always]   Refuse with: berth deny ID")
-			return nil
+			return runApprovals(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, []*mcpexport.Pending{})
-	cmd.Flags().StringVar(&full, "full", "", "show one pending call with its whole arguments")
+	a.jsonFlag(cmd, &opts.JSON, []*mcpexport.Pending{})
+	cmd.Flags().StringVar(&opts.Full, "full", "", "show one pending call with its whole arguments")
 	return cmd
+}
+
+// approvalsOptions are the inputs of berth approvals.
+type approvalsOptions struct {
+	JSON bool
+	Full string
+}
+
+func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
+	q, err := a.queue()
+	if err != nil {
+		return err
+	}
+	if opts.Full != "" {
+		p, err := q.Get(opts.Full)
+		if err != nil {
+			return err
+		}
+		if opts.JSON {
+			return writeJSON(a.stdout, p)
+		}
+		a.showPending(p, true)
+		fmt.Fprintf(a.stdout, "\nApprove with: berth approve %s [--always]   Refuse with: berth deny %s\n", p.ID, p.ID)
+		return nil
+	}
+	list, err := q.List()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		if list == nil {
+			list = []*mcpexport.Pending{}
+		}
+		return writeJSON(a.stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(a.stdout, "No tool call is waiting for approval.")
+		return nil
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTOOL\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT")
+	for _, p := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
+	}
+	tw.Flush()
+	for _, p := range list {
+		a.showPending(p, false)
+	}
+	fmt.Fprintln(a.stdout, "\nApprove with: berth approve ID [--always]   Refuse with: berth deny ID")
+	return nil
 }
 
 // showPending prints one pending call; whole shows all of its arguments.
@@ -140,8 +148,8 @@ func authWords(p *mcpexport.Pending) string {
 	return "NOT authenticated (no token: anyone who could reach the listener)"
 }
 
-func (a *app) approveCommand(allow bool) *cobra.Command {
-	var always, asJSON bool
+func newApproveCmd(a *app, allow bool) *cobra.Command {
+	opts := &approveOptions{Allow: allow}
 	use, short := "deny ID", "Refuse a tool call waiting for approval"
 	if allow {
 		use, short = "approve ID", "Run a tool call waiting for approval"
@@ -156,37 +164,50 @@ func (a *app) approveCommand(allow bool) *cobra.Command {
   berth approve k7f3-9q2x --always --json`, false: `  berth deny k7f3-9q2x`}[allow],
 		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q, err := a.queue()
-			if err != nil {
-				return err
-			}
-			by := "berth " + map[bool]string{true: "approve", false: "deny"}[allow]
-			if u := a.getenv("USER"); u != "" {
-				by += " (" + u + ")"
-			}
-			p, err := q.Decide(args[0], allow, always, by)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, decisionJSON{ID: p.ID, Kind: p.Kind, Tool: p.Tool, URI: p.URI, Allowed: allow, Always: allow && always, By: by})
-			}
-			switch {
-			case allow && always:
-				fmt.Fprintf(a.stdout, "Approved %s (%s); %s is now allowed always.\n", p.ID, pendingWhat(p), p.Tool)
-			case allow:
-				fmt.Fprintf(a.stdout, "Approved %s (%s) once.\n", p.ID, pendingWhat(p))
-			default:
-				fmt.Fprintf(a.stdout, "Denied %s (%s).\n", p.ID, pendingWhat(p))
-			}
-			return nil
+			opts.ID = args[0]
+			return runApprove(cmd.Context(), a, opts)
 		},
 	}
 	if allow {
-		cmd.Flags().BoolVar(&always, "always", false, "also allow this exact tool from now on")
+		cmd.Flags().BoolVar(&opts.Always, "always", false, "also allow this exact tool from now on")
 	}
-	a.jsonFlag(cmd, &asJSON, decisionJSON{})
+	a.jsonFlag(cmd, &opts.JSON, decisionJSON{})
 	return cmd
+}
+
+// approveOptions are the inputs of berth approve and berth deny.
+type approveOptions struct {
+	// ID is the positional argument.
+	ID           string
+	Allow        bool
+	Always, JSON bool
+}
+
+func runApprove(_ context.Context, a *app, opts *approveOptions) error {
+	q, err := a.queue()
+	if err != nil {
+		return err
+	}
+	by := "berth " + map[bool]string{true: "approve", false: "deny"}[opts.Allow]
+	if u := a.getenv("USER"); u != "" {
+		by += " (" + u + ")"
+	}
+	p, err := q.Decide(opts.ID, opts.Allow, opts.Always, by)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, decisionJSON{ID: p.ID, Kind: p.Kind, Tool: p.Tool, URI: p.URI, Allowed: opts.Allow, Always: opts.Allow && opts.Always, By: by})
+	}
+	switch {
+	case opts.Allow && opts.Always:
+		fmt.Fprintf(a.stdout, "Approved %s (%s); %s is now allowed always.\n", p.ID, pendingWhat(p), p.Tool)
+	case opts.Allow:
+		fmt.Fprintf(a.stdout, "Approved %s (%s) once.\n", p.ID, pendingWhat(p))
+	default:
+		fmt.Fprintf(a.stdout, "Denied %s (%s).\n", p.ID, pendingWhat(p))
+	}
+	return nil
 }
 
 // decisionJSON is what approve --json and deny --json print.

@@ -35,9 +35,8 @@ func (a *app) site() (*browse.Site, error) {
 	return browse.New(c, &browse.Options{Resolve: ro, Store: st}), nil
 }
 
-func (a *app) marketplaceServeCommand() *cobra.Command {
-	var addr string
-	var open bool
+func newMarketplaceServeCmd(a *app) *cobra.Command {
+	opts := &marketplaceServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr ADDR] [--open]",
 		Short: "Browse the catalogs in a web browser, served on loopback (read-only)",
@@ -59,49 +58,59 @@ what each badge means.`,
   berth marketplace serve --addr 127.0.0.1:8080 --open`,
 		Args: exactArgs(0, "no arguments (the address is --addr)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			site, err := a.site()
-			if err != nil {
-				return err
-			}
-			ln, err := browse.Listen(addr)
-			if err != nil {
-				return usagef("--addr: %v", err)
-			}
-			url := "http://" + ln.Addr().String() + "/"
-			srv := &http.Server{Handler: site.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-			fmt.Fprintf(a.stdout, "Serving the marketplace page at %s (read-only; Ctrl-C stops it).\n", url)
-			if open {
-				browser.Stdout, browser.Stderr = io.Discard, io.Discard
-				if err := browser.OpenURL(url); err != nil {
-					fmt.Fprintf(a.stderr, "berth: warning: could not open a browser (%v); open %s yourself\n", err, url)
-				}
-			}
-			done := make(chan error, 1)
-			go func() { done <- srv.Serve(ln) }()
-			select {
-			case err := <-done:
-				return err
-			case <-cmd.Context().Done():
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(ctx); err != nil {
-				srv.Close()
-			}
-			if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			fmt.Fprintln(a.stdout, "Stopped.")
-			return nil
+			return runMarketplaceServe(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", browse.DefaultAddr, "the loopback `ADDR` to listen on (HOST:PORT; port 0 picks a free one)")
-	cmd.Flags().BoolVar(&open, "open", false, "open the page in the system's web browser")
+	cmd.Flags().StringVar(&opts.Addr, "addr", browse.DefaultAddr, "the loopback `ADDR` to listen on (HOST:PORT; port 0 picks a free one)")
+	cmd.Flags().BoolVar(&opts.Open, "open", false, "open the page in the system's web browser")
 	return cmd
 }
 
-func (a *app) marketplaceExportCommand() *cobra.Command {
-	var asJSON bool
+// marketplaceServeOptions are the inputs of berth marketplace serve.
+type marketplaceServeOptions struct {
+	Addr string
+	Open bool
+}
+
+func runMarketplaceServe(ctx context.Context, a *app, opts *marketplaceServeOptions) error {
+	site, err := a.site()
+	if err != nil {
+		return err
+	}
+	ln, err := browse.Listen(opts.Addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	srv := &http.Server{Handler: site.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	fmt.Fprintf(a.stdout, "Serving the marketplace page at %s (read-only; Ctrl-C stops it).\n", url)
+	if opts.Open {
+		browser.Stdout, browser.Stderr = io.Discard, io.Discard
+		if err := browser.OpenURL(url); err != nil {
+			fmt.Fprintf(a.stderr, "berth: warning: could not open a browser (%v); open %s yourself\n", err, url)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close()
+	}
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(a.stdout, "Stopped.")
+	return nil
+}
+
+func newMarketplaceExportCmd(a *app) *cobra.Command {
+	opts := &marketplaceExportOptions{}
 	cmd := &cobra.Command{
 		Use:   "export DIR",
 		Short: "Write the marketplace page as a static site (plain files)",
@@ -120,24 +129,36 @@ headers.`,
   python3 -m http.server -d ./site   # or open ./site/index.html`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			site, err := a.site()
-			if err != nil {
-				return err
-			}
-			res, err := site.Export(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			index := filepath.Join(res.Dir, "index.html")
-			if asJSON {
-				return writeJSON(a.stdout, exportJSON{Dir: res.Dir, Index: index, Pages: res.Pages, Plugins: res.Plugins, Catalogs: res.Catalogs})
-			}
-			fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, index)
-			return nil
+			opts.Dir = args[0]
+			return runMarketplaceExport(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, exportJSON{})
+	a.jsonFlag(cmd, &opts.JSON, exportJSON{})
 	return cmd
+}
+
+// marketplaceExportOptions are the inputs of berth marketplace export.
+type marketplaceExportOptions struct {
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
+}
+
+func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOptions) error {
+	site, err := a.site()
+	if err != nil {
+		return err
+	}
+	res, err := site.Export(ctx, opts.Dir)
+	if err != nil {
+		return err
+	}
+	index := filepath.Join(res.Dir, "index.html")
+	if opts.JSON {
+		return writeJSON(a.stdout, exportJSON{Dir: res.Dir, Index: index, Pages: res.Pages, Plugins: res.Plugins, Catalogs: res.Catalogs})
+	}
+	fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, index)
+	return nil
 }
 
 // exportJSON is what marketplace export --json prints.

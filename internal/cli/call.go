@@ -130,10 +130,8 @@ func callArgs(raw string, kvs []string, schema any) (json.RawMessage, error) {
 	return b, err
 }
 
-func (a *app) callCommand() *cobra.Command {
-	var workspace, rawArgs string
-	var kvs []string
-	var yes, asJSON bool
+func newCallCmd(a *app) *cobra.Command {
+	opts := &callOptions{}
 	cmd := &cobra.Command{
 		Use: "call TOOL",
 		Example: `  berth call acme-notes__notes__search --arg query=invoices
@@ -154,56 +152,69 @@ plugin drifted or the tool changed since it was pinned, 6 the call was
 refused.`,
 		Args: exactArgs(1, "one TOOL"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if rawArgs != "" && len(kvs) > 0 {
-				return usagef("use either --args JSON or --arg k=v, not both")
-			}
-			ctx := cmd.Context()
-			p, err := a.openPool(ctx, workspace, !asJSON)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			var schema any
-			if len(kvs) > 0 {
-				if tools, err := p.Tools(ctx); err == nil {
-					for _, t := range tools {
-						if t.Name == args[0] {
-							schema = t.Definition.InputSchema
-						}
-					}
-				}
-			}
-			body, err := callArgs(rawArgs, kvs, schema)
-			if err != nil {
-				return err
-			}
-			res, err := p.Call(ctx, args[0], body, cliApprover{a: a, yes: yes})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := writeJSON(a.stdout, res); err != nil {
-					return err
-				}
-			} else if !res.IsError {
-				writeResult(a.stdout, res)
-			}
-			if res.IsError {
-				msg := resultText(res)
-				if !asJSON {
-					fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", args[0], msg)
-				}
-				return &reported{fmt.Errorf("the tool %s failed: %s", args[0], msg)}
-			}
-			return nil
+			opts.Tool = args[0]
+			return runCall(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	cmd.Flags().StringVar(&rawArgs, "args", "", "the arguments as a JSON object")
-	cmd.Flags().StringArrayVar(&kvs, "arg", nil, "one argument as k=v (repeatable)")
-	cmd.Flags().BoolVar(&yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
-	a.jsonFlag(cmd, &asJSON, mcp.CallToolResult{})
+	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().StringVar(&opts.RawArgs, "args", "", "the arguments as a JSON object")
+	cmd.Flags().StringArrayVar(&opts.KVs, "arg", nil, "one argument as k=v (repeatable)")
+	cmd.Flags().BoolVar(&opts.Yes, "yes", false, "approve the call without asking (needed without a terminal when the policy says ask)")
+	a.jsonFlag(cmd, &opts.JSON, mcp.CallToolResult{})
 	return cmd
+}
+
+// callOptions are the inputs of berth call.
+type callOptions struct {
+	// Tool is the positional argument.
+	Tool               string
+	KVs                []string
+	Workspace, RawArgs string
+	Yes, JSON          bool
+}
+
+func runCall(ctx context.Context, a *app, opts *callOptions) error {
+	if opts.RawArgs != "" && len(opts.KVs) > 0 {
+		return usagef("use either --args JSON or --arg k=v, not both")
+	}
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var schema any
+	if len(opts.KVs) > 0 {
+		if tools, err := p.Tools(ctx); err == nil {
+			for _, t := range tools {
+				if t.Name == opts.Tool {
+					schema = t.Definition.InputSchema
+				}
+			}
+		}
+	}
+	body, err := callArgs(opts.RawArgs, opts.KVs, schema)
+	if err != nil {
+		return err
+	}
+	res, err := p.Call(ctx, opts.Tool, body, cliApprover{a: a, yes: opts.Yes})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		if err := writeJSON(a.stdout, res); err != nil {
+			return err
+		}
+	} else if !res.IsError {
+		writeResult(a.stdout, res)
+	}
+	if res.IsError {
+		msg := resultText(res)
+		if !opts.JSON {
+			fmt.Fprintf(a.stderr, "berth: the tool %s failed: %s\n", opts.Tool, msg)
+		}
+		return &reported{fmt.Errorf("the tool %s failed: %s", opts.Tool, msg)}
+	}
+	return nil
 }
 
 func resultText(res *mcp.CallToolResult) string {

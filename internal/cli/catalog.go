@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -18,7 +19,7 @@ import (
 
 // The curator's side of a marketplace: berth catalog.
 
-func (a *app) catalogCommand() *cobra.Command {
+func newCatalogCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "catalog",
 		Example: `  berth catalog init ./catalog --keys ~/catalog-keys
@@ -35,15 +36,13 @@ describes the layout.`,
 		Args: exactArgs(0, "a subcommand: init, add, status, refresh, sign or lint"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.catalogInitCommand(), a.catalogAddCommand(), a.catalogStatusCommand(),
-		a.catalogRefreshCommand(), a.catalogSignCommand(), a.catalogLintCommand())
+	cmd.AddCommand(newCatalogInitCmd(a), newCatalogAddCmd(a), newCatalogStatusCmd(a),
+		newCatalogRefreshCmd(a), newCatalogSignCmd(a), newCatalogLintCmd(a))
 	return cmd
 }
 
-func (a *app) catalogInitCommand() *cobra.Command {
-	var keys, name string
-	var asJSON bool
-	var exp [4]string
+func newCatalogInitCmd(a *app) *cobra.Command {
+	opts := &catalogInitOptions{}
 	cmd := &cobra.Command{
 		Use: "init DIR --keys KEYDIR",
 		Example: `  berth catalog init ./catalog --keys ~/catalog-keys
@@ -62,53 +61,67 @@ offline: berth catalog refresh needs only timestamp.key, and snapshot.key
 when the snapshot is due.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if keys == "" {
-				return usagef("--keys KEYDIR is required: the directory for the catalog's private keys (outside DIR)")
-			}
-			opts := &repo.Options{Name: name}
-			for i, d := range []*time.Duration{&opts.Expiries.Timestamp, &opts.Expiries.Snapshot, &opts.Expiries.Targets, &opts.Expiries.Root} {
-				if exp[i] == "" {
-					continue
-				}
-				v, err := repo.ParseDuration(exp[i])
-				if err != nil {
-					return usagef("--%s-expires: %v", []string{"timestamp", "snapshot", "targets", "root"}[i], err)
-				}
-				*d = v
-			}
-			if name != "" {
-				if err := marketplace.CheckName(name); err != nil {
-					return usagef("--name: %v", err)
-				}
-			}
-			res, err := repo.Init(cmd.Context(), args[0], keys, opts)
-			if err != nil {
-				return err
-			}
-			label := name
-			if label == "" {
-				label = "NAME"
-			}
-			addCmd := fmt.Sprintf("berth marketplace add %s SOURCE --root-sha256 %s", label, res.RootSHA256)
-			if asJSON {
-				return writeJSON(a.stdout, catalogInitJSON{Dir: args[0], Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
-			}
-			fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", args[0], keys)
-			fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
-			fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
-			fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", keys)
-			return nil
+			opts.Dir = args[0]
+			return runCatalogInit(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&keys, "keys", "", "the directory for the role keys (created with mode 0700; not inside DIR)")
-	f.StringVar(&name, "name", "", "the catalog's name, written into the catalog")
-	f.StringVar(&exp[0], "timestamp-expires", "", "how long a timestamp stays valid (default 1d)")
-	f.StringVar(&exp[1], "snapshot-expires", "", "how long a snapshot stays valid (default 7d)")
-	f.StringVar(&exp[2], "targets-expires", "", "how long the targets metadata stays valid (default 90d)")
-	f.StringVar(&exp[3], "root-expires", "", "how long the root stays valid (default 365d)")
-	a.jsonFlag(cmd, &asJSON, catalogInitJSON{})
+	f.StringVar(&opts.Keys, "keys", "", "the directory for the role keys (created with mode 0700; not inside DIR)")
+	f.StringVar(&opts.Name, "name", "", "the catalog's name, written into the catalog")
+	f.StringVar(&opts.Expires[0], "timestamp-expires", "", "how long a timestamp stays valid (default 1d)")
+	f.StringVar(&opts.Expires[1], "snapshot-expires", "", "how long a snapshot stays valid (default 7d)")
+	f.StringVar(&opts.Expires[2], "targets-expires", "", "how long the targets metadata stays valid (default 90d)")
+	f.StringVar(&opts.Expires[3], "root-expires", "", "how long the root stays valid (default 365d)")
+	a.jsonFlag(cmd, &opts.JSON, catalogInitJSON{})
 	return cmd
+}
+
+// catalogInitOptions are the inputs of berth catalog init.
+type catalogInitOptions struct {
+	// Dir is the positional argument.
+	Dir        string
+	JSON       bool
+	Expires    [4]string
+	Keys, Name string
+}
+
+func runCatalogInit(ctx context.Context, a *app, opts *catalogInitOptions) error {
+	if opts.Keys == "" {
+		return usagef("--keys KEYDIR is required: the directory for the catalog's private keys (outside DIR)")
+	}
+	ro := &repo.Options{Name: opts.Name}
+	for i, d := range []*time.Duration{&ro.Expiries.Timestamp, &ro.Expiries.Snapshot, &ro.Expiries.Targets, &ro.Expiries.Root} {
+		if opts.Expires[i] == "" {
+			continue
+		}
+		v, err := repo.ParseDuration(opts.Expires[i])
+		if err != nil {
+			return usagef("--%s-expires: %v", []string{"timestamp", "snapshot", "targets", "root"}[i], err)
+		}
+		*d = v
+	}
+	if opts.Name != "" {
+		if err := marketplace.CheckName(opts.Name); err != nil {
+			return usagef("--name: %v", err)
+		}
+	}
+	res, err := repo.Init(ctx, opts.Dir, opts.Keys, ro)
+	if err != nil {
+		return err
+	}
+	label := opts.Name
+	if label == "" {
+		label = "NAME"
+	}
+	addCmd := fmt.Sprintf("berth marketplace add %s SOURCE --root-sha256 %s", label, res.RootSHA256)
+	if opts.JSON {
+		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.Dir, Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
+	}
+	fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", opts.Dir, opts.Keys)
+	fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
+	fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
+	fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", opts.Keys)
+	return nil
 }
 
 // catalogInitJSON is what catalog init --json prints.
@@ -145,10 +158,8 @@ func openRepo(dir, keys string) (*repo.Repository, error) {
 	return repo.Open(dir, keys, nil)
 }
 
-func (a *app) catalogAddCommand() *cobra.Command {
-	var keys, url, sigFile, tier, iconFile string
-	var tags []string
-	var noReadme, asJSON bool
+func newCatalogAddCmd(a *app) *cobra.Command {
+	opts := &catalogAddOptions{}
 	cmd := &cobra.Command{
 		Use:     "add DIR BUNDLE --keys KEYDIR",
 		Example: `  berth catalog add ./catalog ./acme-notes-1.4.2.tar.gz --keys ~/catalog-keys`,
@@ -171,91 +182,108 @@ sanitized. --icon gives the plugin a PNG icon (at most 64 KiB, 16 to 512
 pixels; no SVG).`,
 		Args: exactArgs(2, "DIR and BUNDLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, source := args[0], args[1]
-			t, err := parseTier(tier)
-			if err != nil {
-				return err
-			}
-			if url != "" {
-				if fi, err := os.Stat(source); err == nil && fi.IsDir() {
-					return usagef("--url names where the archive is served, but %s is a directory: give the archive file itself", source)
-				}
-				if err := catalog.CheckLocation(url); err != nil || !strings.HasPrefix(url, "https://") {
-					return usagef("--url %q: give the absolute https URL where the archive will be served", url)
-				}
-			}
-			r, err := openRepo(dir, keys)
-			if err != nil {
-				return err
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			signers, err := st.Signers()
-			if err != nil {
-				return err
-			}
-			v, err := trust.NewVerifier(signers, nil)
-			if err != nil {
-				return err
-			}
-			if len(signers) == 0 {
-				return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
-			}
-			if sigFile == "" {
-				sigFile = store.DefaultSignatureFile(source)
-			}
-			sig, err := marketplace.ReadFileLimited(sigFile, trust.MaxSignatureSize)
-			if err != nil {
-				return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
-			}
-			req := repo.AddRequest{Source: source, Signature: sig, Verifier: v, URL: url, Tier: t, OmitReadme: noReadme}
-			if iconFile != "" {
-				if req.Icon, err = marketplace.ReadFileLimited(iconFile, catalog.MaxIcon); err != nil {
-					return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, catalog.MaxIcon)
-				}
-				if err := catalog.CheckIcon(req.Icon); err != nil {
-					return usagef("--icon %s: %v", iconFile, err)
-				}
-			}
-			if cmd.Flags().Changed("tag") {
-				req.Tags = tags
-			}
-			res, err := r.Add(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				a.publishWarnings(res.Publish)
-				return writeJSON(a.stdout, catalogAddJSON{Plugin: res.Plugin, Version: res.Version, Digest: res.Digest, Signer: res.SignerRef, AllowedSigner: res.Signer,
-					NewPlugin: res.NewPlugin, Already: res.Already, Archive: res.Archive, Publish: res.Publish})
-			}
-			if res.Already {
-				fmt.Fprintf(a.stdout, "%s %s is already in the catalog with digest %s; nothing changed.\n", res.Plugin, res.Version, res.Digest)
-				return nil
-			}
-			fmt.Fprintf(a.stdout, "Added %s %s (%s), signed by %s.\n", res.Plugin, res.Version, res.Digest, res.SignerRef)
-			if res.NewPlugin {
-				fmt.Fprintf(a.stdout, "%s is new in the catalog; only %s may publish it from now on.\n", res.Plugin, res.Signer)
-			}
-			if res.Archive != "" {
-				fmt.Fprintf(a.stdout, "Copied the archive to %s.\n", res.Archive)
-			}
-			a.printPublish(res.Publish)
-			return nil
+			opts.Dir, opts.Bundle = args[0], args[1]
+			opts.TagsSet = cmd.Flags().Changed("tag")
+			return runCatalogAdd(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&keys, "keys", "", "the catalog's key directory")
-	f.StringVar(&url, "url", "", "the https URL the archive BUNDLE is served at (default: copy it into DIR)")
-	f.StringVar(&sigFile, "signature", "", "the bundle's Sigstore signature (default BUNDLE.sigstore.json)")
-	f.StringVar(&tier, "tier", "", "official, verified or community (default: keep; community for a new plugin)")
-	f.StringArrayVar(&tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
-	f.StringVar(&iconFile, "icon", "", "a PNG icon `FILE` for the plugin (default: keep the one it has)")
-	f.BoolVar(&noReadme, "no-readme", false, "leave the bundle's README.md out of the catalog")
-	a.jsonFlag(cmd, &asJSON, catalogAddJSON{})
+	f.StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	f.StringVar(&opts.URL, "url", "", "the https URL the archive BUNDLE is served at (default: copy it into DIR)")
+	f.StringVar(&opts.SigFile, "signature", "", "the bundle's Sigstore signature (default BUNDLE.sigstore.json)")
+	f.StringVar(&opts.Tier, "tier", "", "official, verified or community (default: keep; community for a new plugin)")
+	f.StringArrayVar(&opts.Tags, "tag", nil, "a search tag; repeat for more (replaces the plugin's tags)")
+	f.StringVar(&opts.IconFile, "icon", "", "a PNG icon `FILE` for the plugin (default: keep the one it has)")
+	f.BoolVar(&opts.NoReadme, "no-readme", false, "leave the bundle's README.md out of the catalog")
+	a.jsonFlag(cmd, &opts.JSON, catalogAddJSON{})
 	return cmd
+}
+
+// catalogAddOptions are the inputs of berth catalog add.
+type catalogAddOptions struct {
+	// TagsSet is true when --tag was given (even to no tags).
+	TagsSet bool
+	// Dir and Bundle are the positional arguments.
+	Dir, Bundle                        string
+	Keys, URL, SigFile, Tier, IconFile string
+	NoReadme, JSON                     bool
+	Tags                               []string
+}
+
+func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
+	dir, source := opts.Dir, opts.Bundle
+	t, err := parseTier(opts.Tier)
+	if err != nil {
+		return err
+	}
+	if opts.URL != "" {
+		if fi, err := os.Stat(source); err == nil && fi.IsDir() {
+			return usagef("--url names where the archive is served, but %s is a directory: give the archive file itself", source)
+		}
+		if err := catalog.CheckLocation(opts.URL); err != nil || !strings.HasPrefix(opts.URL, "https://") {
+			return usagef("--url %q: give the absolute https URL where the archive will be served", opts.URL)
+		}
+	}
+	r, err := openRepo(dir, opts.Keys)
+	if err != nil {
+		return err
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	signers, err := st.Signers()
+	if err != nil {
+		return err
+	}
+	v, err := trust.NewVerifier(signers, nil)
+	if err != nil {
+		return err
+	}
+	if len(signers) == 0 {
+		return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
+	}
+	if opts.SigFile == "" {
+		opts.SigFile = store.DefaultSignatureFile(source)
+	}
+	sig, err := marketplace.ReadFileLimited(opts.SigFile, trust.MaxSignatureSize)
+	if err != nil {
+		return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
+	}
+	req := repo.AddRequest{Source: source, Signature: sig, Verifier: v, URL: opts.URL, Tier: t, OmitReadme: opts.NoReadme}
+	if opts.IconFile != "" {
+		if req.Icon, err = marketplace.ReadFileLimited(opts.IconFile, catalog.MaxIcon); err != nil {
+			return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, catalog.MaxIcon)
+		}
+		if err := catalog.CheckIcon(req.Icon); err != nil {
+			return usagef("--icon %s: %v", opts.IconFile, err)
+		}
+	}
+	if opts.TagsSet {
+		req.Tags = opts.Tags
+	}
+	res, err := r.Add(ctx, req)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		a.publishWarnings(res.Publish)
+		return writeJSON(a.stdout, catalogAddJSON{Plugin: res.Plugin, Version: res.Version, Digest: res.Digest, Signer: res.SignerRef, AllowedSigner: res.Signer,
+			NewPlugin: res.NewPlugin, Already: res.Already, Archive: res.Archive, Publish: res.Publish})
+	}
+	if res.Already {
+		fmt.Fprintf(a.stdout, "%s %s is already in the catalog with digest %s; nothing changed.\n", res.Plugin, res.Version, res.Digest)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "Added %s %s (%s), signed by %s.\n", res.Plugin, res.Version, res.Digest, res.SignerRef)
+	if res.NewPlugin {
+		fmt.Fprintf(a.stdout, "%s is new in the catalog; only %s may publish it from now on.\n", res.Plugin, res.Signer)
+	}
+	if res.Archive != "" {
+		fmt.Fprintf(a.stdout, "Copied the archive to %s.\n", res.Archive)
+	}
+	a.printPublish(res.Publish)
+	return nil
 }
 
 // catalogAddJSON is what catalog add --json prints.
@@ -311,9 +339,8 @@ func (a *app) publishWarnings(p *repo.PublishResult) {
 	}
 }
 
-func (a *app) catalogStatusCommand() *cobra.Command {
-	var keys, reason, replacement string
-	var asJSON bool
+func newCatalogStatusCmd(a *app) *cobra.Command {
+	opts := &catalogStatusOptions{}
 	cmd := &cobra.Command{
 		Use: "status DIR NAME@VERSION active|deprecated|yanked|revoked --keys KEYDIR",
 		Example: `  berth catalog status ./catalog acme-notes@1.4.1 deprecated --reason "use 1.4.2" --keys ~/catalog-keys
@@ -326,58 +353,71 @@ yanked (with --reason) is skipped when berth resolves a version; revoked
 enabled when a refresh finds it revoked. active clears the status.`,
 		Args: exactArgs(3, "DIR, NAME@VERSION and a status"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, version, err := parseRef(args[1])
-			if err != nil {
-				return err
-			}
-			if version == "" {
-				return usagef("give the version as NAME@VERSION (a status belongs to one version)")
-			}
-			status := catalog.Status(args[2])
-			switch status {
-			case catalog.StatusActive:
-				if reason != "" || replacement != "" {
-					return usagef("an active version has no reason or replacement: drop --reason and --replacement")
-				}
-			case catalog.StatusDeprecated, catalog.StatusYanked, catalog.StatusRevoked:
-				if strings.TrimSpace(reason) == "" {
-					return usagef("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
-				}
-				if replacement != "" && status != catalog.StatusDeprecated {
-					return usagef("--replacement goes only with deprecated")
-				}
-			default:
-				return usagef("the status %q is not active, deprecated, yanked or revoked", args[2])
-			}
-			r, err := openRepo(args[0], keys)
-			if err != nil {
-				return err
-			}
-			res, err := r.SetStatus(cmd.Context(), name, version, status, reason, replacement)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				a.publishWarnings(res)
-				return writeJSON(a.stdout, catalogStatusJSON{Plugin: name, Version: version, Status: status, Reason: reason, Replacement: replacement, Publish: res})
-			}
-			line := fmt.Sprintf("%s@%s is now %s", name, version, status)
-			if reason != "" {
-				line += ": " + reason
-			}
-			if replacement != "" {
-				line += " (use " + replacement + " instead)"
-			}
-			fmt.Fprintln(a.stdout, line+".")
-			a.printPublish(res)
-			return nil
+			opts.Dir, opts.Ref, opts.Status = args[0], args[1], args[2]
+			return runCatalogStatus(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
-	cmd.Flags().StringVar(&reason, "reason", "", "why (required for deprecated, yanked and revoked)")
-	cmd.Flags().StringVar(&replacement, "replacement", "", "the plugin to use instead (deprecated only)")
-	a.jsonFlag(cmd, &asJSON, catalogStatusJSON{})
+	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	cmd.Flags().StringVar(&opts.Reason, "reason", "", "why (required for deprecated, yanked and revoked)")
+	cmd.Flags().StringVar(&opts.Replacement, "replacement", "", "the plugin to use instead (deprecated only)")
+	a.jsonFlag(cmd, &opts.JSON, catalogStatusJSON{})
 	return cmd
+}
+
+// catalogStatusOptions are the inputs of berth catalog status.
+type catalogStatusOptions struct {
+	// Dir, Ref and Status are the positional arguments.
+	Dir, Ref, Status          string
+	JSON                      bool
+	Keys, Reason, Replacement string
+}
+
+func runCatalogStatus(ctx context.Context, a *app, opts *catalogStatusOptions) error {
+	name, version, err := parseRef(opts.Ref)
+	if err != nil {
+		return err
+	}
+	if version == "" {
+		return usagef("give the version as NAME@VERSION (a status belongs to one version)")
+	}
+	status := catalog.Status(opts.Status)
+	switch status {
+	case catalog.StatusActive:
+		if opts.Reason != "" || opts.Replacement != "" {
+			return usagef("an active version has no reason or replacement: drop --reason and --replacement")
+		}
+	case catalog.StatusDeprecated, catalog.StatusYanked, catalog.StatusRevoked:
+		if strings.TrimSpace(opts.Reason) == "" {
+			return usagef("a %s version needs --reason TEXT: users see it when they look at the plugin", status)
+		}
+		if opts.Replacement != "" && status != catalog.StatusDeprecated {
+			return usagef("--replacement goes only with deprecated")
+		}
+	default:
+		return usagef("the status %q is not active, deprecated, yanked or revoked", opts.Status)
+	}
+	r, err := openRepo(opts.Dir, opts.Keys)
+	if err != nil {
+		return err
+	}
+	res, err := r.SetStatus(ctx, name, version, status, opts.Reason, opts.Replacement)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		a.publishWarnings(res)
+		return writeJSON(a.stdout, catalogStatusJSON{Plugin: name, Version: version, Status: status, Reason: opts.Reason, Replacement: opts.Replacement, Publish: res})
+	}
+	line := fmt.Sprintf("%s@%s is now %s", name, version, status)
+	if opts.Reason != "" {
+		line += ": " + opts.Reason
+	}
+	if opts.Replacement != "" {
+		line += " (use " + opts.Replacement + " instead)"
+	}
+	fmt.Fprintln(a.stdout, line+".")
+	a.printPublish(res)
+	return nil
 }
 
 // catalogStatusJSON is what catalog status --json prints.
@@ -395,9 +435,8 @@ type catalogStatusJSON struct {
 	Publish *repo.PublishResult `json:"publish"`
 }
 
-func (a *app) catalogRefreshCommand() *cobra.Command {
-	var keys string
-	var asJSON bool
+func newCatalogRefreshCmd(a *app) *cobra.Command {
+	opts := &catalogRefreshOptions{}
 	cmd := &cobra.Command{
 		Use:     "refresh DIR --keys KEYDIR",
 		Example: `  berth catalog refresh ./catalog --keys ~/catalog-keys`,
@@ -410,35 +449,47 @@ metadata or the root expire soon, which need berth catalog sign and a new
 catalog.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRepo(args[0], keys)
-			if err != nil {
-				return err
-			}
-			res, err := r.Refresh(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				a.publishWarnings(res)
-				return writeJSON(a.stdout, catalogPublishJSON{Dir: args[0], Publish: res})
-			}
-			what := "the timestamp"
-			if res.SnapshotSigned {
-				what = "the timestamp and the snapshot"
-			}
-			fmt.Fprintf(a.stdout, "Re-signed %s.\n", what)
-			a.printPublish(res)
-			return nil
+			opts.Dir = args[0]
+			return runCatalogRefresh(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
-	a.jsonFlag(cmd, &asJSON, catalogPublishJSON{})
+	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	a.jsonFlag(cmd, &opts.JSON, catalogPublishJSON{})
 	return cmd
 }
 
-func (a *app) catalogSignCommand() *cobra.Command {
-	var keys string
-	var asJSON bool
+// catalogRefreshOptions are the inputs of berth catalog refresh.
+type catalogRefreshOptions struct {
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
+	Keys string
+}
+
+func runCatalogRefresh(ctx context.Context, a *app, opts *catalogRefreshOptions) error {
+	r, err := openRepo(opts.Dir, opts.Keys)
+	if err != nil {
+		return err
+	}
+	res, err := r.Refresh(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		a.publishWarnings(res)
+		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.Dir, Publish: res})
+	}
+	what := "the timestamp"
+	if res.SnapshotSigned {
+		what = "the timestamp and the snapshot"
+	}
+	fmt.Fprintf(a.stdout, "Re-signed %s.\n", what)
+	a.printPublish(res)
+	return nil
+}
+
+func newCatalogSignCmd(a *app) *cobra.Command {
+	opts := &catalogSignOptions{}
 	cmd := &cobra.Command{
 		Use:     "sign DIR --keys KEYDIR",
 		Example: `  berth catalog sign ./catalog --keys ~/catalog-keys`,
@@ -452,30 +503,43 @@ trusts a review summary because it is signed: install compares it with
 the real bundle.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRepo(args[0], keys)
-			if err != nil {
-				return err
-			}
-			res, err := r.Sign(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				a.publishWarnings(res)
-				return writeJSON(a.stdout, catalogPublishJSON{Dir: args[0], Publish: res})
-			}
-			fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", args[0])
-			a.printPublish(res)
-			return nil
+			opts.Dir = args[0]
+			return runCatalogSign(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&keys, "keys", "", "the catalog's key directory")
-	a.jsonFlag(cmd, &asJSON, catalogPublishJSON{})
+	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	a.jsonFlag(cmd, &opts.JSON, catalogPublishJSON{})
 	return cmd
 }
 
-func (a *app) catalogLintCommand() *cobra.Command {
-	var asJSON bool
+// catalogSignOptions are the inputs of berth catalog sign.
+type catalogSignOptions struct {
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
+	Keys string
+}
+
+func runCatalogSign(ctx context.Context, a *app, opts *catalogSignOptions) error {
+	r, err := openRepo(opts.Dir, opts.Keys)
+	if err != nil {
+		return err
+	}
+	res, err := r.Sign(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		a.publishWarnings(res)
+		return writeJSON(a.stdout, catalogPublishJSON{Dir: opts.Dir, Publish: res})
+	}
+	fmt.Fprintf(a.stdout, "Published %s/catalog.json.\n", opts.Dir)
+	a.printPublish(res)
+	return nil
+}
+
+func newCatalogLintCmd(a *app) *cobra.Command {
+	opts := &catalogLintOptions{}
 	cmd := &cobra.Command{
 		Use: "lint DIR",
 		Example: `  berth catalog lint ./catalog
@@ -488,38 +552,50 @@ whether the working copy has changes not yet published. It exits 1 when
 there is an error; warnings alone exit 0.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := repo.Lint(args[0], nil)
-			if err != nil {
-				return err
-			}
-			var errs, warns int
-			for _, p := range rep.Problems {
-				if p.Warning {
-					warns++
-				} else {
-					errs++
-				}
-			}
-			if asJSON {
-				if err := writeJSON(a.stdout, rep); err != nil {
-					return err
-				}
-			} else {
-				for _, p := range rep.Problems {
-					fmt.Fprintln(a.stdout, review.Printable(p.String()))
-				}
-				published := "published"
-				if !rep.Published {
-					published = "NOT published (berth catalog sign publishes it)"
-				}
-				fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", args[0], rep.Plugins, errs, warns, published)
-			}
-			if errs > 0 {
-				return &reported{fmt.Errorf("%s has %d error(s)", args[0], errs)}
-			}
-			return nil
+			opts.Dir = args[0]
+			return runCatalogLint(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, repo.LintReport{})
+	a.jsonFlag(cmd, &opts.JSON, repo.LintReport{})
 	return cmd
+}
+
+// catalogLintOptions are the inputs of berth catalog lint.
+type catalogLintOptions struct {
+	// Dir is the positional argument.
+	Dir  string
+	JSON bool
+}
+
+func runCatalogLint(_ context.Context, a *app, opts *catalogLintOptions) error {
+	rep, err := repo.Lint(opts.Dir, nil)
+	if err != nil {
+		return err
+	}
+	var errs, warns int
+	for _, p := range rep.Problems {
+		if p.Warning {
+			warns++
+		} else {
+			errs++
+		}
+	}
+	if opts.JSON {
+		if err := writeJSON(a.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		for _, p := range rep.Problems {
+			fmt.Fprintln(a.stdout, review.Printable(p.String()))
+		}
+		published := "published"
+		if !rep.Published {
+			published = "NOT published (berth catalog sign publishes it)"
+		}
+		fmt.Fprintf(a.stdout, "%s: %d plugin(s), %d error(s), %d warning(s); the working copy is %s.\n", opts.Dir, rep.Plugins, errs, warns, published)
+	}
+	if errs > 0 {
+		return &reported{fmt.Errorf("%s has %d error(s)", opts.Dir, errs)}
+	}
+	return nil
 }

@@ -56,7 +56,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // run is Run with the environment given as a lookup function.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
-	root := a.rootCommand()
+	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

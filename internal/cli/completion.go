@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 )
 
-func (a *app) completionCommand() *cobra.Command {
+func newCompletionCmd(a *app) *cobra.Command {
+	opts := &completionOptions{}
 	return &cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
@@ -19,18 +22,31 @@ shell, or install it where your shell reads completions at start.`,
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		Args:      exactArgs(1, "one shell: bash, zsh, fish or powershell"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			root := cmd.Root()
-			switch args[0] {
-			case "bash":
-				return root.GenBashCompletionV2(a.stdout, true)
-			case "zsh":
-				return root.GenZshCompletion(a.stdout)
-			case "fish":
-				return root.GenFishCompletion(a.stdout, true)
-			case "powershell":
-				return root.GenPowerShellCompletionWithDesc(a.stdout)
-			}
-			return usagef("berth completion knows bash, zsh, fish and powershell, not %q", args[0])
+			opts.Shell, opts.Root = args[0], cmd.Root()
+			return runCompletion(cmd.Context(), a, opts)
 		},
 	}
+}
+
+// completionOptions are the inputs of berth completion.
+type completionOptions struct {
+	// Shell is the positional argument.
+	Shell string
+	// Root is the command tree to complete.
+	Root *cobra.Command
+}
+
+func runCompletion(_ context.Context, a *app, opts *completionOptions) error {
+	root := opts.Root
+	switch opts.Shell {
+	case "bash":
+		return root.GenBashCompletionV2(a.stdout, true)
+	case "zsh":
+		return root.GenZshCompletion(a.stdout)
+	case "fish":
+		return root.GenFishCompletion(a.stdout, true)
+	case "powershell":
+		return root.GenPowerShellCompletionWithDesc(a.stdout)
+	}
+	return usagef("berth completion knows bash, zsh, fish and powershell, not %q", opts.Shell)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -20,7 +21,7 @@ type configJSON struct {
 	MinReleaseAge string `json:"minReleaseAge"`
 }
 
-func (a *app) configCommand() *cobra.Command {
+func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Set the operator's settings in config.json (min-release-age)",
@@ -36,8 +37,19 @@ berth policy).`,
 		Args: exactArgs(0, "a subcommand: set or get"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	var setJSON bool
-	set := &cobra.Command{
+	cmd.AddCommand(newConfigSetCmd(a), newConfigGetCmd(a))
+	return cmd
+}
+
+// configSetOptions are the inputs of berth config set.
+type configSetOptions struct {
+	Key, Value string
+	JSON       bool
+}
+
+func newConfigSetCmd(a *app) *cobra.Command {
+	opts := &configSetOptions{}
+	cmd := &cobra.Command{
 		Use:   "set KEY VALUE",
 		Short: "Set a setting",
 		Long: `Set sets KEY to VALUE in config.json, under berth's lock; running berth
@@ -48,69 +60,89 @@ processes pick it up. Keys:
   berth config set min-release-age 7d`,
 		Args: exactArgs(2, "KEY and VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "min-release-age" {
-				return usagef("%q is not a setting; berth config set knows min-release-age", args[0])
-			}
-			d := time.Duration(0)
-			if args[1] != "0" {
-				var err error
-				if d, err = repo.ParseDuration(args[1]); err != nil {
-					return usagef("min-release-age: %v (0 turns the cooldown off)", err)
-				}
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			if err := st.SetMinReleaseAge(cmd.Context(), d); err != nil {
-				return err
-			}
-			if setJSON {
-				return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
-			}
-			if d == 0 {
-				fmt.Fprintln(a.stdout, "min-release-age is off: berth install may pick a version released a moment ago.")
-			} else {
-				fmt.Fprintf(a.stdout, "min-release-age is %s: berth install, sync and upgrade skip versions released less than %s ago.\n", d, d)
-			}
-			return nil
+			opts.Key, opts.Value = args[0], args[1]
+			return runConfigSet(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(set, &setJSON, configJSON{})
-	var getJSON bool
-	get := &cobra.Command{
+	a.jsonFlag(cmd, &opts.JSON, configJSON{})
+	return cmd
+}
+
+func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
+	if opts.Key != "min-release-age" {
+		return usagef("%q is not a setting; berth config set knows min-release-age", opts.Key)
+	}
+	d := time.Duration(0)
+	if opts.Value != "0" {
+		var err error
+		if d, err = repo.ParseDuration(opts.Value); err != nil {
+			return usagef("min-release-age: %v (0 turns the cooldown off)", err)
+		}
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	if err := st.SetMinReleaseAge(ctx, d); err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
+	}
+	if d == 0 {
+		fmt.Fprintln(a.stdout, "min-release-age is off: berth install may pick a version released a moment ago.")
+	} else {
+		fmt.Fprintf(a.stdout, "min-release-age is %s: berth install, sync and upgrade skip versions released less than %s ago.\n", d, d)
+	}
+	return nil
+}
+
+// configGetOptions are the inputs of berth config get.
+type configGetOptions struct {
+	// Keys are the settings to print: none (every one) or one.
+	Keys []string
+	JSON bool
+}
+
+func newConfigGetCmd(a *app) *cobra.Command {
+	opts := &configGetOptions{}
+	cmd := &cobra.Command{
 		Use:     "get [KEY]",
 		Short:   "Print a setting, or every one",
 		Example: "  berth config get\n  berth config get min-release-age --json",
 		Args:    rangeArgs(0, 1, "at most one KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 && args[0] != "min-release-age" {
-				return usagef("%q is not a setting; berth config knows min-release-age", args[0])
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			cfg, err := st.Config()
-			if err != nil {
-				return err
-			}
-			d, err := cfg.ReleaseCooldown()
-			if err != nil {
-				return err
-			}
-			if getJSON {
-				return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
-			}
-			if len(args) == 1 {
-				fmt.Fprintln(a.stdout, d)
-				return nil
-			}
-			fmt.Fprintf(a.stdout, "min-release-age  %s\n", d)
-			return nil
+			opts.Keys = args
+			return runConfigGet(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(get, &getJSON, configJSON{})
-	cmd.AddCommand(set, get)
+	a.jsonFlag(cmd, &opts.JSON, configJSON{})
 	return cmd
+}
+
+func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
+	if len(opts.Keys) == 1 && opts.Keys[0] != "min-release-age" {
+		return usagef("%q is not a setting; berth config knows min-release-age", opts.Keys[0])
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	cfg, err := st.Config()
+	if err != nil {
+		return err
+	}
+	d, err := cfg.ReleaseCooldown()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
+	}
+	if len(opts.Keys) == 1 {
+		fmt.Fprintln(a.stdout, d)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "min-release-age  %s\n", d)
+	return nil
 }

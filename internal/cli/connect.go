@@ -29,11 +29,14 @@ const (
 	testProcEnv = "BERTH_TEST_PROC"
 )
 
-type connectFlags struct {
-	workspace, name          string
-	user, force, print, json bool
-	noPath, portable         bool
-	env                      []string
+// connectOptions are the inputs of berth connect and berth disconnect
+// (which has no print, noPath, portable or env).
+type connectOptions struct {
+	Client                   string
+	Workspace, Name          string
+	User, Force, Print, JSON bool
+	NoPath, Portable         bool
+	Env                      []string
 }
 
 // clientSetup is what connect and disconnect work out before touching a
@@ -45,12 +48,12 @@ type clientSetup struct {
 	targets   []clientconfig.Target
 }
 
-func (a *app) clientSetup(arg string, f *connectFlags, needWorkspace bool) (*clientSetup, error) {
+func (a *app) clientSetup(arg string, f *connectOptions, needWorkspace bool) (*clientSetup, error) {
 	c, err := clientconfig.ParseClient(arg)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	if err := clientconfig.CheckName(f.name); err != nil {
+	if err := clientconfig.CheckName(f.Name); err != nil {
 		return nil, usagef("--name: %v", err)
 	}
 	env, err := clientconfig.FromOS(a.getenv)
@@ -59,12 +62,12 @@ func (a *app) clientSetup(arg string, f *connectFlags, needWorkspace bool) (*cli
 	}
 	env.ProcDir = a.getenv(testProcEnv)
 	s := &clientSetup{client: c, env: env}
-	if needWorkspace || (!f.user && c != clientconfig.ClaudeDesktop) {
-		if s.workspace, err = resolveWorkspace(f.workspace); err != nil {
+	if needWorkspace || (!f.User && c != clientconfig.ClaudeDesktop) {
+		if s.workspace, err = resolveWorkspace(f.Workspace); err != nil {
 			return nil, err
 		}
 	}
-	if s.targets, err = clientconfig.Locate(c, env, s.workspace, f.user); err != nil {
+	if s.targets, err = clientconfig.Locate(c, env, s.workspace, f.User); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -168,15 +171,7 @@ func backupOf(ed *clientconfig.Edit) *string {
 	return &ed.Backup
 }
 
-func (a *app) connectCommand() *cobra.Command {
-	var f connectFlags
-	cmd := &cobra.Command{
-		Use: "connect CLIENT",
-		Example: `  berth connect claude-desktop
-  berth connect cursor --workspace ~/src/project --portable
-  berth connect vscode --env NODE_OPTIONS --print`,
-		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
-		Long: `Connect adds a server entry that runs 'berth serve --workspace DIR' over stdio
+const connectLong = `Connect adds a server entry that runs 'berth serve --workspace DIR' over stdio
 to the MCP configuration of CLIENT:
 
   claude-desktop  the app's claude_desktop_config.json (per user; on Windows
@@ -209,55 +204,150 @@ unless --force. Running connect again changes nothing.
 The client reads its file when it starts: quit it fully and start it again.
 See docs/connect.md.
 
-Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`,
-		Args: exactArgs(1, "one CLIENT"),
+Exit codes: 0 connected (or already connected), 1 refused or failed, 2 usage.`
+
+func newConnectCmd(a *app) *cobra.Command {
+	f := &connectOptions{}
+	cmd := &cobra.Command{
+		Use: "connect CLIENT",
+		Example: `  berth connect claude-desktop
+  berth connect cursor --workspace ~/src/project --portable
+  berth connect vscode --env NODE_OPTIONS --print`,
+		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
+		Long:  connectLong,
+		Args:  exactArgs(1, "one CLIENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runConnect(cmd.Context(), args[0], &f)
+			f.Client = args[0]
+			return runConnect(cmd.Context(), a, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workspace, "workspace", "", "the directory berth serves (default: the current directory)")
-	fl.StringVar(&f.name, "name", "berth", "the server's name in the client")
-	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
-	fl.BoolVar(&f.force, "force", false, "replace a different entry of the same name")
-	fl.BoolVar(&f.print, "print", false, "print the entry and the file it would go to; write nothing")
-	fl.BoolVar(&f.noPath, "no-path", false, "do not record this shell's PATH in the entry")
-	fl.BoolVar(&f.portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
-	fl.StringArrayVar(&f.env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
-	a.jsonFlag(cmd, &f.json, connectJSON{})
+	fl.StringVar(&f.Workspace, "workspace", "", "the directory berth serves (default: the current directory)")
+	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client")
+	fl.BoolVar(&f.User, "user", false, "edit the user's configuration instead of the workspace's")
+	fl.BoolVar(&f.Force, "force", false, "replace a different entry of the same name")
+	fl.BoolVar(&f.Print, "print", false, "print the entry and the file it would go to; write nothing")
+	fl.BoolVar(&f.NoPath, "no-path", false, "do not record this shell's PATH in the entry")
+	fl.BoolVar(&f.Portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
+	fl.StringArrayVar(&f.Env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
+	a.jsonFlag(cmd, &f.JSON, connectJSON{})
 	return cmd
 }
 
-func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error {
-	s, err := a.clientSetup(arg, f, true)
+// connectPlan is the entry connect writes and what it says about it.
+type connectPlan struct {
+	s        *clientSetup
+	entry    clientconfig.Entry
+	path     string
+	extra    map[string]string
+	missing  []missingJSON
+	warnings []string
+	running  bool
+}
+
+func runConnect(ctx context.Context, a *app, f *connectOptions) error {
+	p, err := a.planConnect(ctx, f)
 	if err != nil {
 		return err
 	}
-	wsArg := s.workspace
-	if f.portable {
-		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
-			return usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
+	s, entry := p.s, p.entry
+	if f.Print {
+		return a.printConnect(f, p)
+	}
+	if !f.JSON {
+		// Shown before anything is written.
+		a.showRecorded(s.client, p.path, p.extra)
+	}
+
+	// Every file is read and checked before any is written.
+	opts, err := a.editOptions(f.Force)
+	if err != nil {
+		return err
+	}
+	edits := make([]*clientconfig.Edit, len(s.targets))
+	for i, t := range s.targets {
+		if edits[i], err = clientconfig.PrepareConnect(ctx, t, f.Name, entry, opts); err != nil {
+			return err
 		}
-		if f.user {
-			return usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
+	}
+	if err := applyAll(ctx, edits); err != nil {
+		return err
+	}
+	warnings := p.warnings
+	for _, ed := range edits {
+		warnings = append(warnings, ed.Warnings...)
+	}
+	if f.JSON {
+		out := reportJSON(s.client, f.Name, edits, p.running, warnings)
+		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, p.path, p.missing
+		return writeJSON(a.stdout, out)
+	}
+	changed := a.printConnected(f.Name, edits)
+	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
+	a.printWarnings(warnings)
+	a.printMissing(s.workspace, p.missing)
+	if changed {
+		a.restartAdvice(s.client, f.Name, p.running, f.User)
+	}
+	return nil
+}
+
+// planConnect works out the entry connect writes, the variables it
+// records, what the workspace's plugins will miss, and the warnings.
+func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan, error) {
+	s, err := a.clientSetup(f.Client, f, true)
+	if err != nil {
+		return nil, err
+	}
+	wsArg := s.workspace
+	if f.Portable {
+		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
+			return nil, usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
+		}
+		if f.User {
+			return nil, usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
 		}
 		wsArg = "${workspaceFolder}"
 	}
-	extra, err := a.connectEnv(f.env)
-	if err != nil {
-		return err
+	p := &connectPlan{s: s}
+	if p.extra, err = a.connectEnv(f.Env); err != nil {
+		return nil, err
 	}
 	exe, err := a.executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.NoPath); err != nil {
+		return nil, err
+	}
+	if p.missing, p.warnings, err = a.missingSources(s.workspace, p.entry.Env); err != nil {
+		return nil, err
+	}
+	if f.Portable {
+		for _, k := range []string{"PATH", "BERTH_HOME"} {
+			if v, ok := p.entry.Env[k]; ok {
+				p.warnings = append(p.warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
+			}
+		}
+	}
+	if temporaryBuild(exe) {
+		p.warnings = append(p.warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))
+	}
+	p.running = clientconfig.Running(ctx, s.client, s.env)
+	return p, nil
+}
+
+// connectEntry is the entry that runs exe for wsArg, with the variables
+// it records: BERTH_HOME when set, this shell's PATH (unless noPath) and
+// extra. It returns the PATH recorded.
+func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]string, noPath bool) (clientconfig.Entry, string, error) {
 	entry := clientconfig.NewEntry(s.client, s.env, exe, wsArg)
 	// A client starts berth without this shell's environment: a BERTH_HOME
 	// set here goes into the entry, or its berth would use another state root.
 	if h := a.getenv("BERTH_HOME"); h != "" {
 		paths, err := store.NewPaths(h)
 		if err != nil {
-			return fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
+			return entry, "", fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
 		}
 		if entry.Env == nil {
 			entry.Env = map[string]string{}
@@ -267,7 +357,7 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 	// GUI clients start berth with a minimal PATH: the servers it runs
 	// would not find npx, uvx or node.
 	path := ""
-	if !f.noPath {
+	if !noPath {
 		path = a.getenv("PATH")
 	}
 	if path != "" || len(extra) > 0 {
@@ -279,63 +369,29 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 		}
 		maps.Copy(entry.Env, extra)
 	}
-	missing, warnings, err := a.missingSources(s.workspace, entry.Env)
-	if err != nil {
-		return err
-	}
-	if f.portable {
-		for _, k := range []string{"PATH", "BERTH_HOME"} {
-			if v, ok := entry.Env[k]; ok {
-				warnings = append(warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
-			}
-		}
-	}
-	if temporaryBuild(exe) {
-		warnings = append(warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))
-	}
-	running := clientconfig.Running(ctx, s.client, s.env)
+	return entry, path, nil
+}
 
-	if f.print {
-		if f.json {
-			return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: path, Missing: missing, Client: string(s.client), File: s.targets[0].Path, Name: f.name,
-				Entry: entry, Running: running, Warnings: warnings, Additional: printAdditional(s.targets)})
-		}
-		for _, t := range s.targets {
-			fmt.Fprintf(a.stdout, "File: %s\n", t.Path)
-		}
-		fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.name, indentJSON(entry))
-		a.printWarnings(warnings)
-		a.printMissing(s.workspace, missing)
-		fmt.Fprintln(a.stdout, "Nothing was written (--print).")
-		return nil
+// printConnect prints the entry and its files for connect --print.
+func (a *app) printConnect(f *connectOptions, p *connectPlan) error {
+	s, entry := p.s, p.entry
+	if f.JSON {
+		return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: p.path, Missing: p.missing, Client: string(s.client), File: s.targets[0].Path, Name: f.Name,
+			Entry: entry, Running: p.running, Warnings: p.warnings, Additional: printAdditional(s.targets)})
 	}
-	if !f.json {
-		// Shown before anything is written.
-		a.showRecorded(s.client, path, extra)
+	for _, t := range s.targets {
+		fmt.Fprintf(a.stdout, "File: %s\n", t.Path)
 	}
+	fmt.Fprintf(a.stdout, "Under %q:\n%q: %s\n", s.targets[0].RootKey, f.Name, indentJSON(entry))
+	a.printWarnings(p.warnings)
+	a.printMissing(s.workspace, p.missing)
+	fmt.Fprintln(a.stdout, "Nothing was written (--print).")
+	return nil
+}
 
-	// Every file is read and checked before any is written.
-	opts, err := a.editOptions(f.force)
-	if err != nil {
-		return err
-	}
-	edits := make([]*clientconfig.Edit, len(s.targets))
-	for i, t := range s.targets {
-		if edits[i], err = clientconfig.PrepareConnect(ctx, t, f.name, entry, opts); err != nil {
-			return err
-		}
-	}
-	if err := applyAll(ctx, edits); err != nil {
-		return err
-	}
-	for _, ed := range edits {
-		warnings = append(warnings, ed.Warnings...)
-	}
-	if f.json {
-		out := reportJSON(s.client, f.name, edits, running, warnings)
-		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, path, missing
-		return writeJSON(a.stdout, out)
-	}
+// printConnected says what connect did to each file, and reports
+// whether any was written.
+func (a *app) printConnected(name string, edits []*clientconfig.Edit) bool {
 	changed := false
 	for _, ed := range edits {
 		note := ""
@@ -344,28 +400,22 @@ func (a *app) runConnect(ctx context.Context, arg string, f *connectFlags) error
 		}
 		switch ed.Action {
 		case clientconfig.Added:
-			fmt.Fprintf(a.stdout, "Added server %q to %s%s.\n", f.name, ed.Target.Path, note)
+			fmt.Fprintf(a.stdout, "Added server %q to %s%s.\n", name, ed.Target.Path, note)
 		case clientconfig.Replaced:
-			fmt.Fprintf(a.stdout, "Replaced server %q in %s%s; it was: %s\n", f.name, ed.Target.Path, note, ed.Previous)
+			fmt.Fprintf(a.stdout, "Replaced server %q in %s%s; it was: %s\n", name, ed.Target.Path, note, ed.Previous)
 		case clientconfig.Unchanged:
-			fmt.Fprintf(a.stdout, "%s%s already has server %q as berth writes it; nothing changed.\n", ed.Target.Path, note, f.name)
+			fmt.Fprintf(a.stdout, "%s%s already has server %q as berth writes it; nothing changed.\n", ed.Target.Path, note, name)
 		}
 		if ed.Backup != "" {
 			fmt.Fprintf(a.stdout, "Backup of the previous file: %s\n", ed.Backup)
 		}
 		changed = changed || ed.Written
 	}
-	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
-	a.printWarnings(warnings)
-	a.printMissing(s.workspace, missing)
-	if changed {
-		a.restartAdvice(s.client, f.name, running, f.user)
-	}
-	return nil
+	return changed
 }
 
-func (a *app) disconnectCommand() *cobra.Command {
-	var f connectFlags
+func newDisconnectCmd(a *app) *cobra.Command {
+	f := &connectOptions{}
 	cmd := &cobra.Command{
 		Use: "disconnect CLIENT",
 		Example: `  berth disconnect claude-desktop
@@ -383,30 +433,31 @@ the client is not connected, which is what was asked.
 Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 		Args: exactArgs(1, "one CLIENT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runDisconnect(cmd.Context(), args[0], &f)
+			f.Client = args[0]
+			return runDisconnect(cmd.Context(), a, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.workspace, "workspace", "", "the workspace whose configuration to edit (default: the current directory)")
-	fl.StringVar(&f.name, "name", "berth", "the server's name in the client")
-	fl.BoolVar(&f.user, "user", false, "edit the user's configuration instead of the workspace's")
-	fl.BoolVar(&f.force, "force", false, "remove the entry even if it does not run berth")
-	a.jsonFlag(cmd, &f.json, connectJSON{})
+	fl.StringVar(&f.Workspace, "workspace", "", "the workspace whose configuration to edit (default: the current directory)")
+	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client")
+	fl.BoolVar(&f.User, "user", false, "edit the user's configuration instead of the workspace's")
+	fl.BoolVar(&f.Force, "force", false, "remove the entry even if it does not run berth")
+	a.jsonFlag(cmd, &f.JSON, connectJSON{})
 	return cmd
 }
 
-func (a *app) runDisconnect(ctx context.Context, arg string, f *connectFlags) error {
-	s, err := a.clientSetup(arg, f, false)
+func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
+	s, err := a.clientSetup(f.Client, f, false)
 	if err != nil {
 		return err
 	}
-	opts, err := a.editOptions(f.force)
+	opts, err := a.editOptions(f.Force)
 	if err != nil {
 		return err
 	}
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
-		if edits[i], err = clientconfig.PrepareDisconnect(ctx, t, f.name, opts); err != nil {
+		if edits[i], err = clientconfig.PrepareDisconnect(ctx, t, f.Name, opts); err != nil {
 			return err
 		}
 	}
@@ -418,8 +469,8 @@ func (a *app) runDisconnect(ctx context.Context, arg string, f *connectFlags) er
 	for _, ed := range edits {
 		warnings = append(warnings, ed.Warnings...)
 	}
-	if f.json {
-		out := reportJSON(s.client, f.name, edits, running, warnings)
+	if f.JSON {
+		out := reportJSON(s.client, f.Name, edits, running, warnings)
 		if edits[0].Previous != nil {
 			out.Entry = edits[0].Previous
 		}
@@ -429,9 +480,9 @@ func (a *app) runDisconnect(ctx context.Context, arg string, f *connectFlags) er
 	for _, ed := range edits {
 		switch ed.Action {
 		case clientconfig.Removed:
-			fmt.Fprintf(a.stdout, "Removed server %q from %s.\n", f.name, ed.Target.Path)
+			fmt.Fprintf(a.stdout, "Removed server %q from %s.\n", f.Name, ed.Target.Path)
 		case clientconfig.Absent:
-			fmt.Fprintf(a.stdout, "No server %q in %s; nothing to remove.\n", f.name, ed.Target.Path)
+			fmt.Fprintf(a.stdout, "No server %q in %s; nothing to remove.\n", f.Name, ed.Target.Path)
 		}
 		if ed.Backup != "" {
 			fmt.Fprintf(a.stdout, "Backup of the previous file: %s\n", ed.Backup)
@@ -440,7 +491,7 @@ func (a *app) runDisconnect(ctx context.Context, arg string, f *connectFlags) er
 	}
 	a.printWarnings(warnings)
 	if changed {
-		a.restartAdvice(s.client, f.name, running, f.user)
+		a.restartAdvice(s.client, f.Name, running, f.User)
 	}
 	return nil
 }

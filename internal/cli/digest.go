@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,9 +9,8 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 )
 
-func (a *app) digestCommand() *cobra.Command {
-	var opts bundle.Options
-	var listing, asJSON bool
+func newDigestCmd(a *app) *cobra.Command {
+	opts := &digestOptions{}
 	cmd := &cobra.Command{
 		Use: "digest SOURCE",
 		Example: `  berth digest ./acme-notes
@@ -25,29 +25,42 @@ the same tree have the same digest; an exec bit changes it.
 and 'cosign sign-blob' sign. Invalid bundles are refused (exit 3).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
-			b, err := openBundle(hctx, args[0], &opts)
-			stopProgress()
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			switch {
-			case listing:
-				_, err = a.stdout.Write(b.Listing().Bytes())
-			case asJSON:
-				err = writeJSON(a.stdout, digestJSON{Digest: b.Digest, Files: len(b.Listing().Entries), TotalSize: b.Listing().TotalSize()})
-			default:
-				_, err = fmt.Fprintln(a.stdout, b.Digest)
-			}
-			return err
+			opts.Source = args[0]
+			return runDigest(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts)
-	cmd.Flags().BoolVar(&listing, "listing", false, "print the canonical listing instead of the digest")
-	a.jsonFlag(cmd, &asJSON, digestJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	cmd.Flags().BoolVar(&opts.Listing, "listing", false, "print the canonical listing instead of the digest")
+	a.jsonFlag(cmd, &opts.JSON, digestJSON{})
 	cmd.MarkFlagsMutuallyExclusive("listing", "json")
 	return cmd
+}
+
+// digestOptions are the inputs of berth digest.
+type digestOptions struct {
+	// Source is the positional argument.
+	Source        string
+	Listing, JSON bool
+	Bundle        bundle.Options
+}
+
+func runDigest(ctx context.Context, a *app, opts *digestOptions) error {
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, err := openBundle(hctx, opts.Source, &opts.Bundle)
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	switch {
+	case opts.Listing:
+		_, err = a.stdout.Write(b.Listing().Bytes())
+	case opts.JSON:
+		err = writeJSON(a.stdout, digestJSON{Digest: b.Digest, Files: len(b.Listing().Entries), TotalSize: b.Listing().TotalSize()})
+	default:
+		_, err = fmt.Fprintln(a.stdout, b.Digest)
+	}
+	return err
 }
 
 // digestJSON is what digest --json prints.

@@ -19,7 +19,7 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite docs/cli.md from the c
 // command, its usage, its help text and its flags.
 func TestCLIDocs(t *testing.T) {
 	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
-	root := a.rootCommand()
+	root := newRootCmd(a)
 	root.SetContext(context.Background())
 	var b bytes.Buffer
 	b.WriteString("# berth command reference\n\n")
@@ -89,7 +89,7 @@ func TestCLIDocs(t *testing.T) {
 // documents its payload.
 func TestEveryCommandHasExamples(t *testing.T) {
 	a := &app{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }}
-	root := a.rootCommand()
+	root := newRootCmd(a)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Hidden || c.Name() == "help" {

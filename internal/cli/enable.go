@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -10,9 +11,8 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-func (a *app) enableCommand() *cobra.Command {
-	var workspace string
-	var asJSON bool
+func newEnableCmd(a *app) *cobra.Command {
+	opts := &enableOptions{}
 	cmd := &cobra.Command{
 		Use: "enable NAME[@VERSION]",
 		Example: `  berth enable acme-notes
@@ -31,52 +31,64 @@ change up at their next boundary.
 Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, version, err := parseRef(args[0])
-			if err != nil {
-				return err
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			res, err := pool.Enable(cmd.Context(), st, workspace, name, version)
-			if err != nil {
-				return err
-			}
-			cfg, err := st.Config()
-			if err != nil {
-				return err
-			}
-			rules := enableRules(cfg.ToolPolicy, res.Record)
-			old := 0
-			for _, r := range cfg.ToolPolicy {
-				if r.Plugin == "" {
-					old++
-				}
-			}
-			if asJSON {
-				return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace, Rules: rules, OldRules: old})
-			}
-			switch {
-			case res.Already:
-				fmt.Fprintf(a.stdout, "%s is already enabled in %s.\n", res.Record.ID(), res.Workspace)
-			case res.Replaced != "":
-				fmt.Fprintf(a.stdout, "Enabled %s in %s (replacing %s).\n", res.Record.ID(), res.Workspace, res.Replaced)
-			default:
-				fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", res.Record.ID(), res.Workspace)
-			}
-			a.sayRules(name, rules, old)
-			return nil
+			opts.Ref = args[0]
+			return runEnable(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	a.jsonFlag(cmd, &asJSON, enableJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, enableJSON{})
 	return cmd
 }
 
-func (a *app) disableCommand() *cobra.Command {
-	var workspace string
-	var asJSON bool
+// enableOptions are the inputs of berth enable.
+type enableOptions struct {
+	// Ref is the positional argument.
+	Ref       string
+	JSON      bool
+	Workspace string
+}
+
+func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
+	name, version, err := parseRef(opts.Ref)
+	if err != nil {
+		return err
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	res, err := pool.Enable(ctx, st, opts.Workspace, name, version)
+	if err != nil {
+		return err
+	}
+	cfg, err := st.Config()
+	if err != nil {
+		return err
+	}
+	rules := enableRules(cfg.ToolPolicy, res.Record)
+	old := 0
+	for _, r := range cfg.ToolPolicy {
+		if r.Plugin == "" {
+			old++
+		}
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace, Rules: rules, OldRules: old})
+	}
+	switch {
+	case res.Already:
+		fmt.Fprintf(a.stdout, "%s is already enabled in %s.\n", res.Record.ID(), res.Workspace)
+	case res.Replaced != "":
+		fmt.Fprintf(a.stdout, "Enabled %s in %s (replacing %s).\n", res.Record.ID(), res.Workspace, res.Replaced)
+	default:
+		fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", res.Record.ID(), res.Workspace)
+	}
+	a.sayRules(name, rules, old)
+	return nil
+}
+
+func newDisableCmd(a *app) *cobra.Command {
+	opts := &disableOptions{}
 	cmd := &cobra.Command{
 		Use: "disable NAME",
 		Example: `  berth disable acme-notes
@@ -88,32 +100,45 @@ of a second): its tools vanish, its calls in flight are cancelled and its
 servers are terminated with their whole process group.`,
 		Args: exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, _, err := parseRef(args[0])
-			if err != nil {
-				return err
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			ws, err := pool.Workspace(workspace)
-			if err != nil {
-				return err
-			}
-			gone, err := pool.Disable(cmd.Context(), st, ws, name)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, disableJSON{Name: name, Version: gone.Version, Workspace: ws})
-			}
-			fmt.Fprintf(a.stdout, "Disabled %s@%s in %s.\n", name, gone.Version, ws)
-			return nil
+			opts.Name = args[0]
+			return runDisable(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	a.jsonFlag(cmd, &asJSON, disableJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, disableJSON{})
 	return cmd
+}
+
+// disableOptions are the inputs of berth disable.
+type disableOptions struct {
+	// Name is the positional argument.
+	Name      string
+	JSON      bool
+	Workspace string
+}
+
+func runDisable(ctx context.Context, a *app, opts *disableOptions) error {
+	name, _, err := parseRef(opts.Name)
+	if err != nil {
+		return err
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	ws, err := pool.Workspace(opts.Workspace)
+	if err != nil {
+		return err
+	}
+	gone, err := pool.Disable(ctx, st, ws, name)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, disableJSON{Name: name, Version: gone.Version, Workspace: ws})
+	}
+	fmt.Fprintf(a.stdout, "Disabled %s@%s in %s.\n", name, gone.Version, ws)
+	return nil
 }
 
 // enableJSON is what enable --json prints.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -41,12 +42,8 @@ type importJSON struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-func (a *app) importCommand() *cobra.Command {
-	var (
-		opts   bundle.Options
-		out    string
-		asJSON bool
-	)
+func newImportCmd(a *app) *cobra.Command {
+	opts := &importOptions{}
 	cmd := &cobra.Command{
 		Use: "import SOURCE --out DIR",
 		Example: `  berth import ./everything.mcpb --out ./everything
@@ -67,49 +64,63 @@ was not carried over. A .mcpb's signature block is not part of the bundle.
 An invalid source writes nothing (exit 3). DIR must not exist.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
-				return usagef("--out DIR is required: the new directory to write the berth bundle into")
-			}
-			b, err := openBundle(cmd.Context(), args[0], &opts)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			if err := b.WriteTree(cmd.Context(), out); err != nil {
-				return fmt.Errorf("cannot write %s: %w", out, err)
-			}
-			format := bundle.FormatBerth
-			if imp := b.Manifest.ImportedFrom; imp != nil && b.Import != nil {
-				format = imp.Format
-			}
-			if asJSON {
-				return writeJSON(a.stdout, importJSON{Out: out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes})
-			}
-			for _, n := range b.Notes {
-				fmt.Fprintf(a.stderr, "note: %s\n", n)
-			}
-			what := importedAs(b)
-			switch {
-			case b.Import == nil && what != "":
-				what = "already a berth bundle (" + what + "), copied as it is"
-			case b.Import == nil:
-				what = "already a berth bundle, copied as it is"
-			}
-			fmt.Fprintf(a.stdout, "Wrote %s: %s %s, %s, %s.\n", out, b.Manifest.Name, b.Manifest.Version, what, b.Digest)
-			if imp := b.Manifest.ImportedFrom; imp != nil && len(imp.NotCarriedOver) > 0 {
-				n := len(imp.NotCarriedOver)
-				parts := "1 part of the source was"
-				if n != 1 {
-					parts = fmt.Sprintf("%d parts of the source were", n)
-				}
-				fmt.Fprintf(a.stdout, "%s not carried over; berth review lists them.\n", parts)
-			}
-			fmt.Fprintf(a.stdout, "Review it with: berth review %s\n", filepath.Clean(out))
-			return nil
+			opts.Source = args[0]
+			return runImport(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts)
-	cmd.Flags().StringVar(&out, "out", "", "the new directory to write the berth bundle into")
-	a.jsonFlag(cmd, &asJSON, importJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	cmd.Flags().StringVar(&opts.Out, "out", "", "the new directory to write the berth bundle into")
+	a.jsonFlag(cmd, &opts.JSON, importJSON{})
 	return cmd
+}
+
+// importOptions are the inputs of berth import.
+type importOptions struct {
+	// Source is the positional argument.
+	Source string
+	JSON   bool
+	Bundle bundle.Options
+	Out    string
+}
+
+func runImport(ctx context.Context, a *app, opts *importOptions) error {
+	if opts.Out == "" {
+		return usagef("--out DIR is required: the new directory to write the berth bundle into")
+	}
+	b, err := openBundle(ctx, opts.Source, &opts.Bundle)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	if err := b.WriteTree(ctx, opts.Out); err != nil {
+		return fmt.Errorf("cannot write %s: %w", opts.Out, err)
+	}
+	format := bundle.FormatBerth
+	if imp := b.Manifest.ImportedFrom; imp != nil && b.Import != nil {
+		format = imp.Format
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, importJSON{Out: opts.Out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes})
+	}
+	for _, n := range b.Notes {
+		fmt.Fprintf(a.stderr, "note: %s\n", n)
+	}
+	what := importedAs(b)
+	switch {
+	case b.Import == nil && what != "":
+		what = "already a berth bundle (" + what + "), copied as it is"
+	case b.Import == nil:
+		what = "already a berth bundle, copied as it is"
+	}
+	fmt.Fprintf(a.stdout, "Wrote %s: %s %s, %s, %s.\n", opts.Out, b.Manifest.Name, b.Manifest.Version, what, b.Digest)
+	if imp := b.Manifest.ImportedFrom; imp != nil && len(imp.NotCarriedOver) > 0 {
+		n := len(imp.NotCarriedOver)
+		parts := "1 part of the source was"
+		if n != 1 {
+			parts = fmt.Sprintf("%d parts of the source were", n)
+		}
+		fmt.Fprintf(a.stdout, "%s not carried over; berth review lists them.\n", parts)
+	}
+	fmt.Fprintf(a.stdout, "Review it with: berth review %s\n", filepath.Clean(opts.Out))
+	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,9 +27,8 @@ type initJSON struct {
 	Readme   string `json:"readme"`
 }
 
-func (a *app) initCommand() *cobra.Command {
-	var name string
-	var asJSON bool
+func newInitCmd(a *app) *cobra.Command {
+	opts := &initOptions{}
 	cmd := &cobra.Command{
 		Use:   "init [DIR]",
 		Short: "Start a bundle: a berth.json with one stdio server, and a README explaining it",
@@ -47,46 +47,59 @@ Exit codes: 0 written, 1 a file is already there, 2 usage.`,
   berth validate acme-notes`,
 		Args: rangeArgs(0, 1, "at most one DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			if name == "" {
-				name = pluginName(filepath.Base(abs))
-			} else if !bundle.IsValidName(name) {
-				return usagef("--name %q is not a plugin name: use 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", name)
-			}
-			manifest, readme := filepath.Join(abs, "berth.json"), filepath.Join(abs, "README.md")
-			for _, p := range []string{manifest, readme} {
-				if _, err := os.Lstat(p); err == nil {
-					return fmt.Errorf("%s already exists; berth init never overwrites a file: move it aside, or start in another DIR", p)
-				}
-			}
-			if err := os.MkdirAll(abs, 0o755); err != nil {
-				return fmt.Errorf("creating %s: %w", abs, err)
-			}
-			if err := atomicfile.WriteNew(manifest, []byte(initManifest(name)), 0o644); err != nil {
-				return initExists(err)
-			}
-			if err := atomicfile.WriteNew(readme, []byte(initReadme(name)), 0o644); err != nil {
-				os.Remove(manifest)
-				return initExists(err)
-			}
-			_ = atomicfile.SyncDir(abs)
-			if asJSON {
-				return writeJSON(a.stdout, initJSON{Dir: abs, Name: name, Manifest: manifest, Readme: readme})
-			}
-			fmt.Fprintf(a.stdout, "Wrote %s and %s.\nNext: fill in mcpServers.main.stdio.command (README.md explains every field), then run: berth validate %s\n", manifest, readme, dir)
-			return nil
+			opts.Args = args
+			return runInit(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", "", "the plugin's name (default: DIR's name)")
-	a.jsonFlag(cmd, &asJSON, initJSON{})
+	cmd.Flags().StringVar(&opts.Name, "name", "", "the plugin's name (default: DIR's name)")
+	a.jsonFlag(cmd, &opts.JSON, initJSON{})
 	return cmd
+}
+
+// initOptions are the inputs of berth init.
+type initOptions struct {
+	// Args are the positional arguments: none, or one DIR.
+	Args []string
+	JSON bool
+	Name string
+}
+
+func runInit(_ context.Context, a *app, opts *initOptions) error {
+	dir := "."
+	if len(opts.Args) == 1 {
+		dir = opts.Args[0]
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if opts.Name == "" {
+		opts.Name = pluginName(filepath.Base(abs))
+	} else if !bundle.IsValidName(opts.Name) {
+		return usagef("--name %q is not a plugin name: use 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", opts.Name)
+	}
+	manifest, readme := filepath.Join(abs, "berth.json"), filepath.Join(abs, "README.md")
+	for _, p := range []string{manifest, readme} {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s already exists; berth init never overwrites a file: move it aside, or start in another DIR", p)
+		}
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", abs, err)
+	}
+	if err := atomicfile.WriteNew(manifest, []byte(initManifest(opts.Name)), 0o644); err != nil {
+		return initExists(err)
+	}
+	if err := atomicfile.WriteNew(readme, []byte(initReadme(opts.Name)), 0o644); err != nil {
+		os.Remove(manifest)
+		return initExists(err)
+	}
+	_ = atomicfile.SyncDir(abs)
+	if opts.JSON {
+		return writeJSON(a.stdout, initJSON{Dir: abs, Name: opts.Name, Manifest: manifest, Readme: readme})
+	}
+	fmt.Fprintf(a.stdout, "Wrote %s and %s.\nNext: fill in mcpServers.main.stdio.command (README.md explains every field), then run: berth validate %s\n", manifest, readme, dir)
+	return nil
 }
 
 func initExists(err error) error {

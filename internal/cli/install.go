@@ -43,15 +43,7 @@ type installJSON struct {
 	SourceName string `json:"sourceName,omitempty"`
 }
 
-func (a *app) installCommand() *cobra.Command {
-	var (
-		catalog, workspace, digest                                   string
-		yes, enable, allowStale, allowSignerChange, allowUnsigned, j bool
-	)
-	cmd := &cobra.Command{
-		Use:   "install NAME[@CONSTRAINT]",
-		Short: "Install a plugin from a catalog: resolve, download, verify, review, stage",
-		Long: `Install updates the plugin's catalog (a full TUF update; offline, its
+const installLong = `Install updates the plugin's catalog (a full TUF update; offline, its
 verified copy is used), resolves the highest version that satisfies
 CONSTRAINT (a semver constraint: ^1.2, ~1.4.0, ">=1 <2", 1.4.2; none means
 any) and the bundle's requires.berth, skipping prereleases unless the
@@ -84,7 +76,24 @@ and runs the path of berth trust --allow-unsigned --digest on it. It needs
 --allow-unsigned and --digest equal to the digest berth show prints;
 without them it refuses (exit 4) and prints the digest and the command.
 Such a plugin cannot be pinned in a berth.lock. A registry entry can be
-named by its registry name or the berth name it maps to.`,
+named by its registry name or the berth name it maps to.`
+
+// installOptions are the inputs of berth install.
+type installOptions struct {
+	// Ref is NAME[@CONSTRAINT].
+	Ref                        string
+	Catalog, Workspace, Digest string
+	// WorkspaceSet is true when --workspace was given.
+	WorkspaceSet                                                    bool
+	Yes, Enable, AllowStale, AllowSignerChange, AllowUnsigned, JSON bool
+}
+
+func newInstallCmd(a *app) *cobra.Command {
+	opts := &installOptions{}
+	cmd := &cobra.Command{
+		Use:   "install NAME[@CONSTRAINT]",
+		Short: "Install a plugin from a catalog: resolve, download, verify, review, stage",
+		Long:  installLong,
 		Example: `  berth install acme-notes
   berth install acme-notes@^1.4 --enable
   berth install io.github.acme/weather@1.2.0 --catalog mcp --allow-unsigned --digest sha256:<hex>
@@ -92,115 +101,164 @@ named by its registry name or the berth name it maps to.`,
   berth install acme-notes --allow-stale --yes --json`,
 		Args: exactArgs(1, "NAME[@CONSTRAINT]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			given, constraint, _ := strings.Cut(args[0], "@")
-			name, _, err := marketplace.LookupName(given)
-			if err != nil {
-				return usagef("%v", err)
-			}
-			if err := store.CheckRef(name, ""); err != nil {
-				return usagef("%v", err)
-			}
-			var pin store.Digest
-			if digest != "" {
-				if pin, err = store.ParseDigest(digest); err != nil {
-					return usagef("--digest: %v", err)
-				}
-			}
-			if catalog != "" {
-				if err := marketplace.CheckName(catalog); err != nil {
-					return usagef("--catalog: %v", err)
-				}
-			}
-			if j && !yes {
-				return usagef("--json cannot ask for confirmation; add --yes")
-			}
-			ctx := cmd.Context()
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			ws := ""
-			if enable {
-				if ws, err = pool.Workspace(workspace); err != nil {
-					return err
-				}
-			} else if cmd.Flags().Changed("workspace") {
-				return usagef("--workspace goes with --enable: install itself only stages the plugin")
-			}
-			if catalog, err = findCatalog(c, name, catalog); err != nil {
-				return err
-			}
-			kind, err := c.Kind(catalog)
-			if err != nil {
-				return err
-			}
-			if kind != marketplace.KindTUF {
-				return a.installUnsigned(cmd, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: allowUnsigned, yes: yes, json: j, enable: enable, ws: ws})
-			}
-			if allowUnsigned || digest != "" {
-				return usagef("--allow-unsigned and --digest are for entries of unsigned sources; catalog %s is signed, and install verifies the signature it lists", catalog)
-			}
-			if err := a.refreshCatalog(ctx, c, st, catalog, allowStale); err != nil {
-				return err
-			}
-			ro, err := a.resolveOptions()
-			if err != nil {
-				return err
-			}
-			req := marketplace.InstallRequest{Name: name, Catalog: catalog, Constraint: constraint, AllowStale: allowStale, AllowSignerChange: allowSignerChange, Resolve: ro}
-			bar := a.downloadBar(!j)
-			req.Download = &marketplace.DownloadOptions{Progress: bar.progress(name)}
-			staging, stopStaging := a.largeWork(!j, "staging "+name)
-			req.StageProgress = staging
-			req.Confirm = func(ic *marketplace.InstallCandidate) error {
-				bar.done()
-				if !j {
-					a.showCandidate(ic, true)
-				}
-				return a.confirm(fmt.Sprintf("Install %s %s from catalog %s?", ic.Plugin.Name, ic.Version.Version, ic.Catalog.Name), yes, "--yes")
-			}
-			res, err := c.Install(ctx, st, req)
-			bar.done()
-			stopStaging()
-			if err != nil {
-				return err
-			}
-			out := installJSON{Catalog: res.Catalog, Name: name, Version: res.Version.Version, Digest: res.Version.Digest, URL: res.URL,
-				Already: res.Trust.Already, Record: res.Trust.Record, Review: res.Trust.Review, NewSigner: res.Trust.NewSigner, Staged: res.Trust.Snapshot, Warnings: nonNilStrings(res.Warnings)}
-			if !j {
-				a.printInstalled(res)
-			}
-			if enable {
-				updated, err := a.enableAndLock(ctx, st, ws, res.Trust.Record, constraint, !j)
-				if err != nil {
-					return err
-				}
-				out.Enabled, out.LockUpdated = ws, updated
-			}
-			if j {
-				return writeJSON(a.stdout, out)
-			}
-			if !enable {
-				fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", name)
-			}
-			return nil
+			opts.Ref = args[0]
+			opts.WorkspaceSet = cmd.Flags().Changed("workspace")
+			return runInstall(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&catalog, "catalog", "", "the catalog to install from (needed when several list the name)")
-	f.BoolVarP(&yes, "yes", "y", false, "confirm without asking, a new signer included (required when not on a terminal)")
-	f.BoolVar(&enable, "enable", false, "enable it in the workspace too, and update the workspace's berth.lock when there is one")
-	workspaceFlag(cmd, &workspace)
-	f.BoolVar(&allowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
-	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version (still one the catalog allows)")
-	f.BoolVar(&allowUnsigned, "allow-unsigned", false, "install an entry of an unsigned source (MCP Registry, marketplace.json), by --digest only; recorded as unsigned")
-	f.StringVar(&digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
-	a.jsonFlag(cmd, &j, installJSON{})
+	f.StringVar(&opts.Catalog, "catalog", "", "the catalog to install from (needed when several list the name)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "confirm without asking, a new signer included (required when not on a terminal)")
+	f.BoolVar(&opts.Enable, "enable", false, "enable it in the workspace too, and update the workspace's berth.lock when there is one")
+	workspaceFlag(cmd, &opts.Workspace)
+	f.BoolVar(&opts.AllowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
+	f.BoolVar(&opts.AllowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version (still one the catalog allows)")
+	f.BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "install an entry of an unsigned source (MCP Registry, marketplace.json), by --digest only; recorded as unsigned")
+	f.StringVar(&opts.Digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
+	a.jsonFlag(cmd, &opts.JSON, installJSON{})
 	return cmd
+}
+
+// parse splits and checks opts.Ref and the flags that need no state:
+// the name as given, its berth name, the constraint and the pinned
+// digest.
+func (opts *installOptions) parse() (given, name, constraint string, pin store.Digest, err error) {
+	given, constraint, _ = strings.Cut(opts.Ref, "@")
+	name, _, err = marketplace.LookupName(given)
+	if err != nil {
+		return "", "", "", pin, usagef("%v", err)
+	}
+	if err := store.CheckRef(name, ""); err != nil {
+		return "", "", "", pin, usagef("%v", err)
+	}
+	if opts.Digest != "" {
+		if pin, err = store.ParseDigest(opts.Digest); err != nil {
+			return "", "", "", pin, usagef("--digest: %v", err)
+		}
+	}
+	if opts.Catalog != "" {
+		if err := marketplace.CheckName(opts.Catalog); err != nil {
+			return "", "", "", pin, usagef("--catalog: %v", err)
+		}
+	}
+	if opts.JSON && !opts.Yes {
+		return "", "", "", pin, usagef("--json cannot ask for confirmation; add --yes")
+	}
+	return given, name, constraint, pin, nil
+}
+
+func runInstall(ctx context.Context, a *app, opts *installOptions) error {
+	given, name, constraint, pin, err := opts.parse()
+	if err != nil {
+		return err
+	}
+	st, c, err := a.storeAndCatalogs()
+	if err != nil {
+		return err
+	}
+	ws := ""
+	if opts.Enable {
+		if ws, err = pool.Workspace(opts.Workspace); err != nil {
+			return err
+		}
+	} else if opts.WorkspaceSet {
+		return usagef("--workspace goes with --enable: install itself only stages the plugin")
+	}
+	catalog, err := findCatalog(c, name, opts.Catalog)
+	if err != nil {
+		return err
+	}
+	kind, err := c.Kind(catalog)
+	if err != nil {
+		return err
+	}
+	if kind != marketplace.KindTUF {
+		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws})
+	}
+	if opts.AllowUnsigned || opts.Digest != "" {
+		return usagef("--allow-unsigned and --digest are for entries of unsigned sources; catalog %s is signed, and install verifies the signature it lists", catalog)
+	}
+	if err := a.refreshCatalog(ctx, c, st, catalog, opts.AllowStale); err != nil {
+		return err
+	}
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return err
+	}
+	req := marketplace.InstallRequest{Name: name, Catalog: catalog, Constraint: constraint, AllowStale: opts.AllowStale, AllowSignerChange: opts.AllowSignerChange, Resolve: ro}
+	res, err := a.installOne(ctx, st, c, req, installShow{quiet: opts.JSON, stage: true}, func(ic *marketplace.InstallCandidate) error {
+		if !opts.JSON {
+			a.showCandidate(ic, true)
+		}
+		return a.confirm(fmt.Sprintf("Install %s %s from catalog %s?", ic.Plugin.Name, ic.Version.Version, ic.Catalog.Name), opts.Yes, "--yes")
+	})
+	if err != nil {
+		return err
+	}
+	out := installJSON{Catalog: res.Catalog, Name: name, Version: res.Version.Version, Digest: res.Version.Digest, URL: res.URL,
+		Already: res.Trust.Already, Record: res.Trust.Record, Review: res.Trust.Review, NewSigner: res.Trust.NewSigner, Staged: res.Trust.Snapshot, Warnings: nonNilStrings(res.Warnings)}
+	if opts.Enable {
+		updated, err := a.enableAndLock(ctx, st, ws, res.Trust.Record, constraint, !opts.JSON)
+		if err != nil {
+			return err
+		}
+		out.Enabled, out.LockUpdated = ws, updated
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, out)
+	}
+	if !opts.Enable {
+		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", name)
+	}
+	return nil
+}
+
+// installShow is what installOne draws and prints.
+type installShow struct {
+	// quiet draws and prints nothing (--json).
+	quiet bool
+	// stage draws a bar while a large bundle is staged.
+	stage bool
+}
+
+// installOne is the one path by which install, upgrade and sync install
+// a plugin from a catalog: Cache.Install of req, with a download bar
+// that confirm's questions replace, and, unless quiet, the words for
+// what was installed.
+func (a *app) installOne(ctx context.Context, st *store.Store, c *marketplace.Cache, req marketplace.InstallRequest, show installShow, confirm func(*marketplace.InstallCandidate) error) (*marketplace.InstallResult, error) {
+	bar := a.downloadBar(!show.quiet)
+	req.Download = &marketplace.DownloadOptions{Progress: bar.progress(req.Name)}
+	stopStaging := func() {}
+	if show.stage {
+		req.StageProgress, stopStaging = a.largeWork(!show.quiet, "staging "+req.Name)
+	}
+	req.Confirm = func(ic *marketplace.InstallCandidate) error {
+		bar.done()
+		return confirm(ic)
+	}
+	res, err := c.Install(ctx, st, req)
+	bar.done()
+	stopStaging()
+	if err != nil {
+		return nil, err
+	}
+	if !show.quiet {
+		a.printInstalled(res)
+	}
+	return res, nil
+}
+
+// storeAndCatalogs opens the store and the operator's catalog cache.
+func (a *app) storeAndCatalogs() (*store.Store, *marketplace.Cache, error) {
+	st, err := a.store()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, c, nil
 }
 
 // showCandidate prints what is about to be installed: the review (when
@@ -400,8 +458,7 @@ type unsignedInstall struct {
 
 // installUnsigned installs an entry of an unsigned source: pinned to the
 // digest the operator gives, through store.Store.Trust, from the cache.
-func (a *app) installUnsigned(cmd *cobra.Command, st *store.Store, c *marketplace.Cache, u unsignedInstall) error {
-	ctx := cmd.Context()
+func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketplace.Cache, u unsignedInstall) error {
 	if u.enable {
 		l, err := lock.Read(u.ws)
 		if err != nil {

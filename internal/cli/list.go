@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -23,8 +24,8 @@ type listEntry struct {
 	TrustedAt time.Time        `json:"trustedAt"`
 }
 
-func (a *app) listCommand() *cobra.Command {
-	var asJSON bool
+func newListCmd(a *app) *cobra.Command {
+	opts := &listOptions{}
 	cmd := &cobra.Command{
 		Use: "list",
 		Example: `  berth list
@@ -32,55 +33,64 @@ func (a *app) listCommand() *cobra.Command {
 		Short: "List trusted plugins and where they are enabled",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			recs, err := st.Records()
-			if err != nil {
-				return err
-			}
-			state, err := st.State()
-			if err != nil {
-				return err
-			}
-			out := []listEntry{}
-			for _, r := range recs {
-				d, err := store.ParseDigest(r.Digest) // Records checked it
-				if err != nil {
-					return err
-				}
-				e := listEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, Signer: r.Signer, Unsigned: r.Unsigned, Staged: st.Paths().Snapshot(d), Enabled: []string{}, Source: r.Source, TrustedAt: r.TrustedAt}
-				for _, ws := range state.EnabledIn(r.Name) {
-					if state.Workspaces[ws].Plugins[r.Name].Version == r.Version {
-						e.Enabled = append(e.Enabled, ws)
-					}
-				}
-				out = append(out, e)
-			}
-			if asJSON {
-				return writeJSON(a.stdout, out)
-			}
-			if len(out) == 0 {
-				fmt.Fprintln(a.stdout, "Nothing is trusted yet. Trust a bundle with: berth trust SOURCE")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tDIGEST\tSIGNER\tENABLED IN")
-			for _, e := range out {
-				signer := "UNSIGNED"
-				if e.Signer != nil {
-					signer = e.Signer.String()
-				}
-				enabled := "-"
-				if len(e.Enabled) > 0 {
-					enabled = strings.Join(e.Enabled, ", ")
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Version, e.Digest[:19]+"…", signer, enabled)
-			}
-			return tw.Flush()
+			return runList(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, []listEntry{})
+	a.jsonFlag(cmd, &opts.JSON, []listEntry{})
 	return cmd
+}
+
+// listOptions are the inputs of berth list.
+type listOptions struct {
+	JSON bool
+}
+
+func runList(_ context.Context, a *app, opts *listOptions) error {
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	recs, err := st.Records()
+	if err != nil {
+		return err
+	}
+	state, err := st.State()
+	if err != nil {
+		return err
+	}
+	out := []listEntry{}
+	for _, r := range recs {
+		d, err := store.ParseDigest(r.Digest) // Records checked it
+		if err != nil {
+			return err
+		}
+		e := listEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, Signer: r.Signer, Unsigned: r.Unsigned, Staged: st.Paths().Snapshot(d), Enabled: []string{}, Source: r.Source, TrustedAt: r.TrustedAt}
+		for _, ws := range state.EnabledIn(r.Name) {
+			if state.Workspaces[ws].Plugins[r.Name].Version == r.Version {
+				e.Enabled = append(e.Enabled, ws)
+			}
+		}
+		out = append(out, e)
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, out)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(a.stdout, "Nothing is trusted yet. Trust a bundle with: berth trust SOURCE")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tDIGEST\tSIGNER\tENABLED IN")
+	for _, e := range out {
+		signer := "UNSIGNED"
+		if e.Signer != nil {
+			signer = e.Signer.String()
+		}
+		enabled := "-"
+		if len(e.Enabled) > 0 {
+			enabled = strings.Join(e.Enabled, ", ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Version, e.Digest[:19]+"…", signer, enabled)
+	}
+	return tw.Flush()
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,9 +15,8 @@ import (
 
 var serverIDRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,127}$`)
 
-func (a *app) logsCommand() *cobra.Command {
-	var lines int
-	var asJSON bool
+func newLogsCmd(a *app) *cobra.Command {
+	opts := &logsOptions{}
 	cmd := &cobra.Command{
 		Use: "logs PLUGIN__SERVER",
 		Example: `  berth logs acme-notes__notes
@@ -32,42 +32,55 @@ are printed escaped (\x1b, \u202e, \x9b), as berth status prints them; with
 is U+FFFD.`,
 		Args: exactArgs(1, "one PLUGIN__SERVER"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			if !serverIDRe.MatchString(id) {
-				return usagef("%q is not a server name like acme-notes__notes (berth status lists them)", id)
-			}
-			if lines <= 0 {
-				return usagef("--lines must be positive")
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			path := st.Paths().Log(id)
-			tail, err := pool.TailLog(path, lines)
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("there is no log of %s yet (%s); berth writes it when the server starts, for example with berth status", id, path)
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if tail == nil {
-					tail = []string{}
-				}
-				return writeJSON(a.stdout, logsJSON{Server: id, File: path, Lines: tail})
-			}
-			for _, l := range tail {
-				// A server writes what it likes to its stderr: escape what a
-				// terminal would act on, as berth status does.
-				fmt.Fprintln(a.stdout, review.PrintableLines(l))
-			}
-			return nil
+			opts.Server = args[0]
+			return runLogs(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().IntVar(&lines, "lines", pool.TailLines, "how many lines to print")
-	a.jsonFlag(cmd, &asJSON, logsJSON{})
+	cmd.Flags().IntVar(&opts.Lines, "lines", pool.TailLines, "how many lines to print")
+	a.jsonFlag(cmd, &opts.JSON, logsJSON{})
 	return cmd
+}
+
+// logsOptions are the inputs of berth logs.
+type logsOptions struct {
+	// Server is the positional argument.
+	Server string
+	JSON   bool
+	Lines  int
+}
+
+func runLogs(_ context.Context, a *app, opts *logsOptions) error {
+	id := opts.Server
+	if !serverIDRe.MatchString(id) {
+		return usagef("%q is not a server name like acme-notes__notes (berth status lists them)", id)
+	}
+	if opts.Lines <= 0 {
+		return usagef("--lines must be positive")
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	path := st.Paths().Log(id)
+	tail, err := pool.TailLog(path, opts.Lines)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("there is no log of %s yet (%s); berth writes it when the server starts, for example with berth status", id, path)
+	}
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		if tail == nil {
+			tail = []string{}
+		}
+		return writeJSON(a.stdout, logsJSON{Server: id, File: path, Lines: tail})
+	}
+	for _, l := range tail {
+		// A server writes what it likes to its stderr: escape what a
+		// terminal would act on, as berth status does.
+		fmt.Fprintln(a.stdout, review.PrintableLines(l))
+	}
+	return nil
 }
 
 // logsJSON is what logs --json prints.

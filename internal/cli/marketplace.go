@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -43,7 +44,7 @@ func (a *app) resolveOptions() (*marketplace.ResolveOptions, error) {
 	return &marketplace.ResolveOptions{MinReleaseAge: age}, nil
 }
 
-func (a *app) marketplaceCommand() *cobra.Command {
+func newMarketplaceCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "marketplace",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
@@ -60,14 +61,13 @@ show the same in a web browser.`,
 		Args: exactArgs(0, "a subcommand: add, list, remove, update, serve or export"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.marketplaceAddCommand(), a.marketplaceListCommand(), a.marketplaceRemoveCommand(), a.marketplaceUpdateCommand(),
-		a.marketplaceServeCommand(), a.marketplaceExportCommand())
+	cmd.AddCommand(newMarketplaceAddCmd(a), newMarketplaceListCmd(a), newMarketplaceRemoveCmd(a), newMarketplaceUpdateCmd(a),
+		newMarketplaceServeCmd(a), newMarketplaceExportCmd(a))
 	return cmd
 }
 
-func (a *app) marketplaceAddCommand() *cobra.Command {
-	var rootFile, rootSHA string
-	var registry, unsigned, asJSON bool
+func newMarketplaceAddCmd(a *app) *cobra.Command {
+	opts := &marketplaceAddOptions{}
 	cmd := &cobra.Command{
 		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned)",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
@@ -101,64 +101,77 @@ show mark these entries unsigned. berth install takes one only with
 --allow-unsigned and the --digest that berth show prints.`,
 		Args: exactArgs(2, "NAME and SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := marketplace.CheckName(name); err != nil {
-				return usagef("%v", err)
-			}
-			modes := 0
-			for _, b := range []bool{rootFile != "", rootSHA != "", registry, unsigned} {
-				if b {
-					modes++
-				}
-			}
-			if modes != 1 {
-				return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
-			}
-			if registry || unsigned {
-				return a.addUnsignedSource(cmd, name, args[1], registry, asJSON)
-			}
-			src, err := marketplace.ParseSource(args[1])
-			if err != nil {
-				return err
-			}
-			var pin marketplace.RootPin
-			if rootFile != "" {
-				data, err := marketplace.ReadFileLimited(rootFile, 512000)
-				if err != nil {
-					return fmt.Errorf("--root: %w; pass the catalog's 1.root.json (berth catalog init writes it), or --root-sha256 HEX", err)
-				}
-				pin.Root = data
-			} else {
-				h := strings.ToLower(strings.TrimPrefix(rootSHA, "sha256:"))
-				if _, err := hex.DecodeString(h); err != nil || len(h) != 64 {
-					return usagef("--root-sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", rootSHA)
-				}
-				pin.SHA256 = h
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			r, err := c.Add(cmd.Context(), name, src, pin)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				warnings := a.printSkipped(r.Name, len(r.Problems))
-				return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
-			}
-			fmt.Fprintf(a.stdout, "Added catalog %s from %s: %d plugin(s), targets version %d, fresh until %s.\n",
-				r.Name, r.Source, r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
-			a.printSkipped(r.Name, len(r.Problems))
-			return nil
+			opts.Name, opts.Source = args[0], args[1]
+			return runMarketplaceAdd(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&rootFile, "root", "", "a root.json of the catalog that you trust")
-	cmd.Flags().StringVar(&rootSHA, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
-	cmd.Flags().BoolVar(&registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
-	cmd.Flags().BoolVar(&unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
-	a.jsonFlag(cmd, &asJSON, marketplaceAddJSON{})
+	cmd.Flags().StringVar(&opts.RootFile, "root", "", "a root.json of the catalog that you trust")
+	cmd.Flags().StringVar(&opts.RootSHA256, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
+	cmd.Flags().BoolVar(&opts.Registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
+	cmd.Flags().BoolVar(&opts.Unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
+	a.jsonFlag(cmd, &opts.JSON, marketplaceAddJSON{})
 	return cmd
+}
+
+// marketplaceAddOptions are the inputs of berth marketplace add.
+type marketplaceAddOptions struct {
+	// Name and Source are the positional arguments.
+	Name, Source             string
+	Registry, Unsigned, JSON bool
+	RootFile, RootSHA256     string
+}
+
+func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions) error {
+	name := opts.Name
+	if err := marketplace.CheckName(name); err != nil {
+		return usagef("%v", err)
+	}
+	modes := 0
+	for _, b := range []bool{opts.RootFile != "", opts.RootSHA256 != "", opts.Registry, opts.Unsigned} {
+		if b {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
+	}
+	if opts.Registry || opts.Unsigned {
+		return a.addUnsignedSource(ctx, name, opts.Source, opts.Registry, opts.JSON)
+	}
+	src, err := marketplace.ParseSource(opts.Source)
+	if err != nil {
+		return err
+	}
+	var pin marketplace.RootPin
+	if opts.RootFile != "" {
+		data, err := marketplace.ReadFileLimited(opts.RootFile, 512000)
+		if err != nil {
+			return fmt.Errorf("--root: %w; pass the catalog's 1.root.json (berth catalog init writes it), or --root-sha256 HEX", err)
+		}
+		pin.Root = data
+	} else {
+		h := strings.ToLower(strings.TrimPrefix(opts.RootSHA256, "sha256:"))
+		if _, err := hex.DecodeString(h); err != nil || len(h) != 64 {
+			return usagef("--root-sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", opts.RootSHA256)
+		}
+		pin.SHA256 = h
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	r, err := c.Add(ctx, name, src, pin)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		warnings := a.printSkipped(r.Name, len(r.Problems))
+		return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
+	}
+	fmt.Fprintf(a.stdout, "Added catalog %s from %s: %d plugin(s), targets version %d, fresh until %s.\n",
+		r.Name, r.Source, r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+	a.printSkipped(r.Name, len(r.Problems))
+	return nil
 }
 
 // marketplaceAddJSON is what marketplace add --json prints.
@@ -186,7 +199,7 @@ func nonNilProblems(ps []*catalog.Problem) []*catalog.Problem {
 }
 
 // addUnsignedSource is marketplace add --registry or --unsigned.
-func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registry, asJSON bool) error {
+func (a *app) addUnsignedSource(ctx context.Context, name, source string, registry, asJSON bool) error {
 	c, err := a.catalogs()
 	if err != nil {
 		return err
@@ -198,7 +211,7 @@ func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registr
 		if err != nil {
 			return err
 		}
-		if r, err = c.AddRegistry(cmd.Context(), name, src); err != nil {
+		if r, err = c.AddRegistry(ctx, name, src); err != nil {
 			return err
 		}
 	} else {
@@ -207,7 +220,7 @@ func (a *app) addUnsignedSource(cmd *cobra.Command, name, source string, registr
 		if err != nil {
 			return err
 		}
-		if r, err = c.AddClaudeMarketplace(cmd.Context(), name, src); err != nil {
+		if r, err = c.AddClaudeMarketplace(ctx, name, src); err != nil {
 			return err
 		}
 	}
@@ -247,8 +260,8 @@ func (a *app) printSkipped(name string, n int) []string {
 	return []string{w}
 }
 
-func (a *app) marketplaceListCommand() *cobra.Command {
-	var asJSON bool
+func newMarketplaceListCmd(a *app) *cobra.Command {
+	opts := &marketplaceListOptions{}
 	cmd := &cobra.Command{
 		Use: "list",
 		Example: `  berth marketplace list
@@ -256,43 +269,52 @@ func (a *app) marketplaceListCommand() *cobra.Command {
 		Short: "List the catalogs you added",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			list, err := c.List()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tPLUGINS\tVERSION\tFRESH UNTIL\tSOURCE")
-			for _, ci := range list {
-				if ci.Unsigned {
-					fmt.Fprintf(tw, "%s\t%d\t-\tunsigned %s, listed %s\t%s\n", ci.Name, ci.Plugins, ci.Kind, ci.UpdatedAt.Format(time.RFC3339), review.Printable(ci.Source))
-					continue
-				}
-				fresh := ci.Expires().Format(time.RFC3339)
-				if ci.Stale {
-					fresh += " (STALE: berth marketplace update " + ci.Name + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(ci.Source))
-			}
-			return tw.Flush()
+			return runMarketplaceList(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, []*marketplace.CatalogInfo{})
+	a.jsonFlag(cmd, &opts.JSON, []*marketplace.CatalogInfo{})
 	return cmd
 }
 
-func (a *app) marketplaceRemoveCommand() *cobra.Command {
-	var asJSON bool
+// marketplaceListOptions are the inputs of berth marketplace list.
+type marketplaceListOptions struct {
+	JSON bool
+}
+
+func runMarketplaceList(_ context.Context, a *app, opts *marketplaceListOptions) error {
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	list, err := c.List()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPLUGINS\tVERSION\tFRESH UNTIL\tSOURCE")
+	for _, ci := range list {
+		if ci.Unsigned {
+			fmt.Fprintf(tw, "%s\t%d\t-\tunsigned %s, listed %s\t%s\n", ci.Name, ci.Plugins, ci.Kind, ci.UpdatedAt.Format(time.RFC3339), review.Printable(ci.Source))
+			continue
+		}
+		fresh := ci.Expires().Format(time.RFC3339)
+		if ci.Stale {
+			fresh += " (STALE: berth marketplace update " + ci.Name + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(ci.Source))
+	}
+	return tw.Flush()
+}
+
+func newMarketplaceRemoveCmd(a *app) *cobra.Command {
+	opts := &marketplaceRemoveOptions{}
 	cmd := &cobra.Command{
 		Use: "remove NAME",
 		Example: `  berth marketplace remove acme
@@ -302,25 +324,37 @@ func (a *app) marketplaceRemoveCommand() *cobra.Command {
 installed from it stay trusted and enabled; berth verify still checks them.`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := marketplace.CheckName(args[0]); err != nil {
-				return usagef("%v", err)
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			if err := c.Remove(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: args[0]})
-			}
-			fmt.Fprintf(a.stdout, "Removed catalog %s.\n", args[0])
-			return nil
+			opts.Name = args[0]
+			return runMarketplaceRemove(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, marketplaceRemoveJSON{})
+	a.jsonFlag(cmd, &opts.JSON, marketplaceRemoveJSON{})
 	return cmd
+}
+
+// marketplaceRemoveOptions are the inputs of berth marketplace remove.
+type marketplaceRemoveOptions struct {
+	// Name is the positional argument.
+	Name string
+	JSON bool
+}
+
+func runMarketplaceRemove(ctx context.Context, a *app, opts *marketplaceRemoveOptions) error {
+	if err := marketplace.CheckName(opts.Name); err != nil {
+		return usagef("%v", err)
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	if err := c.Remove(ctx, opts.Name); err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: opts.Name})
+	}
+	fmt.Fprintf(a.stdout, "Removed catalog %s.\n", opts.Name)
+	return nil
 }
 
 // marketplaceRemoveJSON is what marketplace remove --json prints.
@@ -329,8 +363,8 @@ type marketplaceRemoveJSON struct {
 	Removed string `json:"removed"`
 }
 
-func (a *app) marketplaceUpdateCommand() *cobra.Command {
-	var asJSON bool
+func newMarketplaceUpdateCmd(a *app) *cobra.Command {
+	opts := &marketplaceUpdateOptions{}
 	cmd := &cobra.Command{
 		Use: "update [NAME]",
 		Example: `  berth marketplace update
@@ -353,80 +387,92 @@ fails for it (exit 4) naming the reason; a deprecated or yanked one is
 only a warning.`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			names := args
-			if len(names) == 0 {
-				if names, err = c.Names(); err != nil {
-					return err
-				}
-				if len(names) == 0 {
-					if asJSON {
-						return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})
-					}
-					fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
-					return nil
-				}
-			} else if err := marketplace.CheckName(names[0]); err != nil {
-				return usagef("%v", err)
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			var worst error
-			out := marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}}
-			for _, n := range names {
-				u, err := c.Update(cmd.Context(), st, n)
-				if err != nil {
-					msg := strings.TrimRight(forCLI(err).Error(), "\n")
-					fmt.Fprintf(a.stderr, "berth: %s\n", msg)
-					worst = worse(worst, err)
-					out.Catalogs = append(out.Catalogs, marketplaceUpdated{Name: n, Error: msg, ExitCode: exitCode(err),
-						StatusChanges: []statusChange{}, Skipped: []*catalog.Problem{}, Warnings: []string{}})
-					continue
-				}
-				r := u.RefreshResult
-				if asJSON {
-					out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
-					continue
-				}
-				if r.Unsigned {
-					state := "up to date"
-					if r.Changed {
-						state = "updated"
-					}
-					fmt.Fprintf(a.stdout, "%s: %s: %d plugin(s) (unsigned %s, listed %s).\n", n, state, r.Plugins, r.Kind, r.CheckedAt.Format(time.RFC3339))
-					a.printProblems(n, r.Problems)
-					continue
-				}
-				if !r.Changed {
-					fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
-					a.reportInstalled(a.stdout, "  ", u.Installed)
-					continue
-				}
-				fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
-				for _, sc := range statusChanges(r.Old, r.New) {
-					fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
-				}
-				a.reportInstalled(a.stdout, "  ", u.Installed)
-				a.printSkipped(n, len(r.Problems))
-			}
-			if asJSON {
-				if err := writeJSON(a.stdout, out); err != nil {
-					return err
-				}
-			}
-			if worst != nil {
-				return &reported{worst}
-			}
-			return nil
+			opts.Args = args
+			return runMarketplaceUpdate(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, marketplaceUpdateJSON{})
+	a.jsonFlag(cmd, &opts.JSON, marketplaceUpdateJSON{})
 	return cmd
+}
+
+// marketplaceUpdateOptions are the inputs of berth marketplace update.
+type marketplaceUpdateOptions struct {
+	// Args are the positional arguments: none, or one NAME.
+	Args []string
+	JSON bool
+}
+
+func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOptions) error {
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	names := opts.Args
+	if len(names) == 0 {
+		if names, err = c.Names(); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			if opts.JSON {
+				return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})
+			}
+			fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+			return nil
+		}
+	} else if err := marketplace.CheckName(names[0]); err != nil {
+		return usagef("%v", err)
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	var worst error
+	out := marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}}
+	for _, n := range names {
+		u, err := c.Update(ctx, st, n)
+		if err != nil {
+			msg := strings.TrimRight(forCLI(err).Error(), "\n")
+			fmt.Fprintf(a.stderr, "berth: %s\n", msg)
+			worst = worse(worst, err)
+			out.Catalogs = append(out.Catalogs, marketplaceUpdated{Name: n, Error: msg, ExitCode: exitCode(err),
+				StatusChanges: []statusChange{}, Skipped: []*catalog.Problem{}, Warnings: []string{}})
+			continue
+		}
+		r := u.RefreshResult
+		if opts.JSON {
+			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
+			continue
+		}
+		if r.Unsigned {
+			state := "up to date"
+			if r.Changed {
+				state = "updated"
+			}
+			fmt.Fprintf(a.stdout, "%s: %s: %d plugin(s) (unsigned %s, listed %s).\n", n, state, r.Plugins, r.Kind, r.CheckedAt.Format(time.RFC3339))
+			a.printProblems(n, r.Problems)
+			continue
+		}
+		if !r.Changed {
+			fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+			a.reportInstalled(a.stdout, "  ", u.Installed)
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
+		for _, sc := range statusChanges(r.Old, r.New) {
+			fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
+		}
+		a.reportInstalled(a.stdout, "  ", u.Installed)
+		a.printSkipped(n, len(r.Problems))
+	}
+	if opts.JSON {
+		if err := writeJSON(a.stdout, out); err != nil {
+			return err
+		}
+	}
+	if worst != nil {
+		return &reported{worst}
+	}
+	return nil
 }
 
 // marketplaceUpdateJSON is what marketplace update --json prints. It is

@@ -1,15 +1,16 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/review"
 )
 
-func (a *app) reviewCommand() *cobra.Command {
-	var opts bundle.Options
-	var asJSON bool
+func newReviewCmd(a *app) *cobra.Command {
+	opts := &reviewOptions{}
 	cmd := &cobra.Command{
 		Use: "review SOURCE",
 		Example: `  berth review ./acme-notes
@@ -35,31 +36,44 @@ whether the variable exists and the store's index whether it holds the name.
 Exit code 3 means the bundle is invalid (and nothing is reviewed).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
-			b, err := openBundle(hctx, args[0], &opts)
-			stopProgress()
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			d := review.New(b)
-			ss, err := a.sourceStates(d)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, reviewJSON{Disclosure: d, Sources: ss})
-			}
-			if err := d.WriteText(a.stdout); err != nil {
-				return err
-			}
-			writeSourceStates(a.stdout, ss)
-			return nil
+			opts.Source = args[0]
+			return runReview(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts)
-	a.jsonFlag(cmd, &asJSON, reviewJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	a.jsonFlag(cmd, &opts.JSON, reviewJSON{})
 	return cmd
+}
+
+// reviewOptions are the inputs of berth review.
+type reviewOptions struct {
+	// Source is the positional argument.
+	Source string
+	JSON   bool
+	Bundle bundle.Options
+}
+
+func runReview(ctx context.Context, a *app, opts *reviewOptions) error {
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, err := openBundle(hctx, opts.Source, &opts.Bundle)
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	d := review.New(b)
+	ss, err := a.sourceStates(d)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, reviewJSON{Disclosure: d, Sources: ss})
+	}
+	if err := d.WriteText(a.stdout); err != nil {
+		return err
+	}
+	writeSourceStates(a.stdout, ss)
+	return nil
 }
 
 // reviewJSON is what review --json prints: the disclosure (review.Disclosure,

@@ -7,11 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) rootCommand() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "berth",
-		Short: "Install curated MCP plugins safely, and serve their tools with approval by default",
-		Long: `berth installs plugin bundles for MCP clients safely and exports their tools.
+const rootLong = `berth installs plugin bundles for MCP clients safely and exports their tools.
 
 A bundle declares MCP servers and native tools. berth validates it fail-closed,
 shows a review of every authority it asks for, verifies its Sigstore signature,
@@ -20,7 +16,13 @@ stages an immutable copy and re-checks it for drift at every use.
 State lives in $BERTH_HOME (default: your user data directory + /berth).
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
-(signature or signer policy), 5 drift, 6 approval denied or timed out.`,
+(signature or signer policy), 5 drift, 6 approval denied or timed out.`
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "berth",
+		Short: "Install curated MCP plugins safely, and serve their tools with approval by default",
+		Long:  rootLong,
 		Example: `  berth validate ./acme-notes && berth review ./acme-notes
   berth trust ./acme-notes && berth enable acme-notes
   berth secret set ACME_NOTES_TOKEN
@@ -34,46 +36,46 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
-		a.validateCommand(),
-		a.reviewCommand(),
-		a.digestCommand(),
-		a.versionCommand(),
-		a.signersCommand(),
-		a.keygenCommand(),
-		a.signCommand(),
-		a.trustCommand(),
-		a.listCommand(),
-		a.verifyCommand(),
-		a.revokeCommand(),
-		a.gcCommand(),
-		a.enableCommand(),
-		a.disableCommand(),
-		a.statusCommand(),
-		a.toolsCommand(),
-		a.callCommand(),
-		a.logsCommand(),
-		a.acceptCommand(),
-		a.policyCommand(),
-		a.serveCommand(),
-		a.approvalsCommand(),
-		a.approveCommand(true),
-		a.approveCommand(false),
-		a.connectCommand(),
-		a.disconnectCommand(),
-		a.secretCommand(),
-		a.initCommand(),
-		a.completionCommand(),
-		a.catalogCommand(),
-		a.marketplaceCommand(),
-		a.searchCommand(),
-		a.showCommand(),
-		a.importCommand(),
-		a.installCommand(),
-		a.lockCommand(),
-		a.syncCommand(),
-		a.outdatedCommand(),
-		a.upgradeCommand(),
-		a.configCommand(),
+		newValidateCmd(a),
+		newReviewCmd(a),
+		newDigestCmd(a),
+		newVersionCmd(a),
+		newSignersCmd(a),
+		newKeygenCmd(a),
+		newSignCmd(a),
+		newTrustCmd(a),
+		newListCmd(a),
+		newVerifyCmd(a),
+		newRevokeCmd(a),
+		newGCCmd(a),
+		newEnableCmd(a),
+		newDisableCmd(a),
+		newStatusCmd(a),
+		newToolsCmd(a),
+		newCallCmd(a),
+		newLogsCmd(a),
+		newAcceptCmd(a),
+		newPolicyCmd(a),
+		newServeCmd(a),
+		newApprovalsCmd(a),
+		newApproveCmd(a, true),
+		newApproveCmd(a, false),
+		newConnectCmd(a),
+		newDisconnectCmd(a),
+		newSecretCmd(a),
+		newInitCmd(a),
+		newCompletionCmd(a),
+		newCatalogCmd(a),
+		newMarketplaceCmd(a),
+		newSearchCmd(a),
+		newShowCmd(a),
+		newImportCmd(a),
+		newInstallCmd(a),
+		newLockCmd(a),
+		newSyncCmd(a),
+		newOutdatedCmd(a),
+		newUpgradeCmd(a),
+		newConfigCmd(a),
 	)
 	// Unknown commands are usage errors too.
 	root.Args = subcommandArgs

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -11,9 +12,8 @@ import (
 	"github.com/berth-mcp/berth/review"
 )
 
-func (a *app) searchCommand() *cobra.Command {
-	var catalog, tier, tag string
-	var asJSON bool
+func newSearchCmd(a *app) *cobra.Command {
+	opts := &searchOptions{}
 	cmd := &cobra.Command{
 		Use: "search [QUERY]",
 		Example: `  berth search notes
@@ -31,59 +31,72 @@ marked unsigned, and deprecated ones deprecated; a registry name
 (io.github.acme/weather) finds the entry it maps to.`,
 		Args: rangeArgs(0, 1, "at most one QUERY (quote several words)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := parseTier(tier)
-			if err != nil {
-				return err
-			}
-			q := marketplace.Query{Catalog: catalog, Tier: t, Tag: tag}
-			if len(args) == 1 {
-				q.Text = args[0]
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			ro, err := a.resolveOptions()
-			if err != nil {
-				return err
-			}
-			res, err := c.Search(q, ro)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, res)
-			}
-			if len(res.Catalogs) == 0 {
-				fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
-				return nil
-			}
-			a.printStale(res.Catalogs)
-			if len(res.Results) == 0 {
-				fmt.Fprintf(a.stdout, "Nothing matches %q.\n", q.Text)
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tVERSION\tSTATUS\tTIER\tCATALOG\tDESCRIPTION")
-			for _, r := range res.Results {
-				version, status := r.Latest, string(r.Status)
-				if version == "" {
-					version, status = "-", "none installable"
-				}
-				if r.Unsigned {
-					status += ", unsigned"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, version, status, r.Tier, r.Catalog, review.Printable(shorten(r.Description, 60)))
-			}
-			return tw.Flush()
+			opts.Args = args
+			return runSearch(cmd.Context(), a, opts)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&catalog, "catalog", "", "search only this catalog")
-	f.StringVar(&tier, "tier", "", "only plugins of this tier (official, verified, community)")
-	f.StringVar(&tag, "tag", "", "only plugins with this tag")
-	a.jsonFlag(cmd, &asJSON, marketplace.SearchResult{})
+	f.StringVar(&opts.Catalog, "catalog", "", "search only this catalog")
+	f.StringVar(&opts.Tier, "tier", "", "only plugins of this tier (official, verified, community)")
+	f.StringVar(&opts.Tag, "tag", "", "only plugins with this tag")
+	a.jsonFlag(cmd, &opts.JSON, marketplace.SearchResult{})
 	return cmd
+}
+
+// searchOptions are the inputs of berth search.
+type searchOptions struct {
+	// Args are the positional arguments: none, or one QUERY.
+	Args               []string
+	JSON               bool
+	Catalog, Tier, Tag string
+}
+
+func runSearch(_ context.Context, a *app, opts *searchOptions) error {
+	t, err := parseTier(opts.Tier)
+	if err != nil {
+		return err
+	}
+	q := marketplace.Query{Catalog: opts.Catalog, Tier: t, Tag: opts.Tag}
+	if len(opts.Args) == 1 {
+		q.Text = opts.Args[0]
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return err
+	}
+	res, err := c.Search(q, ro)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, res)
+	}
+	if len(res.Catalogs) == 0 {
+		fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+		return nil
+	}
+	a.printStale(res.Catalogs)
+	if len(res.Results) == 0 {
+		fmt.Fprintf(a.stdout, "Nothing matches %q.\n", q.Text)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tSTATUS\tTIER\tCATALOG\tDESCRIPTION")
+	for _, r := range res.Results {
+		version, status := r.Latest, string(r.Status)
+		if version == "" {
+			version, status = "-", "none installable"
+		}
+		if r.Unsigned {
+			status += ", unsigned"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, version, status, r.Tier, r.Catalog, review.Printable(shorten(r.Description, 60)))
+	}
+	return tw.Flush()
 }
 
 func shorten(s string, n int) string {

@@ -41,7 +41,7 @@ func secretLookup(s *secrets.Store) func(context.Context, string) (string, bool,
 	}
 }
 
-func (a *app) secretCommand() *cobra.Command {
+func newSecretCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "secret",
 		Short: "Keep the values of plugins' fromEnv variables in the keychain",
@@ -60,7 +60,7 @@ never prints it, logs it, or writes it to a client's configuration file.`,
 		Args: exactArgs(0, "a subcommand: set, list or rm"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(a.secretSetCommand(), a.secretListCommand(), a.secretRmCommand())
+	cmd.AddCommand(newSecretSetCmd(a), newSecretListCmd(a), newSecretRmCmd(a))
 	return cmd
 }
 
@@ -79,9 +79,8 @@ type secretSetJSON struct {
 	Replaced bool `json:"replaced"`
 }
 
-func (a *app) secretSetCommand() *cobra.Command {
-	var storeName string
-	var asJSON bool
+func newSecretSetCmd(a *app) *cobra.Command {
+	opts := &secretSetOptions{}
 	cmd := &cobra.Command{
 		Use:   "set NAME",
 		Short: "Store the value of NAME, read from the terminal or stdin",
@@ -105,57 +104,70 @@ Exit codes: 0 stored, 1 not stored, 2 usage.`,
 			return exactArgs(1, "one NAME")(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := secrets.CheckName(name); err != nil {
-				return usagef("%v", err)
-			}
-			var backend secrets.Backend
-			if storeName != "" {
-				b, err := secrets.ParseBackend(storeName)
-				if err != nil {
-					return usagef("--store: %v", err)
-				}
-				backend = b
-			}
-			s, err := a.secrets()
-			if err != nil {
-				return err
-			}
-			value, err := a.readSecret(name)
-			if err != nil {
-				return err
-			}
-			res, err := s.Set(cmd.Context(), name, value, backend)
-			if err != nil {
-				return err
-			}
-			out := secretSetJSON{Name: name, Store: res.Backend, Replaced: res.Replaced}
-			if res.Backend == secrets.File {
-				out.File = s.ValuesFile()
-			}
-			if res.Fallback != nil {
-				out.Fallback = res.Fallback.Error()
-				// As the GitHub CLI does: say that the value is in a file.
-				fmt.Fprintf(a.stderr, "warning: no keychain answered (%v), so %s is stored in plain text in %s, readable only by you (mode 0600); --store keychain insists on the keychain\n", res.Fallback, name, s.ValuesFile())
-			}
-			if asJSON {
-				return writeJSON(a.stdout, out)
-			}
-			where := "the keychain"
-			if res.Backend == secrets.File {
-				where = s.ValuesFile()
-			}
-			verb := "Stored"
-			if res.Replaced {
-				verb = "Replaced"
-			}
-			fmt.Fprintf(a.stdout, "%s %s in %s. Servers that declare {\"fromEnv\": %q} receive it when the environment berth runs in does not set %s.\n", verb, name, where, name, name)
-			return nil
+			opts.Name = args[0]
+			return runSecretSet(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&storeName, "store", "", "where to keep it: keychain or file (default: the keychain, else the file)")
-	a.jsonFlag(cmd, &asJSON, secretSetJSON{})
+	cmd.Flags().StringVar(&opts.StoreName, "store", "", "where to keep it: keychain or file (default: the keychain, else the file)")
+	a.jsonFlag(cmd, &opts.JSON, secretSetJSON{})
 	return cmd
+}
+
+// secretSetOptions are the inputs of berth secret set.
+type secretSetOptions struct {
+	// Name is the positional argument.
+	Name      string
+	JSON      bool
+	StoreName string
+}
+
+func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
+	name := opts.Name
+	if err := secrets.CheckName(name); err != nil {
+		return usagef("%v", err)
+	}
+	var backend secrets.Backend
+	if opts.StoreName != "" {
+		b, err := secrets.ParseBackend(opts.StoreName)
+		if err != nil {
+			return usagef("--store: %v", err)
+		}
+		backend = b
+	}
+	s, err := a.secrets()
+	if err != nil {
+		return err
+	}
+	value, err := a.readSecret(name)
+	if err != nil {
+		return err
+	}
+	res, err := s.Set(ctx, name, value, backend)
+	if err != nil {
+		return err
+	}
+	out := secretSetJSON{Name: name, Store: res.Backend, Replaced: res.Replaced}
+	if res.Backend == secrets.File {
+		out.File = s.ValuesFile()
+	}
+	if res.Fallback != nil {
+		out.Fallback = res.Fallback.Error()
+		// As the GitHub CLI does: say that the value is in a file.
+		fmt.Fprintf(a.stderr, "warning: no keychain answered (%v), so %s is stored in plain text in %s, readable only by you (mode 0600); --store keychain insists on the keychain\n", res.Fallback, name, s.ValuesFile())
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, out)
+	}
+	where := "the keychain"
+	if res.Backend == secrets.File {
+		where = s.ValuesFile()
+	}
+	verb := "Stored"
+	if res.Replaced {
+		verb = "Replaced"
+	}
+	fmt.Fprintf(a.stdout, "%s %s in %s. Servers that declare {\"fromEnv\": %q} receive it when the environment berth runs in does not set %s.\n", verb, name, where, name, name)
+	return nil
 }
 
 // readSecret reads a value: from the terminal without echo, or all of a
@@ -190,8 +202,8 @@ type secretListJSON struct {
 	File string `json:"file"`
 }
 
-func (a *app) secretListCommand() *cobra.Command {
-	var asJSON bool
+func newSecretListCmd(a *app) *cobra.Command {
+	opts := &secretListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the stored secrets' names and where each is kept, never values",
@@ -199,35 +211,44 @@ func (a *app) secretListCommand() *cobra.Command {
   berth secret list --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.secrets()
-			if err != nil {
-				return err
-			}
-			list, err := s.List()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, secretListJSON{Secrets: list, File: s.ValuesFile()})
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stdout, "No secrets are stored. Store one with: berth secret set NAME")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTORE\tSET")
-			for _, e := range list {
-				where := string(e.Backend)
-				if e.Backend == secrets.File {
-					where += " (" + s.ValuesFile() + ")"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, where, e.Updated.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+			return runSecretList(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, secretListJSON{})
+	a.jsonFlag(cmd, &opts.JSON, secretListJSON{})
 	return cmd
+}
+
+// secretListOptions are the inputs of berth secret list.
+type secretListOptions struct {
+	JSON bool
+}
+
+func runSecretList(_ context.Context, a *app, opts *secretListOptions) error {
+	s, err := a.secrets()
+	if err != nil {
+		return err
+	}
+	list, err := s.List()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, secretListJSON{Secrets: list, File: s.ValuesFile()})
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(a.stdout, "No secrets are stored. Store one with: berth secret set NAME")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTORE\tSET")
+	for _, e := range list {
+		where := string(e.Backend)
+		if e.Backend == secrets.File {
+			where += " (" + s.ValuesFile() + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, where, e.Updated.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
 }
 
 // secretRmJSON is what secret rm --json prints.
@@ -237,8 +258,8 @@ type secretRmJSON struct {
 	Store secrets.Backend `json:"store"`
 }
 
-func (a *app) secretRmCommand() *cobra.Command {
-	var asJSON bool
+func newSecretRmCmd(a *app) *cobra.Command {
+	opts := &secretRmOptions{}
 	cmd := &cobra.Command{
 		Use:     "rm NAME",
 		Aliases: []string{"remove"},
@@ -251,28 +272,40 @@ Exit codes: 0 removed, 1 not stored or not removed, 2 usage.`,
 		Example: `  berth secret rm ACME_TOKEN`,
 		Args:    exactArgs(1, "one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			if err := secrets.CheckName(name); err != nil {
-				return usagef("%v", err)
-			}
-			s, err := a.secrets()
-			if err != nil {
-				return err
-			}
-			b, err := s.Remove(cmd.Context(), name)
-			if errors.Is(err, secrets.ErrNotFound) {
-				return fmt.Errorf("%s is not in berth's secret store, so nothing was removed (berth secret list shows what is)", name)
-			}
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, secretRmJSON{Name: name, Store: b})
-			}
-			fmt.Fprintf(a.stdout, "Removed %s from the %s.\n", name, b)
-			return nil
+			opts.Name = args[0]
+			return runSecretRm(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, secretRmJSON{})
+	a.jsonFlag(cmd, &opts.JSON, secretRmJSON{})
 	return cmd
+}
+
+// secretRmOptions are the inputs of berth secret rm.
+type secretRmOptions struct {
+	// Name is the positional argument.
+	Name string
+	JSON bool
+}
+
+func runSecretRm(ctx context.Context, a *app, opts *secretRmOptions) error {
+	name := opts.Name
+	if err := secrets.CheckName(name); err != nil {
+		return usagef("%v", err)
+	}
+	s, err := a.secrets()
+	if err != nil {
+		return err
+	}
+	b, err := s.Remove(ctx, name)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return fmt.Errorf("%s is not in berth's secret store, so nothing was removed (berth secret list shows what is)", name)
+	}
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, secretRmJSON{Name: name, Store: b})
+	}
+	fmt.Fprintf(a.stdout, "Removed %s from the %s.\n", name, b)
+	return nil
 }

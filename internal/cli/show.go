@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -12,9 +13,8 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-func (a *app) showCommand() *cobra.Command {
-	var catalog string
-	var asJSON bool
+func newShowCmd(a *app) *cobra.Command {
+	opts := &showOptions{}
 	cmd := &cobra.Command{
 		Use: "show NAME[@VERSION]",
 		Example: `  berth show acme-notes
@@ -39,72 +39,85 @@ can be named by its registry name (io.github.acme/weather) or by the berth
 name it maps to (io-github-acme-weather); the review shows both.`,
 		Args: exactArgs(1, "NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			given, version, _ := strings.Cut(args[0], "@")
-			name, _, err := marketplace.LookupName(given)
-			if err != nil {
-				return usagef("%v", err)
-			}
-			if err := store.CheckRef(name, version); err != nil {
-				return usagef("%v", err)
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			if catalog == "" {
-				cats, err := c.Lookup(name)
-				if err != nil {
-					return err
-				}
-				switch len(cats) {
-				case 0:
-					return fmt.Errorf("%w: no catalog lists %s (berth search %s looks for similar names; berth marketplace update refreshes the catalogs)", marketplace.ErrNoPlugin, name, name)
-				case 1:
-					catalog = cats[0]
-				default:
-					return usagef("%s is in several catalogs (%s); berth does not guess: pass --catalog NAME", name, strings.Join(cats, ", "))
-				}
-			} else if err := marketplace.CheckName(catalog); err != nil {
-				return usagef("--catalog: %v", err)
-			}
-			ro, err := a.resolveOptions()
-			if err != nil {
-				return err
-			}
-			kind, err := c.Kind(catalog)
-			if err != nil {
-				return err
-			}
-			if kind != marketplace.KindTUF {
-				out, err := c.ShowUnsigned(cmd.Context(), catalog, given, version, ro, nil)
-				if out != nil && !asJSON {
-					a.writeShowUnsigned(out)
-				}
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(a.stdout, out)
-				}
-				return nil
-			}
-			p, ci, err := c.Plugin(catalog, name)
-			if err != nil {
-				return err
-			}
-			out, err := marketplace.Show(p, ci, version, ro)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, out)
-			}
-			return a.writeShow(out)
+			opts.Ref = args[0]
+			return runShow(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
-	a.jsonFlag(cmd, &asJSON, marketplace.Showing{})
+	cmd.Flags().StringVar(&opts.Catalog, "catalog", "", "the catalog to show it from (needed when several list it)")
+	a.jsonFlag(cmd, &opts.JSON, marketplace.Showing{})
 	return cmd
+}
+
+// showOptions are the inputs of berth show.
+type showOptions struct {
+	// Ref is the positional argument.
+	Ref     string
+	JSON    bool
+	Catalog string
+}
+
+func runShow(ctx context.Context, a *app, opts *showOptions) error {
+	given, version, _ := strings.Cut(opts.Ref, "@")
+	name, _, err := marketplace.LookupName(given)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if err := store.CheckRef(name, version); err != nil {
+		return usagef("%v", err)
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	if opts.Catalog == "" {
+		cats, err := c.Lookup(name)
+		if err != nil {
+			return err
+		}
+		switch len(cats) {
+		case 0:
+			return fmt.Errorf("%w: no catalog lists %s (berth search %s looks for similar names; berth marketplace update refreshes the catalogs)", marketplace.ErrNoPlugin, name, name)
+		case 1:
+			opts.Catalog = cats[0]
+		default:
+			return usagef("%s is in several catalogs (%s); berth does not guess: pass --catalog NAME", name, strings.Join(cats, ", "))
+		}
+	} else if err := marketplace.CheckName(opts.Catalog); err != nil {
+		return usagef("--catalog: %v", err)
+	}
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return err
+	}
+	kind, err := c.Kind(opts.Catalog)
+	if err != nil {
+		return err
+	}
+	if kind != marketplace.KindTUF {
+		out, err := c.ShowUnsigned(ctx, opts.Catalog, given, version, ro, nil)
+		if out != nil && !opts.JSON {
+			a.writeShowUnsigned(out)
+		}
+		if err != nil {
+			return err
+		}
+		if opts.JSON {
+			return writeJSON(a.stdout, out)
+		}
+		return nil
+	}
+	p, ci, err := c.Plugin(opts.Catalog, name)
+	if err != nil {
+		return err
+	}
+	out, err := marketplace.Show(p, ci, version, ro)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, out)
+	}
+	return a.writeShow(out)
 }
 
 func (a *app) writeShowUnsigned(out *marketplace.UnsignedShowing) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -12,9 +13,8 @@ import (
 	"github.com/berth-mcp/berth/trust"
 )
 
-func (a *app) keygenCommand() *cobra.Command {
-	var prefix string
-	var asJSON bool
+func newKeygenCmd(a *app) *cobra.Command {
+	opts := &keygenOptions{}
 	cmd := &cobra.Command{
 		Use:     "keygen --out PREFIX",
 		Example: `  berth keygen --out ~/keys/acme`,
@@ -25,29 +25,37 @@ private key secret; give PREFIX.pub to the people who trust your bundles
 (berth signers add-key NAME PREFIX.pub).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if prefix == "" {
-				return usagef("--out PREFIX is required")
-			}
-			key, pub, err := trust.WriteKeyPair(prefix)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, keygenJSON{PrivateKey: key, PublicKey: pub})
-			}
-			fmt.Fprintf(a.stdout, "Wrote %s (private, keep it secret) and %s (public).\n", key, pub)
-			return nil
+			return runKeygen(cmd.Context(), a, opts)
 		},
 	}
-	cmd.Flags().StringVar(&prefix, "out", "", "write PREFIX.key and PREFIX.pub")
-	a.jsonFlag(cmd, &asJSON, keygenJSON{})
+	cmd.Flags().StringVar(&opts.Prefix, "out", "", "write PREFIX.key and PREFIX.pub")
+	a.jsonFlag(cmd, &opts.JSON, keygenJSON{})
 	return cmd
 }
 
-func (a *app) signCommand() *cobra.Command {
-	var opts bundle.Options
-	var keyFile, out string
-	var asJSON bool
+// keygenOptions are the inputs of berth keygen.
+type keygenOptions struct {
+	JSON   bool
+	Prefix string
+}
+
+func runKeygen(_ context.Context, a *app, opts *keygenOptions) error {
+	if opts.Prefix == "" {
+		return usagef("--out PREFIX is required")
+	}
+	key, pub, err := trust.WriteKeyPair(opts.Prefix)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, keygenJSON{PrivateKey: key, PublicKey: pub})
+	}
+	fmt.Fprintf(a.stdout, "Wrote %s (private, keep it secret) and %s (public).\n", key, pub)
+	return nil
+}
+
+func newSignCmd(a *app) *cobra.Command {
+	opts := &signOptions{}
 	cmd := &cobra.Command{
 		Use: "sign SOURCE --key PREFIX.key",
 		Example: `  berth sign ./acme-notes --key ~/keys/acme.key
@@ -59,42 +67,56 @@ SOURCE.sigstore.json or --out FILE. cosign sign-blob --bundle FILE
 --new-bundle-format over 'berth digest --listing' output works too.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if keyFile == "" {
-				return usagef("--key FILE is required (make one with berth keygen --out PREFIX)")
-			}
-			priv, err := os.ReadFile(keyFile)
-			if err != nil {
-				return err
-			}
-			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
-			b, err := openBundle(hctx, args[0], &opts)
-			stopProgress()
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			sig, err := trust.Sign(cmd.Context(), b.Listing().Bytes(), priv)
-			if err != nil {
-				return err
-			}
-			if out == "" {
-				out = store.DefaultSignatureFile(args[0])
-			}
-			if err := atomicfile.WriteFile(out, sig, 0o644); err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, signJSON{Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Signature: out})
-			}
-			fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, out)
-			return nil
+			opts.Source = args[0]
+			return runSign(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, signJSON{})
-	limitFlags(cmd, &opts)
-	cmd.Flags().StringVar(&keyFile, "key", "", "the private key (PKCS#8 PEM, from berth keygen)")
-	cmd.Flags().StringVar(&out, "out", "", "where to write the signature (default SOURCE.sigstore.json)")
+	a.jsonFlag(cmd, &opts.JSON, signJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	cmd.Flags().StringVar(&opts.KeyFile, "key", "", "the private key (PKCS#8 PEM, from berth keygen)")
+	cmd.Flags().StringVar(&opts.Out, "out", "", "where to write the signature (default SOURCE.sigstore.json)")
 	return cmd
+}
+
+// signOptions are the inputs of berth sign.
+type signOptions struct {
+	// Source is the positional argument.
+	Source       string
+	JSON         bool
+	KeyFile, Out string
+	Bundle       bundle.Options
+}
+
+func runSign(ctx context.Context, a *app, opts *signOptions) error {
+	if opts.KeyFile == "" {
+		return usagef("--key FILE is required (make one with berth keygen --out PREFIX)")
+	}
+	priv, err := os.ReadFile(opts.KeyFile)
+	if err != nil {
+		return err
+	}
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, err := openBundle(hctx, opts.Source, &opts.Bundle)
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	sig, err := trust.Sign(ctx, b.Listing().Bytes(), priv)
+	if err != nil {
+		return err
+	}
+	if opts.Out == "" {
+		opts.Out = store.DefaultSignatureFile(opts.Source)
+	}
+	if err := atomicfile.WriteFile(opts.Out, sig, 0o644); err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, signJSON{Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Signature: opts.Out})
+	}
+	fmt.Fprintf(a.stdout, "Signed %s %s (%s); signature written to %s.\n", b.Manifest.Name, b.Manifest.Version, b.Digest, opts.Out)
+	return nil
 }
 
 // keygenJSON is what keygen --json prints.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -13,9 +14,8 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-func (a *app) statusCommand() *cobra.Command {
-	var workspace string
-	var asJSON bool
+func newStatusCmd(a *app) *cobra.Command {
+	opts := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Start the workspace's servers and report their state",
@@ -35,50 +35,60 @@ the state of every server either way.`,
   berth status --workspace ~/src/project --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.openPool(cmd.Context(), workspace, !asJSON)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			sts := p.Status()
-			verdict := statusVerdict(sts)
-			if asJSON {
-				if sts == nil {
-					sts = []pool.ServerStatus{}
-				}
-				if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir()}); err != nil {
-					return err
-				}
-				return verdict
-			}
-			if len(sts) == 0 {
-				fmt.Fprintf(a.stdout, "Nothing is enabled in %s. Enable a trusted plugin with: berth enable NAME\n", p.WorkspaceDir())
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tTOOLS\tUPTIME\tRESTARTS\tLAST ERROR")
-			for _, s := range sts {
-				up := "-"
-				if !s.StartedAt.IsZero() {
-					up = time.Since(s.StartedAt).Round(time.Second).String()
-				}
-				last := "-"
-				if s.LastError != "" {
-					last = oneLine(review.PrintableLines(s.LastError), 60)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, s.State, orDash(string(s.Transport)), s.Tools, up, s.Restarts, last)
-			}
-			tw.Flush()
-			for _, s := range sts {
-				a.statusDetail(s)
-			}
-			a.statusSources(sts)
-			return verdict
+			return runStatus(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	a.jsonFlag(cmd, &asJSON, statusJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, statusJSON{})
 	return cmd
+}
+
+// statusOptions are the inputs of berth status.
+type statusOptions struct {
+	JSON      bool
+	Workspace string
+}
+
+func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	sts := p.Status()
+	verdict := statusVerdict(sts)
+	if opts.JSON {
+		if sts == nil {
+			sts = []pool.ServerStatus{}
+		}
+		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir()}); err != nil {
+			return err
+		}
+		return verdict
+	}
+	if len(sts) == 0 {
+		fmt.Fprintf(a.stdout, "Nothing is enabled in %s. Enable a trusted plugin with: berth enable NAME\n", p.WorkspaceDir())
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tTRANSPORT\tTOOLS\tUPTIME\tRESTARTS\tLAST ERROR")
+	for _, s := range sts {
+		up := "-"
+		if !s.StartedAt.IsZero() {
+			up = time.Since(s.StartedAt).Round(time.Second).String()
+		}
+		last := "-"
+		if s.LastError != "" {
+			last = oneLine(review.PrintableLines(s.LastError), 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, s.State, orDash(string(s.Transport)), s.Tools, up, s.Restarts, last)
+	}
+	tw.Flush()
+	for _, s := range sts {
+		a.statusDetail(s)
+	}
+	a.statusSources(sts)
+	return verdict
 }
 
 // statusDetail prints what the table cuts: whole errors, stderr tails,

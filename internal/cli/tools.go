@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -21,9 +22,8 @@ type toolJSON struct {
 	AsksWhy string `json:"asksWhy,omitempty"`
 }
 
-func (a *app) toolsCommand() *cobra.Command {
-	var workspace string
-	var asJSON bool
+func newToolsCmd(a *app) *cobra.Command {
+	opts := &toolsOptions{}
 	cmd := &cobra.Command{
 		Use:   "tools [PLUGIN]",
 		Short: "List the workspace's tools with their policy",
@@ -42,66 +42,79 @@ workspace is an error (exit 1), found before any server starts.`,
   berth tools acme-notes --json`,
 		Args: rangeArgs(0, 1, "at most one PLUGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if _, err := a.requireEnabled(workspace, args[0], "it has no tools here"); err != nil {
-					return err
-				}
-			}
-			p, err := a.openPool(cmd.Context(), workspace, !asJSON)
-			if err != nil {
-				return err
-			}
-			defer p.Close()
-			tools, err := p.Tools(cmd.Context())
-			if err != nil {
-				return err
-			}
-			out := []toolJSON{}
-			for _, t := range tools {
-				if len(args) == 0 || t.Plugin == args[0] {
-					j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false)}
-					if globAsks(t.Policy, t.Definition.Annotations) {
-						j.Asks = true
-						j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
-					}
-					out = append(out, j)
-				}
-			}
-			if asJSON {
-				return writeJSON(a.stdout, out)
-			}
-			destructive := 0
-			if len(out) == 0 {
-				fmt.Fprintln(a.stdout, "No tools. berth status shows the state of each server.")
-			} else {
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
-				for _, t := range out {
-					policy := t.Policy.String()
-					if t.AsksWhy != "" {
-						policy += ", asks: destructive"
-						destructive++
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
-				}
-				tw.Flush()
-			}
-			if destructive > 0 {
-				fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
-			}
-			withheld := 0
-			for _, s := range p.Status() {
-				if len(args) == 0 || s.Plugin == args[0] {
-					withheld += len(s.Changes) + len(s.Collisions)
-				}
-			}
-			if withheld > 0 {
-				fmt.Fprintf(a.stdout, "%d tool(s) withheld; berth status shows why.\n", withheld)
-			}
-			return nil
+			opts.Args = args
+			return runTools(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	a.jsonFlag(cmd, &asJSON, []toolJSON{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, []toolJSON{})
 	return cmd
+}
+
+// toolsOptions are the inputs of berth tools.
+type toolsOptions struct {
+	// Args are the positional arguments: none, or one PLUGIN.
+	Args      []string
+	JSON      bool
+	Workspace string
+}
+
+func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
+	if len(opts.Args) == 1 {
+		if _, err := a.requireEnabled(opts.Workspace, opts.Args[0], "it has no tools here"); err != nil {
+			return err
+		}
+	}
+	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	tools, err := p.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	out := []toolJSON{}
+	for _, t := range tools {
+		if len(opts.Args) == 0 || t.Plugin == opts.Args[0] {
+			j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false)}
+			if globAsks(t.Policy, t.Definition.Annotations) {
+				j.Asks = true
+				j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
+			}
+			out = append(out, j)
+		}
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, out)
+	}
+	destructive := 0
+	if len(out) == 0 {
+		fmt.Fprintln(a.stdout, "No tools. berth status shows the state of each server.")
+	} else {
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
+		for _, t := range out {
+			policy := t.Policy.String()
+			if t.AsksWhy != "" {
+				policy += ", asks: destructive"
+				destructive++
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
+		}
+		tw.Flush()
+	}
+	if destructive > 0 {
+		fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
+	}
+	withheld := 0
+	for _, s := range p.Status() {
+		if len(opts.Args) == 0 || s.Plugin == opts.Args[0] {
+			withheld += len(s.Changes) + len(s.Collisions)
+		}
+	}
+	if withheld > 0 {
+		fmt.Fprintf(a.stdout, "%d tool(s) withheld; berth status shows why.\n", withheld)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -10,12 +11,8 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-func (a *app) trustCommand() *cobra.Command {
-	var (
-		opts                                          bundle.Options
-		sigFile, digest                               string
-		yes, allowUnsigned, allowSignerChange, asJSON bool
-	)
+func newTrustCmd(a *app) *cobra.Command {
+	opts := &trustOptions{}
 	cmd := &cobra.Command{
 		Use: "trust SOURCE",
 		Example: `  berth trust ./acme-notes
@@ -40,74 +37,88 @@ On a terminal, a bundle of 16 MiB or more draws progress while it is
 verified (hashed) and while it is staged (copied into the store).`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			source := args[0]
-			if asJSON && !yes {
-				return usagef("--json cannot ask for confirmation; add --yes")
-			}
-			if allowUnsigned && digest == "" {
-				return usagef("--allow-unsigned needs --digest sha256:HEX: an unsigned bundle is trusted only by its exact digest (berth digest prints it)")
-			}
-			topts := &store.TrustOptions{Bundle: &opts, AllowSignerChange: allowSignerChange, UnsignedUnsafe: allowUnsigned}
-			if digest != "" {
-				d, err := store.ParseDigest(digest)
-				if err != nil {
-					return usagef("--digest: %v", err)
-				}
-				topts.Digest = d
-			}
-			if !allowUnsigned {
-				topts.SignatureFile = sigFile
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			if err := checkLimits(&opts); err != nil {
-				return err
-			}
-			topts.Confirm = func(c *store.Candidate) error {
-				if !asJSON {
-					if err := c.Review.WriteText(a.stdout); err != nil {
-						return err
-					}
-					fmt.Fprintln(a.stdout)
-					if c.Signer != nil {
-						fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", c.Signer)
-					} else {
-						fmt.Fprintf(a.stdout, "UNSIGNED: trusted only because its digest is %s, as you pinned.\n", c.Bundle.Digest)
-					}
-				}
-				return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), yes, "--yes")
-			}
-			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "verifying")
-			staging, stopStaging := a.largeWork(!asJSON, "staging")
-			topts.StageProgress = staging
-			res, err := st.Trust(hctx, source, topts)
-			stopStaging()
-			stopProgress()
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Staged: res.Snapshot})
-			}
-			if res.Already {
-				fmt.Fprintf(a.stdout, "%s is already trusted with this digest; nothing changed.\n", res.Record.ID())
-				return nil
-			}
-			fmt.Fprintf(a.stdout, "Trusted %s (%s), staged at %s.\nEnable it with: berth enable %s\n", res.Record.ID(), res.Record.Digest, res.Snapshot, res.Record.Name)
-			return nil
+			opts.Source = args[0]
+			return runTrust(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts)
+	limitFlags(cmd, &opts.Bundle)
 	f := cmd.Flags()
-	f.StringVar(&sigFile, "signature", "", "the Sigstore bundle to verify (default SOURCE.sigstore.json)")
-	f.BoolVarP(&yes, "yes", "y", false, "trust without asking (required when not on a terminal)")
-	f.StringVar(&digest, "digest", "", "the digest the bundle must have (sha256:HEX)")
-	f.BoolVar(&allowUnsigned, "allow-unsigned", false, "trust a bundle without a signature, by --digest only; recorded as unsigned")
-	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
-	a.jsonFlag(cmd, &asJSON, trustJSON{})
+	f.StringVar(&opts.SigFile, "signature", "", "the Sigstore bundle to verify (default SOURCE.sigstore.json)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "trust without asking (required when not on a terminal)")
+	f.StringVar(&opts.Digest, "digest", "", "the digest the bundle must have (sha256:HEX)")
+	f.BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "trust a bundle without a signature, by --digest only; recorded as unsigned")
+	f.BoolVar(&opts.AllowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version")
+	a.jsonFlag(cmd, &opts.JSON, trustJSON{})
 	return cmd
+}
+
+// trustOptions are the inputs of berth trust.
+type trustOptions struct {
+	// Source is the positional argument.
+	Source                                      string
+	Bundle                                      bundle.Options
+	SigFile, Digest                             string
+	Yes, AllowUnsigned, AllowSignerChange, JSON bool
+}
+
+func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
+	source := opts.Source
+	if opts.JSON && !opts.Yes {
+		return usagef("--json cannot ask for confirmation; add --yes")
+	}
+	if opts.AllowUnsigned && opts.Digest == "" {
+		return usagef("--allow-unsigned needs --digest sha256:HEX: an unsigned bundle is trusted only by its exact digest (berth digest prints it)")
+	}
+	topts := &store.TrustOptions{Bundle: &opts.Bundle, AllowSignerChange: opts.AllowSignerChange, UnsignedUnsafe: opts.AllowUnsigned}
+	if opts.Digest != "" {
+		d, err := store.ParseDigest(opts.Digest)
+		if err != nil {
+			return usagef("--digest: %v", err)
+		}
+		topts.Digest = d
+	}
+	if !opts.AllowUnsigned {
+		topts.SignatureFile = opts.SigFile
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	if err := checkLimits(&opts.Bundle); err != nil {
+		return err
+	}
+	topts.Confirm = func(c *store.Candidate) error {
+		if !opts.JSON {
+			if err := c.Review.WriteText(a.stdout); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout)
+			if c.Signer != nil {
+				fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", c.Signer)
+			} else {
+				fmt.Fprintf(a.stdout, "UNSIGNED: trusted only because its digest is %s, as you pinned.\n", c.Bundle.Digest)
+			}
+		}
+		return a.confirm(fmt.Sprintf("Trust %s %s?", c.Bundle.Manifest.Name, c.Bundle.Manifest.Version), opts.Yes, "--yes")
+	}
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "verifying")
+	staging, stopStaging := a.largeWork(!opts.JSON, "staging")
+	topts.StageProgress = staging
+	res, err := st.Trust(hctx, source, topts)
+	stopStaging()
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Staged: res.Snapshot})
+	}
+	if res.Already {
+		fmt.Fprintf(a.stdout, "%s is already trusted with this digest; nothing changed.\n", res.Record.ID())
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "Trusted %s (%s), staged at %s.\nEnable it with: berth enable %s\n", res.Record.ID(), res.Record.Digest, res.Snapshot, res.Record.Name)
+	return nil
 }
 
 // trustJSON is what trust --json prints.

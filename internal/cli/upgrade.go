@@ -76,69 +76,86 @@ func (a *app) outdatedIn(c *marketplace.Cache, st *store.Store, ws string) ([]*l
 	return list, ro, err
 }
 
-func (a *app) outdatedCommand() *cobra.Command {
-	var workspace string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "outdated",
-		Short: "List installed catalog plugins with newer versions",
-		Long: `Outdated updates the catalogs plugins were installed from (offline, their
+const outdatedLong = `Outdated updates the catalogs plugins were installed from (offline, their
 verified copies are used) and lists, per plugin installed from a catalog,
 its highest installed version, the constraint it was installed for (the
 workspace's berth.lock's, when it has one), the newest version that
 constraint allows (resolved as install would), the latest version, and the
 installed version's status in the catalog (active, deprecated, yanked,
-revoked). berth upgrade installs the newest allowed version.`,
+revoked). berth upgrade installs the newest allowed version.`
+
+// outdatedOptions are the inputs of berth outdated.
+type outdatedOptions struct {
+	Workspace string
+	JSON      bool
+}
+
+func newOutdatedCmd(a *app) *cobra.Command {
+	opts := &outdatedOptions{}
+	cmd := &cobra.Command{
+		Use:   "outdated",
+		Short: "List installed catalog plugins with newer versions",
+		Long:  outdatedLong,
 		Example: `  berth outdated
   berth outdated --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ws, err := pool.Workspace(workspace)
-			if err != nil {
-				return err
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			if err := a.refreshInstalled(cmd.Context(), c, st, true, true); err != nil {
-				return err
-			}
-			list, _, err := a.outdatedIn(c, st, ws)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(a.stdout, list)
-			}
-			if len(list) == 0 {
-				fmt.Fprintln(a.stdout, "Nothing is installed from a catalog (berth install NAME).")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tCATALOG\tCURRENT\tCONSTRAINT\tWANTED\tLATEST\tSTATUS")
-			for _, o := range list {
-				status := string(o.Status)
-				switch {
-				case o.Problem != "":
-					status = o.Problem
-				case o.Status == "":
-					status = "not listed"
-				case o.Reason != "":
-					status += ": " + o.Reason
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Catalog, o.Current, dash(o.Constraint), dash(o.Wanted), dash(o.Latest), review.Printable(status))
-			}
-			return tw.Flush()
+			return runOutdated(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
-	a.jsonFlag(cmd, &asJSON, []*lock.Outdated{})
+	workspaceFlag(cmd, &opts.Workspace)
+	a.jsonFlag(cmd, &opts.JSON, []*lock.Outdated{})
 	return cmd
+}
+
+func runOutdated(ctx context.Context, a *app, opts *outdatedOptions) error {
+	ws, st, c, err := a.openCatalogWorkspace(opts.Workspace)
+	if err != nil {
+		return err
+	}
+	if err := a.refreshInstalled(ctx, c, st, true, true); err != nil {
+		return err
+	}
+	list, _, err := a.outdatedIn(c, st, ws)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(a.stdout, "Nothing is installed from a catalog (berth install NAME).")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCATALOG\tCURRENT\tCONSTRAINT\tWANTED\tLATEST\tSTATUS")
+	for _, o := range list {
+		status := string(o.Status)
+		switch {
+		case o.Problem != "":
+			status = o.Problem
+		case o.Status == "":
+			status = "not listed"
+		case o.Reason != "":
+			status += ": " + o.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Catalog, o.Current, dash(o.Constraint), dash(o.Wanted), dash(o.Latest), review.Printable(status))
+	}
+	return tw.Flush()
+}
+
+// openCatalogWorkspace resolves the workspace dir and opens the store
+// and the catalog cache, as outdated, upgrade and sync begin.
+func (a *app) openCatalogWorkspace(dir string) (string, *store.Store, *marketplace.Cache, error) {
+	ws, err := pool.Workspace(dir)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	st, c, err := a.storeAndCatalogs()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return ws, st, c, nil
 }
 
 func dash(s string) string {
@@ -173,13 +190,7 @@ type upgradeJSON struct {
 // errUpgradesAvailable is --fail-on-changes' verdict (exit 5).
 var errUpgradesAvailable = fmt.Errorf("upgrades are available: %w", store.ErrDrift)
 
-func (a *app) upgradeCommand() *cobra.Command {
-	var workspace string
-	var preview, failOnChanges, yes, allowStale, allowSignerChange, asJSON bool
-	cmd := &cobra.Command{
-		Use:   "upgrade [NAME]",
-		Short: "Upgrade installed catalog plugins, showing the authority diff first",
-		Long: `Upgrade installs the newest version that each plugin's constraint allows
+const upgradeLong = `Upgrade installs the newest version that each plugin's constraint allows
 (or NAME's only), as berth outdated lists them. Before anything, it shows
 the authority diff between the installed and the new version: servers
 added or removed, programs, arguments, fetched packages, environment
@@ -194,109 +205,131 @@ is refused (exit 4) unless --allow-signer-change.
 
 --preview shows the diffs and changes nothing, not even the catalog
 copies. --fail-on-changes updates the catalogs, shows the diffs, changes
-no plugin, and exits 5 when an upgrade is available: a CI freshness gate.`,
+no plugin, and exits 5 when an upgrade is available: a CI freshness gate.`
+
+// upgradeOptions are the inputs of berth upgrade.
+type upgradeOptions struct {
+	// Name is the one plugin to upgrade ("" for all).
+	Name                                                             string
+	Workspace                                                        string
+	Preview, FailOnChanges, Yes, AllowStale, AllowSignerChange, JSON bool
+}
+
+func newUpgradeCmd(a *app) *cobra.Command {
+	opts := &upgradeOptions{}
+	cmd := &cobra.Command{
+		Use:   "upgrade [NAME]",
+		Short: "Upgrade installed catalog plugins, showing the authority diff first",
+		Long:  upgradeLong,
 		Example: `  berth upgrade --preview
   berth upgrade acme-notes
   berth upgrade --yes
   berth upgrade --fail-on-changes`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
 			if len(args) == 1 {
 				if err := store.CheckRef(args[0], ""); err != nil {
 					return usagef("%v", err)
 				}
+				opts.Name = args[0]
 			}
-			if asJSON && !yes && !preview && !failOnChanges {
-				return usagef("--json cannot ask for confirmation; add --yes (or use --preview)")
-			}
-			ws, err := pool.Workspace(workspace)
-			if err != nil {
-				return err
-			}
-			st, err := a.store()
-			if err != nil {
-				return err
-			}
-			c, err := a.catalogs()
-			if err != nil {
-				return err
-			}
-			if !preview {
-				if err := a.refreshInstalled(ctx, c, st, allowStale, failOnChanges); err != nil {
-					return err
-				}
-			}
-			list, ro, err := a.outdatedIn(c, st, ws)
-			if err != nil {
-				return err
-			}
-			out := upgradeJSON{Upgrades: []upgradeEntry{}}
-			found := len(args) == 0
-			var todo []*lock.Outdated
-			for _, o := range list {
-				if len(args) == 1 && o.Name != args[0] {
-					continue
-				}
-				found = true
-				if o.Problem != "" && len(args) == 1 {
-					return fmt.Errorf("%s cannot be upgraded: %s", o.Name, o.Problem)
-				}
-				if !o.Upgrade {
-					if len(args) == 1 && !asJSON {
-						fmt.Fprintf(a.stdout, "%s %s is already the newest version %s.\n", o.Name, o.Current, constraintWords(o.Constraint))
-					}
-					continue
-				}
-				todo = append(todo, o)
-			}
-			if !found {
-				return fmt.Errorf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it): %w", args[0], args[0], store.ErrNotTrusted)
-			}
-			if len(todo) == 0 && len(args) == 0 && !asJSON {
-				fmt.Fprintln(a.stdout, "Everything installed from a catalog is at the newest version its constraint allows.")
-			}
-			var worst error
-			for _, o := range todo {
-				e, err := a.upgradeOne(ctx, st, c, ws, o, ro, preview || failOnChanges, yes, allowStale, allowSignerChange, asJSON)
-				if err != nil {
-					e.Error = forCLI(err).Error()
-					worst = worse(worst, err)
-					if !asJSON {
-						fmt.Fprintf(a.stderr, "berth: %s: %s\n", o.Name, e.Error)
-					}
-				}
-				out.Upgrades = append(out.Upgrades, *e)
-			}
-			out.Available = len(todo)
-			if asJSON {
-				if err := writeJSON(a.stdout, out); err != nil {
-					return err
-				}
-			} else if preview && len(todo) > 0 {
-				fmt.Fprintln(a.stdout, "\nNothing was changed (--preview). Run berth upgrade to install these.")
-			}
-			if worst != nil {
-				return &reported{worst}
-			}
-			if failOnChanges && len(todo) > 0 {
-				if !asJSON {
-					fmt.Fprintf(a.stdout, "\n%d upgrade(s) available; nothing was changed (--fail-on-changes).\n", len(todo))
-				}
-				return &reported{errUpgradesAvailable}
-			}
-			return nil
+			return runUpgrade(cmd.Context(), a, opts)
 		},
 	}
-	workspaceFlag(cmd, &workspace)
+	workspaceFlag(cmd, &opts.Workspace)
 	f := cmd.Flags()
-	f.BoolVar(&preview, "preview", false, "show the authority diffs and change nothing")
-	f.BoolVar(&failOnChanges, "fail-on-changes", false, "change no plugin, and exit 5 when an upgrade is available (a CI gate)")
-	f.BoolVarP(&yes, "yes", "y", false, "confirm grown authority and new signers without asking (required when not on a terminal)")
-	f.BoolVar(&allowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
-	f.BoolVar(&allowSignerChange, "allow-signer-change", false, "accept a new version signed by another of the catalog's allowed signers")
-	a.jsonFlag(cmd, &asJSON, upgradeJSON{})
+	f.BoolVar(&opts.Preview, "preview", false, "show the authority diffs and change nothing")
+	f.BoolVar(&opts.FailOnChanges, "fail-on-changes", false, "change no plugin, and exit 5 when an upgrade is available (a CI gate)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "confirm grown authority and new signers without asking (required when not on a terminal)")
+	f.BoolVar(&opts.AllowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust record says so)")
+	f.BoolVar(&opts.AllowSignerChange, "allow-signer-change", false, "accept a new version signed by another of the catalog's allowed signers")
+	a.jsonFlag(cmd, &opts.JSON, upgradeJSON{})
 	return cmd
+}
+
+func runUpgrade(ctx context.Context, a *app, opts *upgradeOptions) error {
+	if opts.JSON && !opts.Yes && !opts.Preview && !opts.FailOnChanges {
+		return usagef("--json cannot ask for confirmation; add --yes (or use --preview)")
+	}
+	ws, st, c, err := a.openCatalogWorkspace(opts.Workspace)
+	if err != nil {
+		return err
+	}
+	if !opts.Preview {
+		if err := a.refreshInstalled(ctx, c, st, opts.AllowStale, opts.FailOnChanges); err != nil {
+			return err
+		}
+	}
+	list, ro, err := a.outdatedIn(c, st, ws)
+	if err != nil {
+		return err
+	}
+	todo, err := a.upgradesToDo(list, opts)
+	if err != nil {
+		return err
+	}
+	out := upgradeJSON{Upgrades: []upgradeEntry{}}
+	var worst error
+	for _, o := range todo {
+		e, err := a.upgradeOne(ctx, st, c, ws, o, ro, opts)
+		if err != nil {
+			e.Error = forCLI(err).Error()
+			worst = worse(worst, err)
+			if !opts.JSON {
+				fmt.Fprintf(a.stderr, "berth: %s: %s\n", o.Name, e.Error)
+			}
+		}
+		out.Upgrades = append(out.Upgrades, *e)
+	}
+	out.Available = len(todo)
+	if opts.JSON {
+		if err := writeJSON(a.stdout, out); err != nil {
+			return err
+		}
+	} else if opts.Preview && len(todo) > 0 {
+		fmt.Fprintln(a.stdout, "\nNothing was changed (--preview). Run berth upgrade to install these.")
+	}
+	if worst != nil {
+		return &reported{worst}
+	}
+	if opts.FailOnChanges && len(todo) > 0 {
+		if !opts.JSON {
+			fmt.Fprintf(a.stdout, "\n%d upgrade(s) available; nothing was changed (--fail-on-changes).\n", len(todo))
+		}
+		return &reported{errUpgradesAvailable}
+	}
+	return nil
+}
+
+// upgradesToDo picks from list the upgrades opts asks for, and says
+// which are at their newest already.
+func (a *app) upgradesToDo(list []*lock.Outdated, opts *upgradeOptions) ([]*lock.Outdated, error) {
+	one := opts.Name != ""
+	found := !one
+	var todo []*lock.Outdated
+	for _, o := range list {
+		if one && o.Name != opts.Name {
+			continue
+		}
+		found = true
+		if o.Problem != "" && one {
+			return nil, fmt.Errorf("%s cannot be upgraded: %s", o.Name, o.Problem)
+		}
+		if !o.Upgrade {
+			if one && !opts.JSON {
+				fmt.Fprintf(a.stdout, "%s %s is already the newest version %s.\n", o.Name, o.Current, constraintWords(o.Constraint))
+			}
+			continue
+		}
+		todo = append(todo, o)
+	}
+	if !found {
+		return nil, fmt.Errorf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it): %w", opts.Name, opts.Name, store.ErrNotTrusted)
+	}
+	if len(todo) == 0 && !one && !opts.JSON {
+		fmt.Fprintln(a.stdout, "Everything installed from a catalog is at the newest version its constraint allows.")
+	}
+	return todo, nil
 }
 
 func constraintWords(c string) string {
@@ -309,7 +342,8 @@ func constraintWords(c string) string {
 // upgradeOne shows the authority diff of one upgrade and, unless only
 // looking, installs it, enables it where the old version was enabled in
 // ws, and updates ws's berth.lock.
-func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *lock.Outdated, ro *marketplace.ResolveOptions, look, yes, allowStale, allowSignerChange, asJSON bool) (*upgradeEntry, error) {
+func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *lock.Outdated, ro *marketplace.ResolveOptions, opts *upgradeOptions) (*upgradeEntry, error) {
+	look, yes, asJSON := opts.Preview || opts.FailOnChanges, opts.Yes, opts.JSON
 	e := &upgradeEntry{Name: o.Name, Catalog: o.Catalog, From: o.Current, To: o.Wanted}
 	from, err := installedSummary(ctx, st, o)
 	if err != nil {
@@ -329,27 +363,20 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 			return e, err
 		}
 	}
-	bar := a.downloadBar(!asJSON)
-	res, err := c.Install(ctx, st, marketplace.InstallRequest{Name: o.Name, Catalog: o.Catalog, Constraint: o.Constraint, AllowStale: allowStale, AllowSignerChange: allowSignerChange, Resolve: ro,
-		Download: &marketplace.DownloadOptions{Progress: bar.progress(o.Name)},
-		Confirm: func(ic *marketplace.InstallCandidate) error {
-			bar.done()
-			if ic.NewSigner == nil {
-				return nil
-			}
-			if !asJSON {
-				a.showCandidate(ic, false)
-			}
-			return a.confirm(fmt.Sprintf("Trust this new signer for %s?", o.Name), yes, "--yes")
-		}})
-	bar.done()
+	req := marketplace.InstallRequest{Name: o.Name, Catalog: o.Catalog, Constraint: o.Constraint, AllowStale: opts.AllowStale, AllowSignerChange: opts.AllowSignerChange, Resolve: ro}
+	res, err := a.installOne(ctx, st, c, req, installShow{quiet: asJSON}, func(ic *marketplace.InstallCandidate) error {
+		if ic.NewSigner == nil {
+			return nil
+		}
+		if !asJSON {
+			a.showCandidate(ic, false)
+		}
+		return a.confirm(fmt.Sprintf("Trust this new signer for %s?", o.Name), yes, "--yes")
+	})
 	if err != nil {
 		return e, err
 	}
 	e.Done, e.NewSigner, e.To = true, res.Trust.NewSigner, res.Version.Version
-	if !asJSON {
-		a.printInstalled(res)
-	}
 	state, err := st.State()
 	if err != nil {
 		return e, err

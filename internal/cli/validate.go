@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -32,9 +33,8 @@ type validateJSON struct {
 	Notes  []string `json:"notes,omitempty"`
 }
 
-func (a *app) validateCommand() *cobra.Command {
-	var opts bundle.Options
-	var asJSON bool
+func newValidateCmd(a *app) *cobra.Command {
+	opts := &validateOptions{}
 	cmd := &cobra.Command{
 		Use: "validate SOURCE",
 		Example: `  berth validate ./acme-notes
@@ -53,48 +53,61 @@ are located in the source's own file and field.
 Exit code 0 means valid; 3 means invalid.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkLimits(&opts); err != nil {
-				return err
-			}
-			hctx, stopProgress := a.hashing(cmd.Context(), !asJSON, "hashing")
-			b, problems, err := bundle.Load(hctx, args[0], &opts)
-			stopProgress()
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			var invalid error
-			if len(problems) > 0 {
-				invalid = &bundle.InvalidError{Source: args[0], Problems: problems}
-			}
-			if asJSON {
-				out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems), Notes: b.Notes}
-				if b.Import != nil {
-					out.Format = b.Import.Format
-				}
-				if err := writeJSON(a.stdout, out); err != nil {
-					return err
-				}
-				if invalid != nil {
-					return &reported{invalid}
-				}
-				return nil
-			}
-			if invalid != nil {
-				return invalid
-			}
-			for _, n := range b.Notes {
-				fmt.Fprintf(a.stderr, "note: %s\n", n)
-			}
-			name := b.Manifest.Name + " " + b.Manifest.Version
-			if imp := importedAs(b); imp != "" {
-				name += ", " + imp
-			}
-			fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", args[0], name, b.Digest)
-			return nil
+			opts.Source = args[0]
+			return runValidate(cmd.Context(), a, opts)
 		},
 	}
-	limitFlags(cmd, &opts)
-	a.jsonFlag(cmd, &asJSON, validateJSON{})
+	limitFlags(cmd, &opts.Bundle)
+	a.jsonFlag(cmd, &opts.JSON, validateJSON{})
 	return cmd
+}
+
+// validateOptions are the inputs of berth validate.
+type validateOptions struct {
+	// Source is the positional argument.
+	Source string
+	JSON   bool
+	Bundle bundle.Options
+}
+
+func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
+	if err := checkLimits(&opts.Bundle); err != nil {
+		return err
+	}
+	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "hashing")
+	b, problems, err := bundle.Load(hctx, opts.Source, &opts.Bundle)
+	stopProgress()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var invalid error
+	if len(problems) > 0 {
+		invalid = &bundle.InvalidError{Source: opts.Source, Problems: problems}
+	}
+	if opts.JSON {
+		out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems), Notes: b.Notes}
+		if b.Import != nil {
+			out.Format = b.Import.Format
+		}
+		if err := writeJSON(a.stdout, out); err != nil {
+			return err
+		}
+		if invalid != nil {
+			return &reported{invalid}
+		}
+		return nil
+	}
+	if invalid != nil {
+		return invalid
+	}
+	for _, n := range b.Notes {
+		fmt.Fprintf(a.stderr, "note: %s\n", n)
+	}
+	name := b.Manifest.Name + " " + b.Manifest.Version
+	if imp := importedAs(b); imp != "" {
+		name += ", " + imp
+	}
+	fmt.Fprintf(a.stdout, "%s is a valid bundle: %s, %s\n", opts.Source, name, b.Digest)
+	return nil
 }

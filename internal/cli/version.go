@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
@@ -9,8 +10,8 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 )
 
-func (a *app) versionCommand() *cobra.Command {
-	var asJSON bool
+func newVersionCmd(a *app) *cobra.Command {
+	opts := &versionOptions{}
 	cmd := &cobra.Command{
 		Use: "version",
 		Example: `  berth version
@@ -18,15 +19,24 @@ func (a *app) versionCommand() *cobra.Command {
 		Short: "Print berth's version",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if asJSON {
-				return writeJSON(a.stdout, versionJSON{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Version: bundle.BerthVersion})
-			}
-			_, err := fmt.Fprintf(a.stdout, "berth %s\n", versionText())
-			return err
+			return runVersion(cmd.Context(), a, opts)
 		},
 	}
-	a.jsonFlag(cmd, &asJSON, versionJSON{})
+	a.jsonFlag(cmd, &opts.JSON, versionJSON{})
 	return cmd
+}
+
+// versionOptions are the inputs of berth version.
+type versionOptions struct {
+	JSON bool
+}
+
+func runVersion(_ context.Context, a *app, opts *versionOptions) error {
+	if opts.JSON {
+		return writeJSON(a.stdout, versionJSON{Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Version: bundle.BerthVersion})
+	}
+	_, err := fmt.Fprintf(a.stdout, "berth %s\n", versionText())
+	return err
 }
 
 // versionJSON is what version --json prints.
