@@ -55,3 +55,39 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 	}
 }
+
+// RequireRootEnv names the variable that makes the tests needing root (and
+// setpriv, to act as a second user) mandatory: set (as .ci/run sets it,
+// CI runs as root), a missing root or setpriv fails the test instead of
+// skipping it.
+const RequireRootEnv = "BERTH_REQUIRE_ROOT"
+
+// NeedRoot skips t, saying why it needs root, unless the process runs as
+// root; under BERTH_REQUIRE_ROOT it fails t instead.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	unavailable(t, "needs root, "+why)
+}
+
+// NeedSetpriv returns setpriv's path, or skips t (fails it under
+// BERTH_REQUIRE_ROOT) when setpriv is not on PATH.
+func NeedSetpriv(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("setpriv")
+	if err != nil {
+		unavailable(t, "needs setpriv (util-linux), to run a program as another user")
+	}
+	return p
+}
+
+func unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv(RequireRootEnv) != "" {
+		t.Fatalf("%s; %s is set, which makes this a failure", msg, RequireRootEnv)
+		return
+	}
+	t.Skipf("%s; set %s=1 to make this a failure", msg, RequireRootEnv)
+}
