@@ -31,8 +31,15 @@ type relayEnv struct {
 
 func newRelayEnv(t *testing.T, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
 	t.Helper()
+	return newRelayEnvIn(t, "", legacyUpstream, policy...)
+}
+
+// newRelayEnvIn is newRelayEnv with the workspace ws ("": a temporary
+// directory).
+func newRelayEnvIn(t *testing.T, ws string, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
+	t.Helper()
 	ctx := context.Background()
-	h := newPluginHome(t, "rly", testrelay.Name, "relay test plugin", append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...))
+	h := newPluginHome(t, ws, "rly", testrelay.Name, "relay test plugin", append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...))
 	home, bin, ws, paths, st := h.home, h.bin, h.ws, h.paths, h.st
 	var err error
 	e := &relayEnv{t: t, ws: ws, paths: paths}

@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -107,6 +108,9 @@ type Server struct {
 	unsubscribe func()
 	closeOnce   sync.Once
 	closeErr    error
+	// handling counts the requests whose handler runs (recoverMiddleware);
+	// tests wait for it to reach zero before they remove the home.
+	handling atomic.Int64
 
 	notices listNotices // which list_changed notifications go out
 	levels  logLevels   // the log level each legacy session set (relay.go)
@@ -193,7 +197,10 @@ func New(p *pool.Pool, opts *Options) *Server {
 // Close stops the server's background work (the pool subscription and
 // the sync worker, waiting for a sync in progress) and closes the audit
 // log. It does not close the pool or end sessions; cancel the contexts of
-// ServeStdio and ServeHTTP for that. It is safe to call more than once.
+// ServeStdio and ServeHTTP for that, and let them return first: a call
+// that ends after Close is not audited (its append fails with
+// ErrAuditClosed, and the failure is logged). It is safe to call more than
+// once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
@@ -213,6 +220,8 @@ func (s *Server) MCPServer() *mcp.Server { return s.ms }
 // request only, logged with its stack.
 func (s *Server) recoverMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		s.handling.Add(1)
+		defer s.handling.Add(-1)
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("panic in a handler; only this request fails", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
