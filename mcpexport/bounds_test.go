@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -95,14 +96,10 @@ func TestSessionsAreCapped(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if list, _ := e.srv.queue.List(); len(list) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the calls did not reach the queue")
-		}
-	}
+	testkit.Eventually(t, 20*time.Second, "the three calls to reach the queue", func() bool {
+		list, _ := e.srv.queue.List()
+		return len(list) == 3
+	})
 	res, err := rawPost(context.Background(), url, "", "", initBody)
 	if err != nil {
 		t.Fatal(err)

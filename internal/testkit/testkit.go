@@ -43,15 +43,25 @@ func Program(t testing.TB, dir, pkg string) string {
 }
 
 // Eventually polls cond every 10 ms for up to d and fails the test, naming
-// what it waited for, if cond never held.
+// what it waited for, if cond never held. Like t.Fatal, it must be called
+// from the test's goroutine; elsewhere use Within.
 func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Within(d, cond) {
+		t.Fatalf("timed out after %s waiting for %s", d, what)
+	}
+}
+
+// Within polls cond every 10 ms for up to d and reports whether it held.
+// It is the one polling loop of the tests: Eventually is Within that fails
+// the test.
+func Within(d time.Duration, cond func() bool) bool {
 	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
 		if cond() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
+			return false
 		}
 	}
 }
