@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
 	"github.com/berth-mcp/berth/store"
 )
@@ -236,11 +235,6 @@ func status(t testing.TB, p *Pool, id string) ServerStatus {
 	}
 	t.Fatalf("no server %s in %+v", id, p.Status())
 	return ServerStatus{}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, d, what, cond)
 }
 
 // alive reports whether pid is a live process (a zombie is dead).
