@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
 	"github.com/berth-mcp/berth/store"
 )
@@ -235,6 +236,20 @@ func status(t testing.TB, p *Pool, id string) ServerStatus {
 	}
 	t.Fatalf("no server %s in %+v", id, p.Status())
 	return ServerStatus{}
+}
+
+// waitNoticed waits until the file-system watch of plugin's drift checker
+// has seen a change made to its snapshot (the watch delivers
+// asynchronously; only then does the call's boundary look). Without a
+// watch every boundary sweeps: nothing to wait for.
+func waitNoticed(t *testing.T, p *Pool, plugin string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, "the watch of "+plugin+"'s snapshot to notice the change", func() bool {
+		p.mu.Lock()
+		pl := p.plugins[plugin]
+		p.mu.Unlock()
+		return pl != nil && pl.drift != nil && (!pl.drift.Watching() || pl.drift.Noticed())
+	})
 }
 
 // alive reports whether pid is a live process (a zombie is dead).

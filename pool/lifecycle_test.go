@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,7 +239,7 @@ func TestDrift(t *testing.T) {
 			p := f.open(func(o *Options) { o.PollInterval = -1 }) // only the call's boundary may notice
 			pid := serverPIDs(t, p, "demo__main__pid").PID
 			tc.tamper(f.paths.Snapshot(mustDigest(rec.Digest)))
-			time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
+			waitNoticed(t, p, "demo")
 			_, err := p.Call(context.Background(), "demo__main__echo", json.RawMessage(`{"text":"x"}`), allow)
 			var de *store.DriftError
 			if !errors.Is(err, store.ErrDrift) || !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "berth verify") {
@@ -410,13 +411,9 @@ func TestCloseWaitsForReplacedServers(t *testing.T) {
 	// Close ends with SIGKILL to the group; the kernel delivers it
 	// asynchronously, so allow the killed processes a moment to die (the
 	// wrapper's sleep would keep the group alive for 30 s otherwise).
-	deadline := time.Now().Add(2 * time.Second)
-	for groupAlive(wrapper) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the process group %d of the replaced version outlived Close", wrapper)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 2*time.Second, fmt.Sprintf("the process group %d of the replaced version to end after Close", wrapper), func() bool {
+		return !groupAlive(wrapper)
+	})
 }
 
 // groupAlive reports whether a live (not zombie) process is in the

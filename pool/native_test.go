@@ -447,7 +447,7 @@ func TestNativeDrift(t *testing.T) {
 	if err := os.Rename(exe+".new", exe); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
+	waitNoticed(t, p, "acme")
 	_, err = p.Call(context.Background(), "acme__tp__echo", nil, allow)
 	if !errors.Is(err, store.ErrDrift) || !strings.Contains(err.Error(), "bin/tp") || !strings.Contains(err.Error(), "berth verify") {
 		t.Fatalf("call after tampering: %v", err)

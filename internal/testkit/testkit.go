@@ -53,10 +53,15 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 // Within polls cond every 10 ms for up to d and reports whether it held.
-// It is the one polling loop of the tests: Eventually is Within that fails
-// the test.
+// Eventually is Within that fails the test.
 func Within(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+	return Poll(d, 10*time.Millisecond, cond)
+}
+
+// Poll is Within polling every interval, for a cond that costs more (one
+// that runs a program). It is the one polling loop of the tests.
+func Poll(d, interval time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
 		if cond() {
 			return true
 		}
