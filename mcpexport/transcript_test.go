@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,7 +151,7 @@ func recordedClient(t *testing.T, srv *Server, proto string, opts *mcp.ClientOpt
 func (w *wire) transcript(t *testing.T, sessionID string, approvals []string) string {
 	t.Helper()
 	w.mu.Lock()
-	lines := slicesClone(w.lines)
+	lines := slices.Clone(w.lines)
 	w.mu.Unlock()
 	return normalize(t, lines, "c", "b", sessionID, approvals)
 }
@@ -243,8 +244,6 @@ func normalize(t *testing.T, lines []wireLine, client, server, sessionID string,
 }
 
 var rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
-
-func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 
 // checkTranscript compares the files got (wire, and plugin if there is
 // one) with the golden transcript name (or rewrites it under -update).
