@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -336,7 +337,8 @@ func TestRelayLogging(t *testing.T) {
 // each audited; a client without the capability, a denying policy, and a
 // request outside any call are refused with an MCP error saying why.
 func TestRelaySamplingAndElicitation(t *testing.T) {
-	e := newRelayEnv(t, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
+	wire := filepath.Join(t.TempDir(), "plugin-wire")
+	e := newRelayEnvIn(t, "", []string{testrelay.WireEnv + "=" + wire}, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
 	rc := e.client("2025-11-25", clientCaps{sampling: true, elicitation: true})
 	if got := rc.call(t, "sample", nil, nil); got != "sampled: Paris" {
 		t.Fatalf("sample: %q", got)
@@ -358,8 +360,14 @@ func TestRelaySamplingAndElicitation(t *testing.T) {
 		t.Fatalf("elicitation from a client without the capability: %q", got)
 	}
 	rc.call(t, "sample-later", nil, nil)
+	// No call may be open when the late request comes (it would be one the
+	// request could belong to): wait on the plugin's wire for berth's
+	// answer to it, then ask the server what it got.
+	testkit.Eventually(t, 10*time.Second, "berth's answer to the late sampling request", func() bool {
+		return answeredOnWire(t, wire, "later")
+	})
 	var got string
-	testkit.Eventually(t, 10*time.Second, "the late sampling request's answer", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the plugin server's record of the answer", func() bool {
 		got = rc.call(t, "later-result", nil, nil)
 		return got != ""
 	})
@@ -381,6 +389,30 @@ func TestRelaySamplingAndElicitation(t *testing.T) {
 	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit of relayed requests:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// answeredOnWire reports whether the plugin server's wire log at path
+// shows berth's answer to the server's sampling request about text.
+func answeredOnWire(t *testing.T, path, text string) bool {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	var asked json.RawMessage
+	for l := range strings.Lines(string(data)) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if len(l) < 2 || json.Unmarshal([]byte(l[2:]), &m) != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "< ") && m.Method == "sampling/createMessage" && strings.Contains(l, `"text":"`+text+`"`):
+			asked = m.ID
+		case strings.HasPrefix(l, "> ") && m.Method == "" && asked != nil && string(m.ID) == string(asked):
+			return true
+		}
+	}
+	return false
 }
 
 // A policy deny of a plugin's sampling refuses its servers' requests.
