@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -63,5 +65,35 @@ func TestCallAfterServerCloseIsNotAudited(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "cannot write the audit log") || !strings.Contains(l, ErrAuditClosed.Error()) {
 		t.Fatalf("the refused append is not logged:\n%s", l)
+	}
+}
+
+// TestCloseWaitsForCallsInFlight: Server.Close closes the audit log only
+// once the calls in flight have ended (up to CloseWait), so a call that
+// ends while it waits is audited.
+func TestCloseWaitsForCallsInFlight(t *testing.T) {
+	e := newEnv(t, &Options{ApprovalTimeout: time.Second})
+	cs := e.client(legacy, nil) // no elicitation: the call waits in the queue
+	done := make(chan string, 1)
+	go func() {
+		text, _ := callTool(t, cs, echoTool, "hi")
+		done <- text
+	}()
+	testkit.Eventually(t, 20*time.Second, "the call to wait in the queue", func() bool {
+		list, _ := e.srv.queue.List()
+		return len(list) == 1
+	})
+	start := time.Now()
+	if err := e.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > CloseWait {
+		t.Fatalf("Close took %v, more than CloseWait", d)
+	}
+	if text := <-done; !strings.Contains(text, "no one approved it") {
+		t.Fatalf("the call: %q", text)
+	}
+	if a := readAudit(t, e.paths); len(a) != 1 || a[0].DecidedBy != ByTimeout {
+		t.Fatalf("audit after Close: %+v, want the call's timeout", a)
 	}
 }

@@ -95,7 +95,7 @@ func newEnvIn(t *testing.T, ws string, opts *Options, policy ...store.PolicyRule
 func (e *env) waitHandlers() {
 	e.t.Helper()
 	testkit.Eventually(e.t, 20*time.Second, "the server's request handlers to return", func() bool {
-		return e.srv.handling.Load() == 0
+		return e.srv.handling.count() == 0
 	})
 }
 
