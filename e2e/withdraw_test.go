@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/internal/peers"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/mcpexport"
 )
 
@@ -69,12 +70,8 @@ func TestApprovalDiesWithKilledClient(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	start := time.Now()
-	for len(list()) != 0 {
-		if time.Since(start) > 2*time.Second {
-			t.Fatalf("approval %s still listed 2s after its client was killed", id)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.Poll(2*time.Second, 50*time.Millisecond, func() bool { return len(list()) == 0 }) {
+		t.Fatalf("approval %s still listed 2s after its client was killed", id)
 	}
 	approve := exec.CommandContext(ctx, w.berthPath(), "approve", id)
 	approve.Env = w.env()

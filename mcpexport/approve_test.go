@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
@@ -203,16 +204,20 @@ func approveNext(t *testing.T, q *Queue, allow, always bool) {
 	}
 }
 
-// nextPending waits for a call in the queue.
+// nextPending waits for a call in the queue. It may run on any goroutine:
+// when none comes it fails t with Error and returns nil.
 func nextPending(t *testing.T, q *Queue) *Pending {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var p *Pending
+	if !testkit.Within(20*time.Second, func() bool {
 		if list, _ := q.List(); len(list) > 0 {
-			return list[0]
+			p = list[0]
 		}
+		return p != nil
+	}) {
+		t.Error("no call appeared in the approval queue")
 	}
-	t.Error("no call appeared in the approval queue")
-	return nil
+	return p
 }
 
 func TestQueue(t *testing.T) {
@@ -260,14 +265,10 @@ func TestPendingApprovalBlocksNoOne(t *testing.T) {
 		text, _ := callTool(t, waiting, wipeTool, "x")
 		done <- text
 	}()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if list, _ := e.srv.queue.List(); len(list) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the destructive call never reached the queue")
-		}
-	}
+	testkit.Eventually(t, 20*time.Second, "the destructive call to reach the queue", func() bool {
+		list, _ := e.srv.queue.List()
+		return len(list) == 1
+	})
 	if text, isErr := callTool(t, other, echoTool, "free"); isErr || text != "echo: free" {
 		t.Fatalf("the other client's call: %q", text)
 	}
@@ -403,15 +404,7 @@ func TestApprovalsShowHiddenCharacters(t *testing.T) {
 	}
 	defer cs.Close()
 	seen := make(chan *Pending, 1)
-	go func() {
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if list, _ := e.srv.queue.List(); len(list) > 0 {
-				seen <- list[0]
-				return
-			}
-		}
-		seen <- nil
-	}()
+	go func() { seen <- nextPending(t, e.srv.queue) }()
 	callTool(t, cs, echoTool, "gpj.\u202eexe\x7f")
 	p := <-seen
 	if p == nil {
@@ -613,14 +606,10 @@ func TestListIsNotHeldByAServerThatHangs(t *testing.T) {
 		t.Fatalf("%q", text)
 	}
 	// The sync worker heard list_changed and now waits for the server.
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(e.paths.Root, "tools-list-stalled")); err == nil {
-			break
-		}
-		if time.Since(start) > 20*time.Second {
-			t.Fatal("the server's tools/list was never asked for after its list_changed")
-		}
-	}
+	testkit.Eventually(t, 20*time.Second, "the server's tools/list to be asked for after its list_changed", func() bool {
+		_, err := os.Stat(filepath.Join(e.paths.Root, "tools-list-stalled"))
+		return err == nil
+	})
 	for i := range 2 {
 		start := time.Now()
 		names := toolNames(t, cs)

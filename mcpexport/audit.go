@@ -2,6 +2,8 @@ package mcpexport
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"sync"
@@ -96,13 +98,20 @@ const (
 
 // Audit appends entries to the audit log. Each entry is one write of one
 // line to a file opened with O_APPEND, so lines from several processes do
-// not interleave. It is safe for concurrent use.
+// not interleave. It is safe for concurrent use. Once closed it stays
+// closed: an Append after Close fails with ErrAuditClosed and opens
+// nothing.
 type Audit struct {
-	path string
-	mu   sync.Mutex
-	f    *os.File // kept open between appends; reopened when the path no longer names it
-	seen time.Time
+	path   string
+	mu     sync.Mutex
+	f      *os.File // kept open between appends; reopened when the path no longer names it
+	seen   time.Time
+	closed bool
 }
+
+// ErrAuditClosed is the error of an Audit.Append after Audit.Close (for a
+// Server, a call that ends after Server.Close): the entry is not written.
+var ErrAuditClosed = errors.New("the audit log is closed")
 
 // NewAudit returns the audit log at path.
 func NewAudit(path string) *Audit { return &Audit{path: path} }
@@ -118,6 +127,9 @@ func (a *Audit) Append(e AuditEntry) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return fmt.Errorf("berth: not writing the audit entry of %s %q (decision %q, outcome %q) to %s: %w", auditKind(e.Kind), e.Tool, e.Decision, e.Outcome, a.path, ErrAuditClosed)
+	}
 	if err := a.openLocked(); err != nil {
 		return err
 	}
@@ -152,10 +164,19 @@ func (a *Audit) openLocked() error {
 	return nil
 }
 
-// Close closes the log file.
+// auditKind names an entry's kind in an error.
+func auditKind(k pool.RequestKind) string {
+	if k == "" {
+		return "the tool"
+	}
+	return "the " + string(k)
+}
+
+// Close closes the log file; later appends fail with ErrAuditClosed.
 func (a *Audit) Close() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.closed = true
 	if a.f == nil {
 		return nil
 	}

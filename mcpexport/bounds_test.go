@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -32,10 +33,24 @@ func serveEnv(t *testing.T, e *env, o *HTTPOptions) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go ServeHTTP(ctx, ln, e.srv.Handler(o), o)
+	serveOn(t, ln, e.srv.Handler(o), o)
 	return ln.Addr().String()
+}
+
+// serveOn runs ServeHTTP on ln until the test ends, and waits for it to
+// return. (ServeHTTP returns after its connections' handlers; newEnv's
+// cleanup, which runs after this one, then waits for the MCP handlers.)
+func serveOn(t *testing.T, ln net.Listener, h http.Handler, o *HTTPOptions) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ServeHTTP(ctx, ln, h, o)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 func sessionAlive(t *testing.T, url, sid string) bool {
@@ -81,14 +96,10 @@ func TestSessionsAreCapped(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if list, _ := e.srv.queue.List(); len(list) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the calls did not reach the queue")
-		}
-	}
+	testkit.Eventually(t, 20*time.Second, "the three calls to reach the queue", func() bool {
+		list, _ := e.srv.queue.List()
+		return len(list) == 3
+	})
 	res, err := rawPost(context.Background(), url, "", "", initBody)
 	if err != nil {
 		t.Fatal(err)
@@ -203,9 +214,7 @@ func TestStalledReaderIsCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go ServeHTTP(ctx, smallBuffers{ln}, e.srv.Handler(o), o)
+	serveOn(t, smallBuffers{ln}, e.srv.Handler(o), o)
 	addr := ln.Addr().String()
 	sid := rawInit(t, "http://"+addr+"/mcp")
 

@@ -228,7 +228,7 @@ func TestStreamableAndSSEOverTheWire(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		go ServeHTTP(ctx, ln, e.srv.Handler(&o), &o)
+		serveOn(t, ln, e.srv.Handler(&o), &o)
 		var tr mcp.Transport
 		base := "http://" + ln.Addr().String()
 		switch {

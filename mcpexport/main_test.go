@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
@@ -57,8 +58,14 @@ type env struct {
 
 func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 	t.Helper()
+	return newEnvIn(t, "", opts, policy...)
+}
+
+// newEnvIn is newEnv with the workspace ws ("": a temporary directory).
+func newEnvIn(t *testing.T, ws string, opts *Options, policy ...store.PolicyRule) *env {
+	t.Helper()
 	ctx := context.Background()
-	h := newPluginHome(t, "demo", "berth-export-upstream", "exporter test plugin", policy)
+	h := newPluginHome(t, ws, "demo", "berth-export-upstream", "exporter test plugin", policy)
 	home, bin, ws, paths, st := h.home, h.bin, h.ws, h.paths, h.st
 	var err error
 	e := &env{t: t, paths: paths, store: st}
@@ -73,8 +80,23 @@ func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 	e.srv = New(e.pool, opts)
 	e.mu.Unlock()
 	t.Cleanup(func() { e.pool.Close() })
-	t.Cleanup(func() { e.srv.Close() }) // before the pool: cleanups run last first
+	// Before the pool (cleanups run last first), and after the sessions
+	// and listeners the test opened later have ended: their handlers
+	// return before the server closes its audit log and the home goes.
+	t.Cleanup(func() {
+		e.waitHandlers()
+		e.srv.Close()
+	})
 	return e
+}
+
+// waitHandlers waits until no request handler of e's server runs any more
+// (a withdrawn call writes approvals/ and audit.log on its way out).
+func (e *env) waitHandlers() {
+	e.t.Helper()
+	testkit.Eventually(e.t, 20*time.Second, "the server's request handlers to return", func() bool {
+		return e.srv.handling.count() == 0
+	})
 }
 
 // pluginHome is a BERTH_HOME in which one plugin, whose one server "up"
@@ -87,11 +109,15 @@ type pluginHome struct {
 }
 
 // newPluginHome makes a pluginHome for plugin, whose server runs command,
-// and sets the policy rules.
-func newPluginHome(t *testing.T, plugin, command, description string, policy []store.PolicyRule) pluginHome {
+// and sets the policy rules. ws is the workspace, an existing directory;
+// "" makes a temporary one.
+func newPluginHome(t *testing.T, ws, plugin, command, description string, policy []store.PolicyRule) pluginHome {
 	t.Helper()
 	ctx := context.Background()
-	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
+	home, bin := t.TempDir(), t.TempDir()
+	if ws == "" {
+		ws = t.TempDir()
+	}
 	exe, _ := os.Executable()
 	if err := os.Symlink(exe, filepath.Join(bin, command)); err != nil {
 		t.Fatal(err)

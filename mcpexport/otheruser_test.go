@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // otherUserEnv makes the test binary act as another local user's
@@ -50,13 +52,8 @@ func otherUserMain() {
 // WWW-Authenticate: Bearer), and it cannot read the token file even where
 // the directories on the way let it through (mode 0755): the file is 0600.
 func TestAnotherUserNeedsTheToken(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a program as user nobody")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv not found")
-	}
+	testkit.NeedRoot(t, "to run a program as user nobody")
+	setpriv := testkit.NeedSetpriv(t)
 	e := newEnv(t, nil)
 	// A world-traversable home, so that only the token file's own mode
 	// keeps the other user out.

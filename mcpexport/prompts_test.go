@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
@@ -180,23 +181,15 @@ func TestQueuedPromptsAndResourcesAreWithdrawnWithTheirRequest(t *testing.T) {
 				t.Fatalf("pending resource URI %q", p.URI)
 			}
 			gone()
-			for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-				if list, _ := e.srv.queue.List(); len(list) == 0 {
-					break
-				}
-				if time.Since(start) > 2*time.Second {
-					t.Fatalf("the approval %s is still pending 2s after its client went away", p.ID)
-				}
-			}
+			testkit.Eventually(t, 2*time.Second, "the approval "+p.ID+" to leave the queue after its client went away", func() bool {
+				list, _ := e.srv.queue.List()
+				return len(list) == 0
+			})
 			if _, err := e.srv.queue.Decide(p.ID, true, false, "late"); !errors.Is(err, ErrWithdrawn) {
 				t.Fatalf("approving the withdrawn request: %v", err)
 			}
 			var a []AuditEntry
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if a = readAudit(t, e.paths); len(a) > 0 {
-					break
-				}
-			}
+			testkit.Within(5*time.Second, func() bool { a = readAudit(t, e.paths); return len(a) > 0 })
 			if len(a) != 1 || a[0].Kind != tc.kind || a[0].Outcome != OutcomeWithdrawn || a[0].Decision != VerdictNone ||
 				a[0].Transport != TransportHTTP || !a[0].Authenticated || !strings.HasPrefix(a[0].ArgumentsDigest, "sha256:") {
 				t.Fatalf("audit %+v, want one withdrawn %s entry", a, tc.kind)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
@@ -31,13 +33,20 @@ type relayEnv struct {
 
 func newRelayEnv(t *testing.T, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
 	t.Helper()
+	return newRelayEnvIn(t, "", nil, legacyUpstream, policy...)
+}
+
+// newRelayEnvIn is newRelayEnv with the workspace ws ("": a temporary
+// directory) and env added to the plugin server's environment.
+func newRelayEnvIn(t *testing.T, ws string, env []string, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
+	t.Helper()
 	ctx := context.Background()
-	h := newPluginHome(t, "rly", testrelay.Name, "relay test plugin", append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...))
+	h := newPluginHome(t, ws, "rly", testrelay.Name, "relay test plugin", append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...))
 	home, bin, ws, paths, st := h.home, h.bin, h.ws, h.paths, h.st
 	var err error
 	e := &relayEnv{t: t, ws: ws, paths: paths}
 	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
-		BaseEnv:        []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
+		BaseEnv:        append([]string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home}, env...),
 		PollInterval:   50 * time.Millisecond,
 		LegacyUpstream: legacyUpstream,
 	})
@@ -115,14 +124,26 @@ func (e *relayEnv) client(proto string, caps clientCaps) *relayClient {
 
 // waitProgress waits (up to 5 s) until n progress notifications came.
 func (rc *relayClient) waitProgress(n int) {
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		rc.mu.Lock()
-		got := len(rc.progress)
-		rc.mu.Unlock()
-		if got >= n {
-			return
-		}
+	testkit.Within(5*time.Second, func() bool { return lenOf(rc, &rc.progress) >= n })
+}
+
+// lenOf is len(*list), one of rc's lists, under rc.mu.
+func lenOf[T any](rc *relayClient, list *[]T) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(*list)
+}
+
+// setLevel sets rc's logging level and waits until the plugin server was
+// told it (berth forwards it asynchronously).
+func (rc *relayClient) setLevel(t *testing.T, level mcp.LoggingLevel) {
+	t.Helper()
+	if err := rc.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		t.Fatal(err)
 	}
+	testkit.Eventually(t, 10*time.Second, "the level "+string(level)+" to reach the plugin server", func() bool {
+		return rc.call(t, "level", nil, nil) == string(level)
+	})
 }
 
 func (rc *relayClient) call(t *testing.T, tool string, args map[string]any, token any) string {
@@ -195,6 +216,9 @@ func TestRelayProgressFlood(t *testing.T) {
 	// A window of a second opens at the first one relayed, and again a
 	// second or more later.
 	windows := int(time.Since(start)/time.Second) + 1
+	// Notifications come on a goroutine of the client's: wait for the
+	// first, then a little for any beyond the limit.
+	testkit.Eventually(t, 10*time.Second, "a relayed progress notification", func() bool { return lenOf(rc, &rc.progress) > 0 })
 	time.Sleep(100 * time.Millisecond)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -217,11 +241,15 @@ func TestRelayProgressForeignToken(t *testing.T) {
 	if got := rc.call(t, "foreign-progress", nil, "client-token"); got != "sent" {
 		t.Fatalf("the call: %q", got)
 	}
+	// A later call's own progress, relayed after anything of the first
+	// call's would have been: once it came, nothing else may have.
+	rc.call(t, "progress", map[string]any{"n": 1}, "marker")
+	testkit.Eventually(t, 10*time.Second, "the marker call's progress", func() bool { return lenOf(rc, &rc.progress) > 0 })
 	time.Sleep(100 * time.Millisecond)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if len(rc.progress) != 0 {
-		t.Fatalf("%d progress notifications under foreign tokens were relayed: %+v", len(rc.progress), rc.progress)
+	if len(rc.progress) != 1 || rc.progress[0].ProgressToken != "marker" {
+		t.Fatalf("progress notifications under foreign tokens were relayed: %+v", rc.progress)
 	}
 }
 
@@ -230,13 +258,12 @@ func TestRelayProgressForeignToken(t *testing.T) {
 func TestRelayLogFlood(t *testing.T) {
 	e := newRelayEnv(t, true)
 	rc := e.client("2025-11-25", clientCaps{})
-	if err := rc.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
-	}
-	// The level reaches the server asynchronously.
-	time.Sleep(300 * time.Millisecond)
+	rc.setLevel(t, "info")
 	start := time.Now()
 	rc.call(t, "log-flood", nil, nil)
+	// The messages come as notifications, maybe after the result: wait
+	// for the first, then a little for any beyond the limit.
+	testkit.Eventually(t, 10*time.Second, "a relayed log message", func() bool { return lenOf(rc, &rc.logs) > 0 })
 	time.Sleep(200 * time.Millisecond)
 	windows := int(time.Since(start)/time.Second) + 1
 	rc.mu.Lock()
@@ -256,13 +283,9 @@ func TestRelayCancellation(t *testing.T) {
 	if _, err := rc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "rly__up__block", Arguments: map[string]any{}}); err == nil {
 		t.Fatal("a cancelled call returned no error")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for rc.call(t, "cancelled", nil, nil) != "1" {
-		if time.Now().After(deadline) {
-			t.Fatal("the plugin server's request was not cancelled with the client's")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the plugin server's request to be cancelled with the client's", func() bool {
+		return rc.call(t, "cancelled", nil, nil) == "1"
+	})
 }
 
 // A plugin server's log messages reach a session that set a level, at or
@@ -273,23 +296,12 @@ func TestRelayLogging(t *testing.T) {
 	e := newRelayEnv(t, true)
 	quiet := e.client("2025-11-25", clientCaps{})
 	rc := e.client("2025-11-25", clientCaps{})
-	if err := rc.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
-	}
-	// The level reaches the server asynchronously.
-	time.Sleep(300 * time.Millisecond)
+	rc.setLevel(t, "info")
 	rc.call(t, "log", nil, nil)
 	// The messages arrive as notifications, after the result may have: wait
 	// for the three the test expects (a loaded machine took over 200 ms),
 	// then a little more for any that should not come.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		rc.mu.Lock()
-		n := len(rc.logs)
-		rc.mu.Unlock()
-		if n >= 3 {
-			break
-		}
-	}
+	testkit.Within(10*time.Second, func() bool { return lenOf(rc, &rc.logs) >= 3 })
 	time.Sleep(100 * time.Millisecond)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -325,7 +337,8 @@ func TestRelayLogging(t *testing.T) {
 // each audited; a client without the capability, a denying policy, and a
 // request outside any call are refused with an MCP error saying why.
 func TestRelaySamplingAndElicitation(t *testing.T) {
-	e := newRelayEnv(t, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
+	wire := filepath.Join(t.TempDir(), "plugin-wire")
+	e := newRelayEnvIn(t, "", []string{testrelay.WireEnv + "=" + wire}, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
 	rc := e.client("2025-11-25", clientCaps{sampling: true, elicitation: true})
 	if got := rc.call(t, "sample", nil, nil); got != "sampled: Paris" {
 		t.Fatalf("sample: %q", got)
@@ -347,8 +360,18 @@ func TestRelaySamplingAndElicitation(t *testing.T) {
 		t.Fatalf("elicitation from a client without the capability: %q", got)
 	}
 	rc.call(t, "sample-later", nil, nil)
-	time.Sleep(600 * time.Millisecond)
-	if got := rc.call(t, "later-result", nil, nil); !strings.Contains(got, "berth relays it only while the server is serving a client's request") {
+	// No call may be open when the late request comes (it would be one the
+	// request could belong to): wait on the plugin's wire for berth's
+	// answer to it, then ask the server what it got.
+	testkit.Eventually(t, 10*time.Second, "berth's answer to the late sampling request", func() bool {
+		return answeredOnWire(t, wire, "later")
+	})
+	var got string
+	testkit.Eventually(t, 10*time.Second, "the plugin server's record of the answer", func() bool {
+		got = rc.call(t, "later-result", nil, nil)
+		return got != ""
+	})
+	if !strings.Contains(got, "berth relays it only while the server is serving a client's request") {
 		t.Fatalf("sampling outside a call: %q", got)
 	}
 	var kinds []string
@@ -366,6 +389,30 @@ func TestRelaySamplingAndElicitation(t *testing.T) {
 	if strings.Join(kinds, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit of relayed requests:\n%s\nwant:\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// answeredOnWire reports whether the plugin server's wire log at path
+// shows berth's answer to the server's sampling request about text.
+func answeredOnWire(t *testing.T, path, text string) bool {
+	t.Helper()
+	data, _ := os.ReadFile(path)
+	var asked json.RawMessage
+	for l := range strings.Lines(string(data)) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if len(l) < 2 || json.Unmarshal([]byte(l[2:]), &m) != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l, "< ") && m.Method == "sampling/createMessage" && strings.Contains(l, `"text":"`+text+`"`):
+			asked = m.ID
+		case strings.HasPrefix(l, "> ") && m.Method == "" && asked != nil && string(m.ID) == string(asked):
+			return true
+		}
+	}
+	return false
 }
 
 // A policy deny of a plugin's sampling refuses its servers' requests.
@@ -452,19 +499,7 @@ func TestRelaySubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub.call(t, "touch", nil, nil)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		sub.mu.Lock()
-		n := len(sub.updated)
-		sub.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the subscribed session got no update")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 5*time.Second, "an update to the subscribed session", func() bool { return lenOf(sub, &sub.updated) > 0 })
 	if err := sub.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: testrelay.WatchedURI}); err != nil {
 		t.Fatal(err)
 	}

@@ -107,6 +107,9 @@ type Server struct {
 	unsubscribe func()
 	closeOnce   sync.Once
 	closeErr    error
+	// handling counts the requests whose handler runs (recoverMiddleware):
+	// Close waits for them, and so do tests before they remove the home.
+	handling inflight
 
 	notices listNotices // which list_changed notifications go out
 	levels  logLevels   // the log level each legacy session set (relay.go)
@@ -192,8 +195,13 @@ func New(p *pool.Pool, opts *Options) *Server {
 
 // Close stops the server's background work (the pool subscription and
 // the sync worker, waiting for a sync in progress) and closes the audit
-// log. It does not close the pool or end sessions; cancel the contexts of
-// ServeStdio and ServeHTTP for that. It is safe to call more than once.
+// log once the requests in flight have ended, waiting for them up to
+// CloseWait. It does not close the pool or end sessions; cancel the
+// contexts of ServeStdio and ServeHTTP for that, first, so that the calls
+// waiting for a human are withdrawn (and audited) before the log closes. A
+// call that ends after Close is not audited: its append fails with
+// ErrAuditClosed, and the failure is logged. It is safe to call more than
+// once.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsubscribe()
@@ -201,9 +209,65 @@ func (s *Server) Close() error {
 		s.pool.SetResourceUpdatedSink(nil)
 		s.stopSync()
 		<-s.syncDone
+		if n := s.handling.wait(CloseWait); n > 0 {
+			s.log.Warn("closing the audit log while requests still run; what they decide is not audited", "requests", n)
+		}
 		s.closeErr = s.audit.Close()
 	})
 	return s.closeErr
+}
+
+// CloseWait bounds how long Server.Close waits for the requests in flight
+// to end before it closes the audit log.
+const CloseWait = 5 * time.Second
+
+// inflight counts requests in flight and lets Close wait until none is.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n falls to 0
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+	}
+}
+
+func (f *inflight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// wait waits up to d until no request is in flight, and returns how many
+// still are.
+func (f *inflight) wait(d time.Duration) int {
+	f.mu.Lock()
+	idle := f.idle
+	n := f.n
+	f.mu.Unlock()
+	if n == 0 {
+		return 0
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+	return f.count()
 }
 
 // MCPServer is the underlying go-sdk server.
@@ -213,6 +277,8 @@ func (s *Server) MCPServer() *mcp.Server { return s.ms }
 // request only, logged with its stack.
 func (s *Server) recoverMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		s.handling.add()
+		defer s.handling.done()
 		defer func() {
 			if r := recover(); r != nil {
 				s.log.Error("panic in a handler; only this request fails", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))

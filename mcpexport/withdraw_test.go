@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // rawPost posts one JSON-RPC message to url with the test token and
@@ -162,27 +165,16 @@ func TestApprovalDiesWithItsRequest(t *testing.T) {
 				t.FailNow()
 			}
 			gone()
-			start := time.Now()
-			for {
+			testkit.Eventually(t, 2*time.Second, "the approval "+p.ID+" to leave the queue after its client went away", func() bool {
 				list, _ := e.srv.queue.List()
-				if len(list) == 0 {
-					break
-				}
-				if time.Since(start) > 2*time.Second {
-					t.Fatalf("the approval %s is still pending 2s after its client went away", p.ID)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return len(list) == 0
+			})
 			_, err := e.srv.queue.Decide(p.ID, true, false, "late")
 			if !errors.Is(err, ErrWithdrawn) || !strings.Contains(err.Error(), "nobody is waiting") || !strings.Contains(err.Error(), "nothing was run") {
 				t.Fatalf("approving the withdrawn call: %v", err)
 			}
 			var a []AuditEntry
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if a = readAudit(t, e.paths); len(a) > 0 {
-					break
-				}
-			}
+			testkit.Within(5*time.Second, func() bool { a = readAudit(t, e.paths); return len(a) > 0 })
 			if len(a) != 1 || a[0].Outcome != OutcomeWithdrawn || a[0].Approval != p.ID || a[0].Decision != VerdictNone {
 				t.Fatalf("audit %+v, want one withdrawn entry", a)
 			}
@@ -208,12 +200,10 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	}
 	waitFor := func(n int) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if list, _ := e.srv.queue.List(); len(list) == n {
-				return
-			}
-		}
-		t.Fatalf("the queue never held %d calls", n)
+		testkit.Eventually(t, 20*time.Second, fmt.Sprintf("the queue to hold %d calls", n), func() bool {
+			list, _ := e.srv.queue.List()
+			return len(list) == n
+		})
 	}
 	wait(one)
 	wait(one)

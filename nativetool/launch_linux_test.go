@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // Kill ends the plugin and every process it started in its group.
@@ -60,7 +62,7 @@ func TestPluginDiesLeavingChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgid := c.Pid()
-	waitFor(t, "Exited", c.Exited)
+	testkit.Eventually(t, 10*time.Second, "Exited", c.Exited)
 	if c.pc.Exited() {
 		t.Log("go-plugin noticed the exit itself; the child did not hold the pipes")
 	}

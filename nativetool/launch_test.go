@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // The example plugin, built in this run, end to end: list, every tool,
@@ -278,7 +280,7 @@ func TestHandlerPanicFailsOnlyThatCall(t *testing.T) {
 	if c.Exited() {
 		t.Error("the plugin exited after a handler panic")
 	}
-	waitFor(t, "the panic's stack in the log", func() bool { return strings.Contains(logs.String(), "tool handler panicked") })
+	testkit.Eventually(t, 10*time.Second, "the panic's stack in the log", func() bool { return strings.Contains(logs.String(), "tool handler panicked") })
 }
 
 // A plugin that exits mid-call fails that call with ErrExited, and the
@@ -297,7 +299,7 @@ func TestPluginExitMidCall(t *testing.T) {
 	if _, err := c.CallTool(ctx, "echo", nil); !errors.Is(err, ErrExited) {
 		t.Errorf("a later call = %v, want ErrExited", err)
 	}
-	waitFor(t, "the plugin's last words in the log", func() bool { return strings.Contains(logs.String(), "exiting now") })
+	testkit.Eventually(t, 10*time.Second, "the plugin's last words in the log", func() bool { return strings.Contains(logs.String(), "exiting now") })
 }
 
 // Kill also ends a plugin whose handler ignores cancellation, and fails
@@ -390,7 +392,7 @@ func TestOutputRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"hello from the log", "k=v", "plain stderr line", "stdout line after serve"} {
-		waitFor(t, fmt.Sprintf("%q in the log", s), func() bool { return strings.Contains(logs.String(), s) })
+		testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%q in the log", s), func() bool { return strings.Contains(logs.String(), s) })
 	}
 }
 

@@ -233,12 +233,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, 10*time.Second, what, cond)
-}
-
 // textOf joins the text items of a result.
 func textOf(r *mcp.CallToolResult) string {
 	var parts []string

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/internal/peers"
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // server-everything (npm, pinned in testdata/peers) over stdio, SSE and
@@ -99,7 +100,7 @@ func freePort(t *testing.T) int {
 
 func waitListening(t *testing.T, port int) {
 	t.Helper()
-	waitFor(t, 20*time.Second, "server-everything to listen", func() bool {
+	testkit.Eventually(t, 20*time.Second, "server-everything to listen", func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 100*time.Millisecond)
 		if err == nil {
 			c.Close()

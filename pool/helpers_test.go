@@ -238,9 +238,18 @@ func status(t testing.TB, p *Pool, id string) ServerStatus {
 	return ServerStatus{}
 }
 
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+// waitNoticed waits until the file-system watch of plugin's drift checker
+// has seen a change made to its snapshot (the watch delivers
+// asynchronously; only then does the call's boundary look). Without a
+// watch every boundary sweeps: nothing to wait for.
+func waitNoticed(t *testing.T, p *Pool, plugin string) {
 	t.Helper()
-	testkit.Eventually(t, d, what, cond)
+	testkit.Eventually(t, 10*time.Second, "the watch of "+plugin+"'s snapshot to notice the change", func() bool {
+		p.mu.Lock()
+		pl := p.plugins[plugin]
+		p.mu.Unlock()
+		return pl != nil && pl.drift != nil && (!pl.drift.Watching() || pl.drift.Noticed())
+	})
 }
 
 // alive reports whether pid is a live process (a zombie is dead).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/internal/procgroup"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -44,7 +46,7 @@ func TestDeadChildRestartAndRetry(t *testing.T) {
 		t.Fatalf("after one death: %+v", st)
 	}
 	// The restart comes after the backoff (20ms in this test).
-	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo__main").State == StateRunning })
+	testkit.Eventually(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo__main").State == StateRunning })
 	after := serverPIDs(t, p, "demo__main__pid").PID // a successful call
 	if after == before {
 		t.Fatal("same pid after restart")
@@ -75,7 +77,7 @@ func TestRestartBackoffGivesUp(t *testing.T) {
 	f.plugin("demo", map[string]any{"main": testServer("-tools", "echo", "-die-after", "10ms", "-stderr", "about to die")})
 	start := time.Now()
 	p := f.open(func(o *Options) { o.RestartBackoff = 25 * time.Millisecond })
-	waitFor(t, 20*time.Second, "giving up", func() bool { return status(t, p, "demo__main").GaveUp })
+	testkit.Eventually(t, 20*time.Second, "giving up", func() bool { return status(t, p, "demo__main").GaveUp })
 	elapsed := time.Since(start)
 	st := status(t, p, "demo__main")
 	if st.State != StateFailed || st.Restarts != MaxRestarts || st.RestartsInRow != MaxRestarts || !st.NextRestart.IsZero() {
@@ -117,8 +119,8 @@ func TestHungChild(t *testing.T) {
 	if d := time.Since(start); d < time.Second || d > 3*time.Second {
 		t.Fatalf("the hung call returned after %s, want about the 1s call timeout", d)
 	}
-	waitFor(t, 2*time.Second, "the hung server to be killed", func() bool { return !alive(pid) })
-	waitFor(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo__main").State == StateRunning })
+	testkit.Eventually(t, 2*time.Second, "the hung server to be killed", func() bool { return !alive(pid) })
+	testkit.Eventually(t, 10*time.Second, "the restart", func() bool { return status(t, p, "demo__main").State == StateRunning })
 	if serverPIDs(t, p, "demo__main__pid").PID == pid {
 		t.Fatal("not restarted")
 	}
@@ -140,8 +142,8 @@ func TestWrapperGrandchildDies(t *testing.T) {
 	// The wrapper dies: the pool notices at once (it waits for its own
 	// child, not for the pipes the grandchild holds) and kills the group.
 	syscall.Kill(wrapper, syscall.SIGKILL)
-	waitFor(t, time.Second, "the grandchild to die with its wrapper", func() bool { return !alive(ids.PID) })
-	waitFor(t, 10*time.Second, "the restart", func() bool {
+	testkit.Eventually(t, time.Second, "the grandchild to die with its wrapper", func() bool { return !alive(ids.PID) })
+	testkit.Eventually(t, 10*time.Second, "the restart", func() bool {
 		st := status(t, p, "demo__main")
 		return st.State == StateRunning && st.PID != wrapper
 	})
@@ -152,7 +154,7 @@ func TestWrapperGrandchildDies(t *testing.T) {
 	p.Close()
 	// Close has signalled the group and waited for the wrapper; the kernel
 	// finishes the grandchild's exit a moment later.
-	waitFor(t, time.Second, "the group to be gone after Close", func() bool { return !alive(ids2.PID) && !alive(ids2.PPID) })
+	testkit.Eventually(t, time.Second, "the group to be gone after Close", func() bool { return !alive(ids2.PID) && !alive(ids2.PPID) })
 }
 
 // berth disable from another process while a call is in flight: the call
@@ -171,7 +173,7 @@ func TestDisableFromAnotherProcessDuringCall(t *testing.T) {
 		_, err := p.Call(context.Background(), "demo__main__slow", json.RawMessage(`{"ms": 30000}`), allow)
 		done <- result{err, time.Now()}
 	}()
-	waitFor(t, 5*time.Second, "the slow call to start", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the slow call to start", func() bool {
 		return strings.Contains(strings.Join(status(t, p, "demo__main").StderrTail, "\n"), "slow call started")
 	})
 	cmd := exec.Command(filepath.Join(f.bin, "berth-disable"), f.home, f.ws, "demo")
@@ -190,7 +192,7 @@ func TestDisableFromAnotherProcessDuringCall(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call was not cancelled")
 	}
-	waitFor(t, time.Second-time.Since(disabled), "the child to be gone", func() bool { return !alive(pid) })
+	testkit.Eventually(t, time.Second-time.Since(disabled), "the child to be gone", func() bool { return !alive(pid) })
 	t.Logf("child gone %s after the disable", time.Since(disabled))
 	tools, err := p.Tools(context.Background())
 	if err != nil || len(tools) != 0 {
@@ -203,7 +205,7 @@ func TestDisableFromAnotherProcessDuringCall(t *testing.T) {
 	if _, err := Enable(context.Background(), f.store, f.ws, "demo", ""); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the re-enabled server", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the re-enabled server", func() bool {
 		tools, _ := p.Tools(context.Background())
 		return len(tools) == 2
 	})
@@ -237,13 +239,13 @@ func TestDrift(t *testing.T) {
 			p := f.open(func(o *Options) { o.PollInterval = -1 }) // only the call's boundary may notice
 			pid := serverPIDs(t, p, "demo__main__pid").PID
 			tc.tamper(f.paths.Snapshot(mustDigest(rec.Digest)))
-			time.Sleep(100 * time.Millisecond) // let the file-system watch deliver its event
+			waitNoticed(t, p, "demo")
 			_, err := p.Call(context.Background(), "demo__main__echo", json.RawMessage(`{"text":"x"}`), allow)
 			var de *store.DriftError
 			if !errors.Is(err, store.ErrDrift) || !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "berth verify") {
 				t.Fatalf("call after tampering: %v", err)
 			}
-			waitFor(t, time.Second, "the drifted plugin's child to be killed", func() bool { return !alive(pid) })
+			testkit.Eventually(t, time.Second, "the drifted plugin's child to be killed", func() bool { return !alive(pid) })
 			if st := status(t, p, "demo__main"); st.State != StateDrifted {
 				t.Fatalf("status %+v", st)
 			}
@@ -358,11 +360,11 @@ func TestReplaceAndRevoke(t *testing.T) {
 	m, _ := os.ReadFile(filepath.Join(dir, "berth.json"))
 	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(strings.Replace(string(m), `"1.0.0"`, `"1.1.0"`, 1)), 0o644)
 	f.install(dir) // enables the highest version: 1.1.0
-	waitFor(t, 10*time.Second, "the new version", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the new version", func() bool {
 		st := status(t, p, "demo__main")
 		return st.Version == "1.1.0" && st.State == StateRunning
 	})
-	waitFor(t, time.Second, "the old server to be gone", func() bool { return !alive(pid) })
+	testkit.Eventually(t, time.Second, "the old server to be gone", func() bool { return !alive(pid) })
 	if got := toolNames(t, p); len(got) != 3 {
 		t.Fatalf("tools of 1.1.0: %v", got)
 	}
@@ -371,7 +373,7 @@ func TestReplaceAndRevoke(t *testing.T) {
 	if _, err := f.store.Revoke(context.Background(), "demo", "1.1.0"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 2*time.Second, "the revoked server to stop", func() bool { return !alive(pid) })
+	testkit.Eventually(t, 2*time.Second, "the revoked server to stop", func() bool { return !alive(pid) })
 	st := status(t, p, "demo__main")
 	if st.State != StateStopped || !strings.Contains(st.LastError, "demo@1.1.0 was revoked") {
 		t.Fatalf("status %+v", st)
@@ -398,7 +400,7 @@ func TestCloseWaitsForReplacedServers(t *testing.T) {
 	m, _ := os.ReadFile(filepath.Join(dir, "berth.json"))
 	os.WriteFile(filepath.Join(dir, "berth.json"), []byte(strings.Replace(string(m), `"1.0.0"`, `"1.1.0"`, 1)), 0o644)
 	f.install(dir)
-	waitFor(t, 10*time.Second, "the new version", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the new version", func() bool {
 		st := status(t, p, "demo__main")
 		return st.Version == "1.1.0" && st.State == StateRunning
 	})
@@ -409,13 +411,9 @@ func TestCloseWaitsForReplacedServers(t *testing.T) {
 	// Close ends with SIGKILL to the group; the kernel delivers it
 	// asynchronously, so allow the killed processes a moment to die (the
 	// wrapper's sleep would keep the group alive for 30 s otherwise).
-	deadline := time.Now().Add(2 * time.Second)
-	for groupAlive(wrapper) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the process group %d of the replaced version outlived Close", wrapper)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 2*time.Second, fmt.Sprintf("the process group %d of the replaced version to end after Close", wrapper), func() bool {
+		return !groupAlive(wrapper)
+	})
 }
 
 // groupAlive reports whether a live (not zombie) process is in the
@@ -495,7 +493,7 @@ while :; do sleep 0.05; done`
 	}
 	t.Cleanup(func() { procgroup.Kill(proc.pid()) })
 	var bg int
-	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the background grandchild", func() bool {
 		b, _ := os.ReadFile(out + ".bg")
 		bg, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return bg > 0
@@ -513,7 +511,7 @@ while :; do sleep 0.05; done`
 	if !proc.killedByBerth() {
 		t.Fatal("the exit is not reported as berth's signal")
 	}
-	waitFor(t, time.Second, "the grandchild to die", func() bool { return !alive(bg) })
+	testkit.Eventually(t, time.Second, "the grandchild to die", func() bool { return !alive(bg) })
 }
 
 // A server that exits as soon as its stdin closes, leaving a grandchild
@@ -532,7 +530,7 @@ func TestStopKillsGroupAfterLeaderExits(t *testing.T) {
 	}
 	t.Cleanup(func() { procgroup.Kill(proc.pid()) })
 	var bg int
-	waitFor(t, 5*time.Second, "the background grandchild", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the background grandchild", func() bool {
 		b, _ := os.ReadFile(out)
 		bg, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		return bg > 0
@@ -541,7 +539,7 @@ func TestStopKillsGroupAfterLeaderExits(t *testing.T) {
 	if proc.killedByBerth() {
 		t.Fatal("the leader did not exit by itself on EOF; the test does not test what it should")
 	}
-	waitFor(t, time.Second, "the grandchild to die", func() bool { return !alive(bg) })
+	testkit.Eventually(t, time.Second, "the grandchild to die", func() bool { return !alive(bg) })
 }
 
 // A boundary whose caller gave up while a newly enabled plugin was being
@@ -555,7 +553,7 @@ func TestCancelledReconcileRetried(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	p.Tools(cancelled)
-	waitFor(t, 10*time.Second, "the tools of the plugin enabled meanwhile", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the tools of the plugin enabled meanwhile", func() bool {
 		return len(toolNames(t, p)) == 2
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/berth-mcp/berth/internal/keyringtest"
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 const value = "s3cr3t-value-for-the-test"
@@ -138,9 +139,10 @@ func TestRefusesFilesOthersCanReach(t *testing.T) {
 // A file of another user is refused: run as root, make the store's
 // directory belong to nobody.
 func TestRefusesAnotherUsersStore(t *testing.T) {
-	if runtime.GOOS == "windows" || os.Geteuid() != 0 {
-		t.Skip("needs root to give a file to another user")
+	if runtime.GOOS == "windows" {
+		t.Skip("no file ownership by uid on Windows")
 	}
+	testkit.NeedRoot(t, "to give a file to another user")
 	ctx := context.Background()
 	s := newStore(t)
 	if _, err := s.Set(ctx, "ACME_TOKEN", value, File); err != nil {

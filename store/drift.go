@@ -249,6 +249,12 @@ func (c *DriftChecker) watch() {
 // Watching reports whether a file-system watch backs the fast path.
 func (c *DriftChecker) Watching() bool { return c.watching.Load() }
 
+// Noticed reports whether the watch has seen a change (or lost events)
+// since the last Check, so that the next Check sweeps. The watch delivers
+// asynchronously: a test waits on Noticed for a change it made to reach
+// the checker.
+func (c *DriftChecker) Noticed() bool { return c.dirty.Load() }
+
 // Check returns nil when the snapshot still matches what was reviewed, or a
 // *DriftError (wrapping ErrDrift) naming what changed. Once drifted, a
 // snapshot stays drifted for this checker.

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // watched returns a generation watch of s that has read the state once,
@@ -47,17 +49,16 @@ func rewriteInPlace(t *testing.T, path, data string) {
 // a write made outside any Store of this process arrives asynchronously).
 func eventually(t *testing.T, w *GenerationWatch, what string) *State {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		st, moved, err := w.Check()
+	var st *State
+	testkit.Eventually(t, 5*time.Second, what, func() bool {
+		s, moved, err := w.Check()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if moved {
-			return st
-		}
-	}
-	t.Fatalf("%s: not seen in 5s", what)
-	return nil
+		st = s
+		return moved
+	})
+	return st
 }
 
 // TestGenerationWatchNoStatWhenUnchanged: while nothing changes, a Check
@@ -85,12 +86,13 @@ func TestGenerationWatchNoStatWhenUnchanged(t *testing.T) {
 	// After verifyEvery the next Check stats again (the fallback for
 	// what a watch cannot see).
 	before = w.stats.Load()
-	for deadline := time.Now().Add(3 * verifyEvery); w.stats.Load() == before; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no stat in %v", 3*verifyEvery)
+	testkit.Eventually(t, 3*verifyEvery, "a Check to stat again after verifyEvery", func() bool {
+		if w.stats.Load() != before {
+			return true
 		}
 		w.Check()
-	}
+		return false
+	})
 }
 
 // TestGenerationWatchSeesChanges: what the fast path trusts is seen: a

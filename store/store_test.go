@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -221,12 +222,11 @@ func TestDriftChecker(t *testing.T) {
 				t.Log("no file-system watch; every check sweeps")
 			}
 			tc.tamper(t, s.Paths().Snapshot(mustDigest(b.Digest)))
-			var err2 error
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if err2 = c.Check(context.Background()); err2 != nil {
-					break
-				}
+			if c.Watching() {
+				testkit.Eventually(t, 2*time.Second, "the watch to notice the change", c.Noticed)
 			}
+			var err2 error
+			testkit.Within(2*time.Second, func() bool { err2 = c.Check(context.Background()); return err2 != nil })
 			var de *DriftError
 			if !errors.As(err2, &de) || !errors.Is(err2, ErrDrift) || !strings.Contains(err2.Error(), tc.want) || !strings.Contains(err2.Error(), "berth verify") {
 				t.Fatalf("drift error %v, want it to mention %q", err2, tc.want)
@@ -332,11 +332,7 @@ func TestDriftCheckerAfterHarmlessChange(t *testing.T) {
 			}
 			tc.tamper(t, snap)
 			var err2 error
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if err2 = c.Check(ctx); err2 != nil {
-					break
-				}
-			}
+			testkit.Within(2*time.Second, func() bool { err2 = c.Check(ctx); return err2 != nil })
 			if !errors.Is(err2, ErrDrift) || !strings.Contains(err2.Error(), tc.want) {
 				t.Fatalf("drift error %v, want it to mention %q (watching: %v)", err2, tc.want, c.Watching())
 			}
@@ -742,11 +738,7 @@ func TestDriftCheckerSeesWhatTheWatchMisses(t *testing.T) {
 	os.Chmod(link, 0o444)
 	os.Remove(link)
 	var err2 error
-	for deadline := time.Now().Add(fullSweepEvery + 2*time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err2 = c.Check(ctx); err2 != nil {
-			break
-		}
-	}
+	testkit.Within(fullSweepEvery+2*time.Second, func() bool { err2 = c.Check(ctx); return err2 != nil })
 	if !errors.Is(err2, ErrDrift) || !strings.Contains(err2.Error(), "changed share/index.txt (content)") {
 		t.Fatalf("a write through a hard link went unnoticed: %v (watching: %v)", err2, c.Watching())
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // TestWatchHubShared: the drift checkers and the generation watch of one
@@ -41,11 +43,7 @@ func TestWatchHubShared(t *testing.T) {
 	}
 	os.Chmod(p, 0o444)
 	var derr error
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if derr = c1.Check(ctx); derr != nil {
-			break
-		}
-	}
+	testkit.Within(3*time.Second, func() bool { derr = c1.Check(ctx); return derr != nil })
 	if !errors.Is(derr, ErrDrift) {
 		t.Fatalf("drift after the other subscriptions closed: %v", derr)
 	}
@@ -68,11 +66,9 @@ func TestWatchHubDeath(t *testing.T) {
 	fw := s.hub.fw
 	s.hub.mu.Unlock()
 	fw.Close() // as if the watch failed: its events end
-	for deadline := time.Now().Add(3 * time.Second); c.Watching() || w.Watching(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("still trusted after the watch died: drift %v, generation %v", c.Watching(), w.Watching())
-		}
-	}
+	testkit.Eventually(t, 3*time.Second, "the drift and generation watches to stop being trusted after the shared watch died", func() bool {
+		return !c.Watching() && !w.Watching()
+	})
 	if st, _, err := w.Check(); err != nil || st == nil {
 		t.Fatalf("check without the watch: %v", err)
 	}

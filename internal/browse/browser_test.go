@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/marketplace"
 )
 
@@ -43,7 +44,8 @@ func chromiumPath(t *testing.T) string {
 	if os.Getenv(requireBrowserEnv) == "1" {
 		t.Fatalf("%s; %s=1 makes the browser tests mandatory", msg, requireBrowserEnv)
 	}
-	t.Skipf("%s; set %s=1 to make this a failure", msg, requireBrowserEnv)
+	// "real-peer: " lets make test's summary (internal/testsummary) count it.
+	t.Skipf("real-peer: %s; set %s=1 to make this a failure", msg, requireBrowserEnv)
 	return ""
 }
 
@@ -181,12 +183,9 @@ func (b *browser) visibleKeys() []string {
 func (b *browser) waitKeys(what string, want []string) {
 	b.t.Helper()
 	var got []string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if got = b.visibleKeys(); slices.Equal(got, want) {
-			return
-		}
+	if !testkit.Within(10*time.Second, func() bool { got = b.visibleKeys(); return slices.Equal(got, want) }) {
+		b.t.Fatalf("%s: the page shows %v, want %v", what, got, want)
 	}
-	b.t.Fatalf("%s: the page shows %v, want %v", what, got, want)
 }
 
 func (b *browser) text(sel string) string {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // lockedBuffer is a bytes.Buffer safe to read while berth writes it.
@@ -85,11 +87,12 @@ func startMarketplaceServe(t *testing.T, args ...string) (url string, stdout, st
 		done <- run(ctx, args, getenv, strings.NewReader(""), stdout, stderr)
 	}()
 	urlRe := regexp.MustCompile(`at (http://127\.0\.0\.1:[0-9]+/) \(read-only`)
-	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testkit.Within(10*time.Second, func() bool {
 		if m := urlRe.FindStringSubmatch(stdout.String()); m != nil {
 			url = m[1]
 		}
-	}
+		return url != ""
+	})
 	if url == "" || strings.HasSuffix(url, ":0/") {
 		t.Fatalf("no URL printed: %q %q", stdout.String(), stderr.String())
 	}
@@ -112,12 +115,11 @@ func TestMarketplaceServeOpen(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	url, stdout, stderr, cancel, done := startMarketplaceServe(t, "marketplace", "serve", "--open")
 	var opened []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(got); err == nil {
-			opened = b
-			break
-		}
-	}
+	testkit.Within(10*time.Second, func() bool {
+		b, err := os.ReadFile(got)
+		opened = b
+		return err == nil
+	})
 	if string(opened) != url+"\n" {
 		t.Errorf("the browser opener got %q, want %q (stderr %q)", opened, url+"\n", stderr.String())
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
@@ -160,10 +161,7 @@ func TestServeNativeTools(t *testing.T) {
 		done <- res
 	}()
 	var id string
-	for deadline := time.Now().Add(30 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the destructive call never reached the approval queue")
-		}
+	if !testkit.Poll(30*time.Second, 50*time.Millisecond, func() bool {
 		var pending []struct {
 			ID, Tool, Server, Workspace string
 			Annotations                 map[string]any
@@ -180,6 +178,9 @@ func TestServeNativeTools(t *testing.T) {
 				}
 			}
 		}
+		return id != ""
+	}) {
+		t.Fatal("the destructive call never reached the approval queue")
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "data.json")); string(b) != string(data) {
 		t.Fatal("the destructive call ran before its approval")
@@ -207,18 +208,13 @@ func TestServeNativeTools(t *testing.T) {
 	}
 	// serve's pool finds the drift in the background: the native tools
 	// leave the catalog, and a call of one fails.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testkit.Eventually(t, 10*time.Second, "the drifted plugin's tools to leave the list", func() bool {
 		lres, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(lres.Tools, func(tl *mcp.Tool) bool { return strings.HasPrefix(tl.Name, "demo") }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the drifted plugin's tools are still listed: %d tools", len(lres.Tools))
-		}
-	}
+		return !slices.ContainsFunc(lres.Tools, func(tl *mcp.Tool) bool { return strings.HasPrefix(tl.Name, "demo") })
+	})
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "demo__fmt__hash_file", Arguments: map[string]any{"path": "data.json"}}); err == nil && !res.IsError {
 		t.Fatalf("a drifted native tool ran: %+v", res.Content)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // nobody is the second OS user of these tests.
@@ -27,12 +29,8 @@ func asNobody(t *testing.T, args ...string) {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to act as a second user")
-	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("needs setpriv")
-	}
+	testkit.NeedRoot(t, "to act as a second user")
+	testkit.NeedSetpriv(t)
 }
 
 // berthFails runs berth and requires it to fail with every want in its

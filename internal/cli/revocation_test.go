@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
@@ -101,20 +102,13 @@ func TestRevocationReachesRunningPool(t *testing.T) {
 
 	// The running pool drops it at its next boundary (it polls the
 	// generation; no one tells it).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testkit.Eventually(t, 10*time.Second, "the revoked plugin's tools to leave the list", func() bool {
 		tools, err := p.Tools(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(tools) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the revoked plugin's tools are still listed: %v", tools[0].Name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(tools) == 0
+	})
 	if _, err := p.Call(ctx, tool, json.RawMessage(`{"text":"after"}`), allow); err == nil {
 		t.Fatal("a revoked plugin's tool was called")
 	}

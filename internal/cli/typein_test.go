@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // typeinCmd: typein PROMPT TEXT COMMAND runs COMMAND (a shell command
@@ -56,12 +58,10 @@ func typeinCmd(ts *testscript.TestScript, neg bool, args []string) {
 		defer mu.Unlock()
 		return strings.Contains(shown.String(), prompt)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !seen(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			<-read
-			ts.Fatalf("typein: %q never showed; the terminal showed:\n%s", prompt, shown.String())
-		}
+	if !testkit.Within(30*time.Second, seen) {
+		cmd.Process.Kill()
+		<-read
+		ts.Fatalf("typein: %q never showed; the terminal showed:\n%s", prompt, shown.String())
 	}
 	io.WriteString(stdin, text+"\n")
 	<-read

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // A call waiting for approval, for the scripts: waitcall starts berth
@@ -85,7 +87,7 @@ func waitCallCmd(ts *testscript.TestScript, neg bool, args []string) {
 		delete(waiting, ts.Getenv("WORK"))
 		waitingMu.Unlock()
 	})
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	if !testkit.Poll(30*time.Second, 50*time.Millisecond, func() bool {
 		out, err := scriptBerth(ts, "approvals", "--json").Output()
 		if err != nil {
 			ts.Fatalf("waitcall: berth approvals --json: %v", err)
@@ -97,11 +99,13 @@ func waitCallCmd(ts *testscript.TestScript, neg bool, args []string) {
 		for _, p := range list {
 			if p.Tool == tool {
 				ts.Setenv("APPROVAL_ID", p.ID)
-				return
+				return true
 			}
 		}
+		return false
+	}) {
+		ts.Fatalf("waitcall: the call of %s never waited in the approval queue", tool)
 	}
-	ts.Fatalf("waitcall: the call of %s never waited in the approval queue", tool)
 }
 
 // waitCallResultCmd: waitcall-result prints the waiting call's result once

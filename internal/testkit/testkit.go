@@ -43,15 +43,66 @@ func Program(t testing.TB, dir, pkg string) string {
 }
 
 // Eventually polls cond every 10 ms for up to d and fails the test, naming
-// what it waited for, if cond never held.
+// what it waited for, if cond never held. Like t.Fatal, it must be called
+// from the test's goroutine; elsewhere use Within.
 func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+	if !Within(d, cond) {
+		t.Fatalf("timed out after %s waiting for %s", d, what)
+	}
+}
+
+// Within polls cond every 10 ms for up to d and reports whether it held.
+// Eventually is Within that fails the test.
+func Within(d time.Duration, cond func() bool) bool {
+	return Poll(d, 10*time.Millisecond, cond)
+}
+
+// Poll is Within polling every interval, for a cond that costs more (one
+// that runs a program). It is the one polling loop of the tests.
+func Poll(d, interval time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(interval) {
 		if cond() {
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
+			return false
 		}
 	}
+}
+
+// RequireRootEnv names the variable that makes the tests needing root (and
+// setpriv, to act as a second user) mandatory: set (as .ci/run sets it,
+// CI runs as root), a missing root or setpriv fails the test instead of
+// skipping it.
+const RequireRootEnv = "BERTH_REQUIRE_ROOT"
+
+// NeedRoot skips t, saying why it needs root, unless the process runs as
+// root; under BERTH_REQUIRE_ROOT it fails t instead.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	unavailable(t, "needs root, "+why)
+}
+
+// NeedSetpriv returns setpriv's path, or skips t (fails it under
+// BERTH_REQUIRE_ROOT) when setpriv is not on PATH.
+func NeedSetpriv(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("setpriv")
+	if err != nil {
+		unavailable(t, "needs setpriv (util-linux), to run a program as another user")
+	}
+	return p
+}
+
+func unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv(RequireRootEnv) != "" {
+		t.Fatalf("%s; %s is set, which makes this a failure", msg, RequireRootEnv)
+		return
+	}
+	t.Skipf("%s; set %s=1 to make this a failure", msg, RequireRootEnv)
 }

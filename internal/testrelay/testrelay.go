@@ -7,10 +7,14 @@
 package testrelay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +34,7 @@ type nArgs struct {
 var (
 	cancelled atomic.Int32
 	later     atomic.Value // string: what the late sampling request got
+	level     atomic.Value // string: the last logging/setLevel
 )
 
 func text(s string) *mcp.CallToolResult {
@@ -51,7 +56,9 @@ func text(s string) *mcp.CallToolResult {
 //   - caps: the client capabilities the server was told;
 //   - block: waits until the call is cancelled; cancelled reports how many
 //     were;
-//   - touch: notifies an update of relay://watched.
+//   - touch: notifies an update of relay://watched;
+//   - level: the logging level berth last set (logging/setLevel), which
+//     it sends asynchronously: the event a test waits for.
 //
 // A prompt greet {name} and a template relay://item/{id} complete their
 // arguments; relay://watched can be subscribed to.
@@ -62,6 +69,15 @@ func Main() {
 		},
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && method == "logging/setLevel" && err == nil {
+				level.Store(string(p.Level))
+			}
+			return res, err
+		}
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greet someone", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
 		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -187,5 +203,77 @@ func Main() {
 		_ = s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: WatchedURI})
 		return text("touched"), nil, nil
 	})
-	_ = s.Run(context.Background(), &mcp.StdioTransport{})
+	mcp.AddTool(s, &mcp.Tool{Name: "level", Description: "the logging level berth set", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		v, _ := level.Load().(string)
+		return text(v), nil, nil
+	})
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if path := os.Getenv(WireEnv); path != "" {
+		t = wireTransport(path)
+	}
+	_ = s.Run(context.Background(), t)
+}
+
+// WireEnv names a file to which Main, when it is set, appends every
+// message it reads ("> " and the line) and writes ("< " and the line),
+// each when the whole line was read or before it is written: the golden
+// transcripts' plugin side.
+const WireEnv = "BERTH_TEST_RELAY_WIRE"
+
+func wireTransport(path string) mcp.Transport {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	w := &wireLog{f: f}
+	return &mcp.IOTransport{
+		Reader: &wireReader{ReadCloser: os.Stdin, log: w},
+		Writer: &wireWriter{WriteCloser: os.Stdout, log: w},
+	}
+}
+
+// wireLog writes whole lines, one at a time, in the order they come.
+type wireLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// lines logs each complete line of *buf with prefix and keeps the rest.
+func (l *wireLog) lines(prefix string, buf *[]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		i := bytes.IndexByte(*buf, '\n')
+		if i < 0 {
+			return
+		}
+		l.f.Write(append([]byte(prefix), (*buf)[:i+1]...))
+		*buf = (*buf)[i+1:]
+	}
+}
+
+type wireReader struct {
+	io.ReadCloser
+	log     *wireLog
+	partial []byte
+}
+
+func (r *wireReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.partial = append(r.partial, p[:n]...)
+	r.log.lines("> ", &r.partial)
+	return n, err
+}
+
+type wireWriter struct {
+	io.WriteCloser
+	log     *wireLog
+	partial []byte
+}
+
+func (w *wireWriter) Write(p []byte) (int, error) {
+	w.partial = append(w.partial, p...)
+	w.log.lines("< ", &w.partial)
+	return w.WriteCloser.Write(p)
 }

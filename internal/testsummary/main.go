@@ -2,9 +2,10 @@
 // prints what a person needs of its output (each package's result line,
 // the whole output of failed tests, build errors), and ends with one line
 // saying how many real-peer tests were skipped and why: tests against
-// programs berth did not write (the npm MCP peers, a Secret Service),
-// which skip with a message starting "real-peer: " unless CI makes them
-// mandatory (BERTH_REQUIRE_PEERS=1, BERTH_REQUIRE_KEYRING=1). It exits
+// programs berth did not write (the npm MCP peers, a Secret Service, a
+// headless Chromium), which skip with a message starting "real-peer: "
+// unless CI makes them mandatory (BERTH_REQUIRE_PEERS=1,
+// BERTH_REQUIRE_KEYRING=1, BERTH_REQUIRE_BROWSER=1). It exits
 // with go test's exit code. make test runs it.
 //
 // Usage: go run ./internal/testsummary [go test flags and packages]
@@ -189,5 +190,5 @@ func closingLine(skips map[string]int, order []string) string {
 	for _, why := range order {
 		parts = append(parts, fmt.Sprintf("%d: %s", skips[why], why))
 	}
-	return fmt.Sprintf("real-peer tests: %d skipped (%s); CI runs them all (BERTH_REQUIRE_PEERS=1, BERTH_REQUIRE_KEYRING=1): scripts/install-peers installs the npm peers, the Debian packages dbus and gnome-keyring the Secret Service", total, strings.Join(parts, "; "))
+	return fmt.Sprintf("real-peer tests: %d skipped (%s); CI runs them all (BERTH_REQUIRE_PEERS=1, BERTH_REQUIRE_KEYRING=1, BERTH_REQUIRE_BROWSER=1): scripts/install-peers installs the npm peers, the Debian packages dbus and gnome-keyring the Secret Service, and chromium the browser", total, strings.Join(parts, "; "))
 }

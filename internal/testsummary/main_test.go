@@ -20,6 +20,9 @@ const stream = `{"Action":"start","Package":"p"}
 {"Action":"run","Package":"p","Test":"TestKeyring"}
 {"Action":"output","Package":"p","Test":"TestKeyring","Output":"    keyringtest.go:60: real-peer: no Secret Service for the keychain tests: dbus-daemon is not on PATH (install the Debian packages dbus and gnome-keyring; CI sets BERTH_REQUIRE_KEYRING=1 to fail instead)\n"}
 {"Action":"skip","Package":"p","Test":"TestKeyring"}
+{"Action":"run","Package":"p","Test":"TestBrowser"}
+{"Action":"output","Package":"p","Test":"TestBrowser","Output":"    browser_test.go:46: real-peer: no Chromium on PATH (install Debian's package: apt-get install -y chromium); set BERTH_REQUIRE_BROWSER=1 to make this a failure\n"}
+{"Action":"skip","Package":"p","Test":"TestBrowser"}
 {"Action":"run","Package":"p","Test":"TestWindowsOnly"}
 {"Action":"output","Package":"p","Test":"TestWindowsOnly","Output":"    x_test.go:9: needs Windows\n"}
 {"Action":"skip","Package":"p","Test":"TestWindowsOnly"}
@@ -35,12 +38,17 @@ const stream = `{"Action":"start","Package":"p"}
 func TestSummarize(t *testing.T) {
 	var w bytes.Buffer
 	counts, closing := summarize(strings.NewReader(stream), &w)
-	if counts != "tests: 1 passed, 1 failed, 4 skipped" {
+	if counts != "tests: 1 passed, 1 failed, 5 skipped" {
 		t.Errorf("counts %q", counts)
 	}
-	want := "real-peer tests: 3 skipped (2: MCP test peers unavailable; 1: no Secret Service for the keychain tests: dbus-daemon is not on PATH)"
+	want := "real-peer tests: 4 skipped (2: MCP test peers unavailable; 1: no Secret Service for the keychain tests: dbus-daemon is not on PATH; 1: no Chromium on PATH)"
 	if !strings.HasPrefix(closing, want) {
 		t.Errorf("closing line\n%q\nwant it to start with\n%q", closing, want)
+	}
+	for _, env := range []string{"BERTH_REQUIRE_PEERS=1", "BERTH_REQUIRE_KEYRING=1", "BERTH_REQUIRE_BROWSER=1"} {
+		if !strings.Contains(closing, env) {
+			t.Errorf("the closing line does not name %s: %q", env, closing)
+		}
 	}
 	out := w.String()
 	for _, s := range []string{"it broke", "--- FAIL: TestBad", "FAIL\tp\t0.01s"} {
