@@ -180,7 +180,7 @@ func (b *binder) object(v reflect.Value, n *Node, path string) {
 		b.wrongType(path, v.Type(), "an object", n)
 		return
 	}
-	fields := fieldsOf(v.Type())
+	fields, order := fieldsOf(v.Type())
 	present := map[string]bool{}
 	for i, key := range n.Keys {
 		kp := JoinPath(path, key)
@@ -195,7 +195,7 @@ func (b *binder) object(v reflect.Value, n *Node, path string) {
 	if !b.opts.RequireFields {
 		return
 	}
-	for _, f := range fields {
+	for _, f := range order {
 		if !f.optional && !present[f.name] && f.kind != reflect.Slice && f.kind != reflect.Map {
 			b.add(Problem{Kind: MissingField, Path: JoinPath(path, f.name), Key: f.name, Message: "is missing"})
 		}
@@ -243,10 +243,11 @@ type field struct {
 	kind     reflect.Kind
 }
 
-// fieldsOf maps the JSON names of t's exported fields to their fields, in
-// the order of t.
-func fieldsOf(t reflect.Type) map[string]field {
+// fieldsOf maps the JSON names of t's exported fields to their fields, and
+// lists them in the order of t.
+func fieldsOf(t reflect.Type) (map[string]field, []field) {
 	m := make(map[string]field, t.NumField())
+	var order []field
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -258,8 +259,9 @@ func fieldsOf(t reflect.Type) map[string]field {
 		}
 		opts = "," + opts + ","
 		m[name] = field{name: name, index: i, optional: strings.Contains(opts, ",omitempty,") || strings.Contains(opts, ",omitzero,"), kind: f.Type.Kind()}
+		order = append(order, m[name])
 	}
-	return m
+	return m, order
 }
 
 // Marshal returns n as compact JSON, keys in document order.
