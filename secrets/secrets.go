@@ -22,7 +22,6 @@
 package secrets
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +40,7 @@ import (
 	"github.com/zalando/go-keyring"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // Backend is where one secret's value is kept.
@@ -498,10 +498,14 @@ func (s *Store) readJSON(path string, v any) error {
 	if len(data) > maxFileSize {
 		return fmt.Errorf("%s is larger than %d MiB; berth does not write such a file: move it aside", path, maxFileSize>>20)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		// The error of encoding/json may quote the input: never a value.
+	if ps := strictjson.Decode(data, v, strictjson.Options{FoldCase: true}); len(ps) > 0 {
+		for _, p := range ps {
+			if p.Kind == strictjson.DuplicateKey || p.Kind == strictjson.FoldedKey {
+				// A key is a secret's name or a field, never a value.
+				return fmt.Errorf("%s is damaged: %s, and berth never writes a key twice; move it aside and store the secrets again", path, p)
+			}
+		}
+		// Other problems may quote the input: never a value.
 		return fmt.Errorf("%s is damaged (not the JSON berth writes); move it aside and store the secrets again", path)
 	}
 	var version struct {
