@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
@@ -52,7 +53,7 @@ const fixUnknown = "this berth does not know that field, and a newer berth may h
 // is and reports false. Any problem is a *FileError naming the file, every
 // problem and the fix.
 func readStrict(path string, v any) (bool, error) {
-	f, err := OpenPrivate(path)
+	f, err := fsx.OpenPrivate(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -60,6 +61,7 @@ func readStrict(path string, v any) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
+	// One byte over the cap is enough for decodeStrict to say so.
 	data, err := io.ReadAll(io.LimitReader(f, maxStateFileSize+1))
 	if err != nil {
 		return false, fmt.Errorf("reading %s: %w", path, err)
