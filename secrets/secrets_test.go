@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zalando/go-keyring"
 
@@ -289,5 +290,24 @@ func TestRefusesDuplicateKeys(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), s.ValuesFile()) || !strings.Contains(err.Error(), `values.ACME_TOKEN: the key "ACME_TOKEN" appears more than once`) ||
 		!strings.Contains(err.Error(), "move it aside") || strings.Contains(err.Error(), value[:5]) {
 		t.Fatalf("Get with a name twice in values.json: %v", err)
+	}
+}
+
+// A lock not taken says why, never "<nil>".
+func TestLockErrorKeepsTheCause(t *testing.T) {
+	s := newStore(t)
+	if _, err := s.Set(context.Background(), "ACME_TOKEN", value, File); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = s.Set(ctx, "OTHER_TOKEN", value, File)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for the lock of the secret store") || strings.Contains(err.Error(), "<nil>") {
+		t.Fatalf("Set while the lock is held: %v", err)
 	}
 }
