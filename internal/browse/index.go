@@ -2,8 +2,10 @@ package browse
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -316,7 +318,7 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 	if q.Tag != "" {
 		tags[q.Tag] = true
 	}
-	for _, t := range sortedKeys(tags) {
+	for _, t := range slices.Sorted(maps.Keys(tags)) {
 		tagOpts = append(tagOpts, option{Value: t, Label: t})
 	}
 	var tierOpts, kindOpts, statusOpts []option
@@ -351,11 +353,3 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 	return out, nil
 }
 
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
