@@ -352,4 +352,3 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 	}
 	return out, nil
 }
-
