@@ -2,11 +2,6 @@
 
 package bundle
 
-import (
-	"io/fs"
-	"os"
-)
+import "io/fs"
 
 func linkCount(fs.FileInfo) uint64 { return 1 }
-
-func openNoFollow(name string) (*os.File, error) { return os.Open(name) }

@@ -4,7 +4,6 @@ package bundle
 
 import (
 	"io/fs"
-	"os"
 	"syscall"
 )
 
@@ -13,8 +12,4 @@ func linkCount(fi fs.FileInfo) uint64 {
 		return uint64(st.Nlink)
 	}
 	return 1
-}
-
-func openNoFollow(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }

@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // Limits caps what berth reads from a bundle. Zero fields take the defaults.
@@ -466,6 +468,10 @@ func hashEntries(ctx context.Context, files []walkEntry) (*Listing, error) {
 }
 
 // errChanged reports a file that changed while berth read it.
+// openNoFollow opens a file of a bundle for reading, never through a
+// symbolic link and never blocking on a FIFO.
+func openNoFollow(name string) (*os.File, error) { return fsx.OpenNoFollow(name, os.O_RDONLY, 0) }
+
 var errChanged = errors.New("changed while being read")
 
 // hashFile hashes a regular file of the expected size, refusing to follow a

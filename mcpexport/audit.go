@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/store"
 )
 
 // AuditEntry is one line of $BERTH_HOME/audit.log: a decision about a tool
@@ -156,7 +156,7 @@ func (a *Audit) openLocked() error {
 	}
 	// Never through a symbolic link, nor into a file or directory that is
 	// not the operator's alone.
-	f, err := store.OpenPrivateAppend(a.path)
+	f, err := fsx.OpenPrivateAppend(a.path)
 	if err != nil {
 		return err
 	}

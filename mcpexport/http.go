@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/internal/loopback"
 )
 
@@ -61,8 +62,9 @@ func ReadTokenFile(path string) (string, error) {
 	if fi.Mode().Perm()&0o077 != 0 {
 		return "", fmt.Errorf("the token file %s is readable or writable by group or others (mode %v), so another user could use the token; run chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
-	if err := ownedByMe(fi); err != nil {
-		return "", fmt.Errorf("the token file %s %v; make your own with: head -c 32 /dev/urandom | base64 > FILE && chmod 600 FILE", path, err)
+	if owner, me, ok := fsx.Owner(fi); ok && owner != me {
+		// Another user could replace the token at will.
+		return "", fmt.Errorf("the token file %s is owned by uid %d, not by you (uid %d); make your own with: head -c 32 /dev/urandom | base64 > FILE && chmod 600 FILE", path, owner, me)
 	}
 	data := make([]byte, 4096)
 	n, err := f.Read(data)

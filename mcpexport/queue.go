@@ -20,8 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/store"
 )
 
 // Pending is a call waiting in the approval queue, as `berth approvals`
@@ -230,7 +230,7 @@ func hashPending(p *Pending) string {
 
 // Add records a pending call and returns it with its ID.
 func (q *Queue) Add(p Pending) (*Pending, error) {
-	if err := store.EnsurePrivateDir(q.dir); err != nil {
+	if err := fsx.EnsurePrivateDir(q.dir); err != nil {
 		return nil, err
 	}
 	p.ID = newID()
@@ -410,7 +410,7 @@ func writeJSONOnce(path string, v any) error {
 // readJSON reads an approval file, never through a symbolic link nor from
 // a file that is not the operator's alone.
 func readJSON(path string, v any) error {
-	data, err := store.ReadPrivateFile(path, 4<<20)
+	data, err := fsx.ReadPrivateFile(path, 4<<20)
 	if err != nil {
 		return err
 	}

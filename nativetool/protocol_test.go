@@ -419,3 +419,22 @@ func FuzzDecodeToolList(f *testing.F) {
 		}
 	})
 }
+
+// A key given twice (or twice but for letter case) is refused, with its
+// JSON path: JSON readers disagree on which one wins.
+func TestDecodeArgsRefusesDuplicateKeys(t *testing.T) {
+	var v struct {
+		Path string `json:"path"`
+	}
+	err := DecodeArgs(json.RawMessage(`{"path":"a","path":"b"}`), &v)
+	if err == nil || !strings.Contains(err.Error(), `invalid arguments: path: the key "path" appears more than once (JSON readers disagree on which one wins)`) {
+		t.Errorf("DecodeArgs with a key twice = %v", err)
+	}
+	err = DecodeArgs(json.RawMessage(`{"path":"a","Path":"b"}`), &v)
+	if err == nil || !strings.Contains(err.Error(), `the keys "path" and "Path" differ only in letter case`) {
+		t.Errorf("DecodeArgs with a key twice but for case = %v", err)
+	}
+	if err := DecodeArgs(json.RawMessage(`{"path":null}`), &v); err != nil {
+		t.Errorf("DecodeArgs with null = %v", err)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // Tool is one tool a plugin offers.
@@ -103,16 +105,13 @@ func Structured(v any) *Result {
 }
 
 // DecodeArgs decodes a call's arguments into v strictly: an unknown field
-// or trailing data is an error. Return its error from the handler to report
-// bad input to the model.
+// (field names match exactly, letter case included), a key given twice (or
+// twice but for letter case), a wrong type or trailing data is an error
+// that names every problem with its JSON path. null is the zero value.
+// Return its error from the handler to report bad input to the model.
 func DecodeArgs(args json.RawMessage, v any) error {
-	d := json.NewDecoder(bytes.NewReader(args))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	if d.More() {
-		return errors.New("invalid arguments: trailing data after the JSON object")
+	if err := strictjson.Unmarshal("", args, v, strictjson.Options{FoldCase: true, Nulls: strictjson.NullAnywhere}); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
 	}
 	return nil
 }

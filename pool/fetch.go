@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // A runtime-fetched server (npx, uvx, docker run, ...; see
@@ -207,7 +208,7 @@ func privateFile(name string) error {
 }
 
 func private(name string, fi fs.FileInfo) error {
-	if !ownedByMe(fi) {
+	if owner, me, ok := fsx.Owner(fi); ok && owner != me {
 		return fmt.Errorf("%s belongs to another user; remove it, and berth creates it again", name)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {

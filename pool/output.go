@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 const (
@@ -50,7 +50,7 @@ func (o *output) openLocked() {
 	}
 	// A log that is not the operator's alone (a symbolic link, another
 	// user's file) is not written; berth logs says why.
-	f, err := store.OpenPrivateAppend(o.path)
+	f, err := fsx.OpenPrivateAppend(o.path)
 	if err == nil {
 		o.log = f
 		if fi, err := f.Stat(); err == nil {
@@ -152,9 +152,9 @@ func (o *output) copyLines(r io.Reader) {
 // TailLog returns the last n lines of a server's log file (written by the
 // pools of every berth process), for `berth logs`.
 // It never follows a symbolic link, and refuses a log that is not the
-// operator's alone (store.OpenPrivate).
+// operator's alone (fsx.OpenPrivate).
 func TailLog(path string, n int) ([]string, error) {
-	f, err := store.OpenPrivate(path)
+	f, err := fsx.OpenPrivate(path)
 	if err != nil {
 		return nil, err
 	}

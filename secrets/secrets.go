@@ -22,12 +22,10 @@
 package secrets
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -37,10 +35,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/zalando/go-keyring"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // Backend is where one secret's value is kept.
@@ -398,12 +397,11 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 	if err := s.ensureDir(); err != nil {
 		return nil, err
 	}
-	fl := flock.New(filepath.Join(s.dir, ".lock"))
-	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
-	if err != nil || !ok {
-		return nil, fmt.Errorf("waiting for the lock of the secret store %s: %v", s.dir, err)
+	unlock, err := fsx.Lock(ctx, filepath.Join(s.dir, ".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the lock of the secret store %s: %w", s.dir, err)
 	}
-	return func() { fl.Unlock() }, nil
+	return unlock, nil
 }
 
 // ensureDir makes the directory 0700, or checks the one that is there.
@@ -431,10 +429,10 @@ func (s *Store) checkPrivate(path string, dir bool) error {
 	case dir && !fi.IsDir(), !dir && !fi.Mode().IsRegular():
 		return fmt.Errorf("%s is not a regular %s; move it aside and store the secrets again", path, map[bool]string{true: "directory", false: "file"}[dir])
 	}
-	if owner, ok := ownerOf(fi); ok && !owner {
+	if owner, me, ok := fsx.Owner(fi); ok && owner != me {
 		return fmt.Errorf("%s belongs to another user, so it may hold values they chose or can read; berth does not use it: remove it and store the secrets again", path)
 	}
-	if privateModes && fi.Mode().Perm()&0o077 != 0 {
+	if fsx.PrivateModes && fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("%s has mode %04o, so other users may read or change it; berth does not use it: run chmod %s %s, and consider the secrets in it exposed", path, fi.Mode().Perm(), map[bool]string{true: "700", false: "600"}[dir], path)
 	}
 	return nil
@@ -486,22 +484,21 @@ func (s *Store) readJSON(path string, v any) error {
 	if err := s.checkPrivate(path, false); err != nil {
 		return err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
+	data, err := fsx.ReadFile(path, maxFileSize)
+	if tl := (*fsx.TooLargeError)(nil); errors.As(err, &tl) {
+		return fmt.Errorf("%s is larger than %d MiB; berth does not write such a file: move it aside", path, maxFileSize>>20)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	if len(data) > maxFileSize {
-		return fmt.Errorf("%s is larger than %d MiB; berth does not write such a file: move it aside", path, maxFileSize>>20)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		// The error of encoding/json may quote the input: never a value.
+	if ps := strictjson.Decode(data, v, strictjson.Options{FoldCase: true}); len(ps) > 0 {
+		for _, p := range ps {
+			if p.Kind == strictjson.DuplicateKey || p.Kind == strictjson.FoldedKey {
+				// A key is a secret's name or a field, never a value.
+				return fmt.Errorf("%s is damaged: %s, and berth never writes a key twice; move it aside and store the secrets again", path, p)
+			}
+		}
+		// Other problems may quote the input: never a value.
 		return fmt.Errorf("%s is damaged (not the JSON berth writes); move it aside and store the secrets again", path)
 	}
 	var version struct {

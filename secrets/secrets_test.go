@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/zalando/go-keyring"
 
@@ -264,3 +265,51 @@ func TestKeychainBackend(t *testing.T) {
 }
 
 func keyringGet(s *Store, name string) (string, error) { return keyring.Get(s.service, name) }
+
+// A key given twice is refused, not read as whichever one a JSON reader
+// keeps: the error names the file, the key and the fix, never a value.
+func TestRefusesDuplicateKeys(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if _, err := s.Set(ctx, "ACME_TOKEN", value, File); err != nil {
+		t.Fatal(err)
+	}
+	index := s.indexFile()
+	data, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(index, append([]byte(`{"version": 1, "VERSION": 1,`), data[1:]...), 0o600)
+	_, _, err = s.Where("ACME_TOKEN")
+	if err == nil || !strings.Contains(err.Error(), index) || !strings.Contains(err.Error(), `"version" and "VERSION" differ only in letter case`) || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("Where with a key twice in index.json: %v", err)
+	}
+	os.WriteFile(index, data, 0o600)
+
+	other := "other-" + value
+	os.WriteFile(s.ValuesFile(), []byte(`{"version": 1, "values": {"ACME_TOKEN": "`+value+`", "ACME_TOKEN": "`+other+`"}}`), 0o600)
+	_, _, err = s.Get(ctx, "ACME_TOKEN")
+	if err == nil || !strings.Contains(err.Error(), s.ValuesFile()) || !strings.Contains(err.Error(), `values.ACME_TOKEN: the key "ACME_TOKEN" appears more than once`) ||
+		!strings.Contains(err.Error(), "move it aside") || strings.Contains(err.Error(), value[:5]) {
+		t.Fatalf("Get with a name twice in values.json: %v", err)
+	}
+}
+
+// A lock not taken says why, never "<nil>".
+func TestLockErrorKeepsTheCause(t *testing.T) {
+	s := newStore(t)
+	if _, err := s.Set(context.Background(), "ACME_TOKEN", value, File); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = s.Set(ctx, "OTHER_TOKEN", value, File)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for the lock of the secret store") || strings.Contains(err.Error(), "<nil>") {
+		t.Fatalf("Set while the lock is held: %v", err)
+	}
+}

@@ -2,14 +2,14 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // stage copies a valid bundle into the content-addressed store, under the
@@ -151,32 +151,13 @@ func (c *copyCount) Write(p []byte) (int, error) {
 }
 
 func copyFile(from, to string, perm os.FileMode, e bundle.Entry, buf []byte, count *copyCount) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	var w io.Writer = io.MultiWriter(out, h)
+	c := fsx.Copy{Size: e.Size, SHA256: e.SHA256, Perm: perm, Sync: true, Buf: buf}
 	if count != nil {
-		w = io.MultiWriter(out, h, count)
+		c.Progress = count
 	}
-	n, err := io.CopyBuffer(w, io.LimitReader(in, e.Size+1), buf)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if n != e.Size || [32]byte(h.Sum(nil)) != e.SHA256 {
+	err := fsx.CopyFile(from, to, c)
+	if errors.Is(err, fsx.ErrChanged) {
 		return fmt.Errorf("%s changed while berth copied it; make sure nothing writes to the bundle and try again", from)
 	}
-	return nil
+	return err
 }

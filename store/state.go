@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/gofrs/flock"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // State is state.json: the generation and what is enabled where. Every
@@ -94,15 +94,11 @@ func (s *Store) lock(ctx context.Context) (func(), error) {
 	if err := s.paths.CheckPrivate(); err != nil {
 		return nil, err
 	}
-	fl := flock.New(s.paths.Lock())
-	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	unlock, err := fsx.Lock(ctx, s.paths.Lock())
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the berth state lock %s: %w", s.paths.Lock(), err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("could not take the berth state lock %s", s.paths.Lock())
-	}
-	return func() { fl.Unlock() }, nil
+	return unlock, nil
 }
 
 // State reads state.json without taking the lock (it is only ever replaced

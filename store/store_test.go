@@ -679,6 +679,23 @@ func TestStageRefusesSourceChangedAfterHashing(t *testing.T) {
 			data[0] ^= 1
 			return os.WriteFile(p, data, 0o644)
 		}},
+		// The same bytes behind a symbolic link: the copy never follows
+		// one, as bundle's does not (issue 18).
+		{"symbolic link", func(dir string) error {
+			p := filepath.Join(dir, "share", "index.txt")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			elsewhere := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-elsewhere.txt")
+			if err := os.WriteFile(elsewhere, data, 0o644); err != nil {
+				return err
+			}
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			return os.Symlink(elsewhere, p)
+		}},
 		{"longer", func(dir string) error {
 			f, err := os.OpenFile(filepath.Join(dir, "share", "index.txt"), os.O_APPEND|os.O_WRONLY, 0)
 			if err != nil {

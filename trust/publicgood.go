@@ -4,10 +4,11 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // publicGoodTrustedRootJSON is the Sigstore public-good trusted root
@@ -47,12 +48,12 @@ func loadTrustedRoot(path string) (*root.TrustedRoot, error) {
 		return nil, fmt.Errorf("trusted root %s: %w; give the path of an existing trusted_root.json, or omit it to use the Sigstore public-good root", path, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxTrustedRootSize+1))
+	data, err := fsx.ReadAll(f, path, maxTrustedRootSize)
+	if tl := (*fsx.TooLargeError)(nil); errors.As(err, &tl) {
+		return nil, fmt.Errorf("trusted root %s is larger than %d MiB: give a Sigstore trusted_root.json", path, maxTrustedRootSize>>20)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("trusted root %s: %w", path, err)
-	}
-	if len(data) > maxTrustedRootSize {
-		return nil, fmt.Errorf("trusted root %s is larger than %d MiB: give a Sigstore trusted_root.json", path, maxTrustedRootSize>>20)
 	}
 	tr, err := root.NewTrustedRootFromJSON(data)
 	if err != nil {

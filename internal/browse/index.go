@@ -2,7 +2,9 @@ package browse
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -314,7 +316,7 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 	if q.Tag != "" {
 		tags[q.Tag] = true
 	}
-	for _, t := range sortedKeys(tags) {
+	for _, t := range slices.Sorted(maps.Keys(tags)) {
 		tagOpts = append(tagOpts, option{Value: t, Label: t})
 	}
 	var tierOpts, kindOpts, statusOpts []option
@@ -347,13 +349,4 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 		}
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // MaxFileSize is the largest configuration file berth reads. ~/.claude.json
@@ -241,12 +242,12 @@ func load(ctx context.Context, t Target, opts *Options) (*Edit, *document, error
 	if !fi.Mode().IsRegular() {
 		return nil, nil, fmt.Errorf("%s is not a regular file; move it aside and run berth again", t.Path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err := fsx.ReadAll(f, t.Path, MaxFileSize)
+	if tl := (*fsx.TooLargeError)(nil); errors.As(err, &tl) {
+		return nil, nil, fmt.Errorf("%s is larger than %d MiB; berth does not edit it: add the entry by hand", t.Path, MaxFileSize>>20)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %s: %w", t.Path, err)
-	}
-	if len(data) > MaxFileSize {
-		return nil, nil, fmt.Errorf("%s is larger than %d MiB; berth does not edit it: add the entry by hand", t.Path, MaxFileSize>>20)
 	}
 	ed.existed, ed.old, ed.info, ed.mode = true, data, fi, fi.Mode().Perm()
 	d, err := parse(t, data)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package store
+package fsx
 
 import (
 	"errors"
@@ -11,19 +11,15 @@ import (
 	"syscall"
 )
 
-// privateModes says whether mode bits mean what they say for privacy
+// PrivateModes says whether mode bits say who may read and write a file
 // here.
-const privateModes = true
+const PrivateModes = true
 
-func openNoFollow(path string) (*os.File, error) {
-	return openFileNoFollow(path, os.O_RDONLY, 0)
-}
-
-// openFileNoFollow opens path with O_NOFOLLOW (a symbolic link as the last
+// OpenNoFollow opens path with O_NOFOLLOW (a symbolic link as the last
 // component fails with ELOOP) and O_NONBLOCK, so that a FIFO planted in
 // its place cannot block the open (the caller then refuses anything but a
 // regular file, on which O_NONBLOCK has no effect).
-func openFileNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
+func OpenNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		return nil, err
@@ -31,10 +27,13 @@ func openFileNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error)
 	return f, nil
 }
 
-func isSymlinkRefusal(err error) bool { return errors.Is(err, syscall.ELOOP) }
+// IsSymlinkRefusal reports whether err is OpenNoFollow refusing a symbolic
+// link.
+func IsSymlinkRefusal(err error) bool { return errors.Is(err, syscall.ELOOP) }
 
-// ownerOf returns the owner of fi and the effective user of this process.
-func ownerOf(fi fs.FileInfo) (owner, me int, ok bool) {
+// Owner returns the owner of fi and the effective user of this process;
+// ok is false where files have no Unix owner.
+func Owner(fi fs.FileInfo) (owner, me int, ok bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, 0, false
@@ -42,8 +41,9 @@ func ownerOf(fi fs.FileInfo) (owner, me int, ok bool) {
 	return int(st.Uid), os.Geteuid(), true
 }
 
-// userName is "name (uid N)" when the user database knows the uid.
-func userName(uid int) string {
+// UserName is "name (uid N)" when the user database knows the uid, else
+// "uid N".
+func UserName(uid int) string {
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil || u.Username == "" {
 		return "uid " + strconv.Itoa(uid)
