@@ -499,7 +499,7 @@ func TestRelaySubscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub.call(t, "touch", nil, nil)
-	testkit.Eventually(t, 5*time.Second, "an update to the subscribed session", func() bool { return lenOf(sub, &sub.updated) > 0 })
+	testkit.Eventually(t, 20*time.Second, "an update to the subscribed session", func() bool { return lenOf(sub, &sub.updated) > 0 })
 	if err := sub.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: testrelay.WatchedURI}); err != nil {
 		t.Fatal(err)
 	}
