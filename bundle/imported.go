@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
 )
 
 // The formats berth imports (docs/manifest.md, "Importing other formats").
@@ -168,7 +170,7 @@ func (v *validator) importedFrom(imp *ImportedFrom) {
 	switch {
 	case imp.Manifest == "":
 		v.ps.add(p+".manifest", RuleImportedFrom, "manifest is required: the source manifest file the bundle was imported from")
-	case !cleanRel(imp.Manifest):
+	case !lexical.CleanRel(imp.Manifest):
 		v.ps.add(p+".manifest", RuleImportedFrom, "manifest %q is not a clean relative path inside the bundle", imp.Manifest)
 	case v.tree != nil && v.tree.Listing != nil:
 		if e, ok := v.tree.Listing.Lookup(imp.Manifest); !ok || e.Mode == ModeSymlink {

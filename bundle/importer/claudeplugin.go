@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
 )
 
 // claudeFields are the fields of .claude-plugin/plugin.json (SchemaStore
@@ -147,7 +148,7 @@ func (x *claudeImport) notCarried(field, kind, name, reason string) {
 // inside the plugin that exists. It returns the path without "./".
 func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 	rel, ok := strings.CutPrefix(v, "./")
-	if !ok || !cleanRel(rel) {
+	if !ok || !lexical.CleanRel(rel) {
 		x.d.add(p, bundle.RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
 		return "", false
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -166,10 +165,4 @@ func goosPlatform() string {
 		return "win32"
 	}
 	return runtime.GOOS
-}
-
-// cleanRel reports whether rel is a clean relative path that stays where
-// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
-func cleanRel(rel string) bool {
-	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
 )
 
 // MCPBServerName is the name of the one server of an imported MCP Bundle.
@@ -391,7 +392,7 @@ func userConfigRef(s string) (string, bool) {
 
 func (x *mcpbImport) entryPoint(ep string) {
 	p := "server.entry_point"
-	if !cleanRel(ep) {
+	if !lexical.CleanRel(ep) {
 		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
 		return
 	}
