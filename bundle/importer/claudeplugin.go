@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // claudeFields are the fields of .claude-plugin/plugin.json (SchemaStore
@@ -81,7 +82,7 @@ func convertClaude(dir string) *conversion {
 
 // readForeign reads and parses a JSON file of the tree; nil when it cannot.
 func readForeign(d *doc, dir, rel string) *node {
-	data, err := readIn(dir, rel, maxForeignSize)
+	data, err := fsx.ReadIn(dir, rel, maxForeignSize)
 	if err != nil {
 		d.add("", d.rules.syntax, "cannot read %s (%v); it must be a regular file", rel, err)
 		return nil
@@ -152,7 +153,7 @@ func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 		x.d.add(p, bundle.RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
 		return "", false
 	}
-	if !existsIn(x.dir, rel) {
+	if !fsx.ExistsIn(x.dir, rel) {
 		x.d.add(p, bundle.RuleClaudePath, "%q names nothing in the plugin; add it or fix the path", v)
 		return "", false
 	}
@@ -163,7 +164,7 @@ func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 // mcpServers of plugin.json (a path, an inline object, or an array of
 // those), which supplements it.
 func (x *claudeImport) servers(top obj) {
-	if existsIn(x.dir, claudeMCPFile) {
+	if fsx.ExistsIn(x.dir, claudeMCPFile) {
 		x.serverFile(claudeMCPFile)
 	}
 	n, ok := top.keys["mcpServers"]
@@ -447,19 +448,19 @@ func (x *claudeImport) components(top obj) {
 		kind := map[string]string{"commands": "command", "agents": "agent", "skills": "skill", "outputStyles": "output-style", "themes": "theme"}[k]
 		x.pathsOrObject(n, k, kind, "a Claude Code "+kind+"; "+never)
 	}
-	if existsIn(x.dir, "hooks/hooks.json") {
+	if fsx.ExistsIn(x.dir, "hooks/hooks.json") {
 		x.hooksFile("hooks/hooks.json")
 	}
 	if n, ok := top.keys["hooks"]; ok {
 		x.hooks(x.d, n, "hooks")
 	}
-	if existsIn(x.dir, ".lsp.json") {
+	if fsx.ExistsIn(x.dir, ".lsp.json") {
 		x.namedFile(".lsp.json", "lsp-server", "a language server Claude Code would start; "+never)
 	}
 	if n, ok := top.keys["lspServers"]; ok {
 		x.named(x.d, n, "lspServers", "lsp-server", "a language server Claude Code would start; "+never)
 	}
-	if existsIn(x.dir, "monitors/monitors.json") {
+	if fsx.ExistsIn(x.dir, "monitors/monitors.json") {
 		x.notCarried("monitors/monitors.json", "monitor", "", "monitors are commands Claude Code would run in the background; "+never)
 	}
 	for _, k := range []string{"monitors", "channels", "settings", "dependencies"} {
@@ -479,7 +480,7 @@ func (x *claudeImport) components(top obj) {
 // The folder is walked inside the plugin only (os.Root), and symlinks in
 // it are not followed.
 func (x *claudeImport) listDir(dir, kind, suffix, reason string) {
-	if fi, err := lstatIn(x.dir, dir); err != nil || !fi.IsDir() {
+	if fi, err := fsx.LstatIn(x.dir, dir); err != nil || !fi.IsDir() {
 		return
 	}
 	root, err := os.OpenRoot(x.dir)
@@ -517,7 +518,7 @@ func (x *claudeImport) listSkills(dir string) {
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.IsDir() || !existsIn(x.dir, dir+"/"+e.Name()+"/SKILL.md") {
+		if !e.IsDir() || !fsx.ExistsIn(x.dir, dir+"/"+e.Name()+"/SKILL.md") {
 			continue
 		}
 		if n++; n <= maxListed {
@@ -569,7 +570,7 @@ func (x *claudeImport) listedFile(rel string) (d *doc, root *node, first bool) {
 	}
 	x.listed[rel] = true
 	d = &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	if data, err := readIn(x.dir, rel, maxForeignSize); err == nil {
+	if data, err := fsx.ReadIn(x.dir, rel, maxForeignSize); err == nil {
 		root = d.parse(data)
 	}
 	return d, root, true

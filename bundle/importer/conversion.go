@@ -2,12 +2,7 @@ package importer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -93,56 +88,6 @@ type problems struct {
 
 func (ps *problems) add(path, rule, format string, args ...any) {
 	ps.list = append(ps.list, &bundle.Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
-}
-
-var errChanged = errors.New("changed while being read")
-
-// readIn reads the regular file rel (slash-separated) of the tree at dir,
-// of at most max bytes (one more is read, so the caller can tell it is too
-// large). rel is resolved inside dir only (os.Root): a symlink on the way
-// that leads out of the tree is an error, so an importer never reads a
-// file outside the bundle. rel itself may not be a symlink.
-func readIn(dir, rel string, max int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	name := filepath.FromSlash(rel)
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
-		return nil, fmt.Errorf("%s: %w", rel, errChanged)
-	}
-	return io.ReadAll(io.LimitReader(f, max+1))
-}
-
-// lstatIn is os.Lstat of rel (slash-separated) inside the tree at dir,
-// resolved as readIn resolves it: a path that leads out of the tree
-// through a symlink is an error.
-func lstatIn(dir, rel string) (fs.FileInfo, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	return root.Lstat(filepath.FromSlash(rel))
-}
-
-// existsIn reports whether rel names something inside the tree at dir.
-func existsIn(dir, rel string) bool {
-	_, err := lstatIn(dir, rel)
-	return err == nil
 }
 
 // looksLike reports whether data is a JSON object with one of keys.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // MCPBServerName is the name of the one server of an imported MCP Bundle.
@@ -70,7 +71,7 @@ type mcpbImport struct {
 func convertMCPB(dir string) *conversion {
 	c := newConversion()
 	d := &doc{file: mcpbManifest, rules: mcpbRules, ps: &c.ps}
-	data, err := readIn(dir, mcpbManifest, maxForeignSize)
+	data, err := fsx.ReadIn(dir, mcpbManifest, maxForeignSize)
 	if err != nil {
 		d.add("", bundle.RuleMCPBSyntax, "cannot read manifest.json (%v); it must be a regular file at the bundle's root", err)
 		return c
@@ -396,7 +397,7 @@ func (x *mcpbImport) entryPoint(ep string) {
 		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
 		return
 	}
-	fi, err := lstatIn(x.dir, ep)
+	fi, err := fsx.LstatIn(x.dir, ep)
 	switch {
 	case err != nil:
 		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q is not in the bundle; add the file or fix the path", ep)
