@@ -3,7 +3,6 @@ package bundle
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -436,29 +435,19 @@ func copyListed(ctx context.Context, tree *Tree, dst string, durable bool) error
 	return nil
 }
 
+// copyChecked copies the listed file e (at from) to the new file to,
+// checking it against its listed size and hash while it copies. A file
+// that is no longer a regular file of that content is errChanged; a
+// symbolic link in its place is refused by the open.
 func copyChecked(from, to string, perm os.FileMode, e Entry, buf []byte, durable bool) error {
-	in, err := openNoFollow(from)
-	if err != nil {
+	err := fsx.CopyFile(from, to, fsx.Copy{Size: e.Size, SHA256: e.SHA256, Perm: perm, Sync: durable, Buf: buf})
+	switch {
+	case fsx.IsSymlinkRefusal(err):
 		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1), buf)
-	if err == nil && durable {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if n != e.Size || [32]byte(h.Sum(nil)) != e.SHA256 {
+	case errors.Is(err, fsx.ErrChanged):
 		return fmt.Errorf("%s: %w; make sure nothing writes to the bundle and try again", from, errChanged)
+	case err != nil:
+		return err
 	}
 	return os.Chmod(to, perm)
 }
