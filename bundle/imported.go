@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // The formats berth imports (docs/manifest.md, "Importing other formats").
@@ -196,7 +197,7 @@ func (v *validator) compatibility(p string, c *Compatibility) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Runtimes)) {
-		rp := joinPath(p+".runtimes", name)
+		rp := strictjson.JoinPath(p+".runtimes", name)
 		if err := v.probe.check(name, c.Runtimes[name]); err != nil {
 			v.ps.add(rp, RuleMCPBRuntime, "%v", err)
 		}

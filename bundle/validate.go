@@ -16,6 +16,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/berth-mcp/berth/bundle/internal/lexical"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 var (
@@ -104,7 +105,7 @@ func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, f
 		v.server("mcpServers."+name, name, m.MCPServers[name])
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
-		p := joinPath("nativeTools", name)
+		p := strictjson.JoinPath("nativeTools", name)
 		switch {
 		case !serverNameRe.MatchString(name):
 			v.ps.add(p, RuleNativeToolNameFormat, "native tool name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
@@ -307,7 +308,7 @@ func (v *validator) stdio(p string, s *Stdio) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		kp := joinPath(p+".env", k)
+		kp := strictjson.JoinPath(p+".env", k)
 		v.envKey(kp, k)
 		v.envSource(kp+".fromEnv", s.Env[k])
 	}
@@ -428,7 +429,7 @@ func (v *validator) remote(p string, r *Remote) {
 	host, ok := v.remoteURL(p+".url", r.URL)
 	folded := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
-		hp := joinPath(p+".headers", k)
+		hp := strictjson.JoinPath(p+".headers", k)
 		other, dup := folded[strings.ToLower(k)]
 		folded[strings.ToLower(k)] = k
 		switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/internal/lexical"
 	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // claudeFields are the fields of .claude-plugin/plugin.json (SchemaStore
@@ -81,15 +82,15 @@ func convertClaude(dir string) *conversion {
 }
 
 // readForeign reads and parses a JSON file of the tree; nil when it cannot.
-func readForeign(d *doc, dir, rel string) *node {
+func readForeign(d *doc, dir, rel string) *strictjson.Node {
 	data, err := fsx.ReadIn(dir, rel, maxForeignSize)
 	if err != nil {
 		d.add("", d.rules.syntax, "cannot read %s (%v); it must be a regular file", rel, err)
 		return nil
 	}
 	root := d.parse(data)
-	if root != nil && root.kind != 'o' {
-		d.add("", d.rules.syntax, "%s must hold a JSON object, not %s", rel, kindName(root))
+	if root != nil && root.Kind != strictjson.Object {
+		d.add("", d.rules.syntax, "%s must hold a JSON object, not %s", rel, root.Kind)
 		return nil
 	}
 	return root
@@ -171,31 +172,31 @@ func (x *claudeImport) servers(top obj) {
 	if !ok {
 		return
 	}
-	var items []*node
+	var items []*strictjson.Node
 	var paths []string
-	if n.kind == 'a' {
-		for i, e := range n.elems {
+	if n.Kind == strictjson.Array {
+		for i, e := range n.Elems {
 			items = append(items, e)
 			paths = append(paths, index("mcpServers", i))
 		}
 	} else {
-		items, paths = []*node{n}, []string{"mcpServers"}
+		items, paths = []*strictjson.Node{n}, []string{"mcpServers"}
 	}
 	for i, e := range items {
-		switch e.kind {
-		case 's':
-			if strings.HasSuffix(strings.ToLower(e.str), ".mcpb") || strings.Contains(e.str, "://") {
-				x.d.add(paths[i], bundle.RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.str)
+		switch e.Kind {
+		case strictjson.String:
+			if strings.HasSuffix(strings.ToLower(e.Str), ".mcpb") || strings.Contains(e.Str, "://") {
+				x.d.add(paths[i], bundle.RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.Str)
 				continue
 			}
-			if rel, ok := x.pluginPath(paths[i], e.str); ok {
+			if rel, ok := x.pluginPath(paths[i], e.Str); ok {
 				x.serverFile(rel)
 			}
-		case 'o':
+		case strictjson.Object:
 			o, _ := x.d.object(e, paths[i])
 			keys, vals := o.members()
 			for j, k := range keys {
-				x.server(x.d, k, joinPath(paths[i], k), vals[j])
+				x.server(x.d, k, strictjson.JoinPath(paths[i], k), vals[j])
 			}
 		default:
 			x.d.wrong(paths[i], "a path, an object of servers, or an array of those", e)
@@ -212,7 +213,7 @@ func (x *claudeImport) serverFile(rel string) {
 		return
 	}
 	base := ""
-	if slices.Contains(root.keys, "mcpServers") {
+	if slices.Contains(root.Keys, "mcpServers") {
 		o, _ := d.object(root, "", "mcpServers")
 		root, base = o.keys["mcpServers"], "mcpServers"
 	}
@@ -222,12 +223,12 @@ func (x *claudeImport) serverFile(rel string) {
 	}
 	keys, vals := o.members()
 	for i, k := range keys {
-		x.server(d, k, joinPath(base, k), vals[i])
+		x.server(d, k, strictjson.JoinPath(base, k), vals[i])
 	}
 }
 
 // server converts one MCP server definition.
-func (x *claudeImport) server(d *doc, name, p string, n *node) {
+func (x *claudeImport) server(d *doc, name, p string, n *strictjson.Node) {
 	if prev, dup := x.from[name]; dup {
 		d.add(p, bundle.RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", name, prev)
 		return
@@ -238,7 +239,7 @@ func (x *claudeImport) server(d *doc, name, p string, n *node) {
 		return
 	}
 	typ, _ := o.str("type", false)
-	sp := joinPath("mcpServers", name)
+	sp := strictjson.JoinPath("mcpServers", name)
 	x.c.at(sp, d.loc(p))
 	if x.m.MCPServers == nil {
 		x.m.MCPServers = map[string]*bundle.Server{}
@@ -286,7 +287,7 @@ func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
 	keys, env, _ := o.strMap("env")
 	x.c.at(sp+".stdio.env", d.loc(o.at("env")))
 	for _, k := range keys {
-		kp := joinPath(o.at("env"), k)
+		kp := strictjson.JoinPath(o.at("env"), k)
 		from, ok := x.envSource(d, kp, env[k], fmt.Sprintf("the environment variable %s of the server %q", k, name), false)
 		if !ok {
 			continue
@@ -295,7 +296,7 @@ func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
 			s.Stdio.Env = map[string]bundle.EnvSource{}
 		}
 		s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
-		x.c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
+		x.c.at(strictjson.JoinPath(sp+".stdio.env", k), d.loc(kp))
 	}
 }
 
@@ -322,7 +323,7 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 	keys, hs, _ := o.strMap("headers")
 	x.c.at(sp+".remote.headers", d.loc(o.at("headers")))
 	for _, k := range keys {
-		hp := joinPath(o.at("headers"), k)
+		hp := strictjson.JoinPath(o.at("headers"), k)
 		v := hs[k]
 		if strings.EqualFold(k, "authorization") {
 			if m := bearerRefRe.FindStringSubmatch(v); m != nil {
@@ -342,7 +343,7 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 			r.Headers = map[string]bundle.EnvSource{}
 		}
 		r.Headers[k] = bundle.EnvSource{FromEnv: from}
-		x.c.at(joinPath(sp+".remote.headers", k), d.loc(hp))
+		x.c.at(strictjson.JoinPath(sp+".remote.headers", k), d.loc(hp))
 	}
 	if o.has("headersHelper") {
 		d.add(o.at("headersHelper"), bundle.RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")
@@ -532,28 +533,28 @@ func (x *claudeImport) listSkills(dir string) {
 
 // pathsOrObject lists a plugin.json component field: a path, an array of
 // paths, or an object of named entries.
-func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
-	switch n.kind {
-	case 's':
-		if rel, ok := x.pluginPath(p, n.str); ok {
+func (x *claudeImport) pathsOrObject(n *strictjson.Node, p, kind, reason string) {
+	switch n.Kind {
+	case strictjson.String:
+		if rel, ok := x.pluginPath(p, n.Str); ok {
 			x.notCarried(rel, kind, strings.TrimSuffix(path.Base(rel), ".md"), reason)
 		}
-	case 'a':
-		for i, e := range n.elems {
-			if e.kind != 's' {
+	case strictjson.Array:
+		for i, e := range n.Elems {
+			if e.Kind != strictjson.String {
 				x.d.wrong(index(p, i), "a path", e)
 				continue
 			}
-			if rel, ok := x.pluginPath(index(p, i), e.str); ok {
+			if rel, ok := x.pluginPath(index(p, i), e.Str); ok {
 				x.notCarried(rel, kind, strings.TrimSuffix(path.Base(rel), ".md"), reason)
 			}
 		}
-	case 'o':
-		for i, k := range n.keys {
+	case strictjson.Object:
+		for i, k := range n.Keys {
 			if i >= maxListed {
 				break
 			}
-			x.notCarried(x.d.loc(joinPath(p, k)), kind, k, reason)
+			x.notCarried(x.d.loc(strictjson.JoinPath(p, k)), kind, k, reason)
 		}
 	default:
 		x.d.wrong(p, "a path, an array of paths or an object", n)
@@ -564,7 +565,7 @@ func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
 // first time it is named: first is false when rel was listed already, and
 // root is nil when berth cannot read or parse it. Its problems are not
 // kept: a file berth only lists is never a reason to refuse the plugin.
-func (x *claudeImport) listedFile(rel string) (d *doc, root *node, first bool) {
+func (x *claudeImport) listedFile(rel string) (d *doc, root *strictjson.Node, first bool) {
 	if x.listed[rel] {
 		return nil, nil, false
 	}
@@ -591,37 +592,37 @@ func (x *claudeImport) hooksFile(rel string) {
 // hooks lists hook events and the commands Claude Code would run. Hooks
 // are listed, never run, so a file berth cannot read is listed as such
 // rather than refused.
-func (x *claudeImport) hooks(d *doc, n *node, p string) {
-	if n.kind == 's' {
-		if rel, ok := x.pluginPath(p, n.str); ok {
+func (x *claudeImport) hooks(d *doc, n *strictjson.Node, p string) {
+	if n.Kind == strictjson.String {
+		if rel, ok := x.pluginPath(p, n.Str); ok {
 			x.hooksFile(rel)
 		}
 		return
 	}
-	if n.kind == 'a' {
-		for i, e := range n.elems {
+	if n.Kind == strictjson.Array {
+		for i, e := range n.Elems {
 			x.hooks(d, e, index(p, i))
 		}
 		return
 	}
-	if n.kind != 'o' {
+	if n.Kind != strictjson.Object {
 		x.notCarried(d.loc(p), "hook", "", "hooks berth could not read; berth never runs hooks")
 		return
 	}
-	if i := slices.Index(n.keys, "hooks"); i >= 0 && n.vals[i].kind == 'o' {
-		n, p = n.vals[i], joinPath(p, "hooks")
+	if i := slices.Index(n.Keys, "hooks"); i >= 0 && n.Values[i].Kind == strictjson.Object {
+		n, p = n.Values[i], strictjson.JoinPath(p, "hooks")
 	}
-	for i, event := range n.keys {
+	for i, event := range n.Keys {
 		var cmds []string
-		for _, group := range n.vals[i].elems {
-			for j, k := range group.keys {
+		for _, group := range n.Values[i].Elems {
+			for j, k := range group.Keys {
 				if k != "hooks" {
 					continue
 				}
-				for _, h := range group.vals[j].elems {
-					for l, hk := range h.keys {
-						if hk == "command" && h.vals[l].kind == 's' {
-							cmds = append(cmds, h.vals[l].str)
+				for _, h := range group.Values[j].Elems {
+					for l, hk := range h.Keys {
+						if hk == "command" && h.Values[l].Kind == strictjson.String {
+							cmds = append(cmds, h.Values[l].Str)
 						}
 					}
 				}
@@ -631,7 +632,7 @@ func (x *claudeImport) hooks(d *doc, n *node, p string) {
 		if len(cmds) > 0 {
 			reason += " (" + strings.Join(quoteAll(cmds), ", ") + ")"
 		}
-		x.notCarried(d.loc(joinPath(p, event)), "hook", event, reason+"; berth never runs hooks")
+		x.notCarried(d.loc(strictjson.JoinPath(p, event)), "hook", event, reason+"; berth never runs hooks")
 	}
 }
 
@@ -649,27 +650,27 @@ func (x *claudeImport) namedFile(rel, kind, reason string) {
 	if !first {
 		return
 	}
-	if root == nil || root.kind != 'o' {
+	if root == nil || root.Kind != strictjson.Object {
 		x.notCarried(rel, kind, "", reason+" (a file berth could not read)")
 		return
 	}
 	x.named(d, root, "", kind, reason)
 }
 
-func (x *claudeImport) named(d *doc, n *node, p, kind, reason string) {
-	switch n.kind {
-	case 's':
-		if rel, ok := x.pluginPath(p, n.str); ok {
+func (x *claudeImport) named(d *doc, n *strictjson.Node, p, kind, reason string) {
+	switch n.Kind {
+	case strictjson.String:
+		if rel, ok := x.pluginPath(p, n.Str); ok {
 			x.namedFile(rel, kind, reason)
 		}
-	case 'a':
-		for i, e := range n.elems {
+	case strictjson.Array:
+		for i, e := range n.Elems {
 			x.named(d, e, index(p, i), kind, reason)
 		}
-	case 'o':
-		for i, k := range n.keys {
+	case strictjson.Object:
+		for i, k := range n.Keys {
 			if i < maxListed {
-				x.notCarried(d.loc(joinPath(p, k)), kind, k, reason)
+				x.notCarried(d.loc(strictjson.JoinPath(p, k)), kind, k, reason)
 			}
 		}
 	default:
