@@ -98,7 +98,7 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	if err != nil {
 		return nil, err
 	}
-	if looksLike(data, "manifestVersion") {
+	if LooksLike(data, "manifestVersion") {
 		return nil, fmt.Errorf("%s is a berth manifest, not a bundle; point berth at the directory that holds berth.json, or its archive", source)
 	}
 	var taker *Format
@@ -120,8 +120,10 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	return nil, os.WriteFile(filepath.Join(b.Dir, filepath.FromSlash(taker.Manifest)), data, 0o644)
 }
 
-// looksLike reports whether data is a JSON object with one of keys.
-func looksLike(data []byte, keys ...string) bool {
+// LooksLike reports whether data is a JSON object with one of keys at its
+// top. It is a sniff, not a check (duplicate keys and all else pass): the
+// test of a Format's Claims and File, and of berth.json given as a file.
+func LooksLike(data []byte, keys ...string) bool {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
 		return false

@@ -47,13 +47,7 @@ type claudeImport struct {
 }
 
 func convertClaude(dir string) *conversion {
-	c := newConversion()
-	d := &doc{file: claudeManifest, rules: claudeRules, ps: &c.ps}
-	root := readForeign(d, dir, claudeManifest)
-	if root == nil {
-		return c
-	}
-	top, ok := d.object(root, "", claudeFields...)
+	c, d, top, ok := readTop(dir, claudeManifest, claudeRules, claudeFields...)
 	if !ok {
 		return c
 	}
@@ -79,6 +73,21 @@ func convertClaude(dir string) *conversion {
 	c.at("importedFrom", d.loc(""))
 	c.manifest = x.m
 	return c
+}
+
+// readTop starts the conversion of a source manifest, file, which must
+// hold one JSON object whose keys are all in fields. It returns the
+// conversion, the file's doc and its top object; ok is false, with the
+// problem in c, when the file cannot be read as such an object.
+func readTop(dir, file string, rules foreignRules, fields ...string) (c *conversion, d *doc, top obj, ok bool) {
+	c = newConversion()
+	d = &doc{file: file, rules: rules, ps: &c.ps}
+	root := readForeign(d, dir, file)
+	if root == nil {
+		return c, d, obj{}, false
+	}
+	top, ok = d.object(root, "", fields...)
+	return c, d, top, ok
 }
 
 // readForeign reads and parses a JSON file of the tree; nil when it cannot.

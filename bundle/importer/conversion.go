@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -88,20 +87,6 @@ type problems struct {
 
 func (ps *problems) add(path, rule, format string, args ...any) {
 	ps.list = append(ps.list, &bundle.Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
-}
-
-// looksLike reports whether data is a JSON object with one of keys.
-func looksLike(data []byte, keys ...string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return false
-	}
-	for _, k := range keys {
-		if _, ok := m[k]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // goosPlatform is the running platform as MCPB names platforms.

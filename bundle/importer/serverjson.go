@@ -120,13 +120,7 @@ type registryImport struct {
 }
 
 func convertRegistry(dir string) *conversion {
-	c := newConversion()
-	d := &doc{file: registryManifest, rules: registryRules, ps: &c.ps}
-	root := readForeign(d, dir, registryManifest)
-	if root == nil {
-		return c
-	}
-	top, ok := d.object(root, "", registryFields.root...)
+	c, d, top, ok := readTop(dir, registryManifest, registryRules, registryFields.root...)
 	if !ok {
 		return c
 	}
