@@ -44,14 +44,12 @@ func (d *doc) add(path, rule, format string, args ...any) {
 // maxForeignSize is the largest manifest of another format berth reads.
 const maxForeignSize = bundle.MaxManifestSize
 
-// maxDepth is how deeply objects and arrays may nest, as in berth.json.
-const maxDepth = 32
-
-// parse parses data as one JSON document with no duplicate keys. It
-// returns nil, with the problem added, when data is not such a document.
+// parse parses data as one JSON document with no duplicate keys, nested
+// at most strictjson's default 32 levels (as berth.json). It returns nil,
+// with the problem added, when data is not such a document.
 func (d *doc) parse(data []byte) *strictjson.Node {
 	name := filepath.Base(d.file)
-	root, ps := strictjson.Parse(data, strictjson.Options{MaxSize: maxForeignSize, MaxDepth: maxDepth})
+	root, ps := strictjson.Parse(data, strictjson.Options{MaxSize: maxForeignSize})
 	var dups []strictjson.Problem
 	for _, p := range ps {
 		switch p.Kind {
