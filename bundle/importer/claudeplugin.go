@@ -301,11 +301,7 @@ func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
 		if !ok {
 			continue
 		}
-		if s.Stdio.Env == nil {
-			s.Stdio.Env = map[string]bundle.EnvSource{}
-		}
-		s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
-		x.c.at(strictjson.JoinPath(sp+".stdio.env", k), d.loc(kp))
+		x.c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
 	}
 }
 
@@ -348,11 +344,7 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 		if !ok {
 			continue
 		}
-		if r.Headers == nil {
-			r.Headers = map[string]bundle.EnvSource{}
-		}
-		r.Headers[k] = bundle.EnvSource{FromEnv: from}
-		x.c.at(strictjson.JoinPath(sp+".remote.headers", k), d.loc(hp))
+		x.c.fromEnv(&r.Headers, sp+".remote.headers", k, from, d.loc(hp))
 	}
 	if o.has("headersHelper") {
 		d.add(o.at("headersHelper"), bundle.RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")

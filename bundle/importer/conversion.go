@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // Source manifests of the formats.
@@ -41,6 +42,18 @@ func (c *conversion) result() *bundle.Conversion {
 func (c *conversion) at(p, loc string) {
 	c.locs[p] = loc
 	c.locs[dotted(p)] = loc
+}
+
+// fromEnv sets key of the environment or headers map *m of a generated
+// server (at the berth path p, such as "mcpServers.s.stdio.env") to be
+// read from the host's variable from, and records that it comes from the
+// source location loc.
+func (c *conversion) fromEnv(m *map[string]bundle.EnvSource, p, key, from, loc string) {
+	if *m == nil {
+		*m = map[string]bundle.EnvSource{}
+	}
+	(*m)[key] = bundle.EnvSource{FromEnv: from}
+	c.at(strictjson.JoinPath(p, key), loc)
 }
 
 // carry copies the string top[key] into *dst and records that the

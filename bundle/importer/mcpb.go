@@ -361,11 +361,8 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		key, ok := userConfigRef(env[k])
 		switch {
 		case ok && x.opts[key] != nil:
-			if s.Stdio.Env == nil {
-				s.Stdio.Env = map[string]bundle.EnvSource{}
-			}
 			from := inputEnvName(x.name, key)
-			s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
+			c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
 			o := x.opts[key]
 			o.input.FromEnv = from
 			use := fmt.Sprintf("the environment variable %s of the server, read from your $%s", k, from)
@@ -373,7 +370,6 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 				use += " (berth starts the server only when it is set)"
 			}
 			o.uses = append(o.uses, use)
-			c.at(strictjson.JoinPath(sp+".stdio.env", k), d.loc(kp))
 		case ok:
 			d.add(kp, bundle.RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
 		default:

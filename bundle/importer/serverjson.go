@@ -345,11 +345,7 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 			if !ok {
 				continue
 			}
-			if s.Stdio.Env == nil {
-				s.Stdio.Env = map[string]bundle.EnvSource{}
-			}
-			s.Stdio.Env[key] = bundle.EnvSource{FromEnv: from}
-			x.c.at(strictjson.JoinPath(sp+".stdio.env", key), d.loc(ep))
+			x.c.fromEnv(&s.Stdio.Env, sp+".stdio.env", key, from, d.loc(ep))
 			envNames = append(envNames, key)
 		}
 	}
@@ -638,11 +634,7 @@ func (x *registryImport) remote(p string, n *strictjson.Node) {
 		if !ok {
 			continue
 		}
-		if r.Headers == nil {
-			r.Headers = map[string]bundle.EnvSource{}
-		}
-		r.Headers[key] = bundle.EnvSource{FromEnv: from}
-		x.c.at(strictjson.JoinPath(sp+".remote.headers", key), d.loc(hp))
+		x.c.fromEnv(&r.Headers, sp+".remote.headers", key, from, d.loc(hp))
 	}
 }
 
