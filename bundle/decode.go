@@ -1,10 +1,6 @@
 package bundle
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"math"
 	"reflect"
 	"regexp"
@@ -49,12 +45,12 @@ func decodeManifest(data []byte) *decoded {
 		case strictjson.BOM:
 			ps.add(ManifestFile, RuleManifestBOM, "berth.json starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM")
 		case strictjson.InvalidUTF8:
-			line, col := lineCol(data, p.Offset)
+			line, col := strictjson.LineCol(data, p.Offset)
 			ps.add(ManifestFile, RuleManifestInvalidUTF8, "berth.json is not valid UTF-8 (first bad byte at line %d, column %d); save it as UTF-8", line, col)
 		case strictjson.Syntax:
-			ps.add(ManifestFile, RuleManifestSyntax, "berth.json is not well-formed JSON: %s; fix the syntax (a JSON linter shows where)", syntaxAt(data, p.Offset, p.Err))
+			ps.add(ManifestFile, RuleManifestSyntax, "berth.json is not well-formed JSON: %s; fix the syntax (a JSON linter shows where)", strictjson.SyntaxAt(data, p.Offset, p.Err))
 		case strictjson.Trailing:
-			line, col := lineCol(data, p.Offset)
+			line, col := strictjson.LineCol(data, p.Offset)
 			ps.add(ManifestFile, RuleManifestTrailing, "berth.json has data after its JSON value (near line %d, column %d); keep exactly one JSON object in the file", line, col)
 		default:
 			ps.add(p.Path, RuleDuplicateKey, "key %q appears more than once in this object; keep one (JSON readers disagree on which wins)", p.Key)
@@ -175,17 +171,3 @@ func want(t reflect.Type) string {
 // plainInteger is a JSON number written as an integer: no fraction, no
 // exponent, no "-0".
 var plainInteger = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
-
-// syntaxAt describes a syntax error err, which a reader reported at
-// byte offset off of data.
-func syntaxAt(data []byte, off int, err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		off = int(se.Offset)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "the document ends too early"
-	}
-	line, col := lineCol(data, off)
-	return fmt.Sprintf("%v (near line %d, column %d)", err, line, col)
-}

@@ -3,18 +3,17 @@ package bundle
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // Import says how Open read a source of another format (a registered
@@ -99,7 +98,7 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	if err != nil {
 		return nil, err
 	}
-	if looksLike(data, "manifestVersion") {
+	if LooksLike(data, "manifestVersion") {
 		return nil, fmt.Errorf("%s is a berth manifest, not a bundle; point berth at the directory that holds berth.json, or its archive", source)
 	}
 	var taker *Format
@@ -121,56 +120,10 @@ func (b *Bundle) unpack(ctx context.Context, source string, kind Kind, lim *Limi
 	return nil, os.WriteFile(filepath.Join(b.Dir, filepath.FromSlash(taker.Manifest)), data, 0o644)
 }
 
-// readIn reads the regular file rel (slash-separated) of the tree at dir,
-// of at most max bytes (one more is read, so the caller can tell it is too
-// large). rel is resolved inside dir only (os.Root): a symlink on the way
-// that leads out of the tree is an error, so an importer never reads a
-// file outside the bundle. rel itself may not be a symlink.
-func readIn(dir, rel string, max int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	name := filepath.FromSlash(rel)
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
-		return nil, fmt.Errorf("%s: %w", rel, errChanged)
-	}
-	return io.ReadAll(io.LimitReader(f, max+1))
-}
-
-// lstatIn is os.Lstat of rel (slash-separated) inside the tree at dir,
-// resolved as readIn resolves it: a path that leads out of the tree
-// through a symlink is an error.
-func lstatIn(dir, rel string) (fs.FileInfo, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	return root.Lstat(filepath.FromSlash(rel))
-}
-
-// existsIn reports whether rel names something inside the tree at dir.
-func existsIn(dir, rel string) bool {
-	_, err := lstatIn(dir, rel)
-	return err == nil
-}
-
-// looksLike reports whether data is a JSON object with one of keys.
-func looksLike(data []byte, keys ...string) bool {
+// LooksLike reports whether data is a JSON object with one of keys at its
+// top. It is a sniff, not a check (duplicate keys and all else pass): the
+// test of a Format's Claims and File, and of berth.json given as a file.
+func LooksLike(data []byte, keys ...string) bool {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
 		return false
@@ -191,7 +144,7 @@ func lexists(p string) bool {
 // detect finds the format of the tree at dir among formats. A berth.json
 // wins, with a note for every other manifest beside it.
 func detect(dir string, formats []*Format) (format *Format, notes []string, problem *Problem) {
-	has := func(rel string) bool { return existsIn(dir, rel) }
+	has := func(rel string) bool { return fsx.ExistsIn(dir, rel) }
 	var found []*Format
 	for _, f := range formats {
 		if has(f.Manifest) {
@@ -218,7 +171,7 @@ func detect(dir string, formats []*Format) (format *Format, notes []string, prob
 				real = append(real, f)
 				continue
 			}
-			data, err := readIn(dir, f.Manifest, MaxManifestSize)
+			data, err := fsx.ReadIn(dir, f.Manifest, MaxManifestSize)
 			if err == nil && f.Claims(data) {
 				real = append(real, f)
 			}
@@ -247,7 +200,7 @@ func detect(dir string, formats []*Format) (format *Format, notes []string, prob
 
 // importedManifest returns importedFrom.manifest of dir/berth.json, or "".
 func importedManifest(dir string) string {
-	data, err := readIn(dir, ManifestFile, MaxManifestSize)
+	data, err := fsx.ReadIn(dir, ManifestFile, MaxManifestSize)
 	if err != nil {
 		return ""
 	}
@@ -484,29 +437,19 @@ func copyListed(ctx context.Context, tree *Tree, dst string, durable bool) error
 	return nil
 }
 
+// copyChecked copies the listed file e (at from) to the new file to,
+// checking it against its listed size and hash while it copies. A file
+// that is no longer a regular file of that content is errChanged; a
+// symbolic link in its place is refused by the open.
 func copyChecked(from, to string, perm os.FileMode, e Entry, buf []byte, durable bool) error {
-	in, err := openNoFollow(from)
-	if err != nil {
+	err := fsx.CopyFile(from, to, fsx.Copy{Size: e.Size, SHA256: e.SHA256, Perm: perm, Sync: durable, Buf: buf})
+	switch {
+	case fsx.IsSymlinkRefusal(err):
 		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	h := sha256.New()
-	n, err := io.CopyBuffer(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1), buf)
-	if err == nil && durable {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if n != e.Size || [32]byte(h.Sum(nil)) != e.SHA256 {
+	case errors.Is(err, fsx.ErrChanged):
 		return fmt.Errorf("%s: %w; make sure nothing writes to the bundle and try again", from, errChanged)
+	case err != nil:
+		return err
 	}
 	return os.Chmod(to, perm)
 }

@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // The formats berth imports (docs/manifest.md, "Importing other formats").
@@ -168,7 +171,7 @@ func (v *validator) importedFrom(imp *ImportedFrom) {
 	switch {
 	case imp.Manifest == "":
 		v.ps.add(p+".manifest", RuleImportedFrom, "manifest is required: the source manifest file the bundle was imported from")
-	case !cleanRel(imp.Manifest):
+	case !lexical.CleanRel(imp.Manifest):
 		v.ps.add(p+".manifest", RuleImportedFrom, "manifest %q is not a clean relative path inside the bundle", imp.Manifest)
 	case v.tree != nil && v.tree.Listing != nil:
 		if e, ok := v.tree.Listing.Lookup(imp.Manifest); !ok || e.Mode == ModeSymlink {
@@ -194,7 +197,7 @@ func (v *validator) compatibility(p string, c *Compatibility) {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Runtimes)) {
-		rp := joinPath(p+".runtimes", name)
+		rp := strictjson.JoinPath(p+".runtimes", name)
 		if err := v.probe.check(name, c.Runtimes[name]); err != nil {
 			v.ps.add(rp, RuleMCPBRuntime, "%v", err)
 		}

@@ -3,7 +3,6 @@ package bundle
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -467,12 +466,12 @@ func hashEntries(ctx context.Context, files []walkEntry) (*Listing, error) {
 	return l, nil
 }
 
-// errChanged reports a file that changed while berth read it.
 // openNoFollow opens a file of a bundle for reading, never through a
 // symbolic link and never blocking on a FIFO.
 func openNoFollow(name string) (*os.File, error) { return fsx.OpenNoFollow(name, os.O_RDONLY, 0) }
 
-var errChanged = errors.New("changed while being read")
+// errChanged reports a file that changed while berth read it.
+var errChanged = fsx.ErrReadChanged
 
 // hashFile hashes a regular file of the expected size, refusing to follow a
 // symlink swapped in after the walk.

@@ -14,23 +14,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 var (
 	nameRe       = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 	serverNameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9_-]{0,30}[a-z0-9])?$`)
-	envNameRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	toolPatRe    = regexp.MustCompile(`^[A-Za-z0-9_.*?-]+$`)
 	headerNameRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-	// semverRe is the official semver 2.0 regular expression.
-	semverRe = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
-	varRe    = regexp.MustCompile(`\$\{([^}]*)\}?`)
+	varRe        = regexp.MustCompile(`\$\{([^}]*)\}?`)
 )
 
 // IsStrictSemver reports whether v is a semver 2.0 version with no "v".
 // It is berth's one rule for a plugin's version.
-func IsStrictSemver(v string) bool { return semverRe.MatchString(v) }
+func IsStrictSemver(v string) bool { return lexical.StrictSemver(v) }
 
 // VersionLess reports whether version a sorts before version b by semver
 // 2.0 precedence. When either is not strict semver (see IsStrictSemver) it
@@ -106,7 +105,7 @@ func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, f
 		v.server("mcpServers."+name, name, m.MCPServers[name])
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
-		p := joinPath("nativeTools", name)
+		p := strictjson.JoinPath("nativeTools", name)
 		switch {
 		case !serverNameRe.MatchString(name):
 			v.ps.add(p, RuleNativeToolNameFormat, "native tool name %q must be 1-32 lower-case letters, digits, '_' or '-', starting and ending with a letter or digit; rename it", name)
@@ -143,7 +142,7 @@ func (v *validator) top(m *Manifest, berthVersion string) {
 	switch {
 	case m.Version == "":
 		v.required("version", "a semver 2.0 version, e.g. \"1.4.2\"")
-	case !semverRe.MatchString(m.Version):
+	case !lexical.StrictSemver(m.Version):
 		hint := ""
 		if strings.HasPrefix(m.Version, "v") || strings.HasPrefix(m.Version, "V") {
 			hint = " (drop the leading \"v\")"
@@ -280,7 +279,7 @@ func (v *validator) stdio(p string, s *Stdio) {
 		case strings.HasPrefix(s.Command, "${workspace}"):
 			// A workspace program: disclosed by the review; only its path
 			// can be checked here.
-			if rel, ok := strings.CutPrefix(s.Command, "${workspace}/"); !ok || !cleanRel(rel) {
+			if rel, ok := strings.CutPrefix(s.Command, "${workspace}/"); !ok || !lexical.CleanRel(rel) {
 				v.ps.add(p+".command", RuleCommandForm, "command %q must be \"${workspace}/path\" with a clean path inside the workspace (no \"..\", \".\", \"//\" or trailing '/')", s.Command)
 			}
 		case strings.ContainsAny(s.Command, `/\`) || strings.TrimSpace(s.Command) != s.Command || s.Command == "." || s.Command == "..":
@@ -300,7 +299,7 @@ func (v *validator) stdio(p string, s *Stdio) {
 			case strings.HasPrefix(s.Cwd, "${bundle}"):
 				v.bundleRef(p+".cwd", s.Cwd, true)
 			case strings.HasPrefix(s.Cwd, "${workspace}"):
-				if rel, ok := strings.CutPrefix(s.Cwd, "${workspace}/"); s.Cwd != "${workspace}" && (!ok || !cleanRel(rel)) {
+				if rel, ok := strings.CutPrefix(s.Cwd, "${workspace}/"); s.Cwd != "${workspace}" && (!ok || !lexical.CleanRel(rel)) {
 					v.ps.add(p+".cwd", RuleVariablePlacement, "cwd %q must be ${workspace} or \"${workspace}/dir\" with a clean path inside the workspace (no \"..\", \".\", \"//\" or trailing '/')", s.Cwd)
 				}
 			default:
@@ -309,14 +308,14 @@ func (v *validator) stdio(p string, s *Stdio) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		kp := joinPath(p+".env", k)
+		kp := strictjson.JoinPath(p+".env", k)
 		v.envKey(kp, k)
 		v.envSource(kp+".fromEnv", s.Env[k])
 	}
 }
 
 func (v *validator) envKey(p, k string) {
-	if !envNameRe.MatchString(k) {
+	if !lexical.EnvName(k) {
 		v.ps.add(p, RuleEnvNameFormat, "environment variable name %q must match [A-Za-z_][A-Za-z0-9_]*", k)
 		return
 	}
@@ -326,7 +325,7 @@ func (v *validator) envKey(p, k string) {
 }
 
 func (v *validator) envSource(p string, e EnvSource) {
-	if !envNameRe.MatchString(e.FromEnv) {
+	if !lexical.EnvName(e.FromEnv) {
 		v.ps.add(p, RuleEnvNameFormat, "fromEnv must name a host environment variable matching [A-Za-z_][A-Za-z0-9_]*, got %q", e.FromEnv)
 	}
 }
@@ -385,17 +384,11 @@ func (v *validator) cleanBundlePath(p, s, rest string) (string, bool) {
 		return "", false
 	}
 	rel := rest[1:]
-	if !cleanRel(rel) {
+	if !lexical.CleanRel(rel) {
 		v.ps.add(p, RuleBundlePathUnclean, "%q is not a clean path inside the bundle (no \"..\", \".\", \"//\" or trailing '/'); write it as %q", s, "${bundle}/"+strings.Trim(path.Clean("/"+rel), "/"))
 		return "", false
 	}
 	return rel, true
-}
-
-// cleanRel reports whether rel is a clean relative path that stays where
-// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
-func cleanRel(rel string) bool {
-	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
 }
 
 // bundleExecutable requires s to be ${bundle}/path naming a regular file
@@ -436,7 +429,7 @@ func (v *validator) remote(p string, r *Remote) {
 	host, ok := v.remoteURL(p+".url", r.URL)
 	folded := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
-		hp := joinPath(p+".headers", k)
+		hp := strictjson.JoinPath(p+".headers", k)
 		other, dup := folded[strings.ToLower(k)]
 		folded[strings.ToLower(k)] = k
 		switch {
@@ -453,7 +446,7 @@ func (v *validator) remote(p string, r *Remote) {
 		}
 		v.envSource(hp+".fromEnv", r.Headers[k])
 	}
-	if r.Auth != nil && (r.Auth.BearerFromEnv != "" || v.present[p+".auth.bearerFromEnv"]) && !envNameRe.MatchString(r.Auth.BearerFromEnv) {
+	if r.Auth != nil && (r.Auth.BearerFromEnv != "" || v.present[p+".auth.bearerFromEnv"]) && !lexical.EnvName(r.Auth.BearerFromEnv) {
 		v.ps.add(p+".auth.bearerFromEnv", RuleEnvNameFormat, "bearerFromEnv must name a host environment variable matching [A-Za-z_][A-Za-z0-9_]*, got %q", r.Auth.BearerFromEnv)
 	}
 	if r.Network == nil || len(r.Network.Hosts) == 0 {

@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // claudeFields are the fields of .claude-plugin/plugin.json (SchemaStore
@@ -44,13 +47,7 @@ type claudeImport struct {
 }
 
 func convertClaude(dir string) *conversion {
-	c := newConversion()
-	d := &doc{file: claudeManifest, rules: claudeRules, ps: &c.ps}
-	root := readForeign(d, dir, claudeManifest)
-	if root == nil {
-		return c
-	}
-	top, ok := d.object(root, "", claudeFields...)
+	c, d, top, ok := readTop(dir, claudeManifest, claudeRules, claudeFields...)
 	if !ok {
 		return c
 	}
@@ -78,16 +75,31 @@ func convertClaude(dir string) *conversion {
 	return c
 }
 
+// readTop starts the conversion of a source manifest, file, which must
+// hold one JSON object whose keys are all in fields. It returns the
+// conversion, the file's doc and its top object; ok is false, with the
+// problem in c, when the file cannot be read as such an object.
+func readTop(dir, file string, rules foreignRules, fields ...string) (c *conversion, d *doc, top obj, ok bool) {
+	c = newConversion()
+	d = &doc{file: file, rules: rules, ps: &c.ps}
+	root := readForeign(d, dir, file)
+	if root == nil {
+		return c, d, obj{}, false
+	}
+	top, ok = d.object(root, "", fields...)
+	return c, d, top, ok
+}
+
 // readForeign reads and parses a JSON file of the tree; nil when it cannot.
-func readForeign(d *doc, dir, rel string) *node {
-	data, err := readIn(dir, rel, maxForeignSize)
+func readForeign(d *doc, dir, rel string) *strictjson.Node {
+	data, err := fsx.ReadIn(dir, rel, maxForeignSize)
 	if err != nil {
 		d.add("", d.rules.syntax, "cannot read %s (%v); it must be a regular file", rel, err)
 		return nil
 	}
 	root := d.parse(data)
-	if root != nil && root.kind != 'o' {
-		d.add("", d.rules.syntax, "%s must hold a JSON object, not %s", rel, kindName(root))
+	if root != nil && root.Kind != strictjson.Object {
+		d.add("", d.rules.syntax, "%s must hold a JSON object, not %s", rel, root.Kind)
 		return nil
 	}
 	return root
@@ -147,11 +159,11 @@ func (x *claudeImport) notCarried(field, kind, name, reason string) {
 // inside the plugin that exists. It returns the path without "./".
 func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 	rel, ok := strings.CutPrefix(v, "./")
-	if !ok || !cleanRel(rel) {
+	if !ok || !lexical.CleanRel(rel) {
 		x.d.add(p, bundle.RuleClaudePath, "%q must be \"./\" and a clean path inside the plugin (no \"..\", \"//\" or trailing '/')", v)
 		return "", false
 	}
-	if !existsIn(x.dir, rel) {
+	if !fsx.ExistsIn(x.dir, rel) {
 		x.d.add(p, bundle.RuleClaudePath, "%q names nothing in the plugin; add it or fix the path", v)
 		return "", false
 	}
@@ -162,38 +174,38 @@ func (x *claudeImport) pluginPath(p, v string) (string, bool) {
 // mcpServers of plugin.json (a path, an inline object, or an array of
 // those), which supplements it.
 func (x *claudeImport) servers(top obj) {
-	if existsIn(x.dir, claudeMCPFile) {
+	if fsx.ExistsIn(x.dir, claudeMCPFile) {
 		x.serverFile(claudeMCPFile)
 	}
 	n, ok := top.keys["mcpServers"]
 	if !ok {
 		return
 	}
-	var items []*node
+	var items []*strictjson.Node
 	var paths []string
-	if n.kind == 'a' {
-		for i, e := range n.elems {
+	if n.Kind == strictjson.Array {
+		for i, e := range n.Elems {
 			items = append(items, e)
 			paths = append(paths, index("mcpServers", i))
 		}
 	} else {
-		items, paths = []*node{n}, []string{"mcpServers"}
+		items, paths = []*strictjson.Node{n}, []string{"mcpServers"}
 	}
 	for i, e := range items {
-		switch e.kind {
-		case 's':
-			if strings.HasSuffix(strings.ToLower(e.str), ".mcpb") || strings.Contains(e.str, "://") {
-				x.d.add(paths[i], bundle.RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.str)
+		switch e.Kind {
+		case strictjson.String:
+			if strings.HasSuffix(strings.ToLower(e.Str), ".mcpb") || strings.Contains(e.Str, "://") {
+				x.d.add(paths[i], bundle.RuleClaudePath, "%q is an MCP Bundle; berth does not fetch or unpack bundles inside a plugin: import the .mcpb on its own (berth import), and remove it here", e.Str)
 				continue
 			}
-			if rel, ok := x.pluginPath(paths[i], e.str); ok {
+			if rel, ok := x.pluginPath(paths[i], e.Str); ok {
 				x.serverFile(rel)
 			}
-		case 'o':
+		case strictjson.Object:
 			o, _ := x.d.object(e, paths[i])
 			keys, vals := o.members()
 			for j, k := range keys {
-				x.server(x.d, k, joinPath(paths[i], k), vals[j])
+				x.server(x.d, k, strictjson.JoinPath(paths[i], k), vals[j])
 			}
 		default:
 			x.d.wrong(paths[i], "a path, an object of servers, or an array of those", e)
@@ -210,7 +222,7 @@ func (x *claudeImport) serverFile(rel string) {
 		return
 	}
 	base := ""
-	if slices.Contains(root.keys, "mcpServers") {
+	if slices.Contains(root.Keys, "mcpServers") {
 		o, _ := d.object(root, "", "mcpServers")
 		root, base = o.keys["mcpServers"], "mcpServers"
 	}
@@ -220,12 +232,12 @@ func (x *claudeImport) serverFile(rel string) {
 	}
 	keys, vals := o.members()
 	for i, k := range keys {
-		x.server(d, k, joinPath(base, k), vals[i])
+		x.server(d, k, strictjson.JoinPath(base, k), vals[i])
 	}
 }
 
 // server converts one MCP server definition.
-func (x *claudeImport) server(d *doc, name, p string, n *node) {
+func (x *claudeImport) server(d *doc, name, p string, n *strictjson.Node) {
 	if prev, dup := x.from[name]; dup {
 		d.add(p, bundle.RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", name, prev)
 		return
@@ -236,7 +248,7 @@ func (x *claudeImport) server(d *doc, name, p string, n *node) {
 		return
 	}
 	typ, _ := o.str("type", false)
-	sp := joinPath("mcpServers", name)
+	sp := strictjson.JoinPath("mcpServers", name)
 	x.c.at(sp, d.loc(p))
 	if x.m.MCPServers == nil {
 		x.m.MCPServers = map[string]*bundle.Server{}
@@ -284,16 +296,12 @@ func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
 	keys, env, _ := o.strMap("env")
 	x.c.at(sp+".stdio.env", d.loc(o.at("env")))
 	for _, k := range keys {
-		kp := joinPath(o.at("env"), k)
+		kp := strictjson.JoinPath(o.at("env"), k)
 		from, ok := x.envSource(d, kp, env[k], fmt.Sprintf("the environment variable %s of the server %q", k, name), false)
 		if !ok {
 			continue
 		}
-		if s.Stdio.Env == nil {
-			s.Stdio.Env = map[string]bundle.EnvSource{}
-		}
-		s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
-		x.c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
+		x.c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
 	}
 }
 
@@ -320,7 +328,7 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 	keys, hs, _ := o.strMap("headers")
 	x.c.at(sp+".remote.headers", d.loc(o.at("headers")))
 	for _, k := range keys {
-		hp := joinPath(o.at("headers"), k)
+		hp := strictjson.JoinPath(o.at("headers"), k)
 		v := hs[k]
 		if strings.EqualFold(k, "authorization") {
 			if m := bearerRefRe.FindStringSubmatch(v); m != nil {
@@ -336,11 +344,7 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 		if !ok {
 			continue
 		}
-		if r.Headers == nil {
-			r.Headers = map[string]bundle.EnvSource{}
-		}
-		r.Headers[k] = bundle.EnvSource{FromEnv: from}
-		x.c.at(joinPath(sp+".remote.headers", k), d.loc(hp))
+		x.c.fromEnv(&r.Headers, sp+".remote.headers", k, from, d.loc(hp))
 	}
 	if o.has("headersHelper") {
 		d.add(o.at("headersHelper"), bundle.RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")
@@ -446,19 +450,19 @@ func (x *claudeImport) components(top obj) {
 		kind := map[string]string{"commands": "command", "agents": "agent", "skills": "skill", "outputStyles": "output-style", "themes": "theme"}[k]
 		x.pathsOrObject(n, k, kind, "a Claude Code "+kind+"; "+never)
 	}
-	if existsIn(x.dir, "hooks/hooks.json") {
+	if fsx.ExistsIn(x.dir, "hooks/hooks.json") {
 		x.hooksFile("hooks/hooks.json")
 	}
 	if n, ok := top.keys["hooks"]; ok {
 		x.hooks(x.d, n, "hooks")
 	}
-	if existsIn(x.dir, ".lsp.json") {
+	if fsx.ExistsIn(x.dir, ".lsp.json") {
 		x.namedFile(".lsp.json", "lsp-server", "a language server Claude Code would start; "+never)
 	}
 	if n, ok := top.keys["lspServers"]; ok {
 		x.named(x.d, n, "lspServers", "lsp-server", "a language server Claude Code would start; "+never)
 	}
-	if existsIn(x.dir, "monitors/monitors.json") {
+	if fsx.ExistsIn(x.dir, "monitors/monitors.json") {
 		x.notCarried("monitors/monitors.json", "monitor", "", "monitors are commands Claude Code would run in the background; "+never)
 	}
 	for _, k := range []string{"monitors", "channels", "settings", "dependencies"} {
@@ -478,7 +482,7 @@ func (x *claudeImport) components(top obj) {
 // The folder is walked inside the plugin only (os.Root), and symlinks in
 // it are not followed.
 func (x *claudeImport) listDir(dir, kind, suffix, reason string) {
-	if fi, err := lstatIn(x.dir, dir); err != nil || !fi.IsDir() {
+	if fi, err := fsx.LstatIn(x.dir, dir); err != nil || !fi.IsDir() {
 		return
 	}
 	root, err := os.OpenRoot(x.dir)
@@ -516,7 +520,7 @@ func (x *claudeImport) listSkills(dir string) {
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.IsDir() || !existsIn(x.dir, dir+"/"+e.Name()+"/SKILL.md") {
+		if !e.IsDir() || !fsx.ExistsIn(x.dir, dir+"/"+e.Name()+"/SKILL.md") {
 			continue
 		}
 		if n++; n <= maxListed {
@@ -530,28 +534,28 @@ func (x *claudeImport) listSkills(dir string) {
 
 // pathsOrObject lists a plugin.json component field: a path, an array of
 // paths, or an object of named entries.
-func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
-	switch n.kind {
-	case 's':
-		if rel, ok := x.pluginPath(p, n.str); ok {
+func (x *claudeImport) pathsOrObject(n *strictjson.Node, p, kind, reason string) {
+	switch n.Kind {
+	case strictjson.String:
+		if rel, ok := x.pluginPath(p, n.Str); ok {
 			x.notCarried(rel, kind, strings.TrimSuffix(path.Base(rel), ".md"), reason)
 		}
-	case 'a':
-		for i, e := range n.elems {
-			if e.kind != 's' {
+	case strictjson.Array:
+		for i, e := range n.Elems {
+			if e.Kind != strictjson.String {
 				x.d.wrong(index(p, i), "a path", e)
 				continue
 			}
-			if rel, ok := x.pluginPath(index(p, i), e.str); ok {
+			if rel, ok := x.pluginPath(index(p, i), e.Str); ok {
 				x.notCarried(rel, kind, strings.TrimSuffix(path.Base(rel), ".md"), reason)
 			}
 		}
-	case 'o':
-		for i, k := range n.keys {
+	case strictjson.Object:
+		for i, k := range n.Keys {
 			if i >= maxListed {
 				break
 			}
-			x.notCarried(x.d.loc(joinPath(p, k)), kind, k, reason)
+			x.notCarried(x.d.loc(strictjson.JoinPath(p, k)), kind, k, reason)
 		}
 	default:
 		x.d.wrong(p, "a path, an array of paths or an object", n)
@@ -562,13 +566,13 @@ func (x *claudeImport) pathsOrObject(n *node, p, kind, reason string) {
 // first time it is named: first is false when rel was listed already, and
 // root is nil when berth cannot read or parse it. Its problems are not
 // kept: a file berth only lists is never a reason to refuse the plugin.
-func (x *claudeImport) listedFile(rel string) (d *doc, root *node, first bool) {
+func (x *claudeImport) listedFile(rel string) (d *doc, root *strictjson.Node, first bool) {
 	if x.listed[rel] {
 		return nil, nil, false
 	}
 	x.listed[rel] = true
 	d = &doc{file: rel, rules: claudeRules, ps: &problems{}}
-	if data, err := readIn(x.dir, rel, maxForeignSize); err == nil {
+	if data, err := fsx.ReadIn(x.dir, rel, maxForeignSize); err == nil {
 		root = d.parse(data)
 	}
 	return d, root, true
@@ -589,37 +593,37 @@ func (x *claudeImport) hooksFile(rel string) {
 // hooks lists hook events and the commands Claude Code would run. Hooks
 // are listed, never run, so a file berth cannot read is listed as such
 // rather than refused.
-func (x *claudeImport) hooks(d *doc, n *node, p string) {
-	if n.kind == 's' {
-		if rel, ok := x.pluginPath(p, n.str); ok {
+func (x *claudeImport) hooks(d *doc, n *strictjson.Node, p string) {
+	if n.Kind == strictjson.String {
+		if rel, ok := x.pluginPath(p, n.Str); ok {
 			x.hooksFile(rel)
 		}
 		return
 	}
-	if n.kind == 'a' {
-		for i, e := range n.elems {
+	if n.Kind == strictjson.Array {
+		for i, e := range n.Elems {
 			x.hooks(d, e, index(p, i))
 		}
 		return
 	}
-	if n.kind != 'o' {
+	if n.Kind != strictjson.Object {
 		x.notCarried(d.loc(p), "hook", "", "hooks berth could not read; berth never runs hooks")
 		return
 	}
-	if i := slices.Index(n.keys, "hooks"); i >= 0 && n.vals[i].kind == 'o' {
-		n, p = n.vals[i], joinPath(p, "hooks")
+	if i := slices.Index(n.Keys, "hooks"); i >= 0 && n.Values[i].Kind == strictjson.Object {
+		n, p = n.Values[i], strictjson.JoinPath(p, "hooks")
 	}
-	for i, event := range n.keys {
+	for i, event := range n.Keys {
 		var cmds []string
-		for _, group := range n.vals[i].elems {
-			for j, k := range group.keys {
+		for _, group := range n.Values[i].Elems {
+			for j, k := range group.Keys {
 				if k != "hooks" {
 					continue
 				}
-				for _, h := range group.vals[j].elems {
-					for l, hk := range h.keys {
-						if hk == "command" && h.vals[l].kind == 's' {
-							cmds = append(cmds, h.vals[l].str)
+				for _, h := range group.Values[j].Elems {
+					for l, hk := range h.Keys {
+						if hk == "command" && h.Values[l].Kind == strictjson.String {
+							cmds = append(cmds, h.Values[l].Str)
 						}
 					}
 				}
@@ -629,7 +633,7 @@ func (x *claudeImport) hooks(d *doc, n *node, p string) {
 		if len(cmds) > 0 {
 			reason += " (" + strings.Join(quoteAll(cmds), ", ") + ")"
 		}
-		x.notCarried(d.loc(joinPath(p, event)), "hook", event, reason+"; berth never runs hooks")
+		x.notCarried(d.loc(strictjson.JoinPath(p, event)), "hook", event, reason+"; berth never runs hooks")
 	}
 }
 
@@ -647,27 +651,27 @@ func (x *claudeImport) namedFile(rel, kind, reason string) {
 	if !first {
 		return
 	}
-	if root == nil || root.kind != 'o' {
+	if root == nil || root.Kind != strictjson.Object {
 		x.notCarried(rel, kind, "", reason+" (a file berth could not read)")
 		return
 	}
 	x.named(d, root, "", kind, reason)
 }
 
-func (x *claudeImport) named(d *doc, n *node, p, kind, reason string) {
-	switch n.kind {
-	case 's':
-		if rel, ok := x.pluginPath(p, n.str); ok {
+func (x *claudeImport) named(d *doc, n *strictjson.Node, p, kind, reason string) {
+	switch n.Kind {
+	case strictjson.String:
+		if rel, ok := x.pluginPath(p, n.Str); ok {
 			x.namedFile(rel, kind, reason)
 		}
-	case 'a':
-		for i, e := range n.elems {
+	case strictjson.Array:
+		for i, e := range n.Elems {
 			x.named(d, e, index(p, i), kind, reason)
 		}
-	case 'o':
-		for i, k := range n.keys {
+	case strictjson.Object:
+		for i, k := range n.Keys {
 			if i < maxListed {
-				x.notCarried(d.loc(joinPath(p, k)), kind, k, reason)
+				x.notCarried(d.loc(strictjson.JoinPath(p, k)), kind, k, reason)
 			}
 		}
 	default:

@@ -1,19 +1,13 @@
 package importer
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // Source manifests of the formats.
@@ -48,6 +42,18 @@ func (c *conversion) result() *bundle.Conversion {
 func (c *conversion) at(p, loc string) {
 	c.locs[p] = loc
 	c.locs[dotted(p)] = loc
+}
+
+// fromEnv sets key of the environment or headers map *m of a generated
+// server (at the berth path p, such as "mcpServers.s.stdio.env") to be
+// read from the host's variable from, and records that it comes from the
+// source location loc.
+func (c *conversion) fromEnv(m *map[string]bundle.EnvSource, p, key, from, loc string) {
+	if *m == nil {
+		*m = map[string]bundle.EnvSource{}
+	}
+	(*m)[key] = bundle.EnvSource{FromEnv: from}
+	c.at(strictjson.JoinPath(p, key), loc)
 }
 
 // carry copies the string top[key] into *dst and records that the
@@ -96,80 +102,10 @@ func (ps *problems) add(path, rule, format string, args ...any) {
 	ps.list = append(ps.list, &bundle.Problem{Path: path, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
-var errChanged = errors.New("changed while being read")
-
-// readIn reads the regular file rel (slash-separated) of the tree at dir,
-// of at most max bytes (one more is read, so the caller can tell it is too
-// large). rel is resolved inside dir only (os.Root): a symlink on the way
-// that leads out of the tree is an error, so an importer never reads a
-// file outside the bundle. rel itself may not be a symlink.
-func readIn(dir, rel string, max int64) ([]byte, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	name := filepath.FromSlash(rel)
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", rel)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !os.SameFile(fi, st) {
-		return nil, fmt.Errorf("%s: %w", rel, errChanged)
-	}
-	return io.ReadAll(io.LimitReader(f, max+1))
-}
-
-// lstatIn is os.Lstat of rel (slash-separated) inside the tree at dir,
-// resolved as readIn resolves it: a path that leads out of the tree
-// through a symlink is an error.
-func lstatIn(dir, rel string) (fs.FileInfo, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	return root.Lstat(filepath.FromSlash(rel))
-}
-
-// existsIn reports whether rel names something inside the tree at dir.
-func existsIn(dir, rel string) bool {
-	_, err := lstatIn(dir, rel)
-	return err == nil
-}
-
-// looksLike reports whether data is a JSON object with one of keys.
-func looksLike(data []byte, keys ...string) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return false
-	}
-	for _, k := range keys {
-		if _, ok := m[k]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // goosPlatform is the running platform as MCPB names platforms.
 func goosPlatform() string {
 	if runtime.GOOS == "windows" {
 		return "win32"
 	}
 	return runtime.GOOS
-}
-
-// cleanRel reports whether rel is a clean relative path that stays where
-// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
-func cleanRel(rel string) bool {
-	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
 }

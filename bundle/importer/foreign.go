@@ -1,16 +1,13 @@
 package importer
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // foreignRules are the rule IDs a format uses for problems of its files'
@@ -47,40 +44,40 @@ func (d *doc) add(path, rule, format string, args ...any) {
 // maxForeignSize is the largest manifest of another format berth reads.
 const maxForeignSize = bundle.MaxManifestSize
 
-// parse parses data as one JSON document with no duplicate keys. It
-// returns nil, with the problem added, when data is not such a document.
-func (d *doc) parse(data []byte) *node {
+// parse parses data as one JSON document with no duplicate keys, nested
+// at most strictjson's default 32 levels (as berth.json). It returns nil,
+// with the problem added, when data is not such a document.
+func (d *doc) parse(data []byte) *strictjson.Node {
 	name := filepath.Base(d.file)
-	switch {
-	case len(data) > maxForeignSize:
-		d.add("", d.rules.syntax, "%s is %d bytes, over the limit of %d (1 MiB)", name, len(data), maxForeignSize)
-		return nil
-	case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
-		d.add("", d.rules.syntax, "%s starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM", name)
-		return nil
-	case !utf8.Valid(data):
-		line, col := lineCol(data, invalidUTF8Offset(data))
-		d.add("", d.rules.syntax, "%s is not valid UTF-8 (first bad byte at line %d, column %d); save it as UTF-8", name, line, col)
-		return nil
+	root, ps := strictjson.Parse(data, strictjson.Options{MaxSize: maxForeignSize})
+	var dups []strictjson.Problem
+	for _, p := range ps {
+		switch p.Kind {
+		case strictjson.TooLarge:
+			d.add("", d.rules.syntax, "%s is %d bytes, over the limit of %d (1 MiB)", name, len(data), maxForeignSize)
+			return nil
+		case strictjson.BOM:
+			d.add("", d.rules.syntax, "%s starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM", name)
+			return nil
+		case strictjson.InvalidUTF8:
+			line, col := strictjson.LineCol(data, p.Offset)
+			d.add("", d.rules.syntax, "%s is not valid UTF-8 (first bad byte at line %d, column %d); save it as UTF-8", name, line, col)
+			return nil
+		case strictjson.Syntax:
+			d.add("", d.rules.syntax, "%s is not well-formed JSON: %s", name, strictjson.SyntaxAt(data, p.Offset, p.Err))
+			return nil
+		case strictjson.Trailing:
+			line, col := strictjson.LineCol(data, p.Offset)
+			d.add("", d.rules.syntax, "%s has data after its JSON value (near line %d, column %d); keep exactly one JSON value in the file", name, line, col)
+			return nil
+		default: // DuplicateKey: reported only when the document is otherwise whole
+			dups = append(dups, p)
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var dup problems
-	p := &parser{dec: dec, ps: &dup}
-	root, err := p.value("")
-	if err != nil {
-		d.add("", d.rules.syntax, "%s is not well-formed JSON: %s", name, syntaxDetail(data, dec, err))
-		return nil
+	for _, p := range dups {
+		d.add(p.Path, d.rules.syntax, "key %q appears more than once in this object; keep one (JSON readers disagree on which wins)", p.Key)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		line, col := lineCol(data, int(dec.InputOffset()))
-		d.add("", d.rules.syntax, "%s has data after its JSON value (near line %d, column %d); keep exactly one JSON value in the file", name, line, col)
-		return nil
-	}
-	for _, q := range dup.list {
-		d.add(q.Path, d.rules.syntax, "%s", q.Message)
-	}
-	if len(dup.list) > 0 {
+	if len(dups) > 0 {
 		return nil
 	}
 	return root
@@ -90,19 +87,19 @@ func (d *doc) parse(data []byte) *node {
 type obj struct {
 	d    *doc
 	path string
-	n    *node
-	keys map[string]*node
+	n    *strictjson.Node
+	keys map[string]*strictjson.Node
 }
 
 // object checks that n is an object whose keys are all in allowed, and
 // returns it. Unknown keys are problems; ok is false when n is not an
 // object. A nil n (an absent value) gives an empty object.
-func (d *doc) object(n *node, path string, allowed ...string) (obj, bool) {
-	o := obj{d: d, path: path, n: n, keys: map[string]*node{}}
+func (d *doc) object(n *strictjson.Node, path string, allowed ...string) (obj, bool) {
+	o := obj{d: d, path: path, n: n, keys: map[string]*strictjson.Node{}}
 	if n == nil {
 		return o, true
 	}
-	if n.kind != 'o' {
+	if n.Kind != strictjson.Object {
 		d.wrong(path, "an object", n)
 		return o, false
 	}
@@ -110,12 +107,12 @@ func (d *doc) object(n *node, path string, allowed ...string) (obj, bool) {
 	for _, a := range allowed {
 		set[a] = true
 	}
-	for i, k := range n.keys {
+	for i, k := range n.Keys {
 		if allowed != nil && !set[k] {
-			d.add(joinPath(path, k), d.rules.unknown, "unknown field %q; %s does not define it here (strict, as its own tools are)", k, d.format())
+			d.add(strictjson.JoinPath(path, k), d.rules.unknown, "unknown field %q; %s does not define it here (strict, as its own tools are)", k, d.format())
 			continue
 		}
-		o.keys[k] = n.vals[i]
+		o.keys[k] = n.Values[i]
 	}
 	return o, true
 }
@@ -130,21 +127,21 @@ func (d *doc) format() string {
 	return "server.json (2025-12-11)"
 }
 
-func (d *doc) wrong(path, want string, n *node) {
-	d.add(path, d.rules.wrongType, "must be %s, not %s", want, kindName(n))
+func (d *doc) wrong(path, want string, n *strictjson.Node) {
+	d.add(path, d.rules.wrongType, "must be %s, not %s", want, n.Kind)
 }
 
 // members returns the object's entries in document order.
-func (o obj) members() ([]string, []*node) {
-	if o.n == nil || o.n.kind != 'o' {
+func (o obj) members() ([]string, []*strictjson.Node) {
+	if o.n == nil || o.n.Kind != strictjson.Object {
 		return nil, nil
 	}
 	var ks []string
-	var vs []*node
-	for i, k := range o.n.keys {
+	var vs []*strictjson.Node
+	for i, k := range o.n.Keys {
 		if _, ok := o.keys[k]; ok {
 			ks = append(ks, k)
-			vs = append(vs, o.n.vals[i])
+			vs = append(vs, o.n.Values[i])
 		}
 	}
 	return ks, vs
@@ -152,7 +149,7 @@ func (o obj) members() ([]string, []*node) {
 
 func (o obj) has(key string) bool { _, ok := o.keys[key]; return ok }
 
-func (o obj) at(key string) string { return joinPath(o.path, key) }
+func (o obj) at(key string) string { return strictjson.JoinPath(o.path, key) }
 
 // str returns a string field; a missing required one is a problem.
 func (o obj) str(key string, required bool) (string, bool) {
@@ -163,11 +160,11 @@ func (o obj) str(key string, required bool) (string, bool) {
 		}
 		return "", false
 	}
-	if n.kind != 's' {
+	if n.Kind != strictjson.String {
 		o.d.wrong(o.at(key), "a string", n)
 		return "", false
 	}
-	return n.str, true
+	return n.Str, true
 }
 
 func (o obj) boolean(key string) (bool, bool) {
@@ -175,11 +172,11 @@ func (o obj) boolean(key string) (bool, bool) {
 	if !ok {
 		return false, false
 	}
-	if n.kind != 'b' {
+	if n.Kind != strictjson.Bool {
 		o.d.wrong(o.at(key), "a boolean", n)
 		return false, false
 	}
-	return n.b, true
+	return n.Bool, true
 }
 
 func (o obj) number(key string) (string, bool) {
@@ -187,11 +184,11 @@ func (o obj) number(key string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if n.kind != 'n' {
+	if n.Kind != strictjson.Number {
 		o.d.wrong(o.at(key), "a number", n)
 		return "", false
 	}
-	return string(n.num), true
+	return string(n.Num), true
 }
 
 // strs returns an array of strings.
@@ -203,20 +200,20 @@ func (o obj) strs(key string) ([]string, bool) {
 	return o.d.strList(n, o.at(key))
 }
 
-func (d *doc) strList(n *node, path string) ([]string, bool) {
-	if n.kind != 'a' {
+func (d *doc) strList(n *strictjson.Node, path string) ([]string, bool) {
+	if n.Kind != strictjson.Array {
 		d.wrong(path, "an array of strings", n)
 		return nil, false
 	}
-	out := make([]string, 0, len(n.elems))
+	out := make([]string, 0, len(n.Elems))
 	ok := true
-	for i, e := range n.elems {
-		if e.kind != 's' {
+	for i, e := range n.Elems {
+		if e.Kind != strictjson.String {
 			d.wrong(fmt.Sprintf("%s[%d]", path, i), "a string", e)
 			ok = false
 			continue
 		}
-		out = append(out, e.str)
+		out = append(out, e.Str)
 	}
 	return out, ok
 }
@@ -227,37 +224,37 @@ func (o obj) strMap(key string) ([]string, map[string]string, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	if n.kind != 'o' {
+	if n.Kind != strictjson.Object {
 		o.d.wrong(o.at(key), "an object of strings", n)
 		return nil, nil, false
 	}
 	m := map[string]string{}
 	var keys []string
 	good := true
-	for i, k := range n.keys {
-		v := n.vals[i]
-		if v.kind != 's' {
-			o.d.wrong(joinPath(o.at(key), k), "a string", v)
+	for i, k := range n.Keys {
+		v := n.Values[i]
+		if v.Kind != strictjson.String {
+			o.d.wrong(strictjson.JoinPath(o.at(key), k), "a string", v)
 			good = false
 			continue
 		}
 		keys = append(keys, k)
-		m[k] = v.str
+		m[k] = v.Str
 	}
 	return keys, m, good
 }
 
 // array returns the elements of an array field.
-func (o obj) array(key string) ([]*node, bool) {
+func (o obj) array(key string) ([]*strictjson.Node, bool) {
 	n, ok := o.keys[key]
 	if !ok {
 		return nil, false
 	}
-	if n.kind != 'a' {
+	if n.Kind != strictjson.Array {
 		o.d.wrong(o.at(key), "an array", n)
 		return nil, false
 	}
-	return n.elems, true
+	return n.Elems, true
 }
 
 // index is a JSON path of an array element.
@@ -265,14 +262,14 @@ func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]
 
 // scalarText renders a string, number or boolean as text, the way a
 // substitution would.
-func scalarText(n *node) (string, bool) {
-	switch n.kind {
-	case 's':
-		return n.str, true
-	case 'n':
-		return string(n.num), true
-	case 'b':
-		return strconv.FormatBool(n.b), true
+func scalarText(n *strictjson.Node) (string, bool) {
+	switch n.Kind {
+	case strictjson.String:
+		return n.Str, true
+	case strictjson.Number:
+		return string(n.Num), true
+	case strictjson.Bool:
+		return strconv.FormatBool(n.Bool), true
 	}
 	return "", false
 }

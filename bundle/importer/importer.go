@@ -22,12 +22,12 @@ var MCPB = &bundle.Format{
 	Manifest: mcpbManifest,
 	Title:    "an MCP Bundle manifest",
 	Claims: func(data []byte) bool {
-		return looksLike(data, "manifest_version", "dxt_version")
+		return bundle.LooksLike(data, "manifest_version", "dxt_version")
 	},
 	ArchiveExt: ".mcpb",
 	ZipTrailer: mcpbTrailer,
 	File: func(source string, data []byte) (bool, error) {
-		if looksLike(data, "manifest_version", "dxt_version") {
+		if bundle.LooksLike(data, "manifest_version", "dxt_version") {
 			return false, fmt.Errorf("%s is an MCP Bundle manifest, not a bundle; point berth at the .mcpb file or the directory that holds manifest.json", source)
 		}
 		return false, nil
@@ -49,7 +49,7 @@ var ClaudePlugin = &bundle.Format{
 		return &bundle.Problem{Path: claudeManifest, Rule: bundle.RuleClaudeManifestMissing, Message: "this looks like a Claude Code plugin (it has .mcp.json), but it has no .claude-plugin/plugin.json; add one with at least \"name\" and \"version\", or write a berth.json (docs/manifest.md)"}
 	},
 	File: func(source string, data []byte) (bool, error) {
-		if looksLike(data, "mcpServers") {
+		if bundle.LooksLike(data, "mcpServers") {
 			return false, fmt.Errorf("%s holds MCP servers of a Claude Code plugin, not a bundle; point berth at the plugin's directory (the one that holds .claude-plugin/plugin.json)", source)
 		}
 		return false, nil
@@ -64,7 +64,7 @@ var ServerJSON = &bundle.Format{
 	Manifest: registryManifest,
 	Title:    "an MCP Registry server.json",
 	Claims: func(data []byte) bool {
-		return looksLike(data, "$schema", "packages", "remotes")
+		return bundle.LooksLike(data, "$schema", "packages", "remotes")
 	},
 	File:    func(string, []byte) (bool, error) { return true, nil },
 	Convert: func(dir string) *bundle.Conversion { return convertRegistry(dir).result() },

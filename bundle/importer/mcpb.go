@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // MCPBServerName is the name of the one server of an imported MCP Bundle.
@@ -46,10 +49,10 @@ type userOption struct {
 	sensitive bool
 	required  bool
 	hasDef    bool
-	def       string // as text; a list joined with ", "
-	defKind   byte   // the JSON kind of the default: 's', 'n', 'b' or 'a'
-	envName   string // the host variable it is read from in env
-	ref       string // ${user_config.KEY}
+	def       string          // as text; a list joined with ", "
+	defKind   strictjson.Kind // the JSON kind of the default: String, Number, Bool or Array
+	envName   string          // the host variable it is read from in env
+	ref       string          // ${user_config.KEY}
 	input     *bundle.ImportInput
 	uses      []string
 }
@@ -69,7 +72,7 @@ type mcpbImport struct {
 func convertMCPB(dir string) *conversion {
 	c := newConversion()
 	d := &doc{file: mcpbManifest, rules: mcpbRules, ps: &c.ps}
-	data, err := readIn(dir, mcpbManifest, maxForeignSize)
+	data, err := fsx.ReadIn(dir, mcpbManifest, maxForeignSize)
 	if err != nil {
 		d.add("", bundle.RuleMCPBSyntax, "cannot read manifest.json (%v); it must be a regular file at the bundle's root", err)
 		return c
@@ -78,8 +81,8 @@ func convertMCPB(dir string) *conversion {
 	if root == nil {
 		return c
 	}
-	if root.kind != 'o' {
-		d.add("", bundle.RuleMCPBSyntax, "manifest.json must hold a JSON object, not %s", kindName(root))
+	if root.Kind != strictjson.Object {
+		d.add("", bundle.RuleMCPBSyntax, "manifest.json must hold a JSON object, not %s", root.Kind)
 		return c
 	}
 	version, ok := mcpbVersion(d, root)
@@ -107,23 +110,23 @@ func convertMCPB(dir string) *conversion {
 }
 
 // mcpbVersion reads manifest_version and its deprecated alias dxt_version.
-func mcpbVersion(d *doc, root *node) (string, bool) {
+func mcpbVersion(d *doc, root *strictjson.Node) (string, bool) {
 	var got []string
 	var where []string
-	for i, k := range root.keys {
+	for i, k := range root.Keys {
 		if k != "manifest_version" && k != "dxt_version" {
 			continue
 		}
-		v := root.vals[i]
-		if v.kind != 's' {
-			d.add(k, bundle.RuleMCPBVersion, "%s must be a string such as \"0.3\", not %s", k, kindName(v))
+		v := root.Values[i]
+		if v.Kind != strictjson.String {
+			d.add(k, bundle.RuleMCPBVersion, "%s must be a string such as \"0.3\", not %s", k, v.Kind)
 			return "", false
 		}
-		if _, ok := mcpbFields[v.str]; !ok {
-			d.add(k, bundle.RuleMCPBVersion, "%s %q is not an MCPB manifest version berth reads (0.1, 0.2, 0.3, 0.4); berth does not guess at the fields of another version", k, v.str)
+		if _, ok := mcpbFields[v.Str]; !ok {
+			d.add(k, bundle.RuleMCPBVersion, "%s %q is not an MCPB manifest version berth reads (0.1, 0.2, 0.3, 0.4); berth does not guess at the fields of another version", k, v.Str)
 			return "", false
 		}
-		got = append(got, v.str)
+		got = append(got, v.Str)
 		where = append(where, k)
 	}
 	switch {
@@ -217,7 +220,7 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 	opts := map[string]*userOption{}
 	keys, vals := uc.members()
 	for i, k := range keys {
-		p := joinPath(base, k)
+		p := strictjson.JoinPath(base, k)
 		o, ok := d.object(vals[i], p, "type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max")
 		if !ok {
 			continue
@@ -236,9 +239,9 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 		o.number("max")
 		if dn, ok := o.keys["default"]; ok {
 			if s, ok := scalarText(dn); ok {
-				uo.hasDef, uo.def, uo.defKind = true, s, dn.kind
+				uo.hasDef, uo.def, uo.defKind = true, s, dn.Kind
 			} else if list, ok := d.strList(dn, o.at("default")); ok {
-				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), 'a'
+				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), strictjson.Array
 			}
 		}
 		uo.input = &bundle.ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
@@ -256,7 +259,7 @@ func (x *mcpbImport) checkEnvNames() {
 	for _, k := range x.order {
 		name := inputEnvName(x.name, k)
 		if other, dup := seen[name]; dup {
-			x.d.add(joinPath("user_config", k), bundle.RuleMCPBUserConfigName, "user_config keys %q and %q both become the environment variable %s; rename one", other, k, name)
+			x.d.add(strictjson.JoinPath("user_config", k), bundle.RuleMCPBUserConfigName, "user_config keys %q and %q both become the environment variable %s; rename one", other, k, name)
 			continue
 		}
 		seen[name] = k
@@ -292,7 +295,7 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 	if ep, ok := srv.str("entry_point", true); ok {
 		x.entryPoint(ep)
 	}
-	sp := joinPath("mcpServers", MCPBServerName)
+	sp := strictjson.JoinPath("mcpServers", MCPBServerName)
 	s := &bundle.Server{Stdio: &bundle.Stdio{}}
 	if dn, ok := top.str("display_name", false); ok {
 		s.Description = dn
@@ -320,7 +323,7 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		po, _ := d.object(n, "server.mcp_config.platform_overrides")
 		keys, vals := po.members()
 		for i, pl := range keys {
-			pp := joinPath("server.mcp_config.platform_overrides", pl)
+			pp := strictjson.JoinPath("server.mcp_config.platform_overrides", pl)
 			o, ok := d.object(vals[i], pp, "command", "args", "env")
 			if !ok {
 				continue
@@ -354,15 +357,12 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 	c.at(sp+".stdio.args", d.loc(argsPath))
 	c.at(sp+".stdio.env", d.loc(envPath))
 	for _, k := range envKeys {
-		kp := joinPath(envPath, k)
+		kp := strictjson.JoinPath(envPath, k)
 		key, ok := userConfigRef(env[k])
 		switch {
 		case ok && x.opts[key] != nil:
-			if s.Stdio.Env == nil {
-				s.Stdio.Env = map[string]bundle.EnvSource{}
-			}
 			from := inputEnvName(x.name, key)
-			s.Stdio.Env[k] = bundle.EnvSource{FromEnv: from}
+			c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
 			o := x.opts[key]
 			o.input.FromEnv = from
 			use := fmt.Sprintf("the environment variable %s of the server, read from your $%s", k, from)
@@ -370,7 +370,6 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 				use += " (berth starts the server only when it is set)"
 			}
 			o.uses = append(o.uses, use)
-			c.at(joinPath(sp+".stdio.env", k), d.loc(kp))
 		case ok:
 			d.add(kp, bundle.RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
 		default:
@@ -391,11 +390,11 @@ func userConfigRef(s string) (string, bool) {
 
 func (x *mcpbImport) entryPoint(ep string) {
 	p := "server.entry_point"
-	if !cleanRel(ep) {
+	if !lexical.CleanRel(ep) {
 		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q must be a clean relative path inside the bundle (no \"..\", \"./\", \"//\", leading '/' or backslash)", ep)
 		return
 	}
-	fi, err := lstatIn(x.dir, ep)
+	fi, err := fsx.LstatIn(x.dir, ep)
 	switch {
 	case err != nil:
 		x.d.add(p, bundle.RuleMCPBEntryPoint, "entry_point %q is not in the bundle; add the file or fix the path", ep)
@@ -454,7 +453,7 @@ func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule stri
 	case o.typ == "directory" && !o.multiple:
 		o.uses = append(o.uses, "${workspace} in the arguments: the workspace the plugin is enabled for")
 		return "${workspace}", true
-	case o.typ == "number" && o.hasDef && o.defKind != 'n', o.typ == "boolean" && o.hasDef && o.defKind != 'b':
+	case o.typ == "number" && o.hasDef && o.defKind != strictjson.Number, o.typ == "boolean" && o.hasDef && o.defKind != strictjson.Bool:
 		// The default is fixed in argv under the option's type: a
 		// "number" whose default is the text "--require=x" is no number.
 		d.add(path, rule, "%s is a %s option, but its default is not a JSON %s; berth fixes only a %s default in the arguments: write the default as one (%s), or read the value from an environment variable", ref, o.typ, o.typ, o.typ, map[string]string{"number": "20", "boolean": "false"}[o.typ])
@@ -568,7 +567,7 @@ func (x *mcpbImport) compatibility(top obj) {
 					comp.Runtimes = map[string]string{}
 				}
 				comp.Runtimes[k] = v
-				c.at(joinPath("importedFrom.compatibility.runtimes", k), d.loc(joinPath("compatibility.runtimes", k)))
+				c.at(strictjson.JoinPath("importedFrom.compatibility.runtimes", k), d.loc(strictjson.JoinPath("compatibility.runtimes", k)))
 			}
 		}
 	}
@@ -646,8 +645,8 @@ func (x *mcpbImport) metadata(top obj) {
 		if o, ok := d.object(n, "_meta"); ok {
 			keys, vals := o.members()
 			for i, k := range keys {
-				if vals[i].kind != 'o' {
-					d.wrong(joinPath("_meta", k), "an object", vals[i])
+				if vals[i].Kind != strictjson.Object {
+					d.wrong(strictjson.JoinPath("_meta", k), "an object", vals[i])
 				}
 			}
 		}

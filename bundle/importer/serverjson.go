@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // RegistrySchema is the server.json schema berth reads.
@@ -119,13 +120,7 @@ type registryImport struct {
 }
 
 func convertRegistry(dir string) *conversion {
-	c := newConversion()
-	d := &doc{file: registryManifest, rules: registryRules, ps: &c.ps}
-	root := readForeign(d, dir, registryManifest)
-	if root == nil {
-		return c
-	}
-	top, ok := d.object(root, "", registryFields.root...)
+	c, d, top, ok := readTop(dir, registryManifest, registryRules, registryFields.root...)
 	if !ok {
 		return c
 	}
@@ -223,7 +218,7 @@ func (x *registryImport) serverName(kind string) string {
 	return kind
 }
 
-func (x *registryImport) pkg(p string, n *node) {
+func (x *registryImport) pkg(p string, n *strictjson.Node) {
 	d := x.d
 	o, ok := d.object(n, p, registryFields.pkg...)
 	if !ok {
@@ -320,7 +315,7 @@ func (x *registryImport) pkg(p string, n *node) {
 		spec = id
 	}
 	name := x.serverName(typ)
-	sp := joinPath("mcpServers", name)
+	sp := strictjson.JoinPath("mcpServers", name)
 	x.c.at(sp, d.loc(p))
 	s := &bundle.Server{Description: fmt.Sprintf("the %s package %s", typ, spec), Stdio: &bundle.Stdio{Command: runner}}
 	x.m.MCPServers = ensureServers(x.m.MCPServers)
@@ -350,11 +345,7 @@ func (x *registryImport) pkg(p string, n *node) {
 			if !ok {
 				continue
 			}
-			if s.Stdio.Env == nil {
-				s.Stdio.Env = map[string]bundle.EnvSource{}
-			}
-			s.Stdio.Env[key] = bundle.EnvSource{FromEnv: from}
-			x.c.at(joinPath(sp+".stdio.env", key), d.loc(ep))
+			x.c.fromEnv(&s.Stdio.Env, sp+".stdio.env", key, from, d.loc(ep))
 			envNames = append(envNames, key)
 		}
 	}
@@ -500,7 +491,7 @@ func (x *registryImport) variables(a obj, p string) map[string]*bundle.ImportInp
 	keys, vals := vo.members()
 	for i, k := range keys {
 		in := &bundle.ImportInput{}
-		if io, ok := x.d.object(vals[i], joinPath(a.at("variables"), k), registryFields.input...); ok {
+		if io, ok := x.d.object(vals[i], strictjson.JoinPath(a.at("variables"), k), registryFields.input...); ok {
 			*in = x.input(io, "")
 			io.str("value", false)
 		}
@@ -530,7 +521,7 @@ func inputName(p, name string) string {
 // keyValue maps an environment variable or header: with no value, or a
 // value that is exactly one {variable}, it becomes an environment source
 // <BUNDLE>_<NAME>; any other value is a literal berth cannot carry over.
-func (x *registryImport) keyValue(p string, n *node, use string, header bool) (key, from string, ok bool) {
+func (x *registryImport) keyValue(p string, n *strictjson.Node, use string, header bool) (key, from string, ok bool) {
 	d := x.d
 	kv, ok := d.object(n, p, registryFields.kv...)
 	if !ok {
@@ -589,7 +580,7 @@ func (x *registryImport) keyValue(p string, n *node, use string, header bool) (k
 	return key, from, true
 }
 
-func (x *registryImport) remote(p string, n *node) {
+func (x *registryImport) remote(p string, n *strictjson.Node) {
 	d := x.d
 	o, ok := d.object(n, p, registryFields.remote...)
 	if !ok {
@@ -618,7 +609,7 @@ func (x *registryImport) remote(p string, n *node) {
 		return
 	}
 	name := x.serverName("remote")
-	sp := joinPath("mcpServers", name)
+	sp := strictjson.JoinPath("mcpServers", name)
 	x.m.MCPServers = ensureServers(x.m.MCPServers)
 	x.m.MCPServers[name] = &bundle.Server{Remote: r}
 	x.c.at(sp, d.loc(p))
@@ -643,28 +634,24 @@ func (x *registryImport) remote(p string, n *node) {
 		if !ok {
 			continue
 		}
-		if r.Headers == nil {
-			r.Headers = map[string]bundle.EnvSource{}
-		}
-		r.Headers[key] = bundle.EnvSource{FromEnv: from}
-		x.c.at(joinPath(sp+".remote.headers", key), d.loc(hp))
+		x.c.fromEnv(&r.Headers, sp+".remote.headers", key, from, d.loc(hp))
 	}
 }
 
 // bearer recognizes the header Authorization: "Bearer {var}" and returns
 // the environment source of the token.
-func (x *registryImport) bearer(p string, n *node, server string) string {
-	if n.kind != 'o' {
+func (x *registryImport) bearer(p string, n *strictjson.Node, server string) string {
+	if n.Kind != strictjson.Object {
 		return ""
 	}
 	var name, value string
-	for i, k := range n.keys {
-		if n.vals[i].kind == 's' {
+	for i, k := range n.Keys {
+		if n.Values[i].Kind == strictjson.String {
 			switch k {
 			case "name":
-				name = n.vals[i].str
+				name = n.Values[i].Str
 			case "value":
-				value = n.vals[i].str
+				value = n.Values[i].Str
 			}
 		}
 	}

@@ -2,10 +2,10 @@ package runtimefetch
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 
+	"github.com/berth-mcp/berth/bundle/internal/lexical"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 )
@@ -496,7 +496,7 @@ func pinnedNPM(spec string) error {
 	if !npmName.MatchString(name) {
 		return fmt.Errorf("which is not a plain npm package name (URLs, paths, git and aliases cannot be pinned by version)")
 	}
-	if !semverRe.MatchString(ver) {
+	if !lexical.StrictSemver(ver) {
 		return fmt.Errorf("whose version %q is not an exact semver version (no ranges, tags or \"latest\")", ver)
 	}
 	return nil
@@ -533,7 +533,7 @@ func pinnedDeno(spec string) error {
 		if !jsrName.MatchString(rest[:at]) {
 			return fmt.Errorf("which is not a plain JSR package name (@scope/name)")
 		}
-		if !semverRe.MatchString(rest[at+1:]) {
+		if !lexical.StrictSemver(rest[at+1:]) {
 			return fmt.Errorf("whose version %q is not an exact semver version (no ranges, tags or \"latest\")", rest[at+1:])
 		}
 		return nil
@@ -841,7 +841,7 @@ func oneOf(vals ...string) func(string) error {
 // the server's environment; a literal -e NAME=VALUE would put a value into
 // argv.
 func envPassName(v string) error {
-	if !envNameRe.MatchString(v) {
+	if !lexical.EnvName(v) {
 		return fmt.Errorf("berth accepts only -e NAME, which passes NAME from the server's environment (declare it in env with fromEnv); a value in argv is visible to every local user")
 	}
 	return nil
@@ -868,7 +868,7 @@ func volumeSpec(v string) error {
 	for _, root := range []string{"${workspace}", "${bundle}"} {
 		if src == root {
 			okSrc = true
-		} else if rel, ok := strings.CutPrefix(src, root+"/"); ok && cleanRel(rel) {
+		} else if rel, ok := strings.CutPrefix(src, root+"/"); ok && lexical.CleanRel(rel) {
 			okSrc = true
 		}
 	}
@@ -943,20 +943,6 @@ func setOf(s ...string) set {
 		m[x] = true
 	}
 	return m
-}
-
-// The checks below are bundle's own (bundle.IsStrictSemver, its env name
-// and clean-path rules), repeated here because bundle imports this package.
-var (
-	// semverRe is the official semver 2.0 regular expression.
-	semverRe  = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
-	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
-// cleanRel reports whether rel is a clean relative path that stays where
-// it starts: no "..", ".", "//", leading or trailing '/', or backslash.
-func cleanRel(rel string) bool {
-	return rel != "" && rel != "." && path.Clean(rel) == rel && !path.IsAbs(rel) && rel != ".." && !strings.HasPrefix(rel, "../") && !strings.Contains(rel, "\\")
 }
 
 // IsExactPyPIVersion reports whether v is one exact PEP 440 version (no

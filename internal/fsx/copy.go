@@ -31,12 +31,13 @@ type Copy struct {
 // CopyFile copies the file from into a new file to (which must not exist)
 // while hashing it, and returns ErrChanged if from is not a regular file
 // (it never follows a symbolic link) of c.Size bytes with the sum
-// c.SHA256. The new file is left in place on error; the caller removes
+// c.SHA256. For a symbolic link the error also says what the open said
+// (its message is OpenNoFollow's error, and IsSymlinkRefusal holds). The new file is left in place on error; the caller removes
 // what it was writing into.
 func CopyFile(from, to string, c Copy) error {
 	in, err := OpenNoFollow(from, os.O_RDONLY, 0)
 	if IsSymlinkRefusal(err) {
-		return ErrChanged
+		return symlinkRefusal{err}
 	}
 	if err != nil {
 		return err
@@ -71,3 +72,11 @@ func CopyFile(from, to string, c Copy) error {
 	}
 	return nil
 }
+
+// symlinkRefusal is CopyFile's ErrChanged for a symbolic link: it reads as
+// the open's own error.
+type symlinkRefusal struct{ err error }
+
+func (e symlinkRefusal) Error() string        { return e.err.Error() }
+func (e symlinkRefusal) Unwrap() error        { return e.err }
+func (e symlinkRefusal) Is(target error) bool { return target == ErrChanged }

@@ -106,22 +106,18 @@ func OpenPrivateAppend(path string) (*os.File, error) {
 	if err := EnsurePrivateDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	f, err := OpenNoFollow(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, noFollowError(path, err)
-	}
-	if err := checkOpened(f, path); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return openChecked(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 }
 
 // OpenPrivate opens a file of berth's state for reading without
 // following a symbolic link, and refuses it unless it is a regular file of
 // the user berth runs as that group and others cannot write.
-func OpenPrivate(path string) (*os.File, error) {
-	f, err := OpenNoFollow(path, os.O_RDONLY, 0)
+func OpenPrivate(path string) (*os.File, error) { return openChecked(path, os.O_RDONLY, 0) }
+
+// openChecked opens path with OpenNoFollow and refuses what checkOpened
+// refuses.
+func openChecked(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := OpenNoFollow(path, flag, perm)
 	if err != nil {
 		return nil, noFollowError(path, err)
 	}

@@ -3,6 +3,7 @@
 package fsx
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -25,7 +26,7 @@ var errSymlink = fmt.Errorf("a symbolic link")
 
 // IsSymlinkRefusal reports whether err is OpenNoFollow refusing a symbolic
 // link.
-func IsSymlinkRefusal(err error) bool { return err == errSymlink }
+func IsSymlinkRefusal(err error) bool { return errors.Is(err, errSymlink) }
 
 // Owner cannot tell a file's owner here: ok is false.
 func Owner(fs.FileInfo) (owner, me int, ok bool) { return 0, 0, false }

@@ -401,6 +401,21 @@ func LineCol(data []byte, off int) (line, col int) {
 	return line, col
 }
 
+// SyntaxAt describes the Syntax problem err, which the reader reported at
+// byte offset off of data: "the document ends too early", or the error
+// with its line and column.
+func SyntaxAt(data []byte, off int, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = int(se.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the document ends too early"
+	}
+	line, col := LineCol(data, off)
+	return fmt.Sprintf("%v (near line %d, column %d)", err, line, col)
+}
+
 // InvalidUTF8Offset returns the offset of the first byte of data that is
 // not UTF-8, or len(data).
 func InvalidUTF8Offset(data []byte) int {
