@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,10 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
@@ -242,10 +242,8 @@ func Open(dir, keyDir string, opts *Options) (*Repository, error) {
 		return nil, err
 	}
 	var st settings
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return nil, fmt.Errorf("%s is damaged (%v); it holds the catalog's name and expiries as berth catalog init wrote them", filepath.Join(dir, settingsFile), err)
+	if ps := strictjson.Decode(data, &st, strictjson.Options{FoldCase: true, Nulls: strictjson.NullAnywhere}); len(ps) > 0 {
+		return nil, settingsError(filepath.Join(dir, settingsFile), ps)
 	}
 	r := &Repository{dir: dir, keyDir: keyDir, name: st.Name, now: now}
 	for _, f := range []struct {
@@ -291,15 +289,23 @@ func (r *Repository) lockLoad(ctx context.Context) (pub *published, unlock func(
 }
 
 func lockDir(ctx context.Context, dir string) (func(), error) {
-	fl := flock.New(filepath.Join(dir, repoLockFile))
-	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	p := filepath.Join(dir, repoLockFile)
+	unlock, err := fsx.Lock(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the catalog lock %s: %w", filepath.Join(dir, repoLockFile), err)
+		return nil, fmt.Errorf("waiting for the catalog lock %s: %w", p, err)
 	}
-	if !ok {
-		return nil, fmt.Errorf("could not take the catalog lock %s", filepath.Join(dir, repoLockFile))
+	return unlock, nil
+}
+
+// settingsError words the problems of the settings file at path: a key
+// given twice (or twice but for letter case) says which and how to fix it.
+func settingsError(path string, ps []strictjson.Problem) error {
+	for _, p := range ps {
+		if p.Kind == strictjson.DuplicateKey || p.Kind == strictjson.FoldedKey {
+			return fmt.Errorf("%s is damaged (%s); berth catalog init writes each key once: keep the one you mean and delete the other", path, p)
+		}
 	}
-	return func() { fl.Unlock() }, nil
+	return fmt.Errorf("%s is damaged (%v); it holds the catalog's name and expiries as berth catalog init wrote them", path, &strictjson.Error{Problems: ps})
 }
 
 // ensurePrivateDir makes dir with mode 0700, or checks that an existing
