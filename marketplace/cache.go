@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
@@ -562,13 +562,6 @@ func writePrivate(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, 0o600)
 }
 
-// ReadFileLimited reads at most max bytes of path; a longer file is an
-// error that names it and the limit (a catalog file, a signature, an icon:
-// nothing berth reads whole may be of any size).
-func ReadFileLimited(path string, max int64) ([]byte, error) {
-	return textio.ReadFileLimited(path, max)
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -698,13 +691,9 @@ func (c *Cache) lock(ctx context.Context) (func(), error) {
 		return nil, err
 	}
 	p := filepath.Join(c.dir, ".lock")
-	fl := flock.New(p)
-	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	unlock, err := fsx.Lock(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the catalog cache lock %s: %w", p, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("could not take the catalog cache lock %s", p)
 	}
 	// Under the lock, what an interrupted add or remove left is garbage.
 	if entries, err := os.ReadDir(c.dir); err == nil {
@@ -714,7 +703,7 @@ func (c *Cache) lock(ctx context.Context) (func(), error) {
 			}
 		}
 	}
-	return func() { fl.Unlock() }, nil
+	return unlock, nil
 }
 
 func (c *Cache) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -17,8 +17,8 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
-	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -339,7 +339,7 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 	if e.Size > catalog.MaxReadme {
 		return "", &ReadmeError{Source: b.Source, Size: e.Size}
 	}
-	data, err := textio.ReadFileLimited(filepath.Join(b.Dir, "README.md"), catalog.MaxReadme)
+	data, err := fsx.ReadFile(filepath.Join(b.Dir, "README.md"), catalog.MaxReadme)
 	if err != nil {
 		return "", err
 	}
