@@ -3,8 +3,9 @@ package marketplace
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/berth-mcp/berth/marketplace/catalog"
@@ -85,18 +86,9 @@ func CheckSummary(name string, v *catalog.Version, d *review.Disclosure) error {
 }
 
 func unionKeys[V any](a, b map[string]V) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range []map[string]V{a, b} {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
+	keys := append(slices.Collect(maps.Keys(a)), slices.Collect(maps.Keys(b))...)
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // diffJSON compares two values through their JSON forms and appends one

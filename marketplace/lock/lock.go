@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/Masterminds/semver/v3"
@@ -204,9 +205,7 @@ func (l *Lock) Marshal() []byte {
 	c := Lock{LockVersion: FormatVersion, Plugins: append([]Plugin{}, l.Plugins...)}
 	sort.Slice(c.Plugins, func(i, j int) bool { return c.Plugins[i].Name < c.Plugins[j].Name })
 	for i := range c.Plugins {
-		ids := append([]string(nil), c.Plugins[i].Catalog.RootKeyIDs...)
-		sort.Strings(ids)
-		c.Plugins[i].Catalog.RootKeyIDs = ids
+		c.Plugins[i].Catalog.RootKeyIDs = slices.Sorted(slices.Values(c.Plugins[i].Catalog.RootKeyIDs))
 	}
 	return textio.MustJSON(c)
 }
