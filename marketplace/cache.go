@@ -177,20 +177,14 @@ func CheckName(name string) error {
 // result has Changed true, New the verified catalog (Old nil) and
 // Problems the entries it skipped.
 func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) (*RefreshResult, error) {
-	if err := CheckName(name); err != nil {
-		return nil, err
-	}
 	if (pin.Root == nil) == (pin.SHA256 == "") {
 		panic("marketplace: RootPin needs exactly one of Root and SHA256")
 	}
-	unlock, err := c.lock(ctx)
+	unlock, err := c.lockNew(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Lstat(filepath.Join(c.dir, name)); err == nil {
-		return nil, fmt.Errorf("%w: a catalog named %s is added already; remove it first (berth marketplace remove %s) or pick another name", ErrCatalogExists, name, name)
-	}
 	root := pin.Root
 	if root == nil {
 		want := strings.ToLower(strings.TrimPrefix(pin.SHA256, "sha256:"))
@@ -684,6 +678,23 @@ func (c *Cache) readCatalog(dir string) (*catalog.Catalog, error) {
 	}
 	cat, _, err := catalog.Parse(data)
 	return cat, err
+}
+
+// lockNew checks that name is a catalog name not taken yet and takes the
+// cache's lock to add it.
+func (c *Cache) lockNew(ctx context.Context, name string) (func(), error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(c.dir, name)); err == nil {
+		unlock()
+		return nil, fmt.Errorf("%w: a catalog named %s is added already; remove it first (berth marketplace remove %s) or pick another name", ErrCatalogExists, name, name)
+	}
+	return unlock, nil
 }
 
 func (c *Cache) lock(ctx context.Context) (func(), error) {
