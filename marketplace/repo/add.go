@@ -100,15 +100,11 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if err := checkAddRequest(&req); err != nil {
 		return nil, err
 	}
-	pub, unlock, err := r.lockLoad(ctx)
+	pub, cat, unlock, err := r.lockWorking(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	cat, err := r.working()
-	if err != nil {
-		return nil, err
-	}
 	b, err := bundle.Open(ctx, req.Source, req.BundleOptions)
 	if err != nil {
 		return nil, err

@@ -272,7 +272,6 @@ func (r *Repository) Expiries() Expiries { return r.exp }
 // Dir returns the repository directory.
 func (r *Repository) Dir() string { return r.dir }
 
-// lockDir takes the repository's file lock.
 // lockLoad takes the repository's lock and loads its published
 // metadata; the caller calls unlock when it is done.
 func (r *Repository) lockLoad(ctx context.Context) (pub *published, unlock func(), err error) {
@@ -288,6 +287,21 @@ func (r *Repository) lockLoad(ctx context.Context) (pub *published, unlock func(
 	return pub, unlock, nil
 }
 
+// lockWorking is lockLoad that also reads the working copy, which must
+// be valid.
+func (r *Repository) lockWorking(ctx context.Context) (pub *published, cat *catalog.Catalog, unlock func(), err error) {
+	pub, unlock, err = r.lockLoad(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cat, err = r.working(); err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
+	return pub, cat, unlock, nil
+}
+
+// lockDir takes the repository's file lock.
 func lockDir(ctx context.Context, dir string) (func(), error) {
 	p := filepath.Join(dir, repoLockFile)
 	unlock, err := fsx.Lock(ctx, p)
