@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/config"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
@@ -177,20 +177,14 @@ func CheckName(name string) error {
 // result has Changed true, New the verified catalog (Old nil) and
 // Problems the entries it skipped.
 func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) (*RefreshResult, error) {
-	if err := CheckName(name); err != nil {
-		return nil, err
-	}
 	if (pin.Root == nil) == (pin.SHA256 == "") {
 		panic("marketplace: RootPin needs exactly one of Root and SHA256")
 	}
-	unlock, err := c.lock(ctx)
+	unlock, err := c.lockNew(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Lstat(filepath.Join(c.dir, name)); err == nil {
-		return nil, fmt.Errorf("%w: a catalog named %s is added already; remove it first (berth marketplace remove %s) or pick another name", ErrCatalogExists, name, name)
-	}
 	root := pin.Root
 	if root == nil {
 		want := strings.ToLower(strings.TrimPrefix(pin.SHA256, "sha256:"))
@@ -562,13 +556,6 @@ func writePrivate(path string, data []byte) error {
 	return atomicfile.WriteFile(path, data, 0o600)
 }
 
-// ReadFileLimited reads at most max bytes of path; a longer file is an
-// error that names it and the limit (a catalog file, a signature, an icon:
-// nothing berth reads whole may be of any size).
-func ReadFileLimited(path string, max int64) ([]byte, error) {
-	return textio.ReadFileLimited(path, max)
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -693,18 +680,31 @@ func (c *Cache) readCatalog(dir string) (*catalog.Catalog, error) {
 	return cat, err
 }
 
+// lockNew checks that name is a catalog name not taken yet and takes the
+// cache's lock to add it.
+func (c *Cache) lockNew(ctx context.Context, name string) (func(), error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(filepath.Join(c.dir, name)); err == nil {
+		unlock()
+		return nil, fmt.Errorf("%w: a catalog named %s is added already; remove it first (berth marketplace remove %s) or pick another name", ErrCatalogExists, name, name)
+	}
+	return unlock, nil
+}
+
 func (c *Cache) lock(ctx context.Context) (func(), error) {
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, err
 	}
 	p := filepath.Join(c.dir, ".lock")
-	fl := flock.New(p)
-	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+	unlock, err := fsx.Lock(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the catalog cache lock %s: %w", p, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("could not take the catalog cache lock %s", p)
 	}
 	// Under the lock, what an interrupted add or remove left is garbage.
 	if entries, err := os.ReadDir(c.dir); err == nil {
@@ -714,7 +714,7 @@ func (c *Cache) lock(ctx context.Context) (func(), error) {
 			}
 		}
 	}
-	return func() { fl.Unlock() }, nil
+	return unlock, nil
 }
 
 func (c *Cache) requestContext(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
-	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
 
 // ClaudeMarketplaceSource reads where a marketplace.json is: a directory
@@ -76,7 +76,7 @@ func (c *Cache) readClaudeMarketplace(ctx context.Context, name, source string) 
 		}
 	} else {
 		root = foreign.MarketRoot(source)
-		data, err = textio.ReadFileLimited(source, foreign.MaxMarketplaceFile)
+		data, err = fsx.ReadFile(source, foreign.MaxMarketplaceFile)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, &SourceRefusedError{Catalog: name, Location: source, Detail: err.Error()}
 		}

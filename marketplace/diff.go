@@ -53,13 +53,8 @@ func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, 
 	add := func(area, subject, change, old, new string) {
 		d.Changes = append(d.Changes, AuthorityChange{Area: area, Subject: subject, Change: change, Old: old, New: new, Grows: change != "removed"})
 	}
-	fs, ts := map[string]catalog.SummaryServer{}, map[string]catalog.SummaryServer{}
-	for _, s := range from.Servers {
-		fs[s.Name] = s
-	}
-	for _, s := range to.Servers {
-		ts[s.Name] = s
-	}
+	serverName := func(s catalog.SummaryServer) string { return s.Name }
+	fs, ts := indexBy(from.Servers, serverName), indexBy(to.Servers, serverName)
 	for _, n := range unionKeys(fs, ts) {
 		f, inF := fs[n]
 		t, inT := ts[n]
@@ -96,13 +91,8 @@ func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, 
 			add("tool-filter", n, "changed", describeFilter(f.Tools), describeFilter(t.Tools))
 		}
 	}
-	fn, tn := map[string]catalog.SummaryNativeTool{}, map[string]catalog.SummaryNativeTool{}
-	for _, x := range from.NativeTools {
-		fn[x.Name] = x
-	}
-	for _, x := range to.NativeTools {
-		tn[x.Name] = x
-	}
+	toolName := func(x catalog.SummaryNativeTool) string { return x.Name }
+	fn, tn := indexBy(from.NativeTools, toolName), indexBy(to.NativeTools, toolName)
 	for _, n := range unionKeys(fn, tn) {
 		f, inF := fn[n]
 		t, inT := tn[n]

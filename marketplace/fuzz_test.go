@@ -19,6 +19,7 @@ func FuzzParseCatalog(f *testing.F) {
 	f.Add(cat.Marshal())
 	f.Add([]byte(`{"catalogVersion": 1, "plugins": [{"name": "x"}, 1, null, []]}`))
 	f.Add([]byte(`{"catalogVersion": 1, "plugins": []}`))
+	f.Add([]byte(`{"catalogVersion": 1, "plugins": [{"name": "x", "Name": "y", "name": "z"}], "Plugins": []}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, ps, err := catalog.Parse(data)
 		if err != nil {

@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,5 +237,92 @@ func TestStatusAndLint(t *testing.T) {
 	rep, _ = repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
 	if rep.OK() || !strings.Contains(repo.JoinProblems(rep.Problems), "version-file") {
 		t.Errorf("lint with a missing archive: %v", repo.JoinProblems(rep.Problems))
+	}
+}
+
+// TestRepoDuplicateKeys: the repository's settings and its working copy
+// are read strictly; a key given twice (readers disagree on which one
+// wins), or twice but for letter case, is refused with the file, the rule
+// and the fix, and nothing is published.
+func TestRepoDuplicateKeys(t *testing.T) {
+	e := newEnv(t, repo.Expiries{})
+	snapshot := func() map[string]string {
+		files := map[string]string{}
+		entries, _ := os.ReadDir(e.repoDir)
+		for _, f := range entries {
+			if f.IsDir() {
+				continue
+			}
+			files[f.Name()] = string(e.read(f.Name()))
+		}
+		return files
+	}
+	edit := func(file, old, new string) (restore func()) {
+		p := filepath.Join(e.repoDir, file)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := strings.Replace(string(data), old, new, 1)
+		if changed == string(data) {
+			t.Fatalf("%s has no %q", file, old)
+		}
+		if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return func() { os.WriteFile(p, data, 0o644) }
+	}
+	check := func(err error, wants ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("a document with a key given twice was accepted")
+		}
+		for _, want := range wants {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error lacks %q: %v", want, err)
+			}
+		}
+	}
+	settings := filepath.Join(e.repoDir, "berth-catalog.json")
+	for _, tc := range []struct{ old, new, want string }{
+		{`"name": "acme",`, `"name": "acme", "name": "evil",`, `the key "name" appears more than once`},
+		{`"timestamp":`, `"Timestamp": "1h", "timestamp":`, `expires.timestamp: the keys "Timestamp" and "timestamp" differ only in letter case`},
+	} {
+		restore := edit("berth-catalog.json", tc.old, tc.new)
+		before := snapshot()
+		_, err := repo.Open(e.repoDir, e.keyDir, &repo.Options{Now: e.clk.now})
+		check(err, settings+" is damaged", tc.want, "keep the one you mean and delete the other")
+		if _, lerr := repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now}); lerr == nil {
+			t.Error("lint accepted the settings")
+		}
+		if after := snapshot(); !maps.Equal(before, after) {
+			t.Error("a refused repository changed its files")
+		}
+		restore()
+	}
+	working := filepath.Join(e.repoDir, "catalog.json")
+	for _, tc := range []struct{ old, new, want string }{
+		{`"catalogVersion": 1,`, `"catalogVersion": 1, "catalogVersion": 1,`, `the key "catalogVersion" appears more than once`},
+		{`"plugins": []`, `"Plugins": [], "plugins": []`, `the keys "Plugins" and "plugins" differ only in letter case`},
+	} {
+		restore := edit("catalog.json", tc.old, tc.new)
+		before := snapshot()
+		_, err := e.repo().Sign(e.ctx)
+		check(err, working+": ", tc.want, "fix it (berth catalog lint")
+		if after := snapshot(); !maps.Equal(before, after) {
+			t.Error("a refused sign changed the repository's files")
+		}
+		rep, err := repo.Lint(e.repoDir, &repo.Options{Now: e.clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range rep.Problems {
+			found = found || p.Rule == catalog.RuleCatalogSyntax && !p.Warning && strings.Contains(p.Message, tc.want)
+		}
+		if !found {
+			t.Errorf("lint does not report %q: %v", tc.want, rep.Problems)
+		}
+		restore()
 	}
 }

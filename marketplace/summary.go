@@ -3,8 +3,9 @@ package marketplace
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/berth-mcp/berth/marketplace/catalog"
@@ -39,64 +40,47 @@ func CheckSummary(name string, v *catalog.Version, d *review.Disclosure) error {
 	want := v.Summary
 	var diffs []string
 	diffJSON(&diffs, "files", want.Files, got.Files)
-	byName := func(ss []catalog.SummaryServer) map[string]catalog.SummaryServer {
-		m := map[string]catalog.SummaryServer{}
-		for _, s := range ss {
-			m[s.Name] = s
-		}
-		return m
-	}
-	ws, gs := byName(want.Servers), byName(got.Servers)
-	for _, n := range unionKeys(ws, gs) {
-		w, inW := ws[n]
-		g, inG := gs[n]
-		switch {
-		case !inW:
-			diffs = append(diffs, fmt.Sprintf("server %q: the catalog does not list it, the bundle has it", n))
-		case !inG:
-			diffs = append(diffs, fmt.Sprintf("server %q: the catalog lists it, the bundle does not have it", n))
-		default:
-			diffJSON(&diffs, fmt.Sprintf("server %q", n), w, g)
-		}
-	}
-	wn, gn := map[string]catalog.SummaryNativeTool{}, map[string]catalog.SummaryNativeTool{}
-	for _, t := range want.NativeTools {
-		wn[t.Name] = t
-	}
-	for _, t := range got.NativeTools {
-		gn[t.Name] = t
-	}
-	for _, n := range unionKeys(wn, gn) {
-		w, inW := wn[n]
-		g, inG := gn[n]
-		switch {
-		case !inW:
-			diffs = append(diffs, fmt.Sprintf("native tool %q: the catalog does not list it, the bundle has it", n))
-		case !inG:
-			diffs = append(diffs, fmt.Sprintf("native tool %q: the catalog lists it, the bundle does not have it", n))
-		default:
-			diffJSON(&diffs, fmt.Sprintf("native tool %q", n), w, g)
-		}
-	}
+	serverName := func(s catalog.SummaryServer) string { return s.Name }
+	diffByName(&diffs, "server", indexBy(want.Servers, serverName), indexBy(got.Servers, serverName))
+	toolName := func(t catalog.SummaryNativeTool) string { return t.Name }
+	diffByName(&diffs, "native tool", indexBy(want.NativeTools, toolName), indexBy(got.NativeTools, toolName))
 	if len(diffs) == 0 {
 		return nil
 	}
 	return &SummaryMismatchError{Plugin: name, Version: v.Version, Differences: diffs}
 }
 
-func unionKeys[V any](a, b map[string]V) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range []map[string]V{a, b} {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
+// indexBy maps the elements of xs by their names.
+func indexBy[T any](xs []T, name func(T) string) map[string]T {
+	m := make(map[string]T, len(xs))
+	for _, x := range xs {
+		m[name(x)] = x
+	}
+	return m
+}
+
+// diffByName adds to diffs how the items of one kind (what: "server",
+// "native tool") that the catalog lists (want) and the bundle has (got)
+// differ, matched by name.
+func diffByName[T any](diffs *[]string, what string, want, got map[string]T) {
+	for _, n := range unionKeys(want, got) {
+		w, inW := want[n]
+		g, inG := got[n]
+		switch {
+		case !inW:
+			*diffs = append(*diffs, fmt.Sprintf("%s %q: the catalog does not list it, the bundle has it", what, n))
+		case !inG:
+			*diffs = append(*diffs, fmt.Sprintf("%s %q: the catalog lists it, the bundle does not have it", what, n))
+		default:
+			diffJSON(diffs, fmt.Sprintf("%s %q", what, n), w, g)
 		}
 	}
-	sort.Strings(out)
-	return out
+}
+
+func unionKeys[V any](a, b map[string]V) []string {
+	keys := append(slices.Collect(maps.Keys(a)), slices.Collect(maps.Keys(b))...)
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // diffJSON compares two values through their JSON forms and appends one

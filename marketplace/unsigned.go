@@ -73,17 +73,11 @@ type unsignedList struct {
 
 // addUnsigned adds an unsigned source of kind under name; fetch lists it.
 func (c *Cache) addUnsigned(ctx context.Context, name, kind, source string) (*RefreshResult, error) {
-	if err := CheckName(name); err != nil {
-		return nil, err
-	}
-	unlock, err := c.lock(ctx)
+	unlock, err := c.lockNew(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Lstat(filepath.Join(c.dir, name)); err == nil {
-		return nil, fmt.Errorf("%w: a catalog named %s is added already; remove it first (berth marketplace remove %s) or pick another name", ErrCatalogExists, name, name)
-	}
 	st := &state{Name: name, Source: source, Kind: kind, AddedAt: c.o.Now().UTC()}
 	list, err := c.fetchUnsigned(ctx, st, nil)
 	if err != nil {

@@ -86,6 +86,36 @@ func CheckSourceName(p *foreign.UnsignedPlugin, catName, sourceName string) erro
 	return nil
 }
 
+// lookupUnsigned returns the entry of the unsigned source catName that
+// the operator named given (its berth name or its registry name).
+func (c *Cache) lookupUnsigned(catName, given string) (*foreign.UnsignedPlugin, *CatalogInfo, error) {
+	name, sourceName, err := LookupName(given)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, ci, err := c.UnsignedEntry(catName, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckSourceName(p, catName, sourceName); err != nil {
+		return nil, nil, err
+	}
+	return p, ci, nil
+}
+
+// deprecation is the warning for version v of p when its source
+// deprecates it, and nothing otherwise.
+func deprecation(p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion) []string {
+	if v.Status != catalog.StatusDeprecated {
+		return nil
+	}
+	w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, v.Version)
+	if v.StatusMessage != "" {
+		w += ": " + v.StatusMessage
+	}
+	return []string{w}
+}
+
 // pick chooses the version of p for constraint (as Resolve), or the exact
 // version when exact is set.
 func pickUnsigned(p *foreign.UnsignedPlugin, catName, constraint string, exact bool, opts *ResolveOptions) (*foreign.UnsignedVersion, *Resolution, error) {
@@ -112,10 +142,15 @@ func pickUnsigned(p *foreign.UnsignedPlugin, catName, constraint string, exact b
 // a temp directory (a registry entry's server.json) or names it (a
 // marketplace.json entry's directory, checked to be inside the
 // marketplace again), and returns the source for bundle.Open and
-// store.Store.Trust, and a cleanup.
-func (c *Cache) openUnsigned(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, tempDir string) (string, func(), error) {
+// store.Store.Trust, and a cleanup. The temp directory is made in
+// opts.TempDir.
+func (c *Cache) openUnsigned(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, opts *bundle.Options) (string, func(), error) {
 	switch ci.Kind {
 	case KindRegistry:
+		tempDir := ""
+		if opts != nil {
+			tempDir = opts.TempDir
+		}
 		dir, err := os.MkdirTemp(tempDir, "berth-registry-")
 		if err != nil {
 			return "", nil, err
@@ -157,15 +192,8 @@ func installCommand(catName, name, version, digest string) string {
 // entry from its directory): nothing is downloaded or started. version ""
 // means the version install would pick (or the highest).
 func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string, ropts *ResolveOptions, bopts *bundle.Options) (*UnsignedShowing, error) {
-	name, sourceName, err := LookupName(given)
+	p, ci, err := c.lookupUnsigned(catName, given)
 	if err != nil {
-		return nil, err
-	}
-	p, ci, err := c.UnsignedEntry(catName, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckSourceName(p, catName, sourceName); err != nil {
 		return nil, err
 	}
 	res, _ := Resolve(asPlugin(p), "", ropts)
@@ -190,18 +218,8 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string
 		shown = p.Versions[0]
 	}
 	out.Shown = shown.Version
-	if shown.Status == catalog.StatusDeprecated {
-		w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, shown.Version)
-		if shown.StatusMessage != "" {
-			w += ": " + shown.StatusMessage
-		}
-		out.Warnings = append(out.Warnings, w)
-	}
-	tmp := ""
-	if bopts != nil {
-		tmp = bopts.TempDir
-	}
-	src, cleanup, err := c.openUnsigned(ci, p, shown, tmp)
+	out.Warnings = append(out.Warnings, deprecation(p, shown)...)
+	src, cleanup, err := c.openUnsigned(ci, p, shown, bopts)
 	if err != nil {
 		return nil, err
 	}
@@ -270,15 +288,8 @@ func (e *UnsignedPinError) Unwrap() error { return trust.ErrUntrusted }
 // prints. Without AllowUnsigned and a Digest it refuses with an
 // *UnsignedPinError that gives both. It reads only the cache: no network.
 func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req UnsignedInstallRequest) (*UnsignedInstallResult, error) {
-	name, sourceName, err := LookupName(req.Name)
+	p, ci, err := c.lookupUnsigned(req.Catalog, req.Name)
 	if err != nil {
-		return nil, err
-	}
-	p, ci, err := c.UnsignedEntry(req.Catalog, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckSourceName(p, req.Catalog, sourceName); err != nil {
 		return nil, err
 	}
 	v, _, err := pickUnsigned(p, req.Catalog, req.Constraint, false, req.Resolve)
@@ -286,18 +297,8 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 		return nil, err
 	}
 	out := &UnsignedInstallResult{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Version: v}
-	if v.Status == catalog.StatusDeprecated {
-		w := fmt.Sprintf("%s %s is deprecated by its source", p.Name, v.Version)
-		if v.StatusMessage != "" {
-			w += ": " + v.StatusMessage
-		}
-		out.Warnings = append(out.Warnings, w)
-	}
-	tmp := ""
-	if req.Bundle != nil {
-		tmp = req.Bundle.TempDir
-	}
-	src, cleanup, err := c.openUnsigned(ci, p, v, tmp)
+	out.Warnings = append(out.Warnings, deprecation(p, v)...)
+	src, cleanup, err := c.openUnsigned(ci, p, v, req.Bundle)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/repo"
@@ -246,13 +247,13 @@ func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
 	if opts.SigFile == "" {
 		opts.SigFile = store.DefaultSignatureFile(source)
 	}
-	sig, err := marketplace.ReadFileLimited(opts.SigFile, trust.MaxSignatureSize)
+	sig, err := fsx.ReadFile(opts.SigFile, trust.MaxSignatureSize)
 	if err != nil {
 		return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
 	}
 	req := repo.AddRequest{Source: source, Signature: sig, Verifier: v, URL: opts.URL, Tier: t, OmitReadme: opts.NoReadme}
 	if opts.IconFile != "" {
-		if req.Icon, err = marketplace.ReadFileLimited(opts.IconFile, catalog.MaxIcon); err != nil {
+		if req.Icon, err = fsx.ReadFile(opts.IconFile, catalog.MaxIcon); err != nil {
 			return fmt.Errorf("--icon: %w; give a PNG file of at most %d bytes", err, catalog.MaxIcon)
 		}
 		if err := catalog.CheckIcon(req.Icon); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
@@ -144,7 +145,7 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 	}
 	var pin marketplace.RootPin
 	if opts.RootFile != "" {
-		data, err := marketplace.ReadFileLimited(opts.RootFile, 512000)
+		data, err := fsx.ReadFile(opts.RootFile, 512000)
 		if err != nil {
 			return fmt.Errorf("--root: %w; pass the catalog's 1.root.json (berth catalog init writes it), or --root-sha256 HEX", err)
 		}

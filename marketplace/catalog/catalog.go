@@ -19,6 +19,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/strictjson"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -345,6 +346,7 @@ func ParseIndexed(data []byte) (*Catalog, []*Problem, []Span, error) {
 	var haveVersion, havePlugins bool
 	var rawName json.RawMessage
 	seen := map[string]bool{}
+	keys := map[string]string{} // top-level key in lower case → key
 	chk := &checker{signers: map[Signer]error{}}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -352,6 +354,16 @@ func ParseIndexed(data []byte) (*Catalog, []*Problem, []Span, error) {
 			return unreadable(notObject, err)
 		}
 		key, _ := tok.(string)
+		if prev, dup := keys[strings.ToLower(key)]; dup {
+			// Readers disagree on which one wins (and some take keys that
+			// differ in case for one): no reading of it is safe.
+			what := fmt.Sprintf("the key %q more than once", key)
+			if prev != key {
+				what = fmt.Sprintf("the keys %q and %q, which differ only in letter case,", prev, key)
+			}
+			return unreadable("the catalog gives %s (JSON readers disagree on which one wins); its curator must keep one and sign the catalog again", what)
+		}
+		keys[strings.ToLower(key)] = key
 		switch key {
 		case "catalogVersion":
 			if err := dec.Decode(&c.CatalogVersion); err != nil {
@@ -434,10 +446,11 @@ func tokenError(tok json.Token, err error) string {
 // was skipped, and the problems say why.
 func parseEntry(raw json.RawMessage, i int, chk *checker) (*Plugin, []*Problem) {
 	where := fmt.Sprintf("plugins[%d]", i)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	p := &Plugin{}
-	if err := dec.Decode(p); err != nil {
+	// Strict (an unknown field, or a key given twice or twice but for
+	// letter case, anywhere in the entry), but null stays the zero value
+	// as encoding/json reads it: the rules below name what is missing.
+	if ps := strictjson.Decode(raw, p, strictjson.Options{FoldCase: true, Nulls: strictjson.NullAnywhere}); len(ps) > 0 {
 		var named struct {
 			Name string `json:"name"`
 		}
@@ -446,7 +459,7 @@ func parseEntry(raw json.RawMessage, i int, chk *checker) (*Plugin, []*Problem) 
 		if bundle.IsValidName(named.Name) {
 			who = named.Name
 		}
-		return nil, []*Problem{{Plugin: who, Path: where, Rule: RuleEntrySyntax, Message: fmt.Sprintf("the entry does not decode (%s); it is skipped", textio.JSONError(err))}}
+		return nil, []*Problem{{Plugin: who, Path: where, Rule: RuleEntrySyntax, Message: fmt.Sprintf("the entry does not decode (%s); it is skipped", &strictjson.Error{Problems: ps})}}
 	}
 	if p.Versions == nil {
 		p.Versions = []*Version{}

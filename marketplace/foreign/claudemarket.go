@@ -13,6 +13,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
@@ -222,7 +223,7 @@ func readPluginJSON(dir string) (*pluginJSON, error) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("the plugin directory has no .claude-plugin/plugin.json file")
 	}
-	data, err := textio.ReadFileLimited(p, maxPluginJSON)
+	data, err := fsx.ReadFile(p, maxPluginJSON)
 	if err != nil {
 		return nil, err
 	}

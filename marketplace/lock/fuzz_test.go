@@ -18,6 +18,7 @@ func FuzzParseLock(f *testing.F) {
 		Catalog: Catalog{Name: "acme", RootKeyIDs: []string{strings.Repeat("a", 64)}, TargetsVersion: 2}})
 	f.Add(l.Marshal())
 	f.Add([]byte(`{"lockVersion": 1, "plugins": null}`))
+	f.Add([]byte(`{"lockVersion": 1, "LockVersion": 2, "plugins": [{"name": "x", "name": "y"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := Parse(data)
 		if err != nil {

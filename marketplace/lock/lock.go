@@ -1,17 +1,18 @@
 package lock
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
@@ -99,14 +100,14 @@ func Parse(data []byte) (*Lock, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes, over the limit of %d", ErrInvalid, len(data), MaxSize)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	l := &Lock{}
-	if err := dec.Decode(l); err != nil {
-		return nil, fmt.Errorf("%w: %s; the lock is written by berth: restore it from version control", ErrInvalid, textio.JSONError(err))
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalid)
+	// Strict, but null stays the zero value (as encoding/json reads it);
+	// a key given twice, or twice but for letter case, is refused.
+	if ps := strictjson.Decode(data, l, strictjson.Options{FoldCase: true, Nulls: strictjson.NullAnywhere}); len(ps) > 0 {
+		if len(ps) == 1 && ps[0].Kind == strictjson.Trailing {
+			return nil, fmt.Errorf("%w: data after the JSON object", ErrInvalid)
+		}
+		return nil, fmt.Errorf("%w: %s; the lock is written by berth: restore it from version control", ErrInvalid, &strictjson.Error{Problems: ps})
 	}
 	if l.LockVersion != FormatVersion {
 		return nil, fmt.Errorf("%w: lockVersion is %d, and this berth reads %d; upgrade berth if the lock is newer", ErrInvalid, l.LockVersion, FormatVersion)
@@ -204,9 +205,7 @@ func (l *Lock) Marshal() []byte {
 	c := Lock{LockVersion: FormatVersion, Plugins: append([]Plugin{}, l.Plugins...)}
 	sort.Slice(c.Plugins, func(i, j int) bool { return c.Plugins[i].Name < c.Plugins[j].Name })
 	for i := range c.Plugins {
-		ids := append([]string(nil), c.Plugins[i].Catalog.RootKeyIDs...)
-		sort.Strings(ids)
-		c.Plugins[i].Catalog.RootKeyIDs = ids
+		c.Plugins[i].Catalog.RootKeyIDs = slices.Sorted(slices.Values(c.Plugins[i].Catalog.RootKeyIDs))
 	}
 	return textio.MustJSON(c)
 }
@@ -215,7 +214,7 @@ func (l *Lock) Marshal() []byte {
 // (nil, nil).
 func Read(workspace string) (*Lock, error) {
 	p := filepath.Join(workspace, File)
-	data, err := textio.ReadFileLimited(p, MaxSize)
+	data, err := fsx.ReadFile(p, MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -58,3 +58,40 @@ func TestLockRoundTrip(t *testing.T) {
 		t.Error("an invalid lock was written")
 	}
 }
+
+// TestLockDuplicateKey: a key given twice (readers disagree on which one
+// wins), or twice but for letter case, makes the lock invalid: the error
+// names the file, the rule and the fix, and the file is left as it is.
+func TestLockDuplicateKey(t *testing.T) {
+	l := &Lock{LockVersion: 1}
+	l.Set(Plugin{Name: "notes", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64), Signer: Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}, Catalog: Catalog{Name: "acme", RootKeyIDs: []string{strings.Repeat("ab", 32)}, TargetsVersion: 7}})
+	good := string(l.Marshal())
+	for name, tc := range map[string]struct{ doc, want string }{
+		"top level":   {strings.Replace(good, `"lockVersion": 1,`, `"lockVersion": 1, "lockVersion": 1,`, 1), `the key "lockVersion" appears more than once`},
+		"in a plugin": {strings.Replace(good, `"version": "1.0.0",`, `"version": "1.0.0", "version": "9.9.9",`, 1), `plugins[0].version: the key "version" appears more than once`},
+		"case folded": {strings.Replace(good, `"digest":`, `"Digest": "sha256:`+strings.Repeat("4", 64)+`", "digest":`, 1), `plugins[0].digest: the keys "Digest" and "digest" differ only in letter case`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if tc.doc == good {
+				t.Fatal("the test did not change the lock")
+			}
+			dir := t.TempDir()
+			p := filepath.Join(dir, File)
+			if err := os.WriteFile(p, []byte(tc.doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Read(dir)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Read = %v, want ErrInvalid", err)
+			}
+			for _, want := range []string{p + ": invalid berth.lock", tc.want, "restore it from version control"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error lacks %q: %v", want, err)
+				}
+			}
+			if data, _ := os.ReadFile(p); string(data) != tc.doc {
+				t.Error("the lock was rewritten")
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package lock
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -110,7 +111,7 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 		}
 	}
 	if prune {
-		for _, name := range sortedKeys(enabled) {
+		for _, name := range slices.Sorted(maps.Keys(enabled)) {
 			if _, ok := l.Plugin(name); !ok {
 				add(name, nil, enabled[name], DiffNotLocked, "%s@%s is enabled here, and the lock does not name it", name, enabled[name].Version)
 			}
@@ -122,17 +123,4 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 
 func sameKeys(a, b []string) bool { return slices.Equal(sorted(a), sorted(b)) }
 
-func sorted(s []string) []string {
-	c := append([]string(nil), s...)
-	sort.Strings(c)
-	return c
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }

@@ -17,8 +17,8 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
-	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -100,15 +100,11 @@ func (r *Repository) Add(ctx context.Context, req AddRequest) (*AddResult, error
 	if err := checkAddRequest(&req); err != nil {
 		return nil, err
 	}
-	pub, unlock, err := r.lockLoad(ctx)
+	pub, cat, unlock, err := r.lockWorking(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	cat, err := r.working()
-	if err != nil {
-		return nil, err
-	}
 	b, err := bundle.Open(ctx, req.Source, req.BundleOptions)
 	if err != nil {
 		return nil, err
@@ -339,7 +335,7 @@ func bundleReadme(b *bundle.Bundle) (string, error) {
 	if e.Size > catalog.MaxReadme {
 		return "", &ReadmeError{Source: b.Source, Size: e.Size}
 	}
-	data, err := textio.ReadFileLimited(filepath.Join(b.Dir, "README.md"), catalog.MaxReadme)
+	data, err := fsx.ReadFile(filepath.Join(b.Dir, "README.md"), catalog.MaxReadme)
 	if err != nil {
 		return "", err
 	}

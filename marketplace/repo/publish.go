@@ -285,15 +285,11 @@ func (r *Repository) SetStatus(ctx context.Context, name, version string, status
 	default:
 		return nil, fmt.Errorf("status %q: write active, deprecated, yanked or revoked", status)
 	}
-	pub, unlock, err := r.lockLoad(ctx)
+	pub, cat, unlock, err := r.lockWorking(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	cat, err := r.working()
-	if err != nil {
-		return nil, err
-	}
 	p := cat.Plugin(name)
 	if p == nil {
 		return nil, fmt.Errorf("the catalog has no plugin %q (berth catalog lint %s lists what it has)", name, r.dir)

@@ -1,7 +1,6 @@
 package repo
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,10 +13,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
@@ -242,10 +242,8 @@ func Open(dir, keyDir string, opts *Options) (*Repository, error) {
 		return nil, err
 	}
 	var st settings
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return nil, fmt.Errorf("%s is damaged (%v); it holds the catalog's name and expiries as berth catalog init wrote them", filepath.Join(dir, settingsFile), err)
+	if ps := strictjson.Decode(data, &st, strictjson.Options{FoldCase: true, Nulls: strictjson.NullAnywhere}); len(ps) > 0 {
+		return nil, settingsError(filepath.Join(dir, settingsFile), ps)
 	}
 	r := &Repository{dir: dir, keyDir: keyDir, name: st.Name, now: now}
 	for _, f := range []struct {
@@ -274,7 +272,6 @@ func (r *Repository) Expiries() Expiries { return r.exp }
 // Dir returns the repository directory.
 func (r *Repository) Dir() string { return r.dir }
 
-// lockDir takes the repository's file lock.
 // lockLoad takes the repository's lock and loads its published
 // metadata; the caller calls unlock when it is done.
 func (r *Repository) lockLoad(ctx context.Context) (pub *published, unlock func(), err error) {
@@ -290,16 +287,39 @@ func (r *Repository) lockLoad(ctx context.Context) (pub *published, unlock func(
 	return pub, unlock, nil
 }
 
-func lockDir(ctx context.Context, dir string) (func(), error) {
-	fl := flock.New(filepath.Join(dir, repoLockFile))
-	ok, err := fl.TryLockContext(ctx, 10*time.Millisecond)
+// lockWorking is lockLoad that also reads the working copy, which must
+// be valid.
+func (r *Repository) lockWorking(ctx context.Context) (pub *published, cat *catalog.Catalog, unlock func(), err error) {
+	pub, unlock, err = r.lockLoad(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("waiting for the catalog lock %s: %w", filepath.Join(dir, repoLockFile), err)
+		return nil, nil, nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("could not take the catalog lock %s", filepath.Join(dir, repoLockFile))
+	if cat, err = r.working(); err != nil {
+		unlock()
+		return nil, nil, nil, err
 	}
-	return func() { fl.Unlock() }, nil
+	return pub, cat, unlock, nil
+}
+
+// lockDir takes the repository's file lock.
+func lockDir(ctx context.Context, dir string) (func(), error) {
+	p := filepath.Join(dir, repoLockFile)
+	unlock, err := fsx.Lock(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the catalog lock %s: %w", p, err)
+	}
+	return unlock, nil
+}
+
+// settingsError words the problems of the settings file at path: a key
+// given twice (or twice but for letter case) says which and how to fix it.
+func settingsError(path string, ps []strictjson.Problem) error {
+	for _, p := range ps {
+		if p.Kind == strictjson.DuplicateKey || p.Kind == strictjson.FoldedKey {
+			return fmt.Errorf("%s is damaged (%s); berth catalog init writes each key once: keep the one you mean and delete the other", path, p)
+		}
+	}
+	return fmt.Errorf("%s is damaged (%v); it holds the catalog's name and expiries as berth catalog init wrote them", path, &strictjson.Error{Problems: ps})
 }
 
 // ensurePrivateDir makes dir with mode 0700, or checks that an existing

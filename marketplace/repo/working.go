@@ -1,16 +1,14 @@
 package repo
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/berth-mcp/berth/internal/strictjson"
 	"github.com/berth-mcp/berth/marketplace/catalog"
-	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
 
 func joinProblems(ps []*catalog.Problem) string {
@@ -64,14 +62,12 @@ func (r *Repository) readWorking(normalize bool) (*catalog.Catalog, error) {
 // decodeStrict decodes a whole catalog document, failing on any unknown
 // field, any trailing data and any catalogVersion but 1.
 func decodeStrict(data []byte) (*catalog.Catalog, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	cat := &catalog.Catalog{}
-	if err := dec.Decode(cat); err != nil {
-		return nil, errors.New(textio.JSONError(err))
-	}
-	if dec.More() {
-		return nil, errors.New("data after the catalog's JSON object")
+	if ps := strictjson.Decode(data, cat, strictjson.Options{FoldCase: true, Nulls: strictjson.NullAnywhere}); len(ps) > 0 {
+		if len(ps) == 1 && ps[0].Kind == strictjson.Trailing {
+			return nil, errors.New("data after the catalog's JSON object")
+		}
+		return nil, &strictjson.Error{Problems: ps}
 	}
 	if cat.CatalogVersion != catalog.FormatVersion {
 		return nil, fmt.Errorf("catalogVersion is %d; write %d", cat.CatalogVersion, catalog.FormatVersion)

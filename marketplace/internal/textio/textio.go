@@ -1,18 +1,14 @@
 // Package textio holds the few small helpers that more than one of the
 // marketplace's packages (the catalog format, the curator's repository,
 // the operator's cache, berth.lock and the foreign sources) needs and
-// that belong to none of them: a bounded file read, the shortening of
+// that belong to none of them: the shortening of
 // JSON errors and long values for messages, indented JSON, and the test
 // for a URL scheme and a sha256 digest.
 package textio
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -34,25 +30,6 @@ func HasScheme(loc string) bool {
 		}
 	}
 	return false
-}
-
-// ReadFileLimited reads at most max bytes of path; a longer file is an
-// error that names it and the limit (a catalog file, a signature, an icon:
-// nothing berth reads whole may be of any size).
-func ReadFileLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over the limit of %s bytes", path, strconv.FormatInt(max, 10))
-	}
-	return data, nil
 }
 
 // ShortText cuts s to 40 bytes for a message.
