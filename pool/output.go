@@ -20,11 +20,19 @@ const (
 	// maxLogSize is the size at which a server log is rotated to .log.1
 	// when a pool first writes to it.
 	maxLogSize = 1 << 20
+	// ServerLineMark starts every line of a server log that the server
+	// (or a native tool provider) wrote; berth's own lines start with
+	// "berth <time>: ". A server's line always begins with the mark, so
+	// its stderr cannot produce a line that reads as berth's.
+	ServerLineMark = "| "
 )
 
 // output keeps a server's stderr: the last TailLines lines in memory, and
 // every line, with berth's own events, in $BERTH_HOME/logs/<id>.log so the
-// tail outlives the process. It is safe for concurrent use.
+// tail outlives the process. In the log, a line the server wrote starts
+// with ServerLineMark and one of berth's own with "berth ", so that what
+// a server writes can never take the form of berth's lines. It is safe
+// for concurrent use.
 type output struct {
 	path string
 
@@ -87,7 +95,7 @@ func (o *output) line(s string) {
 	if o.n < TailLines {
 		o.n++
 	}
-	o.writeLocked(s + "\n")
+	o.writeLocked(ServerLineMark + s + "\n")
 }
 
 // event writes one of berth's own lines to the log only.

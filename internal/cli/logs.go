@@ -26,6 +26,8 @@ func newLogsCmd(a *app) *cobra.Command {
 (a native tool provider's: <plugin>__<entry>.log, with go-plugin's lines):
 its stderr and berth's own lines about it (started, exited, restarts), from
 every berth process that ran it. berth status lists the server names.
+A line the server wrote starts with "| " and one of berth's own with
+"berth <time>: ", so a server cannot write a line that reads as berth's.
 Control characters, terminal escape sequences and bytes that are not UTF-8
 are printed escaped (\x1b, \u202e, \x9b), as berth status prints them; with
 --json they are JSON escapes (\u001b, \u009b), and a byte that is not UTF-8
@@ -88,7 +90,8 @@ type logsJSON struct {
 	Server string `json:"server"`
 	// File is the log file read.
 	File string `json:"file"`
-	// Lines are its last lines, oldest first, as written; control and
+	// Lines are its last lines, oldest first, as written (a line the
+	// server wrote starts with "| ", one of berth's with "berth "); control and
 	// other invisible characters are JSON escapes (\u009b), a byte that
 	// is not UTF-8 is U+FFFD.
 	Lines []string `json:"lines"`
