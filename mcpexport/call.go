@@ -210,7 +210,7 @@ func (c *call) enqueue(ctx context.Context, r *pool.ApprovalRequest) (*Pending, 
 	now := time.Now()
 	deadline := now.Add(c.s.timeout)
 	p, err := c.s.queue.Add(Pending{
-		Kind: c.kind, Tool: c.tool, URI: r.URI, Plugin: r.Plugin, Server: r.Server,
+		Kind: c.kind, Tool: c.tool, URI: r.URI, Plugin: r.Plugin, Version: r.Version, Server: r.Server,
 		Workspace: c.s.pool.WorkspaceDir(),
 		Arguments: r.Arguments, Annotations: annotationsOf(r.Annotations),
 		Client: c.entry.Client, Transport: c.origin.Transport, Authenticated: c.origin.Authenticated,

@@ -37,7 +37,9 @@ type Pending struct {
 	// URI is the resource to be read.
 	URI    string `json:"uri,omitempty"`
 	Plugin string `json:"plugin,omitempty"`
-	Server string `json:"server,omitempty"`
+	// Version is the plugin's version that would run the call.
+	Version string `json:"version,omitempty"`
+	Server  string `json:"server,omitempty"`
 	// Arguments are the call's arguments, whole, in their canonical
 	// encoding (CanonicalArguments): exactly what the plugin's server
 	// receives if the call is approved.
@@ -223,7 +225,7 @@ func ValidID(id string) bool {
 }
 
 func hashPending(p *Pending) string {
-	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Server, p.Workspace, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
+	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Version, p.Server, p.Workspace, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
 }

@@ -45,6 +45,8 @@ type ApprovalRequest struct {
 	// key; for a native tool, the nativeTools key of its provider);
 	// UpstreamTool is the tool's (or prompt's) name on that server.
 	Plugin, Server, UpstreamTool string
+	// Version is the enabled version of the plugin.
+	Version string
 	// Native is set for a tool of a native tool provider.
 	Native bool
 	// Arguments are the call's arguments, a JSON object (a prompt's

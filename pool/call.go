@@ -62,7 +62,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, appr
 			return nil, err
 		}
 	}
-	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Server: e.s.name, Native: e.s.native != nil, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy}
+	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Version: e.s.pl.version, Server: e.s.name, Native: e.s.native != nil, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy}
 	d, err := approver.Approve(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("approving the call to %s: %w", name, err)
@@ -354,7 +354,7 @@ func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	req := &ApprovalRequest{Kind: RequestPrompt, Tool: name, Plugin: e.s.pl.name, Server: e.s.name, UpstreamTool: e.prompt.UpstreamName, Arguments: rawArgs, Policy: e.prompt.Policy}
+	req := &ApprovalRequest{Kind: RequestPrompt, Tool: name, Plugin: e.s.pl.name, Version: e.s.pl.version, Server: e.s.name, UpstreamTool: e.prompt.UpstreamName, Arguments: rawArgs, Policy: e.prompt.Policy}
 	if req.Policy.Action == store.ActionDeny {
 		return nil, &PolicyDeniedError{Request: req}
 	}
@@ -410,7 +410,7 @@ func (p *Pool) ReadResource(ctx context.Context, uri string, approver Approver) 
 	if err != nil {
 		return nil, err
 	}
-	req := &ApprovalRequest{Kind: RequestResource, Tool: s.id, URI: uri, Plugin: s.pl.name, Server: s.name, Arguments: rawArgs, Policy: p.policyFor(s, s.id)}
+	req := &ApprovalRequest{Kind: RequestResource, Tool: s.id, URI: uri, Plugin: s.pl.name, Version: s.pl.version, Server: s.name, Arguments: rawArgs, Policy: p.policyFor(s, s.id)}
 	if req.Policy.Action == store.ActionDeny {
 		return nil, &PolicyDeniedError{Request: req}
 	}

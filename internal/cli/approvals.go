@@ -30,7 +30,8 @@ func newApprovalsCmd(a *app) *cobra.Command {
   berth approvals --full k7f3-9q2x
   berth approvals --json`,
 		Short: "List tool calls waiting for approval",
-		Long: `Approvals lists the tool calls waiting for approval: the tool, the client
+		Long: `Approvals lists the tool calls waiting for approval: the tool, the
+plugin's version and the workspace whose berth serve asks, the client
 (the name it gives itself, which nothing checks), the transport it came
 over and whether its session is authenticated, and the arguments, exactly
 as the plugin's server would receive them. Arguments too long to list are
@@ -86,9 +87,9 @@ func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTOOL\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT")
+	fmt.Fprintln(tw, "ID\tTOOL\tVERSION\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT\tWORKSPACE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), review.Printable(orUnknown(p.Version)), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly), review.Printable(orUnknown(p.Workspace)))
 	}
 	tw.Flush()
 	for _, p := range list {
@@ -104,8 +105,8 @@ func (a *app) showPending(p *mcpexport.Pending, whole bool) {
 	if !whole {
 		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
 	}
-	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
-		p.ID, pendingWhat(p), p.Server, p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  plugin:      %s %s\n  workspace:   %s\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
+		p.ID, pendingWhat(p), p.Server, review.Printable(orUnknown(p.Plugin)), review.Printable(orUnknown(p.Version)), review.Printable(orUnknown(p.Workspace)), p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
 }
 
 // pendingWhat names what a pending request asks for: a tool by its
