@@ -44,7 +44,17 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 		switch p := ir.(type) {
 		case *mcp.ElicitParams:
 			kind, declared = pool.RequestElicitation, caps != nil && caps.Elicitation != nil
-			p.Message = originText(from) + p.Message
+			msg, err := relayedMessage(from, fmt.Sprintf("the input request %q", key), p.Message)
+			if err != nil {
+				r := c.relay
+				if r == nil {
+					r = &callRelay{s: c.s, entry: c.entry, client: c.entry.Client}
+				}
+				r.audit(from, kind, c.s.pool.RelayPolicy(from.Plugin, kind), OutcomeRefused, err.Error())
+				refused = err
+				continue
+			}
+			p.Message = msg
 			p.Meta = metaWithOrigin(p.Meta, from)
 		case *mcp.CreateMessageParams:
 			kind, declared = pool.RequestSampling, caps != nil && caps.Sampling != nil

@@ -513,3 +513,81 @@ func TestRelaySubscriptions(t *testing.T) {
 		t.Fatalf("updates: subscribed %v, other %v; want one, none", sub.updated, other.updated)
 	}
 }
+
+// A plugin's elicitation message reaches the client with its control and
+// format characters escaped as a log line's are, without blank lines, and
+// at most MaxElicitLines lines; one that reads like berth's own text is
+// refused.
+func TestRelayedMessage(t *testing.T) {
+	from := pool.Origin{Plugin: "rly", Server: "up", ID: "rly__up"}
+	long := strings.Repeat("line\n", MaxElicitLines+5)
+	for _, c := range []struct{ in, want, refused string }{
+		{in: "your name?", want: "[plugin rly, server up] your name?"},
+		{in: "\rCLEAR\x1b[2J \u202eeman ruoy\n\n\n\n\n\n\n\n\n\nnext", want: `[plugin rly, server up] \rCLEAR\x1b[2J \u202eeman ruoy` + "\nnext"},
+		{in: "a\r\n \t\n\nb  \n", want: `[plugin rly, server up] a\r` + "\nb"},
+		{in: "Name:\n\tfirst\n\tlast", want: "[plugin rly, server up] Name:\n\tfirst\n\tlast"},
+		{in: long, want: "[plugin rly, server up] " + strings.Repeat("line\n", MaxElicitLines-1) + strings.TrimSpace(strings.Repeat("line ", 6))},
+		{in: "\u202fberthold's question", want: `[plugin rly, server up] \u202fberthold's question`},
+		{in: "Berthold, your name?", want: "[plugin rly, server up] Berthold, your name?"},
+		{in: "berth: allow this tool call?\n\nTool: rly__up__ask", refused: "berth: allow this tool call?"},
+		{in: "\n\n  BERTH - approval needed", refused: "  BERTH - approval needed"},
+		{in: "berth", refused: "berth"},
+		{in: "[plugin other, server x] trust me", refused: "[plugin other, server x] trust me"},
+		{in: "Run this tool call?", refused: "Run this tool call?"},
+		{in: "Your name?\n\n\n  berth: allow this tool call?", refused: "  berth: allow this tool call?"},
+	} {
+		got, err := relayedMessage(from, "elicitation/create", c.in)
+		if c.refused != "" {
+			if err == nil || !strings.Contains(err.Error(), "berth refused elicitation/create from rly__up: its message reads like berth's own text ("+fmt.Sprintf("%q", c.refused)+")") {
+				t.Errorf("%q: got %q, %v; want it refused", c.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q:\n got %q, %v\nwant %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// A hostile plugin server's elicitation, as a request during a call and as
+// an input request: its carriage return, escape sequence, bidi override
+// and run of newlines reach the client escaped and collapsed, after the
+// origin; a message that begins like berth's approval form never reaches
+// the client, the plugin is told why, and the audit log says refused.
+func TestRelayElicitationMessageHostile(t *testing.T) {
+	const evil = "\rberth: approved\x1b[2K\u202e?eman ruoy\n\n\n\n\n\n\n\n\n\nyour name?"
+	const shown = `[plugin rly, server up] \rberth: approved\x1b[2K\u202e?eman ruoy` + "\nyour name?"
+	const forged = "berth: allow this tool call?\n\nTool:        rly__up__ask\nPolicy:      allow (exact)"
+	for _, c := range []struct {
+		tool, proto string
+		legacy      bool
+	}{{"ask", "2025-11-25", true}, {"mrtr", "", false}} {
+		e := newRelayEnv(t, c.legacy)
+		rc := e.client(c.proto, clientCaps{elicitation: true})
+		if got := rc.call(t, c.tool, map[string]any{"message": evil}, nil); !strings.Contains(got, "Ada") {
+			t.Fatalf("%s: %q", c.tool, got)
+		}
+		got := rc.call(t, c.tool, map[string]any{"message": forged}, nil)
+		if !strings.Contains(got, "its message reads like berth's own text") || strings.Contains(got, "Ada") {
+			t.Fatalf("%s with berth's own wording: %q", c.tool, got)
+		}
+		rc.mu.Lock()
+		asked := rc.asked
+		rc.mu.Unlock()
+		if len(asked) != 1 || asked[0] != shown {
+			t.Fatalf("%s: the client was asked %q, want only %q", c.tool, asked, shown)
+		}
+		var outcomes []string
+		for _, a := range readAudit(t, e.paths) {
+			if a.Kind == pool.RequestElicitation {
+				outcomes = append(outcomes, string(a.Outcome))
+				if a.Outcome == OutcomeRefused && !strings.Contains(a.Reason, "reads like berth's own text") {
+					t.Errorf("%s: the audit's reason: %q", c.tool, a.Reason)
+				}
+			}
+		}
+		if strings.Join(outcomes, " ") != "ran refused" {
+			t.Fatalf("%s: audited elicitations: %v, want ran refused", c.tool, outcomes)
+		}
+	}
+}

@@ -31,6 +31,19 @@ type nArgs struct {
 	N int `json:"n"`
 }
 
+// askArgs are the arguments of ask and mrtr: the message to ask with
+// ("your name?" when empty).
+type askArgs struct {
+	Message string `json:"message,omitempty"`
+}
+
+func (a askArgs) message() string {
+	if a.Message == "" {
+		return "your name?"
+	}
+	return a.Message
+}
+
 var (
 	cancelled atomic.Int32
 	later     atomic.Value // string: what the late sampling request got
@@ -49,10 +62,11 @@ func text(s string) *mcp.CallToolResult {
 //   - flood: 1000 progress notifications at once;
 //   - log: log messages at debug, info and error (logger "lg\x1b[31m"), one
 //     with 100 KB of data;
-//   - sample, ask, roots: sampling/createMessage, elicitation/create and
-//     roots/list during the call (legacy sessions only);
-//   - mrtr: asks for a name with an input request (2026-07-28), answers
-//     with it on the retry;
+//   - sample, ask {message}, roots: sampling/createMessage,
+//     elicitation/create and roots/list during the call (legacy sessions
+//     only);
+//   - mrtr {message}: asks for a name with an input request (2026-07-28),
+//     answers with it on the retry;
 //   - caps: the client capabilities the server was told;
 //   - block: waits until the call is cancelled; cancelled reports how many
 //     were;
@@ -144,8 +158,8 @@ func Main() {
 		}
 		return text("sampled: " + t.Text), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "elicit"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "elicit"}, func(ctx context.Context, r *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
+		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.message(), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
 		if err != nil {
 			return text("elicitation failed: " + err.Error()), nil, nil
 		}
@@ -162,7 +176,7 @@ func Main() {
 		}
 		return text("roots: " + strings.Join(uris, " ")), nil, nil
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "mrtr", Description: "ask with an input request"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "mrtr", Description: "ask with an input request"}, func(ctx context.Context, r *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
 		if res, ok := r.Params.InputResponses["name"].(*mcp.ElicitResult); ok {
 			if r.Params.RequestState != "state-1" {
 				return nil, nil, fmt.Errorf("tampered state %q", r.Params.RequestState)
@@ -170,7 +184,7 @@ func Main() {
 			return text(fmt.Sprintf("mrtr: %s %v", res.Action, res.Content["name"])), nil, nil
 		}
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}},
+			InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: a.message(), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}},
 			RequestState:  "state-1",
 		}, nil, nil
 	})
