@@ -160,6 +160,12 @@ type Target struct {
 	// User reports a per-user file (rather than one in a project): new
 	// directories for it are made 0700 and a new file 0600.
 	User bool
+	// Workspace is, for a project file, the workspace directory it is in
+	// (Locate sets it). A symbolic link on the way from it to the file
+	// that leads out of it is refused (ErrOutsideWorkspace): the
+	// workspace is not the user's to trust. A user's file follows links
+	// (dotfiles).
+	Workspace string
 	// Note, when set, says why this file was chosen (Windows Claude
 	// Desktop installs).
 	Note string
@@ -184,12 +190,12 @@ func Locate(c Client, env Env, workspace string, user bool) ([]Target, error) {
 		if user {
 			return []Target{{Client: c, Path: filepath.Join(env.Home, ".claude.json"), RootKey: "mcpServers", User: true}}, nil
 		}
-		return []Target{{Client: c, Path: filepath.Join(workspace, ".mcp.json"), RootKey: "mcpServers"}}, nil
+		return []Target{{Client: c, Path: filepath.Join(workspace, ".mcp.json"), RootKey: "mcpServers", Workspace: workspace}}, nil
 	case Cursor:
 		if user {
 			return []Target{{Client: c, Path: filepath.Join(env.Home, ".cursor", "mcp.json"), RootKey: "mcpServers", JSONC: true, User: true}}, nil
 		}
-		return []Target{{Client: c, Path: filepath.Join(workspace, ".cursor", "mcp.json"), RootKey: "mcpServers", JSONC: true}}, nil
+		return []Target{{Client: c, Path: filepath.Join(workspace, ".cursor", "mcp.json"), RootKey: "mcpServers", JSONC: true, Workspace: workspace}}, nil
 	case VSCode:
 		if user {
 			var dir string
@@ -203,7 +209,7 @@ func Locate(c Client, env Env, workspace string, user bool) ([]Target, error) {
 			}
 			return []Target{{Client: c, Path: filepath.Join(dir, "Code", "User", "mcp.json"), RootKey: "servers", JSONC: true, User: true}}, nil
 		}
-		return []Target{{Client: c, Path: filepath.Join(workspace, ".vscode", "mcp.json"), RootKey: "servers", JSONC: true}}, nil
+		return []Target{{Client: c, Path: filepath.Join(workspace, ".vscode", "mcp.json"), RootKey: "servers", JSONC: true, Workspace: workspace}}, nil
 	}
 	return nil, fmt.Errorf("unknown client %q", c)
 }

@@ -219,6 +219,9 @@ func load(ctx context.Context, t Target, opts *Options) (*Edit, *document, error
 	if ed.opts.Now == nil {
 		ed.opts.Now = time.Now
 	}
+	if err := checkInWorkspace(t); err != nil {
+		return nil, nil, err
+	}
 	if fi, err := os.Lstat(t.Path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		// A linked file (dotfiles) is edited where it lives; the link stays.
 		real, err := filepath.EvalSymlinks(t.Path)
@@ -255,6 +258,67 @@ func load(ctx context.Context, t Target, opts *Options) (*Edit, *document, error
 		return nil, nil, err
 	}
 	return ed, d, nil
+}
+
+// checkInWorkspace refuses a project file (t.Workspace set) when a
+// component of its path below the workspace — the folder (.vscode,
+// .cursor) or the file itself — is a symbolic link that leads out of the
+// workspace or cannot be followed. A link that stays inside is followed;
+// a user's file is not checked.
+func checkInWorkspace(t Target) error {
+	if t.User || t.Workspace == "" {
+		return nil
+	}
+	ws := filepath.Clean(t.Workspace)
+	rel, err := filepath.Rel(ws, t.Path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is not inside the workspace %s: %w", t.Path, ws, ErrOutsideWorkspace)
+	}
+	realWS, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return fmt.Errorf("cannot resolve the workspace %s: %w", ws, err)
+	}
+	p := ws
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // berth creates the rest as plain folders and a file
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read %s: %w", p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		dest, _ := os.Readlink(p)
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil && within(realWS, real) {
+			continue
+		}
+		where := "which is outside the workspace " + ws
+		if err != nil {
+			where = "which cannot be followed (" + unwrapPathError(err).Error() + ")"
+		}
+		return fmt.Errorf("cannot write %s: %s is a symbolic link to %q, %s: %w; berth follows no link of a workspace out of it, since the workspace could make berth write any file you can write. Remove the link (rm %s) and run berth again, or connect the user's configuration with --user",
+			t.Path, p, dest, where, ErrOutsideWorkspace, p)
+	}
+	return nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// within reports whether path is dir or inside it (both clean and
+// absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")

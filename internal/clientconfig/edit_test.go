@@ -931,3 +931,76 @@ func TestVerifyCatchesBadEdits(t *testing.T) {
 		t.Errorf("verify accepted a removal that kept the entry: %v", err)
 	}
 }
+
+// TestWorkspaceLinks: a project file whose folder or itself is a symbolic
+// link out of the workspace (or one that cannot be followed) is refused
+// by connect and disconnect, before and at the time of writing, and the
+// file it leads to is left as it was; a link inside the workspace is
+// followed.
+func TestWorkspaceLinks(t *testing.T) {
+	for _, c := range []Client{VSCode, Cursor, ClaudeCode} {
+		t.Run(string(c), func(t *testing.T) {
+			tg, e := testTarget(t, c, false, nil, 0)
+			if tg.Workspace == "" {
+				t.Fatalf("Locate left Workspace empty: %+v", tg)
+			}
+			outside := filepath.Join(t.TempDir(), "user.json")
+			os.WriteFile(outside, []byte(`{}`), 0o644)
+			refused := func(what, link string) {
+				t.Helper()
+				for _, op := range []string{"connect", "disconnect"} {
+					var err error
+					if op == "connect" {
+						_, err = connect(t, tg, "berth", e, testOpts)
+					} else {
+						_, err = disconnect(t, tg, "berth", testOpts)
+					}
+					if !errors.Is(err, ErrOutsideWorkspace) || !strings.Contains(err.Error(), link+" is a symbolic link") || !strings.Contains(err.Error(), "rm "+link) {
+						t.Errorf("%s, %s: err = %v", what, op, err)
+					}
+				}
+				if got := read(t, outside); got != `{}` {
+					t.Errorf("%s: the file outside was written: %s", what, got)
+				}
+			}
+			dir := filepath.Dir(tg.Path)
+			if dir != tg.Workspace {
+				os.Symlink(filepath.Dir(outside), dir)
+				refused("linked folder", dir)
+				os.Remove(dir)
+				os.Mkdir(dir, 0o755)
+			}
+			os.Symlink(outside, tg.Path)
+			refused("linked file", tg.Path)
+			os.Remove(tg.Path)
+			os.Symlink(filepath.Join(tg.Workspace, "missing", "x.json"), tg.Path)
+			refused("dangling link", tg.Path)
+			os.Remove(tg.Path)
+
+			// Inside the workspace: followed.
+			inside := filepath.Join(tg.Workspace, "shared.json")
+			os.WriteFile(inside, []byte(`{}`), 0o644)
+			os.Symlink(inside, tg.Path)
+			if _, err := connect(t, tg, "berth", e, testOpts); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(read(t, inside), `"berth"`) {
+				t.Error("the linked file inside the workspace was not edited")
+			}
+
+			// Linked out after Prepare: Apply writes nothing.
+			ed, err := PrepareDisconnect(ctx, tg, "berth", testOpts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(tg.Path)
+			os.Symlink(outside, tg.Path)
+			if err := ed.Apply(ctx); !errors.Is(err, ErrOutsideWorkspace) {
+				t.Errorf("Apply after the link changed: %v", err)
+			}
+			if got := read(t, outside); got != `{}` {
+				t.Errorf("the file outside was written: %s", got)
+			}
+		})
+	}
+}

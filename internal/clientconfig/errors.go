@@ -22,6 +22,12 @@ var ErrConflict = errors.New("conflicting server entry")
 // file is left as the other writer left it.
 var ErrChanged = errors.New("configuration changed during the edit")
 
+// ErrOutsideWorkspace marks a project file (Target.Workspace) whose path
+// passes through a symbolic link that leads out of the workspace, or that
+// cannot be followed: a workspace could otherwise make berth write any
+// file the user can write. Nothing is written.
+var ErrOutsideWorkspace = errors.New("symbolic link out of the workspace")
+
 // SyntaxError reports a configuration file that does not parse. It wraps
 // ErrInvalidConfig.
 type SyntaxError struct {

@@ -42,6 +42,11 @@ func (ed *Edit) Apply(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Again at the time of writing: the workspace's links may have
+	// changed since Prepare.
+	if err := checkInWorkspace(ed.Target); err != nil {
+		return err
+	}
 	dir := filepath.Dir(ed.path)
 	mode := ed.mode
 	if !ed.existed {
