@@ -514,6 +514,46 @@ func TestRelaySubscriptions(t *testing.T) {
 	}
 }
 
+// A plugin server that sends 3,000 notifications/resources/updated of
+// three URIs at once reaches its subscriber as far fewer: an update of a
+// URI that is still waiting is merged into it and at most
+// pool.MaxUpdatesPerSecond a second are relayed, and every URI's update
+// still arrives.
+func TestRelayUpdatesFlood(t *testing.T) {
+	e := newRelayEnv(t, false)
+	sub := e.client("2025-11-25", clientCaps{})
+	ctx := context.Background()
+	uris := []string{"relay://item/0", "relay://item/1", "relay://item/2"}
+	for _, u := range uris {
+		if err := sub.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	sub.call(t, "touch-burst", map[string]any{"n": 3000}, nil)
+	seen := func() map[string]int {
+		sub.mu.Lock()
+		defer sub.mu.Unlock()
+		m := map[string]int{}
+		for _, u := range sub.updated {
+			m[u]++
+		}
+		return m
+	}
+	testkit.Eventually(t, 20*time.Second, "an update of each URI", func() bool { return len(seen()) == len(uris) })
+	time.Sleep(time.Second) // whatever still waits
+	elapsed := time.Since(start).Seconds()
+	total := lenOf(sub, &sub.updated)
+	if max := pool.UpdateBurst + int(elapsed*pool.MaxUpdatesPerSecond) + len(uris); total > max {
+		t.Fatalf("the client got %d of the 3000 updates in %.1fs (%v), want at most %d", total, elapsed, seen(), max)
+	}
+	t.Logf("the client got %d of the 3000 updates in %.1fs: %v", total, elapsed, seen())
+	testkit.Eventually(t, 15*time.Second, "the drop in the server's log", func() bool {
+		data, _ := os.ReadFile(e.paths.Log("rly__up"))
+		return strings.Contains(string(data), "notifications/resources/updated: an update of a URI whose last update was still waiting")
+	})
+}
+
 // A plugin's elicitation message reaches the client with its control and
 // format characters escaped as a log line's are, without blank lines, and
 // at most MaxElicitLines lines; one that reads like berth's own text is

@@ -62,6 +62,15 @@ const (
 	MaxLogData = 8 << 10
 	// MaxLoggerName caps the logger name a plugin server gives.
 	MaxLoggerName = 128
+	// MaxUpdatesPerSecond is how many notifications/resources/updated of
+	// one server connection are relayed per second, after a burst of up
+	// to UpdateBurst (a token bucket). An update of a URI whose update is
+	// still waiting is merged into it, so each URI's last update is
+	// relayed however many came (relay_subscriptions.go).
+	MaxUpdatesPerSecond = 10
+	// UpdateBurst is how many resource updates are relayed at once
+	// before MaxUpdatesPerSecond applies.
+	UpdateBurst = 10
 )
 
 // Origin names the plugin server a relayed message comes from.
@@ -131,6 +140,8 @@ type relaySet struct {
 	log     rateWindow
 	// subs are the clients subscribed to each URI (relay_subscriptions.go).
 	subs map[string]subscribers
+	// updates are the resource updates waiting to be relayed.
+	updates updateQueue
 }
 
 // openCall is one request open on a connection.

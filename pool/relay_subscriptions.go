@@ -5,6 +5,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -106,28 +107,128 @@ func (p *Pool) SetResourceUpdatedSink(f func(ctx context.Context, uri string, wh
 	p.relayMu.Unlock()
 }
 
-// resourceUpdated relays a server's notifications/resources/updated to the
-// subscribers of that URI on this connection, while it is the server's
-// current one.
-func (s *server) resourceUpdated(ctx context.Context, c *conn, p *mcp.ResourceUpdatedNotificationParams) {
+// resourceUpdated queues a server's notifications/resources/updated for
+// the subscribers of that URI on this connection: an update of a URI
+// already waiting is merged into it (counted as dropped), and
+// relayUpdates sends them at most MaxUpdatesPerSecond a second.
+func (s *server) resourceUpdated(_ context.Context, c *conn, p *mcp.ResourceUpdatedNotificationParams) {
 	if p == nil {
 		return
 	}
 	rs := &c.relays
 	rs.mu.Lock()
-	var who []any
-	for w := range rs.subs[p.URI] {
-		who = append(who, w)
-	}
-	rs.mu.Unlock()
-	s.p.relayMu.Lock()
-	sink := s.p.updatedSink
-	s.p.relayMu.Unlock()
-	// Only subscribers of this connection get it: they subscribed here
-	// because this server served the URI. (No re-routing here: this runs
-	// in the connection's read loop.)
-	if len(who) == 0 || sink == nil || s.live() != c {
+	defer rs.mu.Unlock()
+	// Only a URI that a client subscribed to on this connection is kept:
+	// the queue holds at most one entry per subscribed URI.
+	if len(rs.subs[p.URI]) == 0 {
 		return
 	}
-	sink(ctx, p.URI, who)
+	u := &rs.updates
+	if u.waiting[p.URI] {
+		u.dropped++
+		return
+	}
+	if u.waiting == nil {
+		u.waiting = map[string]bool{}
+	}
+	u.waiting[p.URI] = true
+	u.order = append(u.order, p.URI)
+	if !u.running {
+		u.running = true
+		go s.relayUpdates(c)
+	}
+}
+
+// updateQueue is a connection's resource updates waiting to be relayed,
+// guarded by relaySet.mu: each URI at most once, oldest first, with a
+// token bucket of UpdateBurst refilled at MaxUpdatesPerSecond.
+type updateQueue struct {
+	order   []string
+	waiting map[string]bool
+	running bool // relayUpdates runs
+	tokens  float64
+	filled  time.Time // when tokens was last refilled
+	// dropped counts the updates merged since the last report.
+	dropped  int
+	reported time.Time
+}
+
+// updateReportEvery is how often, at most, the updates dropped on a
+// connection are written to the server's log.
+const updateReportEvery = 10 * time.Second
+
+// take takes a token, or says how long until there is one.
+func (u *updateQueue) take(now time.Time) time.Duration {
+	if u.filled.IsZero() {
+		u.tokens = UpdateBurst
+	} else {
+		u.tokens = min(UpdateBurst, u.tokens+now.Sub(u.filled).Seconds()*MaxUpdatesPerSecond)
+	}
+	u.filled = now
+	if u.tokens >= 1 {
+		u.tokens--
+		return 0
+	}
+	return time.Duration((1 - u.tokens) / MaxUpdatesPerSecond * float64(time.Second))
+}
+
+// relayUpdates sends c's waiting updates, at most MaxUpdatesPerSecond a
+// second, to the subscribers each URI has when it is sent, while c is the
+// server's connection; it writes how many were dropped to the server's log
+// at most every updateReportEvery, and returns when nothing waits and
+// nothing is left to report, or c ends.
+func (s *server) relayUpdates(c *conn) {
+	rs := &c.relays
+	u := &rs.updates
+	for {
+		now := time.Now()
+		rs.mu.Lock()
+		if n := u.dropped; n > 0 && now.Sub(u.reported) >= updateReportEvery {
+			u.dropped, u.reported = 0, now
+			rs.mu.Unlock()
+			s.out.event("dropped %d notifications/resources/updated: an update of a URI whose last update was still waiting to be relayed is merged into it (at most %d a second are relayed)", n, MaxUpdatesPerSecond)
+			continue
+		}
+		var wait time.Duration
+		switch {
+		case len(u.order) > 0:
+			wait = u.take(now)
+		case u.dropped > 0:
+			wait = u.reported.Add(updateReportEvery).Sub(now)
+		default:
+			u.running = false
+			rs.mu.Unlock()
+			return
+		}
+		if wait > 0 {
+			rs.mu.Unlock()
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+				rs.mu.Lock()
+				u.running = false
+				rs.mu.Unlock()
+				return
+			}
+			continue
+		}
+		uri := u.order[0]
+		u.order = u.order[1:]
+		delete(u.waiting, uri)
+		var who []any
+		for w := range rs.subs[uri] {
+			who = append(who, w)
+		}
+		rs.mu.Unlock()
+		s.p.relayMu.Lock()
+		sink := s.p.updatedSink
+		s.p.relayMu.Unlock()
+		// Only subscribers of this connection get it: they subscribed here
+		// because this server served the URI.
+		if len(who) > 0 && sink != nil && s.live() == c {
+			sink(c.ctx, uri, who)
+		}
+	}
 }

@@ -71,6 +71,8 @@ func text(s string) *mcp.CallToolResult {
 //   - block: waits until the call is cancelled; cancelled reports how many
 //     were;
 //   - touch: notifies an update of relay://watched;
+//   - touch-burst {n}: n updates of relay://item/0, 1 and 2 in turn, at
+//     once;
 //   - level: the logging level berth last set (logging/setLevel), which
 //     it sends asynchronously: the event a test waits for.
 //
@@ -215,6 +217,12 @@ func Main() {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "update relay://watched"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		_ = s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: WatchedURI})
+		return text("touched"), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch-burst", Description: "update relay://item/0, 1 and 2, n times in turn"}, func(ctx context.Context, r *mcp.CallToolRequest, a nArgs) (*mcp.CallToolResult, any, error) {
+		for i := range a.N {
+			_ = s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: fmt.Sprintf("relay://item/%d", i%3)})
+		}
 		return text("touched"), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "level", Description: "the logging level berth set", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
