@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/internal/loopback"
+	"github.com/berth-mcp/berth/internal/sockpeer"
 )
 
 // DefaultAddr is where the HTTP transports listen unless told otherwise.
@@ -184,8 +185,11 @@ func authorized(r *http.Request, want []byte) bool {
 // guard wraps the MCP handlers. It refuses a non-loopback Origin (a web
 // page must not drive the server) and, unless the listener runs with
 // UnsafeNoToken, any request without "Authorization: Bearer <token>"
-// (401, WWW-Authenticate: Bearer). Without a token it serves only requests
-// that arrived on a loopback address. It marks the request's context with
+// (401, WWW-Authenticate: Bearer); on a Unix-domain socket whose peer the
+// OS identified as the user berth runs as (Listen), a request without an
+// Authorization header is the owner's and needs no token. Without a
+// token it serves only requests that arrived on a loopback address or a
+// Unix-domain socket. It marks the request's context with
 // the transport and whether it was authenticated. go-sdk's DNS-rebinding
 // protection (a loopback listener reached with a non-loopback Host) stays
 // on inside.
@@ -200,19 +204,36 @@ func guard(next http.Handler, o *HTTPOptions, transport, source string) http.Han
 			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q; berth serve accepts only loopback origins", orig), http.StatusForbidden)
 			return
 		}
+		// The owner on a Unix socket whose peers the OS identifies
+		// needs no token; one it sends must still be right.
+		ownerOnUnix := osIdentifiedUnix(r) && r.Header.Get("Authorization") == ""
 		if want == nil {
-			if !loopback.ArrivedOnLoopback(r) {
+			if !loopback.ArrivedOnLoopback(r) && !arrivedOnUnix(r) {
 				http.Error(w, "Forbidden: this listener has no token and serves loopback addresses only", http.StatusForbidden)
 				return
 			}
-		} else if !authorized(r, want) {
+		} else if !ownerOnUnix && !authorized(r, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
 			http.Error(w, "Unauthorized: send Authorization: Bearer <"+source+">", http.StatusUnauthorized)
 			return
 		}
-		r = r.WithContext(withOrigin(r.Context(), origin{Transport: transport, Authenticated: want != nil}))
+		r = r.WithContext(withOrigin(r.Context(), origin{Transport: transport, Authenticated: want != nil || osIdentifiedUnix(r)}))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// osIdentifiedUnix reports whether r came over a Unix-domain socket
+// whose peer the OS identified as the user berth runs as (Listen closes
+// every other connection of such a listener).
+func osIdentifiedUnix(r *http.Request) bool {
+	_, m, ok := sockpeer.FromContext(r.Context())
+	return ok && m == sockpeer.PeerCred
+}
+
+// arrivedOnUnix reports whether r came over a Unix-domain socket.
+func arrivedOnUnix(r *http.Request) bool {
+	_, ok := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
+	return ok
 }
 
 // healthz answers liveness probes without authentication.
