@@ -104,19 +104,39 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", false, fmt.Errorf("cannot read the token file: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	tok, tmp, err := newTokenFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer os.Remove(tmp)
+	// A hard link fails when path exists: the first of two racing runs
+	// wins and the other reads its token.
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			tok, err := ReadTokenFile(path)
+			return tok, false, err
+		}
 		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	}
+	return tok, true, nil
+}
+
+// newTokenFile writes a new token (32 random bytes, base64url, mode
+// 0600) to a temporary file beside path, for the caller to link or rename
+// into place and then remove.
+func newTokenFile(path string) (tok, tmpName string, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", "", fmt.Errorf("cannot create the token file: %w", err)
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", false, err
+		return "", "", err
 	}
-	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	tok = base64.RawURLEncoding.EncodeToString(raw[:])
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".serve.token-*")
 	if err != nil {
-		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+		return "", "", fmt.Errorf("cannot create the token file: %w", err)
 	}
-	defer os.Remove(tmp.Name())
 	werr := tmp.Chmod(0o600)
 	if werr == nil {
 		_, werr = tmp.WriteString(tok + "\n")
@@ -128,18 +148,25 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 		werr = cerr
 	}
 	if werr != nil {
-		return "", false, fmt.Errorf("cannot write the token file: %w", werr)
+		os.Remove(tmp.Name())
+		return "", "", fmt.Errorf("cannot write the token file: %w", werr)
 	}
-	// A hard link fails when path exists: the first of two racing runs
-	// wins and the other reads its token.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			tok, err := ReadTokenFile(path)
-			return tok, false, err
-		}
-		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	return tok, tmp.Name(), nil
+}
+
+// RotateToken replaces the token in path with a new random one, as
+// LoadOrCreateToken makes it, atomically (a reader sees the old token
+// or the new one, never a part): for when the old one may have leaked.
+func RotateToken(path string) (string, error) {
+	tok, tmp, err := newTokenFile(path)
+	if err != nil {
+		return "", err
 	}
-	return tok, true, nil
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("cannot replace the token file: %w", err)
+	}
+	return tok, nil
 }
 
 // origin is how a session reached berth, for the approval queue and the

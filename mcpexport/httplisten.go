@@ -158,7 +158,7 @@ type PortTakenError struct {
 }
 
 func (e *PortTakenError) Error() string {
-	return fmt.Sprintf("%s is taken by another user's program (user %s, uid %d): a client that connected to it while berth serve was not listening has sent it the bearer token", e.Addr, fsx.UserName(e.UID), e.UID)
+	return fmt.Sprintf("%s is taken by another user's program (user %s): a client that connected to it while berth serve was not listening has sent it the bearer token", e.Addr, fsx.UserName(e.UID))
 }
 
 func (e *PortTakenError) Unwrap() error { return e.Err }
