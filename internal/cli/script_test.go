@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 		otherUserListen()
 		return
 	}
+	if os.Getenv(otherUserGetEnv) != "" {
+		otherUserGet()
+		return
+	}
 	testscript.Main(m, map[string]func(){
 		"berth": func() { os.Exit(Main()) },
 	})

@@ -19,21 +19,6 @@ import (
 	"github.com/berth-mcp/berth/mcpexport"
 )
 
-// otherUserListenEnv makes the test binary listen on 127.0.0.1:0, print
-// the port and hold it until stdin closes: another user's program that
-// took the port of berth serve.
-const otherUserListenEnv = "BERTH_TEST_OTHER_USER_LISTEN"
-
-func otherUserListen() {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	fmt.Println(ln.Addr().(*net.TCPAddr).Port)
-	io.Copy(io.Discard, os.Stdin)
-}
-
 // nobodyListens starts a listener of user nobody and returns its port.
 func nobodyListens(t *testing.T) int {
 	t.Helper()
@@ -160,4 +145,21 @@ func TestServeUnixSocket(t *testing.T) {
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "serverInfo") {
 		t.Fatalf("initialize over the socket without a token: %d %s", res.StatusCode, body)
 	}
+}
+
+// TestMarketplaceServeRefusesAnotherUser: another user who holds the
+// start URL, token and all, is refused before anything is read (the
+// kernel names the connection's user), and serve says so.
+func TestMarketplaceServeRefusesAnotherUser(t *testing.T) {
+	needRoot(t)
+	url, _, stderr, cancel, done := startMarketplaceServe(t, "marketplace", "serve")
+	out, err := testkit.AsNobody(t, []string{otherUserGetEnv + "=1"}, url).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "error:") {
+		t.Errorf("user nobody with the start URL: %v %s", err, out)
+	}
+	testkit.Eventually(t, 5*time.Second, "the refusal on stderr", func() bool {
+		return strings.Contains(stderr.String(), "berth: refused a connection to the marketplace page from another user (nobody (uid 65534))")
+	})
+	cancel()
+	<-done
 }
