@@ -337,6 +337,28 @@ func peerCheckText(m sockpeer.Method) string {
 	return "none: clients are known by the token alone"
 }
 
+// serveListenersNote says, for berth status, which of berth serve's
+// HTTP listeners name the user of each client on this system. It tries
+// sock_diag on a loopback listener of its own.
+func serveListenersNote() string {
+	unix := "unix:PATH names each client's user (SO_PEERCRED) and refuses other users"
+	if !sockpeer.Supported(sockpeer.PeerCred) {
+		unix = "unix:PATH keeps other users out by its directory (mode 0700) and clients send the token"
+	}
+	tcp := "loopback TCP is token-only on this system (another user who holds the token gets in)"
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		_, gerr := sockpeer.Guard(ln, nil)
+		ln.Close()
+		switch {
+		case gerr == nil:
+			tcp = "loopback TCP names it too (sock_diag), so another user is refused before the token is read"
+		case !errors.Is(gerr, sockpeer.ErrUnsupported):
+			tcp = fmt.Sprintf("loopback TCP is token-only here, because sock_diag fails (%v)", gerr)
+		}
+	}
+	return "berth serve --http on this system: " + unix + "; " + tcp + "."
+}
+
 // needLoopback refuses --unsafe-no-token on an address that is not a
 // loopback one, before mcpexport.Listen would (in the words of its
 // options).

@@ -137,6 +137,9 @@ func FromContext(ctx context.Context) (uid int, m Method, ok bool) {
 	return pc.UID, pc.Method, true
 }
 
+// Supported reports whether this system identifies peers by m.
+func Supported(m Method) bool { return supported(m) }
+
 // ListenerOwner returns the user id of the process's socket that listens
 // on addr (a TCP address; a wildcard listener on the same port counts),
 // as sock_diag reports it. It wraps ErrUnsupported where sock_diag is

@@ -132,3 +132,5 @@ func lookup(id diagID) (diagReply, error) {
 	}
 	return diagReply{}, errNoReply
 }
+
+func supported(m Method) bool { return m == PeerCred || m == SockDiag }

@@ -14,3 +14,5 @@ func probe(ln net.Listener) (Method, error) {
 func peerUID(net.Conn, Method) (int, error) { return -1, ErrUnsupported }
 
 func listenerOwner(*net.TCPAddr) (int, error) { return -1, ErrUnsupported }
+
+func supported(Method) bool { return false }
