@@ -68,6 +68,18 @@ type Conn struct {
 	Method Method
 }
 
+// CloseWrite shuts down the writing side of the connection where the
+// inner connection can (net/http does so to end a response cleanly).
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// NetConn returns the connection the listener accepted.
+func (c *Conn) NetConn() net.Conn { return c.Conn }
+
 // Guard wraps ln (a *net.UnixListener, or a *net.TCPListener on a
 // loopback address) so that it identifies every peer, calling refused
 // (which may be nil) for each connection it closes. It returns an error
