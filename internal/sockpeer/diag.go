@@ -151,12 +151,20 @@ func parseReply(b []byte, seq uint32) (diagReply, error) {
 
 // check refuses a reply that is not about the socket asked for, or whose
 // owner the kernel does not know (a socket in TIME_WAIT reports uid 0).
+// The kernel found the socket by the exact address pair asked for; this
+// checks its answer against the question. An IPv6 socket connected to an
+// IPv4 address (dual-stack, through ::ffff:a.b.c.d) is reported as IPv6,
+// with its addresses mapped, or unset.
 func (r diagReply) check(want diagID) error {
 	got := r.id
-	if want.family == afInet {
+	if want.family == afInet && got.family == afInet {
 		// The kernel fills only the first word of an IPv4 address.
 		clear(got.src[4:])
 		clear(got.dst[4:])
+	}
+	if want.family == afInet && got.family == afInet6 {
+		got.family = afInet
+		got.src, got.dst = unmap(got.src, want.src), unmap(got.dst, want.dst)
 	}
 	if got != want {
 		return fmt.Errorf("sock_diag answered about another socket (%+v, not %+v)", got, want)
@@ -165,4 +173,20 @@ func (r diagReply) check(want diagID) error {
 		return errors.New("the connecting socket is already closed (TIME_WAIT), so its owner is unknown")
 	}
 	return nil
+}
+
+// unmap is the IPv4 address in the first word of a [16]byte of an IPv6
+// address that is the IPv4-mapped form of want's, or unset; any other
+// address is returned as it is (and then differs from want).
+func unmap(a, want [16]byte) [16]byte {
+	var v4 [16]byte
+	copy(v4[:4], a[12:])
+	mapped := [12]byte{10: 0xff, 11: 0xff}
+	switch {
+	case [12]byte(a[:12]) == mapped && v4 == want:
+		return v4
+	case a == [16]byte{}:
+		return want
+	}
+	return a
 }

@@ -241,6 +241,21 @@ func TestParseReply(t *testing.T) {
 	if r.check(other) == nil {
 		t.Error("a reply about another socket passed")
 	}
+	// A dual-stack client's socket is reported as IPv6: with its
+	// addresses mapped, or unset, it passes; with others it does not.
+	for _, tc := range []struct {
+		src  []byte
+		pass bool
+	}{{net.IPv4(127, 0, 0, 1).To16(), true}, {make([]byte, 16), true}, {net.IPv4(127, 0, 0, 2).To16(), false}, {net.IPv6loopback, false}} {
+		m6 := append([]byte(nil), msg...)
+		m6[0] = afInet6
+		copy(m6[8:24], tc.src)
+		copy(m6[24:40], net.IPv4(127, 0, 0, 1).To16())
+		r, err := parseReply(reply(sockDiagByFamily, 7, m6), 7)
+		if err != nil || (r.check(id) == nil) != tc.pass {
+			t.Errorf("IPv6 reply from %v: %v, check %v, want pass %v", net.IP(tc.src), err, r.check(id), tc.pass)
+		}
+	}
 	msg[1] = tcpTimeWait
 	if r, _ := parseReply(reply(sockDiagByFamily, 7, msg), 7); r.check(id) == nil {
 		t.Error("a TIME_WAIT socket passed")
@@ -271,4 +286,42 @@ func FuzzParseReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parseReply(b, 1)
 	})
+}
+
+// TestMappedIPv6Client: a client whose socket is IPv6 (dual-stack, as
+// Java's are) connecting to 127.0.0.1 through ::ffff:127.0.0.1 is named
+// too: the kernel reports its socket as IPv6 with mapped addresses.
+func TestMappedIPv6Client(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, refused := serveHello(t, ln)
+	fd, err := syscall.Socket(syscall.AF_INET6, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Skip("no IPv6 sockets:", err)
+	}
+	sa := &syscall.SockaddrInet6{Port: ln.Addr().(*net.TCPAddr).Port}
+	copy(sa.Addr[:], net.IPv4(127, 0, 0, 1).To16())
+	if err := syscall.Connect(fd, sa); err != nil {
+		syscall.Close(fd)
+		t.Skip("cannot connect to a mapped address:", err)
+	}
+	f := os.NewFile(uintptr(fd), "mapped")
+	c, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	data, _ := io.ReadAll(c)
+	if string(data) != "hello" {
+		select {
+		case r := <-refused:
+			t.Fatalf("the owner's mapped-IPv6 connection was refused: %+v", r)
+		default:
+			t.Fatalf("read %q", data)
+		}
+	}
 }
