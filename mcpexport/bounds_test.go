@@ -197,7 +197,11 @@ type smallBuffers struct{ net.Listener }
 
 func (l smallBuffers) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
+	inner := c
+	if pc, ok := c.(interface{ NetConn() net.Conn }); ok {
+		inner = pc.NetConn()
+	}
+	if tc, ok := inner.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(4096)
 	}
 	return c, err

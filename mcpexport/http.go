@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/internal/loopback"
+	"github.com/berth-mcp/berth/internal/sockpeer"
 )
 
 // DefaultAddr is where the HTTP transports listen unless told otherwise.
@@ -103,19 +104,39 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", false, fmt.Errorf("cannot read the token file: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	tok, tmp, err := newTokenFile(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer os.Remove(tmp)
+	// A hard link fails when path exists: the first of two racing runs
+	// wins and the other reads its token.
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			tok, err := ReadTokenFile(path)
+			return tok, false, err
+		}
 		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	}
+	return tok, true, nil
+}
+
+// newTokenFile writes a new token (32 random bytes, base64url, mode
+// 0600) to a temporary file beside path, for the caller to link or rename
+// into place and then remove.
+func newTokenFile(path string) (tok, tmpName string, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", "", fmt.Errorf("cannot create the token file: %w", err)
 	}
 	var raw [32]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return "", false, err
+		return "", "", err
 	}
-	tok := base64.RawURLEncoding.EncodeToString(raw[:])
+	tok = base64.RawURLEncoding.EncodeToString(raw[:])
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".serve.token-*")
 	if err != nil {
-		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+		return "", "", fmt.Errorf("cannot create the token file: %w", err)
 	}
-	defer os.Remove(tmp.Name())
 	werr := tmp.Chmod(0o600)
 	if werr == nil {
 		_, werr = tmp.WriteString(tok + "\n")
@@ -127,18 +148,25 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 		werr = cerr
 	}
 	if werr != nil {
-		return "", false, fmt.Errorf("cannot write the token file: %w", werr)
+		os.Remove(tmp.Name())
+		return "", "", fmt.Errorf("cannot write the token file: %w", werr)
 	}
-	// A hard link fails when path exists: the first of two racing runs
-	// wins and the other reads its token.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			tok, err := ReadTokenFile(path)
-			return tok, false, err
-		}
-		return "", false, fmt.Errorf("cannot create the token file: %w", err)
+	return tok, tmp.Name(), nil
+}
+
+// RotateToken replaces the token in path with a new random one, as
+// LoadOrCreateToken makes it, atomically (a reader sees the old token
+// or the new one, never a part): for when the old one may have leaked.
+func RotateToken(path string) (string, error) {
+	tok, tmp, err := newTokenFile(path)
+	if err != nil {
+		return "", err
 	}
-	return tok, true, nil
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("cannot replace the token file: %w", err)
+	}
+	return tok, nil
 }
 
 // origin is how a session reached berth, for the approval queue and the
@@ -184,8 +212,11 @@ func authorized(r *http.Request, want []byte) bool {
 // guard wraps the MCP handlers. It refuses a non-loopback Origin (a web
 // page must not drive the server) and, unless the listener runs with
 // UnsafeNoToken, any request without "Authorization: Bearer <token>"
-// (401, WWW-Authenticate: Bearer). Without a token it serves only requests
-// that arrived on a loopback address. It marks the request's context with
+// (401, WWW-Authenticate: Bearer); on a Unix-domain socket whose peer the
+// OS identified as the user berth runs as (Listen), a request without an
+// Authorization header is the owner's and needs no token. Without a
+// token it serves only requests that arrived on a loopback address or a
+// Unix-domain socket. It marks the request's context with
 // the transport and whether it was authenticated. go-sdk's DNS-rebinding
 // protection (a loopback listener reached with a non-loopback Host) stays
 // on inside.
@@ -200,19 +231,36 @@ func guard(next http.Handler, o *HTTPOptions, transport, source string) http.Han
 			http.Error(w, fmt.Sprintf("Forbidden: cross-origin request from %q; berth serve accepts only loopback origins", orig), http.StatusForbidden)
 			return
 		}
+		// The owner on a Unix socket whose peers the OS identifies
+		// needs no token; one it sends must still be right.
+		ownerOnUnix := osIdentifiedUnix(r) && r.Header.Get("Authorization") == ""
 		if want == nil {
-			if !loopback.ArrivedOnLoopback(r) {
+			if !loopback.ArrivedOnLoopback(r) && !arrivedOnUnix(r) {
 				http.Error(w, "Forbidden: this listener has no token and serves loopback addresses only", http.StatusForbidden)
 				return
 			}
-		} else if !authorized(r, want) {
+		} else if !ownerOnUnix && !authorized(r, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="berth"`)
 			http.Error(w, "Unauthorized: send Authorization: Bearer <"+source+">", http.StatusUnauthorized)
 			return
 		}
-		r = r.WithContext(withOrigin(r.Context(), origin{Transport: transport, Authenticated: want != nil}))
+		r = r.WithContext(withOrigin(r.Context(), origin{Transport: transport, Authenticated: want != nil || osIdentifiedUnix(r)}))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// osIdentifiedUnix reports whether r came over a Unix-domain socket
+// whose peer the OS identified as the user berth runs as (Listen closes
+// every other connection of such a listener).
+func osIdentifiedUnix(r *http.Request) bool {
+	_, m, ok := sockpeer.FromContext(r.Context())
+	return ok && m == sockpeer.PeerCred
+}
+
+// arrivedOnUnix reports whether r came over a Unix-domain socket.
+func arrivedOnUnix(r *http.Request) bool {
+	_, ok := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
+	return ok
 }
 
 // healthz answers liveness probes without authentication.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/sockpeer"
 )
 
 // ServeStdio serves one client over the process's stdin and stdout until
@@ -82,6 +85,9 @@ type HTTPOptions struct {
 	// KeepAliveTimeout closes an idle keep-alive connection. Default
 	// DefaultKeepAliveTimeout.
 	KeepAliveTimeout time.Duration
+	// Logger receives what Listen's peer check refuses, and why a
+	// listener cannot check its peers. Default slog.Default().
+	Logger *slog.Logger
 }
 
 func (o *HTTPOptions) withDefaults() *HTTPOptions {
@@ -150,10 +156,28 @@ var ErrTokenRequired = errors.New("an HTTP listener needs a bearer token (HTTPOp
 var ErrUnsafeNoTokenNotLoopback = errors.New("serving without a token is allowed on a loopback address only (HTTPOptions.UnsafeNoToken)")
 
 // Listen opens addr for Handler(o). It refuses a listener without a token
-// unless o.UnsafeNoToken is set and the address is a loopback one.
+// unless o.UnsafeNoToken is set and the address is a loopback one or a
+// Unix-domain socket.
+//
+// addr "unix:PATH" listens on a Unix-domain socket (listenUnix: its
+// directory the user's alone). Where the system identifies the peers of
+// a listener (PeerCheck: a Unix-domain socket by SO_PEERCRED, loopback
+// TCP on Linux by sock_diag), a connection of another user is closed as
+// soon as it is accepted, before any HTTP is read, and logged; on a Unix
+// socket so identified the owner's requests need no token (a token sent
+// must still be the right one).
+//
+// When a TCP address is taken by another user's socket, the error is a
+// *PortTakenError.
 func Listen(addr string, o *HTTPOptions) (net.Listener, error) {
 	if o == nil {
 		o = &HTTPOptions{}
+	}
+	if path, ok := UnixPath(addr); ok {
+		if o.Token == "" && !o.UnsafeNoToken {
+			return nil, fmt.Errorf("%s: %w, so that only clients holding it can connect (make one with: head -c 32 /dev/urandom | base64 > token && chmod 600 token)", addr, ErrTokenRequired)
+		}
+		return listenUnix(path, o)
 	}
 	hostport, loopback, err := ListenAddr(addr)
 	if err != nil {
@@ -165,7 +189,14 @@ func Listen(addr string, o *HTTPOptions) (net.Listener, error) {
 	case o.Token == "" && !loopback:
 		return nil, fmt.Errorf("%s is not a loopback address: %w", hostport, ErrUnsafeNoTokenNotLoopback)
 	}
-	return net.Listen("tcp", hostport)
+	ln, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return nil, portTaken(hostport, err)
+	}
+	if !loopback {
+		return ln, nil
+	}
+	return guardPeers(ln, o), nil
 }
 
 // ServeHTTP serves h on ln until ctx ends, then shuts down gracefully.
@@ -176,7 +207,7 @@ func ServeHTTP(ctx context.Context, ln net.Listener, h http.Handler, o *HTTPOpti
 		o = &HTTPOptions{}
 	}
 	o = o.withDefaults()
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadTimeout, IdleTimeout: o.KeepAliveTimeout}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.ReadTimeout, IdleTimeout: o.KeepAliveTimeout, ConnContext: sockpeer.ConnContext}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

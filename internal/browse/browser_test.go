@@ -328,8 +328,15 @@ func walk(t *testing.T, f *fixture, b *browser, start, shots string) {
 func TestBrowserServed(t *testing.T) {
 	b := newBrowser(t)
 	f := newFixture(t)
-	srv := httptest.NewServer(f.site().Handler())
+	// As berth marketplace serve serves it: the start URL's token sets the
+	// cookie that every later page, script and style sheet needs.
+	token := NewToken()
+	srv := httptest.NewServer(f.site().HandlerWithToken(token))
 	defer srv.Close()
+	b.do(chromedp.Navigate(srv.URL+"/?token="+token), chromedp.WaitVisible(chromedp.ID("q")))
+	if got := value(b, chromedp.Evaluate[string](`location.href`)); got != srv.URL+"/" {
+		t.Errorf("after the start URL the browser is at %s, want the URL without the token", got)
+	}
 	walk(t, f, b, srv.URL+"/", "served")
 	// Without JavaScript the form submits and the server ranks.
 	b.do(chromedp.Navigate(srv.URL+"/?q=notes&tier=community"), chromedp.WaitVisible(chromedp.ID("cards")))

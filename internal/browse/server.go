@@ -58,8 +58,14 @@ func Listen(addr string) (net.Listener, error) {
 //
 // Only GET and HEAD are served (405 otherwise), only to loopback Host
 // names and origins (403 otherwise: DNS rebinding, other sites' pages),
-// and every response carries CSP, nosniff and no-referrer.
+// and every response carries CSP, nosniff and no-referrer. It asks for no
+// token: berth marketplace serve serves HandlerWithToken.
 func (s *Site) Handler() http.Handler {
+	return guard(s.mux())
+}
+
+// mux routes the pages of Handler.
+func (s *Site) mux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.serveIndex)
 	mux.HandleFunc("GET /catalogs", s.serveCatalogs)
@@ -69,7 +75,7 @@ func (s *Site) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no page %s here.", r.URL.Path), rootOf(r.URL.Path))
 	})
-	return guard(mux)
+	return mux
 }
 
 // guard sets the headers of every response and refuses what the page

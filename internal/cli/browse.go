@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/internal/browse"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/sockpeer"
 )
 
 // The marketplace page: berth marketplace serve and export.
@@ -50,6 +53,13 @@ page changes nothing (there is no install button) and loads nothing from
 any other site. A non-loopback --addr is refused: the page is for this
 machine (berth marketplace export writes a copy to host elsewhere).
 
+The page shows which versions you installed and where your catalogs
+live, so it is yours alone: the URL printed at start carries a token
+(new at each start); opening it sets a cookie in your browser (HttpOnly,
+SameSite=Strict) and every other request without that cookie is refused.
+On Linux the kernel names the user of each connection, and other users'
+connections are refused before anything is read.
+
 Only GET and HEAD are answered, only to loopback Host names and origins
 (DNS rebinding and other sites' pages are refused), with a
 Content-Security-Policy of default-src 'self'. docs/marketplace.md says
@@ -81,9 +91,12 @@ func runMarketplaceServe(ctx context.Context, a *app, opts *marketplaceServeOpti
 	if err != nil {
 		return usagef("--addr: %v", err)
 	}
-	url := "http://" + ln.Addr().String() + "/"
-	srv := &http.Server{Handler: site.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	ln, who := a.guardMarketplacePeers(ln)
+	token := browse.NewToken()
+	url := "http://" + ln.Addr().String() + "/?" + browse.TokenParam + "=" + token
+	srv := &http.Server{Handler: site.HandlerWithToken(token), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	fmt.Fprintf(a.stdout, "Serving the marketplace page at %s (read-only; Ctrl-C stops it).\n", url)
+	fmt.Fprintf(a.stdout, "Open that URL: its token, new at each start, lets your browser in (it sets a cookie); %s.\n", who)
 	if opts.Open {
 		browser.Stdout, browser.Stderr = io.Discard, io.Discard
 		if err := browser.OpenURL(url); err != nil {
@@ -107,6 +120,26 @@ func runMarketplaceServe(ctx context.Context, a *app, opts *marketplaceServeOpti
 	}
 	fmt.Fprintln(a.stdout, "Stopped.")
 	return nil
+}
+
+// guardMarketplacePeers makes ln refuse the connections of other users
+// where the system names them, and returns what the start message says
+// about who else can reach the page.
+func (a *app) guardMarketplacePeers(ln net.Listener) (net.Listener, string) {
+	l, err := sockpeer.Guard(ln, func(r sockpeer.Refusal) {
+		if r.Err != nil {
+			fmt.Fprintf(a.stderr, "berth: refused a connection to the marketplace page whose user could not be identified (%v)\n", r.Err)
+			return
+		}
+		fmt.Fprintf(a.stderr, "berth: refused a connection to the marketplace page from another user (%s)\n", fsx.UserName(r.UID))
+	})
+	if err == nil {
+		return l, "other users of this machine are refused (the kernel names the user of each connection)"
+	}
+	if !errors.Is(err, sockpeer.ErrUnsupported) {
+		fmt.Fprintf(a.stderr, "berth: warning: cannot tell other users' connections apart (%v); the token alone keeps them out\n", err)
+	}
+	return ln, "on this system the token alone keeps other users out"
 }
 
 func newMarketplaceExportCmd(a *app) *cobra.Command {

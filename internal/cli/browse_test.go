@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,20 +37,37 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestMarketplaceServe runs berth marketplace serve in-process: it prints
-// its loopback URL with a free port, serves the page read-only, and stops
-// cleanly when interrupted.
+// its loopback URL with a free port and a token, serves the page
+// read-only to a browser that opened that URL (and so has the cookie),
+// refuses a request without the cookie, and stops cleanly when
+// interrupted.
 func TestMarketplaceServe(t *testing.T) {
 	url, stdout, stderr, cancel, done := startMarketplaceServe(t, "marketplace", "serve")
-	res, err := http.Get(url)
+	base, _, _ := strings.Cut(url, "?")
+	res, err := http.Get(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 || !strings.Contains(string(body), "No catalogs yet") || res.Header.Get("Content-Security-Policy") == "" {
-		t.Errorf("GET %s: %d %v\n%s", url, res.StatusCode, res.Header, body)
+	if res.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "No catalogs yet") || !strings.Contains(string(body), "open the URL it printed") {
+		t.Errorf("GET %s without the cookie: %d\n%s", base, res.StatusCode, body)
 	}
-	res, err = http.Post(url, "text/plain", strings.NewReader("x"))
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	res, err = client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), "No catalogs yet") || res.Header.Get("Content-Security-Policy") == "" || res.Request.URL.String() != base {
+		t.Errorf("GET %s: %d at %v %v\n%s", url, res.StatusCode, res.Request.URL, res.Header, body)
+	}
+	if !strings.Contains(stdout.String(), "Open that URL: its token, new at each start, lets your browser in (it sets a cookie); other users of this machine are refused") && runtime.GOOS == "linux" {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	res, err = client.Post(base, "text/plain", strings.NewReader("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +104,7 @@ func startMarketplaceServe(t *testing.T, args ...string) (url string, stdout, st
 	go func() {
 		done <- run(ctx, args, getenv, strings.NewReader(""), stdout, stderr)
 	}()
-	urlRe := regexp.MustCompile(`at (http://127\.0\.0\.1:[0-9]+/) \(read-only`)
+	urlRe := regexp.MustCompile(`at (http://127\.0\.0\.1:[0-9]+/\?token=[A-Za-z0-9_-]{43}) \(read-only`)
 	testkit.Within(10*time.Second, func() bool {
 		if m := urlRe.FindStringSubmatch(stdout.String()); m != nil {
 			url = m[1]

@@ -17,6 +17,14 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
+	if os.Getenv(otherUserListenEnv) != "" {
+		otherUserListen()
+		return
+	}
+	if os.Getenv(otherUserGetEnv) != "" {
+		otherUserGet()
+		return
+	}
 	testscript.Main(m, map[string]func(){
 		"berth": func() { os.Exit(Main()) },
 	})

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/sockpeer"
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
@@ -30,6 +32,16 @@ every address, loopback included, must carry "Authorization: Bearer
 on first use, mode 0600, and kept). /healthz answers without it.
 --unsafe-no-token lets any local user in; it works on loopback only.
 Requests from non-loopback web origins are refused.
+
+--http unix:PATH serves Streamable HTTP on a Unix-domain socket, in a
+directory of your own (made with mode 0700 when missing; refused when
+group or others can reach it). The OS names each peer (SO_PEERCRED):
+another user's connection is closed unread, and your own needs no token.
+On loopback TCP on Linux, the kernel names each peer too (sock_diag) and
+another user is refused before the token is read; elsewhere loopback TCP
+is token-only (the start log's peer_check says which). When another
+user's program holds the port, serve says so, replaces the token of
+$BERTH_HOME/serve.token (clients must read it again) and exits.
 
 A call runs only if the policy allows it (berth policy set TOOL allow) or a
 human approves it: in the client (elicitation or input requests), or with
@@ -53,6 +65,7 @@ func newServeCmd(a *app) *cobra.Command {
 		Use: "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
 		Example: `  berth serve --workspace ~/src/project
   berth serve --http 127.0.0.1:8931
+  berth serve --http unix:$XDG_RUNTIME_DIR/berth/serve.sock
   berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token`,
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long:  serveLong,
@@ -65,7 +78,7 @@ func newServeCmd(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Workspace, "workspace", "", "the workspace whose enabled plugins to serve (default: the current directory)")
 	f.StringVar(&opts.SSEAddr, "sse", "", "serve the legacy HTTP+SSE transport at ADDR (/sse)")
-	f.StringVar(&opts.HTTPAddr, "http", "", "serve Streamable HTTP at ADDR (/mcp)")
+	f.StringVar(&opts.HTTPAddr, "http", "", "serve Streamable HTTP at ADDR (/mcp); unix:PATH for a Unix-domain socket")
 	f.BoolVar(&opts.Stateless, "stateless", false, "serve Streamable HTTP without sessions (the 2026-07-28 era)")
 	f.StringVar(&opts.TokenFile, "token-file", "", "the bearer token HTTP clients must send (a file of mode 0600; default: $BERTH_HOME/serve.token, made on first use)")
 	f.BoolVar(&opts.UnsafeNoToken, "unsafe-no-token", false, "serve HTTP without a token: any local user can call the tools (loopback addresses only)")
@@ -239,13 +252,42 @@ func (a *app) serveListen(log *slog.Logger, opts *serveOptions, lns []*serveList
 	for _, l := range lns {
 		l.o.Token, l.o.UnsafeNoToken = token, opts.UnsafeNoToken
 		l.o.TokenSource = "the token in " + tokenPath
+		l.o.Logger = log
 		ln, err := mcpexport.Listen(l.addr, l.o)
+		var taken *mcpexport.PortTakenError
+		if errors.As(err, &taken) {
+			return "", portTaken(log, taken, opts, tokenPath)
+		}
 		if err != nil {
 			return "", err
 		}
 		l.ln = ln
 	}
 	return tokenPath, nil
+}
+
+// portTaken reports, loudly, that another user's program holds the
+// address serve was to listen on, and voids the token it may have
+// received: the default token file gets a new token; a --token-file is
+// the operator's to replace.
+func portTaken(log *slog.Logger, taken *mcpexport.PortTakenError, opts *serveOptions, tokenPath string) error {
+	_, port, _ := net.SplitHostPort(taken.Addr)
+	find := fmt.Sprintf("find it with: ss -ltnpe 'sport = :%s'", port)
+	move := "serve on a port of your own (--http 127.0.0.1:PORT) or on a Unix socket (--http unix:PATH), whose peers the OS identifies"
+	if opts.UnsafeNoToken {
+		log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS", "addr", taken.Addr, "uid", taken.UID)
+		return fmt.Errorf("%v; %s; %s", taken, find, move)
+	}
+	if opts.TokenFile != "" {
+		log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS; THE TOKEN MAY HAVE LEAKED", "addr", taken.Addr, "uid", taken.UID, "token_file", tokenPath)
+		return fmt.Errorf("%v; treat the token in %s as leaked and replace it (head -c 32 /dev/urandom | base64 > %s), then give clients the new one; %s; %s", taken, tokenPath, fsx.ShellQuote(tokenPath), find, move)
+	}
+	if _, err := mcpexport.RotateToken(tokenPath); err != nil {
+		log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS; THE TOKEN MAY HAVE LEAKED, AND COULD NOT BE REPLACED", "addr", taken.Addr, "uid", taken.UID, "token_file", tokenPath, "error", err)
+		return fmt.Errorf("%v; berth could not replace the token (%v): remove %s (berth serve makes a new one) and give clients the new one; %s; %s", taken, err, fsx.ShellQuote(tokenPath), find, move)
+	}
+	log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS; THE TOKEN MAY HAVE LEAKED, SO BERTH REPLACED IT", "addr", taken.Addr, "uid", taken.UID, "token_file", tokenPath)
+	return fmt.Errorf("%v; berth replaced the token in %s with a new one (the old one is void): clients must read the file again (restart them; a client whose configuration holds a copy of the token needs the new one); %s; %s", taken, tokenPath, find, move)
 }
 
 // serveHTTP serves srv on every listener of lns until ctx ends or one
@@ -262,17 +304,59 @@ func serveHTTP(ctx context.Context, log *slog.Logger, opts *serveOptions, srv *m
 		if l.o.SSE {
 			path = "/sse"
 		}
-		if unsafeNoToken {
-			log.Info("berth serve: listening", "url", "http://"+ln.Addr().String()+path, "workspace", ws, "stateless", l.o.Stateless, "token", "none")
-		} else {
-			log.Info("berth serve: listening", "url", "http://"+ln.Addr().String()+path, "workspace", ws, "stateless", l.o.Stateless,
-				"token_file", tokenPath, "clients_send", "Authorization: Bearer $(cat "+tokenPath+")")
+		where := []any{"url", "http://" + ln.Addr().String() + path}
+		if sock, ok := mcpexport.UnixPath(l.addr); ok {
+			where = []any{"url", "http://localhost" + path, "socket", sock}
+		}
+		check := mcpexport.PeerCheck(ln)
+		where = append(where, "workspace", ws, "stateless", l.o.Stateless, "peer_check", peerCheckText(check))
+		switch {
+		case unsafeNoToken:
+			log.Info("berth serve: listening", append(where, "token", "none")...)
+		case check == sockpeer.PeerCred:
+			log.Info("berth serve: listening", append(where, "token_file", tokenPath, "clients_send", "no token needed on this socket (the OS names the peer); a token sent must be the one in "+tokenPath)...)
+		default:
+			log.Info("berth serve: listening", append(where, "token_file", tokenPath, "clients_send", "Authorization: Bearer $(cat "+tokenPath+")")...)
 		}
 		h := srv.Handler(l.o)
 		o := l.o
 		g.Go(func() error { return mcpexport.ServeHTTP(gctx, ln, h, o) })
 	}
 	return g.Wait()
+}
+
+// peerCheckText says how a listener identifies the user at the other
+// end of each connection, for the start log.
+func peerCheckText(m sockpeer.Method) string {
+	switch m {
+	case sockpeer.PeerCred:
+		return "SO_PEERCRED: the OS names each peer; other users are refused"
+	case sockpeer.SockDiag:
+		return "sock_diag: the kernel names each loopback peer; other users are refused before the token is read"
+	}
+	return "none: clients are known by the token alone"
+}
+
+// serveListenersNote says, for berth status, which of berth serve's
+// HTTP listeners name the user of each client on this system. It tries
+// sock_diag on a loopback listener of its own.
+func serveListenersNote() string {
+	unix := "unix:PATH names each client's user (SO_PEERCRED) and refuses other users"
+	if !sockpeer.Supported(sockpeer.PeerCred) {
+		unix = "unix:PATH keeps other users out by its directory (mode 0700) and clients send the token"
+	}
+	tcp := "loopback TCP is token-only on this system (another user who holds the token gets in)"
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		_, gerr := sockpeer.Guard(ln, nil)
+		ln.Close()
+		switch {
+		case gerr == nil:
+			tcp = "loopback TCP names it too (sock_diag), so another user is refused before the token is read"
+		case !errors.Is(gerr, sockpeer.ErrUnsupported):
+			tcp = fmt.Sprintf("loopback TCP is token-only here, because sock_diag fails (%v)", gerr)
+		}
+	}
+	return "berth serve --http on this system: " + unix + "; " + tcp + "."
 }
 
 // needLoopback refuses --unsafe-no-token on an address that is not a

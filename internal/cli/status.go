@@ -68,6 +68,7 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	}
 	if len(sts) == 0 {
 		fmt.Fprintf(a.stdout, "Nothing is enabled in %s. Enable a trusted plugin with: berth enable NAME\n", p.WorkspaceDir())
+		fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
@@ -88,6 +89,7 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 		a.statusDetail(s)
 	}
 	a.statusSources(sts)
+	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
 }
 

@@ -106,3 +106,39 @@ func unavailable(t testing.TB, msg string) {
 	}
 	t.Skipf("%s; set %s=1 to make this a failure", msg, RequireRootEnv)
 }
+
+// AsNobody returns a command that runs this test binary as user nobody
+// (group nogroup, no supplementary groups) with args, in /, with only env
+// and HOME=/nonexistent in its environment: the test's TestMain tells it
+// apart by env. It skips t (fails it under BERTH_REQUIRE_ROOT) without
+// root or setpriv. The binary is copied to a directory every user can
+// read, removed when t ends.
+func AsNobody(t testing.TB, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	NeedRoot(t, "to run a program as user nobody")
+	setpriv := NeedSetpriv(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "berth-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "other")
+	if err := os.WriteFile(prog, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", prog}, args...)...)
+	cmd.Env = append([]string{"HOME=/nonexistent"}, env...)
+	cmd.Dir = "/"
+	return cmd
+}
