@@ -135,7 +135,7 @@ func (a *app) offerSecretsOf(sec *secrets.Store, plugin string, names []string, 
 				continue
 			}
 		}
-		fmt.Fprintf(a.stderr, "note: plugin %s names the secret %s, which berth's secret store holds for %s but not for %s, so its servers do not receive it; to let %s use it: %s\n", plugin, n, pluginList(e.Plugins), plugin, plugin, secrets.BindCommand(n, plugin))
+		fmt.Fprintf(a.stderr, "note: plugin %s names the secret %s, which berth's secret store holds bound to %s, not to %s, so its servers do not receive it; to let %s use it: %s\n", plugin, n, pluginList(e.Plugins), plugin, plugin, secrets.BindCommand(n, plugin))
 	}
 	return nil
 }
