@@ -28,9 +28,10 @@ type SourceStatus struct {
 	// it did not give the value to this plugin (NotBound).
 	Error string `json:"error,omitempty"`
 	// NotBound reports that the secret store holds the variable, but not
-	// for this server's plugin; Bind is the command that binds it.
-	NotBound bool   `json:"notBound,omitempty"`
-	Bind     string `json:"bind,omitempty"`
+	// for this server's plugin.
+	NotBound bool `json:"notBound,omitempty"`
+	// Bind is the command that binds it to the plugin, when NotBound.
+	Bind string `json:"bind,omitempty"`
 }
 
 // NotBound is implemented by the error of Options.Secrets for a secret
