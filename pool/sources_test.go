@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/berth-mcp/berth/secrets"
@@ -95,11 +96,14 @@ func TestSecretBoundToPlugin(t *testing.T) {
 	if _, err := sec.Set(context.Background(), "SHARED_TOKEN", "alpha-only-s3cret", secrets.File, "alpha"); err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // the two plugins' servers start concurrently
 	var asked []string
 	p := f.open(func(o *Options) {
 		o.LookupEnv = func(string) (string, bool) { return "", false }
 		o.Secrets = func(ctx context.Context, plugin, name string) (string, bool, error) {
+			mu.Lock()
 			asked = append(asked, plugin+":"+name)
+			mu.Unlock()
 			return sec.For(ctx, plugin, name)
 		}
 	})
@@ -118,6 +122,8 @@ func TestSecretBoundToPlugin(t *testing.T) {
 	if st.State != StateFailed || len(st.Sources) != 1 || st.Sources[0].Set || !st.Sources[0].NotBound || st.Sources[0].Bind != "berth secret bind SHARED_TOKEN --plugin beta" {
 		t.Fatalf("status %+v", st)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if !slices.Contains(asked, "beta:SHARED_TOKEN") || !slices.Contains(asked, "alpha:SHARED_TOKEN") {
 		t.Fatalf("the hook was asked %v; want each plugin by name", asked)
 	}
