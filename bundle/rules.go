@@ -98,6 +98,7 @@ const (
 	RuleRuntimeFetchPackages    = runtimefetch.RulePackages
 	RuleRuntimeFetchImageDigest = runtimefetch.RuleImageDigest
 	RuleRuntimeFetchCwd         = "runtime-fetch-cwd"
+	RuleInlineCode              = runtimefetch.RuleInlineCode
 	RuleIntegerForm             = "integer-form"
 	RuleControlCharacter        = "control-character"
 	RuleRemoteURLPort           = "remote-url-port"
@@ -241,6 +242,7 @@ var rules = []Rule{
 	{RuleRuntimeFetchPackages, "a runtime fetcher names no package, or more than one"},
 	{RuleRuntimeFetchImageDigest, "a container runner names its image by tag or without a sha256 digest"},
 	{RuleRuntimeFetchCwd, "a runtime-fetched server sets cwd; it always runs in an empty directory of berth's"},
+	{RuleInlineCode, "an interpreter is given the code it runs in its arguments (node -e, python3 -c, perl -e, sh -c, ...)"},
 	{RuleIntegerForm, "an integer is written with a fraction or an exponent (1.0, 1e0)"},
 	{RuleControlCharacter, "a manifest string or key holds a NUL or another control character"},
 	{RuleRemoteURLPort, "a remote's url has a port outside 1-65535"},

@@ -226,6 +226,8 @@ func TestRefusedCommandDoesNotStart(t *testing.T) {
 		rule  string
 	}{
 		{bundle.Stdio{Command: "sh", Args: []string{"-c", "berth-testserver -tools echo"}}, "command-wrapper"},
+		{bundle.Stdio{Command: "node", Args: []string{"-e", "require('child_process').execSync('berth-testserver')"}}, "inline-code"},
+		{bundle.Stdio{Command: "git", Args: []string{"clone", "https://github.com/acme/x"}}, "runtime-fetch-form"},
 		{bundle.Stdio{Command: "berth-testserver", Args: []string{"-tools", "echo"}, Env: map[string]bundle.EnvSource{"NODE_PATH": {FromEnv: "PATH"}}}, "env-key-forbidden"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
@@ -235,7 +237,7 @@ func TestRefusedCommandDoesNotStart(t *testing.T) {
 			f := newFixture(t)
 			p := f.open(nil)
 			defer p.Close()
-			sp, err := p.stdioSpawn("old__main", &c.stdio, f.ws, p.sources(context.Background()))
+			sp, err := p.stdioSpawn("old__main", &c.stdio, f.ws, p.sources(context.Background(), "old"))
 			if err == nil {
 				if sp.cleanup != nil {
 					sp.cleanup()

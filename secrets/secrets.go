@@ -6,9 +6,18 @@
 //
 // The store has two parts in its directory (store.Paths.Secrets):
 //
-//	index.json    the names that are stored and where each one is (keychain
-//	              or file), never a value; List and Where read only this
+//	index.json    the names that are stored, where each one is (keychain
+//	              or file) and the plugins it is bound to, never a value;
+//	              List and Where read only this
 //	values.json   the values of the names stored in the file, mode 0600
+//
+// A secret is bound to plugins: only the servers of a plugin it is bound
+// to receive it (For), whatever the variable name other plugins declare.
+// The binding is a field of the index's record ("plugins"), so any other
+// kind of credential kept in this index later (sign-in tokens) is bound
+// the same way. The index of format version 1 had no bindings; Migrate
+// rewrites it, once, as version 2, binding each secret to the plugins
+// that name it then.
 //
 // A value is written before the index names it and the index forgets a
 // name before its value is removed, each file replaced atomically under a
@@ -88,7 +97,36 @@ func (e *KeychainError) Unwrap() error { return e.Err }
 var (
 	ErrNotFound = errors.New("no such secret")
 	ErrKeychain = errors.New("the keychain did not answer")
+	// ErrNotBound is a secret that the store holds, asked for by a plugin
+	// it is not bound to (NotBoundError).
+	ErrNotBound = errors.New("the secret is not bound to this plugin")
 )
+
+// NotBoundError is For asked for a secret the store holds on behalf of a
+// plugin it is not bound to. It names the plugins the secret is bound to
+// and the command that binds it; never a value.
+type NotBoundError struct {
+	Name, Plugin string
+	BoundTo      []string
+}
+
+func (e *NotBoundError) Error() string {
+	held := "no plugin"
+	if len(e.BoundTo) > 0 {
+		held = strings.Join(e.BoundTo, ", ")
+	}
+	return fmt.Sprintf("berth's secret store holds %s, but for %s, not for plugin %s; let %s use it with `%s`", e.Name, held, e.Plugin, e.Plugin, BindCommand(e.Name, e.Plugin))
+}
+
+func (e *NotBoundError) Unwrap() error { return ErrNotBound }
+
+// BindCommand is the command that binds the secret to the plugin.
+func (e *NotBoundError) BindCommand() string { return BindCommand(e.Name, e.Plugin) }
+
+// BindCommand is the command that binds the stored secret name to plugin.
+func BindCommand(name, plugin string) string {
+	return "berth secret bind " + name + " --plugin " + plugin
+}
 
 // MaxValueSize is the largest value the store keeps. Keychains keep far
 // less on some platforms (macOS: about 3000 bytes with the names); they
@@ -151,6 +189,9 @@ type Entry struct {
 	Name    string    `json:"name"`
 	Backend Backend   `json:"store"`
 	Updated time.Time `json:"updated"`
+	// Plugins are the plugins the secret is bound to, sorted: only their
+	// servers receive it.
+	Plugins []string `json:"plugins"`
 }
 
 type indexFile struct {
@@ -161,6 +202,8 @@ type indexFile struct {
 type indexRec struct {
 	Backend Backend   `json:"store"`
 	Updated time.Time `json:"updated"`
+	// Plugins are the plugins the secret is bound to (format version 2).
+	Plugins []string `json:"plugins,omitempty"`
 }
 
 type valuesFile struct {
@@ -168,7 +211,12 @@ type valuesFile struct {
 	Values  map[string]string `json:"values"`
 }
 
-const formatVersion = 1
+// formatVersion is the version of values.json, and of an index.json
+// without bindings; indexVersion is the index with bindings.
+const (
+	formatVersion = 1
+	indexVersion  = 2
+)
 
 // List returns the stored secrets sorted by name. It reads only the
 // index.
@@ -180,9 +228,48 @@ func (s *Store) List() ([]Entry, error) {
 	out := []Entry{}
 	for _, n := range slices.Sorted(maps.Keys(idx.Secrets)) {
 		r := idx.Secrets[n]
-		out = append(out, Entry{Name: n, Backend: r.Backend, Updated: r.Updated})
+		out = append(out, Entry{Name: n, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)})
 	}
 	return out, nil
+}
+
+// Lookup returns the record of name, reading only the index: never a
+// value. ok is false when the store does not hold name.
+func (s *Store) Lookup(name string) (e Entry, ok bool, err error) {
+	idx, err := s.readIndex()
+	if err != nil {
+		return Entry{}, false, err
+	}
+	r, ok := idx.Secrets[name]
+	if !ok {
+		return Entry{}, false, nil
+	}
+	return Entry{Name: name, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)}, true, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return slices.Clone(s)
+}
+
+// For returns the value of name for a server of plugin: ok is false when
+// the store does not hold name, and the error wraps ErrNotBound (a
+// *NotBoundError) when it holds name but not for plugin.
+func (s *Store) For(ctx context.Context, plugin, name string) (value string, ok bool, err error) {
+	e, ok, err := s.Lookup(name)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	if !slices.Contains(e.Plugins, plugin) {
+		return "", false, &NotBoundError{Name: name, Plugin: plugin, BoundTo: e.Plugins}
+	}
+	v, _, err := s.Get(ctx, name)
+	if err != nil {
+		return "", false, err
+	}
+	return v, true, nil
 }
 
 // Where reports where name is stored, reading only the index: never a
@@ -245,10 +332,15 @@ type SetResult struct {
 
 // Set stores value under name in backend b, or with b empty in the
 // keychain, falling back to the file when no keychain answers (the
-// result says so). The value must be non-empty, at most MaxValueSize
-// bytes and hold no NUL byte.
-func (s *Store) Set(ctx context.Context, name, value string, b Backend) (*SetResult, error) {
+// result says so), bound to plugins (and to no other: a name stored
+// before loses its old bindings). The value must be non-empty, at most
+// MaxValueSize bytes and hold no NUL byte.
+func (s *Store) Set(ctx context.Context, name, value string, b Backend, plugins ...string) (*SetResult, error) {
 	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	bound, err := checkPlugins(plugins)
+	if err != nil {
 		return nil, err
 	}
 	switch {
@@ -298,7 +390,7 @@ func (s *Store) Set(ctx context.Context, name, value string, b Backend) (*SetRes
 			return nil, err
 		}
 	}
-	idx.Secrets[name] = indexRec{Backend: res.Backend, Updated: time.Now().UTC().Truncate(time.Second)}
+	idx.Secrets[name] = indexRec{Backend: res.Backend, Updated: time.Now().UTC().Truncate(time.Second), Plugins: bound}
 	if err := s.writeJSON(s.indexFile(), idx); err != nil {
 		return nil, err
 	}
@@ -309,6 +401,117 @@ func (s *Store) Set(ctx context.Context, name, value string, b Backend) (*SetRes
 		}
 	}
 	return res, nil
+}
+
+// pluginRe is a plugin's name (bundle.IsValidName).
+var pluginRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
+
+// checkPlugins returns plugins sorted without repeats, or the error
+// naming one that is not a plugin's name.
+func checkPlugins(plugins []string) ([]string, error) {
+	for _, p := range plugins {
+		if !pluginRe.MatchString(p) {
+			return nil, fmt.Errorf("%q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", p)
+		}
+	}
+	out := slices.Clone(plugins)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// Bind binds the stored secret name to plugins as well, or with unbind
+// set, no longer to them, and returns the record. A name the store does
+// not hold is an error wrapping ErrNotFound.
+func (s *Store) Bind(ctx context.Context, name string, unbind bool, plugins ...string) (Entry, error) {
+	if err := CheckName(name); err != nil {
+		return Entry{}, err
+	}
+	ps, err := checkPlugins(plugins)
+	if err != nil {
+		return Entry{}, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
+	idx, err := s.readIndex()
+	if err != nil {
+		return Entry{}, err
+	}
+	r, ok := idx.Secrets[name]
+	if !ok {
+		return Entry{}, fmt.Errorf("%s: %w in berth's secret store (berth secret list shows what is; store it with `berth secret set %s --plugin PLUGIN`)", name, ErrNotFound, name)
+	}
+	if unbind {
+		r.Plugins = slices.DeleteFunc(slices.Clone(r.Plugins), func(p string) bool { return slices.Contains(ps, p) })
+	} else {
+		r.Plugins, _ = checkPlugins(append(slices.Clone(r.Plugins), ps...))
+	}
+	if len(r.Plugins) == 0 {
+		r.Plugins = nil
+	}
+	idx.Secrets[name] = r
+	if err := s.writeJSON(s.indexFile(), idx); err != nil {
+		return Entry{}, err
+	}
+	return Entry{Name: name, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)}, nil
+}
+
+// Migrate binds the secrets of an index of format version 1 (which had no
+// bindings) to the plugins that name them, as namers says (called only
+// then, under the store's lock), and rewrites the index as version 2, in
+// one atomic replacement: the next run finds version 2 and does nothing.
+// It returns the secrets it bound, or nil when there was nothing to do.
+// Until it runs, a secret of a version 1 index is bound to no plugin.
+func (s *Store) Migrate(ctx context.Context, namers func() (map[string][]string, error)) ([]Entry, error) {
+	if v, err := s.indexFileVersion(); err != nil || v != formatVersion {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	v, err := s.indexFileVersion()
+	if err != nil || v != formatVersion {
+		return nil, err // another berth migrated it meanwhile
+	}
+	idx, err := s.readIndex()
+	if err != nil {
+		return nil, err
+	}
+	named, err := namers()
+	if err != nil {
+		return nil, fmt.Errorf("binding the stored secrets to the plugins that name them: %w", err)
+	}
+	out := []Entry{}
+	for _, n := range slices.Sorted(maps.Keys(idx.Secrets)) {
+		r := idx.Secrets[n]
+		r.Plugins, err = checkPlugins(named[n])
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Plugins) == 0 {
+			r.Plugins = nil
+		}
+		idx.Secrets[n] = r
+		out = append(out, Entry{Name: n, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)})
+	}
+	if err := s.writeJSON(s.indexFile(), idx); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// indexFileVersion is the format version of index.json: 0 when there is
+// none (nothing to migrate).
+func (s *Store) indexFileVersion() (int, error) {
+	idx := &indexFile{}
+	if err := s.readJSON(s.indexFile(), idx, formatVersion, indexVersion); err != nil {
+		return 0, err
+	}
+	return idx.Version, nil
 }
 
 // Remove removes name from the store and returns where it was. A name the
@@ -438,10 +641,12 @@ func (s *Store) checkPrivate(path string, dir bool) error {
 	return nil
 }
 
-// readIndex reads index.json; a missing store is an empty one.
+// readIndex reads index.json; a missing store is an empty one. An index
+// of version 1 (no bindings) reads as one of version 2 whose secrets are
+// bound to no plugin; writing it writes version 2.
 func (s *Store) readIndex() (*indexFile, error) {
-	idx := &indexFile{Version: formatVersion, Secrets: map[string]indexRec{}}
-	if err := s.readJSON(s.indexFile(), idx); err != nil {
+	idx := &indexFile{Version: indexVersion, Secrets: map[string]indexRec{}}
+	if err := s.readJSON(s.indexFile(), idx, formatVersion, indexVersion); err != nil {
 		return nil, err
 	}
 	if idx.Secrets == nil {
@@ -451,13 +656,18 @@ func (s *Store) readIndex() (*indexFile, error) {
 		if CheckName(n) != nil || (r.Backend != Keychain && r.Backend != File) {
 			return nil, fmt.Errorf("%s names %q in the store %q, which berth does not write; remove the entry or the file and store the secrets again", s.indexFile(), n, r.Backend)
 		}
+		ps, err := checkPlugins(r.Plugins)
+		if err != nil || !slices.Equal(ps, r.Plugins) || (idx.Version == formatVersion && r.Plugins != nil) {
+			return nil, fmt.Errorf("%s binds %s to plugins in a way berth does not write; remove the entry or the file and store the secret again", s.indexFile(), n)
+		}
 	}
+	idx.Version = indexVersion
 	return idx, nil
 }
 
 func (s *Store) readValues() (*valuesFile, error) {
 	v := &valuesFile{Version: formatVersion, Values: map[string]string{}}
-	if err := s.readJSON(s.ValuesFile(), v); err != nil {
+	if err := s.readJSON(s.ValuesFile(), v, formatVersion); err != nil {
 		return nil, err
 	}
 	if v.Values == nil {
@@ -470,8 +680,9 @@ func (s *Store) readValues() (*valuesFile, error) {
 const maxFileSize = 16 << 20
 
 // readJSON decodes a file of the store strictly; a missing file (or
-// store) leaves v as it is. The directory and the file must be private.
-func (s *Store) readJSON(path string, v any) error {
+// store) leaves v as it is. The directory and the file must be private,
+// and its format version one of versions.
+func (s *Store) readJSON(path string, v any, versions ...int) error {
 	if _, err := os.Lstat(s.dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -505,8 +716,8 @@ func (s *Store) readJSON(path string, v any) error {
 		Version int `json:"version"`
 	}
 	_ = json.Unmarshal(data, &version)
-	if version.Version != formatVersion {
-		return fmt.Errorf("%s has format version %d; this berth reads version %d: use the berth that wrote it", path, version.Version, formatVersion)
+	if !slices.Contains(versions, version.Version) {
+		return fmt.Errorf("%s has format version %d; this berth reads version %d: use the berth that wrote it", path, version.Version, versions[len(versions)-1])
 	}
 	return nil
 }

@@ -115,7 +115,7 @@ func programName(command string) string {
 	return name
 }
 
-var versionedName = regexp.MustCompile(`^(python|pypy|pip|pipx|go|gem|node|nodejs|ruby|bundle|bundler)[0-9][0-9.]*$`)
+var versionedName = regexp.MustCompile(`^(python|pypy|pip|pipx|go|gem|node|nodejs|ruby|bundle|bundler|perl|php)[0-9][0-9.]*$`)
 
 // wrappers are shells and programs that run another program: a bundle
 // names the program it runs directly, so that the review shows it.
@@ -160,6 +160,7 @@ var noForm = map[string]string{
 	"nlx":            "nlx runs whatever package manager a project uses; use npx with an exact version",
 	"ni":             "ni runs whatever package manager a project uses; use npx with an exact version",
 	"dx":             "dx is deno's package runner, which berth does not read; use deno run npm:<package>@<version>",
+	"git":            "git clones and fetches code from repositories when the server starts, which neither the bundle's digest nor the review covers; ship that code in the bundle",
 }
 
 // pythons are interpreters whose -m may start a package manager.
@@ -180,6 +181,9 @@ func cmdErr(rule, field, format string, args ...any) error {
 // arguments against the accepted forms.
 func readCommand(command string, args []string) (*Fetch, error) {
 	name := programName(command)
+	if err := readInline(name, command, args); err != nil {
+		return nil, err
+	}
 	if wrappers[name] {
 		return nil, cmdErr(RuleCommandWrapper, "command", "the command %q is a shell or a program that runs another program; name the program the server is directly (\"${bundle}/bin/server\", \"node\", \"npx\"), so that the review shows what runs", command)
 	}

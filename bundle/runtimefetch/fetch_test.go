@@ -18,7 +18,7 @@ func TestRead(t *testing.T) {
 		{"node server.js", ""},
 		{"${bundle}/bin/notes-server --root", ""},
 		{"python3 -u ${bundle}/server.py", ""},
-		{"python -c print(1)", ""},
+		{"python -c print(1)", "!inline-code (\"-c\")"},
 
 		// npx and npm exec.
 		{"npx -y @acme/notes@1.2.3 stdio --flag", "npx|@acme/notes@1.2.3|https://registry.npmjs.org/"},
@@ -163,7 +163,7 @@ func TestRead(t *testing.T) {
 		{"docker compose up", "!runtime-fetch-form the subcommand \"compose\""},
 
 		// Shells and wrappers.
-		{"sh -c npx -y x@latest", "!command-wrapper \"sh\" is a shell"},
+		{"sh -c npx -y x@latest", "!inline-code \"sh\" is a shell"},
 		{"bash ${bundle}/start.sh", "!command-wrapper"},
 		{"env npx -y x@1.0.0", "!command-wrapper \"env\""},
 		{"/usr/bin/env node", "!command-wrapper"},
@@ -179,11 +179,11 @@ func TestRead(t *testing.T) {
 		{"zsh", "!command-wrapper"},
 		{"dash", "!command-wrapper"},
 		{"fish", "!command-wrapper"},
-		{"pwsh -c x", "!command-wrapper"},
-		{"cmd.exe /c npx x@latest", "!command-wrapper"},
-		{"CMD /c npx", "!command-wrapper"},
-		{"powershell.exe -Command x", "!command-wrapper"},
-		{"${bundle}/bin/sh -c x", "!command-wrapper"},
+		{"pwsh -c x", "!inline-code command-wrapper"},
+		{"cmd.exe /c npx x@latest", "!inline-code command-wrapper"},
+		{"CMD /c npx", "!inline-code command-wrapper"},
+		{"powershell.exe -Command x", "!inline-code command-wrapper"},
+		{"${bundle}/bin/sh -c x", "!inline-code \"${bundle}/bin/sh\" is a shell"},
 		{"mise exec node@22 -- node x", "!command-wrapper"},
 	} {
 		argv := strings.Fields(c.argv)

@@ -30,7 +30,7 @@ func FuzzRead(f *testing.F) {
 		fe, err := Read(parts[0], parts[1:])
 		if err != nil {
 			ce, ok := err.(*CommandError)
-			if !ok || !strings.HasPrefix(ce.Rule, "runtime-fetch-") && ce.Rule != RuleCommandWrapper || (ce.Field != "command" && ce.Field != "args") || ce.Message == "" {
+			if !ok || !strings.HasPrefix(ce.Rule, "runtime-fetch-") && ce.Rule != RuleCommandWrapper && ce.Rule != RuleInlineCode || (ce.Field != "command" && ce.Field != "args") || ce.Message == "" {
 				t.Fatalf("%q: malformed refusal %#v", parts, err)
 			}
 			if strings.ContainsFunc(ce.Message, unicode.IsControl) {

@@ -80,12 +80,16 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 		return nil, nil, err
 	}
 	uses := map[string][]string{}
+	users := map[string][]string{} // the plugins that read each variable
 	var warnings []string
 	for _, name := range slices.Sorted(maps.Keys(w.Plugins)) {
 		m, err := stagedManifest(st, w.Plugins[name])
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("cannot read the manifest of %s to check the variables it reads: %v", name, err))
 			continue
+		}
+		for _, src := range manifestSources(m) {
+			users[src] = append(users[src], name)
 		}
 		for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
 			s := m.MCPServers[sname]
@@ -113,14 +117,20 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 		if _, ok := env[n]; ok {
 			continue
 		}
-		_, inStore, err := sec.Where(n)
+		e, inStore, err := sec.Lookup(n)
 		if err != nil {
 			return nil, nil, err
 		}
+		fix := "berth secret set " + n
 		if inStore {
-			continue
+			// Held for other plugins only: bind it to those that read it.
+			unbound := slices.DeleteFunc(slices.Clone(users[n]), func(p string) bool { return slices.Contains(e.Plugins, p) })
+			if len(unbound) == 0 {
+				continue
+			}
+			fix = "berth secret bind " + n + " --plugin " + strings.Join(unbound, " --plugin ")
 		}
-		m := missingJSON{Name: n, Uses: uses[n], Fix: "berth secret set " + n}
+		m := missingJSON{Name: n, Uses: uses[n], Fix: fix}
 		if a.getenv(n) != "" && !secretLooking.MatchString(n) {
 			m.Env = "--env " + n
 		}

@@ -28,6 +28,11 @@ Enable lists every rule of the tool policy that applies to the plugin's
 tools, prompts and resources (the rules that belong to it), so that nothing
 runs under a rule you did not expect. Running berth processes pick the
 change up at their next boundary.
+
+When the plugin names a secret that berth's secret store holds for other
+plugins only, enable asks on a terminal whether it may use it; off a
+terminal, or with --json, it binds nothing and prints the command that
+does ('berth secret bind NAME --plugin PLUGIN').
 Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,6 +78,7 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 		}
 	}
 	if opts.JSON {
+		a.offerSecrets(st, res.Record, false, true)
 		return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace, Rules: rules, OldRules: old})
 	}
 	switch {
@@ -84,6 +90,7 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 		fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", res.Record.ID(), res.Workspace)
 	}
 	a.sayRules(name, rules, old)
+	a.offerSecrets(st, res.Record, false, false)
 	return nil
 }
 

@@ -68,6 +68,12 @@ then says. --enable also enables it in the workspace, and updates the
 workspace's berth.lock when there is one. --json cannot ask, so it needs
 --yes.
 
+A plugin is not given the secrets berth's secret store holds for other
+plugins: when it names one, install asks on a terminal whether it may use
+it. --yes never answers that question: with --yes, --json or off a
+terminal, nothing is bound and install prints the command that binds it
+('berth secret bind NAME --plugin PLUGIN').
+
 An entry of an unsigned source (an MCP Registry or a marketplace.json,
 berth marketplace add --registry or --unsigned) is installed from the
 cached listing, with no network: berth builds its bundle (from the
@@ -204,6 +210,7 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		}
 		out.Enabled, out.LockUpdated = ws, updated
 	}
+	a.offerSecrets(st, res.Trust.Record, opts.Yes, opts.JSON)
 	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
@@ -510,6 +517,7 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 			fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", r.ID(), u.ws)
 		}
 	}
+	a.offerSecrets(st, r, u.yes, u.json)
 	if u.json {
 		return writeJSON(a.stdout, out)
 	}

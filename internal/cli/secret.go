@@ -16,29 +16,28 @@ import (
 	"github.com/berth-mcp/berth/secrets"
 )
 
-// secrets opens berth's secret store under $BERTH_HOME.
+// secrets opens berth's secret store under $BERTH_HOME. The first time
+// the new berth opens an index written before secrets were bound to
+// plugins, it binds each one to the trusted plugins that name it, once.
 func (a *app) secrets() (*secrets.Store, error) {
 	paths, err := a.paths()
 	if err != nil {
 		return nil, err
 	}
-	return secrets.Open(paths.Secrets(), nil), nil
+	s := secrets.Open(paths.Secrets(), nil)
+	if err := a.migrateSecrets(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // secretLookup is the pool's hook into the secret store: a name the store
-// does not hold is not set; a name it holds but cannot read is an error
-// (the keychain did not answer, the entry was removed outside berth).
-func secretLookup(s *secrets.Store) func(context.Context, string) (string, bool, error) {
-	return func(ctx context.Context, name string) (string, bool, error) {
-		if _, ok, err := s.Where(name); err != nil || !ok {
-			return "", false, err
-		}
-		v, _, err := s.Get(ctx, name)
-		if err != nil {
-			return "", false, err
-		}
-		return v, true, nil
-	}
+// does not hold is not set; a name it holds for other plugins only is an
+// error that says how to bind it (secrets.NotBoundError, a pool.NotBound);
+// a name it holds but cannot read is an error (the keychain did not
+// answer, the entry was removed outside berth).
+func secretLookup(s *secrets.Store) func(context.Context, string, string) (string, bool, error) {
+	return s.For
 }
 
 func newSecretCmd(a *app) *cobra.Command {
@@ -51,16 +50,20 @@ environment, so berth resolves each such variable from the environment it
 runs in first, then from its secret store: the OS keychain (macOS
 Keychain, Windows Credential Manager, the Secret Service on Linux), or,
 where no keychain answers, $BERTH_HOME/secrets/values.json, readable only
-by you (mode 0600). A value reaches only the servers that declare it; berth
-never prints it, logs it, or writes it to a client's configuration file.`,
+by you (mode 0600). A stored secret is bound to plugins: it reaches only
+the servers that declare it of the plugins it is bound to, never another
+plugin's that names the same variable. berth never prints a value, logs
+it, or writes it to a client's configuration file.`,
 		Example: `  berth secret set ACME_TOKEN
+  berth secret set ACME_TOKEN --plugin acme-notes
   pass show acme/token | berth secret set ACME_TOKEN
+  berth secret bind ACME_TOKEN --plugin acme-tasks
   berth secret list
   berth secret rm ACME_TOKEN`,
-		Args: exactArgs(0, "a subcommand: set, list or rm"),
+		Args: exactArgs(0, "a subcommand: set, bind, unbind, list or rm"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newSecretSetCmd(a), newSecretListCmd(a), newSecretRmCmd(a))
+	cmd.AddCommand(newSecretSetCmd(a), newSecretBindCmd(a, false), newSecretBindCmd(a, true), newSecretListCmd(a), newSecretRmCmd(a))
 	return cmd
 }
 
@@ -77,6 +80,9 @@ type secretSetJSON struct {
 	Fallback string `json:"fallback,omitempty"`
 	// Replaced reports that the name held a value before.
 	Replaced bool `json:"replaced"`
+	// Plugins are the plugins it is bound to, sorted: only their servers
+	// receive it.
+	Plugins []string `json:"plugins"`
 }
 
 func newSecretSetCmd(a *app) *cobra.Command {
@@ -94,8 +100,15 @@ The value goes to the OS keychain. Where no keychain answers (a headless
 Linux, CI), it goes to $BERTH_HOME/secrets/values.json (mode 0600) and
 berth says so. --store keychain or --store file chooses explicitly.
 
+The secret is bound to the plugins named by --plugin (repeatable), or
+without it to the trusted plugins whose servers name NAME now: only their
+servers receive it. A plugin trusted later is not bound: install and
+enable ask on a terminal, and 'berth secret bind NAME --plugin PLUGIN'
+binds it. Setting NAME again replaces its bindings too.
+
 Exit codes: 0 stored, 1 not stored, 2 usage.`,
 		Example: `  berth secret set ACME_TOKEN
+  berth secret set ACME_TOKEN --plugin acme-notes --plugin acme-tasks
   printf %s "$TOKEN" | berth secret set ACME_TOKEN --store file`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -109,6 +122,7 @@ Exit codes: 0 stored, 1 not stored, 2 usage.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.StoreName, "store", "", "where to keep it: keychain or file (default: the keychain, else the file)")
+	cmd.Flags().StringArrayVar(&opts.Plugins, "plugin", nil, "bind it to the plugin `NAME` (repeatable; default: the trusted plugins that name it)")
 	a.jsonFlag(cmd, &opts.JSON, secretSetJSON{})
 	return cmd
 }
@@ -119,6 +133,7 @@ type secretSetOptions struct {
 	Name      string
 	JSON      bool
 	StoreName string
+	Plugins   []string
 }
 
 func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
@@ -138,15 +153,23 @@ func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
 	if err != nil {
 		return err
 	}
+	plugins, err := a.bindingTargets(name, opts.Plugins)
+	if err != nil {
+		return err
+	}
 	value, err := a.readSecret(name)
 	if err != nil {
 		return err
 	}
-	res, err := s.Set(ctx, name, value, backend)
+	res, err := s.Set(ctx, name, value, backend, plugins...)
 	if err != nil {
 		return err
 	}
-	out := secretSetJSON{Name: name, Store: res.Backend, Replaced: res.Replaced}
+	e, _, err := s.Lookup(name)
+	if err != nil {
+		return err
+	}
+	out := secretSetJSON{Name: name, Store: res.Backend, Replaced: res.Replaced, Plugins: e.Plugins}
 	if res.Backend == secrets.File {
 		out.File = s.ValuesFile()
 	}
@@ -166,7 +189,11 @@ func runSecretSet(ctx context.Context, a *app, opts *secretSetOptions) error {
 	if res.Replaced {
 		verb = "Replaced"
 	}
-	fmt.Fprintf(a.stdout, "%s %s in %s. Servers that declare {\"fromEnv\": %q} receive it when the environment berth runs in does not set %s.\n", verb, name, where, name, name)
+	if len(e.Plugins) == 0 {
+		fmt.Fprintf(a.stdout, "%s %s in %s, bound to no plugin: no trusted plugin names it yet, so no server receives it; bind it to one with: %s\n", verb, name, where, secrets.BindCommand(name, "PLUGIN"))
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "%s %s in %s, bound to %s. Their servers that declare {\"fromEnv\": %q} receive it when the environment berth runs in does not set %s.\n", verb, name, where, pluginList(e.Plugins), name, name)
 	return nil
 }
 
@@ -195,8 +222,8 @@ func (a *app) readSecret(name string) (string, error) {
 
 // secretListJSON is what secret list --json prints.
 type secretListJSON struct {
-	// Secrets are the stored names, sorted, with where each is kept and
-	// when it was last set; never a value.
+	// Secrets are the stored names, sorted, with where each is kept, when
+	// it was last set and the plugins it is bound to; never a value.
 	Secrets []secrets.Entry `json:"secrets"`
 	// File is the file that holds the values kept in "file".
 	File string `json:"file"`
@@ -206,7 +233,7 @@ func newSecretListCmd(a *app) *cobra.Command {
 	opts := &secretListOptions{}
 	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the stored secrets' names and where each is kept, never values",
+		Short: "List the stored secrets' names, where each is kept and the plugins bound to it, never values",
 		Example: `  berth secret list
   berth secret list --json`,
 		Args: exactArgs(0, "no arguments"),
@@ -240,13 +267,13 @@ func runSecretList(_ context.Context, a *app, opts *secretListOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTORE\tSET")
+	fmt.Fprintln(tw, "NAME\tSTORE\tSET\tPLUGINS")
 	for _, e := range list {
 		where := string(e.Backend)
 		if e.Backend == secrets.File {
 			where += " (" + s.ValuesFile() + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.Name, where, e.Updated.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, where, e.Updated.Local().Format(time.DateTime), pluginList(e.Plugins))
 	}
 	return tw.Flush()
 }

@@ -71,7 +71,9 @@ func leakTest(t *testing.T, bin, backend string) {
     "other": {"stdio": {"command": "berth-testserver", "args": ["-tools", "env"]}}
   }}`), 0o644)
 
-	if c := berth(value+"\n", "secret", "set", "LEAK_TOKEN", "--store", backend); c != 0 {
+	// The secret is set before the plugin is trusted, so it is bound to
+	// it by name (set without --plugin would bind no plugin yet).
+	if c := berth(value+"\n", "secret", "set", "LEAK_TOKEN", "--store", backend, "--plugin", "leak"); c != 0 {
 		t.Fatalf("secret set: exit %d\n%s", c, outputs.String())
 	}
 	var digest bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/berth-mcp/berth/pool"
@@ -28,6 +29,9 @@ type sourceJSON struct {
 	Store secrets.Backend `json:"store,omitempty"`
 	// Fix is the command that sets it, when it is not set.
 	Fix string `json:"fix,omitempty"`
+	// NotBound reports that the secret store holds it, but not for this
+	// plugin: its servers would not receive it (Fix binds it).
+	NotBound bool `json:"notBound,omitempty"`
 }
 
 // sourceStates says for each source of d whether it is set and where
@@ -41,18 +45,22 @@ func (a *app) sourceStates(d *review.Disclosure) ([]sourceJSON, error) {
 	out := []sourceJSON{}
 	for _, s := range d.Sources() {
 		j := sourceJSON{Name: s.Name, Uses: s.Uses}
-		b, inStore, err := sec.Where(s.Name)
+		e, inStore, err := sec.Lookup(s.Name)
 		if err != nil {
 			return nil, err
 		}
 		if inStore {
-			j.Store = b
+			j.Store = e.Backend
 		}
-		if _, ok := os.LookupEnv(s.Name); ok {
+		_, inEnv := os.LookupEnv(s.Name)
+		switch {
+		case inEnv:
 			j.Set, j.From = true, pool.FromEnvironment
-		} else if inStore {
+		case inStore && slices.Contains(e.Plugins, d.Name):
 			j.Set, j.From = true, pool.FromStore
-		} else {
+		case inStore:
+			j.NotBound, j.Fix = true, secrets.BindCommand(s.Name, d.Name)
+		default:
 			j.Fix = "berth secret set " + s.Name
 		}
 		out = append(out, j)
@@ -68,7 +76,11 @@ func writeSourceStates(w io.Writer, ss []sourceJSON) {
 	fmt.Fprintln(w, "\nVariables it reads, as berth would resolve them here (the environment first, then berth's secret store; values are never shown):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range ss {
-		fmt.Fprintf(tw, "  %s\t%s\n", s.Name, sourceText(s.Set, s.From, s.Store, s.Name))
+		text := sourceText(s.Set, s.From, s.Store, s.Name)
+		if s.NotBound {
+			text = "stored in berth's secret store (" + string(s.Store) + "), but not for this plugin, whose servers do not receive it: " + s.Fix
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", s.Name, text)
 	}
 	tw.Flush()
 }

@@ -156,6 +156,8 @@ func (a *app) statusSources(sts []pool.ServerStatus) {
 		for _, src := range s.Sources {
 			state := "set, from the environment"
 			switch {
+			case !src.Set && src.NotBound:
+				state = "not set: berth's secret store holds it for other plugins only; to let this one use it: " + review.PrintableLines(src.Bind)
 			case !src.Set && src.Error != "":
 				state = "not set: berth's secret store could not answer: " + review.PrintableLines(src.Error)
 			case !src.Set:

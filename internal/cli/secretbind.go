@@ -1,0 +1,244 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/secrets"
+	"github.com/berth-mcp/berth/store"
+)
+
+// manifestSources are the variables a manifest's servers read (fromEnv,
+// headers, bearerFromEnv), sorted without repeats.
+func manifestSources(m *bundle.Manifest) []string {
+	var out []string
+	for _, s := range m.MCPServers {
+		if s.Stdio != nil {
+			for _, e := range s.Stdio.Env {
+				out = append(out, e.FromEnv)
+			}
+		}
+		if s.Remote != nil {
+			for _, h := range s.Remote.Headers {
+				out = append(out, h.FromEnv)
+			}
+			if s.Remote.Auth != nil && s.Remote.Auth.BearerFromEnv != "" {
+				out = append(out, s.Remote.Auth.BearerFromEnv)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// secretNamers says, for each variable, which trusted plugins name it in
+// a trusted version that is not revoked: the plugins a secret stored
+// without --plugin is bound to, and those the migration of an index
+// without bindings binds. A version whose staged manifest cannot be read
+// names nothing (berth verify says why).
+func (a *app) secretNamers() (map[string][]string, error) {
+	st, err := a.store()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := st.Records()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, r := range recs {
+		if st.CheckNotRevoked(r.Name, r.Version, r.Digest) != nil {
+			continue
+		}
+		m, err := stagedManifest(st, &store.Enablement{Digest: r.Digest})
+		if err != nil {
+			continue
+		}
+		for _, n := range manifestSources(m) {
+			if !slices.Contains(out[n], r.Name) {
+				out[n] = append(out[n], r.Name)
+			}
+		}
+	}
+	for n := range out {
+		slices.Sort(out[n])
+	}
+	return out, nil
+}
+
+// migrateSecrets binds, once, the secrets of an index written before
+// bindings to the trusted plugins that name them, and says so on stderr.
+func (a *app) migrateSecrets(s *secrets.Store) error {
+	done, err := s.Migrate(context.Background(), a.secretNamers)
+	if err != nil || len(done) == 0 {
+		return err
+	}
+	fmt.Fprintln(a.stderr, "berth's secret store now binds each secret to the plugins that may use it; the stored secrets were bound, once, to the trusted plugins that name them:")
+	for _, e := range done {
+		fmt.Fprintf(a.stderr, "  %s: %s\n", e.Name, pluginList(e.Plugins))
+	}
+	fmt.Fprintln(a.stderr, "A plugin trusted later receives a secret only when you bind it: berth secret bind NAME --plugin PLUGIN.")
+	return nil
+}
+
+// pluginList names plugins for a sentence.
+func pluginList(ps []string) string {
+	if len(ps) == 0 {
+		return "no plugin"
+	}
+	return strings.Join(ps, ", ")
+}
+
+// offerSecrets is run when a plugin was installed or enabled: for each
+// secret its manifest names that berth's store holds, but not for this
+// plugin, it asks on a terminal whether the plugin may use it. Off a
+// terminal, with --yes or --json, it binds nothing and says how to bind
+// it (on stderr). A failure to read the store or the manifest is a
+// warning: the plugin's servers then report the missing secret.
+func (a *app) offerSecrets(st *store.Store, rec *store.Record, yes, quiet bool) {
+	sec, err := a.secrets()
+	if err == nil {
+		var m *bundle.Manifest
+		if m, err = stagedManifest(st, &store.Enablement{Digest: rec.Digest}); err == nil {
+			err = a.offerSecretsOf(sec, rec.Name, manifestSources(m), yes, quiet)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: cannot check which stored secrets %s may use: %v\n", rec.Name, err)
+	}
+}
+
+func (a *app) offerSecretsOf(sec *secrets.Store, plugin string, names []string, yes, quiet bool) error {
+	for _, n := range names {
+		e, ok, err := sec.Lookup(n)
+		if err != nil {
+			return err
+		}
+		if !ok || slices.Contains(e.Plugins, plugin) {
+			continue
+		}
+		if !yes && !quiet && a.isTerminal() {
+			ok, err := a.ask(fmt.Sprintf("Plugin %s wants the secret %s, which berth's secret store holds for %s. Let %s use it?", plugin, n, pluginList(e.Plugins), plugin))
+			if err != nil {
+				return err
+			}
+			if ok {
+				if _, err := sec.Bind(context.Background(), n, false, plugin); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "Bound %s to %s: its servers receive it.\n", n, plugin)
+				continue
+			}
+		}
+		fmt.Fprintf(a.stderr, "note: plugin %s names the secret %s, which berth's secret store holds bound to %s, not to %s, so its servers do not receive it; to let %s use it: %s\n", plugin, n, pluginList(e.Plugins), plugin, plugin, secrets.BindCommand(n, plugin))
+	}
+	return nil
+}
+
+// secretBindJSON is what secret bind --json and secret unbind --json print.
+type secretBindJSON struct {
+	// Name is the secret's name.
+	Name string `json:"name"`
+	// Plugins are the plugins it is bound to now, sorted.
+	Plugins []string `json:"plugins"`
+}
+
+func newSecretBindCmd(a *app, unbind bool) *cobra.Command {
+	opts := &secretBindOptions{Unbind: unbind}
+	use, short, long := "bind NAME --plugin PLUGIN...", "Let plugins use a stored secret",
+		`Bind lets the servers of the named plugins receive the stored secret
+NAME, as well as those of the plugins it is bound to already. A stored
+secret reaches only the plugins it is bound to (berth secret list shows
+them), whatever the variable name other plugins declare.
+
+Exit codes: 0 bound, 1 not stored, 2 usage.`
+	example := `  berth secret bind ACME_TOKEN --plugin acme-notes`
+	if unbind {
+		use, short, long = "unbind NAME --plugin PLUGIN...", "Stop plugins from using a stored secret",
+			`Unbind stops the servers of the named plugins from receiving the stored
+secret NAME; they then fail to start as when it is missing, until it is
+bound again or set in berth's environment.
+
+Exit codes: 0 unbound, 1 not stored, 2 usage.`
+		example = `  berth secret unbind ACME_TOKEN --plugin acme-notes`
+	}
+	cmd := &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args:    exactArgs(1, "one NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			return runSecretBind(cmd.Context(), a, opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&opts.Plugins, "plugin", nil, "the plugin `NAME` (repeatable)")
+	a.jsonFlag(cmd, &opts.JSON, secretBindJSON{})
+	return cmd
+}
+
+// secretBindOptions are the inputs of berth secret bind and unbind.
+type secretBindOptions struct {
+	// Name is the positional argument.
+	Name    string
+	Plugins []string
+	Unbind  bool
+	JSON    bool
+}
+
+func runSecretBind(ctx context.Context, a *app, opts *secretBindOptions) error {
+	if err := secrets.CheckName(opts.Name); err != nil {
+		return usagef("%v", err)
+	}
+	if len(opts.Plugins) == 0 {
+		return usagef("name the plugins with --plugin PLUGIN (repeatable)")
+	}
+	for _, p := range opts.Plugins {
+		if !bundle.IsValidName(p) {
+			return usagef("--plugin %q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", p)
+		}
+	}
+	s, err := a.secrets()
+	if err != nil {
+		return err
+	}
+	e, err := s.Bind(ctx, opts.Name, opts.Unbind, opts.Plugins...)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, secretBindJSON{Name: e.Name, Plugins: e.Plugins})
+	}
+	fmt.Fprintf(a.stdout, "%s is bound to %s: only their servers receive it.\n", e.Name, pluginList(e.Plugins))
+	return nil
+}
+
+// bindingTargets are the plugins secret set binds name to: those of
+// --plugin, or else the trusted plugins that name it now. It warns about
+// a --plugin that names no such plugin.
+func (a *app) bindingTargets(name string, given []string) ([]string, error) {
+	for _, p := range given {
+		if !bundle.IsValidName(p) {
+			return nil, usagef("--plugin %q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", p)
+		}
+	}
+	namers, err := a.secretNamers()
+	if err != nil {
+		return nil, err
+	}
+	if len(given) == 0 {
+		return namers[name], nil
+	}
+	for _, p := range given {
+		if !slices.Contains(namers[name], p) {
+			fmt.Fprintf(a.stderr, "note: no trusted version of %s names %s (yet); its servers receive it once one does\n", p, name)
+		}
+	}
+	return given, nil
+}
