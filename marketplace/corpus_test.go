@@ -2,14 +2,14 @@ package marketplace
 
 import (
 	"crypto/sha256"
-	"fmt"
-	"path/filepath"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 )

@@ -44,6 +44,16 @@ const (
 	MaxRegistryPage = 8 << 20
 	// MaxRegistryEntry is the largest server.json of one entry.
 	MaxRegistryEntry = 256 << 10
+	// MaxRegistryListing bounds a whole listing: the bytes berth keeps
+	// of it (RegistryItem.Size, summed over the pages, problems
+	// included), as catalog.MaxSize bounds a signed catalog. Pages and
+	// entries within their own bounds could otherwise add up to
+	// gigabytes of memory and disk.
+	MaxRegistryListing = catalog.MaxSize
+	// registryItemOverhead is what berth counts for one kept item
+	// beyond its text: the keys of its cached entry, its times and
+	// status, the records that hold it in memory.
+	registryItemOverhead = 256
 )
 
 // RegistryItem is one accepted servers[] item: a version of a server.
@@ -55,7 +65,32 @@ type RegistryItem struct {
 	published, updated                   time.Time
 	isLatest                             bool
 	server                               json.RawMessage
+	serverRef, serverLen                 int64
 	loc                                  string
+}
+
+// Size is what berth counts of the item against MaxRegistryListing: its
+// texts, its server.json (even once taken by TakeServer) and a fixed
+// overhead.
+func (it *RegistryItem) Size() int64 {
+	return int64(len(it.name)+len(it.version)+len(it.description)+len(it.homepage)+len(it.statusMessage)+len(it.loc)+registryItemOverhead) + it.serverLen
+}
+
+// TakeServer returns the item's server.json (compacted) and forgets it,
+// so that a listing need not hold every server.json in memory: the caller
+// keeps it (on disk) under ref, and AssembleRegistry gives the version it
+// makes of the item that ref as UnsignedVersion.ServerRef, with a nil
+// ServerJSON. A deleted item has none to take.
+func (it *RegistryItem) TakeServer(ref int64) json.RawMessage {
+	s := it.server
+	it.server, it.serverRef = nil, ref
+	return s
+}
+
+// ProblemSize is what berth counts of a problem against
+// MaxRegistryListing.
+func ProblemSize(p *catalog.Problem) int64 {
+	return int64(len(p.Plugin)+len(p.Path)+len(p.Rule)+len(p.Message)) + registryItemOverhead
 }
 
 // RegistryPage is one decoded /v0/servers response.
@@ -199,7 +234,7 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*RegistryItem, *catalog
 		return bad(RuleRegistryEntrySyntax, ".server", "the server.json does not decode: %v", err)
 	}
 	out := &RegistryItem{name: s.Name, version: s.Version, description: s.Description, status: catalog.Status(meta.Status), statusMessage: meta.StatusMessage,
-		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: compact.Bytes(), loc: loc}
+		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: compact.Bytes(), serverLen: int64(compact.Len()), loc: loc}
 	if isHTTPSURL(s.WebsiteURL) {
 		out.homepage = s.WebsiteURL
 	}
@@ -240,7 +275,7 @@ func AssembleRegistry(items []*RegistryItem) ([]*UnsignedPlugin, []*catalog.Prob
 			continue
 		}
 		firstLoc[key] = it.loc
-		p.Versions = append(p.Versions, &UnsignedVersion{Version: it.version, Status: it.status, StatusMessage: it.statusMessage, Released: it.published, Updated: it.updated, IsLatest: it.isLatest, ServerJSON: it.server})
+		p.Versions = append(p.Versions, &UnsignedVersion{Version: it.version, Status: it.status, StatusMessage: it.statusMessage, Released: it.published, Updated: it.updated, IsLatest: it.isLatest, ServerJSON: it.server, ServerRef: it.serverRef})
 		if it.isLatest || p.Description == "" {
 			p.Description, p.Homepage = it.description, it.homepage
 		}
