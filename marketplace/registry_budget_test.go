@@ -128,7 +128,7 @@ func TestRegistryListingBudgetOption(t *testing.T) {
 		t.Fatalf("the last entry: %v", err)
 	}
 	pages.Store(6)
-	_, err = c.Update(context.Background(), nil, "reg")
+	_, err = c.Refresh(context.Background(), "reg")
 	var se *SourceRefusedError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "over berth's limit of 32 MiB (33554432 bytes)") || !strings.Contains(err.Error(), "kept its cached copy") {
 		t.Fatalf("an update over the budget: %v", err)
