@@ -21,6 +21,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/internal/loopback"
+	"github.com/berth-mcp/berth/internal/publicaddr"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -380,20 +381,10 @@ func (h *httpOpener) client(u *url.URL, public bool) *http.Client {
 	return c
 }
 
-// publicAddr reports whether a is a public unicast address.
-func publicAddr(a netip.Addr) bool {
-	switch {
-	case !a.IsValid(), a.IsLoopback(), a.IsPrivate(), a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(),
-		a.IsInterfaceLocalMulticast(), a.IsMulticast(), a.IsUnspecified():
-		return false
-	}
-	for _, p := range []string{"100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "240.0.0.0/4", "64:ff9b:1::/48"} {
-		if netip.MustParsePrefix(p).Contains(a) {
-			return false
-		}
-	}
-	return true
-}
+// publicAddr reports whether a is a public unicast address
+// (publicaddr.Public: IPv4 behind the NAT64 and 6to4 prefixes is checked
+// as IPv4, as the remote client checks it).
+func publicAddr(a netip.Addr) bool { return publicaddr.Public(a) }
 
 // readAll reads loc through o, at most max bytes: more is an error of
 // the kind tooLarge makes.
