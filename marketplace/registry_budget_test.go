@@ -17,8 +17,8 @@ import (
 )
 
 // hostileRegistry serves pages of 100 server versions, each server.json
-// padded to about 75 KB (within MaxRegistryEntry; a page within
-// MaxRegistryPage), for pages pages. It writes each page as it goes, so
+// padded to about 75 KB in a field berth keeps (a package's variable's
+// description; within MaxRegistryEntry, a page within MaxRegistryPage), for pages pages. It writes each page as it goes, so
 // the server holds none of it.
 func hostileRegistry(t *testing.T, pages, served *atomic.Int32) string {
 	pad := []byte(strings.Repeat("x", 75_000))
@@ -31,9 +31,9 @@ func hostileRegistry(t *testing.T, pages, served *atomic.Int32) string {
 			if i > 0 {
 				w.Write([]byte{','})
 			}
-			fmt.Fprintf(w, `{"server": {"$schema": %q, "name": "io.github.hostile/s-%d-%d", "version": "1.0.0", "description": "padded", "_meta": {"pad": "`, importer.RegistrySchema, n, i)
+			fmt.Fprintf(w, `{"server": {"$schema": %q, "name": "io.github.hostile/s-%d-%d", "version": "1.0.0", "description": "padded", "packages": [{"registryType": "npm", "identifier": "@hostile/s", "version": "1.0.0", "transport": {"type": "stdio"}, "environmentVariables": [{"name": "X", "description": "`, importer.RegistrySchema, n, i)
 			w.Write(pad)
-			w.Write([]byte(`"}}, "_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "isLatest": true}}}`))
+			w.Write([]byte(`"}]}]}, "_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "isLatest": true}}}`))
 		}
 		next := ""
 		if n+1 < int(pages.Load()) {
@@ -135,5 +135,48 @@ func TestRegistryListingBudgetOption(t *testing.T) {
 	}
 	if infos, _ := c.List(); len(infos) != 1 || infos[0].Plugins != 200 {
 		t.Errorf("the cached copy changed: %+v", infos)
+	}
+}
+
+// berth keeps only the names of the server.json fields it does not use
+// (_meta, icons, fields the schema does not define): the review still
+// lists them under "not carried over", and a field the schema does not
+// define still makes the bundle invalid, by name.
+func TestRegistryKeepsFieldNames(t *testing.T) {
+	item := func(name, extra string) string {
+		return fmt.Sprintf(`{"server": {"$schema": %q, "name": %q, "version": "1.0.0", "description": "d",
+			"icons": [{"src": "https://acme.example/icon.png", "sizes": ["48x48"]}],
+			"packages": [{"registryType": "npm", "identifier": "@acme/weather", "version": "1.0.0", "transport": {"type": "stdio"}}],
+			"_meta": {"com.acme/publisher": {"build": %q}}%s},
+			"_meta": {"io.modelcontextprotocol.registry/official": {"status": "active", "publishedAt": "2026-11-01T00:00:00Z", "isLatest": true}}}`,
+			importer.RegistrySchema, name, strings.Repeat("b", 5000), extra)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"servers": [%s, %s], "metadata": {}}`, item("io.github.acme/weather", ""), item("io.github.acme/odd", `, "extra": {"x": [1, 2, 3]}`))
+	}))
+	defer srv.Close()
+	c := newRegistryCache(t, nil)
+	addRegistry(t, c, srv.URL)
+	p, _, err := c.UnsignedEntry("reg", "io-github-acme-weather")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(p.Versions[0].ServerJSON); !strings.Contains(s, `"icons":[]`) || !strings.Contains(s, `"_meta":{}`) || strings.Contains(s, "bbbb") || !strings.Contains(s, `"identifier":"@acme/weather"`) {
+		t.Errorf("the cached server.json: %s", s)
+	}
+	sh, err := c.ShowUnsigned(context.Background(), "reg", "io.github.acme/weather", "", nil, nil)
+	if err != nil || sh.Review.ImportedFrom == nil {
+		t.Fatalf("show: %v", err)
+	}
+	var fields []string
+	for _, n := range sh.Review.ImportedFrom.NotCarriedOver {
+		fields = append(fields, n.Field)
+	}
+	if got := strings.Join(fields, " "); !strings.Contains(got, "icons") || !strings.Contains(got, "_meta") {
+		t.Errorf("not carried over: %v, want icons and _meta", fields)
+	}
+	_, err = c.ShowUnsigned(context.Background(), "reg", "io.github.acme/odd", "", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), `unknown field "extra"`) {
+		t.Errorf("show of an entry with an unknown field: %v", err)
 	}
 }

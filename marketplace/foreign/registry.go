@@ -233,12 +233,68 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*RegistryItem, *catalog
 	if err := json.Compact(&compact, server); err != nil {
 		return bad(RuleRegistryEntrySyntax, ".server", "the server.json does not decode: %v", err)
 	}
+	kept := KeepUsedFields(compact.Bytes())
 	out := &RegistryItem{name: s.Name, version: s.Version, description: s.Description, status: catalog.Status(meta.Status), statusMessage: meta.StatusMessage,
-		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: compact.Bytes(), serverLen: int64(compact.Len()), loc: loc}
+		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: kept, serverLen: int64(len(kept)), loc: loc}
 	if isHTTPSURL(s.WebsiteURL) {
 		out.homepage = s.WebsiteURL
 	}
 	return out, nil
+}
+
+// usedFields are the top-level server.json fields whose values berth
+// keeps: the ones the importer builds the bundle from or shows
+// (importer.OpenServerJSON). Of the others (_meta, icons, and fields the
+// schema does not define) berth keeps only the name.
+var usedFields = map[string]bool{"$schema": true, "name": true, "description": true, "version": true, "title": true, "websiteUrl": true, "repository": true, "packages": true, "remotes": true}
+
+// KeepUsedFields returns the compacted server.json doc with the value of
+// every top-level field berth does not use emptied: an object becomes {}
+// and an array [] (other values are small and stay). The names stay, in
+// their order, so the review still lists each under "not carried over"
+// (or refuses a field the schema does not define, as for the whole
+// document); every other byte is kept as it was. A document it cannot
+// walk is returned as it is.
+func KeepUsedFields(doc []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return doc
+	}
+	out := make([]byte, 0, len(doc))
+	out = append(out, '{')
+	changed := false
+	for dec.More() {
+		start := dec.InputOffset() // at the ',' before the key, or the key
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return doc
+		}
+		valueAt := dec.InputOffset() + 1 // past the ':' (doc is compact)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return doc
+		}
+		end := dec.InputOffset()
+		if usedFields[key] || len(v) == 0 || (v[0] != '{' && v[0] != '[') || valueAt > end || valueAt <= start {
+			out = append(out, doc[start:end]...)
+			continue
+		}
+		out = append(out, doc[start:valueAt]...)
+		if v[0] == '{' {
+			out = append(out, "{}"...)
+		} else {
+			out = append(out, "[]"...)
+		}
+		changed = changed || end-valueAt > 2
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') || dec.InputOffset() != int64(len(doc)) {
+		return doc
+	}
+	if !changed {
+		return doc
+	}
+	return append(out, '}')
 }
 
 // AssembleRegistry groups the accepted items by server into entries: a
