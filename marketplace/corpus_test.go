@@ -69,6 +69,9 @@ func TestRegistryCorpusListing(t *testing.T) {
 	if err != nil || len(p.Versions[0].ServerJSON) == 0 {
 		t.Fatalf("entry: %v %v", p, err)
 	}
+	if fi, err := os.Stat(filepath.Join(c.dir, "reg", st.Current, entriesFile)); err == nil {
+		t.Logf("entries.json: %d bytes", fi.Size())
+	}
 	b, err := os.ReadFile(filepath.Join(c.dir, "reg", st.Current, problemsFile))
 	if err != nil {
 		t.Fatal(err)
