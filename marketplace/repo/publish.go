@@ -461,6 +461,6 @@ type ServedPathError struct {
 }
 
 func (e *ServedPathError) Error() string {
-	return fmt.Sprintf("berth refuses to write %s in the catalog directory %s: %s %s, and berth writes only regular files inside the catalog's directory, never through a link; remove it (rm %s) and run the command again",
+	return fmt.Sprintf("refused to write %s in the catalog directory %s: %s %s, and berth writes only regular files inside the catalog's directory, never through a link; remove it (rm %s) and run the command again",
 		e.Rel, e.Dir, e.Path, e.Problem, fsx.ShellQuote(filepath.Join(e.Dir, filepath.FromSlash(e.Path))))
 }
