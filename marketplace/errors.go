@@ -121,7 +121,7 @@ func classify(catName, last string, err error) error {
 	}
 	var sf *SpecialFileError
 	if errors.As(err, &sf) {
-		return fmt.Errorf("%w: catalog %s refused at %s: %w\nNothing changed; the cached copy (if any) stays.", trust.ErrUntrusted, catName, sf.Location, sf.Err)
+		return fmt.Errorf("%w: catalog %s refused at %s: %w; nothing changed, the cached copy (if any) stays", trust.ErrUntrusted, catName, sf.Location, sf.Err)
 	}
 	var nf *errNotFound
 	if errors.As(err, &nf) {
