@@ -59,6 +59,9 @@ type CacheOptions struct {
 	// RegistryMaxPages bounds the pages of one MCP Registry listing; 0
 	// means DefaultRegistryMaxPages.
 	RegistryMaxPages int
+	// RegistryMaxBytes bounds what berth keeps of one MCP Registry
+	// listing; 0 means foreign.MaxRegistryListing (64 MiB).
+	RegistryMaxBytes int64
 }
 
 // OpenCache returns the cache in dir; it creates nothing until a change.

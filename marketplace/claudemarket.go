@@ -76,7 +76,8 @@ func (c *Cache) readClaudeMarketplace(ctx context.Context, name, source string) 
 		}
 	} else {
 		root = foreign.MarketRoot(source)
-		data, err = fsx.ReadFile(source, foreign.MaxMarketplaceFile)
+		// Never blocks on a FIFO: refused as special-file.
+		data, err = fsx.ReadRegularFile(ctx, source, foreign.MaxMarketplaceFile)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, &SourceRefusedError{Catalog: name, Location: source, Detail: err.Error()}
 		}

@@ -119,6 +119,10 @@ func classify(catName, last string, err error) error {
 	if errors.As(err, &ne) {
 		return fmt.Errorf("catalog %s: %w; nothing changed, the cached copy (if any) stays: check your network connection or the source, and try again", catName, err)
 	}
+	var sf *SpecialFileError
+	if errors.As(err, &sf) {
+		return fmt.Errorf("%w: catalog %s refused at %s: %w; nothing changed, the cached copy (if any) stays", trust.ErrUntrusted, catName, sf.Location, sf.Err)
+	}
 	var nf *errNotFound
 	if errors.As(err, &nf) {
 		return fmt.Errorf("catalog %s: the source has no %s, which the catalog's metadata needs (%w); check that the source is the directory or URL that holds root.json and timestamp.json, and that the curator's copy is complete", catName, nf.loc, ErrNetwork)

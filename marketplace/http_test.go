@@ -177,6 +177,24 @@ func TestPublicAddr(t *testing.T) {
 	}
 }
 
+// The off-origin download check reads IPv4 behind the well-known NAT64
+// prefix (64:ff9b::/96) and 6to4 as IPv4, as the remote client does, and
+// refuses site-local fec0::/10.
+func TestPublicAddrEmbeddedIPv4(t *testing.T) {
+	for _, tc := range []struct {
+		addr   string
+		public bool
+	}{
+		{"64:ff9b::7f00:1", false}, {"64:ff9b::a00:1", false}, {"64:ff9b::a9fe:a9fe", false}, {"64:ff9b::c0a8:101", false},
+		{"64:ff9b:1::1", false}, {"fec0::1", false}, {"2002:7f00:1::", false}, {"0.1.2.3", false},
+		{"64:ff9b::808:808", true}, {"2002:808:808::", true}, {"8.8.8.8", true},
+	} {
+		if got := publicAddr(netip.MustParseAddr(tc.addr)); got != tc.public {
+			t.Errorf("publicAddr(%s) = %v, want %v", tc.addr, got, tc.public)
+		}
+	}
+}
+
 func TestSummaryMismatch(t *testing.T) {
 	e := newEnv(t, repo.Expiries{})
 	e.publish("acme-notes", "1.0.0")

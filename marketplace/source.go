@@ -19,8 +19,11 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/internal/loopback"
+	"github.com/berth-mcp/berth/internal/publicaddr"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // Source is where a catalog is served from: a directory, a file:// URL,
@@ -174,19 +177,43 @@ func (d *dirOpener) open(ctx context.Context, loc string) (io.ReadCloser, error)
 	if clean != loc || clean == "" {
 		return nil, fmt.Errorf("%q is not a clean path inside the catalog", loc)
 	}
-	f, err := os.Open(filepath.Join(d.dir, filepath.FromSlash(clean)))
-	if errors.Is(err, fs.ErrNotExist) {
+	// A FIFO planted in the catalog would block an open, and every read,
+	// forever, holding the cache lock: open without blocking and refuse
+	// what is not a regular file.
+	f, err := fsx.OpenRegular(filepath.Join(d.dir, filepath.FromSlash(clean)))
+	var nr *fsx.NotRegularError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, &errNotFound{loc: loc}
-	}
-	if err != nil {
+	case errors.As(err, &nr):
+		return nil, &SpecialFileError{Location: loc, Err: nr}
+	case err != nil:
 		return nil, err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, &errNotFound{loc: loc}
-	}
-	return f, nil
+	return &ctxFile{Reader: fsx.ContextReader(ctx, f), Closer: f}, nil
 }
+
+// ctxFile is a file of a directory source whose reads stop when the
+// request's context is done.
+type ctxFile struct {
+	io.Reader
+	io.Closer
+}
+
+// SpecialFileError is a file of a directory source that is not a regular
+// file: a FIFO (whose read would block forever), a device, a socket or a
+// directory. berth refuses it (rule special-file, as in a bundle) rather
+// than read it. It wraps trust.ErrUntrusted (exit 4) and the
+// *fsx.NotRegularError.
+type SpecialFileError struct {
+	// Location is the file as the catalog names it.
+	Location string
+	Err      *fsx.NotRegularError
+}
+
+func (e *SpecialFileError) Error() string { return e.Err.Error() }
+
+func (e *SpecialFileError) Unwrap() []error { return []error{trust.ErrUntrusted, e.Err} }
 
 // httpOpener reads from an http(s) source with berth's guarded client:
 // requests stay within the origin they were made for (redirects off it
@@ -354,20 +381,10 @@ func (h *httpOpener) client(u *url.URL, public bool) *http.Client {
 	return c
 }
 
-// publicAddr reports whether a is a public unicast address.
-func publicAddr(a netip.Addr) bool {
-	switch {
-	case !a.IsValid(), a.IsLoopback(), a.IsPrivate(), a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast(),
-		a.IsInterfaceLocalMulticast(), a.IsMulticast(), a.IsUnspecified():
-		return false
-	}
-	for _, p := range []string{"100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "240.0.0.0/4", "64:ff9b:1::/48"} {
-		if netip.MustParsePrefix(p).Contains(a) {
-			return false
-		}
-	}
-	return true
-}
+// publicAddr reports whether a is a public unicast address
+// (publicaddr.Public: IPv4 behind the NAT64 and 6to4 prefixes is checked
+// as IPv4, as the remote client checks it).
+func publicAddr(a netip.Addr) bool { return publicaddr.Public(a) }
 
 // readAll reads loc through o, at most max bytes: more is an error of
 // the kind tooLarge makes.

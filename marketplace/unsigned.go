@@ -1,17 +1,21 @@
 package marketplace
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
@@ -69,7 +73,14 @@ func (e *SourceRefusedError) Unwrap() error { return trust.ErrUntrusted }
 type unsignedList struct {
 	plugins  []*foreign.UnsignedPlugin
 	problems []*catalog.Problem
+	// spool holds a registry listing's server.json documents, which its
+	// versions then leave nil (foreign.RegistryItem.TakeServer); nil for
+	// a marketplace.json.
+	spool *spool
 }
+
+// close removes the list's spool, if any.
+func (l *unsignedList) close() { l.spool.close() }
 
 // addUnsigned adds an unsigned source of kind under name; fetch lists it.
 func (c *Cache) addUnsigned(ctx context.Context, name, kind, source string) (*RefreshResult, error) {
@@ -87,6 +98,7 @@ func (c *Cache) addUnsigned(ctx context.Context, name, kind, source string) (*Re
 		}
 		return nil, err
 	}
+	defer list.close()
 	tmp, err := os.MkdirTemp(c.dir, ".add-"+name+"-")
 	if err != nil {
 		return nil, err
@@ -102,10 +114,21 @@ func (c *Cache) addUnsigned(ctx context.Context, name, kind, source string) (*Re
 }
 
 // refreshUnsigned lists an unsigned source again (under the cache lock)
-// and replaces its copy when anything changed.
+// and replaces its copy when anything changed. The new copy is written
+// whole into a directory of its own, and state.json points at it only
+// then: a crash leaves the old copy or the new one.
 func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult, error) {
 	dir := filepath.Join(c.dir, st.Name)
-	old, err := c.readUnsigned(st)
+	var old []*foreign.UnsignedPlugin
+	var err error
+	if st.Kind == KindClaudeMarketplace {
+		// Only a marketplace.json needs the old entries (when berth first
+		// listed each version); a registry listing is not read into memory.
+		old, err = c.readUnsigned(st)
+	} else {
+		_, err = os.Stat(filepath.Join(c.dir, st.Name, st.Current, entriesFile))
+		err = c.damagedIf(st.Name, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -113,20 +136,19 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 	if err != nil {
 		return nil, err
 	}
+	defer list.close()
 	now := c.o.Now().UTC()
 	st.CheckedAt = now
-	entries, _ := marshalEntries(list.plugins)
-	prev, err := os.ReadFile(filepath.Join(dir, st.Current, entriesFile))
-	prevProblems, perr := os.ReadFile(filepath.Join(dir, st.Current, problemsFile))
-	problems := list.problems
-	if problems == nil {
-		problems = []*catalog.Problem{}
+	gen, err := c.writeUnsignedGen(dir, list, now)
+	if err != nil {
+		return nil, err
 	}
-	changed := err != nil || perr != nil || !bytes.Equal(prev, entries) || !bytes.Equal(prevProblems, textio.MustJSON(problems))
+	changed := !sameContent(filepath.Join(dir, st.Current, entriesFile), filepath.Join(dir, gen, entriesFile)) ||
+		!sameContent(filepath.Join(dir, st.Current, problemsFile), filepath.Join(dir, gen, problemsFile))
 	if changed {
-		if err := c.writeUnsignedCopy(dir, st, list); err != nil {
-			return nil, err
-		}
+		st.pointAt(gen, list, now)
+	} else {
+		os.RemoveAll(filepath.Join(dir, gen))
 	}
 	if err := writeState(dir, st); err != nil {
 		return nil, err
@@ -135,6 +157,26 @@ func (c *Cache) refreshUnsigned(ctx context.Context, st *state) (*RefreshResult,
 		c.prune(dir, st)
 	}
 	return &RefreshResult{CatalogInfo: c.info(st), Changed: changed, Problems: list.problems}, nil
+}
+
+// sameContent reports whether the files a and b can both be read and
+// hold the same bytes.
+func sameContent(a, b string) bool {
+	sum := func(p string) ([]byte, bool) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return nil, false
+		}
+		return h.Sum(nil), true
+	}
+	x, ok1 := sum(a)
+	y, ok2 := sum(b)
+	return ok1 && ok2 && bytes.Equal(x, y)
 }
 
 // fetchUnsigned lists the source of st; old is the cached list (nil at
@@ -176,35 +218,120 @@ func (c *Cache) fetchUnsigned(ctx context.Context, st *state, old []*foreign.Uns
 	return list, nil
 }
 
-// marshalEntries writes the entries file, one entry a line, and where
-// each entry is in it.
-func marshalEntries(ps []*foreign.UnsignedPlugin) ([]byte, []catalog.Span) {
-	var b bytes.Buffer
-	spans := make([]catalog.Span, 0, len(ps))
-	b.WriteString("[\n")
-	for i, p := range ps {
-		var e bytes.Buffer
-		enc := json.NewEncoder(&e)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(p); err != nil {
-			panic(err) // plain data
-		}
-		line := bytes.TrimRight(e.Bytes(), "\n")
-		spans = append(spans, catalog.Span{Off: int64(b.Len()), N: int64(len(line))})
-		b.Write(line)
-		if i < len(ps)-1 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('\n')
+// writeEntries writes the entries file path (which must not exist), one
+// entry a line, as it goes: an entry's server.json documents are read
+// back from the list's spool one entry at a time. It returns where each
+// entry is in the file.
+func writeEntries(path string, list *unsignedList) (_ []catalog.Span, err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
 	}
-	b.WriteString("]\n")
-	return b.Bytes(), spans
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing %s: %w", path, cerr)
+		}
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil { // the umask may have cleared bits
+		return nil, fmt.Errorf("setting the mode of %s: %w", path, err)
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	var off int64
+	put := func(b []byte) {
+		n, _ := w.Write(b) // a write error stays in w, and Flush returns it
+		off += int64(n)
+	}
+	ps := list.plugins
+	spans := make([]catalog.Span, 0, len(ps))
+	put([]byte("[\n"))
+	for i, p := range ps {
+		line, err := entryLine(p, list.spool)
+		if err != nil {
+			return nil, err
+		}
+		spans = append(spans, catalog.Span{Off: off, N: int64(len(line))})
+		put(line)
+		if i < len(ps)-1 {
+			put([]byte{','})
+		}
+		put([]byte{'\n'})
+	}
+	put([]byte("]\n"))
+	if err := w.Flush(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("syncing %s: %w", path, err)
+	}
+	return spans, nil
+}
+
+// entryLine is the JSON of one entry, its server.json documents read
+// back from sp (and dropped again after).
+func entryLine(p *foreign.UnsignedPlugin, sp *spool) ([]byte, error) {
+	var taken []*foreign.UnsignedVersion
+	for _, v := range p.Versions {
+		if v.ServerJSON != nil || sp == nil {
+			continue
+		}
+		data, err := sp.server(v)
+		if err != nil {
+			return nil, err
+		}
+		v.ServerJSON = data
+		taken = append(taken, v)
+	}
+	var e bytes.Buffer
+	enc := json.NewEncoder(&e)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		panic(err) // plain data
+	}
+	for _, v := range taken {
+		v.ServerJSON = nil
+	}
+	return bytes.TrimRight(e.Bytes(), "\n"), nil
 }
 
 // writeUnsignedCopy writes a new copy of an unsigned source into parent
 // and points st at it.
 func (c *Cache) writeUnsignedCopy(parent string, st *state, list *unsignedList) error {
-	entries, spans := marshalEntries(list.plugins)
+	now := c.o.Now().UTC()
+	gen, err := c.writeUnsignedGen(parent, list, now)
+	if err != nil {
+		return err
+	}
+	st.pointAt(gen, list, now)
+	return nil
+}
+
+// pointAt makes the copy gen, written from list at now, st's current one.
+func (st *state) pointAt(gen string, list *unsignedList, now time.Time) {
+	st.Previous, st.Current = st.Current, gen
+	st.CheckedAt, st.UpdatedAt = now, now
+	st.Info = Info{Plugins: len(list.plugins), Problems: len(list.problems)}
+}
+
+// writeUnsignedGen writes list as a new copy, a directory of parent whose
+// name it returns; a copy it could not complete is removed.
+func (c *Cache) writeUnsignedGen(parent string, list *unsignedList, now time.Time) (_ string, err error) {
+	gen := fmt.Sprintf("v-u%d-%s", now.Unix(), randomHex(4))
+	dir := filepath.Join(parent, gen)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	spans, err := writeEntries(filepath.Join(dir, entriesFile), list)
+	if err != nil {
+		return "", err
+	}
 	idx := &index{Plugins: make([]indexEntry, 0, len(list.plugins))}
 	for i, p := range list.plugins {
 		// The index's publisher field holds the source's own name, so a
@@ -219,16 +346,15 @@ func (c *Cache) writeUnsignedCopy(parent string, st *state, list *unsignedList) 
 	if problems == nil {
 		problems = []*catalog.Problem{}
 	}
-	now := c.o.Now().UTC()
-	gen := fmt.Sprintf("v-u%d-%s", now.Unix(), randomHex(4))
-	files := map[string][]byte{entriesFile: entries, indexFile: idx.marshal(), problemsFile: textio.MustJSON(problems)}
-	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
-		return err
+	for name, data := range map[string][]byte{indexFile: idx.marshal(), problemsFile: textio.MustJSON(problems)} {
+		if err := atomicfile.WriteNew(filepath.Join(dir, name), data, 0o600); err != nil {
+			return "", err
+		}
 	}
-	st.Previous, st.Current = st.Current, gen
-	st.CheckedAt, st.UpdatedAt = now, now
-	st.Info = Info{Plugins: len(list.plugins), Problems: len(problems)}
-	return nil
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return "", err
+	}
+	return gen, atomicfile.SyncDir(parent)
 }
 
 // readUnsigned reads every cached entry of an unsigned source.
@@ -242,6 +368,14 @@ func (c *Cache) readUnsigned(st *state) ([]*foreign.UnsignedPlugin, error) {
 		return nil, c.damaged(st.Name, err)
 	}
 	return out, nil
+}
+
+// damagedIf is c.damaged(name, err) when err is not nil.
+func (c *Cache) damagedIf(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.damaged(name, err)
 }
 
 // ErrUnsignedSource is returned by the calls that need a signed (TUF)

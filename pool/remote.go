@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/publicaddr"
 )
 
 // Rules of the remote guard, named in its errors and in docs/pool.md.
@@ -242,62 +243,7 @@ func mustPort(p string) uint16 {
 	return n
 }
 
-var refusedPrefixes = func() []struct {
-	p   netip.Prefix
-	why string
-} {
-	list := []struct{ p, why string }{
-		{"0.0.0.0/8", "unspecified"},
-		{"10.0.0.0/8", "private"},
-		{"100.64.0.0/10", "shared (carrier-grade NAT, cloud metadata)"},
-		{"127.0.0.0/8", "loopback"},
-		{"169.254.0.0/16", "link-local (cloud metadata)"},
-		{"172.16.0.0/12", "private"},
-		{"192.0.0.0/24", "IETF protocol assignment (cloud metadata)"},
-		{"192.168.0.0/16", "private"},
-		{"198.18.0.0/15", "benchmarking"},
-		{"224.0.0.0/4", "multicast"},
-		{"240.0.0.0/4", "reserved"},
-		{"::/128", "unspecified"},
-		{"::1/128", "loopback"},
-		{"fc00::/7", "private (unique local, cloud metadata)"},
-		{"fe80::/10", "link-local"},
-		{"ff00::/8", "multicast"},
-		{"64:ff9b:1::/48", "local NAT64"},
-	}
-	out := make([]struct {
-		p   netip.Prefix
-		why string
-	}, len(list))
-	for i, x := range list {
-		out[i].p, out[i].why = netip.MustParsePrefix(x.p), x.why
-	}
-	return out
-}()
-
 // refusedAddr returns why a remote may not be reached at a, or "" when a
-// is a public address. IPv4 embedded in IPv6 (mapped, NAT64, 6to4) is
-// checked as IPv4. A zone is ignored (netip.Prefix.Contains never matches
-// an address with one).
-func refusedAddr(a netip.Addr) string {
-	a = a.Unmap().WithZone("")
-	if a.Is6() {
-		b := a.As16()
-		switch {
-		case netip.MustParsePrefix("64:ff9b::/96").Contains(a):
-			if why := refusedAddr(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
-				return why + " (through NAT64)"
-			}
-		case netip.MustParsePrefix("2002::/16").Contains(a):
-			if why := refusedAddr(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
-				return why + " (through 6to4)"
-			}
-		}
-	}
-	for _, r := range refusedPrefixes {
-		if r.p.Contains(a) {
-			return r.why
-		}
-	}
-	return ""
-}
+// is a public address: publicaddr.Refused, the one list berth's remote
+// client and catalog downloads share.
+func refusedAddr(a netip.Addr) string { return publicaddr.Refused(a) }

@@ -50,3 +50,9 @@ func UserName(uid int) string {
 	}
 	return u.Username + " (uid " + strconv.Itoa(uid) + ")"
 }
+
+// openNonBlocking opens path for reading with O_NONBLOCK, so that the
+// open of a FIFO returns at once instead of waiting for a writer.
+func openNonBlocking(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+}

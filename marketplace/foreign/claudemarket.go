@@ -1,6 +1,7 @@
 package foreign
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -223,7 +224,7 @@ func readPluginJSON(dir string) (*pluginJSON, error) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("the plugin directory has no .claude-plugin/plugin.json file")
 	}
-	data, err := fsx.ReadFile(p, maxPluginJSON)
+	data, err := fsx.ReadRegularFile(context.Background(), p, maxPluginJSON) // never blocks on a FIFO swapped in
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,16 @@ const (
 	MaxRegistryPage = 8 << 20
 	// MaxRegistryEntry is the largest server.json of one entry.
 	MaxRegistryEntry = 256 << 10
+	// MaxRegistryListing bounds a whole listing: the bytes berth keeps
+	// of it (RegistryItem.Size, summed over the pages, problems
+	// included), as catalog.MaxSize bounds a signed catalog. Pages and
+	// entries within their own bounds could otherwise add up to
+	// gigabytes of memory and disk.
+	MaxRegistryListing = catalog.MaxSize
+	// registryItemOverhead is what berth counts for one kept item
+	// beyond its text: the keys of its cached entry, its times and
+	// status, the records that hold it in memory.
+	registryItemOverhead = 256
 )
 
 // RegistryItem is one accepted servers[] item: a version of a server.
@@ -55,7 +65,32 @@ type RegistryItem struct {
 	published, updated                   time.Time
 	isLatest                             bool
 	server                               json.RawMessage
+	serverRef, serverLen                 int64
 	loc                                  string
+}
+
+// Size is what berth counts of the item against MaxRegistryListing: its
+// texts, its server.json (even once taken by TakeServer) and a fixed
+// overhead.
+func (it *RegistryItem) Size() int64 {
+	return int64(len(it.name)+len(it.version)+len(it.description)+len(it.homepage)+len(it.statusMessage)+len(it.loc)+registryItemOverhead) + it.serverLen
+}
+
+// TakeServer returns the item's server.json (compacted) and forgets it,
+// so that a listing need not hold every server.json in memory: the caller
+// keeps it (on disk) under ref, and AssembleRegistry gives the version it
+// makes of the item that ref as UnsignedVersion.ServerRef, with a nil
+// ServerJSON. A deleted item has none to take.
+func (it *RegistryItem) TakeServer(ref int64) json.RawMessage {
+	s := it.server
+	it.server, it.serverRef = nil, ref
+	return s
+}
+
+// ProblemSize is what berth counts of a problem against
+// MaxRegistryListing.
+func ProblemSize(p *catalog.Problem) int64 {
+	return int64(len(p.Plugin)+len(p.Path)+len(p.Rule)+len(p.Message)) + registryItemOverhead
 }
 
 // RegistryPage is one decoded /v0/servers response.
@@ -198,12 +233,68 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*RegistryItem, *catalog
 	if err := json.Compact(&compact, server); err != nil {
 		return bad(RuleRegistryEntrySyntax, ".server", "the server.json does not decode: %v", err)
 	}
+	kept := KeepUsedFields(compact.Bytes())
 	out := &RegistryItem{name: s.Name, version: s.Version, description: s.Description, status: catalog.Status(meta.Status), statusMessage: meta.StatusMessage,
-		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: compact.Bytes(), loc: loc}
+		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: kept, serverLen: int64(len(kept)), loc: loc}
 	if isHTTPSURL(s.WebsiteURL) {
 		out.homepage = s.WebsiteURL
 	}
 	return out, nil
+}
+
+// usedFields are the top-level server.json fields whose values berth
+// keeps: the ones the importer builds the bundle from or shows
+// (importer.OpenServerJSON). Of the others (_meta, icons, and fields the
+// schema does not define) berth keeps only the name.
+var usedFields = map[string]bool{"$schema": true, "name": true, "description": true, "version": true, "title": true, "websiteUrl": true, "repository": true, "packages": true, "remotes": true}
+
+// KeepUsedFields returns the compacted server.json doc with the value of
+// every top-level field berth does not use emptied: an object becomes {}
+// and an array [] (other values are small and stay). The names stay, in
+// their order, so the review still lists each under "not carried over"
+// (or refuses a field the schema does not define, as for the whole
+// document); every other byte is kept as it was. A document it cannot
+// walk is returned as it is.
+func KeepUsedFields(doc []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return doc
+	}
+	out := make([]byte, 0, len(doc))
+	out = append(out, '{')
+	changed := false
+	for dec.More() {
+		start := dec.InputOffset() // at the ',' before the key, or the key
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return doc
+		}
+		valueAt := dec.InputOffset() + 1 // past the ':' (doc is compact)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return doc
+		}
+		end := dec.InputOffset()
+		if usedFields[key] || len(v) == 0 || (v[0] != '{' && v[0] != '[') || valueAt > end || valueAt <= start {
+			out = append(out, doc[start:end]...)
+			continue
+		}
+		out = append(out, doc[start:valueAt]...)
+		if v[0] == '{' {
+			out = append(out, "{}"...)
+		} else {
+			out = append(out, "[]"...)
+		}
+		changed = changed || end-valueAt > 2
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') || dec.InputOffset() != int64(len(doc)) {
+		return doc
+	}
+	if !changed {
+		return doc
+	}
+	return append(out, '}')
 }
 
 // AssembleRegistry groups the accepted items by server into entries: a
@@ -240,7 +331,7 @@ func AssembleRegistry(items []*RegistryItem) ([]*UnsignedPlugin, []*catalog.Prob
 			continue
 		}
 		firstLoc[key] = it.loc
-		p.Versions = append(p.Versions, &UnsignedVersion{Version: it.version, Status: it.status, StatusMessage: it.statusMessage, Released: it.published, Updated: it.updated, IsLatest: it.isLatest, ServerJSON: it.server})
+		p.Versions = append(p.Versions, &UnsignedVersion{Version: it.version, Status: it.status, StatusMessage: it.statusMessage, Released: it.published, Updated: it.updated, IsLatest: it.isLatest, ServerJSON: it.server, ServerRef: it.serverRef})
 		if it.isLatest || p.Description == "" {
 			p.Description, p.Homepage = it.description, it.homepage
 		}

@@ -40,6 +40,9 @@ type UnsignedVersion struct {
 	// ServerJSON is the registry entry's server.json, compacted: the
 	// bundle berth builds for the version.
 	ServerJSON json.RawMessage `json:"serverJSON,omitempty"`
+	// ServerRef is where a listing being fetched keeps ServerJSON on disk
+	// while ServerJSON is nil (RegistryItem.TakeServer); never cached.
+	ServerRef int64 `json:"-"`
 }
 
 // Version returns the version v of the entry, or nil.

@@ -3,10 +3,13 @@ package repo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
@@ -375,11 +379,88 @@ func compact(working []byte) []byte {
 }
 
 // writeServed writes rel inside dir atomically, with mode 0644 and
-// directories of mode 0755, so a web server can serve it.
-func writeServed(dir, rel string, data []byte) error {
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+// directories of mode 0755, so a web server can serve it. It writes only
+// a regular file inside dir: a symbolic link in any component of rel (a
+// directory on the way or the file itself), or a special file where the
+// file goes, is a *ServedPathError, and the write goes through os.Root,
+// so nothing swapped in meanwhile can lead it out of dir. The new file is
+// a temp file created beside rel (O_EXCL) and renamed over it.
+func writeServed(dir, rel string, data []byte) (err error) {
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		return fmt.Errorf("internal error: %q is not a path inside the catalog", rel)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(p, data, 0o644)
+	defer root.Close()
+	parts := strings.Split(rel, "/")
+	for i := 1; i <= len(parts); i++ {
+		p := filepath.Join(parts[:i]...)
+		last := i == len(parts)
+		fi, err := root.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && last:
+		case errors.Is(err, fs.ErrNotExist):
+			if err := root.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+		case err != nil:
+			return err
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := root.Readlink(p)
+			return &ServedPathError{Dir: dir, Rel: rel, Path: filepath.ToSlash(p), Problem: fmt.Sprintf("is a symbolic link (to %s)", target)}
+		case !last && !fi.IsDir():
+			return &ServedPathError{Dir: dir, Rel: rel, Path: filepath.ToSlash(p), Problem: "is not a directory"}
+		case last && !fi.Mode().IsRegular():
+			return &ServedPathError{Dir: dir, Rel: rel, Path: filepath.ToSlash(p), Problem: "is not a regular file"}
+		}
+	}
+	name := filepath.FromSlash(rel)
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+atomicfile.DefaultTempTag+hex.EncodeToString(rnd[:]))
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(0o644); err != nil { // the umask may have cleared bits
+		return err
+	}
+	if _, err = f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+	}
+	if err = root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+	}
+	return atomicfile.SyncDir(filepath.Join(dir, filepath.Dir(name)))
+}
+
+// ServedPathError refuses to write a file of a catalog's directory where
+// a symbolic link, or something else than a directory or regular file,
+// stands in the way: berth writes archives, signatures and metadata only
+// as regular files inside the directory, never through a link that could
+// lead elsewhere.
+type ServedPathError struct {
+	// Dir is the catalog's directory; Rel the file berth was writing;
+	// Path the component in the way (slash-separated, relative to Dir).
+	Dir, Rel, Path string
+	Problem        string
+}
+
+func (e *ServedPathError) Error() string {
+	return fmt.Sprintf("refused to write %s in the catalog directory %s: %s %s, and berth writes only regular files inside the catalog's directory, never through a link; remove it (rm %s) and run the command again",
+		e.Rel, e.Dir, e.Path, e.Problem, fsx.ShellQuote(filepath.Join(e.Dir, filepath.FromSlash(e.Path))))
 }
