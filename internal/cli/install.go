@@ -390,6 +390,12 @@ func (a *app) reportInstalled(w io.Writer, prefix string, is *marketplace.Instal
 	for _, s := range is.Warnings {
 		fmt.Fprintf(w, "%swarning: %s\n", prefix, review.Printable(s.String()))
 	}
+	for _, n := range is.Notices {
+		fmt.Fprintf(w, "%swarning: %s\n", prefix, review.Printable(n.String()))
+	}
+	for _, l := range is.Lifted {
+		fmt.Fprintf(w, "%scatalog %s lists %s@%s as active again, so its revocation is lifted; it stays disabled until you enable it (berth enable %s@%s)\n", prefix, is.Catalog, l.Name, l.Version, l.Name, l.Version)
+	}
 }
 
 // findCatalog is marketplace.Cache.FindCatalog with several catalogs a

@@ -381,11 +381,17 @@ wins. Versions whose status changed are listed. An unsigned source (an
 MCP Registry, a marketplace.json) is listed again in full, and every
 entry it skipped is named.
 
-What an update finds reaches what is trusted: a version you installed that
-the catalog now revokes is disabled in every workspace at once (running
-berth serve processes drop it at their next boundary), and berth verify
-fails for it (exit 4) naming the reason; a deprecated or yanked one is
-only a warning.`,
+What an update finds reaches what is trusted: a version you installed
+from this catalog that it now revokes is disabled in every workspace at
+once (running berth serve processes drop it at their next boundary), and
+berth verify fails for it (exit 4) naming the reason; a deprecated or
+yanked one is only a warning. A catalog revokes only what it installed
+(the trust record names it, with the same root keys): its revocation of a
+version another catalog installed, or you trusted by hand, is a warning
+with its reason and the command to act on it (berth revoke NAME@VERSION).
+A revocation stays until you lift it (berth revoke --lift NAME@VERSION)
+or the same catalog lists that version and digest as active again; a
+catalog that stops listing the version lifts nothing.`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Args = args
@@ -539,6 +545,9 @@ func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceU
 	if u.Installed != nil {
 		for _, s := range u.Installed.Warnings {
 			warnings = append(warnings, s.String())
+		}
+		for _, n := range u.Installed.Notices {
+			warnings = append(warnings, n.String())
 		}
 	}
 	e.Warnings = nonNilStrings(warnings)
