@@ -192,6 +192,12 @@ func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catName string
 			if why != "" {
 				continue
 			}
+			// Most active versions were never revoked: a read, not the lock.
+			if rv, err := st.Revoked(r.Name, r.Version, r.Digest); err != nil {
+				return nil, err
+			} else if rv == nil || rv.Catalog != catName {
+				continue
+			}
 			lifted, err := st.LiftRevocation(ctx, store.Lift{Name: r.Name, Version: r.Version, Digest: r.Digest, Catalog: catName, By: store.LiftedByCatalog})
 			switch {
 			case errors.Is(err, store.ErrNotRevoked):
