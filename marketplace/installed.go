@@ -55,8 +55,9 @@ type RevocationNotice struct {
 	// words.
 	Catalog string `json:"catalog"`
 	Reason  string `json:"reason"`
-	// Why is NoticeByHand, NoticeOtherCatalog, NoticeRootKeysChanged or
-	// NoticeLiftedByOperator.
+	// Why is "trusted-by-hand", "other-catalog", "root-keys-changed" or
+	// "lifted-by-operator" (NoticeByHand, NoticeOtherCatalog,
+	// NoticeRootKeysChanged, NoticeLiftedByOperator).
 	Why string `json:"why"`
 	// InstalledFrom is the catalog the trust record names ("" when
 	// trusted by hand).
