@@ -497,7 +497,9 @@ func versionOf(data []byte) int64 {
 }
 
 // checkImmutable refuses a catalog that gives a version it listed before a
-// different digest.
+// different digest, or a different review summary of what the bundle may
+// do (its files, servers and native tools, which install checks against
+// the bundle; the curator's tool list may be edited).
 func checkImmutable(name string, old, cat *catalog.Catalog) error {
 	for _, np := range cat.Plugins {
 		op := old.Plugin(np.Name)
@@ -505,9 +507,17 @@ func checkImmutable(name string, old, cat *catalog.Catalog) error {
 			continue
 		}
 		for _, nv := range np.Versions {
-			if ov := op.Version(nv.Version); ov != nil && ov.Digest != nv.Digest {
+			ov := op.Version(nv.Version)
+			if ov == nil {
+				continue
+			}
+			if ov.Digest != nv.Digest {
 				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: catalog.TargetName,
 					Detail: fmt.Sprintf("%s %s was published with digest %s and is now listed with %s", np.Name, nv.Version, ov.Digest, nv.Digest)}
+			}
+			if diffs := summaryChanges(&ov.Summary, &nv.Summary); len(diffs) > 0 {
+				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: catalog.TargetName,
+					Detail: fmt.Sprintf("%s %s (%s) was published with another review summary of what it may do:\n  %s", np.Name, nv.Version, nv.Digest, strings.Join(diffs, "\n  "))}
 			}
 		}
 	}

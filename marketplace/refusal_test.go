@@ -230,6 +230,35 @@ func TestRefuseChangedVersion(t *testing.T) {
 	e.refused(KindVersionChanged, "acme-notes 1.0.0 was published with digest")
 }
 
+// A catalog that rewrites what a published version may do (its review
+// summary: here an environment variable added to 1.0.0's server) is
+// refused as a changed digest is; the curator's tool list of a published
+// version may be edited.
+func TestRefuseChangedSummary(t *testing.T) {
+	e := setup(t, repo.Expiries{})
+	cat, err := e.repo().Working()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := cat.Plugin("acme-notes").Version("1.0.0")
+	v.Summary.Tools = append(v.Summary.Tools, catalog.Tool{Server: v.Summary.Servers[0].Name, Name: "search_notes", Description: "searches the notes"})
+	e.write("catalog.json", cat.Marshal())
+	if _, err := e.repo().Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.refresh(); err != nil {
+		t.Fatalf("an edit of the curator's tool list was refused: %v", err)
+	}
+	x := v.Summary.Servers[0].Stdio
+	x.Env = append(x.Env, catalog.EnvSource{Name: "AWS_SECRET_ACCESS_KEY", FromEnv: "AWS_SECRET_ACCESS_KEY"})
+	e.write("catalog.json", cat.Marshal())
+	if _, err := e.repo().Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.refused(KindVersionChanged, "acme-notes 1.0.0 (sha256:")
+	e.refused(KindVersionChanged, `.stdio.env: it was published with [`)
+}
+
 func TestNetworkFailureIsNotARefusal(t *testing.T) {
 	e := setup(t, repo.Expiries{})
 	os.Rename(e.repoDir, e.repoDir+".gone")
