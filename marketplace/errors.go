@@ -30,7 +30,8 @@ const (
 	// KindMalformed: a file that is not valid TUF metadata, or a catalog
 	// document berth cannot read.
 	KindMalformed VerifyKind = "malformed"
-	// KindVersionChanged: a published plugin version changed its digest.
+	// KindVersionChanged: a published plugin version changed its digest,
+	// or its review summary of what it may do.
 	KindVersionChanged VerifyKind = "version-changed"
 	// KindRootPin: the root does not match what the operator pinned.
 	KindRootPin VerifyKind = "root-pin"

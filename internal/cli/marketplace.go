@@ -375,7 +375,7 @@ func newMarketplaceUpdateCmd(a *app) *cobra.Command {
 		Long: `Update runs a full TUF update of every catalog (or of NAME) against its
 source and keeps the new verified copy. A refusal (rollback, expired,
 mix-and-match, bad signature, altered catalog, a published version whose
-digest changed) is exit 4 and keeps the old copy; a network failure is
+digest or review summary changed) is exit 4 and keeps the old copy; a network failure is
 exit 1. With no NAME, every catalog is updated and the worst exit code
 wins. Versions whose status changed are listed. An unsigned source (an
 MCP Registry, a marketplace.json) is listed again in full, and every
