@@ -203,13 +203,13 @@ sources, endpoints and network hosts, credentials, tool filters, native
 tools, and the tools the curator lists. The installed side is read from
 the staged copy you reviewed and trusted, never from what the catalog
 says of it now; a catalog whose summary of the installed version no
-longer matches that copy is reported (a published version never changes,
-and berth marketplace update refuses a catalog that changes one). A diff where authority grows
-always needs a confirmation (--yes confirms); so does a new signer. The
-new version goes through the same path as berth install (the catalog's
-digest, signers and review summary checked), is enabled in the workspace
-where the old one was, and the workspace's berth.lock is updated when
-there is one. A version signed by another signer than the installed one
+longer matches that copy is reported (a published version never
+changes, and berth marketplace update refuses a catalog that changes
+one). A diff where authority grows always needs a confirmation (--yes
+confirms); so does a new signer. The new version goes through the same
+path as berth install (the catalog's digest, signers and review summary
+checked), is enabled in the workspace where the old one was, and the
+workspace's berth.lock is updated when there is one. A version signed by another signer than the installed one
 is refused (exit 4) unless --allow-signer-change.
 
 --preview shows the diffs and changes nothing, not even the catalog
