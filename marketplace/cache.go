@@ -233,6 +233,9 @@ type RefreshResult struct {
 	Old, New *catalog.Catalog `json:"-"`
 	// Problems are the entries of the new catalog that were skipped.
 	Problems []*catalog.Problem `json:"problems,omitempty"`
+	// SummaryChanges are the published versions whose review summary of
+	// what they may do this refresh found changed.
+	SummaryChanges []SummaryChange `json:"summaryChanges,omitempty"`
 }
 
 // Refresh runs a full TUF update of the catalog name against its source:
@@ -276,7 +279,11 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if out.changed {
 		c.prune(dir, st)
 	}
-	return &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}, nil
+	res := &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}
+	if out.changed {
+		res.SummaryChanges = summaryChangesOf(bl.catalog, out.catalog)
+	}
+	return res, nil
 }
 
 // baseline is the last verified copy a refresh starts from; catalog is
@@ -497,9 +504,7 @@ func versionOf(data []byte) int64 {
 }
 
 // checkImmutable refuses a catalog that gives a version it listed before a
-// different digest, or a different review summary of what the bundle may
-// do (its files, servers and native tools, which install checks against
-// the bundle; the curator's tool list may be edited).
+// different digest.
 func checkImmutable(name string, old, cat *catalog.Catalog) error {
 	for _, np := range cat.Plugins {
 		op := old.Plugin(np.Name)
@@ -507,21 +512,58 @@ func checkImmutable(name string, old, cat *catalog.Catalog) error {
 			continue
 		}
 		for _, nv := range np.Versions {
-			ov := op.Version(nv.Version)
-			if ov == nil {
-				continue
-			}
-			if ov.Digest != nv.Digest {
+			if ov := op.Version(nv.Version); ov != nil && ov.Digest != nv.Digest {
 				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: catalog.TargetName,
 					Detail: fmt.Sprintf("%s %s was published with digest %s and is now listed with %s", np.Name, nv.Version, ov.Digest, nv.Digest)}
-			}
-			if diffs := summaryChanges(&ov.Summary, &nv.Summary); len(diffs) > 0 {
-				return &VerifyError{Catalog: name, Kind: KindVersionChanged, File: catalog.TargetName,
-					Detail: fmt.Sprintf("%s %s (%s) was published with another review summary of what it may do:\n  %s", np.Name, nv.Version, nv.Digest, strings.Join(diffs, "\n  "))}
 			}
 		}
 	}
 	return nil
+}
+
+// SummaryChange is a published version whose review summary of what it
+// may do (its files, servers and native tools, which install checks
+// against the bundle) a catalog changed: a published version never
+// changes, so berth reports it. Install and upgrade compare with the
+// bundle itself, never with the summary alone. The curator's tool list
+// may be edited and is not compared.
+type SummaryChange struct {
+	Plugin  string `json:"plugin"`
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+	// Differences are "path: it was published with X, and is now listed
+	// with Y" lines.
+	Differences []string `json:"differences"`
+}
+
+func (s SummaryChange) String() string {
+	return fmt.Sprintf("the catalog changed what it says %s@%s (%s), a version it had published, may do:\n  %s\na published version never changes: berth compares installs and upgrades with the bundle itself, never with this summary; tell the curator",
+		s.Plugin, s.Version, s.Digest, strings.Join(s.Differences, "\n  "))
+}
+
+// summaryChangesOf lists the versions old listed whose review summary
+// cat changes.
+func summaryChangesOf(old, cat *catalog.Catalog) []SummaryChange {
+	if old == nil || cat == nil {
+		return nil
+	}
+	var out []SummaryChange
+	for _, np := range cat.Plugins {
+		op := old.Plugin(np.Name)
+		if op == nil {
+			continue
+		}
+		for _, nv := range np.Versions {
+			ov := op.Version(nv.Version)
+			if ov == nil || ov.Digest != nv.Digest {
+				continue
+			}
+			if diffs := summaryChanges(&ov.Summary, &nv.Summary); len(diffs) > 0 {
+				out = append(out, SummaryChange{Plugin: np.Name, Version: nv.Version, Digest: nv.Digest, Differences: diffs})
+			}
+		}
+	}
+	return out
 }
 
 // writeCopy writes a verified copy into a new directory, every file

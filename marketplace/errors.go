@@ -30,8 +30,7 @@ const (
 	// KindMalformed: a file that is not valid TUF metadata, or a catalog
 	// document berth cannot read.
 	KindMalformed VerifyKind = "malformed"
-	// KindVersionChanged: a published plugin version changed its digest,
-	// or its review summary of what it may do.
+	// KindVersionChanged: a published plugin version changed its digest.
 	KindVersionChanged VerifyKind = "version-changed"
 	// KindRootPin: the root does not match what the operator pinned.
 	KindRootPin VerifyKind = "root-pin"

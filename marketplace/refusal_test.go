@@ -232,9 +232,9 @@ func TestRefuseChangedVersion(t *testing.T) {
 
 // A catalog that rewrites what a published version may do (its review
 // summary: here an environment variable added to 1.0.0's server) is
-// refused as a changed digest is; the curator's tool list of a published
+// reported, each difference named; the curator's tool list of a published
 // version may be edited.
-func TestRefuseChangedSummary(t *testing.T) {
+func TestReportChangedSummary(t *testing.T) {
 	e := setup(t, repo.Expiries{})
 	cat, err := e.repo().Working()
 	if err != nil {
@@ -246,8 +246,9 @@ func TestRefuseChangedSummary(t *testing.T) {
 	if _, err := e.repo().Sign(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.refresh(); err != nil {
-		t.Fatalf("an edit of the curator's tool list was refused: %v", err)
+	r, err := e.refresh()
+	if err != nil || !r.Changed || len(r.SummaryChanges) != 0 {
+		t.Fatalf("an edit of the curator's tool list: %+v %v", r, err)
 	}
 	x := v.Summary.Servers[0].Stdio
 	x.Env = append(x.Env, catalog.EnvSource{Name: "AWS_SECRET_ACCESS_KEY", FromEnv: "AWS_SECRET_ACCESS_KEY"})
@@ -255,8 +256,15 @@ func TestRefuseChangedSummary(t *testing.T) {
 	if _, err := e.repo().Sign(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.refused(KindVersionChanged, "acme-notes 1.0.0 (sha256:")
-	e.refused(KindVersionChanged, `.stdio.env: it was published with [`)
+	r, err = e.refresh()
+	if err != nil || len(r.SummaryChanges) != 1 {
+		t.Fatalf("a changed summary: %+v %v", r, err)
+	}
+	sc := r.SummaryChanges[0]
+	if sc.Plugin != "acme-notes" || sc.Version != "1.0.0" || len(sc.Differences) != 1 || !strings.Contains(sc.Differences[0], `.stdio.env: it was published with [`) ||
+		!strings.Contains(sc.Differences[0], `AWS_SECRET_ACCESS_KEY`) || !strings.Contains(sc.String(), "a version it had published") {
+		t.Fatalf("the change reads %+v\n%s", sc, sc)
+	}
 }
 
 func TestNetworkFailureIsNotARefusal(t *testing.T) {

@@ -353,6 +353,7 @@ func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec
 func (a *app) refreshCatalog(ctx context.Context, c *marketplace.Cache, st *store.Store, name string, allowStale bool) error {
 	u, err := c.Update(ctx, st, name)
 	if err == nil {
+		a.reportSummaryChanges(name, u.SummaryChanges)
 		a.reportInstalled(a.stderr, "berth: ", u.Installed)
 		return nil
 	}

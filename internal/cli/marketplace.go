@@ -375,9 +375,11 @@ func newMarketplaceUpdateCmd(a *app) *cobra.Command {
 		Long: `Update runs a full TUF update of every catalog (or of NAME) against its
 source and keeps the new verified copy. A refusal (rollback, expired,
 mix-and-match, bad signature, altered catalog, a published version whose
-digest or review summary changed) is exit 4 and keeps the old copy; a network failure is
+digest changed) is exit 4 and keeps the old copy; a network failure is
 exit 1. With no NAME, every catalog is updated and the worst exit code
-wins. Versions whose status changed are listed. An unsigned source (an
+wins. Versions whose status changed are listed, and published versions
+whose review summary of what they may do changed are a warning (install
+and upgrade compare with the bundle itself). An unsigned source (an
 MCP Registry, a marketplace.json) is listed again in full, and every
 entry it skipped is named.
 
@@ -446,6 +448,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 			continue
 		}
 		r := u.RefreshResult
+		a.reportSummaryChanges(n, r.SummaryChanges)
 		if opts.JSON {
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
 			continue
@@ -525,6 +528,14 @@ type marketplaceUpdated struct {
 	Warnings []string `json:"warnings"`
 }
 
+// reportSummaryChanges warns, on stderr, of the published versions whose
+// review summary a catalog's refresh found changed.
+func (a *app) reportSummaryChanges(name string, changes []marketplace.SummaryChange) {
+	for _, sc := range changes {
+		fmt.Fprintf(a.stderr, "berth: warning: catalog %s: %s\n", name, review.PrintableLines(sc.String()))
+	}
+}
+
 // updatedJSON is the --json entry of one catalog's update; it prints
 // the same warnings on stderr as the text does.
 func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceUpdated {
@@ -541,6 +552,9 @@ func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceU
 		}
 		e.Skipped = nonNilProblems(r.Problems)
 		warnings = a.printSkipped(name, len(r.Problems))
+	}
+	for _, sc := range r.SummaryChanges {
+		warnings = append(warnings, "catalog "+name+": "+sc.String())
 	}
 	if u.Installed != nil {
 		for _, s := range u.Installed.Warnings {

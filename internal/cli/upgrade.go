@@ -204,8 +204,7 @@ tools, and the tools the curator lists. The installed side is read from
 the staged copy you reviewed and trusted, never from what the catalog
 says of it now; a catalog whose summary of the installed version no
 longer matches that copy is reported (a published version never
-changes, and berth marketplace update refuses a catalog that changes
-one). A diff where authority grows always needs a confirmation (--yes
+changes). A diff where authority grows always needs a confirmation (--yes
 confirms); so does a new signer. The new version goes through the same
 path as berth install (the catalog's digest, signers and review summary
 checked), is enabled in the workspace where the old one was, and the
