@@ -236,6 +236,9 @@ type RefreshResult struct {
 	Old, New *catalog.Catalog `json:"-"`
 	// Problems are the entries of the new catalog that were skipped.
 	Problems []*catalog.Problem `json:"problems,omitempty"`
+	// SummaryChanges are the published versions whose review summary of
+	// what they may do this refresh found changed.
+	SummaryChanges []SummaryChange `json:"summaryChanges,omitempty"`
 }
 
 // Refresh runs a full TUF update of the catalog name against its source:
@@ -279,7 +282,11 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if out.changed {
 		c.prune(dir, st)
 	}
-	return &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}, nil
+	res := &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}
+	if out.changed {
+		res.SummaryChanges = summaryChangesOf(bl.catalog, out.catalog)
+	}
+	return res, nil
 }
 
 // baseline is the last verified copy a refresh starts from; catalog is
@@ -515,6 +522,51 @@ func checkImmutable(name string, old, cat *catalog.Catalog) error {
 		}
 	}
 	return nil
+}
+
+// SummaryChange is a published version whose review summary of what it
+// may do (its files, servers and native tools, which install checks
+// against the bundle) a catalog changed: a published version never
+// changes, so berth reports it. Install and upgrade compare with the
+// bundle itself, never with the summary alone. The curator's tool list
+// may be edited and is not compared.
+type SummaryChange struct {
+	Plugin  string `json:"plugin"`
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+	// Differences are "path: it was published with X, and is now listed
+	// with Y" lines.
+	Differences []string `json:"differences"`
+}
+
+func (s SummaryChange) String() string {
+	return fmt.Sprintf("the catalog changed what it says %s@%s (%s), a version it had published, may do:\n  %s\na published version never changes: berth compares installs and upgrades with the bundle itself, never with this summary; tell the curator",
+		s.Plugin, s.Version, s.Digest, strings.Join(s.Differences, "\n  "))
+}
+
+// summaryChangesOf lists the versions old listed whose review summary
+// cat changes.
+func summaryChangesOf(old, cat *catalog.Catalog) []SummaryChange {
+	if old == nil || cat == nil {
+		return nil
+	}
+	var out []SummaryChange
+	for _, np := range cat.Plugins {
+		op := old.Plugin(np.Name)
+		if op == nil {
+			continue
+		}
+		for _, nv := range np.Versions {
+			ov := op.Version(nv.Version)
+			if ov == nil || ov.Digest != nv.Digest {
+				continue
+			}
+			if diffs := summaryChanges(&ov.Summary, &nv.Summary); len(diffs) > 0 {
+				out = append(out, SummaryChange{Plugin: np.Name, Version: nv.Version, Digest: nv.Digest, Differences: diffs})
+			}
+		}
+	}
+	return out
 }
 
 // writeCopy writes a verified copy into a new directory, every file

@@ -230,6 +230,43 @@ func TestRefuseChangedVersion(t *testing.T) {
 	e.refused(KindVersionChanged, "acme-notes 1.0.0 was published with digest")
 }
 
+// A catalog that rewrites what a published version may do (its review
+// summary: here an environment variable added to 1.0.0's server) is
+// reported, each difference named; the curator's tool list of a published
+// version may be edited.
+func TestReportChangedSummary(t *testing.T) {
+	e := setup(t, repo.Expiries{})
+	cat, err := e.repo().Working()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := cat.Plugin("acme-notes").Version("1.0.0")
+	v.Summary.Tools = append(v.Summary.Tools, catalog.Tool{Server: v.Summary.Servers[0].Name, Name: "search_notes", Description: "searches the notes"})
+	e.write("catalog.json", cat.Marshal())
+	if _, err := e.repo().Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.refresh()
+	if err != nil || !r.Changed || len(r.SummaryChanges) != 0 {
+		t.Fatalf("an edit of the curator's tool list: %+v %v", r, err)
+	}
+	x := v.Summary.Servers[0].Stdio
+	x.Env = append(x.Env, catalog.EnvSource{Name: "AWS_SECRET_ACCESS_KEY", FromEnv: "AWS_SECRET_ACCESS_KEY"})
+	e.write("catalog.json", cat.Marshal())
+	if _, err := e.repo().Sign(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err = e.refresh()
+	if err != nil || len(r.SummaryChanges) != 1 {
+		t.Fatalf("a changed summary: %+v %v", r, err)
+	}
+	sc := r.SummaryChanges[0]
+	if sc.Plugin != "acme-notes" || sc.Version != "1.0.0" || len(sc.Differences) != 1 || !strings.Contains(sc.Differences[0], `.stdio.env: it was published with [`) ||
+		!strings.Contains(sc.Differences[0], `AWS_SECRET_ACCESS_KEY`) || !strings.Contains(sc.String(), "a version it had published") {
+		t.Fatalf("the change reads %+v\n%s", sc, sc)
+	}
+}
+
 func TestNetworkFailureIsNotARefusal(t *testing.T) {
 	e := setup(t, repo.Expiries{})
 	os.Rename(e.repoDir, e.repoDir+".gone")

@@ -39,16 +39,54 @@ func CheckSummary(name string, v *catalog.Version, d *review.Disclosure) error {
 	got := catalog.NewSummary(d)
 	want := v.Summary
 	var diffs []string
-	diffJSON(&diffs, "files", want.Files, got.Files)
+	diffJSON(&diffs, bundleWords, "files", want.Files, got.Files)
 	serverName := func(s catalog.SummaryServer) string { return s.Name }
-	diffByName(&diffs, "server", indexBy(want.Servers, serverName), indexBy(got.Servers, serverName))
+	diffByName(&diffs, bundleWords, "server", indexBy(want.Servers, serverName), indexBy(got.Servers, serverName))
 	toolName := func(t catalog.SummaryNativeTool) string { return t.Name }
-	diffByName(&diffs, "native tool", indexBy(want.NativeTools, toolName), indexBy(got.NativeTools, toolName))
+	diffByName(&diffs, bundleWords, "native tool", indexBy(want.NativeTools, toolName), indexBy(got.NativeTools, toolName))
 	if len(diffs) == 0 {
 		return nil
 	}
 	return &SummaryMismatchError{Plugin: name, Version: v.Version, Differences: diffs}
 }
+
+// summaryChanges lists how a published version's summary (was) and the
+// one a catalog lists now differ in what install checks against the
+// bundle: files, servers and native tools. The curator's tool list is
+// not compared: the curator may edit it.
+func summaryChanges(was, now *catalog.Summary) []string {
+	if reflect.DeepEqual(was.Files, now.Files) && reflect.DeepEqual(was.Servers, now.Servers) && reflect.DeepEqual(was.NativeTools, now.NativeTools) {
+		return nil
+	}
+	var diffs []string
+	diffJSON(&diffs, publishedWords, "files", was.Files, now.Files)
+	serverName := func(s catalog.SummaryServer) string { return s.Name }
+	diffByName(&diffs, publishedWords, "server", indexBy(was.Servers, serverName), indexBy(now.Servers, serverName))
+	toolName := func(t catalog.SummaryNativeTool) string { return t.Name }
+	diffByName(&diffs, publishedWords, "native tool", indexBy(was.NativeTools, toolName), indexBy(now.NativeTools, toolName))
+	return diffs
+}
+
+// diffWords word the differences between two summaries: what each side
+// is (want and got), with the item only in got, only in want, or a value
+// that differs (two %s: want's, got's).
+type diffWords struct{ onlyGot, onlyWant, value string }
+
+var (
+	// bundleWords compare a catalog's summary (want) with a bundle's (got).
+	bundleWords = diffWords{
+		onlyGot:  "the catalog does not list it, the bundle has it",
+		onlyWant: "the catalog lists it, the bundle does not have it",
+		value:    "the catalog says %s, the bundle has %s",
+	}
+	// publishedWords compare the summary a version was published with
+	// (want) with the one the catalog lists now (got).
+	publishedWords = diffWords{
+		onlyGot:  "it was published without it, and is now listed with it",
+		onlyWant: "it was published with it, and is now listed without it",
+		value:    "it was published with %s, and is now listed with %s",
+	}
+)
 
 // indexBy maps the elements of xs by their names.
 func indexBy[T any](xs []T, name func(T) string) map[string]T {
@@ -60,19 +98,18 @@ func indexBy[T any](xs []T, name func(T) string) map[string]T {
 }
 
 // diffByName adds to diffs how the items of one kind (what: "server",
-// "native tool") that the catalog lists (want) and the bundle has (got)
-// differ, matched by name.
-func diffByName[T any](diffs *[]string, what string, want, got map[string]T) {
+// "native tool") of want and got (as words say) differ, matched by name.
+func diffByName[T any](diffs *[]string, words diffWords, what string, want, got map[string]T) {
 	for _, n := range unionKeys(want, got) {
 		w, inW := want[n]
 		g, inG := got[n]
 		switch {
 		case !inW:
-			*diffs = append(*diffs, fmt.Sprintf("%s %q: the catalog does not list it, the bundle has it", what, n))
+			*diffs = append(*diffs, fmt.Sprintf("%s %q: %s", what, n, words.onlyGot))
 		case !inG:
-			*diffs = append(*diffs, fmt.Sprintf("%s %q: the catalog lists it, the bundle does not have it", what, n))
+			*diffs = append(*diffs, fmt.Sprintf("%s %q: %s", what, n, words.onlyWant))
 		default:
-			diffJSON(diffs, fmt.Sprintf("%s %q", what, n), w, g)
+			diffJSON(diffs, words, fmt.Sprintf("%s %q", what, n), w, g)
 		}
 	}
 }
@@ -85,16 +122,16 @@ func unionKeys[V any](a, b map[string]V) []string {
 
 // diffJSON compares two values through their JSON forms and appends one
 // line per leaf that differs.
-func diffJSON(diffs *[]string, prefix string, want, got any) {
+func diffJSON(diffs *[]string, words diffWords, prefix string, want, got any) {
 	var w, g any
 	wb, _ := json.Marshal(want)
 	gb, _ := json.Marshal(got)
 	json.Unmarshal(wb, &w)
 	json.Unmarshal(gb, &g)
-	diffValue(diffs, prefix, w, g)
+	diffValue(diffs, words, prefix, w, g)
 }
 
-func diffValue(diffs *[]string, p string, w, g any) {
+func diffValue(diffs *[]string, words diffWords, p string, w, g any) {
 	if reflect.DeepEqual(w, g) {
 		return
 	}
@@ -102,11 +139,11 @@ func diffValue(diffs *[]string, p string, w, g any) {
 	gm, ok2 := g.(map[string]any)
 	if ok1 && ok2 {
 		for _, k := range unionKeys(wm, gm) {
-			diffValue(diffs, p+"."+k, wm[k], gm[k])
+			diffValue(diffs, words, p+"."+k, wm[k], gm[k])
 		}
 		return
 	}
-	*diffs = append(*diffs, fmt.Sprintf("%s: the catalog says %s, the bundle has %s", p, show(w), show(g)))
+	*diffs = append(*diffs, p+": "+fmt.Sprintf(words.value, show(w), show(g)))
 }
 
 func show(v any) string {

@@ -16,9 +16,11 @@ import (
 // Revocation is a catalog's revocation of one version of a plugin, as the
 // store keeps it once a catalog refresh found it:
 // $BERTH_HOME/revoked/<name>/<version>.json. It applies to that exact
-// bundle (the digest); while it is there, the version is disabled in
-// every workspace, cannot be trusted or enabled again, and `berth verify`
-// fails for it.
+// bundle (the digest); while it is there and not lifted, the version is
+// disabled in every workspace, cannot be trusted or enabled again, and
+// `berth verify` fails for it. A catalog's revocation is recorded only
+// for a version installed from that catalog (marketplace.Cache.ApplyStatus
+// decides); a lifted one stays on file, saying who lifted it and when.
 type Revocation struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
@@ -27,7 +29,29 @@ type Revocation struct {
 	Catalog   string    `json:"catalog"`
 	Reason    string    `json:"reason"`
 	RevokedAt time.Time `json:"revokedAt"`
+	// Lifted is set once the revocation no longer applies: the operator
+	// lifted it (berth revoke --lift), or the catalog that revoked it
+	// listed the same version and digest as active again.
+	Lifted *RevocationLift `json:"lifted,omitempty"`
 }
+
+// RevocationLift says who lifted a revocation, and when.
+type RevocationLift struct {
+	At time.Time `json:"at"`
+	// By is LiftedByOperator or LiftedByCatalog.
+	By string `json:"by"`
+}
+
+// Who lifted a revocation (RevocationLift.By).
+const (
+	// LiftedByOperator: berth revoke --lift, confirmed. A catalog that
+	// still lists the version as revoked does not revoke it again.
+	LiftedByOperator = "operator"
+	// LiftedByCatalog: the catalog that revoked the version lists the
+	// same version and digest as active again. If it revokes it again,
+	// the revocation applies again.
+	LiftedByCatalog = "catalog"
+)
 
 // Revocations is the directory of the revocations catalogs made.
 func (p Paths) Revocations() string { return filepath.Join(p.Root, "revoked") }
@@ -45,8 +69,8 @@ type RevokedError struct {
 
 func (e *RevokedError) Error() string {
 	r := e.Revocation
-	return fmt.Sprintf("%s@%s (%s) was revoked by catalog %s on %s: %s: %v; berth disabled it in every workspace and does not trust or enable it again; install another version (`berth outdated`, `berth upgrade %s`)",
-		r.Name, r.Version, r.Digest, r.Catalog, r.RevokedAt.Format("2006-01-02"), quoteReason(r.Reason), trust.ErrUntrusted, r.Name)
+	return fmt.Sprintf("%s@%s (%s) was revoked by catalog %s on %s: %s: %v; berth disabled it in every workspace and does not trust or enable it again; install another version (`berth outdated`, `berth upgrade %s`), or lift the revocation if you trust it all the same (`berth revoke --lift %s@%s`)",
+		r.Name, r.Version, r.Digest, r.Catalog, r.RevokedAt.Format("2006-01-02"), quoteReason(r.Reason), trust.ErrUntrusted, r.Name, r.Name, r.Version)
 }
 
 // Unwrap returns trust.ErrUntrusted.
@@ -67,8 +91,19 @@ func checkVersionRef(name, version string) error {
 	return CheckRef(name, version)
 }
 
-// Revoked returns the revocation of name@version with digest, or nil.
+// Revoked returns the revocation of name@version with digest that
+// applies (one not lifted), or nil.
 func (s *Store) Revoked(name, version, digest string) (*Revocation, error) {
+	r, err := s.RevocationOf(name, version, digest)
+	if err != nil || r == nil || r.Lifted != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RevocationOf returns the revocation on file of name@version with
+// digest, lifted or not ("" digest: whatever digest it names), or nil.
+func (s *Store) RevocationOf(name, version, digest string) (*Revocation, error) {
 	if err := checkVersionRef(name, version); err != nil {
 		return nil, err
 	}
@@ -77,7 +112,7 @@ func (s *Store) Revoked(name, version, digest string) (*Revocation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (it records a catalog's revocation of %s@%s, so berth refuses that version until the file is readable)", err, name, version)
 	}
-	if !ok || r.Digest != digest {
+	if !ok || digest != "" && r.Digest != digest {
 		return nil, nil
 	}
 	return r, nil
@@ -103,6 +138,9 @@ type MarkRevokedResult struct {
 	Disabled []string
 	// Already is true when the revocation was recorded before.
 	Already bool
+	// Lifted is set when the operator lifted this revocation before: it
+	// stays lifted and nothing was changed.
+	Lifted *RevocationLift
 }
 
 // MarkRevoked records a catalog's revocation of r.Name@r.Version (the
@@ -110,7 +148,9 @@ type MarkRevokedResult struct {
 // the lock, with the generation bump that disable makes, so running pools
 // stop it at their next boundary. The enablements go first: a crash
 // between the two leaves the plugin stopped, and the next refresh records
-// the revocation again. Running it again changes nothing more.
+// the revocation again. Running it again changes nothing more. A
+// revocation the operator lifted stays lifted (the result's Lifted says
+// so, and nothing changes); one the catalog lifted applies again.
 func (s *Store) MarkRevoked(ctx context.Context, r Revocation) (*MarkRevokedResult, error) {
 	if err := checkVersionRef(r.Name, r.Version); err != nil {
 		return nil, err
@@ -127,9 +167,13 @@ func (s *Store) MarkRevoked(ctx context.Context, r Revocation) (*MarkRevokedResu
 	}
 	defer unlock()
 	res := &MarkRevokedResult{}
-	if have, err := s.Revoked(r.Name, r.Version, r.Digest); err != nil {
+	r.Lifted = nil
+	if have, err := s.RevocationOf(r.Name, r.Version, r.Digest); err != nil {
 		return nil, err
-	} else if have != nil {
+	} else if have != nil && have.Lifted != nil && have.Lifted.By == LiftedByOperator {
+		res.Lifted = have.Lifted
+		return res, nil
+	} else if have != nil && have.Lifted == nil {
 		res.Already = true
 	}
 	_, err = s.updateLocked(func(st *State) error {
@@ -189,4 +233,46 @@ func (s *Store) Revocations() ([]*Revocation, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Lift is what LiftRevocation lifts: the revocation of Name@Version, when
+// it names Digest and Catalog (each "" for any), lifted By the operator
+// or the catalog (LiftedByOperator, LiftedByCatalog).
+type Lift struct {
+	Name, Version, Digest, Catalog, By string
+}
+
+// ErrNotRevoked is LiftRevocation's error when no revocation of the
+// version applies.
+var ErrNotRevoked = errors.New("no catalog's revocation of it applies")
+
+// LiftRevocation lifts the revocation of l.Name@l.Version: the file
+// stays, saying who lifted it and when, and the version may be trusted
+// and enabled again (nothing is enabled). It returns the revocation as
+// lifted; an error wrapping ErrNotRevoked when none applies (or it names
+// another digest or catalog than l asks for).
+func (s *Store) LiftRevocation(ctx context.Context, l Lift) (*Revocation, error) {
+	if err := checkVersionRef(l.Name, l.Version); err != nil {
+		return nil, err
+	}
+	if l.By != LiftedByOperator && l.By != LiftedByCatalog {
+		return nil, fmt.Errorf("internal error: a revocation is lifted by %q or %q, not %q", LiftedByOperator, LiftedByCatalog, l.By)
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r, err := s.RevocationOf(l.Name, l.Version, l.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.Lifted != nil || l.Catalog != "" && r.Catalog != l.Catalog {
+		return nil, fmt.Errorf("%s@%s: %w (berth verify %s@%s says whether it is revoked)", l.Name, l.Version, ErrNotRevoked, l.Name, l.Version)
+	}
+	r.Lifted = &RevocationLift{At: s.now().UTC().Truncate(time.Second), By: l.By}
+	if err := atomicfile.WriteJSON(s.paths.Revocation(r.Name, r.Version), r, 0o600); err != nil {
+		return nil, err
+	}
+	return r, nil
 }

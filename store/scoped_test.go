@@ -341,3 +341,72 @@ func TestPolicyAllowRecordsTheScopedSigner(t *testing.T) {
 		t.Fatalf("a version from another signer: %+v", m)
 	}
 }
+
+// A revocation is lifted by the operator or by its catalog, and the file
+// records who and when. One the operator lifted stays lifted when the
+// catalog revokes the version again; one the catalog lifted applies again.
+func TestLiftRevocation(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	acme := newKey(t, "acme")
+	if _, err := s.AddSigner(ctx, acme.signer); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Trust(ctx, signedCopy(t, acme), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Record
+	rev := Revocation{Name: rec.Name, Version: rec.Version, Digest: rec.Digest, Catalog: "acme", Reason: "leaked a token"}
+	if _, err := s.LiftRevocation(ctx, Lift{Name: rec.Name, Version: rec.Version, By: LiftedByOperator}); !errors.Is(err, ErrNotRevoked) {
+		t.Fatalf("lift with nothing revoked: %v", err)
+	}
+	if _, err := s.MarkRevoked(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	// Another catalog's or another digest's lift lifts nothing.
+	if _, err := s.LiftRevocation(ctx, Lift{Name: rec.Name, Version: rec.Version, Catalog: "evil", By: LiftedByCatalog}); !errors.Is(err, ErrNotRevoked) {
+		t.Fatalf("lift by another catalog: %v", err)
+	}
+	if _, err := s.LiftRevocation(ctx, Lift{Name: rec.Name, Version: rec.Version, Digest: "sha256:" + strings.Repeat("1", 64), By: LiftedByOperator}); !errors.Is(err, ErrNotRevoked) {
+		t.Fatalf("lift of another digest: %v", err)
+	}
+	l, err := s.LiftRevocation(ctx, Lift{Name: rec.Name, Version: rec.Version, Digest: rec.Digest, Catalog: "acme", By: LiftedByCatalog})
+	if err != nil || l.Lifted == nil || l.Lifted.By != LiftedByCatalog || l.Reason != "leaked a token" {
+		t.Fatalf("catalog lift: %+v %v", l, err)
+	}
+	if err := s.CheckNotRevoked(rec.Name, rec.Version, rec.Digest); err != nil {
+		t.Fatalf("after the catalog's lift: %v", err)
+	}
+	if kept, err := s.RevocationOf(rec.Name, rec.Version, rec.Digest); err != nil || kept == nil || kept.Lifted == nil {
+		t.Fatalf("the lifted revocation is not on file: %+v %v", kept, err)
+	}
+	// The catalog revokes it again: it applies again.
+	if mr, err := s.MarkRevoked(ctx, rev); err != nil || mr.Already || mr.Lifted != nil {
+		t.Fatalf("revoked again: %+v %v", mr, err)
+	}
+	var re *RevokedError
+	if err := s.CheckNotRevoked(rec.Name, rec.Version, rec.Digest); !errors.As(err, &re) || !strings.Contains(err.Error(), "berth revoke --lift acme-notes@1.4.2") {
+		t.Fatalf("after revoking again: %v", err)
+	}
+	if _, err := s.LiftRevocation(ctx, Lift{Name: rec.Name, Version: rec.Version, By: LiftedByOperator}); err != nil {
+		t.Fatal(err)
+	}
+	// Enabled again, it stays enabled when the catalog still revokes it.
+	if _, err := s.Update(ctx, func(st *State) error {
+		st.Workspace(t.TempDir()).Plugins[rec.Name] = &Enablement{Version: rec.Version, Digest: rec.Digest}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mr, err := s.MarkRevoked(ctx, rev)
+	if err != nil || mr.Lifted == nil || mr.Lifted.By != LiftedByOperator || len(mr.Disabled) != 0 {
+		t.Fatalf("revoked after the operator's lift: %+v %v", mr, err)
+	}
+	if err := s.CheckNotRevoked(rec.Name, rec.Version, rec.Digest); err != nil {
+		t.Fatalf("after the operator's lift: %v", err)
+	}
+	if _, err := s.LiftRevocation(ctx, Lift{Name: rec.Name, Version: rec.Version, By: "someone"}); err == nil {
+		t.Fatal("a lift by someone was accepted")
+	}
+}

@@ -360,6 +360,7 @@ func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec
 func (a *app) refreshCatalog(ctx context.Context, c *marketplace.Cache, st *store.Store, name string, allowStale bool) error {
 	u, err := c.Update(ctx, st, name)
 	if err == nil {
+		a.reportSummaryChanges(name, u.SummaryChanges)
 		a.reportInstalled(a.stderr, "berth: ", u.Installed)
 		return nil
 	}
@@ -396,6 +397,12 @@ func (a *app) reportInstalled(w io.Writer, prefix string, is *marketplace.Instal
 	}
 	for _, s := range is.Warnings {
 		fmt.Fprintf(w, "%swarning: %s\n", prefix, review.Printable(s.String()))
+	}
+	for _, n := range is.Notices {
+		fmt.Fprintf(w, "%swarning: %s\n", prefix, review.Printable(n.String()))
+	}
+	for _, l := range is.Lifted {
+		fmt.Fprintf(w, "%scatalog %s lists %s@%s as active again, so its revocation is lifted; it stays disabled until you enable it (berth enable %s@%s)\n", prefix, is.Catalog, l.Name, l.Version, l.Name, l.Version)
 	}
 }
 

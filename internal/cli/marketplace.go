@@ -377,15 +377,23 @@ source and keeps the new verified copy. A refusal (rollback, expired,
 mix-and-match, bad signature, altered catalog, a published version whose
 digest changed) is exit 4 and keeps the old copy; a network failure is
 exit 1. With no NAME, every catalog is updated and the worst exit code
-wins. Versions whose status changed are listed. An unsigned source (an
+wins. Versions whose status changed are listed, and published versions
+whose review summary of what they may do changed are a warning (install
+and upgrade compare with the bundle itself). An unsigned source (an
 MCP Registry, a marketplace.json) is listed again in full, and every
 entry it skipped is named.
 
-What an update finds reaches what is trusted: a version you installed that
-the catalog now revokes is disabled in every workspace at once (running
-berth serve processes drop it at their next boundary), and berth verify
-fails for it (exit 4) naming the reason; a deprecated or yanked one is
-only a warning.`,
+What an update finds reaches what is trusted: a version you installed
+from this catalog that it now revokes is disabled in every workspace at
+once (running berth serve processes drop it at their next boundary), and
+berth verify fails for it (exit 4) naming the reason; a deprecated or
+yanked one is only a warning. A catalog revokes only what it installed
+(the trust record names it, with the same root keys): its revocation of a
+version another catalog installed, or you trusted by hand, is a warning
+with its reason and the command to act on it (berth revoke NAME@VERSION).
+A revocation stays until you lift it (berth revoke --lift NAME@VERSION)
+or the same catalog lists that version and digest as active again; a
+catalog that stops listing the version lifts nothing.`,
 		Args: rangeArgs(0, 1, "at most one NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Args = args
@@ -440,6 +448,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 			continue
 		}
 		r := u.RefreshResult
+		a.reportSummaryChanges(n, r.SummaryChanges)
 		if opts.JSON {
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
 			continue
@@ -519,6 +528,14 @@ type marketplaceUpdated struct {
 	Warnings []string `json:"warnings"`
 }
 
+// reportSummaryChanges warns, on stderr, of the published versions whose
+// review summary a catalog's refresh found changed.
+func (a *app) reportSummaryChanges(name string, changes []marketplace.SummaryChange) {
+	for _, sc := range changes {
+		fmt.Fprintf(a.stderr, "berth: warning: catalog %s: %s\n", name, review.PrintableLines(sc.String()))
+	}
+}
+
 // updatedJSON is the --json entry of one catalog's update; it prints
 // the same warnings on stderr as the text does.
 func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceUpdated {
@@ -536,9 +553,15 @@ func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceU
 		e.Skipped = nonNilProblems(r.Problems)
 		warnings = a.printSkipped(name, len(r.Problems))
 	}
+	for _, sc := range r.SummaryChanges {
+		warnings = append(warnings, "catalog "+name+": "+sc.String())
+	}
 	if u.Installed != nil {
 		for _, s := range u.Installed.Warnings {
 			warnings = append(warnings, s.String())
+		}
+		for _, n := range u.Installed.Notices {
+			warnings = append(warnings, n.String())
 		}
 	}
 	e.Warnings = nonNilStrings(warnings)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -14,18 +15,31 @@ func newRevokeCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "revoke NAME[@VERSION]",
 		Example: `  berth revoke acme-notes@1.4.2
-  berth revoke acme-notes --yes --json`,
+  berth revoke acme-notes --yes --json
+  berth revoke --lift acme-notes@1.4.2`,
 		Short: "Remove trust in a plugin (every version, or one)",
 		Long: `Revoke removes the trust records of a plugin, or of one version, and
 disables it everywhere it was enabled with that version. Running berth
 processes notice at their next boundary, remove its tools and stop its
-servers. The staged snapshot stays until 'berth gc'.`,
+servers. The staged snapshot stays until 'berth gc'.
+
+--lift NAME@VERSION lifts a catalog's revocation of that version instead:
+it shows the revocation, asks (--yes confirms; off a terminal --yes is
+required), and records in $BERTH_HOME/revoked/NAME/VERSION.json that you
+lifted it and when. The version may then be trusted and enabled again;
+nothing is enabled, and a refresh of the catalog that still lists it as
+revoked does not revoke it again (it warns). Only you lift a revocation,
+or the catalog that made it, by listing the same version and digest as
+active again; a catalog that stops listing the version lifts nothing.`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Ref = args[0]
 			return runRevoke(cmd.Context(), a, opts)
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.Lift, "lift", false, "lift a catalog's revocation of NAME@VERSION instead (asks; recorded with its time)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "confirm --lift without asking (required when not on a terminal)")
 	a.jsonFlag(cmd, &opts.JSON, revokeJSON{})
 	return cmd
 }
@@ -33,14 +47,17 @@ servers. The staged snapshot stays until 'berth gc'.`,
 // revokeOptions are the inputs of berth revoke.
 type revokeOptions struct {
 	// Ref is the positional argument.
-	Ref  string
-	JSON bool
+	Ref             string
+	JSON, Lift, Yes bool
 }
 
 func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	name, version, err := parseRef(opts.Ref)
 	if err != nil {
 		return err
+	}
+	if opts.Lift {
+		return runLiftRevocation(ctx, a, opts, name, version)
 	}
 	st, err := a.store()
 	if err != nil {
@@ -60,7 +77,48 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	return nil
 }
 
+// runLiftRevocation is berth revoke --lift: the operator lifts a
+// catalog's revocation, confirmed, and the revocation's file records it.
+func runLiftRevocation(ctx context.Context, a *app, opts *revokeOptions, name, version string) error {
+	if version == "" {
+		return usagef("--lift lifts the revocation of one version: name it (berth revoke --lift %s@VERSION)", name)
+	}
+	if opts.JSON && !opts.Yes {
+		return usagef("--json cannot ask for confirmation; add --yes")
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	r, err := st.RevocationOf(name, version, "")
+	if err != nil {
+		return err
+	}
+	if r == nil || r.Lifted != nil {
+		return fmt.Errorf("%s@%s: %w, so there is nothing to lift (berth verify %s@%s says why it is refused, if it is)", name, version, store.ErrNotRevoked, name, version)
+	}
+	if !opts.JSON {
+		fmt.Fprintf(a.stdout, "Catalog %s revoked %s@%s (%s) on %s: %s.\n", r.Catalog, r.Name, r.Version, r.Digest, r.RevokedAt.Format("2006-01-02"), review.Printable(fmt.Sprintf("%q", r.Reason)))
+	}
+	if err := a.confirm(fmt.Sprintf("Lift this revocation, so that %s@%s may be trusted and enabled again?", name, version), opts.Yes, "--yes"); err != nil {
+		return err
+	}
+	lifted, err := st.LiftRevocation(ctx, store.Lift{Name: name, Version: version, Digest: r.Digest, Catalog: r.Catalog, By: store.LiftedByOperator})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, revokeJSON{Revoked: []*store.Record{}, Lifted: lifted})
+	}
+	fmt.Fprintf(a.stdout, "Lifted catalog %s's revocation of %s@%s; %s records that you lifted it on %s.\n", lifted.Catalog, name, version, st.Paths().Revocation(name, version), lifted.Lifted.At.Format("2006-01-02"))
+	fmt.Fprintf(a.stdout, "It is not enabled anywhere: berth enable %s@%s enables it.\n", name, version)
+	return nil
+}
+
 // revokeJSON is what revoke --json prints.
 type revokeJSON struct {
 	Revoked []*store.Record `json:"revoked"`
+	// Lifted is the revocation berth revoke --lift lifted, as its file
+	// now records it.
+	Lifted *store.Revocation `json:"lifted,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -179,6 +180,10 @@ type upgradeEntry struct {
 	NewSigner   *trust.Signer `json:"newSigner,omitempty"`
 	Enabled     string        `json:"enabled,omitempty"`
 	LockUpdated bool          `json:"lockUpdated"`
+	// Warnings are worth a person's attention, as berth also prints them
+	// on stderr: a catalog that changed the review summary of the
+	// installed version since it published it.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // upgradeJSON is what upgrade --json prints.
@@ -195,12 +200,15 @@ const upgradeLong = `Upgrade installs the newest version that each plugin's cons
 the authority diff between the installed and the new version: servers
 added or removed, programs, arguments, fetched packages, environment
 sources, endpoints and network hosts, credentials, tool filters, native
-tools, and the tools the curator lists. A diff where authority grows
-always needs a confirmation (--yes confirms); so does a new signer. The
-new version goes through the same path as berth install (the catalog's
-digest, signers and review summary checked), is enabled in the workspace
-where the old one was, and the workspace's berth.lock is updated when
-there is one. A version signed by another signer than the installed one
+tools, and the tools the curator lists. The installed side is read from
+the staged copy you reviewed and trusted, never from what the catalog
+says of it now; a catalog whose summary of the installed version no
+longer matches that copy is reported (a published version never
+changes). A diff where authority grows always needs a confirmation (--yes
+confirms); so does a new signer. The new version goes through the same
+path as berth install (the catalog's digest, signers and review summary
+checked), is enabled in the workspace where the old one was, and the
+workspace's berth.lock is updated when there is one. A version signed by another signer than the installed one
 is refused (exit 4) unless --allow-signer-change.
 
 --preview shows the diffs and changes nothing, not even the catalog
@@ -345,9 +353,13 @@ func constraintWords(c string) string {
 func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *lock.Outdated, ro *marketplace.ResolveOptions, opts *upgradeOptions) (*upgradeEntry, error) {
 	look, yes, asJSON := opts.Preview || opts.FailOnChanges, opts.Yes, opts.JSON
 	e := &upgradeEntry{Name: o.Name, Catalog: o.Catalog, From: o.Current, To: o.Wanted}
-	from, err := installedSummary(ctx, st, o)
+	from, warning, err := installedSummary(ctx, st, o)
 	if err != nil {
 		return e, err
+	}
+	if warning != "" {
+		e.Warnings = append(e.Warnings, warning)
+		fmt.Fprintf(a.stderr, "berth: warning: %s\n", review.PrintableLines(warning))
 	}
 	e.Diff = marketplace.DiffAuthority(o.Current, from, o.Wanted, &o.WantedVersion().Summary)
 	e.Grows = e.Diff.Grows()
@@ -397,27 +409,36 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 	return e, nil
 }
 
-// installedSummary is the review summary of the installed version: the
-// catalog's, when it still lists that exact bundle (install checked it
-// equal to the bundle and it has the curator's tools), or else computed
-// from the staged snapshot.
-func installedSummary(ctx context.Context, st *store.Store, o *lock.Outdated) (*catalog.Summary, error) {
-	if v := o.CurrentVersion(); v != nil {
-		return &v.Summary, nil
-	}
+// installedSummary is the review summary of the installed version, built
+// from its staged snapshot: the bundle that was reviewed and trusted,
+// never what the catalog says of it now. The curator's tool list (which
+// no bundle carries) is the catalog's for that exact bundle. When the
+// catalog's summary of that bundle no longer matches the snapshot (which
+// install checked it equal to), the catalog changed a version it had
+// published: warning says so.
+func installedSummary(ctx context.Context, st *store.Store, o *lock.Outdated) (s *catalog.Summary, warning string, err error) {
 	d, err := store.ParseDigest(o.Record().Digest)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	b, err := bundle.Open(ctx, st.Paths().Snapshot(d), nil)
 	if err != nil {
 		var ie *bundle.InvalidError
 		if errors.As(err, &ie) {
-			return nil, fmt.Errorf("the staged copy of %s cannot be read to compare it (%v); run berth verify", o.Record().ID(), err)
+			return nil, "", fmt.Errorf("the staged copy of %s cannot be read to compare it (%v); run berth verify", o.Record().ID(), err)
 		}
-		return nil, err
+		return nil, "", err
 	}
 	defer b.Close()
-	s := catalog.SummaryOf(b)
-	return &s, nil
+	disclosure := review.New(b)
+	sum := catalog.NewSummary(disclosure)
+	if v := o.CurrentVersion(); v != nil {
+		sum.Tools, sum.ContextTokens = v.Summary.Tools, v.Summary.ContextTokens
+		var me *marketplace.SummaryMismatchError
+		if err := marketplace.CheckSummary(o.Name, v, disclosure); errors.As(err, &me) {
+			warning = fmt.Sprintf("catalog %s now lists %s@%s (%s), the version you installed from it, with another review summary than the one it published and you installed:\n  %s\nberth compares the upgrade with the installed copy, not with what the catalog says now; a published version never changes, so tell the curator",
+				o.Catalog, o.Name, o.Current, o.Record().Digest, strings.Join(me.Differences, "\n  "))
+		}
+	}
+	return &sum, warning, nil
 }
