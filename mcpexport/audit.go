@@ -69,7 +69,15 @@ const (
 	// ByBerth marks a call berth refused before asking anyone (too many
 	// calls waiting, ambiguous arguments).
 	ByBerth DecidedBy = "berth"
+	// ByOperator marks an operator's own action at the command line
+	// (berth revoke --lift).
+	ByOperator DecidedBy = "operator"
 )
+
+// KindRevocationLift is the AuditEntry.Kind of the operator's lift of a
+// catalog's revocation (berth revoke --lift): Tool is NAME@VERSION, Reason
+// the catalog and its reason.
+const KindRevocationLift pool.RequestKind = "revocation-lift"
 
 // Verdict is the decision about a call (AuditEntry.Decision).
 type Verdict string
@@ -94,6 +102,8 @@ const (
 	// ended or its connection went away while it waited for a human; it
 	// did not run and can no longer be approved.
 	OutcomeWithdrawn Outcome = "withdrawn"
+	// OutcomeLifted: a revocation was lifted (KindRevocationLift).
+	OutcomeLifted Outcome = "lifted"
 )
 
 // Audit appends entries to the audit log. Each entry is one write of one

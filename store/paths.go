@@ -24,7 +24,7 @@ import (
 //	roots/<signer>.trusted_root.json   trusted roots of identity signers
 //	logs/                          server stderr logs
 //	approvals/                     pending approvals
-//	audit.log                      approval decisions, JSON lines
+//	audit.log                      approval decisions and lifted revocations, JSON lines
 //	fetchers/                      runtime fetchers' config (npmrc, uv.toml, ...) and run/ directories
 //	catalogs/                      verified copies of added catalogs (package marketplace)
 type Paths struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 )
@@ -107,11 +108,36 @@ func runLiftRevocation(ctx context.Context, a *app, opts *revokeOptions, name, v
 	if err != nil {
 		return err
 	}
+	if err := auditLift(st, lifted); err != nil {
+		return err
+	}
 	if opts.JSON {
 		return writeJSON(a.stdout, revokeJSON{Revoked: []*store.Record{}, Lifted: lifted})
 	}
 	fmt.Fprintf(a.stdout, "Lifted catalog %s's revocation of %s@%s; %s records that you lifted it on %s.\n", lifted.Catalog, name, version, st.Paths().Revocation(name, version), lifted.Lifted.At.Format("2006-01-02"))
 	fmt.Fprintf(a.stdout, "It is not enabled anywhere: berth enable %s@%s enables it.\n", name, version)
+	return nil
+}
+
+// auditLift writes the operator's lift of a revocation to audit.log, beside
+// the tool-call decisions, so that whoever reads the log sees it.
+func auditLift(st *store.Store, r *store.Revocation) error {
+	log := mcpexport.NewAudit(st.Paths().Audit())
+	defer log.Close()
+	err := log.Append(mcpexport.AuditEntry{
+		Time:      r.Lifted.At,
+		Kind:      mcpexport.KindRevocationLift,
+		Tool:      r.Name + "@" + r.Version,
+		Plugin:    r.Name,
+		Policy:    "revoked by catalog " + r.Catalog,
+		DecidedBy: mcpexport.ByOperator,
+		Decision:  mcpexport.VerdictAllow,
+		Outcome:   mcpexport.OutcomeLifted,
+		Reason:    fmt.Sprintf("lifted catalog %s's revocation of %s (%s): %s", r.Catalog, r.Version, r.Digest, r.Reason),
+	})
+	if err != nil {
+		return fmt.Errorf("the revocation of %s@%s is lifted, but writing that to %s failed: %w", r.Name, r.Version, st.Paths().Audit(), err)
+	}
 	return nil
 }
 
