@@ -115,7 +115,7 @@ func programName(command string) string {
 	return name
 }
 
-var versionedName = regexp.MustCompile(`^(python|pypy|pip|pipx|go|gem|node|nodejs|ruby|bundle|bundler|perl|php)[0-9][0-9.]*$`)
+var versionedName = regexp.MustCompile(`^(python|pypy|pip|pipx|go|gem|node|nodejs|ruby|bundle|bundler|perl|php|lua|julia)[0-9][0-9.]*$`)
 
 // wrappers are shells and programs that run another program: a bundle
 // names the program it runs directly, so that the review shows it.
@@ -200,7 +200,54 @@ func readCommand(command string, args []string) (*Fetch, error) {
 	if !ok {
 		return nil, nil
 	}
-	return r.read(args)
+	f, run, err := r.read(args)
+	if err != nil {
+		return nil, err
+	}
+	return f, readFetchedInline(f, command, run)
+}
+
+// readFetchedInline applies inline-code to a fetched package that is an
+// interpreter (npx -y node@20.11.1 -e …, uvx python@3.12.1 -c …, docker
+// run -i img@sha256:… python3 -c …): run is the package (or the program
+// named with --package, --from or --spec) and its arguments.
+func readFetchedInline(f *Fetch, command string, run []string) error {
+	if len(run) == 0 {
+		return nil
+	}
+	prog, args := run[0], run[1:]
+	if f.Ecosystem == EcosystemOCI {
+		// what follows the image is the command the container runs
+		if len(args) == 0 {
+			return nil
+		}
+		prog, args = args[0], args[1:]
+	} else if prog == f.Package {
+		prog = packageName(f.Ecosystem, prog)
+	}
+	return readInline(programName(prog), command+" "+run[0], args)
+}
+
+// packageName is the name of a pinned package spec, as a program: the
+// npm name without its scope and version, the PyPI name without its
+// version and extras.
+func packageName(eco, spec string) string {
+	name := spec
+	switch eco {
+	case EcosystemNPM, EcosystemJSR:
+		name = strings.TrimPrefix(strings.TrimPrefix(name, "npm:"), "jsr:")
+		if at := strings.LastIndex(name, "@"); at > 0 {
+			name = name[:at]
+		}
+	case EcosystemPyPI:
+		name, _, _ = strings.Cut(name, "==")
+		name, _, _ = strings.Cut(name, "@")
+		name, _, _ = strings.Cut(name, "[")
+	}
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
 }
 
 // checkPython refuses python -m <package manager>. Short options may be
@@ -327,18 +374,20 @@ type program struct {
 	forms  string
 }
 
-func (p *program) read(args []string) (*Fetch, error) {
+// read returns the package and the argv the runner runs: the package (or
+// the program of a --package) and what follows it.
+func (p *program) read(args []string) (*Fetch, []string, error) {
 	if p.direct != nil {
 		return p.direct.parse(args)
 	}
 	tool := p.tool()
 	if len(args) == 0 {
-		return nil, cmdErr(RuleForm, "args", "%s is given no subcommand; berth accepts only %s", tool, p.forms)
+		return nil, nil, cmdErr(RuleForm, "args", "%s is given no subcommand; berth accepts only %s", tool, p.forms)
 	}
 	if r, ok := p.subs[args[0]]; ok {
 		if len(r.sub) == 2 {
 			if len(args) < 2 || args[1] != r.sub[1] {
-				return nil, cmdErr(RuleForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
+				return nil, nil, cmdErr(RuleForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
 			}
 			return r.parse(args[2:])
 		}
@@ -348,7 +397,7 @@ func (p *program) read(args []string) (*Fetch, error) {
 	if strings.HasPrefix(args[0], "-") {
 		what = fmt.Sprintf("the option %q before the subcommand", args[0])
 	}
-	return nil, cmdErr(RuleForm, "args", "%s with %s is not a form berth accepts (it may run or download code berth cannot review); berth accepts only %s, with the subcommand first", tool, what, p.forms)
+	return nil, nil, cmdErr(RuleForm, "args", "%s with %s is not a form berth accepts (it may run or download code berth cannot review); berth accepts only %s, with the subcommand first", tool, what, p.forms)
 }
 
 // tool is the program's name in messages.
@@ -366,7 +415,7 @@ func first(s []string, n int) []string {
 	return s[:n]
 }
 
-func (r *runner) parse(args []string) (*Fetch, error) {
+func (r *runner) parse(args []string) (*Fetch, []string, error) {
 	var pkg string
 	fromOpt := false
 	sawDashDash := false
@@ -375,7 +424,7 @@ func (r *runner) parse(args []string) (*Fetch, error) {
 		a := args[i]
 		if a == "--" {
 			if !r.dashDash {
-				return nil, cmdErr(RuleForm, "args", "%s does not take \"--\" before the package; berth accepts only %s", r.tool, r.forms)
+				return nil, nil, cmdErr(RuleForm, "args", "%s does not take \"--\" before the package; berth accepts only %s", r.tool, r.forms)
 			}
 			sawDashDash = true
 			i++
@@ -387,43 +436,43 @@ func (r *runner) parse(args []string) (*Fetch, error) {
 		name, val, hasVal := strings.Cut(a, "=")
 		switch {
 		case r.refused[name] != "":
-			return nil, cmdErr(RuleOption, "args", "%s %s is refused: %s; berth accepts only %s", r.tool, name, r.refused[name], r.forms)
+			return nil, nil, cmdErr(RuleOption, "args", "%s %s is refused: %s; berth accepts only %s", r.tool, name, r.refused[name], r.forms)
 		case r.flagMatch != nil && r.flagMatch.MatchString(a):
 		case r.flags[name]:
 			if hasVal {
-				return nil, cmdErr(RuleOption, "args", "%s %s takes no value; write it as %s", r.tool, name, name)
+				return nil, nil, cmdErr(RuleOption, "args", "%s %s takes no value; write it as %s", r.tool, name, name)
 			}
 		case r.pkgOpts[name]:
 			if !hasVal {
 				if i+1 >= len(args) {
-					return nil, cmdErr(RulePackages, "args", "%s %s needs a package; berth accepts only %s", r.tool, name, r.forms)
+					return nil, nil, cmdErr(RulePackages, "args", "%s %s needs a package; berth accepts only %s", r.tool, name, r.forms)
 				}
 				i++
 				val = args[i]
 			}
 			if pkg != "" {
-				return nil, cmdErr(RulePackages, "args", "%s names more than one package (%q and %q); berth accepts exactly one: %s", r.tool, pkg, val, r.forms)
+				return nil, nil, cmdErr(RulePackages, "args", "%s names more than one package (%q and %q); berth accepts exactly one: %s", r.tool, pkg, val, r.forms)
 			}
 			pkg, fromOpt = val, true
 		case r.valueOpts != nil && hasKey(r.valueOpts, name):
 			if !hasVal {
 				if i+1 >= len(args) {
-					return nil, cmdErr(RuleOption, "args", "%s %s needs a value", r.tool, name)
+					return nil, nil, cmdErr(RuleOption, "args", "%s %s needs a value", r.tool, name)
 				}
 				i++
 				val = args[i]
 			}
 			if check := r.valueOpts[name]; check != nil {
 				if err := check(val); err != nil {
-					return nil, cmdErr(RuleOption, "args", "%s %s %q: %v", r.tool, name, val, err)
+					return nil, nil, cmdErr(RuleOption, "args", "%s %s %q: %v", r.tool, name, val, err)
 				}
 			}
 		default:
-			return nil, cmdErr(RuleOption, "args", "%s %q is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
+			return nil, nil, cmdErr(RuleOption, "args", "%s %q is not an option berth accepts (an option may change where the code comes from or how it runs, or take the package's place); berth accepts only %s", r.tool, name, r.forms)
 		}
 	}
 	if r.needDashDash && !sawDashDash {
-		return nil, cmdErr(RuleForm, "args", "%s reads options after the package too, so the package must follow \"--\"; berth accepts only %s", r.tool, r.forms)
+		return nil, nil, cmdErr(RuleForm, "args", "%s reads options after the package too, so the package must follow \"--\"; berth accepts only %s", r.tool, r.forms)
 	}
 	positional := ""
 	if i < len(args) {
@@ -431,14 +480,14 @@ func (r *runner) parse(args []string) (*Fetch, error) {
 	}
 	if fromOpt {
 		if positional == "" {
-			return nil, cmdErr(RulePackages, "args", "%s names the package %q but no program of it to run; berth accepts only %s", r.tool, pkg, r.forms)
+			return nil, nil, cmdErr(RulePackages, "args", "%s names the package %q but no program of it to run; berth accepts only %s", r.tool, pkg, r.forms)
 		}
 		if !binName.MatchString(positional) {
-			return nil, cmdErr(RulePackages, "args", "%s runs %q from the package %q, which is not the plain name of a program (letters, digits, '.', '_', '-'); a second package or a command line cannot be reviewed; berth accepts only %s", r.tool, positional, pkg, r.forms)
+			return nil, nil, cmdErr(RulePackages, "args", "%s runs %q from the package %q, which is not the plain name of a program (letters, digits, '.', '_', '-'); a second package or a command line cannot be reviewed; berth accepts only %s", r.tool, positional, pkg, r.forms)
 		}
 	} else {
 		if positional == "" {
-			return nil, cmdErr(RulePackages, "args", "%s is given no package to run; berth accepts only %s", r.tool, r.forms)
+			return nil, nil, cmdErr(RulePackages, "args", "%s is given no package to run; berth accepts only %s", r.tool, r.forms)
 		}
 		pkg = positional
 	}
@@ -447,7 +496,7 @@ func (r *runner) parse(args []string) (*Fetch, error) {
 		if r.eco == EcosystemOCI {
 			rule = RuleImageDigest
 		}
-		return nil, cmdErr(rule, "args", "%s runs %q, %v; pin it like %s", r.tool, pkg, err, r.example(pkg))
+		return nil, nil, cmdErr(rule, "args", "%s runs %q, %v; pin it like %s", r.tool, pkg, err, r.example(pkg))
 	}
 	f := &Fetch{Tool: r.tool, Package: pkg, Ecosystem: r.eco, Registry: defaultRegistry[r.eco]}
 	switch r.eco {
@@ -460,10 +509,10 @@ func (r *runner) parse(args []string) (*Fetch, error) {
 	}
 	if r.tool == "docker run" || r.tool == "podman run" || r.tool == "nerdctl run" {
 		if err := checkContainerArgs(r.tool, args[:i]); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return f, nil
+	return f, args[i:], nil
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

@@ -15,10 +15,13 @@ const inlineFix = "ship the code as a file in the bundle and name that file (\"a
 
 // inlineReaders read the arguments of the interpreters that can take
 // their program as an argument, by program name (programName). Each
-// returns the option that gives the code, or "" when there is none. Only
+// returns the argument that gives the code, or "" when there is none. Only
 // the interpreter's own options count: the first argument that is not one
 // is the script (or the command of a shell), and what follows it belongs
-// to the script.
+// to the script. The readers fail closed: an option a reader does not know
+// may take the next argument as its value, so that argument is never taken
+// for the script, and every argument up to the first one that is surely
+// the script is read (node --report-dir /tmp -e …).
 var inlineReaders = map[string]func(args []string) string{
 	"node": nodeInline, "nodejs": nodeInline,
 	"bun":    bunInline,
@@ -33,6 +36,15 @@ var inlineReaders = map[string]func(args []string) string{
 	"fish": shellInline, "nu": shellInline, "elvish": shellInline, "xonsh": shellInline,
 	"cmd":  cmdInline,
 	"pwsh": pwshInline, "powershell": powershellInline, "powershell_ise": powershellInline,
+	"tsx": tsxInline, "ts-node": tsNodeInline, "ts-node-esm": tsNodeInline,
+	"lua": luaSpec.read, "luajit": luaSpec.read,
+	"rscript": rscriptSpec.read, "r": rSpec.read,
+	"julia":  juliaSpec.read,
+	"elixir": elixirSpec.read, "iex": elixirSpec.read,
+	"erl": erlInline,
+	"bb":  bbSpec.read,
+	"awk": awkSpec.read, "gawk": awkSpec.read, "mawk": awkSpec.read, "nawk": awkSpec.read, "goawk": awkSpec.read, "original-awk": awkSpec.read,
+	"groovy": groovySpec.read,
 }
 
 // readInline refuses an interpreter given inline code; nil otherwise.
@@ -82,35 +94,100 @@ func longInline(a string, names ...string) bool {
 
 // nodeInline: -e, --eval, -p, --print, alone or in a cluster (-pe), and
 // a module loaded from a data: URL (--import=data:text/javascript,...).
-func nodeInline(args []string) string {
+func nodeInline(args []string) string { return nodeArgs(args, nodeValueOpts, nodeShortFlags) }
+
+// nodeShortFlags are node's short options without a value (-e and -p
+// aside).
+var nodeShortFlags = setOf("-c", "-i", "-v", "-h")
+
+// nodeFlags are node's long options known to take no value; a long
+// option neither here nor in nodeValueOpts (nor --no-…) may take the next
+// argument as its value.
+var nodeFlags = setOf("--enable-source-maps", "--trace-warnings", "--trace-deprecation", "--throw-deprecation", "--pending-deprecation",
+	"--preserve-symlinks", "--preserve-symlinks-main", "--abort-on-uncaught-exception", "--expose-gc", "--inspect", "--inspect-brk", "--inspect-wait",
+	"--watch", "--watch-preserve-output", "--experimental-vm-modules", "--experimental-strip-types", "--experimental-transform-types",
+	"--experimental-require-module", "--experimental-detect-module", "--experimental-wasm-modules", "--experimental-json-modules",
+	"--experimental-websocket", "--experimental-sqlite", "--experimental-eventsource", "--experimental-permission", "--permission",
+	"--allow-child-process", "--allow-worker", "--allow-wasi", "--allow-addons", "--frozen-intrinsics", "--zero-fill-buffers",
+	"--insecure-http-parser", "--force-fips", "--enable-fips", "--use-openssl-ca", "--use-bundled-ca", "--use-system-ca", "--trace-uncaught",
+	"--trace-exit", "--trace-sigint", "--trace-sync-io", "--trace-tls", "--report-on-fatalerror", "--report-uncaught-exception",
+	"--report-on-signal", "--report-compact", "--cpu-prof", "--heap-prof", "--interactive", "--check", "--jitless", "--expose-internals")
+
+// nodeArgs reads node's arguments, or those of a program that takes
+// node's (tsx, ts-node), with the options that take a value and the short
+// options that take none.
+func nodeArgs(args []string, valueOpts, shortFlags set) string {
+	pending := false // the argument may be the value of an unknown option
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !isOpt(a) {
+			if pending {
+				pending = false
+				continue
+			}
 			return ""
 		}
 		if longInline(a, "--eval", "--print") {
 			return a
 		}
 		name, val, hasVal := strings.Cut(a, "=")
-		if nodeValueOpts[name] {
+		if valueOpts[name] {
 			if !hasVal && i+1 < len(args) {
-				i++
-				val = args[i]
+				val = args[i+1]
 			}
 			if nodeLoads[name] && strings.HasPrefix(strings.ToLower(strings.TrimSpace(val)), "data:") {
 				return a
 			}
+			switch {
+			case hasVal:
+				pending = false
+			case !pending:
+				i++ // the value
+			default:
+				// this option may be the unknown option's value, and the
+				// next argument then the script: it stays unsure
+			}
 			continue
 		}
-		if !strings.HasPrefix(a, "--") && strings.ContainsAny(a[1:], "ep") {
-			return a
+		if !strings.HasPrefix(a, "--") {
+			if strings.ContainsAny(a[1:], "ep") {
+				return a
+			}
+			pending = !shortFlags[a]
+			continue
 		}
+		pending = !hasVal && !nodeFlags[name] && !strings.HasPrefix(name, "--no-")
 	}
 	return ""
 }
 
 // nodeLoads are the node options whose value is a module node loads.
 var nodeLoads = setOf("-r", "--require", "--import", "--loader", "--experimental-loader")
+
+// tsxInline: tsx takes node's options, and its own --tsconfig.
+func tsxInline(args []string) string { return nodeArgs(args, tsxValueOpts, nodeShortFlags) }
+
+var tsxValueOpts = func() set {
+	s := setOf("--tsconfig")
+	for k := range nodeValueOpts {
+		s[k] = true
+	}
+	return s
+}()
+
+// tsNodeInline: ts-node -e, --eval, -p, --print, as node's.
+func tsNodeInline(args []string) string {
+	return nodeArgs(args, tsNodeValueOpts, setOf("-T", "-H", "-S", "-v", "-h", "-i"))
+}
+
+var tsNodeValueOpts = func() set {
+	s := setOf("-r", "--require", "-C", "--compiler", "-P", "--project", "-O", "--compiler-options", "-I", "--ignore",
+		"-D", "--ignore-diagnostics", "--cwd", "--dir", "--scope-dir", "--transpiler", "--compiler-host")
+	for k := range nodeValueOpts {
+		s[k] = true
+	}
+	return s
+}()
 
 // bunInline: bun -e, --eval, -p, --print. Every other use of bun but
 // bun x is refused by runtime-fetch-form.
@@ -142,7 +219,17 @@ func denoInline(args []string) string {
 	return ""
 }
 
-// pythonInline: -c, alone or at the end of a cluster (-Ic, -cCODE).
+// pythonCodeModules are the standard modules (and IPython) that run code
+// given in their arguments or read from standard input (the MCP stream),
+// or run a script or module named in their arguments: timeit -s CODE, pdb
+// -c '!CODE', cProfile, profile and trace (-c CODE, any script), code and
+// asyncio (consoles on stdin), idlelib -c CODE, runpy (any module), pickle
+// (unpickling a file runs code), doctest (runs the examples of any file),
+// IPython -c CODE. Compared in lower case, by the top-level package.
+var pythonCodeModules = setOf("timeit", "pdb", "cprofile", "profile", "trace", "code", "asyncio", "idlelib", "runpy", "pickle", "ipython", "doctest")
+
+// pythonInline: -c, alone or at the end of a cluster (-Ic, -cCODE), and
+// -m with a module that runs code from its arguments (pythonCodeModules).
 func pythonInline(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -165,15 +252,27 @@ func pythonInline(args []string) string {
 				}
 				j = len(a)
 			case 'm':
-				return "" // a module: what follows is its arguments
+				// a module: what follows is its arguments
+				mod, arg := a[j+1:], a
+				if mod == "" && i+1 < len(args) {
+					mod, arg = args[i+1], args[i+1]
+				}
+				top, _, _ := strings.Cut(mod, ".")
+				if pythonCodeModules[strings.ToLower(strings.TrimSpace(top))] {
+					return arg
+				}
+				return ""
 			}
 		}
 	}
 	return ""
 }
 
-// perlInline: -e and -E, alone or in a cluster (-lne, -wE). Options that
-// take the rest of their argument as a value end the cluster.
+// perlInline: -e and -E, alone or in a cluster (-lne, -wE); -M, -m and
+// -d:Module whose value is more than a module name and an =list (perl
+// puts it into a use statement: -M'POSIX;system(…)'); -F with a /pattern/
+// (perl puts it into split(…)). Options that take the rest of their
+// argument as a value end the cluster.
 func perlInline(args []string) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -197,8 +296,28 @@ func perlInline(args []string) string {
 				for j+1 < len(a) && a[j+1] >= '0' && a[j+1] <= '7' {
 					j++
 				}
-			case strings.IndexByte("CdDFiImMxV", c) >= 0:
-				if j == len(a)-1 && (c == 'I' || c == 'M' || c == 'm') {
+			case c == 'M' || c == 'm':
+				// The value is attached (perl refuses -M alone).
+				if !perlUseOK(strings.TrimPrefix(a[j+1:], "-"), false) {
+					return a
+				}
+				break cluster
+			case c == 'd':
+				v := a[j+1:]
+				if strings.HasPrefix(v, "t") {
+					v = v[1:]
+				}
+				if (strings.HasPrefix(v, ":") || strings.HasPrefix(v, "=")) && !perlUseOK(strings.TrimPrefix(v[1:], "-"), true) {
+					return a
+				}
+				break cluster
+			case c == 'F':
+				if v := a[j+1:]; v != "" && strings.IndexByte(`/'"`, v[0]) >= 0 && strings.IndexByte(v[1:], v[0]) >= 0 {
+					return a
+				}
+				break cluster
+			case strings.IndexByte("CDiIxV", c) >= 0:
+				if j == len(a)-1 && c == 'I' {
 					i++ // -I dir
 				}
 				break cluster
@@ -208,16 +327,53 @@ func perlInline(args []string) string {
 	return ""
 }
 
+// perlUseOK reports whether v, the value of -M, -m or -d:, is a module
+// name (word characters and ::) alone or followed by =list, which perl
+// quotes (for -d: inside q{…}, so without braces). Anything else perl
+// puts into a use statement as it is, where it runs as code.
+func perlUseOK(v string, braces bool) bool {
+	n := 0
+	for n < len(v) && (isLetter(v[n]) || v[n] >= '0' && v[n] <= '9' || v[n] == '_' || v[n] == ':') {
+		n++
+	}
+	if n == len(v) {
+		return true
+	}
+	return v[n] == '=' && !(braces && strings.ContainsAny(v[n:], "{}"))
+}
+
+// rubyValueLong are ruby's long options that may take the next argument
+// as their value.
+var rubyValueLong = setOf("--encoding", "--external-encoding", "--internal-encoding", "--disable", "--enable", "--dump", "--backtrace-limit", "--parser", "--crash-report")
+
+// rubyFlagLong are ruby's long options without a value.
+var rubyFlagLong = setOf("--verbose", "--version", "--copyright", "--help", "--yydebug", "--jit", "--yjit", "--rjit")
+
 // rubyInline: -e, alone or in a cluster (-ne). (-E is the encoding.)
 func rubyInline(args []string) string {
+	pending := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !isOpt(a) {
+			if pending {
+				pending = false
+				continue
+			}
 			return ""
 		}
 		if strings.HasPrefix(a, "--") {
+			name, _, hasVal := strings.Cut(a, "=")
+			switch {
+			case hasVal || rubyFlagLong[name] || strings.HasPrefix(name, "--disable-") || strings.HasPrefix(name, "--enable-"):
+				pending = false
+			case rubyValueLong[name] && !pending:
+				i++
+			default:
+				pending = true
+			}
 			continue
 		}
+		skip := false
 	cluster:
 		for j := 1; j < len(a); j++ {
 			switch c := a[j]; {
@@ -228,38 +384,244 @@ func rubyInline(args []string) string {
 					j++
 				}
 			case strings.IndexByte("CEFIrxiKTW", c) >= 0:
-				if j == len(a)-1 && strings.IndexByte("CEIr", c) >= 0 {
-					i++ // -I dir, -r lib
-				}
+				skip = j == len(a)-1 && strings.IndexByte("CEIr", c) >= 0 // -I dir, -r lib
 				break cluster
 			}
+		}
+		switch {
+		case skip && !pending:
+			i++
+		case skip:
+			pending = true
+		default:
+			pending = false
 		}
 	}
 	return ""
 }
 
 // phpInline: -r (--run) and the per-line code options -B, -R, -E
-// (--process-begin, --process-code, --process-end).
+// (--process-begin, --process-code, --process-end), and -d (--define)
+// with a setting that runs another file or a URL as code
+// (auto_prepend_file, auto_append_file, allow_url_include).
 func phpInline(args []string) string {
+	pending := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !isOpt(a) {
+			if pending {
+				pending = false
+				continue
+			}
 			return ""
 		}
 		if longInline(a, "--run", "--process-begin", "--process-code", "--process-end") {
 			return a
 		}
 		if strings.HasPrefix(a, "--") {
+			name, val, hasVal := strings.Cut(a, "=")
+			switch {
+			case name == "--define":
+				arg := a
+				if !hasVal && i+1 < len(args) {
+					val, arg = args[i+1], args[i+1]
+				}
+				if phpCodeSetting(val) {
+					return arg
+				}
+				if !hasVal && !pending {
+					i++
+				} else {
+					pending = !hasVal
+				}
+			case name == "--file":
+				if !pending {
+					return "" // the script
+				}
+			case hasVal || phpFlagLong[name]:
+				pending = false
+			case phpValueLong[name] && !pending:
+				i++
+			default:
+				pending = true
+			}
 			continue
 		}
 		switch a[1] {
 		case 'r', 'B', 'R', 'E':
 			return a
+		case 'd':
+			val, arg := a[2:], a
+			if val == "" && i+1 < len(args) {
+				val, arg = args[i+1], args[i+1]
+			}
+			if phpCodeSetting(val) {
+				return arg
+			}
 		case 'f':
-			return "" // the script
-		case 'c', 'd', 'z', 'F', 't', 'S':
-			if len(a) == 2 {
+			if !pending {
+				return "" // the script
+			}
+		}
+		switch {
+		case len(a) == 2 && strings.IndexByte("cdzFtSb", a[1]) >= 0 && !pending:
+			i++
+		case len(a) == 2 && strings.IndexByte("cdzFtSb", a[1]) >= 0:
+			pending = true
+		default:
+			pending = false
+		}
+	}
+	return ""
+}
+
+// phpValueLong are php's long options with a value, and phpFlagLong
+// those without.
+var (
+	phpValueLong = setOf("--php-ini", "--zend-extension", "--process-file", "--server", "--docroot", "--bindpath", "--rf", "--rfunction", "--rc", "--rclass", "--re", "--rextension", "--rz", "--rzendextension", "--ri", "--rextinfo")
+	phpFlagLong  = setOf("--no-php-ini", "--interactive", "--profile-info", "--hide-args", "--help", "--info", "--syntax-check", "--modules", "--strip", "--version", "--no-header", "--ini", "--syntax-highlight")
+)
+
+// phpCodeSettings are the php.ini settings that make php run another
+// file, or code from a URL, with the script.
+var phpCodeSettings = setOf("auto_prepend_file", "auto_append_file", "allow_url_include")
+
+func phpCodeSetting(v string) bool {
+	name, _, _ := strings.Cut(v, "=")
+	return phpCodeSettings[strings.ToLower(strings.TrimSpace(name))]
+}
+
+// optSpec describes the options of an interpreter read by optSpec.read.
+type optSpec struct {
+	// code are options whose value is code: a long one also as
+	// --opt=CODE, a short one (two bytes) also with the code attached.
+	code set
+	// values are options that take the next argument as a value.
+	values set
+	// flags are options known to take no value. Any other option may take
+	// the next argument as its value.
+	flags set
+	// file are options whose value is the program's file (awk -f), after
+	// which the operands are no program.
+	file set
+	// operandCode: without a file option, the first operand is the
+	// program (awk 'BEGIN{…}').
+	operandCode bool
+	// exprOperand reports an operand that is an expression, not a file
+	// (bb '(…)').
+	exprOperand func(string) bool
+	// codeValue reports a short option whose value, attached or the next
+	// argument, is code (awk -W source=CODE).
+	codeValue func(opt, val string) bool
+}
+
+func (s optSpec) read(args []string) string {
+	pending, haveFile := false, false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" && !pending {
+			if i+1 < len(args) && (s.operandCode && !haveFile || s.exprOperand != nil && s.exprOperand(args[i+1])) {
+				return args[i+1]
+			}
+			return ""
+		}
+		if !isOpt(a) {
+			if pending {
+				pending = false
+				continue
+			}
+			if s.operandCode && !haveFile || s.exprOperand != nil && s.exprOperand(a) {
+				return a
+			}
+			return ""
+		}
+		name, _, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "--") {
+			name, hasVal = a, false
+		}
+		if s.code[name] {
+			return a
+		}
+		if len(a) > 2 && a[1] != '-' && s.code[a[:2]] {
+			return a // -eCODE
+		}
+		if s.codeValue != nil {
+			val, arg := a[min(len(a), 2):], a
+			if val == "" && i+1 < len(args) {
+				val, arg = args[i+1], args[i+1]
+			}
+			if s.codeValue(a[:min(len(a), 2)], val) {
+				return arg
+			}
+		}
+		attached := len(a) > 2 && a[1] != '-' // -F: or -fprog.awk, when -F and -f take a value
+		switch {
+		case s.file[name] && pending:
+			// may be the unknown option's value: no file for sure
+		case s.file[name]:
+			haveFile = true
+			if !hasVal {
 				i++
+			}
+		case attached && s.file[a[:2]]:
+			haveFile = haveFile || !pending
+			pending = false
+		case attached && s.values[a[:2]]:
+			pending = false
+		case hasVal || s.flags[name]:
+			pending = false
+		case s.values[name] && !pending:
+			i++
+		default:
+			pending = true
+		}
+	}
+	return ""
+}
+
+var (
+	luaSpec     = optSpec{code: setOf("-e"), values: setOf("-l", "-j", "-b"), flags: setOf("-i", "-v", "-E", "-W", "-O")}
+	rscriptSpec = optSpec{code: setOf("-e", "--expr"), flags: setOf("--verbose", "--vanilla", "--no-environ", "--no-site-file", "--no-init-file", "--no-restore", "--no-save", "--no-echo", "--slave", "--quiet", "-q", "--silent", "--save", "--restore")}
+	rSpec       = optSpec{code: setOf("-e", "--expr"), file: setOf("-f", "--file"), values: setOf("-g", "--gui", "-d", "--debugger"), flags: rscriptSpec.flags}
+	juliaSpec   = optSpec{code: setOf("-e", "--eval", "-E", "--print"), values: setOf("-L", "--load", "-J", "--sysimage", "-C", "--cpu-target", "-t", "--threads", "-p", "--procs", "--machine-file", "-H", "--home"),
+		flags: setOf("-i", "-q", "--quiet", "-v", "--version", "-h", "--help", "--interactive")}
+	elixirSpec = optSpec{code: setOf("-e", "--eval", "--rpc-eval", "--erl"), values: setOf("-r", "-pr", "-pa", "-pz", "--app", "--cookie", "--sname", "--name", "--boot", "--vm-args", "--pipe-to", "--logger-otp-reports", "--logger-sasl-reports", "--dot-iex", "--remsh"),
+		flags: setOf("-v", "--version", "-h", "--help", "--no-halt", "--hidden", "--werl", "--detached")}
+	bbSpec = optSpec{code: setOf("-e", "--eval"), values: setOf("-cp", "--classpath", "--config", "--deps-root", "--init", "--debug-port"), file: setOf("-f", "--file"),
+		flags: setOf("--debug", "--prn", "--verbose", "-i", "-I", "--stream", "-o", "-O", "--version", "--help", "-h"), exprOperand: bbExpr}
+	awkSpec = optSpec{code: setOf("-e", "--source"), values: setOf("-F", "--field-separator", "-v", "--assign", "-l", "--load", "-i", "--include", "-W"), file: setOf("-f", "--file", "-E", "--exec"),
+		flags:       setOf("-b", "--characters-as-bytes", "-c", "--traditional", "-C", "--copyright", "-g", "--gen-pot", "-h", "--help", "-M", "--bignum", "-N", "--use-lc-numeric", "-n", "--non-decimal-data", "-O", "--optimize", "-P", "--posix", "-r", "--re-interval", "-s", "--no-optimize", "-S", "--sandbox", "-t", "--lint-old", "-V", "--version"),
+		operandCode: true, codeValue: awkW}
+	groovySpec = optSpec{code: setOf("-e"), values: setOf("-cp", "--classpath", "-classpath", "--encoding", "-c", "-b", "--basescript", "--configscript"), flags: setOf("-d", "--debug", "-v", "--version", "-h", "--help", "--compile-static", "--type-checked")}
+)
+
+// awkW reports gawk's -W source=CODE, by any prefix gawk accepts.
+func awkW(opt, val string) bool {
+	name, _, _ := strings.Cut(strings.TrimSpace(val), "=")
+	return opt == "-W" && len(name) >= 2 && strings.HasPrefix("source", name)
+}
+
+// bbExpr reports a babashka operand that is an expression, which bb
+// evaluates rather than runs as a file.
+func bbExpr(a string) bool {
+	a = strings.TrimSpace(a)
+	return a != "" && strings.IndexByte("([{#'`@~^\"", a[0]) >= 0
+}
+
+// erlInline: erl -eval anywhere among its flags (erl reads flags up to
+// -extra; the arguments between them are the flags' values, never a
+// script), and -s, -run and -S calling a function of os or erl_eval,
+// which run commands and code.
+func erlInline(args []string) string {
+	for i, a := range args {
+		switch a {
+		case "-extra":
+			return ""
+		case "-eval":
+			return a
+		case "-s", "-run", "-S":
+			if i+1 < len(args) && (args[i+1] == "os" || args[i+1] == "erl_eval") {
+				return a
 			}
 		}
 	}
