@@ -37,6 +37,15 @@ func TestInlineCodeValidation(t *testing.T) {
 		{"dash", []string{"-c", "x"}, RuleInlineCode, "args"},
 		{"pwsh", []string{"-Command", "x"}, RuleInlineCode, "args"},
 		{"powershell.exe", []string{"-c", "x"}, RuleInlineCode, "args"},
+		{"node", []string{"--report-dir", "/tmp", "-e", "1"}, RuleInlineCode, "args"},
+		{"node", []string{"--some-future-option", "x", "-e", "1"}, RuleInlineCode, "args"},
+		{"perl", []string{"-MPOSIX;system('id')"}, RuleInlineCode, "args"},
+		{"python3", []string{"-m", "timeit", "-s", "1", "pass"}, RuleInlineCode, "args"},
+		{"php", []string{"-d", "auto_prepend_file=/tmp/x.php"}, RuleInlineCode, "args"},
+		{"npx", []string{"-y", "node@20.11.1", "-e", "1"}, RuleInlineCode, "args"},
+		{"uvx", []string{"python@3.12.1", "-c", "1"}, RuleInlineCode, "args"},
+		{"lua", []string{"-e", "1"}, RuleInlineCode, "args"},
+		{"awk", []string{"BEGIN{system(\"id\")}"}, RuleInlineCode, "args"},
 		{"git", []string{"clone", "https://github.com/acme/x"}, RuleRuntimeFetchForm, "command"},
 		{"env", []string{"node", "-e", "1"}, RuleCommandWrapper, "command"},
 		// Lookalikes: options after the script belong to the script.
@@ -46,6 +55,10 @@ func TestInlineCodeValidation(t *testing.T) {
 		{"perl", []string{"${bundle}/server.pl", "-e"}, "", ""},
 		{"ruby", []string{"-E", "UTF-8", "${bundle}/server.rb"}, "", ""},
 		{"php", []string{"${bundle}/server.php", "-r"}, "", ""},
+		{"python3", []string{"-m", "mypkg.server"}, "", ""},
+		{"python3", []string{"${bundle}/server.py", "-c", "cfg"}, "", ""},
+		{"node", []string{"--no-warnings", "${bundle}/server.js", "-e", "x"}, "", ""},
+		{"npx", []string{"-y", "node@20.11.1", "${bundle}/server.js", "-e", "x"}, "", ""},
 	} {
 		_, err := openManifest(t, map[string]any{
 			"manifestVersion": 1, "name": "x", "version": "1.0.0", "description": "d",

@@ -290,14 +290,30 @@ func checkPython(command string, args []string) error {
 }
 
 // nodeValueOpts are node options that take the next argument as a value.
-var nodeValueOpts = setOf("-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--env-file", "--input-type", "--title", "--inspect-port", "--redirect-warnings", "--icu-data-dir", "--openssl-config", "--tls-cipher-list", "--secure-heap", "--secure-heap-min", "--disable-warning")
+// The lists need not be complete: an option in neither this list nor
+// nodeFlags is read as one that may take a value (fail closed).
+var nodeValueOpts = setOf("-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions", "--env-file", "--input-type", "--title", "--inspect-port", "--redirect-warnings", "--icu-data-dir", "--openssl-config", "--tls-cipher-list", "--secure-heap", "--secure-heap-min", "--disable-warning",
+	"--report-dir", "--report-directory", "--report-filename", "--report-signal", "--diagnostic-dir", "--max-http-header-size",
+	"--unhandled-rejections", "--disable-proto", "--dns-result-order", "--heapsnapshot-signal", "--heapsnapshot-near-heap-limit",
+	"--cpu-prof-dir", "--cpu-prof-name", "--cpu-prof-interval", "--heap-prof-dir", "--heap-prof-name", "--heap-prof-interval",
+	"--watch-path", "--experimental-default-type", "--snapshot-blob", "--localstorage-file", "--env-file-if-exists",
+	"--trace-event-categories", "--trace-event-file-pattern", "--tls-keylog", "--allow-fs-read", "--allow-fs-write",
+	"--experimental-config-file", "--experimental-sea-config", "--experimental-policy", "--policy-integrity")
 
 // checkNode refuses node pointed at a package manager's entry script
-// (node /usr/lib/node_modules/npm/bin/npx-cli.js ...).
+// (node /usr/lib/node_modules/npm/bin/npx-cli.js ...). An argument that
+// may be the value of an option berth does not know, or the script, is
+// checked as a script too (node --report-dir /tmp …/npx-cli.js).
 func checkNode(command string, args []string) error {
+	pending := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case pending && (a == "--" || !strings.HasPrefix(a, "-")):
+			if err := checkNodeScript(command, a); err != nil {
+				return err
+			}
+			pending = false
 		case a == "--":
 			if i+1 < len(args) {
 				return checkNodeScript(command, args[i+1])
@@ -306,8 +322,14 @@ func checkNode(command string, args []string) error {
 		case a == "-e" || a == "--eval" || a == "-p" || a == "--print" || a == "-":
 			return nil
 		case strings.HasPrefix(a, "-"):
-			if nodeValueOpts[a] {
+			name, _, hasVal := strings.Cut(a, "=")
+			switch {
+			case nodeValueOpts[a] && !pending:
 				i++
+			case hasVal, nodeFlags[name], strings.HasPrefix(name, "--no-"), nodeShortFlags[a]:
+				pending = false
+			default:
+				pending = true
 			}
 		default:
 			return checkNodeScript(command, a)

@@ -143,6 +143,8 @@ func TestRead(t *testing.T) {
 		{"gem exec evil", "!runtime-fetch-form berth accepts no form of \"gem\""},
 		{"corepack pnpm@9.0.0 dlx x@1.0.0", "!runtime-fetch-form berth accepts no form of \"corepack\""},
 		{"node /usr/lib/node_modules/npm/bin/npx-cli.js -y x@latest", "!runtime-fetch-form package manager's own entry script"},
+		{"node --report-dir /tmp /usr/lib/node_modules/npm/bin/npx-cli.js -y x@latest", "!runtime-fetch-form package manager's own entry script"},
+		{"node --future-option /usr/lib/node_modules/npm/bin/npm-cli.js exec x@latest", "!runtime-fetch-form package manager's own entry script"},
 		{"node --require ${bundle}/x.js ${workspace}/node_modules/pnpm/bin/pnpm.cjs dlx x", "!runtime-fetch-form package manager's own entry script"},
 
 		// containers.
