@@ -303,10 +303,7 @@ func perlInline(args []string) string {
 				}
 				break cluster
 			case c == 'd':
-				v := a[j+1:]
-				if strings.HasPrefix(v, "t") {
-					v = v[1:]
-				}
+				v := strings.TrimPrefix(a[j+1:], "t") // -dt: threads
 				if (strings.HasPrefix(v, ":") || strings.HasPrefix(v, "=")) && !perlUseOK(strings.TrimPrefix(v[1:], "-"), true) {
 					return a
 				}
