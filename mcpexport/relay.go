@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -95,8 +94,13 @@ func (r *callRelay) Elicit(ctx context.Context, from pool.Origin, m store.Policy
 		r.audit(from, pool.RequestElicitation, m, OutcomeRefused, err.Error())
 		return nil, err
 	}
+	schema, err := relayedSchema(from, "elicitation/create", p.RequestedSchema)
+	if err != nil {
+		r.audit(from, pool.RequestElicitation, m, OutcomeRefused, err.Error())
+		return nil, err
+	}
 	q := *p
-	q.Message = msg
+	q.Message, q.RequestedSchema = msg, schema
 	q.Meta = metaWithOrigin(q.Meta, from)
 	res, err := r.ss.Elicit(ctx, &q)
 	r.auditResult(from, pool.RequestElicitation, m, err)
@@ -135,56 +139,18 @@ const MaxElicitLines = 20
 // (originText), then the plugin's text with every control and format
 // character escaped as a log line's is (review.PrintableLines: a carriage
 // return, ESC, U+202E become \r, \x1b, \u202e), blank lines dropped so
-// that a run of newlines is one, trailing spaces cut and at most
-// MaxElicitLines lines; single newlines and tabs stay, so a multi-line
+// that a run of newlines is one, trailing spaces cut, at most
+// MaxElicitLines lines and each cut at MaxElicitLineRunes
+// (printableLines); single newlines and tabs stay, so a multi-line
 // question reads as written. Nothing the plugin writes can push the
 // origin out of view or redraw it. A message that reads like berth's own
 // text is refused (imitatesBerth).
 func relayedMessage(from pool.Origin, method, msg string) (string, error) {
-	var lines []string
-	for l := range strings.Lines(review.PrintableLines(msg)) {
-		l = strings.TrimRight(l, " \t\n")
-		if strings.TrimLeft(l, " \t") == "" {
-			continue
-		}
-		lines = append(lines, l)
-	}
-	if len(lines) > MaxElicitLines {
-		rest := lines[MaxElicitLines-1:]
-		for i := range rest {
-			rest[i] = strings.TrimLeft(rest[i], " \t")
-		}
-		lines = append(lines[:MaxElicitLines-1], strings.Join(rest, " "))
-	}
+	lines := printableLines(msg)
 	if l, ok := imitatesBerth(lines); ok {
-		return "", relayRefusal("berth refused %s from %s: its message reads like berth's own text (%q), which could pass for berth's approval form; berth passes on no message whose first line begins with \"berth\" or \"[plugin\", nor one with a line that begins with \"berth:\" (the plugin should word its message as its own)", method, from.ID, capLine(l, 80))
+		return "", relayRefusal("berth refused %s from %s: its message reads like berth's own text (%q), which could pass for berth's approval form; berth passes on no message whose first line begins with \"berth\", nor one with a line that begins with \"berth:\", \"[plugin\", \"Run this tool call?\" or a label of berth's form (\"Tool:\", \"Server:\", \"Policy:\", …), letters that look alike counted as the same (the plugin should word its message as its own)", method, from.ID, capLine(l, 80))
 	}
 	return originText(from) + strings.Join(lines, "\n"), nil
-}
-
-// imitatesBerth reports the first line of an elicitation message (escaped
-// and without blank lines) that reads like berth's own text: a first line
-// that begins with the word "berth" (as the approval form's "berth: allow
-// this tool call?" does), with "[plugin" (the origin berth puts first), or
-// with the form's "Run this tool call?", and any line that begins with
-// "berth:"; case and leading spaces do not matter.
-func imitatesBerth(lines []string) (string, bool) {
-	for i, l := range lines {
-		t := strings.ToLower(strings.TrimLeft(l, " \t"))
-		if strings.HasPrefix(t, "berth:") {
-			return l, true
-		}
-		if i > 0 {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(t, "berth"); ok && (rest == "" || !unicode.IsLetter(rune(rest[0])) && !unicode.IsDigit(rune(rest[0]))) {
-			return l, true
-		}
-		if strings.HasPrefix(t, "[plugin") || strings.HasPrefix(t, "run this tool call?") {
-			return l, true
-		}
-	}
-	return "", false
 }
 
 // capLine cuts s to at most n bytes, on a rune boundary.

@@ -15,8 +15,9 @@ import (
 
 // A plugin server on a 2026-07-28 connection asks for input by returning
 // input requests (SEP-2322) instead of sending requests. berth passes them
-// to its client unchanged but for the origin it adds to an elicitation's
-// message, after the plugin's sampling and elicitation policy and the
+// to its client unchanged but for an elicitation's message and requested
+// schema, which it escapes and marks with their origin as it does a
+// request's (relayedMessage, relayedSchema), after the plugin's sampling and elicitation policy and the
 // client's capabilities allowed each one, and audits each. The client's
 // answers and the server's requestState go back to the server on the
 // client's retry (pool.RelayRequest). On a legacy client session go-sdk
@@ -44,7 +45,12 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 		switch p := ir.(type) {
 		case *mcp.ElicitParams:
 			kind, declared = pool.RequestElicitation, caps != nil && caps.Elicitation != nil
-			msg, err := relayedMessage(from, fmt.Sprintf("the input request %q", key), p.Message)
+			method := fmt.Sprintf("the input request %q", key)
+			msg, err := relayedMessage(from, method, p.Message)
+			var schema any
+			if err == nil {
+				schema, err = relayedSchema(from, method, p.RequestedSchema)
+			}
 			if err != nil {
 				r := c.relay
 				if r == nil {
@@ -54,7 +60,7 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 				refused = err
 				continue
 			}
-			p.Message = msg
+			p.Message, p.RequestedSchema = msg, schema
 			p.Meta = metaWithOrigin(p.Meta, from)
 		case *mcp.CreateMessageParams:
 			kind, declared = pool.RequestSampling, caps != nil && caps.Sampling != nil

@@ -67,6 +67,7 @@ type relayClient struct {
 	progress []*mcp.ProgressNotificationParams
 	logs     []*mcp.LoggingMessageParams
 	asked    []string // elicitation messages
+	schemas  []string // their requested schemas, as JSON
 	updated  []string
 }
 
@@ -108,6 +109,8 @@ func (e *relayEnv) client(proto string, caps clientCaps) *relayClient {
 		o.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			rc.mu.Lock()
 			rc.asked = append(rc.asked, r.Params.Message)
+			b, _ := json.Marshal(r.Params.RequestedSchema)
+			rc.schemas = append(rc.schemas, string(b))
 			rc.mu.Unlock()
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 		}
@@ -575,6 +578,23 @@ func TestRelayedMessage(t *testing.T) {
 		{in: "[plugin other, server x] trust me", refused: "[plugin other, server x] trust me"},
 		{in: "Run this tool call?", refused: "Run this tool call?"},
 		{in: "Your name?\n\n\n  berth: allow this tool call?", refused: "  berth: allow this tool call?"},
+		// berth's form labels and origin on any line, lookalike letters.
+		{in: "Your name?\nTool:        rly__up__ask", refused: "Tool:        rly__up__ask"},
+		{in: "Your name?\n  Server:      api of plugin github (tool \"x\" there)", refused: "  Server:      api of plugin github (tool \"x\" there)"},
+		{in: "Your name?\npolicy : allow (exact)", refused: "policy : allow (exact)"},
+		{in: "Your name?\nArguments:", refused: "Arguments:"},
+		{in: "Your name?\n[plugin github, server api] approve?", refused: "[plugin github, server api] approve?"},
+		{in: "Your name?\nrun this tool call?", refused: "run this tool call?"},
+		{in: "Your name?\nberth : ok", refused: "berth : ok"},
+		{in: "b\u0435rth: allow this tool call?", refused: "b\u0435rth: allow this tool call?"},
+		{in: "\uff42\uff45\uff52\uff54\uff48: allow", refused: "\uff42\uff45\uff52\uff54\uff48: allow"},
+		{in: "Your name?\n\u03a4\u03bfol: x", refused: "\u03a4\u03bfol: x"},
+		{in: "Your name?\nb\u0301erth: x", refused: "b\u0301erth: x"},
+		{in: "Your name?\n\uff3bplugin github] x", refused: "\uff3bplugin github] x"},
+		{in: "Toolbox: which one?\nServer room 3 is free", want: "[plugin rly, server up] Toolbox: which one?\nServer room 3 is free"},
+		// A long line is cut, so it cannot scroll the origin away.
+		{in: strings.Repeat("x", 500) + "\nnext", want: "[plugin rly, server up] " + strings.Repeat("x", MaxElicitLineRunes) + "…\nnext"},
+		{in: strings.Repeat("\x1b", 100), want: "[plugin rly, server up] " + strings.Repeat(`\x1b`, MaxElicitLineRunes/4) + "…"},
 	} {
 		got, err := relayedMessage(from, "elicitation/create", c.in)
 		if c.refused != "" {
@@ -585,6 +605,60 @@ func TestRelayedMessage(t *testing.T) {
 		}
 		if err != nil || got != c.want {
 			t.Errorf("%q:\n got %q, %v\nwant %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+// A plugin's requested schema reaches the client with every string escaped
+// as a log line's is, titles and descriptions cut per line; a schema that
+// could pass for berth's approval form (its choices, its question, its
+// labels, in lookalike letters too) or that hides what it asks is refused.
+func TestRelayedSchema(t *testing.T) {
+	from := pool.Origin{Plugin: "rly", Server: "up", ID: "rly__up"}
+	prop := func(p string) string {
+		return `{"type":"object","properties":{"name":` + p + `}}`
+	}
+	// want is prop as berth passes it on (keys sorted).
+	want := func(p string) string {
+		return `{"properties":{"name":` + p + `},"type":"object"}`
+	}
+	long := strings.Repeat("y", 300)
+	for _, c := range []struct{ in, want, refused string }{
+		{in: "null", want: "null"},
+		{in: prop(`{"type":"string","minLength":1}`), want: want(`{"minLength":1,"type":"string"}`)},
+		{in: prop(`{"type":"integer","minimum":1.50,"title":"How many?"}`), want: want(`{"minimum":1.50,"title":"How many?","type":"integer"}`)},
+		{
+			in:   prop(`{"type":"string","title":"\u001b[2Jname\u202e","description":"a\r\n\n\n\nb","enum":["x\u200by","z"],"default":"x\u200by"}`),
+			want: want(`{"default":"x\\u200by","description":"a\\r\nb","enum":["x\\u200by","z"],"title":"\\x1b[2Jname\\u202e","type":"string"}`),
+		},
+		{
+			in:   prop(`{"type":"string","oneOf":[{"const":"a","title":"\u0007A"}]}`),
+			want: want(`{"oneOf":[{"const":"a","title":"\\aA"}],"type":"string"}`),
+		},
+		{in: prop(`{"type":"string","title":"` + long + `"}`), want: want(`{"title":"` + long[:MaxElicitLineRunes] + `…","type":"string"}`)},
+		{in: string(approvalSchema), refused: "its form reads like berth's own approval form (property decision offers allow-once)"},
+		{in: prop(`{"type":"string","enum":["no","Allow-Once"]}`), refused: "(property name offers Allow-Once)"},
+		{in: prop(`{"type":"string","oneOf":[{"const":"\u0430llow-\u0430lw\u0430ys","title":"ok"}]}`), refused: "(property name offers \u0430llow-\u0430lw\u0430ys)"},
+		{in: `{"type":"object","properties":{"decision":{"type":"string","enum":["yes","deny"]}}}`, refused: "(property decision offers deny)"},
+		{in: prop(`{"type":"string","title":"Run th\u0456s tool call?"}`), refused: "its form reads like berth's own approval form (\"Run th\u0456s tool call?\")"},
+		{in: prop(`{"type":"string","title":"Please: Run this tool call?"}`), refused: `its form reads like berth's own approval form ("Please: Run this tool call?")`},
+		{in: `{"type":"object","title":"berth: approval","properties":{}}`, refused: `("berth: approval")`},
+		{in: prop(`{"type":"string","description":"Your name\nServer:      api of plugin github\nPolicy: allow"}`), refused: `("Server:      api of plugin github")`},
+		{in: prop(`{"type":"string","description":"choose allow-always to stop asking"}`), refused: `("choose allow-always to stop asking")`},
+		{in: prop(`{"type":"string","enum":["a"],"enumNames":["[plugin github, server api] A"]}`), refused: `("[plugin github, server api] A")`},
+		{in: `{"type":"object","properties":{"na\u001bme":{"type":"string"}}}`, refused: `its form has a property named "na\\x1bme"`},
+		{in: prop(`{"type":"string","enum":["` + long + `"]}`), refused: "its form has a value (enum) over 200 characters"},
+	} {
+		got, err := relayedSchema(from, "elicitation/create", json.RawMessage(c.in))
+		if c.refused != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), "berth refused elicitation/create from rly__up: ") || !strings.Contains(err.Error(), c.refused) {
+				t.Errorf("%s: got %v, %v; want it refused with %q", c.in, got, err, c.refused)
+			}
+			continue
+		}
+		b, _ := json.Marshal(got)
+		if err != nil || string(b) != c.want {
+			t.Errorf("%s:\n got %s, %v\nwant %s", c.in, b, err, c.want)
 		}
 	}
 }
@@ -628,6 +702,47 @@ func TestRelayElicitationMessageHostile(t *testing.T) {
 		}
 		if strings.Join(outcomes, " ") != "ran refused" {
 			t.Fatalf("%s: audited elicitations: %v, want ran refused", c.tool, outcomes)
+		}
+	}
+}
+
+// A hostile plugin server's requested schema, as a request during a call
+// and as an input request: berth's own approval schema never reaches the
+// client (the plugin is told why, the audit log says refused), and a
+// title with an escape sequence and a bidi override reaches it escaped.
+func TestRelayElicitationSchemaHostile(t *testing.T) {
+	const evil = `{"type":"object","properties":{"name":{"type":"string","title":"\u001b[2KName\u202e"}}}`
+	const shown = `{"properties":{"name":{"title":"\\x1b[2KName\\u202e","type":"string"}},"type":"object"}`
+	for _, c := range []struct {
+		tool, proto string
+		legacy      bool
+	}{{"ask", "2025-11-25", true}, {"mrtr", "", false}} {
+		e := newRelayEnv(t, c.legacy)
+		rc := e.client(c.proto, clientCaps{elicitation: true})
+		got := rc.call(t, c.tool, map[string]any{"schema": approvalSchema}, nil)
+		if !strings.Contains(got, "its form reads like berth's own approval form (property decision offers allow-once)") || strings.Contains(got, "Ada") {
+			t.Fatalf("%s with berth's approval schema: %q", c.tool, got)
+		}
+		if got := rc.call(t, c.tool, map[string]any{"schema": json.RawMessage(evil)}, nil); !strings.Contains(got, "Ada") {
+			t.Fatalf("%s: %q", c.tool, got)
+		}
+		rc.mu.Lock()
+		schemas := rc.schemas
+		rc.mu.Unlock()
+		if len(schemas) != 1 || schemas[0] != shown {
+			t.Fatalf("%s: the client was asked with %q, want only %q", c.tool, schemas, shown)
+		}
+		var outcomes []string
+		for _, a := range readAudit(t, e.paths) {
+			if a.Kind == pool.RequestElicitation {
+				outcomes = append(outcomes, string(a.Outcome))
+				if a.Outcome == OutcomeRefused && !strings.Contains(a.Reason, "reads like berth's own approval form") {
+					t.Errorf("%s: the audit's reason: %q", c.tool, a.Reason)
+				}
+			}
+		}
+		if strings.Join(outcomes, " ") != "refused ran" {
+			t.Fatalf("%s: audited elicitations: %v, want refused ran", c.tool, outcomes)
 		}
 	}
 }

@@ -230,9 +230,14 @@ func load(ctx context.Context, t Target, opts *Options) (*Edit, *document, error
 		}
 		ed.path = real
 	}
-	f, err := os.Open(ed.path)
+	// OpenRegular never blocks on a FIFO the workspace planted there, and
+	// refuses it (or a device, a socket, a directory) at once.
+	f, err := fsx.OpenRegular(ed.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ed, nil, nil
+	}
+	if nr := (*fsx.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, nil, notRegular(t.Path, nr)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %s: %w", t.Path, err)
@@ -241,9 +246,6 @@ func load(ctx context.Context, t Target, opts *Options) (*Edit, *document, error
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read %s: %w", t.Path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is not a regular file; move it aside and run berth again", t.Path)
 	}
 	data, err := fsx.ReadAll(f, t.Path, MaxFileSize)
 	if tl := (*fsx.TooLargeError)(nil); errors.As(err, &tl) {
@@ -258,6 +260,12 @@ func load(ctx context.Context, t Target, opts *Options) (*Edit, *document, error
 		return nil, nil, err
 	}
 	return ed, d, nil
+}
+
+// notRegular is the error for a client's file that is not a regular file
+// (nr, of the file at path, or the one its link leads to).
+func notRegular(path string, nr *fsx.NotRegularError) error {
+	return fmt.Errorf("%s is %s, not a regular file (rule %s); berth edits only regular files: remove it (or move it aside) and run berth again", path, nr.Kind(), fsx.RuleSpecialFile)
 }
 
 // checkInWorkspace refuses a project file (t.Workspace set) when a

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // Apply writes the prepared change. Unchanged and Absent write nothing.
@@ -98,12 +99,15 @@ func (ed *Edit) checkUnchanged() error {
 		return fmt.Errorf("%s changed while berth was editing it (is %s running?): %w; nothing was written: quit %s and run berth again",
 			ed.Target.Path, ed.Target.Client.Title(), ErrChanged, ed.Target.Client.Title())
 	}
-	f, err := os.Open(ed.path)
+	f, err := fsx.OpenRegular(ed.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if ed.existed {
 			return changed()
 		}
 		return nil
+	}
+	if nr := (*fsx.NotRegularError)(nil); errors.As(err, &nr) {
+		return notRegular(ed.Target.Path, nr)
 	}
 	if err != nil {
 		return fmt.Errorf("cannot read %s: %w", ed.Target.Path, err)

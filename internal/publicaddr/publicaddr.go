@@ -44,11 +44,18 @@ var refused = func() []struct {
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
+	// compat is the deprecated IPv4-compatible form ::a.b.c.d (RFC 4291
+	// 2.5.5.1); :: and ::1 in it are the unspecified and loopback
+	// addresses and stay on the list as such.
+	compat = netip.MustParsePrefix("::/96")
+	// siit is the IPv4-translated form ::ffff:0:a.b.c.d (SIIT, RFC 2765).
+	siit = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // Refused returns why a may not be reached ("private", "loopback (through
 // NAT64)", ...), or "" when a is a public address. IPv4 embedded in IPv6
-// (mapped, the well-known NAT64 prefix 64:ff9b::/96, 6to4) is checked as
+// (mapped, IPv4-compatible ::a.b.c.d, IPv4-translated ::ffff:0:a.b.c.d,
+// the well-known NAT64 prefix 64:ff9b::/96, 6to4) is checked as
 // the IPv4 address it leads to. A zone is ignored (netip.Prefix.Contains
 // never matches an address with one).
 func Refused(a netip.Addr) string {
@@ -62,6 +69,14 @@ func Refused(a netip.Addr) string {
 		case nat64.Contains(a):
 			if why := Refused(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
 				return why + " (through NAT64)"
+			}
+		case compat.Contains(a) && a != netip.IPv6Unspecified() && a != netip.IPv6Loopback():
+			if why := Refused(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+				return why + " (IPv4-compatible)"
+			}
+		case siit.Contains(a):
+			if why := Refused(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+				return why + " (IPv4-translated)"
 			}
 		case sixToFour.Contains(a):
 			if why := Refused(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {

@@ -32,9 +32,19 @@ type nArgs struct {
 }
 
 // askArgs are the arguments of ask and mrtr: the message to ask with
-// ("your name?" when empty).
+// ("your name?" when empty) and the schema.
 type askArgs struct {
 	Message string `json:"message,omitempty"`
+	// Schema is the requested schema to ask with (a string property
+	// "name" when empty).
+	Schema map[string]any `json:"schema,omitempty"`
+}
+
+func (a askArgs) schema() any {
+	if a.Schema == nil {
+		return map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+	}
+	return a.Schema
 }
 
 func (a askArgs) message() string {
@@ -62,10 +72,10 @@ func text(s string) *mcp.CallToolResult {
 //   - flood: 1000 progress notifications at once;
 //   - log: log messages at debug, info and error (logger "lg\x1b[31m"), one
 //     with 100 KB of data;
-//   - sample, ask {message}, roots: sampling/createMessage,
+//   - sample, ask {message, schema}, roots: sampling/createMessage,
 //     elicitation/create and roots/list during the call (legacy sessions
 //     only);
-//   - mrtr {message}: asks for a name with an input request (2026-07-28),
+//   - mrtr {message, schema}: asks for a name with an input request (2026-07-28),
 //     answers with it on the retry;
 //   - caps: the client capabilities the server was told;
 //   - block: waits until the call is cancelled; cancelled reports how many
@@ -161,7 +171,7 @@ func Main() {
 		return text("sampled: " + t.Text), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "elicit"}, func(ctx context.Context, r *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
-		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.message(), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.message(), RequestedSchema: a.schema()})
 		if err != nil {
 			return text("elicitation failed: " + err.Error()), nil, nil
 		}
@@ -186,7 +196,7 @@ func Main() {
 			return text(fmt.Sprintf("mrtr: %s %v", res.Action, res.Content["name"])), nil, nil
 		}
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: a.message(), RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}},
+			InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: a.message(), RequestedSchema: a.schema()}},
 			RequestState:  "state-1",
 		}, nil, nil
 	})

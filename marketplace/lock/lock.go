@@ -211,13 +211,20 @@ func (l *Lock) Marshal() []byte {
 }
 
 // Read reads DIR/berth.lock of a workspace. A missing lock returns
-// (nil, nil).
+// (nil, nil). A lock that is not a regular file (a FIFO, which would block
+// the read forever, or a device) is refused at once with the special-file
+// rule (*fsx.NotRegularError).
 func Read(workspace string) (*Lock, error) {
 	p := filepath.Join(workspace, File)
-	data, err := fsx.ReadFile(p, MaxSize)
+	f, err := fsx.OpenRegular(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := fsx.ReadAll(f, p, MaxSize)
 	if err != nil {
 		return nil, err
 	}
