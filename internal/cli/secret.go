@@ -32,11 +32,12 @@ func (a *app) secrets() (*secrets.Store, error) {
 }
 
 // secretLookup is the pool's hook into the secret store: a name the store
-// does not hold is not set; a name it holds for other plugins only is an
-// error that says how to bind it (secrets.NotBoundError, a pool.NotBound);
+// does not hold is not set; a name it holds for other plugins only, or for
+// a plugin of the same name signed by someone else, is an error that says
+// how to bind it (secrets.NotBoundError, a pool.NotBound);
 // a name it holds but cannot read is an error (the keychain did not
 // answer, the entry was removed outside berth).
-func secretLookup(s *secrets.Store) func(context.Context, string, string) (string, bool, error) {
+func secretLookup(s *secrets.Store) func(context.Context, string, string, string) (string, bool, error) {
 	return s.For
 }
 
