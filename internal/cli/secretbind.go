@@ -235,7 +235,10 @@ func newSecretBindCmd(a *app, unbind bool) *cobra.Command {
 		`Bind lets the servers of the named plugins receive the stored secret
 NAME, as well as those of the plugins it is bound to already. A stored
 secret reaches only the plugins it is bound to (berth secret list shows
-them), whatever the variable name other plugins declare.
+them), whatever the variable name other plugins declare. Each plugin is
+bound with the signers of its trusted versions: a plugin of the same name
+signed by someone else, trusted later, is not bound. Revoking every
+version of a plugin drops its bindings.
 
 Exit codes: 0 bound, 1 not stored, 2 usage.`
 	example := `  berth secret bind ACME_TOKEN --plugin acme-notes`
