@@ -114,7 +114,7 @@ type Binding struct {
 	// SignerIdentity: "key <fingerprint>", "identity <issuer> <SAN>" or
 	// "unsigned"). Empty means the secret was bound by name before any
 	// version of the plugin was trusted: it applies to the plugin whatever
-	// its signer until install or enable records the signer (Pin).
+	// its signer until install or enable records the signer.
 	Signer string `json:"signer,omitempty"`
 }
 
@@ -237,9 +237,10 @@ type Entry struct {
 	Backend Backend   `json:"store"`
 	Updated time.Time `json:"updated"`
 	// Plugins are the plugins the secret is bound to, sorted: only their
-	// servers receive it, when signed as Bindings say.
+	// servers receive it, when their versions are signed as bindings say.
 	Plugins []string `json:"plugins"`
-	// Bindings are the bindings, sorted by plugin and signer.
+	// Bindings are the plugins it is bound to, each with the signer it is
+	// bound for, sorted by plugin and signer.
 	Bindings []Binding `json:"bindings"`
 }
 
