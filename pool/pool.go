@@ -29,15 +29,17 @@ type Options struct {
 	// servers and remotes. nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
 	// Secrets resolves a fromEnv source that LookupEnv does not set for a
-	// server of plugin (in the CLI: berth's secret store, package
-	// secrets, which gives a value only to the plugins it is bound to). It
+	// server of plugin, whose enabled version's trust record is signed by
+	// signer (store.Record's SignerIdentity) (in the CLI: berth's secret
+	// store, package secrets, which gives a value only to the plugins it is
+	// bound to, signed by the signer it was bound for). It
 	// is asked only for the sources a server declares, when that server
 	// starts, and the value goes only into that server's environment or
 	// headers. A secret held for other plugins only is an error that
 	// implements NotBound: the server does not start, as when a source is
 	// missing, and its status says how to bind it. nil means the host
 	// environment alone.
-	Secrets func(ctx context.Context, plugin, name string) (value string, ok bool, err error)
+	Secrets func(ctx context.Context, plugin, signer, name string) (value string, ok bool, err error)
 	// BaseEnv, when non-nil, replaces the base environment of stdio
 	// servers and native tool providers ("NAME=value" entries). By
 	// default it is PATH, HOME, LANG and TMPDIR (and the Windows

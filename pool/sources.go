@@ -48,14 +48,16 @@ type NotBound interface {
 type sources struct {
 	ctx     context.Context
 	plugin  string
+	signer  string
 	env     func(string) (string, bool)
-	secrets func(context.Context, string, string) (string, bool, error)
+	secrets func(context.Context, string, string, string) (string, bool, error)
 	seen    []SourceStatus
 }
 
-// sources resolves for a server of plugin.
-func (p *Pool) sources(ctx context.Context, plugin string) *sources {
-	return &sources{ctx: ctx, plugin: plugin, env: p.lookupEnv, secrets: p.opts.Secrets}
+// sources resolves for a server of plugin, whose enabled version is
+// signed by signer (store.Record's SignerIdentity).
+func (p *Pool) sources(ctx context.Context, plugin, signer string) *sources {
+	return &sources{ctx: ctx, plugin: plugin, signer: signer, env: p.lookupEnv, secrets: p.opts.Secrets}
 }
 
 // lookup resolves name, used for what.
@@ -66,7 +68,7 @@ func (r *sources) lookup(name, what string) (string, bool) {
 		st.Set, st.From = true, FromEnvironment
 	} else if r.secrets != nil {
 		var err error
-		v, ok, err = r.secrets(r.ctx, r.plugin, name)
+		v, ok, err = r.secrets(r.ctx, r.plugin, r.signer, name)
 		var nb NotBound
 		switch {
 		case errors.As(err, &nb):

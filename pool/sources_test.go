@@ -30,7 +30,7 @@ func TestSecretsHook(t *testing.T) {
 			}
 			return "", false
 		}
-		o.Secrets = func(_ context.Context, _, name string) (string, bool, error) {
+		o.Secrets = func(_ context.Context, _, _, name string) (string, bool, error) {
 			asked = append(asked, name)
 			if name == "STORED_TOKEN" {
 				return "stored-s3cret", true, nil
@@ -64,7 +64,7 @@ func TestSecretsMissing(t *testing.T) {
 			"env": map[string]any{"A": map[string]string{"fromEnv": "MISSING_VAR"}, "B": map[string]string{"fromEnv": "BROKEN_VAR"}}}},
 	})
 	p := f.open(func(o *Options) {
-		o.Secrets = func(_ context.Context, _, name string) (string, bool, error) {
+		o.Secrets = func(_ context.Context, _, _, name string) (string, bool, error) {
 			if name == "BROKEN_VAR" {
 				return "", false, errors.New("the keychain did not answer within 10s")
 			}
@@ -93,18 +93,18 @@ func TestSecretBoundToPlugin(t *testing.T) {
 	f.plugin("alpha", srv)
 	f.plugin("beta", srv)
 	sec := secrets.Open(filepath.Join(t.TempDir(), "secrets"), nil)
-	if _, err := sec.Set(context.Background(), "SHARED_TOKEN", "alpha-only-s3cret", secrets.File, "alpha"); err != nil {
+	if _, err := sec.Set(context.Background(), "SHARED_TOKEN", "alpha-only-s3cret", secrets.File, secrets.Binding{Plugin: "alpha", Signer: "unsigned"}); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex // the two plugins' servers start concurrently
 	var asked []string
 	p := f.open(func(o *Options) {
 		o.LookupEnv = func(string) (string, bool) { return "", false }
-		o.Secrets = func(ctx context.Context, plugin, name string) (string, bool, error) {
+		o.Secrets = func(ctx context.Context, plugin, signer, name string) (string, bool, error) {
 			mu.Lock()
-			asked = append(asked, plugin+":"+name)
+			asked = append(asked, plugin+":"+signer+":"+name)
 			mu.Unlock()
-			return sec.For(ctx, plugin, name)
+			return sec.For(ctx, plugin, signer, name)
 		}
 	})
 	if env := callText(t, p, "alpha__main__env", "{}"); !strings.Contains(env, "TOKEN=alpha-only-s3cret") {
@@ -124,7 +124,7 @@ func TestSecretBoundToPlugin(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !slices.Contains(asked, "beta:SHARED_TOKEN") || !slices.Contains(asked, "alpha:SHARED_TOKEN") {
-		t.Fatalf("the hook was asked %v; want each plugin by name", asked)
+	if !slices.Contains(asked, "beta:unsigned:SHARED_TOKEN") || !slices.Contains(asked, "alpha:unsigned:SHARED_TOKEN") {
+		t.Fatalf("the hook was asked %v; want each plugin by name and signer", asked)
 	}
 }

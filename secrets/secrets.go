@@ -13,11 +13,13 @@
 //
 // A secret is bound to plugins: only the servers of a plugin it is bound
 // to receive it (For), whatever the variable name other plugins declare.
-// The binding is a field of the index's record ("plugins"), so any other
-// kind of credential kept in this index later (sign-in tokens) is bound
-// the same way. The index of format version 1 had no bindings; Migrate
-// rewrites it, once, as version 2, binding each secret to the plugins
-// that name it then.
+// A binding names the plugin and the identity of its signer (Binding), so
+// a different plugin of the same name (another publisher's, trusted after
+// a revoke or with a signer change) does not inherit it. The binding is a
+// field of the index's record ("plugins"), so any other kind of credential
+// kept in this index later (sign-in tokens) is bound the same way. The
+// index of format version 1 had no bindings; Migrate rewrites it, once, as
+// version 2, binding each secret to the plugins that name it then.
 //
 // A value is written before the index names it and the index forgets a
 // name before its value is removed, each file replaced atomically under a
@@ -102,15 +104,60 @@ var (
 	ErrNotBound = errors.New("the secret is not bound to this plugin")
 )
 
+// Binding binds a secret to one plugin: to its servers when the plugin's
+// trusted version is signed by Signer.
+type Binding struct {
+	// Plugin is the plugin's name.
+	Plugin string `json:"plugin"`
+	// Signer is the identity of the signer the plugin's version was
+	// trusted from, as its trust record gives it (store.Record's
+	// SignerIdentity: "key <fingerprint>", "identity <issuer> <SAN>" or
+	// "unsigned"). Empty means the secret was bound by name before any
+	// version of the plugin was trusted: it applies to the plugin whatever
+	// its signer until install or enable records the signer.
+	Signer string `json:"signer,omitempty"`
+}
+
+// Describe names the plugin and its signer for a sentence.
+func (b Binding) Describe() string {
+	if b.Signer == "" {
+		return b.Plugin
+	}
+	return b.Plugin + " " + SignedBy(b.Signer)
+}
+
+// SignedBy says who vouches for a plugin, for a sentence: "signed by key
+// SHA256:…", or "trusted unsigned".
+func SignedBy(signer string) string {
+	if signer == "unsigned" {
+		return "trusted unsigned"
+	}
+	return "signed by " + signer
+}
+
 // NotBoundError is For asked for a secret the store holds on behalf of a
 // plugin it is not bound to. It names the plugins the secret is bound to
-// and the command that binds it; never a value.
+// and the command that binds it; never a value. When the secret is bound
+// to a plugin of the same name signed by someone else (HeldFor), the
+// message says so: the plugin that asks is not the one it was bound to.
 type NotBoundError struct {
 	Name, Plugin string
-	BoundTo      []string
+	// Signer is the signer identity of the plugin that asks.
+	Signer  string
+	BoundTo []string
+	// HeldFor are the signers of the plugin of that name that the secret
+	// is bound to, none of them Signer.
+	HeldFor []string
 }
 
 func (e *NotBoundError) Error() string {
+	if len(e.HeldFor) > 0 {
+		held := make([]string, len(e.HeldFor))
+		for i, s := range e.HeldFor {
+			held[i] = SignedBy(s)
+		}
+		return fmt.Sprintf("berth's secret store holds %s for the plugin %s %s, but this %s is %s, another publisher's plugin of the same name, so it does not receive it; if it may use it: `%s`", e.Name, e.Plugin, strings.Join(held, " or "), e.Plugin, SignedBy(e.Signer), BindCommand(e.Name, e.Plugin))
+	}
 	held := "no plugin"
 	if len(e.BoundTo) > 0 {
 		held = strings.Join(e.BoundTo, ", ")
@@ -190,8 +237,42 @@ type Entry struct {
 	Backend Backend   `json:"store"`
 	Updated time.Time `json:"updated"`
 	// Plugins are the plugins the secret is bound to, sorted: only their
-	// servers receive it.
+	// servers receive it, when their versions are signed as bindings say.
 	Plugins []string `json:"plugins"`
+	// Bindings are the plugins it is bound to, each with the signer it is
+	// bound for, sorted by plugin and signer.
+	Bindings []Binding `json:"bindings"`
+}
+
+// Binds reports whether the secret is bound to plugin whose trusted
+// version is signed by signer.
+func (e *Entry) Binds(plugin, signer string) bool {
+	return slices.ContainsFunc(e.Bindings, func(b Binding) bool {
+		return b.Plugin == plugin && (b.Signer == "" || b.Signer == signer)
+	})
+}
+
+// SignersOf are the signers of plugin that the secret is bound to ("" for
+// a binding made before the plugin was trusted).
+func (e *Entry) SignersOf(plugin string) []string {
+	var out []string
+	for _, b := range e.Bindings {
+		if b.Plugin == plugin {
+			out = append(out, b.Signer)
+		}
+	}
+	return out
+}
+
+func entryOf(name string, r indexRec) Entry {
+	e := Entry{Name: name, Backend: r.Backend, Updated: r.Updated, Plugins: []string{}, Bindings: []Binding{}}
+	for _, b := range r.Plugins {
+		if !slices.Contains(e.Plugins, b.Plugin) {
+			e.Plugins = append(e.Plugins, b.Plugin)
+		}
+		e.Bindings = append(e.Bindings, b)
+	}
+	return e
 }
 
 type indexFile struct {
@@ -202,8 +283,8 @@ type indexFile struct {
 type indexRec struct {
 	Backend Backend   `json:"store"`
 	Updated time.Time `json:"updated"`
-	// Plugins are the plugins the secret is bound to (format version 2).
-	Plugins []string `json:"plugins,omitempty"`
+	// Plugins are the bindings of the secret (format version 2).
+	Plugins []Binding `json:"plugins,omitempty"`
 }
 
 type valuesFile struct {
@@ -227,8 +308,7 @@ func (s *Store) List() ([]Entry, error) {
 	}
 	out := []Entry{}
 	for _, n := range slices.Sorted(maps.Keys(idx.Secrets)) {
-		r := idx.Secrets[n]
-		out = append(out, Entry{Name: n, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)})
+		out = append(out, entryOf(n, idx.Secrets[n]))
 	}
 	return out, nil
 }
@@ -244,26 +324,21 @@ func (s *Store) Lookup(name string) (e Entry, ok bool, err error) {
 	if !ok {
 		return Entry{}, false, nil
 	}
-	return Entry{Name: name, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)}, true, nil
+	return entryOf(name, r), true, nil
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return slices.Clone(s)
-}
-
-// For returns the value of name for a server of plugin: ok is false when
-// the store does not hold name, and the error wraps ErrNotBound (a
-// *NotBoundError) when it holds name but not for plugin.
-func (s *Store) For(ctx context.Context, plugin, name string) (value string, ok bool, err error) {
+// For returns the value of name for a server of plugin whose trusted
+// version is signed by signer (store.Record's SignerIdentity): ok is false
+// when the store does not hold name, and the error wraps ErrNotBound (a
+// *NotBoundError) when it holds name but not for plugin, or for a plugin
+// of that name signed by someone else.
+func (s *Store) For(ctx context.Context, plugin, signer, name string) (value string, ok bool, err error) {
 	e, ok, err := s.Lookup(name)
 	if err != nil || !ok {
 		return "", false, err
 	}
-	if !slices.Contains(e.Plugins, plugin) {
-		return "", false, &NotBoundError{Name: name, Plugin: plugin, BoundTo: e.Plugins}
+	if !e.Binds(plugin, signer) {
+		return "", false, &NotBoundError{Name: name, Plugin: plugin, Signer: signer, BoundTo: e.Plugins, HeldFor: e.SignersOf(plugin)}
 	}
 	v, _, err := s.Get(ctx, name)
 	if err != nil {
@@ -332,14 +407,14 @@ type SetResult struct {
 
 // Set stores value under name in backend b, or with b empty in the
 // keychain, falling back to the file when no keychain answers (the
-// result says so), bound to plugins (and to no other: a name stored
+// result says so), bound to bindings (and to no other: a name stored
 // before loses its old bindings). The value must be non-empty, at most
 // MaxValueSize bytes and hold no NUL byte.
-func (s *Store) Set(ctx context.Context, name, value string, b Backend, plugins ...string) (*SetResult, error) {
+func (s *Store) Set(ctx context.Context, name, value string, b Backend, bindings ...Binding) (*SetResult, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	bound, err := checkPlugins(plugins)
+	bound, err := checkBindings(bindings)
 	if err != nil {
 		return nil, err
 	}
@@ -406,27 +481,50 @@ func (s *Store) Set(ctx context.Context, name, value string, b Backend, plugins 
 // pluginRe is a plugin's name (bundle.IsValidName).
 var pluginRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 
-// checkPlugins returns plugins sorted without repeats, or the error
-// naming one that is not a plugin's name.
-func checkPlugins(plugins []string) ([]string, error) {
-	for _, p := range plugins {
-		if !pluginRe.MatchString(p) {
-			return nil, fmt.Errorf("%q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", p)
+// maxSigner bounds a signer identity (an issuer and a SAN are URLs).
+const maxSigner = 4096
+
+// checkBindings returns bindings sorted by plugin and signer without
+// repeats, or nil for none, or the error naming one that is not a
+// plugin's name or whose signer berth would not write. A binding without
+// a signer is dropped when the plugin is bound with one too.
+func checkBindings(bindings []Binding) ([]Binding, error) {
+	for _, b := range bindings {
+		if !pluginRe.MatchString(b.Plugin) {
+			return nil, fmt.Errorf("%q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", b.Plugin)
+		}
+		if len(b.Signer) > maxSigner || strings.ContainsFunc(b.Signer, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return nil, fmt.Errorf("the signer of %s is not one berth records (a control character, or longer than %d bytes)", b.Plugin, maxSigner)
 		}
 	}
-	out := slices.Clone(plugins)
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	out := slices.Clone(bindings)
+	slices.SortFunc(out, compareBindings)
+	out = slices.Compact(out)
+	out = slices.DeleteFunc(out, func(b Binding) bool {
+		return b.Signer == "" && slices.ContainsFunc(out, func(o Binding) bool { return o.Plugin == b.Plugin && o.Signer != "" })
+	})
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
-// Bind binds the stored secret name to plugins as well, or with unbind
-// set, no longer to them, and returns the record. A name the store does
-// not hold is an error wrapping ErrNotFound.
-func (s *Store) Bind(ctx context.Context, name string, unbind bool, plugins ...string) (Entry, error) {
+func compareBindings(a, b Binding) int {
+	if c := strings.Compare(a.Plugin, b.Plugin); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Signer, b.Signer)
+}
+
+// Bind binds the stored secret name to bindings as well, or with unbind
+// set, no longer to them (a binding without a signer unbinds the plugin
+// whatever its signer), and returns the record. A name the store does not
+// hold is an error wrapping ErrNotFound.
+func (s *Store) Bind(ctx context.Context, name string, unbind bool, bindings ...Binding) (Entry, error) {
 	if err := CheckName(name); err != nil {
 		return Entry{}, err
 	}
-	ps, err := checkPlugins(plugins)
+	ps, err := checkBindings(bindings)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -444,27 +542,93 @@ func (s *Store) Bind(ctx context.Context, name string, unbind bool, plugins ...s
 		return Entry{}, fmt.Errorf("%s: %w in berth's secret store (berth secret list shows what is; store it with `berth secret set %s --plugin PLUGIN`)", name, ErrNotFound, name)
 	}
 	if unbind {
-		r.Plugins = slices.DeleteFunc(slices.Clone(r.Plugins), func(p string) bool { return slices.Contains(ps, p) })
+		r.Plugins = slices.DeleteFunc(slices.Clone(r.Plugins), func(b Binding) bool {
+			return slices.ContainsFunc(ps, func(u Binding) bool { return u.Plugin == b.Plugin && (u.Signer == "" || u.Signer == b.Signer) })
+		})
 	} else {
-		r.Plugins, _ = checkPlugins(append(slices.Clone(r.Plugins), ps...))
+		r.Plugins = append(slices.Clone(r.Plugins), ps...)
 	}
-	if len(r.Plugins) == 0 {
-		r.Plugins = nil
-	}
+	r.Plugins, _ = checkBindings(r.Plugins)
 	idx.Secrets[name] = r
 	if err := s.writeJSON(s.indexFile(), idx); err != nil {
 		return Entry{}, err
 	}
-	return Entry{Name: name, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)}, nil
+	return entryOf(name, r), nil
+}
+
+// Pin records signer as the signer of plugin in every binding made
+// before the plugin was trusted (a binding without a signer), so that the
+// binding no longer applies to a plugin of that name signed by someone
+// else. It returns the secrets it changed.
+func (s *Store) Pin(ctx context.Context, plugin, signer string) ([]string, error) {
+	return s.rebind(ctx, func(b Binding) (Binding, bool) {
+		if b.Plugin == plugin && b.Signer == "" {
+			return Binding{Plugin: plugin, Signer: signer}, true
+		}
+		return b, true
+	})
+}
+
+// Forget drops every binding of plugin: called when its last trust record
+// is removed, so that no later plugin of that name inherits them. It
+// returns the secrets it changed.
+func (s *Store) Forget(ctx context.Context, plugin string) ([]string, error) {
+	return s.rebind(ctx, func(b Binding) (Binding, bool) { return b, b.Plugin != plugin })
+}
+
+// rebind maps every binding of every secret through f (false drops it)
+// and returns the secrets whose bindings changed. A missing store is left
+// missing.
+func (s *Store) rebind(ctx context.Context, f func(Binding) (Binding, bool)) ([]string, error) {
+	if v, err := s.indexFileVersion(); err != nil || v == 0 {
+		return nil, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	idx, err := s.readIndex()
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, n := range slices.Sorted(maps.Keys(idx.Secrets)) {
+		r := idx.Secrets[n]
+		var next []Binding
+		for _, b := range r.Plugins {
+			if b, ok := f(b); ok {
+				next = append(next, b)
+			}
+		}
+		next, err := checkBindings(next)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Equal(next, r.Plugins) {
+			continue
+		}
+		r.Plugins = next
+		idx.Secrets[n] = r
+		changed = append(changed, n)
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if err := s.writeJSON(s.indexFile(), idx); err != nil {
+		return nil, err
+	}
+	return changed, nil
 }
 
 // Migrate binds the secrets of an index of format version 1 (which had no
 // bindings) to the plugins that name them, as namers says (called only
-// then, under the store's lock), and rewrites the index as version 2, in
+// then, under the store's lock): each to the signer of the plugin's
+// trusted versions that name it. It rewrites the index as version 2, in
 // one atomic replacement: the next run finds version 2 and does nothing.
 // It returns the secrets it bound, or nil when there was nothing to do.
 // Until it runs, a secret of a version 1 index is bound to no plugin.
-func (s *Store) Migrate(ctx context.Context, namers func() (map[string][]string, error)) ([]Entry, error) {
+func (s *Store) Migrate(ctx context.Context, namers func() (map[string][]Binding, error)) ([]Entry, error) {
 	if v, err := s.indexFileVersion(); err != nil || v != formatVersion {
 		return nil, err
 	}
@@ -488,15 +652,12 @@ func (s *Store) Migrate(ctx context.Context, namers func() (map[string][]string,
 	out := []Entry{}
 	for _, n := range slices.Sorted(maps.Keys(idx.Secrets)) {
 		r := idx.Secrets[n]
-		r.Plugins, err = checkPlugins(named[n])
+		r.Plugins, err = checkBindings(named[n])
 		if err != nil {
 			return nil, err
 		}
-		if len(r.Plugins) == 0 {
-			r.Plugins = nil
-		}
 		idx.Secrets[n] = r
-		out = append(out, Entry{Name: n, Backend: r.Backend, Updated: r.Updated, Plugins: nonNil(r.Plugins)})
+		out = append(out, entryOf(n, r))
 	}
 	if err := s.writeJSON(s.indexFile(), idx); err != nil {
 		return nil, err
@@ -656,7 +817,7 @@ func (s *Store) readIndex() (*indexFile, error) {
 		if CheckName(n) != nil || (r.Backend != Keychain && r.Backend != File) {
 			return nil, fmt.Errorf("%s names %q in the store %q, which berth does not write; remove the entry or the file and store the secrets again", s.indexFile(), n, r.Backend)
 		}
-		ps, err := checkPlugins(r.Plugins)
+		ps, err := checkBindings(r.Plugins)
 		if err != nil || !slices.Equal(ps, r.Plugins) || (idx.Version == formatVersion && r.Plugins != nil) {
 			return nil, fmt.Errorf("%s binds %s to plugins in a way berth does not write; remove the entry or the file and store the secret again", s.indexFile(), n)
 		}

@@ -81,12 +81,16 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 	}
 	uses := map[string][]string{}
 	users := map[string][]string{} // the plugins that read each variable
+	signers := map[string]string{} // the signer of each enabled version
 	var warnings []string
 	for _, name := range slices.Sorted(maps.Keys(w.Plugins)) {
 		m, err := stagedManifest(st, w.Plugins[name])
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("cannot read the manifest of %s to check the variables it reads: %v", name, err))
 			continue
+		}
+		if recs, err := st.Find(name, w.Plugins[name].Version); err == nil {
+			signers[name] = recs[0].SignerIdentity()
 		}
 		for _, src := range manifestSources(m) {
 			users[src] = append(users[src], name)
@@ -124,7 +128,7 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 		fix := "berth secret set " + n
 		if inStore {
 			// Held for other plugins only: bind it to those that read it.
-			unbound := slices.DeleteFunc(slices.Clone(users[n]), func(p string) bool { return slices.Contains(e.Plugins, p) })
+			unbound := slices.DeleteFunc(slices.Clone(users[n]), func(p string) bool { return e.Binds(p, signers[p]) })
 			if len(unbound) == 0 {
 				continue
 			}

@@ -68,6 +68,7 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	if err != nil {
 		return err
 	}
+	a.forgetSecrets(st, name)
 	if opts.JSON {
 		return writeJSON(a.stdout, revokeJSON{Revoked: gone})
 	}

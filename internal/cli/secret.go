@@ -32,11 +32,12 @@ func (a *app) secrets() (*secrets.Store, error) {
 }
 
 // secretLookup is the pool's hook into the secret store: a name the store
-// does not hold is not set; a name it holds for other plugins only is an
-// error that says how to bind it (secrets.NotBoundError, a pool.NotBound);
+// does not hold is not set; a name it holds for other plugins only, or for
+// a plugin of the same name signed by someone else, is an error that says
+// how to bind it (secrets.NotBoundError, a pool.NotBound);
 // a name it holds but cannot read is an error (the keychain did not
 // answer, the entry was removed outside berth).
-func secretLookup(s *secrets.Store) func(context.Context, string, string) (string, bool, error) {
+func secretLookup(s *secrets.Store) func(context.Context, string, string, string) (string, bool, error) {
 	return s.For
 }
 
@@ -102,9 +103,12 @@ berth says so. --store keychain or --store file chooses explicitly.
 
 The secret is bound to the plugins named by --plugin (repeatable), or
 without it to the trusted plugins whose servers name NAME now: only their
-servers receive it. A plugin trusted later is not bound: install and
-enable ask on a terminal, and 'berth secret bind NAME --plugin PLUGIN'
-binds it. Setting NAME again replaces its bindings too.
+servers receive it. Each is bound with the signer of its trusted
+versions, so a plugin of the same name signed by someone else (another
+catalog's, or after --allow-signer-change) does not receive it. A plugin
+trusted later is not bound: install and enable ask on a terminal, and
+'berth secret bind NAME --plugin PLUGIN' binds it. Setting NAME again
+replaces its bindings too.
 
 Exit codes: 0 stored, 1 not stored, 2 usage.`,
 		Example: `  berth secret set ACME_TOKEN

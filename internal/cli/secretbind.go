@@ -37,11 +37,11 @@ func manifestSources(m *bundle.Manifest) []string {
 }
 
 // secretNamers says, for each variable, which trusted plugins name it in
-// a trusted version that is not revoked: the plugins a secret stored
-// without --plugin is bound to, and those the migration of an index
-// without bindings binds. A version whose staged manifest cannot be read
-// names nothing (berth verify says why).
-func (a *app) secretNamers() (map[string][]string, error) {
+// a trusted version that is not revoked, each with the signer of that
+// version: the bindings of a secret stored without --plugin, and those
+// the migration of an index without bindings makes. A version whose
+// staged manifest cannot be read names nothing (berth verify says why).
+func (a *app) secretNamers() (map[string][]secrets.Binding, error) {
 	st, err := a.store()
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (a *app) secretNamers() (map[string][]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]string{}
+	out := map[string][]secrets.Binding{}
 	for _, r := range recs {
 		if st.CheckNotRevoked(r.Name, r.Version, r.Digest) != nil {
 			continue
@@ -60,15 +60,77 @@ func (a *app) secretNamers() (map[string][]string, error) {
 			continue
 		}
 		for _, n := range manifestSources(m) {
-			if !slices.Contains(out[n], r.Name) {
-				out[n] = append(out[n], r.Name)
+			b := secrets.Binding{Plugin: r.Name, Signer: r.SignerIdentity()}
+			if !slices.Contains(out[n], b) {
+				out[n] = append(out[n], b)
 			}
 		}
 	}
-	for n := range out {
-		slices.Sort(out[n])
+	return out, nil
+}
+
+// pluginSigners are the signers of the trusted versions of plugin that
+// are not revoked (none when it is not trusted): those a secret bound to
+// it by name is bound to.
+func (a *app) pluginSigners(plugin string) ([]string, error) {
+	st, err := a.store()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := st.Records()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range recs {
+		if r.Name != plugin || st.CheckNotRevoked(r.Name, r.Version, r.Digest) != nil {
+			continue
+		}
+		if id := r.SignerIdentity(); !slices.Contains(out, id) {
+			out = append(out, id)
+		}
 	}
 	return out, nil
+}
+
+// bindingsOf binds each of plugins to the signers of its trusted versions
+// (pluginSigners), or by name alone when none is trusted yet: install or
+// enable then records the signer.
+func (a *app) bindingsOf(plugins []string) ([]secrets.Binding, error) {
+	var out []secrets.Binding
+	for _, p := range plugins {
+		ids, err := a.pluginSigners(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			out = append(out, secrets.Binding{Plugin: p})
+		}
+		for _, id := range ids {
+			out = append(out, secrets.Binding{Plugin: p, Signer: id})
+		}
+	}
+	return out, nil
+}
+
+// forgetSecrets drops the secrets' bindings of plugin once no version of
+// it is trusted any more (berth revoke of its last versions), so that a
+// plugin of that name trusted later, perhaps another publisher's, is
+// bound only when the operator says so. A failure is a warning.
+func (a *app) forgetSecrets(st *store.Store, plugin string) {
+	if recs, err := st.Records(); err != nil || slices.ContainsFunc(recs, func(r *store.Record) bool { return r.Name == plugin }) {
+		return
+	}
+	sec, err := a.secrets()
+	if err == nil {
+		var gone []string
+		if gone, err = sec.Forget(context.Background(), plugin); err == nil && len(gone) > 0 {
+			fmt.Fprintf(a.stderr, "No version of %s is trusted any more, so these secrets are no longer bound to it: %s. A plugin of that name trusted later receives them only when you bind it.\n", plugin, strings.Join(gone, ", "))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: the stored secrets are still bound to %s, no version of which is trusted any more (%v); `berth secret unbind NAME --plugin %s` unbinds each\n", plugin, err, plugin)
+	}
 }
 
 // migrateSecrets binds, once, the secrets of an index written before
@@ -96,16 +158,21 @@ func pluginList(ps []string) string {
 
 // offerSecrets is run when a plugin was installed or enabled: for each
 // secret its manifest names that berth's store holds, but not for this
-// plugin, it asks on a terminal whether the plugin may use it. Off a
-// terminal, with --yes or --json, it binds nothing and says how to bind
-// it (on stderr). A failure to read the store or the manifest is a
-// warning: the plugin's servers then report the missing secret.
+// plugin signed as rec is, it asks on a terminal whether the plugin may
+// use it (saying so when the secret is bound to a plugin of that name
+// signed by someone else). Off a terminal, with --yes or --json, it binds
+// nothing and says how to bind it (on stderr). A secret bound to the
+// plugin by name before it was trusted is bound to rec's signer now. A
+// failure to read the store or the manifest is a warning: the plugin's
+// servers then report the missing secret.
 func (a *app) offerSecrets(st *store.Store, rec *store.Record, yes, quiet bool) {
 	sec, err := a.secrets()
 	if err == nil {
 		var m *bundle.Manifest
 		if m, err = stagedManifest(st, &store.Enablement{Digest: rec.Digest}); err == nil {
-			err = a.offerSecretsOf(sec, rec.Name, manifestSources(m), yes, quiet)
+			if _, err = sec.Pin(context.Background(), rec.Name, rec.SignerIdentity()); err == nil {
+				err = a.offerSecretsOf(sec, rec.Name, rec.SignerIdentity(), manifestSources(m), yes, quiet)
+			}
 		}
 	}
 	if err != nil {
@@ -113,27 +180,41 @@ func (a *app) offerSecrets(st *store.Store, rec *store.Record, yes, quiet bool) 
 	}
 }
 
-func (a *app) offerSecretsOf(sec *secrets.Store, plugin string, names []string, yes, quiet bool) error {
+func (a *app) offerSecretsOf(sec *secrets.Store, plugin, signer string, names []string, yes, quiet bool) error {
 	for _, n := range names {
 		e, ok, err := sec.Lookup(n)
 		if err != nil {
 			return err
 		}
-		if !ok || slices.Contains(e.Plugins, plugin) {
+		if !ok || e.Binds(plugin, signer) {
 			continue
 		}
+		// Bound to a plugin of this name signed by someone else: another
+		// publisher's plugin, which is not the one the operator bound.
+		var other []string
+		for _, s := range e.SignersOf(plugin) {
+			other = append(other, secrets.SignedBy(s))
+		}
 		if !yes && !quiet && a.isTerminal() {
-			ok, err := a.ask(fmt.Sprintf("Plugin %s wants the secret %s, which berth's secret store holds for %s. Let %s use it?", plugin, n, pluginList(e.Plugins), plugin))
+			q := fmt.Sprintf("Plugin %s wants the secret %s, which berth's secret store holds for %s. Let %s use it?", plugin, n, pluginList(e.Plugins), plugin)
+			if len(other) > 0 {
+				q = fmt.Sprintf("Plugin %s (%s) wants the secret %s, which berth's secret store holds for the %s %s, another signer. Let this %s use it?", plugin, secrets.SignedBy(signer), n, plugin, strings.Join(other, " or "), plugin)
+			}
+			ok, err := a.ask(q)
 			if err != nil {
 				return err
 			}
 			if ok {
-				if _, err := sec.Bind(context.Background(), n, false, plugin); err != nil {
+				if _, err := sec.Bind(context.Background(), n, false, secrets.Binding{Plugin: plugin, Signer: signer}); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "Bound %s to %s: its servers receive it.\n", n, plugin)
 				continue
 			}
+		}
+		if len(other) > 0 {
+			fmt.Fprintf(a.stderr, "note: plugin %s is %s, but berth's secret store holds the secret %s it names for the %s %s, so its servers do not receive it; if this %s may use it: %s\n", plugin, secrets.SignedBy(signer), n, plugin, strings.Join(other, " or "), plugin, secrets.BindCommand(n, plugin))
+			continue
 		}
 		fmt.Fprintf(a.stderr, "note: plugin %s names the secret %s, which berth's secret store holds bound to %s, not to %s, so its servers do not receive it; to let %s use it: %s\n", plugin, n, pluginList(e.Plugins), plugin, plugin, secrets.BindCommand(n, plugin))
 	}
@@ -154,7 +235,10 @@ func newSecretBindCmd(a *app, unbind bool) *cobra.Command {
 		`Bind lets the servers of the named plugins receive the stored secret
 NAME, as well as those of the plugins it is bound to already. A stored
 secret reaches only the plugins it is bound to (berth secret list shows
-them), whatever the variable name other plugins declare.
+them), whatever the variable name other plugins declare. Each plugin is
+bound with the signers of its trusted versions: a plugin of the same name
+signed by someone else, trusted later, is not bound. Revoking every
+version of a plugin drops its bindings.
 
 Exit codes: 0 bound, 1 not stored, 2 usage.`
 	example := `  berth secret bind ACME_TOKEN --plugin acme-notes`
@@ -208,7 +292,17 @@ func runSecretBind(ctx context.Context, a *app, opts *secretBindOptions) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.Bind(ctx, opts.Name, opts.Unbind, opts.Plugins...)
+	// bind binds each plugin as trusted now (the signers of its trusted
+	// versions); unbind unbinds it whatever the signer.
+	var bs []secrets.Binding
+	if opts.Unbind {
+		for _, p := range opts.Plugins {
+			bs = append(bs, secrets.Binding{Plugin: p})
+		}
+	} else if bs, err = a.bindingsOf(opts.Plugins); err != nil {
+		return err
+	}
+	e, err := s.Bind(ctx, opts.Name, opts.Unbind, bs...)
 	if err != nil {
 		return err
 	}
@@ -219,10 +313,11 @@ func runSecretBind(ctx context.Context, a *app, opts *secretBindOptions) error {
 	return nil
 }
 
-// bindingTargets are the plugins secret set binds name to: those of
-// --plugin, or else the trusted plugins that name it now. It warns about
-// a --plugin that names no such plugin.
-func (a *app) bindingTargets(name string, given []string) ([]string, error) {
+// bindingTargets are the bindings secret set makes for name: the plugins
+// of --plugin, or else the trusted plugins that name it now, each bound
+// to the signers of its trusted versions. It warns about a --plugin that
+// names no such plugin.
+func (a *app) bindingTargets(name string, given []string) ([]secrets.Binding, error) {
 	for _, p := range given {
 		if !bundle.IsValidName(p) {
 			return nil, usagef("--plugin %q is not a plugin name (lower-case letters, digits and '-'); `berth list` shows the trusted plugins", p)
@@ -236,9 +331,9 @@ func (a *app) bindingTargets(name string, given []string) ([]string, error) {
 		return namers[name], nil
 	}
 	for _, p := range given {
-		if !slices.Contains(namers[name], p) {
+		if !slices.ContainsFunc(namers[name], func(b secrets.Binding) bool { return b.Plugin == p }) {
 			fmt.Fprintf(a.stderr, "note: no trusted version of %s names %s (yet); its servers receive it once one does\n", p, name)
 		}
 	}
-	return given, nil
+	return a.bindingsOf(given)
 }

@@ -42,6 +42,10 @@ func (a *app) sourceStates(d *review.Disclosure) ([]sourceJSON, error) {
 	if err != nil {
 		return nil, err
 	}
+	signers, err := a.pluginSigners(d.Name)
+	if err != nil {
+		return nil, err
+	}
 	out := []sourceJSON{}
 	for _, s := range d.Sources() {
 		j := sourceJSON{Name: s.Name, Uses: s.Uses}
@@ -56,7 +60,7 @@ func (a *app) sourceStates(d *review.Disclosure) ([]sourceJSON, error) {
 		switch {
 		case inEnv:
 			j.Set, j.From = true, pool.FromEnvironment
-		case inStore && slices.Contains(e.Plugins, d.Name):
+		case inStore && boundHere(&e, d.Name, signers):
 			j.Set, j.From = true, pool.FromStore
 		case inStore:
 			j.NotBound, j.Fix = true, secrets.BindCommand(s.Name, d.Name)
@@ -97,4 +101,14 @@ func sourceText(set bool, from string, store secrets.Backend, name string) strin
 		return "stored in berth's secret store (" + string(store) + ")"
 	}
 	return "stored in berth's secret store"
+}
+
+// boundHere reports whether the stored secret e reaches plugin, whose
+// trusted versions are signed by signers: bound to one of them, or, for a
+// plugin not trusted, bound to it by name.
+func boundHere(e *secrets.Entry, plugin string, signers []string) bool {
+	if len(signers) == 0 {
+		return slices.Contains(e.Plugins, plugin)
+	}
+	return slices.ContainsFunc(signers, func(s string) bool { return e.Binds(plugin, s) })
 }
