@@ -41,8 +41,10 @@ another user's connection is closed unread, and your own needs no token.
 On loopback TCP on Linux, the kernel names each peer too (sock_diag) and
 another user is refused before the token is read; elsewhere loopback TCP
 is token-only (the start log's peer_check says which). When another
-user's program holds the port, serve says so, replaces the token of
-$BERTH_HOME/serve.token (clients must read it again) and exits.
+user's program holds the port, or one berth cannot name (always so
+without sock_diag), serve says so, replaces the token of
+$BERTH_HOME/serve.token (clients must read it again; a --token-file is
+yours to replace) and exits.
 
 A call runs only if the policy allows it (berth policy set TOOL allow) or a
 human approves it: in the client (elicitation or input requests), or with
