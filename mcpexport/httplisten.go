@@ -145,36 +145,58 @@ func guardPeers(ln net.Listener, o *HTTPOptions) net.Listener {
 	return ln
 }
 
-// PortTakenError reports that another user's socket listens on the
-// address berth serve was to listen on. Clients that connected to it
-// while berth was not listening sent it the bearer token.
+// PortTakenError reports that the address berth serve was to listen on
+// is in use by another user's socket, or by a socket whose owner could
+// not be found (UID -1: no sock_diag, as on macOS, or it did not find the
+// socket). Clients that connected to it while berth was not listening
+// may have sent it the bearer token. A socket of berth's own user is not
+// reported so: its error is the bind's (EADDRINUSE).
 type PortTakenError struct {
 	// Addr is the address (HOST:PORT).
 	Addr string
-	// UID is the user id that owns the listening socket.
+	// UID is the user id that owns the listening socket, or -1 when it
+	// could not be found.
 	UID int
+	// Why says why the owner could not be found (UID -1).
+	Why error
 	// Err is the error of the bind (EADDRINUSE).
 	Err error
 }
 
 func (e *PortTakenError) Error() string {
+	if e.UID < 0 {
+		return fmt.Sprintf("%s is in use, and berth cannot tell by whom (%v): if another user's program listens there, a client that connected to it while berth serve was not listening has sent it the bearer token", e.Addr, e.Why)
+	}
 	return fmt.Sprintf("%s is taken by another user's program (user %s): a client that connected to it while berth serve was not listening has sent it the bearer token", e.Addr, fsx.UserName(e.UID))
 }
 
 func (e *PortTakenError) Unwrap() error { return e.Err }
 
+// listenerOwner finds the owner of the socket listening on an address;
+// a variable for tests.
+var listenerOwner = sockpeer.ListenerOwner
+
 // portTaken turns the error of a TCP listen on hostport into a
-// *PortTakenError when the address is in use by another user's socket.
+// *PortTakenError when the address is in use by another user's socket or
+// by one whose owner cannot be found.
 func portTaken(hostport string, err error) error {
 	if !errors.Is(err, syscall.EADDRINUSE) {
 		return err
 	}
 	a, rerr := net.ResolveTCPAddr("tcp", hostport)
-	if rerr != nil || a.IP == nil {
-		return err
+	if rerr != nil {
+		return &PortTakenError{Addr: hostport, UID: -1, Why: rerr, Err: err}
 	}
-	uid, lerr := sockpeer.ListenerOwner(a)
-	if lerr != nil || uid == os.Geteuid() {
+	if a.IP == nil {
+		return &PortTakenError{Addr: hostport, UID: -1, Why: errors.New("the address names no host"), Err: err}
+	}
+	uid, lerr := listenerOwner(a)
+	switch {
+	case errors.Is(lerr, sockpeer.ErrUnsupported):
+		return &PortTakenError{Addr: hostport, UID: -1, Why: errors.New("this system does not name the owner of a socket"), Err: err}
+	case lerr != nil:
+		return &PortTakenError{Addr: hostport, UID: -1, Why: lerr, Err: err}
+	case uid == os.Geteuid():
 		return err
 	}
 	return &PortTakenError{Addr: hostport, UID: uid, Err: err}

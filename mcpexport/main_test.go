@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 		otherUserMain()
 		return
 	}
+	if os.Getenv(otherUserSendEnv) != "" {
+		otherUserSend()
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -5,6 +5,7 @@ package mcpexport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,4 +272,70 @@ func TestUnixSocketDirectory(t *testing.T) {
 		t.Fatalf("a stale socket: %v", err)
 	}
 	ln.Close()
+}
+
+// otherUserSendEnv makes the test binary act as another local user's
+// client that sends a request and closes at once: ADDR REQUEST.
+const otherUserSendEnv = "BERTH_TEST_OTHER_USER_SEND"
+
+func otherUserSend() {
+	c, err := net.DialTimeout("tcp", os.Args[1], 5*time.Second)
+	if err != nil {
+		fmt.Println("dial error:", err)
+		return
+	}
+	io.WriteString(c, os.Args[2])
+	c.Close()
+	fmt.Println("sent")
+}
+
+// TestAnotherUserWhoClosesAtOnceIsRefused: another user's client that
+// writes a whole request, token and all, and closes its socket before
+// berth accepts the connection leaves a socket the kernel reports as
+// root's (a time-wait socket in FIN_WAIT2: uid 0, no inode). berth, run
+// as root here, refuses it as a connection whose user is unknown: the
+// handler never runs.
+func TestAnotherUserWhoClosesAtOnceIsRefused(t *testing.T) {
+	testkit.NeedRoot(t, "to run a program as user nobody")
+	token := strings.Repeat("k", MinTokenLen)
+	var logged syncBuffer
+	o := &HTTPOptions{Token: token, Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	ln, err := Listen("127.0.0.1:0", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if PeerCheck(ln) != sockpeer.SockDiag {
+		t.Skip("sock_diag is not available here")
+	}
+	req := "POST /mcp HTTP/1.1\r\nHost: " + ln.Addr().String() + "\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: " + fmt.Sprint(len(initBody)) + "\r\n\r\n" + initBody
+	out, err := testkit.AsNobody(t, []string{otherUserSendEnv + "=1"}, ln.Addr().String(), req).CombinedOutput()
+	if err != nil || string(out) != "sent\n" {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Let the kernel acknowledge the client's FIN, so its socket is
+	// what a closed client's becomes.
+	time.Sleep(300 * time.Millisecond)
+	var ran atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran.Add(1)
+		io.WriteString(w, "served")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeHTTP(ctx, ln, h, o) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	testkit.Eventually(t, 5*time.Second, "the refusal in the log", func() bool {
+		return strings.Contains(logged.String(), "refused a connection whose user could not be identified") || ran.Load() != 0
+	})
+	time.Sleep(200 * time.Millisecond)
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("the request of a closed client of user nobody was served (%d times); log:\n%s", n, logged.String())
+	}
+	if !strings.Contains(logged.String(), "already closed by its program") {
+		t.Errorf("the refusal does not say why:\n%s", logged.String())
+	}
 }

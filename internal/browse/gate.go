@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync/atomic"
 )
 
 // TokenParam is the query parameter of the start URL that carries the
@@ -33,12 +34,16 @@ func randomString() string {
 
 // HandlerWithToken is Handler for a page that only the person who
 // started it may read, as Jupyter does it: the start URL carries token
-// (?token=…); a request with the right token gets a cookie (HttpOnly,
-// SameSite=Strict, Path=/, for this run only) and is redirected to the
-// same URL without the token; every other request needs the cookie, and
-// without it gets 401 and a page that says where to find the URL (403
-// for a wrong token). Only /static/ (the style sheet and script, the
-// same in every copy of berth) is served without the cookie. It panics when token is shorter than 32
+// (?token=…), which works once: the first request with the right token
+// gets a cookie (HttpOnly, SameSite=Strict, Path=/, for this run only) and
+// is redirected to the same URL without the token, and the token is then
+// void. A later request with it is redirected the same way when it
+// carries the cookie (a browser that reloads or retries the start URL),
+// and otherwise gets 403 and a page that says to start again for a new
+// URL. Every other request needs the cookie, and without it gets 401 and
+// a page that says where to find the URL (403 for a wrong token). Only
+// /static/ (the style sheet and script, the same in every copy of berth)
+// is served without the cookie. It panics when token is shorter than 32
 // characters.
 func (s *Site) HandlerWithToken(token string) http.Handler {
 	if len(token) < minTokenLen {
@@ -54,6 +59,8 @@ type gate struct {
 	s              *Site
 	token, session []byte
 	cookie         string
+	// used is set when the token has let a browser in.
+	used atomic.Bool
 }
 
 func digest(s string) []byte {
@@ -67,6 +74,12 @@ func same(got string, want []byte) bool {
 	return subtle.ConstantTimeCompare(digest(got), want) == 1
 }
 
+// hasSession reports whether r carries this run's cookie.
+func (g *gate) hasSession(r *http.Request) bool {
+	c, err := r.Cookie(CookieName)
+	return err == nil && same(c.Value, g.session)
+}
+
 func (g *gate) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -75,7 +88,16 @@ func (g *gate) wrap(next http.Handler) http.Handler {
 				g.s.fail(w, r, http.StatusForbidden, "The token in this URL is not the one berth marketplace serve printed when it started (each start makes a new one). Open the URL it printed last, or start it again with --open.", rootOf(r.URL.Path))
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: g.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			switch {
+			case g.hasSession(r):
+				// This browser is in already (a reload, a retry, or
+				// a prefetch that came first): no new cookie.
+			case g.used.CompareAndSwap(false, true):
+				http.SetCookie(w, &http.Cookie{Name: CookieName, Value: g.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			default:
+				g.s.fail(w, r, http.StatusForbidden, "This URL has been used already: its token lets one browser in, once, and another browser (or this one, before its cookie was lost) opened it first. For a new URL, stop berth marketplace serve and start it again (with --open, or open the URL it prints).", rootOf(r.URL.Path))
+				return
+			}
 			q.Del(TokenParam)
 			to := cleanPath(r.URL.Path)
 			if len(q) > 0 {
@@ -87,8 +109,8 @@ func (g *gate) wrap(next http.Handler) http.Handler {
 		// The style sheet and script are the same for everyone (they
 		// are in berth's source); the 401 page uses them.
 		public := strings.HasPrefix(r.URL.Path, "/static/")
-		if c, err := r.Cookie(CookieName); !public && (err != nil || !same(c.Value, g.session)) {
-			g.s.fail(w, r, http.StatusUnauthorized, "This page is for the person who started berth marketplace serve: open the URL it printed when it started (http://127.0.0.1:PORT/?token=…), which lets this browser in, or start it again with --open.", rootOf(r.URL.Path))
+		if !public && !g.hasSession(r) {
+			g.s.fail(w, r, http.StatusUnauthorized, "This page is for the person who started berth marketplace serve: open the URL it printed when it started (http://127.0.0.1:PORT/?token=…), which lets one browser in, once, or start it again with --open.", rootOf(r.URL.Path))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -55,8 +55,9 @@ machine (berth marketplace export writes a copy to host elsewhere).
 
 The page shows which versions you installed and where your catalogs
 live, so it is yours alone: the URL printed at start carries a token
-(new at each start); opening it sets a cookie in your browser (HttpOnly,
-SameSite=Strict) and every other request without that cookie is refused.
+(new at each start) that works once: opening it sets a cookie in your
+browser (HttpOnly, SameSite=Strict), the token is then void, and every
+other request without that cookie is refused.
 On Linux the kernel names the user of each connection, and other users'
 connections are refused before anything is read.
 

@@ -38,7 +38,8 @@ func (l *lockedBuffer) String() string {
 
 // TestMarketplaceServe runs berth marketplace serve in-process: it prints
 // its loopback URL with a free port and a token, serves the page
-// read-only to a browser that opened that URL (and so has the cookie),
+// read-only to a browser that opened that URL (and so has the cookie;
+// the URL works once),
 // refuses a request without the cookie, and stops cleanly when
 // interrupted.
 func TestMarketplaceServe(t *testing.T) {
@@ -63,6 +64,16 @@ func TestMarketplaceServe(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || !strings.Contains(string(body), "No catalogs yet") || res.Header.Get("Content-Security-Policy") == "" || res.Request.URL.String() != base {
 		t.Errorf("GET %s: %d at %v %v\n%s", url, res.StatusCode, res.Request.URL, res.Header, body)
+	}
+	// The URL works once: another browser that opens it now is refused.
+	res, err = http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "This URL has been used already") {
+		t.Errorf("GET %s a second time, without the cookie: %d\n%s", url, res.StatusCode, body)
 	}
 	if !strings.Contains(stdout.String(), "Open that URL: its token, new at each start, lets your browser in (it sets a cookie); other users of this machine are refused") && runtime.GOOS == "linux" {
 		t.Errorf("stdout %q", stdout.String())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -40,8 +41,10 @@ another user's connection is closed unread, and your own needs no token.
 On loopback TCP on Linux, the kernel names each peer too (sock_diag) and
 another user is refused before the token is read; elsewhere loopback TCP
 is token-only (the start log's peer_check says which). When another
-user's program holds the port, serve says so, replaces the token of
-$BERTH_HOME/serve.token (clients must read it again) and exits.
+user's program holds the port, or one berth cannot name (always so
+without sock_diag), serve says so, replaces the token of
+$BERTH_HOME/serve.token (clients must read it again; a --token-file is
+yours to replace) and exits.
 
 A call runs only if the policy allows it (berth policy set TOOL allow) or a
 human approves it: in the client (elicitation or input requests), or with
@@ -267,26 +270,35 @@ func (a *app) serveListen(log *slog.Logger, opts *serveOptions, lns []*serveList
 }
 
 // portTaken reports, loudly, that another user's program holds the
-// address serve was to listen on, and voids the token it may have
-// received: the default token file gets a new token; a --token-file is
-// the operator's to replace.
+// address serve was to listen on, or a program berth cannot name, and
+// voids the token it may have received: the default token file gets a new
+// token; a --token-file is the operator's to replace.
 func portTaken(log *slog.Logger, taken *mcpexport.PortTakenError, opts *serveOptions, tokenPath string) error {
 	_, port, _ := net.SplitHostPort(taken.Addr)
 	find := fmt.Sprintf("find it with: ss -ltnpe 'sport = :%s'", port)
+	if runtime.GOOS != "linux" {
+		find = fmt.Sprintf("find it with: lsof -nP -iTCP:%s -sTCP:LISTEN", port)
+	}
 	move := "serve on a port of your own (--http 127.0.0.1:PORT) or on a Unix socket (--http unix:PATH), whose peers the OS identifies"
+	holder, uid := "ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS", any(taken.UID)
+	if taken.UID < 0 {
+		holder, uid = "THIS ADDRESS IS IN USE AND BERTH CANNOT TELL BY WHOM", "unknown"
+		// A berth serve of the operator's own keeps the token it read.
+		move += "; if it is a berth serve of yours, it still uses the old token: stop it and start it again"
+	}
 	if opts.UnsafeNoToken {
-		log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS", "addr", taken.Addr, "uid", taken.UID)
+		log.Error("berth serve: "+holder, "addr", taken.Addr, "uid", uid)
 		return fmt.Errorf("%v; %s; %s", taken, find, move)
 	}
 	if opts.TokenFile != "" {
-		log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS; THE TOKEN MAY HAVE LEAKED", "addr", taken.Addr, "uid", taken.UID, "token_file", tokenPath)
+		log.Error("berth serve: "+holder+"; THE TOKEN MAY HAVE LEAKED AND BERTH DOES NOT REPLACE IT: REPLACE IT YOURSELF", "addr", taken.Addr, "uid", uid, "token_file", tokenPath)
 		return fmt.Errorf("%v; treat the token in %s as leaked and replace it (head -c 32 /dev/urandom | base64 > %s), then give clients the new one; %s; %s", taken, tokenPath, fsx.ShellQuote(tokenPath), find, move)
 	}
 	if _, err := mcpexport.RotateToken(tokenPath); err != nil {
-		log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS; THE TOKEN MAY HAVE LEAKED, AND COULD NOT BE REPLACED", "addr", taken.Addr, "uid", taken.UID, "token_file", tokenPath, "error", err)
+		log.Error("berth serve: "+holder+"; THE TOKEN MAY HAVE LEAKED, AND COULD NOT BE REPLACED", "addr", taken.Addr, "uid", uid, "token_file", tokenPath, "error", err)
 		return fmt.Errorf("%v; berth could not replace the token (%v): remove %s (berth serve makes a new one) and give clients the new one; %s; %s", taken, err, fsx.ShellQuote(tokenPath), find, move)
 	}
-	log.Error("berth serve: ANOTHER USER'S PROGRAM LISTENS ON THIS ADDRESS; THE TOKEN MAY HAVE LEAKED, SO BERTH REPLACED IT", "addr", taken.Addr, "uid", taken.UID, "token_file", tokenPath)
+	log.Error("berth serve: "+holder+"; THE TOKEN MAY HAVE LEAKED, SO BERTH REPLACED IT", "addr", taken.Addr, "uid", uid, "token_file", tokenPath)
 	return fmt.Errorf("%v; berth replaced the token in %s with a new one (the old one is void): clients must read the file again (restart them; a client whose configuration holds a copy of the token needs the new one); %s; %s", taken, tokenPath, find, move)
 }
 

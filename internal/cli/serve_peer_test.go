@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,4 +163,84 @@ func TestMarketplaceServeRefusesAnotherUser(t *testing.T) {
 	})
 	cancel()
 	<-done
+}
+
+// boundNotListening binds a TCP socket to 127.0.0.1 and a free port
+// without listening, and returns the port: a port in use whose owner
+// sock_diag does not find (it looks up listening sockets), as on systems
+// without sock_diag for every port.
+func boundNotListening(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
+}
+
+// TestServePortInUseOwnerUnknown: when the port of berth serve is in use
+// and berth cannot tell by whom, it may be another user's program that
+// has the token, so serve says so, replaces the default token and exits
+// 1; a --token-file is left, loudly, for the operator to replace. A port
+// held by a listener of the operator's own leaves the token as it is.
+func TestServePortInUseOwnerUnknown(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", boundNotListening(t))
+	home := t.TempDir()
+	tokenPath := filepath.Join(home, "serve.token")
+	old, _, err := mcpexport.LoadOrCreateToken(tokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := berthCmd(home, nil, "serve", "--workspace", t.TempDir(), "--http", addr).CombinedOutput()
+	if code := exitOf(err); code != 1 {
+		t.Fatalf("exit %d (%v), want 1:\n%s", code, err, out)
+	}
+	for _, want := range []string{
+		addr + " is in use, and berth cannot tell by whom (sock_diag found no socket listening on " + addr,
+		"if another user's program listens there, a client that connected to it while berth serve was not listening has sent it the bearer token",
+		"berth replaced the token in " + tokenPath,
+		"clients must read the file again",
+		"if it is a berth serve of yours, it still uses the old token",
+		"THIS ADDRESS IS IN USE AND BERTH CANNOT TELL BY WHOM; THE TOKEN MAY HAVE LEAKED, SO BERTH REPLACED IT",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	now, err := mcpexport.ReadTokenFile(tokenPath)
+	if err != nil || now == old {
+		t.Errorf("the token was not replaced: %v", err)
+	}
+
+	own := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(own, []byte(old+"\n"), 0o600)
+	out, err = berthCmd(home, nil, "serve", "--workspace", t.TempDir(), "--http", addr, "--token-file", own).CombinedOutput()
+	if code := exitOf(err); code != 1 || !strings.Contains(string(out), "treat the token in "+own+" as leaked and replace it") || !strings.Contains(string(out), "BERTH DOES NOT REPLACE IT: REPLACE IT YOURSELF") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if data, _ := os.ReadFile(own); string(data) != old+"\n" {
+		t.Error("the operator's token file was rewritten")
+	}
+
+	// The operator's own listener: the bind's error, the token kept.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, err = berthCmd(home, nil, "serve", "--workspace", t.TempDir(), "--http", ln.Addr().String()).CombinedOutput()
+	if code := exitOf(err); code != 1 || !strings.Contains(string(out), "address already in use") || strings.Contains(string(out), "TOKEN") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if again, err := mcpexport.ReadTokenFile(tokenPath); err != nil || again != now {
+		t.Errorf("the token changed for a port of the operator's own: %v", err)
+	}
 }

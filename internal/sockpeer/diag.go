@@ -20,8 +20,14 @@ const (
 	nlmsgError       = 2  // NLMSG_ERROR
 	nlmsgDone        = 3  // NLMSG_DONE
 	nlmFRequest      = 1  // NLM_F_REQUEST
+	tcpEstablished   = 1  // TCP_ESTABLISHED
+	tcpFinWait1      = 4  // TCP_FIN_WAIT1
+	tcpFinWait2      = 5  // TCP_FIN_WAIT2
 	tcpTimeWait      = 6  // TCP_TIME_WAIT
+	tcpCloseWait     = 8  // TCP_CLOSE_WAIT
+	tcpLastAck       = 9  // TCP_LAST_ACK
 	tcpListen        = 10 // TCP_LISTEN
+	tcpClosing       = 11 // TCP_CLOSING
 	ipprotoTCP       = 6
 	afInet           = 2
 	afInet6          = 10
@@ -40,6 +46,9 @@ type diagReply struct {
 	id    diagID
 	state uint8
 	uid   uint32
+	// inode is the inode of the socket's file, 0 when no process holds
+	// it (closed, or not yet accepted).
+	inode uint32
 }
 
 // tcpID is the diagID of the TCP socket whose local address is src and
@@ -143,6 +152,7 @@ func parseReply(b []byte, seq uint32) (diagReply, error) {
 			copy(r.id.src[:], id[4:20])
 			copy(r.id.dst[:], id[20:36])
 			r.uid = ne.Uint32(body[64:])
+			r.inode = ne.Uint32(body[68:])
 			return r, nil
 		}
 	}
@@ -150,11 +160,20 @@ func parseReply(b []byte, seq uint32) (diagReply, error) {
 }
 
 // check refuses a reply that is not about the socket asked for, or whose
-// owner the kernel does not know (a socket in TIME_WAIT reports uid 0).
-// The kernel found the socket by the exact address pair asked for; this
-// checks its answer against the question. An IPv6 socket connected to an
-// IPv4 address (dual-stack, through ::ffff:a.b.c.d) is reported as IPv6,
-// with its addresses mapped, or unset.
+// owner the kernel does not know. The kernel found the socket by the
+// exact address pair asked for; this checks its answer against the
+// question. An IPv6 socket connected to an IPv4 address (dual-stack,
+// through ::ffff:a.b.c.d) is reported as IPv6, with its addresses mapped,
+// or unset.
+//
+// A socket no process holds any more has no owner: its inode is 0, and
+// its uid is 0 (root's) for a time-wait socket, whether in TIME_WAIT or
+// in the FIN_WAIT2 of a client that wrote its request and closed at once,
+// and on older kernels for any closed socket. So a connection is let in
+// only while its client's socket is open (inode not 0) and connected:
+// ESTABLISHED, or shut down for writing (FIN_WAIT1, FIN_WAIT2, CLOSING;
+// CLOSE_WAIT, LAST_ACK when this end closed first). A client that closes
+// its socket before the answer, even one of berth's own user, is refused.
 func (r diagReply) check(want diagID) error {
 	got := r.id
 	if want.family == afInet && got.family == afInet {
@@ -169,10 +188,34 @@ func (r diagReply) check(want diagID) error {
 	if got != want {
 		return fmt.Errorf("sock_diag answered about another socket (%+v, not %+v)", got, want)
 	}
-	if r.state == tcpTimeWait {
+	switch {
+	case r.state == tcpTimeWait:
 		return errors.New("the connecting socket is already closed (TIME_WAIT), so its owner is unknown")
+	case r.inode == 0:
+		return fmt.Errorf("the connecting socket is already closed by its program (state %s, no inode), so its owner is unknown; a client must keep its connection open until it has the answer", stateName(r.state))
+	case !connected(r.state):
+		return fmt.Errorf("the connecting socket is not connected (state %s), so its owner is not trusted", stateName(r.state))
 	}
 	return nil
+}
+
+// connected reports whether a TCP socket in state is connected: open, or
+// closing after both ends met.
+func connected(state uint8) bool {
+	switch state {
+	case tcpEstablished, tcpFinWait1, tcpFinWait2, tcpCloseWait, tcpLastAck, tcpClosing:
+		return true
+	}
+	return false
+}
+
+// stateName is the name of a TCP state (include/net/tcp_states.h).
+func stateName(state uint8) string {
+	names := [...]string{1: "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2", "TIME_WAIT", "CLOSE", "CLOSE_WAIT", "LAST_ACK", "LISTEN", "CLOSING", "NEW_SYN_RECV"}
+	if int(state) < len(names) && names[state] != "" {
+		return names[state]
+	}
+	return fmt.Sprintf("%d", state)
 }
 
 // unmap is the IPv4 address in the first word of a [16]byte of an IPv6

@@ -89,6 +89,9 @@ func listenerOwner(addr *net.TCPAddr) (int, error) {
 		return -1, err
 	}
 	r, err := lookup(id)
+	if errors.Is(err, syscall.ENOENT) {
+		return -1, fmt.Errorf("sock_diag found no socket listening on %v (one bound there that does not listen, or gone)", addr)
+	}
 	if err != nil {
 		return -1, err
 	}

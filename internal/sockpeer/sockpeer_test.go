@@ -19,8 +19,10 @@ import (
 )
 
 // childEnv makes the test binary a client or a listener run as another
-// user: "dial NETWORK ADDR" prints what the server sent; "listen ADDR"
-// prints its port and holds the socket until stdin closes.
+// user: "dial NETWORK ADDR" prints what the server sent; "send NETWORK
+// ADDR DATA" writes DATA, closes the connection at once and prints its
+// local address; "listen
+// ADDR" prints its port and holds the socket until stdin closes.
 const childEnv = "BERTH_TEST_SOCKPEER_CHILD"
 
 func TestMain(m *testing.M) {
@@ -42,6 +44,17 @@ func child(args []string) {
 		c.SetDeadline(time.Now().Add(5 * time.Second))
 		data, _ := io.ReadAll(c)
 		fmt.Printf("read %q\n", data)
+	case "send":
+		c, err := net.DialTimeout(args[1], args[2], 5*time.Second)
+		if err != nil {
+			fmt.Printf("dial error: %v\n", err)
+			return
+		}
+		if _, err := io.WriteString(c, args[3]); err != nil {
+			fmt.Printf("write error: %v\n", err)
+		}
+		c.Close()
+		fmt.Println("sent from", c.LocalAddr())
 	case "listen":
 		ln, err := net.Listen("tcp", args[1])
 		if err != nil {
@@ -161,6 +174,120 @@ func TestLoopbackTCP6Peer(t *testing.T) {
 	checkNobodyRefused(t, "tcp", ln.Addr().String(), refused)
 }
 
+// TestLoopbackTCPClosedClient: another user's client that writes its
+// request and closes the connection at once, before berth accepts it, has
+// left a socket with no owner (an orphan, or a time-wait socket in
+// FIN_WAIT2, which sock_diag reports as uid 0: root's). Its connection is
+// refused, unread, even when berth runs as root.
+func TestLoopbackTCPClosedClient(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Skip("cannot listen:", err)
+			}
+			refused := make(chan Refusal, 4)
+			l, err := Guard(ln, func(r Refusal) { refused <- r })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			// The client is done, and its socket closed, before the
+			// connection is accepted.
+			out, err := testkit.AsNobody(t, []string{childEnv + "=1"}, "send", "tcp", ln.Addr().String(), "GET /secret HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").CombinedOutput()
+			from, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "sent from ")
+			if err != nil || !ok {
+				t.Fatalf("%v: %s", err, out)
+			}
+			// Wait for the client's socket to become what the kernel
+			// makes of a closed one once its FIN is acknowledged: a
+			// time-wait socket in FIN_WAIT2, which sock_diag reports as
+			// uid 0. Where it stays an orphan, the check must refuse
+			// that too.
+			src, _ := net.ResolveTCPAddr("tcp", from)
+			id, _ := tcpID(src, ln.Addr().(*net.TCPAddr))
+			var r diagReply
+			for range 100 {
+				if r, err = lookup(id); err != nil || r.state == tcpFinWait2 {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("the client's socket: %+v %v", r, err)
+			accepted := make(chan string, 1)
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				data, _ := io.ReadAll(c)
+				c.Close()
+				accepted <- fmt.Sprintf("%+v read %q", c, data)
+			}()
+			select {
+			case r := <-refused:
+				t.Logf("refused: %+v", r)
+				if r.UID == os.Geteuid() && r.Err == nil {
+					t.Errorf("refusal %+v names berth's own user", r)
+				}
+			case a := <-accepted:
+				t.Fatalf("the connection of a closed client of user nobody was accepted: %s", a)
+			case <-time.After(5 * time.Second):
+				t.Fatal("no refusal reported")
+			}
+			select {
+			case a := <-accepted:
+				t.Fatalf("the connection of a closed client of user nobody was accepted: %s", a)
+			case <-time.After(200 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestLoopbackTCPHalfClosedClient: a client of berth's own user that
+// writes its request and shuts down its writing side (as HTTP/1.0 clients
+// and nc -N do) still holds its socket, and is let in.
+func TestLoopbackTCPHalfClosedClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Guard(ln, func(r Refusal) { t.Errorf("refused %+v", r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "request")
+	c.(*net.TCPConn).CloseWrite()
+	id, _ := tcpID(c.LocalAddr().(*net.TCPAddr), ln.Addr().(*net.TCPAddr))
+	for range 100 {
+		if r, err := lookup(id); err != nil || r.state == tcpFinWait2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sc, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	sc.SetDeadline(time.Now().Add(5 * time.Second))
+	data, _ := io.ReadAll(sc)
+	sc.Write([]byte("answer"))
+	sc.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	got, _ := io.ReadAll(c)
+	if string(data) != "request" || string(got) != "answer" {
+		t.Fatalf("server read %q, client read %q", data, got)
+	}
+}
+
 func TestGuardRefusesNonLoopback(t *testing.T) {
 	ln, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
@@ -231,6 +358,7 @@ func TestParseReply(t *testing.T) {
 	copy(msg[8:], []byte{127, 0, 0, 1})
 	copy(msg[24:], []byte{127, 0, 0, 1})
 	binary.NativeEndian.PutUint32(msg[64:], 1000)
+	binary.NativeEndian.PutUint32(msg[68:], 4242)
 
 	r, err := parseReply(append(reply(nlmsgError, 6, make([]byte, 20)), reply(sockDiagByFamily, 7, msg)...), 7)
 	if err != nil || r.uid != 1000 || r.check(id) != nil {
@@ -256,9 +384,26 @@ func TestParseReply(t *testing.T) {
 			t.Errorf("IPv6 reply from %v: %v, check %v, want pass %v", net.IP(tc.src), err, r.check(id), tc.pass)
 		}
 	}
-	msg[1] = tcpTimeWait
-	if r, _ := parseReply(reply(sockDiagByFamily, 7, msg), 7); r.check(id) == nil {
-		t.Error("a TIME_WAIT socket passed")
+	// Only a socket that a process holds (an inode) and that is
+	// connected passes: a client's socket shut down for writing does, a
+	// closed one (a time-wait socket in FIN_WAIT2 is reported as uid 0,
+	// inode 0; an orphan in FIN_WAIT1 keeps its uid, inode 0) does not.
+	for _, tc := range []struct {
+		state uint8
+		inode uint32
+		pass  bool
+	}{
+		{tcpEstablished, 4242, true}, {tcpFinWait1, 4242, true}, {tcpFinWait2, 4242, true}, {tcpCloseWait, 4242, true},
+		{tcpEstablished, 0, false}, {tcpFinWait1, 0, false}, {tcpFinWait2, 0, false}, {tcpTimeWait, 0, false}, {tcpTimeWait, 4242, false},
+		{2, 4242, false}, {7, 4242, false}, {tcpListen, 4242, false}, {12, 0, false},
+	} {
+		m := append([]byte(nil), msg...)
+		m[1] = tc.state
+		binary.NativeEndian.PutUint32(m[68:], tc.inode)
+		r, err := parseReply(reply(sockDiagByFamily, 7, m), 7)
+		if err != nil || r.inode != tc.inode || (r.check(id) == nil) != tc.pass {
+			t.Errorf("state %s inode %d: %v, check %v, want pass %v", stateName(tc.state), tc.inode, err, r.check(id), tc.pass)
+		}
 	}
 	e := make([]byte, 20)
 	code := -int32(syscall.ENOENT)
