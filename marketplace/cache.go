@@ -526,10 +526,10 @@ func checkImmutable(name string, old, cat *catalog.Catalog) error {
 
 // SummaryChange is a published version whose review summary of what it
 // may do (its files, servers and native tools, which install checks
-// against the bundle) a catalog changed: a published version never
-// changes, so berth reports it. Install and upgrade compare with the
-// bundle itself, never with the summary alone. The curator's tool list
-// may be edited and is not compared.
+// against the bundle, and the tools its curator lists) a catalog
+// changed: a published version never changes, so berth reports it.
+// Install and upgrade compare with the bundle itself and the tool list
+// recorded at install, never with the summary alone.
 type SummaryChange struct {
 	Plugin  string `json:"plugin"`
 	Version string `json:"version"`
@@ -540,7 +540,7 @@ type SummaryChange struct {
 }
 
 func (s SummaryChange) String() string {
-	return fmt.Sprintf("the catalog changed what it says %s@%s (%s), a version it had published, may do:\n  %s\na published version never changes: berth compares installs and upgrades with the bundle itself, never with this summary; tell the curator",
+	return fmt.Sprintf("the catalog changed what it says %s@%s (%s), a version it had published, may do:\n  %s\na published version never changes: berth compares installs and upgrades with the bundle itself (and the tool list recorded at install), never with this summary; tell the curator",
 		s.Plugin, s.Version, s.Digest, strings.Join(s.Differences, "\n  "))
 }
 

@@ -17,6 +17,11 @@ type AuthorityDiff struct {
 	From    string            `json:"from"` // versions
 	To      string            `json:"to"`
 	Changes []AuthorityChange `json:"changes"`
+	// InstalledToolsFromCatalog is true when the installed side's tool
+	// list is the catalog's word now, not the list recorded at install:
+	// the trust record was written by a berth that did not keep it.
+	// WriteText says so.
+	InstalledToolsFromCatalog bool `json:"installedToolsFromCatalog,omitempty"`
 }
 
 // AuthorityChange is one difference.
@@ -219,14 +224,25 @@ func describeTool(t catalog.Tool) string {
 }
 
 // WriteText writes the diff for a person: one line per change, the ones
-// that grow authority marked with "+".
+// that grow authority marked with "+", and a line saying when the
+// installed side's tool list is the catalog's word
+// (InstalledToolsFromCatalog).
 func (d *AuthorityDiff) WriteText(w io.Writer) error {
-	if d.Empty() {
-		_, err := fmt.Fprintf(w, "What %s may do does not change from %s.\n", d.To, d.From)
-		return err
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "What changes from %s to %s:\n", d.From, d.To)
+	d.writeChanges(&b)
+	if d.InstalledToolsFromCatalog {
+		fmt.Fprintf(&b, "The tools listed for %s are the catalog's word now, not the list it gave when you installed it: the trust record was written by a berth that did not keep that list, so a tool the catalog has since added to %s's list is not shown as added.\n", d.From, d.From)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (d *AuthorityDiff) writeChanges(b *strings.Builder) {
+	if d.Empty() {
+		fmt.Fprintf(b, "What %s may do does not change from %s.\n", d.To, d.From)
+		return
+	}
+	fmt.Fprintf(b, "What changes from %s to %s:\n", d.From, d.To)
 	for _, c := range d.Changes {
 		mark := "-"
 		if c.Grows {
@@ -246,6 +262,4 @@ func (d *AuthorityDiff) WriteText(w io.Writer) error {
 	if d.Grows() {
 		b.WriteString("Its authority grows (+): confirm only if you expected this.\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

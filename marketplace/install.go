@@ -167,7 +167,9 @@ func (c *Cache) FindCatalog(name, catName string) (string, error) {
 // allowed signers as the only acceptable ones, those the policy lacks
 // proposed (added scoped to this plugin once confirmed), the bundle
 // checked against the catalog's review summary before anything is
-// written (a *SummaryMismatchError), and the catalog named in the record.
+// written (a *SummaryMismatchError), and the catalog named in the record
+// with the tool list its curator gives the version (which upgrade diffs
+// from).
 // Install does not refresh the catalog (Update does) and does not enable.
 func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest) (*InstallResult, error) {
 	if err := store.CheckRef(req.Name, ""); err != nil {
@@ -249,7 +251,7 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 	}
 	defer d.Close()
 	out.URL = d.URL
-	origin := &store.CatalogOrigin{Name: catName, RootKeyIDs: append([]string(nil), ci.RootKeyIDs...), TargetsVersion: ci.TargetsVersion, Constraint: constraintRec, AllowStale: req.AllowStale}
+	origin := &store.CatalogOrigin{Name: catName, RootKeyIDs: append([]string(nil), ci.RootKeyIDs...), TargetsVersion: ci.TargetsVersion, Constraint: constraintRec, AllowStale: req.AllowStale, Tools: recordedTools(v)}
 	if ci.Stale {
 		t := ci.Expires().UTC()
 		origin.StaleSince = &t

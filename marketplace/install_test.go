@@ -70,6 +70,10 @@ func TestInstall(t *testing.T) {
 	if !strings.HasPrefix(rec.Source, e.repoDir+"/bundles/acme-notes/1.0.0/") {
 		t.Errorf("record source %q", rec.Source)
 	}
+	// The record keeps the curator's tool list (none here) for upgrade.
+	if tools, ok, err := InstalledTools(rec); string(rec.Catalog.Tools) != "[]" || !ok || len(tools) != 0 || err != nil {
+		t.Errorf("recorded tools %q: %v %v %v", rec.Catalog.Tools, tools, ok, err)
+	}
 	sg, _ := st.Signers()
 	if len(sg) != 1 || sg[0].Plugin != "acme-notes" || res.Trust.NewSigner == nil {
 		t.Fatalf("policy %+v", sg)

@@ -31,6 +31,11 @@ const (
 	// NoticeByHand: the version was trusted by hand, and no catalog
 	// revokes such a version.
 	NoticeByHand = "trusted-by-hand"
+	// NoticeUnsigned: the version was trusted unsigned (installed from an
+	// unsigned source, an MCP Registry or a Claude Code marketplace.json,
+	// or trusted by hand with --allow-unsigned): no catalog installed it,
+	// so no catalog revokes it.
+	NoticeUnsigned = "unsigned-source"
 	// NoticeOtherCatalog: another catalog installed the version.
 	NoticeOtherCatalog = "other-catalog"
 	// NoticeRootKeysChanged: the version was installed from a catalog of
@@ -55,9 +60,10 @@ type RevocationNotice struct {
 	// words.
 	Catalog string `json:"catalog"`
 	Reason  string `json:"reason"`
-	// Why is "trusted-by-hand", "other-catalog", "root-keys-changed" or
-	// "lifted-by-operator" (NoticeByHand, NoticeOtherCatalog,
-	// NoticeRootKeysChanged, NoticeLiftedByOperator).
+	// Why is "trusted-by-hand", "unsigned-source", "other-catalog",
+	// "root-keys-changed" or "lifted-by-operator" (NoticeByHand,
+	// NoticeUnsigned, NoticeOtherCatalog, NoticeRootKeysChanged,
+	// NoticeLiftedByOperator).
 	Why string `json:"why"`
 	// InstalledFrom is the catalog the trust record names ("" when
 	// trusted by hand).
@@ -71,6 +77,8 @@ func (n RevocationNotice) String() string {
 	switch n.Why {
 	case NoticeByHand:
 		head += "you trusted it by hand, and no catalog revokes what it did not install, so berth leaves it as it is"
+	case NoticeUnsigned:
+		head += "you trusted it unsigned, from an unsigned source (an MCP Registry or a Claude Code marketplace.json) or by hand with --allow-unsigned: nobody signed it and no catalog installed it, so no catalog's revocation applies to it, and berth leaves it as it is"
 	case NoticeOtherCatalog:
 		head += fmt.Sprintf("it was installed from catalog %s, and only that catalog can revoke it, so berth leaves it as it is", n.InstalledFrom)
 	case NoticeRootKeysChanged:
@@ -135,7 +143,7 @@ func (w StatusWarning) String() string {
 // (store.Store.MarkRevoked: disabled in every workspace, with the
 // generation bump running pools act on, and refused by verify, trust and
 // enable from then on); a revoked version it did not install (another
-// catalog did, or the operator trusted it by hand) is only a notice, as is
+// catalog did, or the operator trusted it by hand or unsigned) is only a notice, as is
 // a revocation the operator lifted; a deprecated or yanked one is
 // reported. A revocation of its own that the catalog lists as active
 // again (same version and digest) is lifted; a version it stops listing
@@ -214,10 +222,12 @@ func (c *Cache) ApplyStatus(ctx context.Context, st *store.Store, catName string
 
 // revocationScope says whether catName's revocation applies to the
 // trusted version r: "" when the catalog installed it (r names the
-// catalog, with the root keys ci has now), else why not (NoticeByHand,
-// NoticeOtherCatalog, NoticeRootKeysChanged).
+// catalog, with the root keys ci has now), else why not (NoticeUnsigned,
+// NoticeByHand, NoticeOtherCatalog, NoticeRootKeysChanged).
 func revocationScope(r *store.Record, catName string, ci *CatalogInfo) string {
 	switch {
+	case r.Catalog == nil && r.Unsigned:
+		return NoticeUnsigned
 	case r.Catalog == nil:
 		return NoticeByHand
 	case r.Catalog.Name != catName:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,9 +232,9 @@ func TestRefuseChangedVersion(t *testing.T) {
 }
 
 // A catalog that rewrites what a published version may do (its review
-// summary: here an environment variable added to 1.0.0's server) is
-// reported, each difference named; the curator's tool list of a published
-// version may be edited.
+// summary: here a tool added to the curator's list of 1.0.0, then an
+// environment variable added to its server) is reported, each difference
+// named.
 func TestReportChangedSummary(t *testing.T) {
 	e := setup(t, repo.Expiries{})
 	cat, err := e.repo().Working()
@@ -247,8 +248,11 @@ func TestReportChangedSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := e.refresh()
-	if err != nil || !r.Changed || len(r.SummaryChanges) != 0 {
+	if err != nil || !r.Changed || len(r.SummaryChanges) != 1 {
 		t.Fatalf("an edit of the curator's tool list: %+v %v", r, err)
+	}
+	if sc := r.SummaryChanges[0]; sc.Version != "1.0.0" || !slices.Equal(sc.Differences, []string{`tool "` + v.Summary.Servers[0].Name + `__search_notes": it was published without it, and is now listed with it`}) {
+		t.Fatalf("the tool list's change reads %+v", sc)
 	}
 	x := v.Summary.Servers[0].Stdio
 	x.Env = append(x.Env, catalog.EnvSource{Name: "AWS_SECRET_ACCESS_KEY", FromEnv: "AWS_SECRET_ACCESS_KEY"})

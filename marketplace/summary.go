@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -51,11 +52,12 @@ func CheckSummary(name string, v *catalog.Version, d *review.Disclosure) error {
 }
 
 // summaryChanges lists how a published version's summary (was) and the
-// one a catalog lists now differ in what install checks against the
-// bundle: files, servers and native tools. The curator's tool list is
-// not compared: the curator may edit it.
+// one a catalog lists now differ: in what install checks against the
+// bundle (files, servers and native tools) and in the tools the curator
+// lists, which upgrade compares with the list recorded at install.
 func summaryChanges(was, now *catalog.Summary) []string {
-	if reflect.DeepEqual(was.Files, now.Files) && reflect.DeepEqual(was.Servers, now.Servers) && reflect.DeepEqual(was.NativeTools, now.NativeTools) {
+	if reflect.DeepEqual(was.Files, now.Files) && reflect.DeepEqual(was.Servers, now.Servers) && reflect.DeepEqual(was.NativeTools, now.NativeTools) &&
+		(len(was.Tools) == 0 && len(now.Tools) == 0 || reflect.DeepEqual(was.Tools, now.Tools)) {
 		return nil
 	}
 	var diffs []string
@@ -64,7 +66,56 @@ func summaryChanges(was, now *catalog.Summary) []string {
 	diffByName(&diffs, publishedWords, "server", indexBy(was.Servers, serverName), indexBy(now.Servers, serverName))
 	toolName := func(t catalog.SummaryNativeTool) string { return t.Name }
 	diffByName(&diffs, publishedWords, "native tool", indexBy(was.NativeTools, toolName), indexBy(now.NativeTools, toolName))
+	diffTools(&diffs, publishedWords, was.Tools, now.Tools)
 	return diffs
+}
+
+// diffTools adds to diffs how two tool lists of the curator's differ,
+// matched by server and name as upgrade's diff names them
+// ("server__name").
+func diffTools(diffs *[]string, words diffWords, want, got []catalog.Tool) {
+	diffByName(diffs, words, "tool", indexBy(want, toolKey), indexBy(got, toolKey))
+}
+
+func toolKey(t catalog.Tool) string { return t.Server + "__" + t.Name }
+
+// InstalledTools is the tool list the catalog's curator gave r's version
+// when it was installed (store.CatalogOrigin.Tools): upgrade's diff
+// starts from it, never from what the catalog lists now. ok is false
+// when r keeps none: trusted by hand, or installed by a berth that did
+// not record it.
+func InstalledTools(r *store.Record) (tools []catalog.Tool, ok bool, err error) {
+	if r.Catalog == nil || r.Catalog.Tools == nil {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal(r.Catalog.Tools, &tools); err != nil {
+		return nil, false, fmt.Errorf("the trust record of %s is damaged (the tool list its catalog gave it: %v); remove it and install the plugin again", r.ID(), err)
+	}
+	return tools, true, nil
+}
+
+// ToolListChanges lists how the tool list a catalog gave a version when
+// it was installed (was, InstalledTools) and the one it lists now differ,
+// one line per tool: a published version never changes, so upgrade
+// reports it.
+func ToolListChanges(was, now []catalog.Tool) []string {
+	var diffs []string
+	diffTools(&diffs, installedWords, was, now)
+	return diffs
+}
+
+// recordedTools is what an install records of the tool list of v
+// (store.CatalogOrigin.Tools): "[]" when the curator lists none.
+func recordedTools(v *catalog.Version) json.RawMessage {
+	tools := v.Summary.Tools
+	if tools == nil {
+		tools = []catalog.Tool{}
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		panic(err) // plain structs always marshal
+	}
+	return b
 }
 
 // diffWords word the differences between two summaries: what each side
@@ -85,6 +136,13 @@ var (
 		onlyGot:  "it was published without it, and is now listed with it",
 		onlyWant: "it was published with it, and is now listed without it",
 		value:    "it was published with %s, and is now listed with %s",
+	}
+	// installedWords compare the tool list a version was installed with
+	// (want) with the one the catalog lists now (got).
+	installedWords = diffWords{
+		onlyGot:  "it was not listed when you installed the version, and is listed now",
+		onlyWant: "it was listed when you installed the version, and is not listed now",
+		value:    "it was listed with %s when you installed the version, and is now listed with %s",
 	}
 )
 

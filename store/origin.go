@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -30,6 +31,12 @@ type CatalogOrigin struct {
 	// expired, when it had.
 	AllowStale bool       `json:"allowStale,omitempty"`
 	StaleSince *time.Time `json:"staleSince,omitempty"`
+	// Tools is the tool list the catalog's curator gave the version when
+	// it was installed (a JSON array of marketplace/catalog.Tool; "[]"
+	// when it listed none), which no bundle carries: upgrade diffs the
+	// new version's list against it, never against what the catalog says
+	// now. nil in a record written by a berth that did not keep it.
+	Tools json.RawMessage `json:"tools,omitempty"`
 }
 
 // SignerNotAllowedError refuses a bundle whose signature verified, but by

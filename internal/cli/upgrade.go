@@ -201,15 +201,16 @@ the authority diff between the installed and the new version: servers
 added or removed, programs, arguments, fetched packages, environment
 sources, endpoints and network hosts, credentials, tool filters, native
 tools, and the tools the curator lists. The installed side is read from
-the staged copy you reviewed and trusted, never from what the catalog
-says of it now; a catalog whose summary of the installed version no
-longer matches that copy is reported (a published version never
-changes). A diff where authority grows always needs a confirmation (--yes
-confirms); so does a new signer. The new version goes through the same
-path as berth install (the catalog's digest, signers and review summary
-checked), is enabled in the workspace where the old one was, and the
-workspace's berth.lock is updated when there is one. A version signed by another signer than the installed one
-is refused (exit 4) unless --allow-signer-change.
+the staged copy you reviewed and trusted, and the tool list recorded when
+you installed it, never from what the catalog says of it now; a catalog
+whose summary of the installed version no longer matches them is
+reported (a published version never changes). A diff where authority
+grows always needs a confirmation (--yes confirms); so does a new
+signer. The new version goes through the same path as berth install
+(the catalog's digest, signers and review summary checked), is enabled
+in the workspace where the old one was, and the workspace's berth.lock
+is updated when there is one. A version signed by another signer than
+the installed one is refused (exit 4) unless --allow-signer-change.
 
 --preview shows the diffs and changes nothing, not even the catalog
 copies. --fail-on-changes updates the catalogs, shows the diffs, changes
@@ -353,7 +354,7 @@ func constraintWords(c string) string {
 func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, o *lock.Outdated, ro *marketplace.ResolveOptions, opts *upgradeOptions) (*upgradeEntry, error) {
 	look, yes, asJSON := opts.Preview || opts.FailOnChanges, opts.Yes, opts.JSON
 	e := &upgradeEntry{Name: o.Name, Catalog: o.Catalog, From: o.Current, To: o.Wanted}
-	from, warning, err := installedSummary(ctx, st, o)
+	from, toolsFromCatalog, warning, err := installedSummary(ctx, st, o)
 	if err != nil {
 		return e, err
 	}
@@ -362,6 +363,7 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 		fmt.Fprintf(a.stderr, "berth: warning: %s\n", review.PrintableLines(warning))
 	}
 	e.Diff = marketplace.DiffAuthority(o.Current, from, o.Wanted, &o.WantedVersion().Summary)
+	e.Diff.InstalledToolsFromCatalog = toolsFromCatalog
 	e.Grows = e.Diff.Grows()
 	if !asJSON {
 		fmt.Fprintf(a.stdout, "\n%s %s -> %s (catalog %s):\n", o.Name, o.Current, o.Wanted, o.Catalog)
@@ -412,33 +414,53 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 // installedSummary is the review summary of the installed version, built
 // from its staged snapshot: the bundle that was reviewed and trusted,
 // never what the catalog says of it now. The curator's tool list (which
-// no bundle carries) is the catalog's for that exact bundle. When the
-// catalog's summary of that bundle no longer matches the snapshot (which
-// install checked it equal to), the catalog changed a version it had
-// published: warning says so.
-func installedSummary(ctx context.Context, st *store.Store, o *lock.Outdated) (s *catalog.Summary, warning string, err error) {
-	d, err := store.ParseDigest(o.Record().Digest)
+// no bundle carries) is the one the trust record kept at install; a
+// record written before berth kept it falls back to the catalog's list
+// for that exact bundle, and toolsFromCatalog says so. When the catalog's
+// summary of that bundle no longer matches the snapshot (which install
+// checked it equal to), or its tool list the recorded one, the catalog
+// changed a version it had published: warning says so.
+func installedSummary(ctx context.Context, st *store.Store, o *lock.Outdated) (s *catalog.Summary, toolsFromCatalog bool, warning string, err error) {
+	rec := o.Record()
+	d, err := store.ParseDigest(rec.Digest)
 	if err != nil {
-		return nil, "", err
+		return nil, false, "", err
+	}
+	tools, recorded, err := marketplace.InstalledTools(rec)
+	if err != nil {
+		return nil, false, "", err
 	}
 	b, err := bundle.Open(ctx, st.Paths().Snapshot(d), nil)
 	if err != nil {
 		var ie *bundle.InvalidError
 		if errors.As(err, &ie) {
-			return nil, "", fmt.Errorf("the staged copy of %s cannot be read to compare it (%v); run berth verify", o.Record().ID(), err)
+			return nil, false, "", fmt.Errorf("the staged copy of %s cannot be read to compare it (%v); run berth verify", rec.ID(), err)
 		}
-		return nil, "", err
+		return nil, false, "", err
 	}
 	defer b.Close()
 	disclosure := review.New(b)
 	sum := catalog.NewSummary(disclosure)
-	if v := o.CurrentVersion(); v != nil {
-		sum.Tools, sum.ContextTokens = v.Summary.Tools, v.Summary.ContextTokens
-		var me *marketplace.SummaryMismatchError
-		if err := marketplace.CheckSummary(o.Name, v, disclosure); errors.As(err, &me) {
-			warning = fmt.Sprintf("catalog %s now lists %s@%s (%s), the version you installed from it, with another review summary than the one it published and you installed:\n  %s\nberth compares the upgrade with the installed copy, not with what the catalog says now; a published version never changes, so tell the curator",
-				o.Catalog, o.Name, o.Current, o.Record().Digest, strings.Join(me.Differences, "\n  "))
-		}
+	if recorded {
+		sum.Tools, sum.ContextTokens = tools, catalog.EstimateTokens(tools)
 	}
-	return &sum, warning, nil
+	v := o.CurrentVersion()
+	if v == nil {
+		return &sum, false, "", nil
+	}
+	var diffs []string
+	var me *marketplace.SummaryMismatchError
+	if err := marketplace.CheckSummary(o.Name, v, disclosure); errors.As(err, &me) {
+		diffs = me.Differences
+	}
+	if recorded {
+		diffs = append(diffs, marketplace.ToolListChanges(tools, v.Summary.Tools)...)
+	} else {
+		sum.Tools, sum.ContextTokens = v.Summary.Tools, v.Summary.ContextTokens
+	}
+	if len(diffs) > 0 {
+		warning = fmt.Sprintf("catalog %s now lists %s@%s (%s), the version you installed from it, with another review summary than the one it published and you installed:\n  %s\nberth compares the upgrade with the installed copy, not with what the catalog says now; a published version never changes, so tell the curator",
+			o.Catalog, o.Name, o.Current, rec.Digest, strings.Join(diffs, "\n  "))
+	}
+	return &sum, !recorded, warning, nil
 }
