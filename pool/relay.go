@@ -150,6 +150,10 @@ type openCall struct {
 	from  Origin
 	ctx   context.Context
 	token string
+	// answered is set (under relaySet.mu) once the server answered the
+	// request: the call may stay open to drain its progress, but a
+	// server's request can no longer belong to it (target skips it).
+	answered bool
 
 	mu       sync.Mutex // serializes the request's progress
 	closed   bool
@@ -236,6 +240,7 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	}
 	rs.mu.Unlock()
 	return context.WithValue(ctx, openCallKey{}, oc), func() {
+		rs.answered(oc)
 		oc.drain()
 		rs.mu.Lock()
 		delete(rs.open, oc)
@@ -247,6 +252,14 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 		oc.closed = true
 		oc.mu.Unlock()
 	}
+}
+
+// answered marks oc answered by its server: from now on it is open only
+// to drain its progress.
+func (rs *relaySet) answered(oc *openCall) {
+	rs.mu.Lock()
+	oc.answered = true
+	rs.mu.Unlock()
 }
 
 func (s *server) origin() Origin { return Origin{Plugin: s.pl.name, Server: s.name, ID: s.id} }
@@ -353,8 +366,11 @@ func errRelay(format string, args ...any) error {
 }
 
 // target finds the open request that a server's request belongs to: the
-// one whose context it runs in, or else the requests open with the server,
-// which must all be one client's (the most recent of them).
+// one whose context it runs in, or else the requests open with the server
+// and not yet answered, which must all be one client's. A request that
+// was answered and only drains its progress (another client's, often, as
+// clients take turns) is not a candidate: a server sends its requests
+// while it serves a call, never after its answer.
 func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*openCall, error) {
 	if oc, _ := ctx.Value(openCallKey{}).(*openCall); oc != nil {
 		return oc, nil
@@ -363,6 +379,9 @@ func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*op
 	defer rs.mu.Unlock()
 	var pick *openCall
 	for oc := range rs.open {
+		if oc.answered {
+			continue
+		}
 		if pick != nil && oc.req.Relay.Client() != pick.req.Relay.Client() {
 			return nil, errRelay("berth refused %s from %s: requests of several clients are open with that server, and berth cannot tell which one it belongs to", method, from.ID)
 		}

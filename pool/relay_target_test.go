@@ -1,0 +1,56 @@
+package pool
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/store"
+)
+
+// targetRelay is a Relay that only names its client.
+type targetRelay struct{ client string }
+
+func (r targetRelay) Progress(context.Context, Origin, *mcp.ProgressNotificationParams) {}
+func (r targetRelay) CreateMessage(context.Context, Origin, store.PolicyMatch, *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	return nil, nil
+}
+func (r targetRelay) Elicit(context.Context, Origin, store.PolicyMatch, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return nil, nil
+}
+func (r targetRelay) Client() any { return r.client }
+
+// A server's request belongs to the call still being served, not to
+// another client's call that was answered and only drains its progress:
+// clients take turns with a server, and the call before may still be open
+// for its drain when the next client's call asks for sampling.
+func TestTargetSkipsAnsweredCalls(t *testing.T) {
+	s := &server{pl: &plugin{name: "p"}, name: "s", id: "p__s"}
+	c := &conn{}
+	from := s.origin()
+
+	first := WithRelay(context.Background(), &RelayRequest{Relay: targetRelay{"client-1"}, Progress: true})
+	firstCtx, closeFirst := s.openRelay(first, c)
+	defer closeFirst()
+	second := WithRelay(context.Background(), &RelayRequest{Relay: targetRelay{"client-2"}})
+	_, closeSecond := s.openRelay(second, c)
+	defer closeSecond()
+
+	// Both open and unanswered: berth cannot tell whose the request is.
+	if _, err := c.relays.target(context.Background(), from, "sampling/createMessage"); err == nil || !strings.Contains(err.Error(), "several clients") {
+		t.Fatalf("target with two clients' calls open = %v, want the several-clients refusal", err)
+	}
+
+	// The first call is answered (as its close does before it drains its
+	// progress): the second client's call is the target.
+	c.relays.answered(firstCtx.Value(openCallKey{}).(*openCall))
+	oc, err := c.relays.target(context.Background(), from, "sampling/createMessage")
+	if err != nil {
+		t.Fatalf("target while client-1's call drains: %v", err)
+	}
+	if got := oc.req.Relay.Client(); got != "client-2" {
+		t.Fatalf("target = %v's call, want client-2's", got)
+	}
+}
