@@ -134,20 +134,35 @@ func runConformance(ctx context.Context, t *testing.T, suite, url, baseline stri
 // (the TypeScript SDK's 60 s).
 const clientTimeout = "MCP error -32001: Request timed out"
 
+// lostServerRequest is how the suite reports that a sampling or
+// elicitation request of the fixture never reached it. Under load it
+// happens now and then on the legacy run and its cause is not found yet
+// (docs/conformance.md, "open"); like a timeout, it gets one more run,
+// and the second run must pass.
+const lostServerRequest = "Server did not request "
+
+// transient reports whether c failed in a way that one more run of the
+// suite forgives: the client's timeout, or a lost server request.
+func transient(c confCheck) bool {
+	return c.Status == "FAILURE" && (strings.Contains(c.ErrorMessage, clientTimeout) || strings.Contains(c.ErrorMessage, lostServerRequest))
+}
+
 // runConformanceRetrying is runConformance, run once more when the suite's
-// client timed out on a request: on a loaded machine a request has been
-// lost outside berth (docs/conformance.md, "A timeout under load"). The
-// first run is logged; the second is asserted as any run is, so a failure
-// that happens again, a timeout included, still fails the test. Only the
-// timeouts of the first run are forgiven: its other failures are kept
-// (confRun.firstRun) and fail the test too, even when the retry passes.
+// client timed out on a request (on a loaded machine a request has been
+// lost outside berth: docs/conformance.md, "A timeout under load") or a
+// fixture's sampling or elicitation request was lost (lostServerRequest).
+// The first run is logged; the second is asserted as any run is, so a
+// failure that happens again, these included, still fails the test. Only
+// these failures of the first run are forgiven (transient): its other
+// failures are kept (confRun.firstRun) and fail the test too, even when
+// the retry passes.
 func runConformanceRetrying(ctx context.Context, t *testing.T, suite, url, baseline string, args ...string) *confRun {
 	t.Helper()
 	r := runConformance(ctx, t, suite, url, baseline, args...)
 	if !r.clientTimedOut() {
 		return r
 	}
-	t.Logf("the suite's client timed out on a request (%q); running the suite once more. The first run:\n%s", clientTimeout, r.summary())
+	t.Logf("the suite's client timed out on a request (%q) or a server request was lost (%q); running the suite once more. The first run:\n%s", clientTimeout, lostServerRequest, r.summary())
 	kept := r.failuresBesideTimeouts(baselineScenarios(t, baseline))
 	again := runConformance(ctx, t, suite, url, baseline, args...)
 	again.firstRun = kept
@@ -155,19 +170,17 @@ func runConformanceRetrying(ctx context.Context, t *testing.T, suite, url, basel
 }
 
 // failuresBesideTimeouts are the failures of r that neither the baseline
-// expects nor a timeout explains: the FAILURE and WARNING checks of the
-// scenarios that are not in the baseline and in which no check failed
-// with the client's timeout. (A scenario with a timed-out request is
-// forgiven whole: its other checks fail because of the lost request.)
+// expects nor a transient failure explains: the FAILURE and WARNING checks
+// of the scenarios that are not in the baseline and in which no check
+// failed transiently (a timeout, a lost server request). (Such a scenario
+// is forgiven whole: its other checks fail because of the lost request.)
 func (r *confRun) failuresBesideTimeouts(baseline map[string]bool) []string {
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(r.scenarios)) {
 		if baseline[name] {
 			continue
 		}
-		timedOut := slices.ContainsFunc(r.scenarios[name], func(c confCheck) bool {
-			return c.Status == "FAILURE" && strings.Contains(c.ErrorMessage, clientTimeout)
-		})
+		timedOut := slices.ContainsFunc(r.scenarios[name], transient)
 		if timedOut {
 			continue
 		}
@@ -198,10 +211,8 @@ var baselineEntryRe = regexp.MustCompile(`(?m)^\s*-\s+([A-Za-z0-9_.-]+)\s*$`)
 // clientTimedOut reports whether a check failed with the client's timeout.
 func (r *confRun) clientTimedOut() bool {
 	for _, checks := range r.scenarios {
-		for _, c := range checks {
-			if c.Status == "FAILURE" && strings.Contains(c.ErrorMessage, clientTimeout) {
-				return true
-			}
+		if slices.ContainsFunc(checks, transient) {
+			return true
 		}
 	}
 	return false
@@ -360,6 +371,11 @@ func TestConformanceLegacy(t *testing.T) {
 		checkConformance(t, r, slices.Concat(legacyProtocolScenarios, fixturePassThrough, legacyRelayScenarios), nil)
 		if t.Failed() {
 			t.Logf("berth serve's log:\n%s", s.log.String())
+			logs, _ := filepath.Glob(filepath.Join(w.paths.Logs(), "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, b)
+			}
 		}
 	})
 }
