@@ -52,11 +52,7 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 				schema, err = relayedSchema(from, method, p.RequestedSchema)
 			}
 			if err != nil {
-				r := c.relay
-				if r == nil {
-					r = &callRelay{s: c.s, entry: c.entry, client: c.entry.Client}
-				}
-				r.audit(from, kind, c.s.pool.RelayPolicy(from.Plugin, kind), OutcomeRefused, err.Error())
+				c.inputRelay().audit(from, kind, c.s.pool.RelayPolicy(from.Plugin, kind), OutcomeRefused, err.Error())
 				refused = err
 				continue
 			}
@@ -76,10 +72,7 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 			continue
 		}
 		pm := c.s.pool.RelayPolicy(from.Plugin, kind)
-		r := c.relay
-		if r == nil {
-			r = &callRelay{s: c.s, entry: c.entry, client: c.entry.Client}
-		}
+		r := c.inputRelay()
 		switch {
 		case pm.Action == store.ActionDeny:
 			err := fmt.Errorf("the operator's policy denies %s for plugin %s (rule %q); change it with `berth policy set %s ask`", kind, from.Plugin, pm.Pattern, pool.RelayPolicyName(from.Plugin, kind))
@@ -94,6 +87,15 @@ func (c *call) checkInputRequests(m mcp.InputRequestMap) error {
 		}
 	}
 	return refused
+}
+
+// inputRelay is the relay that audits the call's input requests: the
+// call's own, or one for its client when the call relays nothing else.
+func (c *call) inputRelay() *callRelay {
+	if c.relay != nil {
+		return c.relay
+	}
+	return &callRelay{s: c.s, entry: c.entry, client: c.entry.Client}
 }
 
 // upstreamRPCError is the plugin server's own JSON-RPC error answer to a

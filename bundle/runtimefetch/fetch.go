@@ -251,40 +251,13 @@ func packageName(eco, spec string) string {
 }
 
 // checkPython refuses python -m <package manager>. Short options may be
-// clustered as python reads them: -Im pip, -mpip.
+// clustered as python reads them: -Im pip, -mpip (pythonOption). A -c
+// command line is inline code, which the inline-code rule refuses.
 func checkPython(command string, args []string) error {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
-			return nil // the script, or stdin
-		}
-		if strings.HasPrefix(a, "--") {
-			if a == "--check-hash-based-pycs" {
-				i++
-			}
-			continue
-		}
-		for j := 1; j < len(a); j++ {
-			switch a[j] {
-			case 'c':
-				return nil // a command line; it is in argv, which the review shows
-			case 'X', 'W':
-				if j == len(a)-1 {
-					i++
-				}
-				j = len(a)
-			case 'm':
-				mod := a[j+1:]
-				if mod == "" && i+1 < len(args) {
-					mod = args[i+1]
-				}
-				top, _, _ := strings.Cut(mod, ".")
-				if pythonPMs[strings.ToLower(top)] {
-					return cmdErr(RuleForm, "args", "%q -m %q runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
-				}
-				return nil
-			}
-		}
+	_, mod, _ := pythonOption(args)
+	top, _, _ := strings.Cut(mod, ".")
+	if mod != "" && pythonPMs[strings.ToLower(top)] {
+		return cmdErr(RuleForm, "args", "%q -m %q runs a package manager, which berth accepts only as uvx or pipx run with one package at an exact version; run it that way, or ship the server in the bundle", command, mod)
 	}
 	return nil
 }

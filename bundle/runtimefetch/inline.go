@@ -231,10 +231,28 @@ var pythonCodeModules = setOf("timeit", "pdb", "cprofile", "profile", "trace", "
 // pythonInline: -c, alone or at the end of a cluster (-Ic, -cCODE), and
 // -m with a module that runs code from its arguments (pythonCodeModules).
 func pythonInline(args []string) string {
+	c, mod, arg := pythonOption(args)
+	if c != "" {
+		return c
+	}
+	top, _, _ := strings.Cut(mod, ".")
+	if mod != "" && pythonCodeModules[strings.ToLower(strings.TrimSpace(top))] {
+		return arg
+	}
+	return ""
+}
+
+// pythonOption reads python's options before the script as python does
+// (short options clustered: -Im pip, -mpip, -Ic; -X and -W and
+// --check-hash-based-pycs take a value) and returns the first -c or -m:
+// c is the argument that holds -c; for -m, mod is the module and arg the
+// argument that names it (what follows are the module's arguments). All
+// empty: neither comes before the script or stdin.
+func pythonOption(args []string) (c, mod, arg string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !isOpt(a) {
-			return ""
+			return "", "", ""
 		}
 		if strings.HasPrefix(a, "--") {
 			if a == "--check-hash-based-pycs" {
@@ -245,27 +263,22 @@ func pythonInline(args []string) string {
 		for j := 1; j < len(a); j++ {
 			switch a[j] {
 			case 'c':
-				return a
+				return a, "", ""
 			case 'X', 'W':
 				if j == len(a)-1 {
 					i++
 				}
 				j = len(a)
 			case 'm':
-				// a module: what follows is its arguments
-				mod, arg := a[j+1:], a
+				mod, arg = a[j+1:], a
 				if mod == "" && i+1 < len(args) {
 					mod, arg = args[i+1], args[i+1]
 				}
-				top, _, _ := strings.Cut(mod, ".")
-				if pythonCodeModules[strings.ToLower(strings.TrimSpace(top))] {
-					return arg
-				}
-				return ""
+				return "", mod, arg
 			}
 		}
 	}
-	return ""
+	return "", "", ""
 }
 
 // perlInline: -e and -E, alone or in a cluster (-lne, -wE); -M, -m and
