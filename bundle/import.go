@@ -309,15 +309,25 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 	if c != nil {
 		for _, p := range c.Problems {
 			reported = append(reported, p.Path)
+			if strings.HasSuffix(p.Rule, "-required-field") {
+				// An absent field: what holds it is incomplete.
+				if file, path, ok := strings.Cut(p.Path, ": "); ok && parentPath(path) != "" {
+					reported = append(reported, file+": "+parentPath(path))
+				}
+			}
 			keep(p)
 		}
 	}
 	// covered reports whether the importer reported a problem at loc or
-	// inside it: a problem of the generated manifest there follows from
-	// that one.
+	// at a place that holds loc: what the importer refused there is
+	// missing or partial in the generated manifest, so a problem of the
+	// generated manifest at loc follows from that one. A problem at a
+	// place that only holds the importer's (a server whose one argument
+	// was refused, where npx is also unpinned) is a problem of its own and
+	// is kept: every problem is reported at once.
 	covered := func(loc string) bool {
 		for _, r := range reported {
-			if r == loc || strings.HasPrefix(r, loc+".") || strings.HasPrefix(r, loc+"[") || strings.HasPrefix(r, loc+": ") {
+			if r == loc || strings.HasPrefix(loc, r+".") || strings.HasPrefix(loc, r+"[") || strings.HasPrefix(loc, r+": ") {
 				return true
 			}
 		}
