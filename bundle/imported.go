@@ -37,8 +37,16 @@ type ImportedFrom struct {
 	// "manifest.json", ".claude-plugin/plugin.json" or "server.json".
 	Manifest string `json:"manifest"`
 	// SourceName is the source's own name when it is not the bundle's
-	// name (an MCP Registry name such as "io.github.acme/weather").
+	// name (an MCP Registry name such as "io.github.acme/weather", a
+	// plugin or MCPB name such as "Slack MCP Server"), which berth mapped
+	// to its name grammar (docs/manifest.md, "Names of other formats").
 	SourceName string `json:"sourceName,omitempty"`
+	// ServerNames maps each server name berth mapped to its name grammar
+	// to the source's own name ("google-calendar": "google calendar").
+	ServerNames map[string]string `json:"serverNames,omitempty"`
+	// DerivedVersion is set when the source has no version and berth
+	// derived the bundle's (a versionless Claude Code plugin).
+	DerivedVersion *DerivedVersion `json:"derivedVersion,omitempty"`
 	// Platform is set when the import depended on the platform berth ran
 	// on (MCPB platform_overrides, ${pathSeparator}): "darwin", "linux"
 	// or "win32".
@@ -53,6 +61,15 @@ type ImportedFrom struct {
 	// NotCarriedOver lists what of the source berth does not take over,
 	// with the reason; none of it is run by berth.
 	NotCarriedOver []NotCarried `json:"notCarriedOver,omitempty"`
+}
+
+// DerivedVersion says how berth derived the version of a source that has
+// none: "0.0.0-berth." and the first 12 hex digits of ContentDigest
+// (docs/manifest.md, "Versionless plugins").
+type DerivedVersion struct {
+	// ContentDigest is the digest of the canonical listing of the
+	// source's own files, without the generated berth.json.
+	ContentDigest string `json:"contentDigest"`
 }
 
 // ImportInput is one value the source asks its user for: an MCPB

@@ -35,7 +35,13 @@ func IsStrictSemver(v string) bool { return lexical.StrictSemver(v) }
 // 2.0 precedence. When either is not strict semver (see IsStrictSemver) it
 // falls back to comparing the strings, so the order stays total. It is
 // berth's one rule for ordering a plugin's versions.
+//
+// Two derived versions (IsDerivedVersion) are never less than each other:
+// a stable sort keeps them in the order their source gave them.
 func VersionLess(a, b string) bool {
+	if IsDerivedVersion(a) && IsDerivedVersion(b) {
+		return false
+	}
 	va, ea := semver.StrictNewVersion(a)
 	vb, eb := semver.StrictNewVersion(b)
 	if ea != nil || eb != nil {
@@ -48,6 +54,14 @@ func VersionLess(a, b string) bool {
 // digits and inner hyphens, 1 to 64 characters. It is berth's one rule for
 // a plugin's name, in manifests, trust records and on command lines.
 func IsValidName(name string) bool { return nameRe.MatchString(name) }
+
+// IsValidServerName reports whether name is a server name a manifest may
+// use: 1 to 32 lower-case letters, digits, '_' or '-', starting and ending
+// with a letter or digit, with no "__" (the separator of exported names),
+// and not one of the reserved names sampling and elicitation.
+func IsValidServerName(name string) bool {
+	return serverNameRe.MatchString(name) && !strings.Contains(name, "__") && name != "sampling" && name != "elicitation"
+}
 
 // forbiddenHeaders are headers berth controls itself.
 var forbiddenHeaders = []string{"host", "authorization", "cookie", "content-length", "transfer-encoding", "connection"}

@@ -91,7 +91,7 @@ func (c *Cache) readClaudeMarketplace(ctx context.Context, name, source string) 
 	}
 	out := &unsignedList{problems: ps}
 	for _, e := range entries {
-		out.plugins = append(out.plugins, &foreign.UnsignedPlugin{Name: e.Name, SourceName: e.Name, Description: e.Description, Homepage: e.Homepage, Dir: e.Dir,
+		out.plugins = append(out.plugins, &foreign.UnsignedPlugin{Name: e.Name, SourceName: e.SourceName, Description: e.Description, Homepage: e.Homepage, Dir: e.Dir,
 			Versions: []*foreign.UnsignedVersion{{Version: e.Version, Status: catalog.StatusActive}}})
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/store"
@@ -68,14 +69,13 @@ func TestClaudeMarketplace(t *testing.T) {
 		"escape marketplace-entry-source",
 		"escape-clean marketplace-entry-source",
 		"gh-tools marketplace-entry-source",
-		"noversion marketplace-entry-version",
 		"renamed marketplace-entry-name",
 		"typescript-lsp marketplace-entry-source",
 	}
 	if got := problemSet(r.Problems); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if r.Plugins != 1 || !r.Unsigned || r.Kind != KindClaudeMarketplace {
+	if r.Plugins != 2 || !r.Unsigned || r.Kind != KindClaudeMarketplace {
 		t.Errorf("info %+v", r.CatalogInfo)
 	}
 	for _, p := range r.Problems {
@@ -170,5 +170,66 @@ func TestClaudeMarketplaceURL(t *testing.T) {
 		if _, err := ClaudeMarketplaceSource(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// A plugin whose plugin.json has no version lists, shows and installs
+// with the version berth derives from its content; changed content is a
+// new version, which install then picks: the one the marketplace offers
+// now, whatever its digits.
+func TestClaudeMarketplaceVersionless(t *testing.T) {
+	dir := copyMarket(t)
+	home := t.TempDir()
+	c := OpenCache(filepath.Join(home, "catalogs"), nil)
+	if _, err := addMarket(t, c, dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pd := filepath.Join(dir, "plugins", "noversion")
+	derived := func() string {
+		d, err := importer.ContentDigest(ctx, pd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return importer.DerivedVersion(d)
+	}
+	v1 := derived()
+	sh, err := c.ShowUnsigned(ctx, "team", "noversion", "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh.Install != v1 || sh.Shown != v1 || sh.Review.Version != v1 || sh.Review.ImportedFrom.DerivedVersion == nil {
+		t.Fatalf("show: install %q, shown %q, review %q; want %s", sh.Install, sh.Shown, sh.Review.Version, v1)
+	}
+	st := store.Open(store.Paths{Root: filepath.Join(home, "state")}, nil)
+	req := UnsignedInstallRequest{Catalog: "team", Name: "noversion", AllowUnsigned: true}
+	req.Digest, _ = store.ParseDigest(sh.Digest)
+	got, err := c.InstallUnsigned(ctx, st, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Trust.Record.Version != v1 {
+		t.Errorf("installed %s, want %s", got.Trust.Record.Version, v1)
+	}
+	// New content until its derived version sorts below v1 by its digits:
+	// the marketplace offers it now, so it is what install picks.
+	for i := 0; ; i++ {
+		if err := os.WriteFile(filepath.Join(pd, "NOTES.md"), []byte(strings.Repeat("x", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if v := derived(); v < v1 {
+			break
+		}
+	}
+	v2 := derived()
+	if _, err := c.Refresh(ctx, "team"); err != nil {
+		t.Fatal(err)
+	}
+	sh, err = c.ShowUnsigned(ctx, "team", "noversion", "", nil, nil)
+	if err != nil || sh.Install != v2 {
+		t.Fatalf("after the change: install %q (%v), want %s", sh.Install, err, v2)
+	}
+	if !bundle.VersionNewer(v1, v2) || bundle.VersionNewer(v2, v2) || bundle.VersionLess(v2, v1) || bundle.VersionLess(v1, v2) {
+		t.Errorf("%s and %s ordered by their digits", v1, v2)
 	}
 }

@@ -307,7 +307,7 @@ func revokedMatch(p *catalog.Plugin, constraint string) *catalog.Version {
 		if v.Status != catalog.StatusRevoked {
 			return nil
 		}
-		if bestV == nil || bestV.LessThan(sv) {
+		if bestV == nil || bundle.VersionLess(bestV.Original(), sv.Original()) {
 			best, bestV = v, sv
 		}
 	}

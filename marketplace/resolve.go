@@ -132,7 +132,9 @@ func (r *resolver) resolve(p *catalog.Plugin, constraint string) (*Resolution, e
 		}
 		vs = append(vs, parsed{v, sv})
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return vs[j].sv.LessThan(vs[i].sv) })
+	// bundle.VersionLess: semver, but two derived versions (contents of a
+	// versionless plugin) keep the source's order, never their digits'.
+	sort.SliceStable(vs, func(i, j int) bool { return bundle.VersionLess(vs[j].v.Version, vs[i].v.Version) })
 	res := &Resolution{Plugin: p, Constraint: constraint}
 	for _, x := range vs {
 		cand := Candidate{Version: x.v}
@@ -160,7 +162,10 @@ func (r *resolver) skip(status catalog.Status, reason string, sv *semver.Version
 		return "revoked: " + reason
 	case status == catalog.StatusYanked && !r.o.AllowYanked:
 		return "yanked: " + reason
-	case !c.Check(sv):
+	case !c.Check(sv) && !(cs == "*" && bundle.IsDerivedVersion(sv.Original())):
+		// A derived version (a versionless plugin's content, 0.0.0-berth.…)
+		// is what its source offers, not an opt-in prerelease: no
+		// constraint takes it.
 		if sv.Prerelease() != "" {
 			if cs == "*" {
 				return "a prerelease, taken only when the constraint names one (like ^" + sv.Original() + ")"

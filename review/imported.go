@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,7 +82,17 @@ func (p *printer) importHead(d *Disclosure) {
 			p.field("imported", fmt.Sprintf("from %s (%s%s); berth reviews the berth.json it generated from it", what, imp.Manifest, version))
 		}
 		if imp.SourceName != "" {
-			p.field("", "registry name "+imp.SourceName+claim+", berth name "+d.Name)
+			named := "registry name " + imp.SourceName
+			if imp.Format != bundle.FormatMCPRegistry {
+				named = "source name " + strconv.Quote(imp.SourceName)
+			}
+			p.field("", named+claim+", berth name "+d.Name)
+		}
+		if dv := imp.DerivedVersion; dv != nil {
+			p.field("version", d.Version+" derived by berth"+claim+": the source has no version; \"0.0.0-berth.\" and the first 12 hex digits of its content digest "+dv.ContentDigest+" (the digest of its own files, without berth.json); berth never orders two such versions by their digits: the one the source offers now is the newer")
+		}
+		for _, n := range slices.Sorted(maps.Keys(imp.ServerNames)) {
+			p.field("", "server "+strconv.Quote(imp.ServerNames[n])+claim+" of the source is berth's server "+strconv.Quote(n))
 		}
 		if imp.Platform != "" {
 			p.field("", "imported for "+imp.Platform+claim+": the source has platform-specific settings")

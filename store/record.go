@@ -129,6 +129,11 @@ func sortRecords(rs []*Record) {
 		if rs[i].Name != rs[j].Name {
 			return rs[i].Name < rs[j].Name
 		}
+		if bundle.IsDerivedVersion(rs[i].Version) && bundle.IsDerivedVersion(rs[j].Version) {
+			// Contents of a versionless plugin: the one trusted last is
+			// what its source offered last; never ordered by digits.
+			return rs[i].TrustedAt.Before(rs[j].TrustedAt)
+		}
 		return bundle.VersionLess(rs[i].Version, rs[j].Version)
 	})
 }

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -40,8 +41,9 @@ type claudeImport struct {
 	// vars are the ${VAR} inputs, by name, in the order met.
 	vars     map[string]*bundle.ImportInput
 	varOrder []string
-	// from records which file defined each server.
-	from map[string]string
+	// from records which file defined each server, by berth name;
+	// source has each one's name in the source.
+	from, source map[string]string
 	// listed are the component files already listed.
 	listed map[string]bool
 }
@@ -51,7 +53,7 @@ func convertClaude(dir string) *conversion {
 	if !ok {
 		return c
 	}
-	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*bundle.ImportInput{}, from: map[string]string{}, listed: map[string]bool{}}
+	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*bundle.ImportInput{}, from: map[string]string{}, source: map[string]string{}, listed: map[string]bool{}}
 	x.imp = &bundle.ImportedFrom{Format: bundle.FormatClaudePlugin, Manifest: claudeManifest}
 	x.m = &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(top)
@@ -107,11 +109,18 @@ func readForeign(d *doc, dir, rel string) *strictjson.Node {
 
 func (x *claudeImport) top(top obj) {
 	c, d, m := x.c, x.d, x.m
-	if c.carry(top, "name", true, &m.Name) {
+	var name string
+	if c.carry(top, "name", true, &name) {
+		bundleName(m, x.imp, name)
 		x.name = m.Name
 	}
-	if !c.carry(top, "version", false, &m.Version) && !top.has("version") {
-		d.add("version", bundle.RuleClaudeVersionMissing, "the plugin has no version, and berth does not invent one: trust records, drift checks and upgrades are per version; add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json")
+	switch {
+	case c.carry(top, "version", false, &m.Version):
+		if strings.TrimSpace(m.Version) == "" {
+			d.add("version", bundle.RuleClaudeVersionMissing, "version is empty; write a strict semver version (\"1.0.0\"), or remove the field and berth derives one from the plugin's content (docs/manifest.md, \"Versionless plugins\")")
+		}
+	case !top.has("version"):
+		x.deriveVersion()
 	}
 	c.carry(top, "description", false, &m.Description)
 	c.carry(top, "license", false, &m.License)
@@ -149,6 +158,27 @@ func (x *claudeImport) top(top obj) {
 		x.notCarried(d.loc("keywords"), "metadata", "", "berth's manifest has no keywords (a catalog has tags)")
 	}
 	top.str("$schema", false)
+}
+
+// deriveVersion gives a plugin whose plugin.json has no version the
+// version 0.0.0-berth.<12 hex digits of its content digest> (DerivedVersion),
+// and records the content digest in importedFrom.derivedVersion.
+func (x *claudeImport) deriveVersion() {
+	digest, err := ContentDigest(context.Background(), x.dir)
+	if err != nil {
+		x.d.add("version", bundle.RuleClaudeVersionMissing, "the plugin has no version, and berth cannot derive one from its content (%v); add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json", err)
+		return
+	}
+	v := DerivedVersion(digest)
+	if !bundle.IsStrictSemver(v) {
+		// 12 decimal digits with a leading zero: semver allows no such
+		// identifier (about one content in 3,000).
+		x.d.add("version", bundle.RuleClaudeVersionMissing, "the plugin has no version, and the one berth derives from its content, %s, is not semver (a number with a leading zero); add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json", v)
+		return
+	}
+	x.m.Version = v
+	x.imp.DerivedVersion = &bundle.DerivedVersion{ContentDigest: digest}
+	x.c.at("version", x.d.loc(""))
 }
 
 func (x *claudeImport) notCarried(field, kind, name, reason string) {
@@ -237,12 +267,26 @@ func (x *claudeImport) serverFile(rel string) {
 }
 
 // server converts one MCP server definition.
-func (x *claudeImport) server(d *doc, name, p string, n *strictjson.Node) {
+func (x *claudeImport) server(d *doc, srcName, p string, n *strictjson.Node) {
+	name, ok := ServerName(srcName)
+	if !ok {
+		name = srcName // the validator refuses it (server-name-format)
+	}
 	if prev, dup := x.from[name]; dup {
-		d.add(p, bundle.RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", name, prev)
+		if x.source[name] == srcName {
+			d.add(p, bundle.RuleClaudeServerDuplicate, "the server %q is also defined in %s; Claude Code would keep one of them, berth does not guess which: rename or remove one", srcName, prev)
+		} else {
+			d.add(p, bundle.RuleClaudeServerDuplicate, "the servers %q (%s) and %q both become the berth server name %q (docs/manifest.md, \"Names of other formats\"); rename one", x.source[name], prev, srcName, name)
+		}
 		return
 	}
-	x.from[name] = d.loc(p)
+	x.from[name], x.source[name] = d.loc(p), srcName
+	if name != srcName {
+		if x.imp.ServerNames == nil {
+			x.imp.ServerNames = map[string]string{}
+		}
+		x.imp.ServerNames[name] = srcName
+	}
 	o, ok := d.object(n, p, "type", "command", "args", "env", "url", "headers", "headersHelper", "oauth")
 	if !ok {
 		return

@@ -142,7 +142,9 @@ func mcpbVersion(d *doc, root *strictjson.Node) (string, bool) {
 
 func (x *mcpbImport) top(m *bundle.Manifest, top obj) {
 	c, d := x.c, x.d
-	if c.carry(top, "name", true, &m.Name) {
+	var name string
+	if c.carry(top, "name", true, &name) {
+		bundleName(m, x.imp, name)
 		x.name = m.Name
 	}
 	c.carry(top, "version", true, &m.Version)

@@ -2,8 +2,6 @@ package importer
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,8 +44,9 @@ var (
 )
 
 // RegistryPluginName maps an MCP Registry server name to a berth plugin
-// name, the one rule berth uses everywhere (the importer, and registry
-// catalogs in show, search and install): lower-cased, every run of
+// name by foreignName, the one rule berth uses everywhere for names of
+// other formats (the importers, and registry catalogs in show, search and
+// install): lower-cased, every run of
 // characters other than a-z and 0-9 replaced with one '-', '-' trimmed
 // from both ends; a result longer than 64 characters keeps its first 55
 // (then '-' trimmed) and gets '-' and 8 hex digits of the SHA-256 of the
@@ -61,11 +60,7 @@ func RegistryPluginName(registryName string) (string, error) {
 	if !registryNameRe.MatchString(registryName) || len(registryName) < 3 || len(registryName) > 200 {
 		return "", fmt.Errorf("%q is not an MCP Registry server name: a reverse-DNS namespace, '/', and a name (3-200 characters of letters, digits, '.', '_' and '-'), like \"io.github.acme/weather\"", registryName)
 	}
-	n := strings.Trim(nonAlnumRunRe.ReplaceAllString(strings.ToLower(registryName), "-"), "-")
-	if len(n) > 64 {
-		sum := sha256.Sum256([]byte(registryName))
-		n = strings.TrimRight(n[:55], "-") + "-" + hex.EncodeToString(sum[:])[:8]
-	}
+	n := foreignName(registryName, maxPluginName)
 	if n == "" {
 		return "", fmt.Errorf("the MCP Registry server name %q has no letter or digit to make a berth plugin name of", registryName)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
-	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
@@ -38,7 +38,9 @@ const maxPluginJSON = 1 << 20
 // ClaudeMarketplaceEntry is one plugin a marketplace.json lists that
 // berth can install: a plugin directory inside the marketplace's own.
 type ClaudeMarketplaceEntry struct {
-	Name, Description, Homepage, Version string
+	// Name is the berth plugin name: the marketplace's name for it,
+	// mapped by importer.PluginName; SourceName is the marketplace's.
+	Name, SourceName, Description, Homepage, Version string
 	// Dir is the plugin's directory, absolute, symlinks resolved, inside
 	// the marketplace's root.
 	Dir string
@@ -78,7 +80,7 @@ func ParseClaudeMarketplace(data []byte, root string) ([]*ClaudeMarketplaceEntry
 	}
 	var out []*ClaudeMarketplaceEntry
 	var ps []*catalog.Problem
-	seen := map[string]bool{}
+	seen := map[string]*ClaudeMarketplaceEntry{}
 	for i, raw := range *doc.Plugins {
 		loc := fmt.Sprintf("plugins[%d]", i)
 		e, p := parseMarketEntry(raw, loc, root, pluginRoot)
@@ -86,11 +88,15 @@ func ParseClaudeMarketplace(data []byte, root string) ([]*ClaudeMarketplaceEntry
 			ps = append(ps, p)
 			continue
 		}
-		if seen[e.Name] {
-			ps = append(ps, problemf(e.Name, loc+".name", RuleMarketEntryDuplicate, "a second entry named %s; the first is kept", e.Name))
+		if first := seen[e.Name]; first != nil {
+			if first.SourceName == e.SourceName {
+				ps = append(ps, problemf(e.Name, loc+".name", RuleMarketEntryDuplicate, "a second entry named %s; the first is kept", e.Name))
+			} else {
+				ps = append(ps, problemf(e.Name, loc+".name", RuleMarketEntryDuplicate, "the entries %q and %q both become the berth plugin name %s (docs/manifest.md, \"Names of other formats\"); the first is kept", textio.ShortText(first.SourceName), textio.ShortText(e.SourceName), e.Name))
+			}
 			continue
 		}
-		seen[e.Name] = true
+		seen[e.Name] = e
 		out = append(out, e)
 	}
 	return out, ps, nil
@@ -116,8 +122,9 @@ func parseMarketEntry(raw json.RawMessage, loc, root, pluginRoot string) (*Claud
 		return bad(RuleMarketEntrySyntax, ".name", "the entry has no name")
 	}
 	who = textio.ShortText(e.Name)
-	if !bundle.IsValidName(e.Name) {
-		return bad(RuleMarketEntryName, ".name", "%q is not a berth plugin name (lower-case letters, digits and '-', up to 64 characters)", textio.ShortText(e.Name))
+	name, ok := importer.PluginName(e.Name)
+	if !ok {
+		return bad(RuleMarketEntryName, ".name", "%q has no letter or digit to make a berth plugin name of (lower-case letters, digits and '-', up to 64 characters)", textio.ShortText(e.Name))
 	}
 	if err := entryText(e.Description, catalog.MaxDescription); err != nil {
 		return bad(RuleMarketEntryText, ".description", "the description: %v", err)
@@ -151,16 +158,26 @@ func parseMarketEntry(raw json.RawMessage, loc, root, pluginRoot string) (*Claud
 	if pj.Name != e.Name {
 		return bad(RuleMarketEntryName, ".name", "the entry is named %s but its plugin.json names %q; berth would install it under the plugin.json's name, so it lists neither", e.Name, textio.ShortText(pj.Name))
 	}
-	if pj.Version != "" {
+	switch {
+	case pj.Version != "":
 		if version != "" && version != pj.Version {
 			return bad(RuleMarketEntryVersion, ".version", "the entry says version %q but the plugin.json says %q", textio.ShortText(version), textio.ShortText(pj.Version))
 		}
 		version = pj.Version
+	case !pj.hasVersion:
+		// A versionless plugin: berth installs it with the version its
+		// importer derives from the plugin's content, whatever the entry
+		// says (docs/manifest.md, "Versionless plugins").
+		digest, err := importer.ContentDigest(context.Background(), dir)
+		if err != nil {
+			return bad(RuleMarketEntryVersion, ".source", "the plugin has no version, and berth cannot derive one from its content: %v", err)
+		}
+		version = importer.DerivedVersion(digest)
 	}
 	if _, err := semver.StrictNewVersion(version); err != nil {
 		return bad(RuleMarketEntryVersion, ".version", "the version %q is not strict semver (like 1.2.3); berth invents none", textio.ShortText(version))
 	}
-	out := &ClaudeMarketplaceEntry{Name: e.Name, Description: e.Description, Version: version, Dir: dir}
+	out := &ClaudeMarketplaceEntry{Name: name, SourceName: e.Name, Description: e.Description, Version: version, Dir: dir}
 	if isHTTPSURL(e.Homepage) {
 		out.Homepage = e.Homepage
 	}
@@ -216,6 +233,8 @@ func marketPluginDir(root, pluginRoot, rel string) (string, error) {
 type pluginJSON struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
+	// hasVersion is set when plugin.json has a version field at all.
+	hasVersion bool
 }
 
 func readPluginJSON(dir string) (*pluginJSON, error) {
@@ -231,6 +250,10 @@ func readPluginJSON(dir string) (*pluginJSON, error) {
 	out := &pluginJSON{}
 	if err := json.Unmarshal(data, out); err != nil {
 		return nil, fmt.Errorf("its .claude-plugin/plugin.json does not decode: %v", err)
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(data, &keys) == nil {
+		_, out.hasVersion = keys["version"]
 	}
 	return out, nil
 }

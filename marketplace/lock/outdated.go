@@ -108,7 +108,9 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 		}
 		if res, err := marketplace.Resolve(p, o.Constraint, ro); err == nil {
 			o.Wanted, o.wantedV = res.Chosen.Version, res.Chosen
-			o.Upgrade = bundle.VersionLess(o.Current, o.Wanted)
+			// Two contents of a versionless plugin: what the source
+			// offers now is the newer (bundle.VersionNewer).
+			o.Upgrade = bundle.VersionNewer(o.Current, o.Wanted)
 		} else if res == nil {
 			o.Problem = err.Error()
 		}
