@@ -213,3 +213,32 @@ func TestClaudeVersionless(t *testing.T) {
 		t.Errorf("empty version: %v", lines)
 	}
 }
+
+// ${CLAUDE_PROJECT_DIR} in a command line is the workspace; in env it is
+// refused with the way to pass it, and other host variables in argv stay
+// refused.
+func TestClaudeProjectDir(t *testing.T) {
+	dir := writePlugin(t, `{"name": "p", "version": "1.0.0", "description": "d"}`, map[string]string{
+		"bin/srv":   "#!/bin/sh\n",
+		".mcp.json": `{"mcpServers": {"s": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/srv", "args": ["--root", "${CLAUDE_PROJECT_DIR}", "--db=${CLAUDE_PROJECT_DIR}/db"]}}}`,
+	})
+	b := openValid(t, dir)
+	args := b.Manifest.MCPServers["s"].Stdio.Args
+	if strings.Join(args, " ") != "--root ${workspace} --db=${workspace}/db" {
+		t.Errorf("args %q", args)
+	}
+	if in := b.Manifest.ImportedFrom.Inputs; len(in) != 1 || in[0].Name != "${CLAUDE_PROJECT_DIR}" || !strings.Contains(in[0].Becomes, "${workspace}") {
+		t.Errorf("inputs %+v", in)
+	}
+	bad := writePlugin(t, `{"name": "p", "version": "1.0.0", "description": "d"}`, map[string]string{
+		"bin/srv":   "#!/bin/sh\n",
+		".mcp.json": `{"mcpServers": {"s": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/srv", "args": ["${HOME}/x"], "env": {"ROOT": "${CLAUDE_PROJECT_DIR}"}}}}`,
+	})
+	lines, _ := openInvalid(t, bad)
+	got := strings.Join(lines, "\n")
+	for _, w := range []string{"claude-plugin-variable\t.mcp.json: mcpServers.s.env.ROOT", "claude-plugin-variable\t.mcp.json: mcpServers.s.args[0]"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("no %q in %s", w, got)
+		}
+	}
+}

@@ -422,6 +422,10 @@ func (x *claudeImport) envSource(d *doc, p, v, use string, secret bool) (string,
 		return "", false
 	}
 	name := m[1]
+	if name == "CLAUDE_PROJECT_DIR" {
+		d.add(p, bundle.RuleClaudeVariable, "${CLAUDE_PROJECT_DIR} is the project, which berth calls the workspace; berth passes it in the command line (${workspace}), not in the environment: pass it as an argument (\"args\": [\"--root\", \"${CLAUDE_PROJECT_DIR}\"])")
+		return "", false
+	}
 	if name == "CLAUDE_PLUGIN_ROOT" || name == "CLAUDE_PLUGIN_DATA" {
 		d.add(p, bundle.RuleClaudeLiteralValue, "${%s} is a path Claude Code fills in, not a host variable; berth passes only values from the host's environment", name)
 		return "", false
@@ -449,7 +453,19 @@ func (x *claudeImport) envSource(d *doc, p, v, use string, secret bool) (string,
 	return name, true
 }
 
-// subst applies ${CLAUDE_PLUGIN_ROOT} → ${bundle} and the user options to
+// projectDir lists ${CLAUDE_PROJECT_DIR} among the inputs, once: it
+// became ${workspace}.
+func (x *claudeImport) projectDir() {
+	const name = "CLAUDE_PROJECT_DIR"
+	if x.vars[name] != nil {
+		return
+	}
+	x.vars[name] = &bundle.ImportInput{Name: "${" + name + "}", Becomes: "${workspace} in the arguments: the workspace the plugin is enabled for (Claude Code's project)"}
+	x.varOrder = append(x.varOrder, name)
+}
+
+// subst applies ${CLAUDE_PLUGIN_ROOT} → ${bundle},
+// ${CLAUDE_PROJECT_DIR} → ${workspace} and the user options to
 // a command or argument; any other variable is a problem, since argv is
 // visible to every local user.
 func (x *claudeImport) subst(d *doc, s, p string, isCommand bool) string {
@@ -460,6 +476,9 @@ func (x *claudeImport) subst(d *doc, s, p string, isCommand bool) string {
 			return "", false
 		case name == "CLAUDE_PLUGIN_ROOT":
 			return "${bundle}", true
+		case name == "CLAUDE_PROJECT_DIR":
+			x.projectDir()
+			return "${workspace}", true
 		case name == "CLAUDE_PLUGIN_DATA":
 			d.add(p, bundle.RuleClaudeVariable, "${CLAUDE_PLUGIN_DATA} is Claude Code's data folder for the plugin, which berth does not have; keep data in the workspace (${workspace}) or let the server choose its own folder")
 			return "", false
