@@ -213,7 +213,7 @@ var rules = []Rule{
 	{RuleRemoteURLSecretQuery, "a remote's url has a query parameter that looks like a credential"},
 	{RuleHeaderLiteralValue, "a header value is a literal string instead of {\"fromEnv\": NAME}"},
 	{RuleHeaderNameFormat, "a header name is not an HTTP token"},
-	{RuleHeaderForbidden, "a header that berth controls (Host, Authorization, Cookie, ...)"},
+	{RuleHeaderForbidden, "a header that berth controls (Host, Cookie, ...), or Authorization beside auth.bearerFromEnv"},
 	{RuleNetworkHostsMissing, "a remote has no network.hosts"},
 	{RuleNetworkHostsMismatch, "network.hosts is not the endpoint's normalized host set"},
 	{RuleToolPattern, "a tool allow/deny entry uses characters other than [A-Za-z0-9_.-*?]"},

@@ -451,12 +451,14 @@ func (v *validator) remote(p string, r *Remote) {
 			v.ps.add(hp, RuleDuplicateKey, "the header %q is also set as %q; header names ignore case, so only one of them would be sent; keep one", k, other)
 		case !headerNameRe.MatchString(k):
 			v.ps.add(hp, RuleHeaderNameFormat, "%q is not a valid HTTP header name", k)
+		case strings.EqualFold(k, "authorization") && r.Auth != nil && r.Auth.BearerFromEnv != "":
+			// The whole Authorization value may come from one host
+			// variable (a header is always an environment source), but
+			// only when auth sets no bearer token: one source for it.
+			v.ps.add(hp, RuleHeaderForbidden, "the Authorization header is set here and by auth.bearerFromEnv; keep one: the header (the whole value from $%s) or the bearer token", r.Headers[k].FromEnv)
+		case strings.EqualFold(k, "authorization"):
 		case containsFold(forbiddenHeaders, k):
-			fix := "remove it; berth sets it itself"
-			if strings.EqualFold(k, "authorization") {
-				fix = "use \"auth\": {\"bearerFromEnv\": \"NAME\"} for a bearer token"
-			}
-			v.ps.add(hp, RuleHeaderForbidden, "a bundle may not set the %s header; %s", k, fix)
+			v.ps.add(hp, RuleHeaderForbidden, "a bundle may not set the %s header; remove it; berth sets it itself", k)
 		}
 		v.envSource(hp+".fromEnv", r.Headers[k])
 	}

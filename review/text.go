@@ -178,6 +178,10 @@ func (p *printer) remote(s Server) {
 		p.field("sends", "a bearer token from your $"+r.BearerFromEnv)
 	}
 	for _, h := range r.Headers {
+		if strings.EqualFold(h.Name, "authorization") {
+			p.field("sends", "a credential: the whole Authorization header from your $"+h.FromEnv)
+			continue
+		}
 		p.field("sends", "the header "+h.Name+" from your $"+h.FromEnv)
 	}
 	if r.BearerFromEnv == "" && len(r.Headers) == 0 {

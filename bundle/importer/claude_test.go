@@ -242,3 +242,38 @@ func TestClaudeProjectDir(t *testing.T) {
 		}
 	}
 }
+
+// A whole Authorization value from the environment (context7's plugin
+// sends "Authorization": "${CONTEXT7_API_KEY:-}") is an Authorization
+// header read from that variable; a literal one, a mixed one, or one
+// beside a bearer token stays refused.
+func TestClaudeAuthorizationFromEnv(t *testing.T) {
+	dir := writePlugin(t, `{"name": "context7", "version": "1.0.2", "description": "d"}`, map[string]string{
+		".mcp.json": `{"mcpServers": {"context7": {"type": "http", "url": "https://mcp.context7.com/mcp", "headers": {"Authorization": "${CONTEXT7_API_KEY:-}"}}}}`,
+	})
+	b := openValid(t, dir)
+	r := b.Manifest.MCPServers["context7"].Remote
+	if r.Headers["Authorization"].FromEnv != "CONTEXT7_API_KEY" || r.Auth != nil {
+		t.Errorf("headers %+v, auth %+v", r.Headers, r.Auth)
+	}
+	in := b.Manifest.ImportedFrom.Inputs
+	if len(in) != 1 || !in[0].Sensitive || in[0].Default != "" || !strings.Contains(in[0].Becomes, "Authorization") {
+		t.Errorf("inputs %+v", in)
+	}
+	for _, c := range []struct{ headers, rule string }{
+		{`{"Authorization": "sk-literal-token"}`, "claude-plugin-literal-value"},
+		{`{"Authorization": "Token ${KEY}"}`, "claude-plugin-literal-value"},
+		{`{"Cookie": "${COOKIE}"}`, "header-forbidden"},
+	} {
+		bad := writePlugin(t, `{"name": "p", "version": "1.0.0", "description": "d"}`, map[string]string{
+			".mcp.json": `{"mcpServers": {"s": {"type": "http", "url": "https://x.example/mcp", "headers": ` + c.headers + `}}}`,
+		})
+		lines, ie := openInvalid(t, bad)
+		if !strings.Contains(strings.Join(lines, "\n"), c.rule) {
+			t.Errorf("%s: %v", c.headers, ie)
+		}
+		if strings.Contains(ie.Error(), "sk-literal-token") {
+			t.Errorf("the literal is shown: %v", ie)
+		}
+	}
+}

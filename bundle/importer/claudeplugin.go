@@ -383,6 +383,15 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 				}
 				continue
 			}
+			if envRefRe.MatchString(v) {
+				// The whole value from one variable ("${CONTEXT7_API_KEY:-}"):
+				// an Authorization header read from the environment.
+				from, ok := x.envSource(d, hp, v, fmt.Sprintf("the whole Authorization header (a credential) of the server %q", name), true)
+				if ok {
+					x.c.fromEnv(&r.Headers, sp+".remote.headers", k, from, d.loc(hp))
+				}
+				continue
+			}
 		}
 		from, ok := x.envSource(d, hp, v, fmt.Sprintf("the header %s of the server %q", k, name), true)
 		if !ok {
