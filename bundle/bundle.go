@@ -30,6 +30,12 @@ type Options struct {
 	// Formats are the formats of other tools that Load reads besides
 	// berth's own; nil means the registered ones (RegisterFormat).
 	Formats []*Format
+	// Without names servers of a converted source to leave out (berth
+	// import --without): each must be a server of the source (its name
+	// there, or the berth name it maps to), is not converted, and is
+	// listed under importedFrom.notCarriedOver with the reason. Only
+	// formats with ConvertWithout take it.
+	Without []string
 }
 
 // Kind is the form a bundle was read from.
@@ -107,7 +113,7 @@ func Open(ctx context.Context, source string, opts *Options) (*Bundle, error) {
 	}
 	if len(ps) > 0 {
 		b.Close()
-		return nil, &InvalidError{Source: source, Problems: ps}
+		return nil, &InvalidError{Source: source, Problems: ps, OnlyServer: b.OnlyServer(ps)}
 	}
 	return b, nil
 }

@@ -37,6 +37,10 @@ func (p *Problem) Error() string {
 type InvalidError struct {
 	Source   string
 	Problems []*Problem
+	// OnlyServer is set when the source is of another format and every
+	// problem lies in one of its servers: that server's name in the
+	// source, which --without NAME leaves out to import the rest.
+	OnlyServer string
 }
 
 func (e *InvalidError) Error() string {
@@ -49,6 +53,9 @@ func (e *InvalidError) Error() string {
 	for _, p := range e.Problems {
 		b.WriteString("\n  - ")
 		b.WriteString(p.Error())
+	}
+	if e.OnlyServer != "" {
+		fmt.Fprintf(&b, "\nEvery problem is in the server %q: to import the rest, leave it out with berth import %s --without %s --out DIR (berth lists it as not carried over).", e.OnlyServer, shellWord(e.Source), shellWord(e.OnlyServer))
 	}
 	return b.String()
 }
@@ -92,4 +99,15 @@ func (ps *problems) sorted() []*Problem {
 		return out[i].Rule < out[j].Rule
 	})
 	return out
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_.
+func shellWord(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

@@ -61,6 +61,11 @@ type Format struct {
 	// Convert converts the source whose files are in dir (a copy berth
 	// owns; it reads nothing outside dir).
 	Convert func(dir string) *Conversion
+	// ConvertWithout, when set, converts the source leaving out the
+	// servers named in without (Options.Without); nil for a format that
+	// cannot leave servers out.
+	// It fails when a name in without is no server of the source.
+	ConvertWithout func(dir string, without []string) (*Conversion, error)
 }
 
 // Conversion is what a Format makes of a source.
@@ -75,6 +80,9 @@ type Conversion struct {
 	// source's file and field they came from; Load moves the problems of
 	// the generated berth.json there.
 	Locations map[string]string
+	// Servers maps each server's name in the source to where the source
+	// defines it ("file: json.path"): a problem there is that server's.
+	Servers map[string]string
 }
 
 var (

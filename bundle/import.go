@@ -261,7 +261,18 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options, formats []*Fo
 		}
 		b.Dir = dst
 	}
-	c := format.Convert(b.Dir)
+	var c *Conversion
+	switch {
+	case len(opts.Without) == 0:
+		c = format.Convert(b.Dir)
+	case format.ConvertWithout == nil:
+		return fmt.Errorf("--without leaves out servers of a Claude Code plugin; %s is %s", b.Source, format.Title)
+	default:
+		var err error
+		if c, err = format.ConvertWithout(b.Dir, opts.Without); err != nil {
+			return fmt.Errorf("%s: %w", b.Source, err)
+		}
+	}
 	if c == nil {
 		c = &Conversion{}
 	}
@@ -511,4 +522,29 @@ func (t *Tree) limitsToRead() *Limits {
 		lim.MaxPathLen = max(lim.MaxPathLen, len(e.Path))
 	}
 	return &lim
+}
+
+// OnlyServer returns the source's name of the one server that holds every
+// problem of ps (as Load returned them), when b was converted from a
+// source of another format and all of ps lie in one of its servers; ""
+// otherwise. Options.Without leaves such a server out.
+func (b *Bundle) OnlyServer(ps []*Problem) string {
+	if b.imp == nil || b.imp.conv == nil || len(ps) == 0 {
+		return ""
+	}
+	found := ""
+	for _, p := range ps {
+		in := ""
+		for name, loc := range b.imp.conv.Servers {
+			if p.Path == loc || strings.HasPrefix(p.Path, loc+".") || strings.HasPrefix(p.Path, loc+"[") {
+				in = name
+				break
+			}
+		}
+		if in == "" || (found != "" && in != found) {
+			return ""
+		}
+		found = in
+	}
+	return found
 }

@@ -44,16 +44,72 @@ type claudeImport struct {
 	// from records which file defined each server, by berth name;
 	// source has each one's name in the source.
 	from, source map[string]string
+	// leave are the servers to leave out (berth import --without).
+	leave map[string]*leftOut
 	// listed are the component files already listed.
 	listed map[string]bool
 }
 
-func convertClaude(dir string) *conversion {
+// leftOut is a server berth import --without leaves out.
+type leftOut struct {
+	// reason says why it could not be imported, from a conversion with
+	// it; "" when it had no problem of its own.
+	reason string
+	// met is set once the server was found.
+	met bool
+}
+
+// convertClaudeWithout converts the plugin in dir leaving out the servers
+// named in without (their names in the source, or the berth names those
+// map to). Each is listed under notCarriedOver with the problems it had;
+// a name that is no server of the plugin is an error.
+func convertClaudeWithout(dir string, without []string) (*conversion, error) {
+	full := convertClaude(dir, nil)
+	leave := map[string]*leftOut{}
+	for _, w := range without {
+		leave[w] = &leftOut{}
+	}
+	for src, loc := range full.servers {
+		var why []string
+		for _, p := range full.ps.list {
+			if p.Path == loc || strings.HasPrefix(p.Path, loc+".") || strings.HasPrefix(p.Path, loc+"[") {
+				why = append(why, p.Message+" ["+p.Rule+"]")
+			}
+		}
+		mapped, _ := ServerName(src)
+		for _, k := range []string{src, mapped} {
+			if l := leave[k]; l != nil {
+				l.reason = strings.Join(why, "; ")
+			}
+		}
+	}
+	c := convertClaude(dir, leave)
+	var unknown []string
+	for _, w := range without {
+		if !leave[w].met {
+			unknown = append(unknown, fmt.Sprintf("%q", w))
+		}
+	}
+	if len(unknown) > 0 {
+		var names []string
+		for src := range full.servers {
+			names = append(names, fmt.Sprintf("%q", src))
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("--without %s: the plugin has no such server (its servers: %s)", strings.Join(unknown, ", "), strings.Join(names, ", "))
+	}
+	return c, nil
+}
+
+// convertClaude converts the plugin in dir; the servers in leave (by
+// their names in the source or in berth) are left out and listed.
+func convertClaude(dir string, leave map[string]*leftOut) *conversion {
 	c, d, top, ok := readTop(dir, claudeManifest, claudeRules, claudeFields...)
 	if !ok {
 		return c
 	}
-	x := &claudeImport{c: c, d: d, dir: dir, vars: map[string]*bundle.ImportInput{}, from: map[string]string{}, source: map[string]string{}, listed: map[string]bool{}}
+	c.servers = map[string]string{}
+	x := &claudeImport{c: c, d: d, dir: dir, leave: leave, vars: map[string]*bundle.ImportInput{}, from: map[string]string{}, source: map[string]string{}, listed: map[string]bool{}}
 	x.imp = &bundle.ImportedFrom{Format: bundle.FormatClaudePlugin, Manifest: claudeManifest}
 	x.m = &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(top)
@@ -281,6 +337,15 @@ func (x *claudeImport) server(d *doc, srcName, p string, n *strictjson.Node) {
 		return
 	}
 	x.from[name], x.source[name] = d.loc(p), srcName
+	x.c.servers[srcName] = d.loc(p)
+	if l := x.leftOut(srcName, name); l != nil {
+		reason := "left out by berth import --without: the operator imported the rest of the plugin without it"
+		if l.reason != "" {
+			reason += "; berth could not import it: " + l.reason
+		}
+		x.notCarried(d.loc(p), "server", srcName, reason)
+		return
+	}
 	if name != srcName {
 		if x.imp.ServerNames == nil {
 			x.imp.ServerNames = map[string]string{}
@@ -358,7 +423,9 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 	x.c.at(sp+".remote", d.loc(o.path))
 	x.c.at(sp+".remote.transport", d.loc(o.at("type")))
 	if u, ok := o.str("url", true); ok {
-		if strings.Contains(u, "${") {
+		if u == "" {
+			d.add(o.at("url"), bundle.RuleClaudeRequiredField, "the url is empty: Claude Code fills in such a connector itself, and berth has no endpoint to review or connect to; write the server's https URL")
+		} else if strings.Contains(u, "${") {
 			d.add(o.at("url"), bundle.RuleClaudeVariable, "the url holds a ${…} variable; berth's review shows the one endpoint a remote talks to, so the url must be written out (a credential in it belongs in a header from the environment)")
 		} else {
 			r.URL = u
@@ -460,6 +527,21 @@ func (x *claudeImport) envSource(d *doc, p, v, use string, secret bool) (string,
 		in.Becomes += "; " + uses
 	}
 	return name, true
+}
+
+// leftOut returns the --without entry of the server srcName (berth name
+// name), or nil.
+func (x *claudeImport) leftOut(srcName, name string) *leftOut {
+	a, b := x.leave[srcName], x.leave[name]
+	for _, l := range []*leftOut{a, b} {
+		if l != nil {
+			l.met = true
+		}
+	}
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // projectDir lists ${CLAUDE_PROJECT_DIR} among the inputs, once: it

@@ -25,6 +25,8 @@ type conversion struct {
 	// source's file and field.
 	locs map[string]string
 	ps   problems
+	// servers maps each server's name in the source to its location.
+	servers map[string]string
 }
 
 func newConversion() *conversion {
@@ -33,7 +35,7 @@ func newConversion() *conversion {
 
 // result is the conversion as package bundle takes it.
 func (c *conversion) result() *bundle.Conversion {
-	return &bundle.Conversion{Manifest: c.manifest, Problems: c.ps.list, Locations: c.locs}
+	return &bundle.Conversion{Manifest: c.manifest, Problems: c.ps.list, Locations: c.locs, Servers: c.servers}
 }
 
 // at records that the berth path p comes from the source location loc.

@@ -82,7 +82,7 @@ func FuzzClaudePlugin(f *testing.F) {
 		// plugin.json may name its own files; the fuzzer's hooks file is
 		// .mcp.json's bytes too.
 		os.WriteFile(filepath.Join(dir, "hooks", "hooks.json"), mcp, 0o644)
-		c := convertClaude(dir)
+		c := convertClaude(dir, nil)
 		var files []string
 		for _, p := range c.ps.list {
 			// Problems may be located in any file plugin.json names.

@@ -54,7 +54,14 @@ var ClaudePlugin = &bundle.Format{
 		}
 		return false, nil
 	},
-	Convert: func(dir string) *bundle.Conversion { return convertClaude(dir).result() },
+	Convert: func(dir string) *bundle.Conversion { return convertClaude(dir, nil).result() },
+	ConvertWithout: func(dir string, without []string) (*bundle.Conversion, error) {
+		c, err := convertClaudeWithout(dir, without)
+		if err != nil {
+			return nil, err
+		}
+		return c.result(), nil
+	},
 }
 
 // ServerJSON is the MCP Registry's server.json (schema 2025-12-11,

@@ -57,7 +57,7 @@ func (e *rendered) Unwrap() error { return e.err }
 func forCLI(err error) error {
 	switch e := err.(type) {
 	case *bundle.InvalidError:
-		return &rendered{(&bundle.InvalidError{Source: e.Source, Problems: cliProblems(e.Problems)}).Error(), err}
+		return &rendered{(&bundle.InvalidError{Source: e.Source, Problems: cliProblems(e.Problems), OnlyServer: e.OnlyServer}).Error(), err}
 	case *store.DigestMismatchError:
 		return &rendered{fmt.Sprintf("%s has digest %s, but --digest pins %s: %v; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want, trust.ErrUntrusted), err}
 	case *store.NoSignerError:

@@ -48,6 +48,7 @@ func newImportCmd(a *app) *cobra.Command {
 		Use: "import SOURCE --out DIR",
 		Example: `  berth import ./everything.mcpb --out ./everything
   berth import ./my-claude-plugin --out ./my-plugin-berth
+  berth import ./my-claude-plugin --without slack --out ./my-plugin-berth
   berth import ./server.json --out ./acme-search --json`,
 		Short: "Write the berth bundle of an MCP Bundle, Claude Code plugin or server.json",
 		Long: `Import reads an MCP Bundle (.mcpb, or a directory with manifest.json), a
@@ -61,7 +62,12 @@ digest that validate, review and trust show for the source; importing it
 again gives the same digest. berth.json records where it came from and what
 was not carried over. A .mcpb's signature block is not part of the bundle.
 
-An invalid source writes nothing (exit 3). DIR must not exist.`,
+An invalid source writes nothing (exit 3). DIR must not exist.
+
+--without SERVER leaves out a server of a Claude Code plugin, for a plugin
+whose only refusable part is that server (an empty connector url, an
+OAuth-only remote): the rest is imported, and the server is listed under
+"not carried over" with the reason. It may be repeated.`,
 		Args: exactArgs(1, "one SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Source = args[0]
@@ -70,6 +76,7 @@ An invalid source writes nothing (exit 3). DIR must not exist.`,
 	}
 	limitFlags(cmd, &opts.Bundle)
 	cmd.Flags().StringVar(&opts.Out, "out", "", "the new directory to write the berth bundle into")
+	cmd.Flags().StringArrayVar(&opts.Bundle.Without, "without", nil, "leave out this server of a Claude Code plugin (its name in the plugin or in berth), listed as not carried over; repeatable")
 	a.jsonFlag(cmd, &opts.JSON, importJSON{})
 	return cmd
 }

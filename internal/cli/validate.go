@@ -83,7 +83,7 @@ func runValidate(ctx context.Context, a *app, opts *validateOptions) error {
 	defer b.Close()
 	var invalid error
 	if len(problems) > 0 {
-		invalid = &bundle.InvalidError{Source: opts.Source, Problems: problems}
+		invalid = &bundle.InvalidError{Source: opts.Source, Problems: problems, OnlyServer: b.OnlyServer(problems)}
 	}
 	if opts.JSON {
 		out := validateJSON{Valid: invalid == nil, Digest: b.Digest, Errors: jsonProblems(problems), Notes: b.Notes}
