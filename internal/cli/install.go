@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
@@ -92,6 +93,9 @@ type installOptions struct {
 	// WorkspaceSet is true when --workspace was given.
 	WorkspaceSet                                                    bool
 	Yes, Enable, AllowStale, AllowSignerChange, AllowUnsigned, JSON bool
+	// Without are servers of a Claude Code marketplace entry to leave
+	// out (bundle.Options.Without).
+	Without []string
 }
 
 func newInstallCmd(a *app) *cobra.Command {
@@ -121,6 +125,7 @@ func newInstallCmd(a *app) *cobra.Command {
 	f.BoolVar(&opts.AllowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version (still one the catalog allows)")
 	f.BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "install an entry of an unsigned source (MCP Registry, marketplace.json), by --digest only; recorded as unsigned")
 	f.StringVar(&opts.Digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
+	f.StringArrayVar(&opts.Without, "without", nil, "for a Claude Code marketplace entry: leave out this server of the plugin (listed as not carried over; the digest is that of the rest); repeatable")
 	a.jsonFlag(cmd, &opts.JSON, installJSON{})
 	return cmd
 }
@@ -179,7 +184,10 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		return err
 	}
 	if kind != marketplace.KindTUF {
-		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws})
+		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without})
+	}
+	if len(opts.Without) > 0 {
+		return usagef("--without leaves out a server of a Claude Code marketplace entry; catalog %s is signed, and install takes its bundle as signed", catalog)
 	}
 	if opts.AllowUnsigned || opts.Digest != "" {
 		return usagef("--allow-unsigned and --digest are for entries of unsigned sources; catalog %s is signed, and install verifies the signature it lists", catalog)
@@ -467,6 +475,7 @@ type unsignedInstall struct {
 	catalog, name, constraint, ws string
 	digest                        store.Digest
 	allowUnsigned, yes, json      bool
+	without                       []string
 	enable                        bool
 }
 
@@ -487,7 +496,7 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		return err
 	}
 	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
-		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro,
+		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: withoutOptions(u.without),
 		Confirm: func(cand *store.Candidate) error {
 			if !u.json {
 				cand.Review.WriteText(a.stdout)
@@ -532,4 +541,13 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", r.Name)
 	}
 	return nil
+}
+
+// withoutOptions are the bundle options of an install that leaves out
+// the servers without (nil: none).
+func withoutOptions(without []string) *bundle.Options {
+	if len(without) == 0 {
+		return nil
+	}
+	return &bundle.Options{Without: without}
 }
