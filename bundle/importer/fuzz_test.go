@@ -131,3 +131,25 @@ func FuzzMCPBFile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNames: whatever name another tool accepts, PluginName and
+// ServerName give a valid berth name or none, keep a valid one as it is,
+// and map the same name the same way.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"google calendar", "PubMed", "Synapse.org", "Slack MCP Server", "a__b", "日本", strings.Repeat("Long Name ", 20)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, ok := PluginName(s); ok != (n != "") || (ok && !bundle.IsValidName(n)) || (bundle.IsValidName(s) && n != s) {
+			t.Fatalf("PluginName(%q) = %q, %v", s, n, ok)
+		}
+		if n, ok := ServerName(s); ok != (n != "") || (ok && !bundle.IsValidServerName(n) && n != "sampling" && n != "elicitation") || (bundle.IsValidServerName(s) && n != s) {
+			t.Fatalf("ServerName(%q) = %q, %v", s, n, ok)
+		}
+		a, _ := PluginName(s)
+		b, _ := PluginName(s)
+		if a != b {
+			t.Fatal("not deterministic")
+		}
+	})
+}
