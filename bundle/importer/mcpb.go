@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"maps"
 	"net/mail"
 	"net/url"
 	"path/filepath"
@@ -67,6 +68,8 @@ type mcpbImport struct {
 	opts map[string]*userOption
 	// order is the order of opts in the manifest.
 	order []string
+	// version is the manifest version.
+	version string
 }
 
 func convertMCPB(dir string) *conversion {
@@ -89,9 +92,9 @@ func convertMCPB(dir string) *conversion {
 	if !ok {
 		return c
 	}
-	top, _ := d.object(root, "", mcpbFields[version]...)
-	x := &mcpbImport{c: c, d: d, dir: dir, opts: map[string]*userOption{}}
+	x := &mcpbImport{c: c, d: d, dir: dir, opts: map[string]*userOption{}, version: version}
 	x.imp = &bundle.ImportedFrom{Format: bundle.FormatMCPB, FormatVersion: version, Manifest: mcpbManifest}
+	top, _ := x.object(root, "", mcpbFields[version]...)
 	m := &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(m, top)
 	x.userConfig(top)
@@ -150,7 +153,7 @@ func (x *mcpbImport) top(m *bundle.Manifest, top obj) {
 	c.carry(top, "license", false, &m.License)
 	if !top.has("author") {
 		d.add("author", bundle.RuleMCPBRequiredField, "author is required: {\"name\": \"…\"}")
-	} else if a, ok := d.object(top.keys["author"], "author", "name", "email", "url"); ok {
+	} else if a, ok := x.object(top.keys["author"], "author", "name", "email", "url"); ok {
 		name, _ := a.str("name", true)
 		m.Publisher = &bundle.Publisher{Name: name}
 		c.at("publisher", d.loc("author"))
@@ -199,6 +202,47 @@ func (x *mcpbImport) notCarried(field, kind, name, reason string) {
 	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
 }
 
+// object reads an object of the manifest that does not say what runs
+// (the top level, author, compatibility, tools, …) as Claude Desktop's
+// reader does: mcpb's loose schemas let any key through. A key that the
+// manifest version does not define is accepted, listed as not carried
+// over, and read no further; the keys of allowed are checked as the strict
+// schema has them. server, mcp_config and its platform overrides stay
+// strict (doc.object): a key there could change how the server runs, in
+// Claude Desktop or a later version, and berth does not guess.
+func (x *mcpbImport) object(n *strictjson.Node, path string, allowed ...string) (obj, bool) {
+	o, ok := x.d.object(n, path)
+	if !ok {
+		return o, false
+	}
+	for _, k := range n.Keys {
+		if slices.Contains(allowed, k) {
+			continue
+		}
+		delete(o.keys, k)
+		kp := strictjson.JoinPath(path, k)
+		reason := "not a field of MCP Bundle manifests; Claude Desktop's reader lets it through and uses none of it, and berth reads none of it"
+		if path == "" {
+			if vs := mcpbVersionsOf(k); len(vs) > 0 {
+				reason = fmt.Sprintf("defined by MCPB manifest version %s, not %s; Claude Desktop's reader accepts it in %s, and it does not change what runs", strings.Join(vs, ", "), x.version, x.version)
+			}
+		}
+		x.notCarried(x.d.loc(kp), "unknown-field", k, reason)
+	}
+	return o, true
+}
+
+// mcpbVersionsOf lists the manifest versions that define a top-level key.
+func mcpbVersionsOf(key string) []string {
+	var vs []string
+	for _, v := range slices.Sorted(maps.Keys(mcpbFields)) {
+		if slices.Contains(mcpbFields[v], key) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // userConfig reads the user_config options.
 func (x *mcpbImport) userConfig(top obj) {
 	n, ok := top.keys["user_config"]
@@ -209,8 +253,31 @@ func (x *mcpbImport) userConfig(top obj) {
 	if !ok {
 		return
 	}
-	x.order, x.opts = readUserOptions(x.d, uc, "user_config", x.name)
+	x.order, x.opts = readUserOptions(x.d, x.looseOptions(uc), "user_config", x.name)
 	x.checkEnvNames()
+}
+
+// userOptionFields are the fields of a user_config option.
+var userOptionFields = []string{"type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max"}
+
+// looseOptions returns user_config with the keys of each option that MCPB
+// does not define left out, and listed as not carried over (as Claude
+// Desktop's reader passes them by).
+func (x *mcpbImport) looseOptions(uc obj) obj {
+	keys, vals := uc.members()
+	n := &strictjson.Node{Kind: strictjson.Object}
+	for i, k := range keys {
+		v := vals[i]
+		if v.Kind == strictjson.Object {
+			o, _ := x.object(v, strictjson.JoinPath("user_config", k), userOptionFields...)
+			ks, vs := o.members()
+			v = &strictjson.Node{Kind: strictjson.Object, Keys: ks, Values: vs}
+		}
+		n.Keys = append(n.Keys, k)
+		n.Values = append(n.Values, v)
+	}
+	out, _ := x.d.object(n, uc.path)
+	return out
 }
 
 // readUserOptions reads MCPB user_config or Claude Code userConfig
@@ -221,7 +288,7 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 	keys, vals := uc.members()
 	for i, k := range keys {
 		p := strictjson.JoinPath(base, k)
-		o, ok := d.object(vals[i], p, "type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max")
+		o, ok := d.object(vals[i], p, userOptionFields...)
 		if !ok {
 			continue
 		}
@@ -350,9 +417,11 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		s.Stdio.Command = x.subst(command, cmdPath, true)
 	}
 	c.at(sp+".stdio.command", d.loc(cmdPath))
-	for i, a := range args {
-		s.Stdio.Args = append(s.Stdio.Args, x.subst(a, index(argsPath, i), false))
-		c.at(index(sp+".stdio.args", i), d.loc(index(argsPath, i)))
+	for i := range args {
+		for _, a := range x.arg(args, i, index(argsPath, i)) {
+			c.at(index(sp+".stdio.args", len(s.Stdio.Args)), d.loc(index(argsPath, i)))
+			s.Stdio.Args = append(s.Stdio.Args, a)
+		}
 	}
 	c.at(sp+".stdio.args", d.loc(argsPath))
 	c.at(sp+".stdio.env", d.loc(envPath))
@@ -438,13 +507,107 @@ func (x *mcpbImport) subst(s, path string, isCommand bool) string {
 	})
 }
 
-// userOptionArg maps a user option used in a command or an argument.
-// A directory becomes ${workspace}, the folder a plugin is enabled for; a
-// number or boolean with a default becomes that fixed value; anything
-// else could hold a secret or has no value berth can fix, and argv is
-// visible to every local user.
+// exactRefRe is an argument that is exactly one ${user_config.KEY}: the
+// only place where Claude Desktop expands a list value, into one argument
+// per element (mcpb's replaceVariables).
+var exactRefRe = regexp.MustCompile(`^\$\{user_config\.([^}]+)\}$`)
+
+// arg converts the argument args[i] (at path) into the arguments of the
+// generated server: none, when it holds an optional option that has no
+// value; one per element of a list that Claude Desktop would expand; one
+// otherwise.
+func (x *mcpbImport) arg(args []string, i int, path string) []string {
+	a := args[i]
+	exact := exactRefRe.FindStringSubmatch(a)
+	for _, m := range substRe.FindAllStringSubmatch(a, -1) {
+		key, ok := strings.CutPrefix(m[1], "user_config.")
+		o := x.opts[key]
+		if !ok || m[2] != "}" || o == nil || o.sensitive || o.required || o.typ == "directory" || hasValue(o) {
+			continue
+		}
+		// Claude Desktop has no value for it and would pass the text
+		// ${user_config.KEY} unreplaced; berth leaves the argument out.
+		if exact != nil && i > 0 && isBareFlag(args[i-1]) {
+			x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is optional and has no default, so berth would leave this argument out, but then %q before it would take the next argument as its value; write the two as one argument (\"%s=%s\"), or give the option a default", o.ref, args[i-1], args[i-1], o.ref)
+			return []string{a}
+		}
+		o.uses = append(o.uses, fmt.Sprintf("left out of the arguments when it has no value: it is optional and has no default (Claude Desktop would pass the text %s unreplaced); the argument is %q", o.ref, a))
+		return nil
+	}
+	if exact != nil {
+		if o := x.opts[exact[1]]; o != nil && o.multiple && !o.sensitive {
+			return x.listArg(o, path)
+		}
+	}
+	return []string{x.subst(a, path, false)}
+}
+
+// listArg maps an argument that is exactly a multiple option.
+func (x *mcpbImport) listArg(o *userOption, path string) []string {
+	switch {
+	case o.typ == "directory":
+		o.uses = append(o.uses, "${workspace} in the arguments: the folder the plugin is enabled for (Claude Desktop passes each folder the user chose as its own argument; berth passes the one workspace)")
+		return []string{"${workspace}"}
+	case o.typ == "file" && o.hasDef && o.def != "":
+		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is a list of files whose default names files on the host, and berth puts no host paths into a server's command line; ship the files in the bundle (${__dirname}/…), or take a folder from a directory option, which berth maps to ${workspace}", o.ref)
+	case o.hasDef && o.defKind == strictjson.Array:
+		list := x.defaultList(o)
+		if list == nil {
+			return []string{o.ref}
+		}
+		o.uses = append(o.uses, fmt.Sprintf("the fixed arguments %q (its default, one argument per element, as Claude Desktop expands it; berth has no per-user setting for arguments)", list))
+		return list
+	case o.hasDef:
+		// A single default: Claude Desktop passes it as one argument,
+		// as it would for an option that is not a list.
+		o.multiple = false
+		defer func() { o.multiple = true }()
+		return []string{x.subst(o.ref, path, false)}
+	default:
+		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is a required list with no default, and berth has no per-user setting for arguments; give it a default, or pass it in env; to go on, import it with berth import SOURCE --out DIR, write the values into the arguments of the generated berth.json, and review that", o.ref)
+	}
+	return []string{o.ref}
+}
+
+// defaultList is the default of a multiple option as arguments, or nil
+// when one of them cannot be fixed (the problem is added).
+func (x *mcpbImport) defaultList(o *userOption) []string {
+	if o.def == "" {
+		return []string{}
+	}
+	list := strings.Split(o.def, ", ")
+	for _, v := range list {
+		if strings.Contains(v, "${") {
+			x.d.add(o.loc, bundle.RuleMCPBUserConfigArg, "the default of %s holds a variable, which Claude Desktop passes unreplaced; write the values out", o.ref)
+			return nil
+		}
+	}
+	return list
+}
+
+// hasValue reports whether an option has a value when the user gives
+// none: a default other than "" and [] (Claude Desktop treats those as
+// no value).
+func hasValue(o *userOption) bool { return o.hasDef && o.def != "" }
+
+// isBareFlag reports whether an argument is an option that may take the
+// next argument as its value: "-x" or "--name", without "=".
+func isBareFlag(a string) bool {
+	return strings.HasPrefix(a, "-") && len(a) > 1 && !strings.Contains(a, "=")
+}
+
+// secretNameWords mark an option whose name says it holds a credential.
+var secretNameWords = []string{"token", "secret", "password", "passwd", "credential", "apikey", "api_key", "api-key", "private_key", "private-key"}
+
+// userOptionArg maps a user option used in a command or an argument. A
+// directory becomes ${workspace}, the folder a plugin is enabled for; a
+// string, number or boolean option that is not sensitive and has a
+// default becomes that fixed value (berth has no per-user value for
+// arguments); anything else could hold a secret or a host path, or has no
+// value berth can fix, and argv is visible to every local user.
 func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule string) (string, bool) {
 	ref := o.ref
+	lower := strings.ToLower(o.key)
 	switch {
 	case isCommand:
 		d.add(path, rule, "%s chooses the program to run, which a review could not show; name the program in the manifest", ref)
@@ -453,17 +616,23 @@ func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule stri
 	case o.typ == "directory" && !o.multiple:
 		o.uses = append(o.uses, "${workspace} in the arguments: the workspace the plugin is enabled for")
 		return "${workspace}", true
+	case o.multiple:
+		d.add(path, rule, "%s is a list (multiple), and Claude Desktop expands a list only in an argument that is exactly %s; inside a longer argument it passes the text unreplaced; make the argument exactly %s", ref, ref, ref)
+	case o.typ == "file":
+		d.add(path, rule, "%s is a file option: its value is a path on the host, which berth puts into no server's command line; ship the file in the bundle (${__dirname}/…), or take a folder from a directory option, which berth maps to ${workspace}", ref)
 	case o.typ == "number" && o.hasDef && o.defKind != strictjson.Number, o.typ == "boolean" && o.hasDef && o.defKind != strictjson.Bool:
 		// The default is fixed in argv under the option's type: a
 		// "number" whose default is the text "--require=x" is no number.
 		d.add(path, rule, "%s is a %s option, but its default is not a JSON %s; berth fixes only a %s default in the arguments: write the default as one (%s), or read the value from an environment variable", ref, o.typ, o.typ, o.typ, map[string]string{"number": "20", "boolean": "false"}[o.typ])
-	case (o.typ == "number" || o.typ == "boolean") && o.hasDef:
+	case !hasValue(o):
+		d.add(path, rule, "%s has no default, and berth has no per-user setting for arguments; give it a default, or read it from an environment variable; to go on, import it with berth import SOURCE --out DIR, write the value into the arguments of the generated berth.json, and review that", ref)
+	case slices.ContainsFunc(secretNameWords, func(w string) bool { return strings.Contains(lower, w) }):
+		d.add(path, rule, "%s is not marked sensitive, but its name says it holds a credential, and argv is visible to every local user; pass it in env instead (berth reads it from $%s), or mark it sensitive", ref, o.envName)
+	case strings.Contains(o.def, "${"):
+		d.add(path, rule, "the default of %s holds a variable, which Claude Desktop passes unreplaced; write the value out", ref)
+	default:
 		o.uses = append(o.uses, fmt.Sprintf("the fixed value %q in the arguments (its default; berth has no per-user setting for arguments)", o.def))
 		return o.def, true
-	case o.typ == "number" || o.typ == "boolean":
-		d.add(path, rule, "%s has no default, and berth has no per-user setting for arguments; give it a default, or read it from an environment variable", ref)
-	default:
-		d.add(path, rule, "%s is a %s option that could hold a secret, and a value in the command line is visible to every local user; pass it in env instead (berth reads it from $%s), or make it a directory option, which berth maps to ${workspace}", ref, optType(o), o.envName)
 	}
 	return "", false
 }
@@ -500,11 +669,10 @@ func substitute(s string, f func(name string, terminated bool) (string, bool)) s
 
 // surface reads the declared tools and prompts.
 func (x *mcpbImport) surface(top obj) {
-	d := x.d
 	decl := &bundle.Declared{}
 	if elems, ok := top.array("tools"); ok {
 		for i, e := range elems {
-			o, ok := d.object(e, index("tools", i), "name", "description")
+			o, ok := x.object(e, index("tools", i), "name", "description")
 			if !ok {
 				continue
 			}
@@ -515,7 +683,7 @@ func (x *mcpbImport) surface(top obj) {
 	}
 	if elems, ok := top.array("prompts"); ok {
 		for i, e := range elems {
-			o, ok := d.object(e, index("prompts", i), "name", "description", "arguments", "text")
+			o, ok := x.object(e, index("prompts", i), "name", "description", "arguments", "text")
 			if !ok {
 				continue
 			}
@@ -539,7 +707,7 @@ func (x *mcpbImport) compatibility(top obj) {
 	if !ok {
 		return
 	}
-	co, ok := d.object(n, "compatibility", "claude_desktop", "platforms", "runtimes")
+	co, ok := x.object(n, "compatibility", "claude_desktop", "platforms", "runtimes")
 	if !ok {
 		return
 	}
@@ -560,7 +728,7 @@ func (x *mcpbImport) compatibility(top obj) {
 		}
 	}
 	if rn, ok := co.keys["runtimes"]; ok {
-		ro, _ := d.object(rn, "compatibility.runtimes", "python", "node")
+		ro, _ := x.object(rn, "compatibility.runtimes", "python", "node")
 		for _, k := range []string{"node", "python"} {
 			if v, ok := ro.str(k, false); ok {
 				if comp.Runtimes == nil {
@@ -588,7 +756,7 @@ func (x *mcpbImport) metadata(top obj) {
 	top.str("long_description", false)
 	meta("long_description", "berth shows the one-line description")
 	if top.has("repository") {
-		if o, ok := d.object(top.keys["repository"], "repository", "type", "url"); ok {
+		if o, ok := x.object(top.keys["repository"], "repository", "type", "url"); ok {
 			o.str("type", true)
 			if u, ok := o.str("url", true); ok {
 				x.url("repository.url", u)
@@ -606,7 +774,7 @@ func (x *mcpbImport) metadata(top obj) {
 	meta("icon", "berth shows no icons")
 	if elems, ok := top.array("icons"); ok {
 		for i, e := range elems {
-			o, ok := d.object(e, index("icons", i), "src", "size", "theme")
+			o, ok := x.object(e, index("icons", i), "src", "size", "theme")
 			if !ok {
 				continue
 			}
@@ -631,7 +799,7 @@ func (x *mcpbImport) metadata(top obj) {
 	}
 	meta("privacy_policies", "berth's manifest has no privacy policy links")
 	if n, ok := top.keys["localization"]; ok {
-		if o, ok := d.object(n, "localization", "resources", "default_locale"); ok {
+		if o, ok := x.object(n, "localization", "resources", "default_locale"); ok {
 			if r, ok := o.str("resources", true); ok && !strings.Contains(strings.ToLower(r), "${locale}") {
 				d.add("localization.resources", bundle.RuleMCPBWrongType, "resources must include a \"${locale}\" placeholder")
 			}
