@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/mail"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -429,6 +430,8 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		kp := strictjson.JoinPath(envPath, k)
 		key, ok := userConfigRef(env[k])
 		switch {
+		case !ok && bundle.BundlePathKey(k):
+			x.bundlePathEnv(s.Stdio, sp+".stdio.env", k, env[k], kp)
 		case ok && x.opts[key] != nil:
 			from := inputEnvName(x.name, key)
 			c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
@@ -444,6 +447,50 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		default:
 			d.add(kp, bundle.RuleMCPBEnvValue, "berth passes a server only values from the host's environment, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY); this value is something else (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
 		}
+	}
+}
+
+// bundlePathEnv maps PYTHONPATH or NODE_PATH: every element of the list
+// (split on the platform's list separator, as Python and Node split it)
+// must be ${__dirname}/PATH with a clean PATH inside the bundle, and the
+// whole becomes {"bundlePath": [PATH, ...]}. Anything else stays refused
+// by the environment-key rule: the value would load code from outside
+// what was reviewed.
+func (x *mcpbImport) bundlePathEnv(st *bundle.Stdio, berthPath, key, value, loc string) {
+	var paths []string
+	for i, el := range strings.Split(value, string(os.PathListSeparator)) {
+		el = strings.NewReplacer("${/}", "/", "${pathSeparator}", "/").Replace(el)
+		rel, inBundle := strings.CutPrefix(el, "${__dirname}/")
+		var why string
+		switch {
+		case el == "":
+			why = "is empty, which Python and Node read as the working directory"
+		case el == "${__dirname}":
+			why = "is the bundle's root; name the folder inside it that holds the modules, such as ${__dirname}/server/lib"
+		case !inBundle && strings.HasPrefix(el, "${"):
+			why = "starts with a variable other than ${__dirname}, so it is a place outside the bundle"
+		case !inBundle && (filepath.IsAbs(el) || strings.HasPrefix(el, "/")):
+			why = "is an absolute path outside the bundle"
+		case !inBundle:
+			why = "is relative to the working directory, not to the bundle; write it as ${__dirname}/PATH"
+		case strings.Contains(rel, "${"):
+			why = "holds a variable after ${__dirname}/"
+		case !lexical.CleanRel(rel):
+			why = "is not a clean path inside the bundle (no \"..\", \".\", \"//\", trailing '/' or backslash)"
+		}
+		if why != "" {
+			x.d.add(loc, bundle.RuleEnvKeyForbidden, "%s may be set only to folders inside the bundle, each element of the list being ${__dirname}/PATH (berth writes {\"bundlePath\": [PATH]}); element %d %s. Ship the modules in the bundle and name them so, or remove %s", key, i+1, why, key)
+			return
+		}
+		paths = append(paths, rel)
+	}
+	if st.Env == nil {
+		st.Env = map[string]bundle.EnvSource{}
+	}
+	st.Env[key] = bundle.EnvSource{BundlePath: paths}
+	x.c.at(strictjson.JoinPath(berthPath, key), loc)
+	for i := range paths {
+		x.c.at(index(strictjson.JoinPath(berthPath, key)+".bundlePath", i), loc)
 	}
 }
 

@@ -207,3 +207,53 @@ func TestMCPBOlderManifests(t *testing.T) {
 		t.Errorf("uv in 0.1: %q", got)
 	}
 }
+
+// PYTHONPATH and NODE_PATH of an MCPB manifest (MCPB documents
+// PYTHONPATH=${__dirname}/server/lib for a Python server's dependencies)
+// become {"bundlePath": [...]} when every element is inside the bundle;
+// anything else stays refused by the environment-key rule.
+func TestMCPBBundlePathEnv(t *testing.T) {
+	const loc = "manifest.json: server.mcp_config.env."
+	sep := string(os.PathListSeparator)
+	for _, c := range []struct {
+		name, key, value string
+		want             []string // bundlePath, when accepted
+		rule             string   // when refused
+	}{
+		{"python lib", "PYTHONPATH", "${__dirname}/server/lib", []string{"server/lib"}, ""},
+		{"two elements", "NODE_PATH", "${__dirname}/server/lib" + sep + "${__dirname}${/}server", []string{"server/lib", "server"}, ""},
+		{"absolute", "PYTHONPATH", "/etc", nil, bundle.RuleEnvKeyForbidden},
+		{"escapes with ..", "PYTHONPATH", "${__dirname}/../x", nil, bundle.RuleEnvKeyForbidden},
+		{"empty element", "NODE_PATH", "${__dirname}/server/lib" + sep, nil, bundle.RuleEnvKeyForbidden},
+		{"relative to the working directory", "PYTHONPATH", "src", nil, bundle.RuleEnvKeyForbidden},
+		{"a host folder", "PYTHONPATH", "${HOME}/lib", nil, bundle.RuleEnvKeyForbidden},
+		{"the bundle root", "PYTHONPATH", "${__dirname}", nil, bundle.RuleEnvKeyForbidden},
+		{"from a user option", "PYTHONPATH", "${user_config.p}", nil, bundle.RuleEnvKeyForbidden},
+		{"LD_PRELOAD in the bundle", "LD_PRELOAD", "${__dirname}/server/lib/dep.py", nil, bundle.RuleMCPBEnvValue},
+		{"NODE_OPTIONS", "NODE_OPTIONS", "--require=${__dirname}/server/lib/dep.py", nil, bundle.RuleMCPBEnvValue},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mc := `{"command": "node", "env": {"` + c.key + `": ` + strconvQuote(c.value) + `}}`
+			b, ps := mcpbTree(t, "0.3", "", mc, `{"p": {"type": "string", "title": "t", "description": "d"}}`)
+			if c.rule == "" {
+				if len(ps) > 0 {
+					t.Fatal(&bundle.InvalidError{Source: "x", Problems: ps})
+				}
+				got := b.Manifest.MCPServers[MCPBServerName].Stdio.Env[c.key]
+				if got.FromEnv != "" || !slices.Equal(got.BundlePath, c.want) {
+					t.Fatalf("env %s = %+v, want bundlePath %q", c.key, got, c.want)
+				}
+				return
+			}
+			// A literal value may be refused as such first; either way
+			// the key stays refused.
+			if !slices.ContainsFunc(ps, func(p *bundle.Problem) bool {
+				return (p.Rule == c.rule || p.Rule == bundle.RuleEnvKeyForbidden) && p.Path == loc+c.key
+			}) {
+				t.Fatalf("want %s at %s; got\n%v", c.rule, loc+c.key, &bundle.InvalidError{Source: "x", Problems: ps})
+			}
+		})
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -101,6 +101,9 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 			if s.Stdio != nil {
 				for _, k := range slices.Sorted(maps.Keys(s.Stdio.Env)) {
 					src := s.Stdio.Env[k].FromEnv
+					if src == "" {
+						continue // {"bundlePath": [...]}: no host variable
+					}
 					uses[src] = append(uses[src], pre+"env "+k)
 				}
 			}
