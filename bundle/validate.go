@@ -143,9 +143,12 @@ func (v *validator) top(m *Manifest, berthVersion string) {
 	case m.Version == "":
 		v.required("version", "a semver 2.0 version, e.g. \"1.4.2\"")
 	case !lexical.StrictSemver(m.Version):
-		hint := ""
-		if strings.HasPrefix(m.Version, "v") || strings.HasPrefix(m.Version, "V") {
+		hint := "; write the release's version so"
+		switch {
+		case strings.HasPrefix(m.Version, "v") || strings.HasPrefix(m.Version, "V"):
 			hint = " (drop the leading \"v\")"
+		case strings.Contains(m.Version, "{{") || strings.Contains(m.Version, "${"):
+			hint = "; it is an unfilled template placeholder: use the manifest of a built release, whose version is filled in"
 		}
 		v.ps.add("version", RuleVersionSemver, "version %q is not strict semver 2.0 like \"1.4.2\" or \"2.0.0-rc.1\"%s", m.Version, hint)
 	}

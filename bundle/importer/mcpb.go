@@ -373,7 +373,7 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 	c.at(sp, d.loc("server"))
 	c.at(sp+".description", d.loc("display_name"))
 	if !srv.has("mcp_config") {
-		d.add("server.mcp_config", bundle.RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type")
+		d.add("server.mcp_config", bundle.RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type (for a uv server Claude Desktop would run uv, which resolves the dependencies when it starts); add an mcp_config whose command runs what the bundle ships, such as {\"command\": \"python3\", \"args\": [\"${__dirname}/src/server.py\"], \"env\": {\"PYTHONPATH\": \"${__dirname}/lib\"}}, or a pinned uvx NAME==VERSION")
 		return
 	}
 	mc, ok := d.object(srv.keys["mcp_config"], "server.mcp_config", "command", "args", "env", "platform_overrides")
@@ -549,7 +549,7 @@ func (x *mcpbImport) subst(s, path string, isCommand bool) string {
 			}
 			return userOptionArg(x.d, o, path, isCommand, bundle.RuleMCPBUserConfigArg)
 		}
-		x.d.add(path, bundle.RuleMCPBVariable, "${%s} is not a variable berth can carry over; MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses)", name)
+		x.d.add(path, bundle.RuleMCPBVariable, "${%s} is not a variable berth can carry over (Claude Desktop passes it unreplaced, as that text); MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses); write ${__dirname}/… for a path in the bundle, or take a folder from a directory option, which berth maps to ${workspace}", name)
 		return "", false
 	})
 }
