@@ -53,6 +53,7 @@ type userOption struct {
 	hasDef    bool
 	def       string          // as text; a list joined with ", "
 	defKind   strictjson.Kind // the JSON kind of the default: String, Number, Bool or Array
+	defList   []string        // the default, when it is an array
 	envName   string          // the host variable it is read from in env
 	ref       string          // ${user_config.KEY}
 	input     *bundle.ImportInput
@@ -309,7 +310,7 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 			if s, ok := scalarText(dn); ok {
 				uo.hasDef, uo.def, uo.defKind = true, s, dn.Kind
 			} else if list, ok := d.strList(dn, o.at("default")); ok {
-				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), strictjson.Array
+				uo.hasDef, uo.def, uo.defKind, uo.defList = true, strings.Join(list, ", "), strictjson.Array, list
 			}
 		}
 		uo.input = &bundle.ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
@@ -597,14 +598,16 @@ func (x *mcpbImport) listArg(o *userOption, path string) []string {
 		return []string{"${workspace}"}
 	case o.typ == "file" && o.hasDef && o.def != "":
 		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is a list of files whose default names files on the host, and berth puts no host paths into a server's command line; ship the files in the bundle (${__dirname}/…), or take a folder from a directory option, which berth maps to ${workspace}", o.ref)
-	case o.hasDef && o.defKind == strictjson.Array:
-		list := x.defaultList(o)
-		if list == nil {
+	case secretName(o.key):
+		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is not marked sensitive, but its name says it holds a credential, and argv is visible to every local user; pass it in env instead (berth reads it from $%s), or mark it sensitive", o.ref, o.envName)
+	case o.hasDef && o.defKind == strictjson.Array && len(o.defList) > 0:
+		list, ok := x.defaultList(o)
+		if !ok {
 			return []string{o.ref}
 		}
 		o.uses = append(o.uses, fmt.Sprintf("the fixed arguments %q (its default, one argument per element, as Claude Desktop expands it; berth has no per-user setting for arguments)", list))
 		return list
-	case o.hasDef:
+	case o.hasDef && o.defKind != strictjson.Array:
 		// A single default: Claude Desktop passes it as one argument,
 		// as it would for an option that is not a list.
 		o.multiple = false
@@ -616,20 +619,16 @@ func (x *mcpbImport) listArg(o *userOption, path string) []string {
 	return []string{o.ref}
 }
 
-// defaultList is the default of a multiple option as arguments, or nil
-// when one of them cannot be fixed (the problem is added).
-func (x *mcpbImport) defaultList(o *userOption) []string {
-	if o.def == "" {
-		return []string{}
-	}
-	list := strings.Split(o.def, ", ")
-	for _, v := range list {
+// defaultList is the default of a multiple option as arguments; ok is
+// false when one of them cannot be fixed (the problem is added).
+func (x *mcpbImport) defaultList(o *userOption) ([]string, bool) {
+	for _, v := range o.defList {
 		if strings.Contains(v, "${") {
 			x.d.add(o.loc, bundle.RuleMCPBUserConfigArg, "the default of %s holds a variable, which Claude Desktop passes unreplaced; write the values out", o.ref)
-			return nil
+			return nil, false
 		}
 	}
-	return list
+	return slices.Clone(o.defList), true
 }
 
 // hasValue reports whether an option has a value when the user gives
@@ -646,6 +645,12 @@ func isBareFlag(a string) bool {
 // secretNameWords mark an option whose name says it holds a credential.
 var secretNameWords = []string{"token", "secret", "password", "passwd", "credential", "apikey", "api_key", "api-key", "private_key", "private-key"}
 
+// secretName reports whether an option's key says it holds a credential.
+func secretName(key string) bool {
+	lower := strings.ToLower(key)
+	return slices.ContainsFunc(secretNameWords, func(w string) bool { return strings.Contains(lower, w) })
+}
+
 // userOptionArg maps a user option used in a command or an argument. A
 // directory becomes ${workspace}, the folder a plugin is enabled for; a
 // string, number or boolean option that is not sensitive and has a
@@ -654,7 +659,6 @@ var secretNameWords = []string{"token", "secret", "password", "passwd", "credent
 // value berth can fix, and argv is visible to every local user.
 func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule string) (string, bool) {
 	ref := o.ref
-	lower := strings.ToLower(o.key)
 	switch {
 	case isCommand:
 		d.add(path, rule, "%s chooses the program to run, which a review could not show; name the program in the manifest", ref)
@@ -673,7 +677,7 @@ func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule stri
 		d.add(path, rule, "%s is a %s option, but its default is not a JSON %s; berth fixes only a %s default in the arguments: write the default as one (%s), or read the value from an environment variable", ref, o.typ, o.typ, o.typ, map[string]string{"number": "20", "boolean": "false"}[o.typ])
 	case !hasValue(o):
 		d.add(path, rule, "%s has no default, and berth has no per-user setting for arguments; give it a default, or read it from an environment variable; to go on, import it with berth import SOURCE --out DIR, write the value into the arguments of the generated berth.json, and review that", ref)
-	case slices.ContainsFunc(secretNameWords, func(w string) bool { return strings.Contains(lower, w) }):
+	case secretName(o.key):
 		d.add(path, rule, "%s is not marked sensitive, but its name says it holds a credential, and argv is visible to every local user; pass it in env instead (berth reads it from $%s), or mark it sensitive", ref, o.envName)
 	case strings.Contains(o.def, "${"):
 		d.add(path, rule, "the default of %s holds a variable, which Claude Desktop passes unreplaced; write the value out", ref)
