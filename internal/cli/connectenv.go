@@ -101,9 +101,6 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 			if s.Stdio != nil {
 				for _, k := range slices.Sorted(maps.Keys(s.Stdio.Env)) {
 					src := s.Stdio.Env[k].FromEnv
-					if src == "" {
-						continue // {"bundlePath": [...]}: no host variable
-					}
 					uses[src] = append(uses[src], pre+"env "+k)
 				}
 			}
@@ -121,7 +118,7 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 	}
 	out := []missingJSON{}
 	for _, n := range slices.Sorted(maps.Keys(uses)) {
-		if _, ok := env[n]; ok {
+		if _, ok := env[n]; ok || n == "" { // "": a {"bundlePath": [...]}, no host variable
 			continue
 		}
 		e, inStore, err := sec.Lookup(n)
