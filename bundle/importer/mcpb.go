@@ -688,17 +688,6 @@ func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule stri
 	return "", false
 }
 
-func optType(o *userOption) string {
-	t := o.typ
-	if t == "" {
-		t = "untyped"
-	}
-	if o.multiple {
-		t = "multiple " + t
-	}
-	return t
-}
-
 // substitute replaces each ${name} of s with what f returns for it;
 // terminated is false for a "${" without its "}". A reference f refuses
 // is kept as written (f reports the problem).
