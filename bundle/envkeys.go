@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -72,6 +73,18 @@ func forbiddenEnvKey(k string) (what, pattern string, ok bool) {
 	}
 	return "", "", false
 }
+
+// bundlePathKeys are the variables a stdio server may set to paths inside
+// the bundle, and to nothing else ({"bundlePath": [...]}): where Python and
+// Node find modules. MCPB documents PYTHONPATH=${__dirname}/server/lib as
+// the way to ship a Python server's dependencies.
+var bundlePathKeys = []string{"PYTHONPATH", "NODE_PATH"}
+
+// BundlePathKey reports whether name is a variable that may be set to
+// paths inside the bundle ({"bundlePath": [...]}), exactly as written:
+// PYTHONPATH or NODE_PATH. From any other source they stay forbidden
+// (EnvKeyForbidden).
+func BundlePathKey(name string) bool { return slices.Contains(bundlePathKeys, name) }
 
 // EnvKeyForbidden reports whether a bundle may not set the environment
 // variable name (rule env-key-forbidden), and why.

@@ -127,7 +127,8 @@ type NotCarried struct {
 	// "hooks/hooks.json".
 	Field string `json:"field"`
 	// Kind is what it is: metadata, command, agent, skill, hook,
-	// output-style, lsp-server, monitor, package, input, ...
+	// output-style, lsp-server, monitor, package, input, unknown-field
+	// (a key an MCPB manifest version does not define), ...
 	Kind string `json:"kind"`
 	// Name names it when it has a name (a command, a hook event, the URL
 	// of an MCP Bundle package).

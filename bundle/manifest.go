@@ -57,8 +57,15 @@ type Stdio struct {
 // EnvSource names the host environment variable a value is read from. A
 // bundle never carries a literal value: argv and manifests are readable by
 // others, and a reviewer must see where every secret comes from.
+//
+// BundlePath, instead of FromEnv, is the one other source, and only for
+// PYTHONPATH and NODE_PATH of a stdio server (BundlePathKey): folders or
+// files of the bundle, as clean paths relative to its root, which berth
+// joins with the platform's list separator, each under the staged
+// snapshot, when the server starts.
 type EnvSource struct {
-	FromEnv string `json:"fromEnv"`
+	FromEnv    string   `json:"fromEnv,omitempty"`
+	BundlePath []string `json:"bundlePath,omitempty"`
 }
 
 // Remote is a server reached over HTTP.

@@ -50,6 +50,7 @@ const (
 	RuleEnvLiteralValue      = "env-literal-value"
 	RuleEnvNameFormat        = "env-name-format"
 	RuleEnvKeyForbidden      = "env-key-forbidden"
+	RuleEnvBundlePath        = "env-bundle-path"
 
 	// Remote servers.
 	RuleRemoteTransport      = "remote-transport"
@@ -205,6 +206,7 @@ var rules = []Rule{
 	{RuleEnvLiteralValue, "an env value is a literal string instead of {\"fromEnv\": NAME}"},
 	{RuleEnvNameFormat, "an environment variable name is not [A-Za-z_][A-Za-z0-9_]*"},
 	{RuleEnvKeyForbidden, "the bundle sets a variable that configures the loader, a shell, an interpreter or a package manager (PATH, LD_*, NODE_*, ...)"},
+	{RuleEnvBundlePath, "a {\"bundlePath\": [...]} value is not PYTHONPATH or NODE_PATH of a stdio server with every element a clean path inside the bundle"},
 	{RuleRemoteTransport, "a remote's transport is missing or not streamable-http or sse"},
 	{RuleRemoteURL, "a remote's url is missing or does not parse"},
 	{RuleRemoteURLScheme, "a remote's url is not https (http only for loopback literals)"},

@@ -157,9 +157,12 @@ func (v *validator) top(m *Manifest, berthVersion string) {
 	case m.Version == "":
 		v.required("version", "a semver 2.0 version, e.g. \"1.4.2\"")
 	case !lexical.StrictSemver(m.Version):
-		hint := ""
-		if strings.HasPrefix(m.Version, "v") || strings.HasPrefix(m.Version, "V") {
+		hint := "; write the release's version so"
+		switch {
+		case strings.HasPrefix(m.Version, "v") || strings.HasPrefix(m.Version, "V"):
 			hint = " (drop the leading \"v\")"
+		case strings.Contains(m.Version, "{{") || strings.Contains(m.Version, "${"):
+			hint = "; it is an unfilled template placeholder: use the manifest of a built release, whose version is filled in"
 		}
 		v.ps.add("version", RuleVersionSemver, "version %q is not strict semver 2.0 like \"1.4.2\" or \"2.0.0-rc.1\"%s", m.Version, hint)
 	}
@@ -323,8 +326,51 @@ func (v *validator) stdio(p string, s *Stdio) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		kp := strictjson.JoinPath(p+".env", k)
+		if e := s.Env[k]; e.BundlePath != nil || v.present[kp+".bundlePath"] {
+			v.bundlePathEnv(kp, k, e)
+			continue
+		}
 		v.envKey(kp, k)
 		v.envSource(kp+".fromEnv", s.Env[k])
+	}
+}
+
+// bundlePathEnv checks a {"bundlePath": [...]} value: PYTHONPATH or
+// NODE_PATH only, and every element a clean path of the bundle. An empty
+// element would mean the server's working directory (which may be the
+// workspace), a ".." or an absolute path a place outside what was
+// reviewed, and a list separator inside an element two elements.
+func (v *validator) bundlePathEnv(p, k string, e EnvSource) {
+	if !lexical.EnvName(k) {
+		v.ps.add(p, RuleEnvNameFormat, "environment variable name %q must match [A-Za-z_][A-Za-z0-9_]*", k)
+		return
+	}
+	if !BundlePathKey(k) {
+		v.ps.add(p+".bundlePath", RuleEnvBundlePath, "bundlePath may set only PYTHONPATH and NODE_PATH (where Python and Node find modules), not %s; read %s from the host with {\"fromEnv\": NAME}, or pass the path as an argument (\"--x=${bundle}/…\")", k, k)
+		return
+	}
+	if e.FromEnv != "" || v.present[p+".fromEnv"] {
+		v.ps.add(p, RuleEnvBundlePath, "%s sets both fromEnv and bundlePath; keep bundlePath: %s may be set only to paths inside the bundle", k, k)
+	}
+	if len(e.BundlePath) == 0 {
+		v.ps.add(p+".bundlePath", RuleEnvBundlePath, "bundlePath of %s is empty; list the folders of the bundle, such as [\"server/lib\"], or remove %s", k, k)
+	}
+	for i, el := range e.BundlePath {
+		ep := fmt.Sprintf("%s.bundlePath[%d]", p, i)
+		switch {
+		case el == "":
+			v.ps.add(ep, RuleEnvBundlePath, "an empty element of %s means the server's working directory, which may be the workspace; name a folder of the bundle, such as \"server/lib\"", k)
+		case strings.ContainsAny(el, ":;"):
+			v.ps.add(ep, RuleEnvBundlePath, "%q holds a list separator (':' or ';'), which would split it into two elements of %s; write each folder as its own element", el, k)
+		case path.IsAbs(el) || strings.HasPrefix(el, `\`):
+			v.ps.add(ep, RuleEnvBundlePath, "%q is an absolute path; %s may name only paths inside the bundle, relative to its root, such as \"server/lib\"", el, k)
+		case el == ".." || strings.HasPrefix(el, "../") || strings.Contains(el, "/../") || strings.HasSuffix(el, "/.."):
+			v.ps.add(ep, RuleEnvBundlePath, "%q leads out of the bundle with \"..\"; %s may name only paths inside the bundle", el, k)
+		case !lexical.CleanRel(el):
+			v.ps.add(ep, RuleEnvBundlePath, "%q is not a clean path inside the bundle (no \".\", \"//\", trailing '/' or backslash); write it as %q", el, strings.Trim(path.Clean("/"+strings.ReplaceAll(el, `\`, "/")), "/"))
+		case v.tree != nil && v.tree.Listing != nil && !v.tree.Exists(el):
+			v.ps.add(ep, RuleBundlePathMissing, "%q is not in the bundle; add it or fix the path", el)
+		}
 	}
 }
 
@@ -334,7 +380,11 @@ func (v *validator) envKey(p, k string) {
 		return
 	}
 	if what, pattern, ok := forbiddenEnvKey(k); ok {
-		v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s (%s, in any letter case): it configures %s, which changes which code the server runs or where that code comes from; remove it, and pass what the server needs as an argument or a variable of its own", k, pattern, what)
+		fix := "remove it, and pass what the server needs as an argument or a variable of its own"
+		if BundlePathKey(k) {
+			fix = "it may name only paths inside the bundle: write {\"bundlePath\": [\"server/lib\"]} (docs/manifest.md), or remove it"
+		}
+		v.ps.add(p, RuleEnvKeyForbidden, "a bundle may not set %s (%s, in any letter case): it configures %s, which changes which code the server runs or where that code comes from; %s", k, pattern, what, fix)
 	}
 }
 
@@ -459,6 +509,10 @@ func (v *validator) remote(p string, r *Remote) {
 		case strings.EqualFold(k, "authorization"):
 		case containsFold(forbiddenHeaders, k):
 			v.ps.add(hp, RuleHeaderForbidden, "a bundle may not set the %s header; remove it; berth sets it itself", k)
+		}
+		if r.Headers[k].BundlePath != nil || v.present[hp+".bundlePath"] {
+			v.ps.add(hp+".bundlePath", RuleEnvBundlePath, "a header is read from the host environment only; write {\"fromEnv\": NAME}")
+			continue
 		}
 		v.envSource(hp+".fromEnv", r.Headers[k])
 	}

@@ -156,6 +156,10 @@ func fetches(fs []catalog.Fetch) []string {
 func envs(es []catalog.EnvSource) []string {
 	out := []string{}
 	for _, e := range es {
+		if e.BundlePath != nil {
+			out = append(out, e.Name+" = bundle paths "+strings.Join(e.BundlePath, ", "))
+			continue
+		}
 		out = append(out, e.Name+" from $"+e.FromEnv)
 	}
 	return out

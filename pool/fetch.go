@@ -55,6 +55,9 @@ func (p *Pool) stdioSpawn(id string, st *bundle.Stdio, snapshot string, src *sou
 		return nil, permanent("server %s: berth does not run this command: %v; the bundle was trusted under earlier rules: update it and trust it again", id, err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.Env)) {
+		if st.Env[k].BundlePath != nil && bundle.BundlePathKey(k) {
+			continue // paths of the bundle, checked when it was validated
+		}
 		if why, bad := bundle.EnvKeyForbidden(k); bad {
 			return nil, permanent("server %s: berth does not set %s for a server: %s [%s]; the bundle was trusted under earlier rules: update it and trust it again", id, k, why, bundle.RuleEnvKeyForbidden)
 		}

@@ -67,6 +67,14 @@ func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base 
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(sp.Env)) {
+		if paths := sp.Env[k].BundlePath; paths != nil {
+			v, err := bundlePathValue(id, k, paths, snapshot)
+			if err != nil {
+				return nil, err
+			}
+			env[k] = v
+			continue
+		}
 		if v, ok := src.lookup(sp.Env[k].FromEnv, k); ok {
 			env[k] = v
 		}
@@ -102,6 +110,23 @@ func resolveStdio(id string, sp *bundle.Stdio, snapshot, workspace string, base 
 		return nil, permanent("server %s: the program %s is missing or not executable; for ${workspace} programs create it, for ${bundle} ones re-trust the bundle", id, path)
 	}
 	return &spawnSpec{path: path, argv: argv, env: list, dir: dir}, nil
+}
+
+// bundlePathValue is the value of a {"bundlePath": [...]} variable
+// (PYTHONPATH, NODE_PATH): each path under the staged snapshot, joined
+// with the platform's list separator. The manifest was validated (every
+// element a clean path of the bundle); a snapshot directory whose own
+// path holds the separator would split an element, so it is refused.
+func bundlePathValue(id, key string, paths []string, snapshot string) (string, error) {
+	sep := string(os.PathListSeparator)
+	if strings.Contains(snapshot, sep) {
+		return "", permanent("server %s: %s would name the bundle's folders, but the staged bundle's path %s holds the list separator %q, which would split it; move BERTH_HOME to a path without it", id, key, snapshot, sep)
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Join(snapshot, filepath.FromSlash(p))
+	}
+	return strings.Join(out, sep), nil
 }
 
 // lookPath finds a program on the server's PATH (not berth's). Relative

@@ -113,7 +113,10 @@ type Stdio struct {
 // EnvVar is one environment variable a server receives.
 type EnvVar struct {
 	Name    string `json:"name"`
-	FromEnv string `json:"fromEnv"`
+	FromEnv string `json:"fromEnv,omitempty"`
+	// BundlePath, instead of FromEnv, lists the paths of the bundle that
+	// PYTHONPATH or NODE_PATH is set to ({"bundlePath": [...]}).
+	BundlePath []string `json:"bundlePath,omitempty"`
 }
 
 // Fetch is the package a runtime fetcher downloads when the server starts.
@@ -306,7 +309,7 @@ func normalizedURL(ep *bundle.Endpoint) string {
 func envVars(m map[string]bundle.EnvSource) []EnvVar {
 	out := []EnvVar{}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, EnvVar{Name: k, FromEnv: m[k].FromEnv})
+		out = append(out, EnvVar{Name: k, FromEnv: m[k].FromEnv, BundlePath: m[k].BundlePath})
 	}
 	return out
 }
@@ -354,6 +357,9 @@ func (d *Disclosure) Sources() []Source {
 		pre := "server " + s.Name + ": "
 		if s.Stdio != nil {
 			for _, e := range s.Stdio.Env {
+				if e.BundlePath != nil {
+					continue // paths of the bundle, no host variable
+				}
 				uses[e.FromEnv] = append(uses[e.FromEnv], pre+"env "+e.Name)
 			}
 		}

@@ -136,6 +136,10 @@ func (p *printer) stdio(s Server) {
 		if i == 0 {
 			label = "environment"
 		}
+		if e.BundlePath != nil {
+			p.field(label, e.Name+" = "+bundlePathList(e.BundlePath)+" (paths of the bundle, where the server loads modules from)")
+			continue
+		}
 		p.field(label, e.Name+" from your $"+e.FromEnv)
 	}
 	for _, f := range st.RuntimeFetch {
@@ -285,4 +289,14 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// bundlePathList shows a {"bundlePath": [...]} value as the server gets
+// it, before ${bundle} is resolved: ${bundle}/a, ${bundle}/b.
+func bundlePathList(paths []string) string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = "${bundle}/" + p
+	}
+	return strings.Join(out, ", ")
 }

@@ -34,7 +34,6 @@ var contractRequired = map[reflect.Type][]string{
 	reflect.TypeFor[bundle.Manifest]():   {"manifestVersion", "name", "version", "description"},
 	reflect.TypeFor[bundle.Publisher]():  {"name"},
 	reflect.TypeFor[bundle.Stdio]():      {"command"},
-	reflect.TypeFor[bundle.EnvSource]():  {"fromEnv"},
 	reflect.TypeFor[bundle.Remote]():     {"transport", "url", "network"},
 	reflect.TypeFor[bundle.Network]():    {"hosts"},
 	reflect.TypeFor[bundle.NativeTool](): {"executable"},

@@ -55,6 +55,7 @@ func seedFiles(f *testing.F, pattern string) {
 // FuzzMCPBManifest converts arbitrary MCPB manifests.
 func FuzzMCPBManifest(f *testing.F) {
 	seedFiles(f, filepath.Join(importFixtures, "*", "*", "manifest.json"))
+	seedFiles(f, filepath.Join(corpusMCPB, "*", "manifest.json")) // the real ones, when the corpus is here
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		os.MkdirAll(filepath.Join(dir, "server"), 0o755)

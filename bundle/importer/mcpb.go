@@ -2,8 +2,10 @@ package importer
 
 import (
 	"fmt"
+	"maps"
 	"net/mail"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -51,6 +53,7 @@ type userOption struct {
 	hasDef    bool
 	def       string          // as text; a list joined with ", "
 	defKind   strictjson.Kind // the JSON kind of the default: String, Number, Bool or Array
+	defList   []string        // the default, when it is an array
 	envName   string          // the host variable it is read from in env
 	ref       string          // ${user_config.KEY}
 	input     *bundle.ImportInput
@@ -67,6 +70,8 @@ type mcpbImport struct {
 	opts map[string]*userOption
 	// order is the order of opts in the manifest.
 	order []string
+	// version is the manifest version.
+	version string
 }
 
 func convertMCPB(dir string) *conversion {
@@ -89,9 +94,9 @@ func convertMCPB(dir string) *conversion {
 	if !ok {
 		return c
 	}
-	top, _ := d.object(root, "", mcpbFields[version]...)
-	x := &mcpbImport{c: c, d: d, dir: dir, opts: map[string]*userOption{}}
+	x := &mcpbImport{c: c, d: d, dir: dir, opts: map[string]*userOption{}, version: version}
 	x.imp = &bundle.ImportedFrom{Format: bundle.FormatMCPB, FormatVersion: version, Manifest: mcpbManifest}
+	top, _ := x.object(root, "", mcpbFields[version]...)
 	m := &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
 	x.top(m, top)
 	x.userConfig(top)
@@ -152,7 +157,7 @@ func (x *mcpbImport) top(m *bundle.Manifest, top obj) {
 	c.carry(top, "license", false, &m.License)
 	if !top.has("author") {
 		d.add("author", bundle.RuleMCPBRequiredField, "author is required: {\"name\": \"…\"}")
-	} else if a, ok := d.object(top.keys["author"], "author", "name", "email", "url"); ok {
+	} else if a, ok := x.object(top.keys["author"], "author", "name", "email", "url"); ok {
 		name, _ := a.str("name", true)
 		m.Publisher = &bundle.Publisher{Name: name}
 		c.at("publisher", d.loc("author"))
@@ -201,6 +206,47 @@ func (x *mcpbImport) notCarried(field, kind, name, reason string) {
 	x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: field, Kind: kind, Name: name, Reason: reason})
 }
 
+// object reads an object of the manifest that does not say what runs
+// (the top level, author, compatibility, tools, …) as Claude Desktop's
+// reader does: mcpb's loose schemas let any key through. A key that the
+// manifest version does not define is accepted, listed as not carried
+// over, and read no further; the keys of allowed are checked as the strict
+// schema has them. server, mcp_config and its platform overrides stay
+// strict (doc.object): a key there could change how the server runs, in
+// Claude Desktop or a later version, and berth does not guess.
+func (x *mcpbImport) object(n *strictjson.Node, path string, allowed ...string) (obj, bool) {
+	o, ok := x.d.object(n, path)
+	if !ok {
+		return o, false
+	}
+	for _, k := range n.Keys {
+		if slices.Contains(allowed, k) {
+			continue
+		}
+		delete(o.keys, k)
+		kp := strictjson.JoinPath(path, k)
+		reason := "not a field of MCP Bundle manifests; Claude Desktop's reader lets it through and uses none of it, and berth reads none of it"
+		if path == "" {
+			if vs := mcpbVersionsOf(k); len(vs) > 0 {
+				reason = fmt.Sprintf("defined by MCPB manifest version %s, not %s; Claude Desktop's reader accepts it in %s, and it does not change what runs", strings.Join(vs, ", "), x.version, x.version)
+			}
+		}
+		x.notCarried(x.d.loc(kp), "unknown-field", k, reason)
+	}
+	return o, true
+}
+
+// mcpbVersionsOf lists the manifest versions that define a top-level key.
+func mcpbVersionsOf(key string) []string {
+	var vs []string
+	for _, v := range slices.Sorted(maps.Keys(mcpbFields)) {
+		if slices.Contains(mcpbFields[v], key) {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // userConfig reads the user_config options.
 func (x *mcpbImport) userConfig(top obj) {
 	n, ok := top.keys["user_config"]
@@ -211,8 +257,31 @@ func (x *mcpbImport) userConfig(top obj) {
 	if !ok {
 		return
 	}
-	x.order, x.opts = readUserOptions(x.d, uc, "user_config", x.name)
+	x.order, x.opts = readUserOptions(x.d, x.looseOptions(uc), "user_config", x.name)
 	x.checkEnvNames()
+}
+
+// userOptionFields are the fields of a user_config option.
+var userOptionFields = []string{"type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max"}
+
+// looseOptions returns user_config with the keys of each option that MCPB
+// does not define left out, and listed as not carried over (as Claude
+// Desktop's reader passes them by).
+func (x *mcpbImport) looseOptions(uc obj) obj {
+	keys, vals := uc.members()
+	n := &strictjson.Node{Kind: strictjson.Object}
+	for i, k := range keys {
+		v := vals[i]
+		if v.Kind == strictjson.Object {
+			o, _ := x.object(v, strictjson.JoinPath("user_config", k), userOptionFields...)
+			ks, vs := o.members()
+			v = &strictjson.Node{Kind: strictjson.Object, Keys: ks, Values: vs}
+		}
+		n.Keys = append(n.Keys, k)
+		n.Values = append(n.Values, v)
+	}
+	out, _ := x.d.object(n, uc.path)
+	return out
 }
 
 // readUserOptions reads MCPB user_config or Claude Code userConfig
@@ -223,7 +292,7 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 	keys, vals := uc.members()
 	for i, k := range keys {
 		p := strictjson.JoinPath(base, k)
-		o, ok := d.object(vals[i], p, "type", "title", "description", "required", "default", "multiple", "sensitive", "min", "max")
+		o, ok := d.object(vals[i], p, userOptionFields...)
 		if !ok {
 			continue
 		}
@@ -243,7 +312,7 @@ func readUserOptions(d *doc, uc obj, base, bundleName string) ([]string, map[str
 			if s, ok := scalarText(dn); ok {
 				uo.hasDef, uo.def, uo.defKind = true, s, dn.Kind
 			} else if list, ok := d.strList(dn, o.at("default")); ok {
-				uo.hasDef, uo.def, uo.defKind = true, strings.Join(list, ", "), strictjson.Array
+				uo.hasDef, uo.def, uo.defKind, uo.defList = true, strings.Join(list, ", "), strictjson.Array, list
 			}
 		}
 		uo.input = &bundle.ImportInput{Name: base + "." + k, Type: uo.typ, Title: title, Description: desc, Required: uo.required, Sensitive: uo.sensitive}
@@ -307,7 +376,7 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 	c.at(sp, d.loc("server"))
 	c.at(sp+".description", d.loc("display_name"))
 	if !srv.has("mcp_config") {
-		d.add("server.mcp_config", bundle.RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type")
+		d.add("server.mcp_config", bundle.RuleMCPBRequiredField, "server.mcp_config is required: berth runs exactly the command it names, and does not guess one from the server type (for a uv server Claude Desktop would run uv, which resolves the dependencies when it starts); add an mcp_config whose command runs what the bundle ships, such as {\"command\": \"python3\", \"args\": [\"${__dirname}/src/server.py\"], \"env\": {\"PYTHONPATH\": \"${__dirname}/lib\"}}, or a pinned uvx NAME==VERSION")
 		return
 	}
 	mc, ok := d.object(srv.keys["mcp_config"], "server.mcp_config", "command", "args", "env", "platform_overrides")
@@ -352,9 +421,11 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		s.Stdio.Command = x.subst(command, cmdPath, true)
 	}
 	c.at(sp+".stdio.command", d.loc(cmdPath))
-	for i, a := range args {
-		s.Stdio.Args = append(s.Stdio.Args, x.subst(a, index(argsPath, i), false))
-		c.at(index(sp+".stdio.args", i), d.loc(index(argsPath, i)))
+	for i := range args {
+		for _, a := range x.arg(args, i, index(argsPath, i)) {
+			c.at(index(sp+".stdio.args", len(s.Stdio.Args)), d.loc(index(argsPath, i)))
+			s.Stdio.Args = append(s.Stdio.Args, a)
+		}
 	}
 	c.at(sp+".stdio.args", d.loc(argsPath))
 	c.at(sp+".stdio.env", d.loc(envPath))
@@ -362,6 +433,8 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		kp := strictjson.JoinPath(envPath, k)
 		key, ok := userConfigRef(env[k])
 		switch {
+		case !ok && bundle.BundlePathKey(k):
+			x.bundlePathEnv(s.Stdio, sp+".stdio.env", k, env[k], kp)
 		case ok && x.opts[key] != nil:
 			from := inputEnvName(x.name, key)
 			c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
@@ -377,6 +450,50 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 		default:
 			d.add(kp, bundle.RuleMCPBEnvValue, "berth passes a server only values from the host's environment, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY); this value is something else (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
 		}
+	}
+}
+
+// bundlePathEnv maps PYTHONPATH or NODE_PATH: every element of the list
+// (split on the platform's list separator, as Python and Node split it)
+// must be ${__dirname}/PATH with a clean PATH inside the bundle, and the
+// whole becomes {"bundlePath": [PATH, ...]}. Anything else stays refused
+// by the environment-key rule: the value would load code from outside
+// what was reviewed.
+func (x *mcpbImport) bundlePathEnv(st *bundle.Stdio, berthPath, key, value, loc string) {
+	var paths []string
+	for i, el := range strings.Split(value, string(os.PathListSeparator)) {
+		el = strings.NewReplacer("${/}", "/", "${pathSeparator}", "/").Replace(el)
+		rel, inBundle := strings.CutPrefix(el, "${__dirname}/")
+		var why string
+		switch {
+		case el == "":
+			why = "is empty, which Python and Node read as the working directory"
+		case el == "${__dirname}":
+			why = "is the bundle's root; name the folder inside it that holds the modules, such as ${__dirname}/server/lib"
+		case !inBundle && strings.HasPrefix(el, "${"):
+			why = "starts with a variable other than ${__dirname}, so it is a place outside the bundle"
+		case !inBundle && (filepath.IsAbs(el) || strings.HasPrefix(el, "/")):
+			why = "is an absolute path outside the bundle"
+		case !inBundle:
+			why = "is relative to the working directory, not to the bundle; write it as ${__dirname}/PATH"
+		case strings.Contains(rel, "${"):
+			why = "holds a variable after ${__dirname}/"
+		case !lexical.CleanRel(rel):
+			why = "is not a clean path inside the bundle (no \"..\", \".\", \"//\", trailing '/' or backslash)"
+		}
+		if why != "" {
+			x.d.add(loc, bundle.RuleEnvKeyForbidden, "%s may be set only to folders inside the bundle, each element of the list being ${__dirname}/PATH (berth writes {\"bundlePath\": [PATH]}); element %d %s. Ship the modules in the bundle and name them so, or remove %s", key, i+1, why, key)
+			return
+		}
+		paths = append(paths, rel)
+	}
+	if st.Env == nil {
+		st.Env = map[string]bundle.EnvSource{}
+	}
+	st.Env[key] = bundle.EnvSource{BundlePath: paths}
+	x.c.at(strictjson.JoinPath(berthPath, key), loc)
+	for i := range paths {
+		x.c.at(index(strictjson.JoinPath(berthPath, key)+".bundlePath", i), loc)
 	}
 }
 
@@ -435,16 +552,113 @@ func (x *mcpbImport) subst(s, path string, isCommand bool) string {
 			}
 			return userOptionArg(x.d, o, path, isCommand, bundle.RuleMCPBUserConfigArg)
 		}
-		x.d.add(path, bundle.RuleMCPBVariable, "${%s} is not a variable berth can carry over; MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses)", name)
+		x.d.add(path, bundle.RuleMCPBVariable, "${%s} is not a variable berth can carry over (Claude Desktop passes it unreplaced, as that text); MCPB defines ${__dirname}, ${pathSeparator}, ${/} and ${user_config.KEY} (and the host folders ${HOME}, ${DESKTOP}, ${DOCUMENTS}, ${DOWNLOADS}, which berth refuses); write ${__dirname}/… for a path in the bundle, or take a folder from a directory option, which berth maps to ${workspace}", name)
 		return "", false
 	})
 }
 
-// userOptionArg maps a user option used in a command or an argument.
-// A directory becomes ${workspace}, the folder a plugin is enabled for; a
-// number or boolean with a default becomes that fixed value; anything
-// else could hold a secret or has no value berth can fix, and argv is
-// visible to every local user.
+// exactRefRe is an argument that is exactly one ${user_config.KEY}: the
+// only place where Claude Desktop expands a list value, into one argument
+// per element (mcpb's replaceVariables).
+var exactRefRe = regexp.MustCompile(`^\$\{user_config\.([^}]+)\}$`)
+
+// arg converts the argument args[i] (at path) into the arguments of the
+// generated server: none, when it holds an optional option that has no
+// value; one per element of a list that Claude Desktop would expand; one
+// otherwise.
+func (x *mcpbImport) arg(args []string, i int, path string) []string {
+	a := args[i]
+	exact := exactRefRe.FindStringSubmatch(a)
+	for _, m := range substRe.FindAllStringSubmatch(a, -1) {
+		key, ok := strings.CutPrefix(m[1], "user_config.")
+		o := x.opts[key]
+		if !ok || m[2] != "}" || o == nil || o.sensitive || o.required || o.typ == "directory" || hasValue(o) {
+			continue
+		}
+		// Claude Desktop has no value for it and would pass the text
+		// ${user_config.KEY} unreplaced; berth leaves the argument out.
+		if exact != nil && i > 0 && isBareFlag(args[i-1]) {
+			x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is optional and has no default, so berth would leave this argument out, but then %q before it would take the next argument as its value; write the two as one argument (\"%s=%s\"), or give the option a default", o.ref, args[i-1], args[i-1], o.ref)
+			return []string{a}
+		}
+		o.uses = append(o.uses, fmt.Sprintf("left out of the arguments when it has no value: it is optional and has no default (Claude Desktop would pass the text %s unreplaced); the argument is %q", o.ref, a))
+		return nil
+	}
+	if exact != nil {
+		if o := x.opts[exact[1]]; o != nil && o.multiple && !o.sensitive {
+			return x.listArg(o, path)
+		}
+	}
+	return []string{x.subst(a, path, false)}
+}
+
+// listArg maps an argument that is exactly a multiple option.
+func (x *mcpbImport) listArg(o *userOption, path string) []string {
+	switch {
+	case o.typ == "directory":
+		o.uses = append(o.uses, "${workspace} in the arguments: the folder the plugin is enabled for (Claude Desktop passes each folder the user chose as its own argument; berth passes the one workspace)")
+		return []string{"${workspace}"}
+	case o.typ == "file" && o.hasDef && o.def != "":
+		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is a list of files whose default names files on the host, and berth puts no host paths into a server's command line; ship the files in the bundle (${__dirname}/…), or take a folder from a directory option, which berth maps to ${workspace}", o.ref)
+	case secretName(o.key):
+		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is not marked sensitive, but its name says it holds a credential, and argv is visible to every local user; pass it in env instead (berth reads it from $%s), or mark it sensitive", o.ref, o.envName)
+	case o.hasDef && o.defKind == strictjson.Array && len(o.defList) > 0:
+		list, ok := x.defaultList(o)
+		if !ok {
+			return []string{o.ref}
+		}
+		o.uses = append(o.uses, fmt.Sprintf("the fixed arguments %q (its default, one argument per element, as Claude Desktop expands it; berth has no per-user setting for arguments)", list))
+		return list
+	case o.hasDef && o.defKind != strictjson.Array:
+		// A single default: Claude Desktop passes it as one argument,
+		// as it would for an option that is not a list.
+		o.multiple = false
+		defer func() { o.multiple = true }()
+		return []string{x.subst(o.ref, path, false)}
+	default:
+		x.d.add(path, bundle.RuleMCPBUserConfigArg, "%s is a required list with no default, and berth has no per-user setting for arguments; give it a default, or pass it in env; to go on, import it with berth import SOURCE --out DIR, write the values into the arguments of the generated berth.json, and review that", o.ref)
+	}
+	return []string{o.ref}
+}
+
+// defaultList is the default of a multiple option as arguments; ok is
+// false when one of them cannot be fixed (the problem is added).
+func (x *mcpbImport) defaultList(o *userOption) ([]string, bool) {
+	for _, v := range o.defList {
+		if strings.Contains(v, "${") {
+			x.d.add(o.loc, bundle.RuleMCPBUserConfigArg, "the default of %s holds a variable, which Claude Desktop passes unreplaced; write the values out", o.ref)
+			return nil, false
+		}
+	}
+	return slices.Clone(o.defList), true
+}
+
+// hasValue reports whether an option has a value when the user gives
+// none: a default other than "" and [] (Claude Desktop treats those as
+// no value).
+func hasValue(o *userOption) bool { return o.hasDef && o.def != "" }
+
+// isBareFlag reports whether an argument is an option that may take the
+// next argument as its value: "-x" or "--name", without "=".
+func isBareFlag(a string) bool {
+	return strings.HasPrefix(a, "-") && len(a) > 1 && !strings.Contains(a, "=")
+}
+
+// secretNameWords mark an option whose name says it holds a credential.
+var secretNameWords = []string{"token", "secret", "password", "passwd", "credential", "apikey", "api_key", "api-key", "private_key", "private-key"}
+
+// secretName reports whether an option's key says it holds a credential.
+func secretName(key string) bool {
+	lower := strings.ToLower(key)
+	return slices.ContainsFunc(secretNameWords, func(w string) bool { return strings.Contains(lower, w) })
+}
+
+// userOptionArg maps a user option used in a command or an argument. A
+// directory becomes ${workspace}, the folder a plugin is enabled for; a
+// string, number or boolean option that is not sensitive and has a
+// default becomes that fixed value (berth has no per-user value for
+// arguments); anything else could hold a secret or a host path, or has no
+// value berth can fix, and argv is visible to every local user.
 func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule string) (string, bool) {
 	ref := o.ref
 	switch {
@@ -455,30 +669,25 @@ func userOptionArg(d *doc, o *userOption, path string, isCommand bool, rule stri
 	case o.typ == "directory" && !o.multiple:
 		o.uses = append(o.uses, "${workspace} in the arguments: the workspace the plugin is enabled for")
 		return "${workspace}", true
+	case o.multiple:
+		d.add(path, rule, "%s is a list (multiple), and Claude Desktop expands a list only in an argument that is exactly %s; inside a longer argument it passes the text unreplaced; make the argument exactly %s", ref, ref, ref)
+	case o.typ == "file":
+		d.add(path, rule, "%s is a file option: its value is a path on the host, which berth puts into no server's command line; ship the file in the bundle (${__dirname}/…), or take a folder from a directory option, which berth maps to ${workspace}", ref)
 	case o.typ == "number" && o.hasDef && o.defKind != strictjson.Number, o.typ == "boolean" && o.hasDef && o.defKind != strictjson.Bool:
 		// The default is fixed in argv under the option's type: a
 		// "number" whose default is the text "--require=x" is no number.
 		d.add(path, rule, "%s is a %s option, but its default is not a JSON %s; berth fixes only a %s default in the arguments: write the default as one (%s), or read the value from an environment variable", ref, o.typ, o.typ, o.typ, map[string]string{"number": "20", "boolean": "false"}[o.typ])
-	case (o.typ == "number" || o.typ == "boolean") && o.hasDef:
+	case !hasValue(o):
+		d.add(path, rule, "%s has no default, and berth has no per-user setting for arguments; give it a default, or read it from an environment variable; to go on, import it with berth import SOURCE --out DIR, write the value into the arguments of the generated berth.json, and review that", ref)
+	case secretName(o.key):
+		d.add(path, rule, "%s is not marked sensitive, but its name says it holds a credential, and argv is visible to every local user; pass it in env instead (berth reads it from $%s), or mark it sensitive", ref, o.envName)
+	case strings.Contains(o.def, "${"):
+		d.add(path, rule, "the default of %s holds a variable, which Claude Desktop passes unreplaced; write the value out", ref)
+	default:
 		o.uses = append(o.uses, fmt.Sprintf("the fixed value %q in the arguments (its default; berth has no per-user setting for arguments)", o.def))
 		return o.def, true
-	case o.typ == "number" || o.typ == "boolean":
-		d.add(path, rule, "%s has no default, and berth has no per-user setting for arguments; give it a default, or read it from an environment variable", ref)
-	default:
-		d.add(path, rule, "%s is a %s option that could hold a secret, and a value in the command line is visible to every local user; pass it in env instead (berth reads it from $%s), or make it a directory option, which berth maps to ${workspace}", ref, optType(o), o.envName)
 	}
 	return "", false
-}
-
-func optType(o *userOption) string {
-	t := o.typ
-	if t == "" {
-		t = "untyped"
-	}
-	if o.multiple {
-		t = "multiple " + t
-	}
-	return t
 }
 
 // substitute replaces each ${name} of s with what f returns for it;
@@ -502,11 +711,10 @@ func substitute(s string, f func(name string, terminated bool) (string, bool)) s
 
 // surface reads the declared tools and prompts.
 func (x *mcpbImport) surface(top obj) {
-	d := x.d
 	decl := &bundle.Declared{}
 	if elems, ok := top.array("tools"); ok {
 		for i, e := range elems {
-			o, ok := d.object(e, index("tools", i), "name", "description")
+			o, ok := x.object(e, index("tools", i), "name", "description")
 			if !ok {
 				continue
 			}
@@ -517,7 +725,7 @@ func (x *mcpbImport) surface(top obj) {
 	}
 	if elems, ok := top.array("prompts"); ok {
 		for i, e := range elems {
-			o, ok := d.object(e, index("prompts", i), "name", "description", "arguments", "text")
+			o, ok := x.object(e, index("prompts", i), "name", "description", "arguments", "text")
 			if !ok {
 				continue
 			}
@@ -541,7 +749,7 @@ func (x *mcpbImport) compatibility(top obj) {
 	if !ok {
 		return
 	}
-	co, ok := d.object(n, "compatibility", "claude_desktop", "platforms", "runtimes")
+	co, ok := x.object(n, "compatibility", "claude_desktop", "platforms", "runtimes")
 	if !ok {
 		return
 	}
@@ -562,7 +770,7 @@ func (x *mcpbImport) compatibility(top obj) {
 		}
 	}
 	if rn, ok := co.keys["runtimes"]; ok {
-		ro, _ := d.object(rn, "compatibility.runtimes", "python", "node")
+		ro, _ := x.object(rn, "compatibility.runtimes", "python", "node")
 		for _, k := range []string{"node", "python"} {
 			if v, ok := ro.str(k, false); ok {
 				if comp.Runtimes == nil {
@@ -590,7 +798,7 @@ func (x *mcpbImport) metadata(top obj) {
 	top.str("long_description", false)
 	meta("long_description", "berth shows the one-line description")
 	if top.has("repository") {
-		if o, ok := d.object(top.keys["repository"], "repository", "type", "url"); ok {
+		if o, ok := x.object(top.keys["repository"], "repository", "type", "url"); ok {
 			o.str("type", true)
 			if u, ok := o.str("url", true); ok {
 				x.url("repository.url", u)
@@ -608,7 +816,7 @@ func (x *mcpbImport) metadata(top obj) {
 	meta("icon", "berth shows no icons")
 	if elems, ok := top.array("icons"); ok {
 		for i, e := range elems {
-			o, ok := d.object(e, index("icons", i), "src", "size", "theme")
+			o, ok := x.object(e, index("icons", i), "src", "size", "theme")
 			if !ok {
 				continue
 			}
@@ -633,7 +841,7 @@ func (x *mcpbImport) metadata(top obj) {
 	}
 	meta("privacy_policies", "berth's manifest has no privacy policy links")
 	if n, ok := top.keys["localization"]; ok {
-		if o, ok := d.object(n, "localization", "resources", "default_locale"); ok {
+		if o, ok := x.object(n, "localization", "resources", "default_locale"); ok {
 			if r, ok := o.str("resources", true); ok && !strings.Contains(strings.ToLower(r), "${locale}") {
 				d.add("localization.resources", bundle.RuleMCPBWrongType, "resources must include a \"${locale}\" placeholder")
 			}

@@ -118,7 +118,7 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 	}
 	out := []missingJSON{}
 	for _, n := range slices.Sorted(maps.Keys(uses)) {
-		if _, ok := env[n]; ok {
+		if _, ok := env[n]; ok || n == "" { // "": a {"bundlePath": [...]}, no host variable
 			continue
 		}
 		e, inStore, err := sec.Lookup(n)

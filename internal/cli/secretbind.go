@@ -20,7 +20,9 @@ func manifestSources(m *bundle.Manifest) []string {
 	for _, s := range m.MCPServers {
 		if s.Stdio != nil {
 			for _, e := range s.Stdio.Env {
-				out = append(out, e.FromEnv)
+				if e.FromEnv != "" { // not a {"bundlePath": [...]}
+					out = append(out, e.FromEnv)
+				}
 			}
 		}
 		if s.Remote != nil {

@@ -69,6 +69,9 @@ type SummaryRemote struct {
 type EnvSource struct {
 	Name    string `json:"name"`
 	FromEnv string `json:"fromEnv"`
+	// BundlePath lists the paths of the bundle that PYTHONPATH or
+	// NODE_PATH is set to, instead of FromEnv.
+	BundlePath []string `json:"bundlePath,omitempty"`
 }
 
 // Fetch is a package fetched and run when a server starts, and where it
@@ -140,7 +143,7 @@ func NewSummary(d *review.Disclosure) Summary {
 		if st := rs.Stdio; st != nil {
 			x := &SummaryStdio{Program: string(st.Program), Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []EnvSource{}}
 			for _, e := range st.Env {
-				x.Env = append(x.Env, EnvSource{Name: e.Name, FromEnv: e.FromEnv})
+				x.Env = append(x.Env, EnvSource{Name: e.Name, FromEnv: e.FromEnv, BundlePath: e.BundlePath})
 			}
 			for _, f := range st.RuntimeFetch {
 				x.Fetches = append(x.Fetches, Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry})
@@ -222,7 +225,7 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 		if st := ss.Stdio; st != nil {
 			x := &review.Stdio{Authority: review.StdioAuthority, Program: review.Program(st.Program), Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []review.EnvVar{}}
 			for _, e := range st.Env {
-				x.Env = append(x.Env, review.EnvVar{Name: e.Name, FromEnv: e.FromEnv})
+				x.Env = append(x.Env, review.EnvVar{Name: e.Name, FromEnv: e.FromEnv, BundlePath: e.BundlePath})
 			}
 			for _, f := range st.Fetches {
 				x.RuntimeFetch = append(x.RuntimeFetch, review.Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry, Dependencies: review.FetchDependencies(f.Ecosystem)})
