@@ -71,6 +71,9 @@ func (p *printer) importHead(d *Disclosure) {
 		version := ""
 		if imp.FormatVersion != "" {
 			version = ", format version " + imp.FormatVersion
+			if imp.FormatVersionInferred {
+				version += " inferred: the file names no version, and it is valid under this one only"
+			}
 		}
 		claim := ""
 		if d.ImportedFromClaimed {
@@ -82,6 +85,9 @@ func (p *printer) importHead(d *Disclosure) {
 		}
 		if imp.SourceName != "" {
 			p.field("", "registry name "+imp.SourceName+claim+", berth name "+d.Name)
+		}
+		if imp.SourceVersion != "" {
+			p.field("", "version "+imp.SourceVersion+" in the source"+claim+", "+d.Version+" in berth")
 		}
 		if imp.Platform != "" {
 			p.field("", "imported for "+imp.Platform+claim+": the source has platform-specific settings")
