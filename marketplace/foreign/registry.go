@@ -261,7 +261,7 @@ var usedFields = map[string]bool{"$schema": true, "name": true, "description": t
 // every top-level field berth does not use emptied: an object becomes {}
 // and an array [] (other values are small and stay). The names stay, in
 // their order, so the review still lists each under "not carried over"
-// (or refuses a field the schema does not define, as for the whole
+// (or refuses a field of another schema version, as for the whole
 // document); every other byte is kept as it was. A document it cannot
 // walk is returned as it is.
 func KeepUsedFields(doc []byte) []byte {
