@@ -33,6 +33,10 @@ type ImportedFrom struct {
 	// manifest_version ("0.3") or the server.json schema date
 	// ("2025-12-11"); Claude Code plugins have none.
 	FormatVersion string `json:"formatVersion,omitempty"`
+	// FormatVersionInferred is set when the source did not name its
+	// format version (a server.json with an empty or no $schema) and
+	// berth read it as the one version it is valid under.
+	FormatVersionInferred bool `json:"formatVersionInferred,omitempty"`
 	// Manifest is the source's manifest file, relative to the bundle root:
 	// "manifest.json", ".claude-plugin/plugin.json" or "server.json".
 	Manifest string `json:"manifest"`
@@ -47,6 +51,9 @@ type ImportedFrom struct {
 	// DerivedVersion is set when the source has no version and berth
 	// derived the bundle's (a versionless Claude Code plugin).
 	DerivedVersion *DerivedVersion `json:"derivedVersion,omitempty"`
+	// SourceVersion is the source's version as it wrote it, when berth
+	// reads it as another: a server.json "v1.0.0" is version 1.0.0.
+	SourceVersion string `json:"sourceVersion,omitempty"`
 	// Platform is set when the import depended on the platform berth ran
 	// on (MCPB platform_overrides, ${pathSeparator}): "darwin", "linux"
 	// or "win32".

@@ -142,6 +142,7 @@ const (
 
 	RuleRegistrySyntax        = "registry-syntax"
 	RuleRegistrySchema        = "registry-schema"
+	RuleRegistrySchemaUnknown = "registry-schema-ambiguous"
 	RuleRegistryUnknownField  = "registry-unknown-field"
 	RuleRegistryWrongType     = "registry-wrong-type"
 	RuleRegistryRequiredField = "registry-required-field"
@@ -279,8 +280,9 @@ var rules = []Rule{
 	{RuleClaudeLiteralValue, "an env or header value that is not exactly one ${VAR} (or Authorization: Bearer ${VAR})"},
 	{RuleClaudeRemoteAuth, "a remote server uses headersHelper or oauth, which berth does not carry over"},
 	{RuleRegistrySyntax, "server.json is not one well-formed JSON object, or not a regular file"},
-	{RuleRegistrySchema, "server.json's $schema is missing or not the 2025-12-11 schema"},
-	{RuleRegistryUnknownField, "a field that server.json (2025-12-11) does not define"},
+	{RuleRegistrySchema, "server.json's $schema names no server.json schema version the registry has published"},
+	{RuleRegistrySchemaUnknown, "server.json has an empty or no $schema, and is valid under none or more than one published schema version"},
+	{RuleRegistryUnknownField, "a field that the server.json version $schema names does not define, and another published version does"},
 	{RuleRegistryWrongType, "a server.json field has the wrong type or a value outside its pattern"},
 	{RuleRegistryRequiredField, "a field that server.json requires is missing"},
 	{RuleRegistryUnpinned, "a package's version is missing, \"latest\" or a range"},

@@ -140,8 +140,8 @@ func TestRegistryListingBudgetOption(t *testing.T) {
 
 // berth keeps only the names of the server.json fields it does not use
 // (_meta, icons, fields the schema does not define): the review still
-// lists them under "not carried over", and a field the schema does not
-// define still makes the bundle invalid, by name.
+// lists them under "not carried over", by name, and a field of another
+// schema version still makes the bundle invalid, by name.
 func TestRegistryKeepsFieldNames(t *testing.T) {
 	item := func(name, extra string) string {
 		return fmt.Sprintf(`{"server": {"$schema": %q, "name": %q, "version": "1.0.0", "description": "d",
@@ -152,7 +152,7 @@ func TestRegistryKeepsFieldNames(t *testing.T) {
 			importer.RegistrySchema, name, strings.Repeat("b", 5000), extra)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"servers": [%s, %s], "metadata": {}}`, item("io.github.acme/weather", ""), item("io.github.acme/odd", `, "extra": {"x": [1, 2, 3]}`))
+		fmt.Fprintf(w, `{"servers": [%s, %s, %s], "metadata": {}}`, item("io.github.acme/weather", ""), item("io.github.acme/odd", `, "extra": {"x": [1, 2, 3]}`), item("io.github.acme/old", `, "status": "active"`))
 	}))
 	defer srv.Close()
 	c := newRegistryCache(t, nil)
@@ -175,8 +175,19 @@ func TestRegistryKeepsFieldNames(t *testing.T) {
 	if got := strings.Join(fields, " "); !strings.Contains(got, "icons") || !strings.Contains(got, "_meta") {
 		t.Errorf("not carried over: %v, want icons and _meta", fields)
 	}
-	_, err = c.ShowUnsigned(context.Background(), "reg", "io.github.acme/odd", "", nil, nil)
-	if err == nil || !strings.Contains(err.Error(), `unknown field "extra"`) {
-		t.Errorf("show of an entry with an unknown field: %v", err)
+	odd, err := c.ShowUnsigned(context.Background(), "reg", "io.github.acme/odd", "", nil, nil)
+	if err != nil || odd.Review.ImportedFrom == nil {
+		t.Fatalf("show of an entry with an unknown field: %v", err)
+	}
+	listed := false
+	for _, n := range odd.Review.ImportedFrom.NotCarriedOver {
+		listed = listed || n.Field == "server.json: extra" && n.Kind == "unknown-field"
+	}
+	if !listed {
+		t.Errorf("the unknown field is not listed: %+v", odd.Review.ImportedFrom.NotCarriedOver)
+	}
+	_, err = c.ShowUnsigned(context.Background(), "reg", "io.github.acme/old", "", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), `"status" is a field of server.json 2025-07-09, 2025-09-16`) {
+		t.Errorf("show of an entry with a field of another version: %v", err)
 	}
 }

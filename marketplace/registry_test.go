@@ -451,3 +451,35 @@ func syntheticPageFrom(from, n int) []byte {
 	data, _ := json.Marshal(map[string]any{"servers": items, "metadata": map[string]any{"count": n}})
 	return data
 }
+
+// A version the registry writes with a leading "v" lists and installs as
+// the semantic version, and the trust record names the registry's URL of
+// it, as the registry spells it.
+func TestRegistryVPrefixInstall(t *testing.T) {
+	f := newFakeRegistry(t)
+	f.edit("", func(doc map[string]any) {
+		for _, it := range doc["servers"].([]any) {
+			s := it.(map[string]any)["server"].(map[string]any)
+			if s["name"] == "io.github.acme/weather" && s["version"] == "1.4.0" {
+				s["version"] = "v1.4.0"
+			}
+		}
+	})
+	c := newRegistryCache(t, nil)
+	addRegistry(t, c, f.srv.URL)
+	ctx := context.Background()
+	sh, err := c.ShowUnsigned(ctx, "reg", "io.github.acme/weather", "1.4.0", nil, nil)
+	if err != nil || sh.Digest == "" {
+		t.Fatalf("show: %+v %v", sh, err)
+	}
+	st := store.Open(store.Paths{Root: filepath.Join(t.TempDir(), "home")}, nil)
+	req := UnsignedInstallRequest{Catalog: "reg", Name: "io.github.acme/weather", Constraint: "1.4.0", AllowUnsigned: true}
+	req.Digest, _ = store.ParseDigest(sh.Digest)
+	res, err := c.InstallUnsigned(ctx, st, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := res.Trust.Record; rec.Version != "1.4.0" || rec.Source != f.srv.URL+"/v0/servers/io.github.acme%2Fweather/versions/v1.4.0" {
+		t.Errorf("record version %q source %q", rec.Version, rec.Source)
+	}
+}

@@ -314,7 +314,11 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 	}
 	origin := src
 	if ci.Kind == KindRegistry {
-		origin = foreign.RegistryVersionURL(ci.Source, p.SourceName, v.Version)
+		served := v.Version
+		if v.SourceVersion != "" {
+			served = v.SourceVersion // the registry's name of the version ("v1.0.0")
+		}
+		origin = foreign.RegistryVersionURL(ci.Source, p.SourceName, served)
 	}
 	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
 	// Name the entry, not the temp file berth built it in.

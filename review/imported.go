@@ -72,6 +72,9 @@ func (p *printer) importHead(d *Disclosure) {
 		version := ""
 		if imp.FormatVersion != "" {
 			version = ", format version " + imp.FormatVersion
+			if imp.FormatVersionInferred {
+				version += " inferred: the file names no version, and it is valid under this one only"
+			}
 		}
 		claim := ""
 		if d.ImportedFromClaimed {
@@ -93,6 +96,9 @@ func (p *printer) importHead(d *Disclosure) {
 		}
 		for _, n := range slices.Sorted(maps.Keys(imp.ServerNames)) {
 			p.field("", "server "+strconv.Quote(imp.ServerNames[n])+claim+" of the source is berth's server "+strconv.Quote(n))
+		}
+		if imp.SourceVersion != "" {
+			p.field("", "version "+imp.SourceVersion+" in the source"+claim+", "+d.Version+" in berth")
 		}
 		if imp.Platform != "" {
 			p.field("", "imported for "+imp.Platform+claim+": the source has platform-specific settings")

@@ -89,6 +89,10 @@ type obj struct {
 	path string
 	n    *strictjson.Node
 	keys map[string]*strictjson.Node
+	// spell maps a key of keys to how the document spells it, when the
+	// two differ (a server.json of 2025-07-09 spells registryType as
+	// registry_type); locations and messages use the document's spelling.
+	spell map[string]string
 }
 
 // object checks that n is an object whose keys are all in allowed, and
@@ -124,7 +128,7 @@ func (d *doc) format() string {
 	case bundle.RuleClaudeSyntax:
 		return "a Claude Code plugin"
 	}
-	return "server.json (2025-12-11)"
+	return "server.json"
 }
 
 func (d *doc) wrong(path, want string, n *strictjson.Node) {
@@ -149,14 +153,22 @@ func (o obj) members() ([]string, []*strictjson.Node) {
 
 func (o obj) has(key string) bool { _, ok := o.keys[key]; return ok }
 
-func (o obj) at(key string) string { return strictjson.JoinPath(o.path, key) }
+func (o obj) at(key string) string { return strictjson.JoinPath(o.path, o.name(key)) }
+
+// name is key as the document spells it.
+func (o obj) name(key string) string {
+	if s, ok := o.spell[key]; ok {
+		return s
+	}
+	return key
+}
 
 // str returns a string field; a missing required one is a problem.
 func (o obj) str(key string, required bool) (string, bool) {
 	n, ok := o.keys[key]
 	if !ok {
 		if required {
-			o.d.add(o.at(key), o.d.rules.required, "%s is required", key)
+			o.d.add(o.at(key), o.d.rules.required, "%s is required", o.name(key))
 		}
 		return "", false
 	}

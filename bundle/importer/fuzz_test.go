@@ -2,12 +2,16 @@ package importer
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // checkConversion is what every importer must hold to for any input: no
@@ -107,6 +111,112 @@ func FuzzServerJSON(f *testing.F) {
 		}
 		checkConversion(t, convertRegistry(dir), registryManifest)
 	})
+}
+
+// FuzzServerJSONVersions checks the schema-version mapping on arbitrary
+// documents: read as each published version (and with the version
+// inferred) every conversion holds to checkConversion; an inferred
+// version reads as that version does; and a camelCase document written
+// in 2025-07-09's snake_case names reads, as 2025-07-09, into the same
+// servers, inputs and problem rules as it does as 2025-09-16 (the two
+// differ only in the names of their fields).
+func FuzzServerJSONVersions(f *testing.F) {
+	seedFiles(f, filepath.Join(importFixtures, "*", "*.json"))
+	f.Add([]byte(`{"name": "io.github.a/b", "description": "d", "version": "v1.0.0", "repository": {}, "x": 1,
+	  "packages": [{"registryType": "npm", "identifier": "a", "version": "1.0.0", "transport": {"type": "stdio"},
+	    "environmentVariables": [{"name": "K", "value": "{k}", "isSecret": true, "variables": {"k": {"isRequired": true}}}]}],
+	  "remotes": [{"type": "sse", "url": "https://x.example/sse", "headers": [{"name": "Authorization", "value": "Bearer {t}"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		root, ps := strictjson.Parse(data, strictjson.Options{MaxSize: maxForeignSize})
+		if len(ps) > 0 || root == nil || root.Kind != strictjson.Object {
+			return
+		}
+		reads := map[string]*conversion{}
+		for _, v := range registryVersions {
+			c := readRegistry(registryManifest, root, v)
+			checkConversion(t, c, registryManifest)
+			reads[v.date] = c
+		}
+		c := inferRegistry(registryManifest, root, "absent")
+		checkConversion(t, c, registryManifest)
+		if c.manifest != nil {
+			imp := c.manifest.ImportedFrom
+			if !imp.FormatVersionInferred || len(shapeProblems(c)) > 0 {
+				t.Fatalf("inferred %s with shape problems %v", imp.FormatVersion, c.ps.list)
+			}
+			imp.FormatVersionInferred = false
+			if got, want := bundle.EncodeManifest(c.manifest), bundle.EncodeManifest(reads[imp.FormatVersion].manifest); string(got) != string(want) {
+				t.Fatalf("inferred %s reads as\n%s\nnot as\n%s", imp.FormatVersion, got, want)
+			}
+		}
+		if hasKey(root, func(k string) bool { return slices.Contains(slices.Collect(maps.Values(snakeNames)), k) }) {
+			return
+		}
+		camel := reads["2025-09-16"]
+		sn := readRegistry(registryManifest, toSnake(root, false), registryVersions[0])
+		if a, b := fuzzSummary(camel), fuzzSummary(sn); a != b {
+			t.Fatalf("as 2025-09-16:\n%s\nin snake_case as 2025-07-09:\n%s", a, b)
+		}
+	})
+}
+
+// hasKey reports whether a key of an object in n (outside _meta) is one
+// that match holds.
+func hasKey(n *strictjson.Node, match func(string) bool) bool {
+	for i, k := range n.Keys {
+		if match(k) || k != "_meta" && hasKey(n.Values[i], match) {
+			return true
+		}
+	}
+	for _, e := range n.Elems {
+		if hasKey(e, match) {
+			return true
+		}
+	}
+	return false
+}
+
+// toSnake copies n with every field 2025-09-16 renamed written as
+// 2025-07-09 spells it; _meta and the names of variables (map keys, not
+// fields) are kept.
+func toSnake(n *strictjson.Node, varNames bool) *strictjson.Node {
+	out := *n
+	out.Keys, out.Values, out.Elems = nil, nil, nil
+	for i, k := range n.Keys {
+		v := n.Values[i]
+		name := k
+		if s, ok := snakeNames[k]; ok && !varNames {
+			name = s
+		}
+		if k != "_meta" || varNames {
+			v = toSnake(v, k == "variables" && !varNames && v.Kind == strictjson.Object)
+		}
+		out.Keys = append(out.Keys, name)
+		out.Values = append(out.Values, v)
+	}
+	for _, e := range n.Elems {
+		out.Elems = append(out.Elems, toSnake(e, false))
+	}
+	return &out
+}
+
+// fuzzSummary is what a conversion makes of a document, apart from the
+// spelling of locations: its servers, inputs, the number of parts not
+// carried over, and its problems' rules.
+func fuzzSummary(c *conversion) string {
+	var b strings.Builder
+	for _, p := range c.ps.list {
+		b.WriteString(p.Rule + "\n")
+	}
+	if c.manifest != nil {
+		m := *c.manifest
+		imp := *m.ImportedFrom
+		fmt.Fprintf(&b, "not carried over: %d\n", len(imp.NotCarriedOver))
+		imp.NotCarriedOver, imp.FormatVersion = nil, ""
+		m.ImportedFrom = &imp
+		b.Write(bundle.EncodeManifest(&m))
+	}
+	return b.String()
 }
 
 // FuzzMCPBFile opens arbitrary .mcpb files: the signature block parser

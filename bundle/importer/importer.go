@@ -64,8 +64,9 @@ var ClaudePlugin = &bundle.Format{
 	},
 }
 
-// ServerJSON is the MCP Registry's server.json (schema 2025-12-11,
-// RegistrySchema): a file of its own, or a directory holding server.json.
+// ServerJSON is the MCP Registry's server.json, in every schema version
+// the registry has published (RegistrySchemaVersions): a file of its own,
+// or a directory holding server.json.
 var ServerJSON = &bundle.Format{
 	Name:     bundle.FormatMCPRegistry,
 	Manifest: registryManifest,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,12 +15,9 @@ import (
 	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
-// RegistrySchema is the server.json schema berth reads.
+// RegistrySchema is the newest server.json schema berth reads; it reads
+// every published version (RegistrySchemaVersions).
 const RegistrySchema = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
-
-// registryFormatVersion is the schema's date, the format version berth
-// records.
-const registryFormatVersion = "2025-12-11"
 
 var (
 	registryNameRe = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
@@ -107,6 +105,7 @@ func OpenServerJSON(ctx context.Context, name string, data []byte, opts *bundle.
 type registryImport struct {
 	c       *conversion
 	d       *doc
+	v       *registryVersion
 	name    string
 	imp     *bundle.ImportedFrom
 	m       *bundle.Manifest
@@ -115,24 +114,40 @@ type registryImport struct {
 }
 
 func convertRegistry(dir string) *conversion {
-	c, d, top, ok := readTop(dir, registryManifest, registryRules, registryFields.root...)
+	c, d, top, ok := readTop(dir, registryManifest, registryRules)
 	if !ok {
 		return c
 	}
-	schema, ok := top.str("$schema", false)
+	n, has := top.keys["$schema"]
 	switch {
-	case !ok && !top.has("$schema"):
-		d.add("$schema", bundle.RuleRegistrySchema, "$schema is required, so berth knows which server.json format this is: add \"$schema\": %q", RegistrySchema)
+	case !has:
+		return inferRegistry(d.file, top.n, "absent")
+	case n.Kind != strictjson.String:
+		d.wrong("$schema", "a string", n)
 		return c
-	case !ok:
-		return c
-	case schema != RegistrySchema:
-		d.add("$schema", bundle.RuleRegistrySchema, "$schema is %q; berth reads only the 2025-12-11 server.json schema (%s), and does not guess at the fields of another version", schema, RegistrySchema)
+	case n.Str == "":
+		return inferRegistry(d.file, top.n, "empty")
+	}
+	v := registryVersionOf(n.Str)
+	if v == nil {
+		schemaProblem(d, n.Str)
 		return c
 	}
-	x := &registryImport{c: c, d: d, counts: map[string]int{}, envSeen: map[string]string{}}
-	x.imp = &bundle.ImportedFrom{Format: bundle.FormatMCPRegistry, FormatVersion: registryFormatVersion, Manifest: registryManifest}
+	return readRegistry(d.file, top.n, v)
+}
+
+// readRegistry reads the server.json document root as the schema
+// version v.
+func readRegistry(file string, root *strictjson.Node, v *registryVersion) *conversion {
+	c := newConversion()
+	d := &doc{file: file, rules: registryRules, ps: &c.ps}
+	x := &registryImport{c: c, d: d, v: v, counts: map[string]int{}, envSeen: map[string]string{}}
+	x.imp = &bundle.ImportedFrom{Format: bundle.FormatMCPRegistry, FormatVersion: v.date, Manifest: registryManifest}
 	x.m = &bundle.Manifest{ManifestVersion: 1, ImportedFrom: x.imp}
+	top, ok := x.object(root, "", kindRoot)
+	if !ok {
+		return c
+	}
 	x.top(top)
 	if elems, ok := top.array("packages"); ok {
 		for i, e := range elems {
@@ -161,21 +176,33 @@ func (x *registryImport) top(top obj) {
 		x.imp.SourceName = s
 	}
 	c.at("name", d.loc("name"))
-	c.carry(top, "version", true, &m.Version)
+	if c.carry(top, "version", true, &m.Version) {
+		// The registry accepts a "v" before a semantic version
+		// ("v1.0.0"); berth's version is the semantic version, and the
+		// review shows what the source wrote.
+		if rest, ok := strings.CutPrefix(m.Version, "v"); ok && bundle.IsStrictSemver(rest) {
+			x.imp.SourceVersion, m.Version = m.Version, rest
+		}
+	}
 	c.carry(top, "description", true, &m.Description)
+	if s, ok := top.str("status", false); ok {
+		x.notCarried(d.loc("status"), "metadata", s, "the registry keeps a server's status; berth reads it from the registry's listing, not from the file")
+	}
 	if t, ok := top.str("title", false); ok {
 		x.notCarried(d.loc("title"), "metadata", t, "berth shows the plugin's name and description")
 	}
 	if u, ok := top.str("websiteUrl", false); ok {
 		if isHTTPS(u) {
 			m.Homepage = u
-			c.at("homepage", d.loc("websiteUrl"))
+			c.at("homepage", d.loc(top.at("websiteUrl")))
 		} else {
-			x.notCarried(d.loc("websiteUrl"), "metadata", "", "berth shows only an https:// homepage")
+			x.notCarried(d.loc(top.at("websiteUrl")), "metadata", "", "berth shows only an https:// homepage")
 		}
 	}
 	if n, ok := top.keys["repository"]; ok {
-		if o, ok := d.object(n, "repository", registryFields.repo...); ok {
+		// The registry writes "repository": {} for a server without
+		// one; a repository that is given has its url and source.
+		if o, ok := x.object(n, "repository", kindRepo); ok && len(o.n.Keys) > 0 {
 			o.str("url", true)
 			o.str("source", true)
 			o.str("id", false)
@@ -185,7 +212,7 @@ func (x *registryImport) top(top obj) {
 	}
 	if elems, ok := top.array("icons"); ok {
 		for i, e := range elems {
-			if o, ok := d.object(e, index("icons", i), registryFields.icon...); ok {
+			if o, ok := x.object(e, index("icons", i), kindIcon); ok {
 				o.str("src", true)
 				o.str("mimeType", false)
 				o.strs("sizes")
@@ -215,7 +242,7 @@ func (x *registryImport) serverName(kind string) string {
 
 func (x *registryImport) pkg(p string, n *strictjson.Node) {
 	d := x.d
-	o, ok := d.object(n, p, registryFields.pkg...)
+	o, ok := x.object(n, p, kindPackage)
 	if !ok {
 		return
 	}
@@ -223,7 +250,7 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 	id, hasID := o.str("identifier", true)
 	version, hasVersion := o.str("version", false)
 	if t, ok := o.keys["transport"]; ok {
-		if to, ok := d.object(t, o.at("transport"), registryFields.transport...); ok {
+		if to, ok := x.object(t, o.at("transport"), kindTransport); ok {
 			tt, _ := to.str("type", true)
 			switch tt {
 			case "stdio":
@@ -387,7 +414,7 @@ func (x *registryImport) args(o obj, key, server string, add func(loc string, va
 	}
 	for i, e := range elems {
 		p := index(o.at(key), i)
-		a, ok := d.object(e, p, registryFields.arg...)
+		a, ok := x.object(e, p, kindArg)
 		if !ok {
 			continue
 		}
@@ -486,13 +513,37 @@ func (x *registryImport) variables(a obj, p string) map[string]*bundle.ImportInp
 	keys, vals := vo.members()
 	for i, k := range keys {
 		in := &bundle.ImportInput{}
-		if io, ok := x.d.object(vals[i], strictjson.JoinPath(a.at("variables"), k), registryFields.input...); ok {
+		if io, ok := x.object(vals[i], strictjson.JoinPath(a.at("variables"), k), kindInput); ok {
 			*in = x.input(io, "")
 			io.str("value", false)
 		}
 		out[k] = in
 	}
 	return out
+}
+
+// undeclaredPlaceholders returns the {placeholders} of s that name no
+// variable of vars, as written ("{api_key}").
+func undeclaredPlaceholders(s string, vars map[string]*bundle.ImportInput) []string {
+	var out []string
+	for _, m := range templateRe.FindAllStringSubmatch(s, -1) {
+		if vars[m[1]] == nil && !slices.Contains(out, m[0]) {
+			out = append(out, m[0])
+		}
+	}
+	return out
+}
+
+// declaresVariable reports whether the object n has a variables object
+// with the key name.
+func declaresVariable(n *strictjson.Node, name string) bool {
+	for i, k := range n.Keys {
+		if k != "variables" || n.Values[i].Kind != strictjson.Object {
+			continue
+		}
+		return slices.Contains(n.Values[i].Keys, name)
+	}
+	return false
 }
 
 func hasTemplate(s string, vars map[string]*bundle.ImportInput) bool {
@@ -518,7 +569,7 @@ func inputName(p, name string) string {
 // <BUNDLE>_<NAME>; any other value is a literal berth cannot carry over.
 func (x *registryImport) keyValue(p string, n *strictjson.Node, use string, header bool) (key, from string, ok bool) {
 	d := x.d
-	kv, ok := d.object(n, p, registryFields.kv...)
+	kv, ok := x.object(n, p, kindKeyValue)
 	if !ok {
 		return "", "", false
 	}
@@ -537,6 +588,14 @@ func (x *registryImport) keyValue(p string, n *strictjson.Node, use string, head
 			what := "environment variable"
 			if header {
 				what = "header"
+			}
+			if undeclared := undeclaredPlaceholders(value, vars); len(undeclared) > 0 {
+				which := "the placeholder " + undeclared[0] + " in its value and declares no variable of that name"
+				if len(undeclared) > 1 {
+					which = "the placeholders " + strings.Join(undeclared, ", ") + " in its value and declares no variables of those names"
+				}
+				d.add(kv.at("value"), bundle.RuleRegistryLiteralValue, "the %s %s has %s, so nothing says what the user fills in (the rest of the value is not shown: it may be a secret); declare each under variables, or leave value out (the user supplies the whole value)", what, key, which)
+				return "", "", false
 			}
 			d.add(kv.at("value"), bundle.RuleRegistryLiteralValue, "the %s %s has a fixed value (not shown: it may be a secret), and berth passes values only from the host's environment; leave value out (the user supplies it) or make it exactly one {variable}", what, key)
 			return "", "", false
@@ -577,7 +636,7 @@ func (x *registryImport) keyValue(p string, n *strictjson.Node, use string, head
 
 func (x *registryImport) remote(p string, n *strictjson.Node) {
 	d := x.d
-	o, ok := d.object(n, p, registryFields.remote...)
+	o, ok := x.object(n, p, kindRemote)
 	if !ok {
 		return
 	}
@@ -655,10 +714,10 @@ func (x *registryImport) bearer(p string, n *strictjson.Node, server string) str
 	}
 	rest, ok := strings.CutPrefix(value, "Bearer ")
 	m := templateRe.FindStringSubmatch(rest)
-	if !ok || m == nil || m[0] != rest {
+	if !ok || m == nil || m[0] != rest || !declaresVariable(n, m[1]) {
 		return ""
 	}
-	kv, ok := x.d.object(n, p, registryFields.kv...)
+	kv, ok := x.object(n, p, kindKeyValue)
 	if !ok {
 		return ""
 	}

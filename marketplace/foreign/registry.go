@@ -60,20 +60,23 @@ const (
 // Its fields are AssembleRegistry's to read.
 type RegistryItem struct {
 	name, version, description, homepage string
-	status                               catalog.Status
-	statusMessage                        string
-	published, updated                   time.Time
-	isLatest                             bool
-	server                               json.RawMessage
-	serverRef, serverLen                 int64
-	loc                                  string
+	// sourceVersion is the version as the registry wrote it, when berth
+	// lists it as another ("v1.0.0" is 1.0.0).
+	sourceVersion        string
+	status               catalog.Status
+	statusMessage        string
+	published, updated   time.Time
+	isLatest             bool
+	server               json.RawMessage
+	serverRef, serverLen int64
+	loc                  string
 }
 
 // Size is what berth counts of the item against MaxRegistryListing: its
 // texts, its server.json (even once taken by TakeServer) and a fixed
 // overhead.
 func (it *RegistryItem) Size() int64 {
-	return int64(len(it.name)+len(it.version)+len(it.description)+len(it.homepage)+len(it.statusMessage)+len(it.loc)+registryItemOverhead) + it.serverLen
+	return int64(len(it.name)+len(it.version)+len(it.sourceVersion)+len(it.description)+len(it.homepage)+len(it.statusMessage)+len(it.loc)+registryItemOverhead) + it.serverLen
 }
 
 // TakeServer returns the item's server.json (compacted) and forgets it,
@@ -197,8 +200,14 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*RegistryItem, *catalog
 		return bad(RuleRegistryEntryName, ".server.name", "%v", err)
 	}
 	who = s.Name
-	if _, err := semver.StrictNewVersion(s.Version); err != nil {
-		return bad(RuleRegistryEntryVersion, ".server.version", "the version %q is not strict semver (like 1.2.3); berth resolves and pins versions by semver", textio.ShortText(s.Version))
+	version, sourceVersion := s.Version, ""
+	// The registry accepts a "v" before a semantic version; the version
+	// is the semantic version (the importer reads it so too).
+	if rest, ok := strings.CutPrefix(version, "v"); ok && bundle.IsStrictSemver(rest) {
+		version, sourceVersion = rest, s.Version
+	}
+	if _, err := semver.StrictNewVersion(version); err != nil {
+		return bad(RuleRegistryEntryVersion, ".server.version", "the version %q is not strict semver (like 1.2.3, or v1.2.3), so berth cannot order it among the server's versions; it is skipped (berth resolves and pins versions by semver)", textio.ShortText(s.Version))
 	}
 	if err := entryText(s.Description, catalog.MaxDescription); err != nil {
 		return bad(RuleRegistryEntryText, ".server.description", "the description: %v", err)
@@ -234,7 +243,7 @@ func parseRegistryItem(raw json.RawMessage, loc string) (*RegistryItem, *catalog
 		return bad(RuleRegistryEntrySyntax, ".server", "the server.json does not decode: %v", err)
 	}
 	kept := KeepUsedFields(compact.Bytes())
-	out := &RegistryItem{name: s.Name, version: s.Version, description: s.Description, status: catalog.Status(meta.Status), statusMessage: meta.StatusMessage,
+	out := &RegistryItem{name: s.Name, version: version, sourceVersion: sourceVersion, description: s.Description, status: catalog.Status(meta.Status), statusMessage: meta.StatusMessage,
 		published: meta.PublishedAt.UTC(), updated: meta.UpdatedAt.UTC(), isLatest: meta.IsLatest, server: kept, serverLen: int64(len(kept)), loc: loc}
 	if isHTTPSURL(s.WebsiteURL) {
 		out.homepage = s.WebsiteURL
@@ -252,7 +261,7 @@ var usedFields = map[string]bool{"$schema": true, "name": true, "description": t
 // every top-level field berth does not use emptied: an object becomes {}
 // and an array [] (other values are small and stay). The names stay, in
 // their order, so the review still lists each under "not carried over"
-// (or refuses a field the schema does not define, as for the whole
+// (or refuses a field of another schema version, as for the whole
 // document); every other byte is kept as it was. A document it cannot
 // walk is returned as it is.
 func KeepUsedFields(doc []byte) []byte {
@@ -331,7 +340,7 @@ func AssembleRegistry(items []*RegistryItem) ([]*UnsignedPlugin, []*catalog.Prob
 			continue
 		}
 		firstLoc[key] = it.loc
-		p.Versions = append(p.Versions, &UnsignedVersion{Version: it.version, Status: it.status, StatusMessage: it.statusMessage, Released: it.published, Updated: it.updated, IsLatest: it.isLatest, ServerJSON: it.server, ServerRef: it.serverRef})
+		p.Versions = append(p.Versions, &UnsignedVersion{Version: it.version, SourceVersion: it.sourceVersion, Status: it.status, StatusMessage: it.statusMessage, Released: it.published, Updated: it.updated, IsLatest: it.isLatest, ServerJSON: it.server, ServerRef: it.serverRef})
 		if it.isLatest || p.Description == "" {
 			p.Description, p.Homepage = it.description, it.homepage
 		}

@@ -28,6 +28,10 @@ type UnsignedPlugin struct {
 // UnsignedVersion is one version of an unsigned entry.
 type UnsignedVersion struct {
 	Version string `json:"version"`
+	// SourceVersion is the version as the registry wrote it, when it is
+	// not Version: "v1.0.0" for 1.0.0. The registry serves the version
+	// under this name.
+	SourceVersion string `json:"sourceVersion,omitempty"`
 	// Status is active or deprecated (deleted versions are dropped).
 	Status catalog.Status `json:"status"`
 	// StatusMessage is the registry's reason for the status, if any.
