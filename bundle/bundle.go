@@ -30,6 +30,13 @@ type Options struct {
 	// Formats are the formats of other tools that Load reads besides
 	// berth's own; nil means the registered ones (RegisterFormat).
 	Formats []*Format
+	// Pin, when set, pins the runtime fetches that a source of another
+	// format leaves unpinned (npx -y pkg, pkg@latest, uvx pkg, an image by
+	// tag): Open calls it for each, writes the result into the generated
+	// berth.json and records it in importedFrom.pinned (berth import
+	// --pin; runtimefetch.Resolver.Resolve does the resolving). nil
+	// refuses them, as berth.json's rules do.
+	Pin func(ctx context.Context, u *runtimefetch.Unpinned) (*runtimefetch.Pin, error)
 }
 
 // Kind is the form a bundle was read from.
