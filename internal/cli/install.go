@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
@@ -92,6 +93,8 @@ type installOptions struct {
 	// WorkspaceSet is true when --workspace was given.
 	WorkspaceSet                                                    bool
 	Yes, Enable, AllowStale, AllowSignerChange, AllowUnsigned, JSON bool
+	// Pin pins an unsigned entry's unpinned fetches (berth import --pin).
+	Pin bool
 }
 
 func newInstallCmd(a *app) *cobra.Command {
@@ -121,6 +124,7 @@ func newInstallCmd(a *app) *cobra.Command {
 	f.BoolVar(&opts.AllowSignerChange, "allow-signer-change", false, "accept a signer other than the one of the plugin's latest trusted version (still one the catalog allows)")
 	f.BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "install an entry of an unsigned source (MCP Registry, marketplace.json), by --digest only; recorded as unsigned")
 	f.StringVar(&opts.Digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
+	f.BoolVar(&opts.Pin, "pin", false, "for an entry of an unsigned source: "+pinHelp+"; the digest to give is then the pinned bundle's")
 	a.jsonFlag(cmd, &opts.JSON, installJSON{})
 	return cmd
 }
@@ -179,7 +183,10 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		return err
 	}
 	if kind != marketplace.KindTUF {
-		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws})
+		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, pin: opts.Pin})
+	}
+	if opts.Pin {
+		return usagef("--pin is for entries of unsigned sources (MCP Registry, marketplace.json); catalog %s is signed, and its bundles are pinned by their publisher", catalog)
 	}
 	if opts.AllowUnsigned || opts.Digest != "" {
 		return usagef("--allow-unsigned and --digest are for entries of unsigned sources; catalog %s is signed, and install verifies the signature it lists", catalog)
@@ -468,6 +475,8 @@ type unsignedInstall struct {
 	digest                        store.Digest
 	allowUnsigned, yes, json      bool
 	enable                        bool
+	// pin pins the entry's unpinned fetches (--pin).
+	pin bool
 }
 
 // installUnsigned installs an entry of an unsigned source: pinned to the
@@ -486,8 +495,12 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 	if err != nil {
 		return err
 	}
+	bopts := &bundle.Options{}
+	if err := a.pinOptions(u.pin, bopts); err != nil {
+		return err
+	}
 	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
-		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro,
+		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: bopts,
 		Confirm: func(cand *store.Candidate) error {
 			if !u.json {
 				cand.Review.WriteText(a.stdout)
@@ -497,6 +510,10 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 			return a.confirm(fmt.Sprintf("Install %s %s from catalog %s, unsigned?", cand.Bundle.Manifest.Name, cand.Bundle.Manifest.Version, u.catalog), u.yes, "--yes")
 		},
 	})
+	var pe *marketplace.UnsignedPinError
+	if u.pin && errors.As(err, &pe) {
+		return fmt.Errorf("%w\nThat digest is of the bundle pinned now (--pin): give --pin again with it; if the registry moves a tag before then, the digest no longer matches and nothing is installed", err)
+	}
 	if err != nil {
 		return err
 	}
