@@ -38,7 +38,7 @@ func (c FetchersConfig) Registries() (*ResolverOptions, error) {
 		case strings.HasPrefix(k, "@") && strings.HasSuffix(k, ":registry"):
 			scope := strings.TrimSuffix(k, ":registry")
 			if !npmName.MatchString(scope + "/x") {
-				return nil, fmt.Errorf("npmrc line %d: %q is not an npm scope", n+1, Printable(scope))
+				return nil, fmt.Errorf("npmrc line %d: %q is not an npm scope", n+1, printable(scope))
 			}
 			if o.NPMScopes == nil {
 				o.NPMScopes = map[string]string{}
@@ -130,7 +130,7 @@ func uvIndex(toml string) (string, error) {
 					}
 				}
 			}
-			return "", fmt.Errorf("uv.toml line %d: berth cannot read the value of %s (%s); write it as a quoted string on one line", n+1, k, Printable(v))
+			return "", fmt.Errorf("uv.toml line %d: berth cannot read the value of %s (%s); write it as a quoted string on one line", n+1, k, printable(v))
 		}
 		switch {
 		case table == "" && k == "index-url":

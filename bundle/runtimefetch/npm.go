@@ -41,7 +41,7 @@ func ParsePackument(name string, data []byte) (*Packument, error) {
 		return nil, fmt.Errorf("the registry's document for %s is not a packument (%v)", name, err)
 	}
 	if p.Name != name {
-		return nil, fmt.Errorf("the registry answered for %s with the document of %q", name, Printable(p.Name))
+		return nil, fmt.Errorf("the registry answered for %s with the document of %q", name, printable(p.Name))
 	}
 	if len(p.Versions) == 0 {
 		return nil, fmt.Errorf("the registry lists no versions of %s", name)
@@ -97,7 +97,7 @@ func PickNPM(p *Packument, req string) (string, error) {
 		return "", fmt.Errorf("the registry has no dist-tag %q for %s (it has %s)", tag, p.Name, strings.Join(slices.Sorted(maps.Keys(p.DistTags)), ", "))
 	}
 	if !lexical.StrictSemver(v) {
-		return "", fmt.Errorf("the registry's dist-tag %q of %s points at %q, which is not a semver version", tag, p.Name, Printable(v))
+		return "", fmt.Errorf("the registry's dist-tag %q of %s points at %q, which is not a semver version", tag, p.Name, printable(v))
 	}
 	if _, ok := p.Versions[v]; !ok {
 		return "", fmt.Errorf("the registry's dist-tag %q of %s points at %s, a version it does not list", tag, p.Name, v)
@@ -105,9 +105,9 @@ func PickNPM(p *Packument, req string) (string, error) {
 	return v, nil
 }
 
-// Printable quotes s for a message when it holds anything but printable
+// printable quotes s for a message when it holds anything but printable
 // ASCII, and cuts it at 100 bytes: registry text is untrusted.
-func Printable(s string) string {
+func printable(s string) string {
 	if len(s) > 100 {
 		s = s[:100] + "…"
 	}

@@ -430,6 +430,7 @@ func TestResolveRealNPM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("resolved against the real registry: %+v", pin)
 	if !strings.HasPrefix(pin.Resolved, "2025.") || pin.Registry != "https://registry.npmjs.org/" {
 		t.Errorf("%+v", pin)
 	}

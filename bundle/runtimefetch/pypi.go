@@ -198,7 +198,7 @@ func ParseSimpleIndex(name string, data []byte) ([]string, error) {
 		return nil, fmt.Errorf("the index's page for %s is not a PEP 691 JSON project page (%v)", name, err)
 	}
 	if normalizePyPI(p.Name) != normalizePyPI(name) {
-		return nil, fmt.Errorf("the index answered for %s with the page of %q", name, Printable(p.Name))
+		return nil, fmt.Errorf("the index answered for %s with the page of %q", name, printable(p.Name))
 	}
 	norm := normalizePyPI(name)
 	seen := map[string]bool{}

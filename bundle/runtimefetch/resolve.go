@@ -109,7 +109,7 @@ func registryURL(what, s, def string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("the %s %q is not a URL like https://registry.example/ (with a host, without user:password@, a query or a fragment)", what, Printable(s))
+		return nil, fmt.Errorf("the %s %q is not a URL like https://registry.example/ (with a host, without user:password@, a query or a fragment)", what, printable(s))
 	}
 	switch u.Scheme {
 	case "https":
@@ -118,7 +118,7 @@ func registryURL(what, s, def string) (*url.URL, error) {
 			return nil, fmt.Errorf("the %s %s uses plain http, which berth allows only on a loopback address; use https", what, s)
 		}
 	default:
-		return nil, fmt.Errorf("the %s %q is not an https URL", what, Printable(s))
+		return nil, fmt.Errorf("the %s %q is not an https URL", what, printable(s))
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
@@ -289,7 +289,7 @@ func (r *Resolver) resolvePyPI(ctx context.Context, u *Unpinned) (string, string
 		return "", "", fmt.Errorf("the index %s answers %s for %s", idx.Redacted(), resp.Status, u.Name)
 	}
 	if ct, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) != "application/vnd.pypi.simple.v1+json" {
-		return "", "", fmt.Errorf("the index %s answers for %s with %q, not the JSON simple API (PEP 691, application/vnd.pypi.simple.v1+json) that berth reads; use an index that serves it (pypi.org, devpi, and most mirrors do), or pin the version by hand", idx.Redacted(), u.Name, Printable(ct))
+		return "", "", fmt.Errorf("the index %s answers for %s with %q, not the JSON simple API (PEP 691, application/vnd.pypi.simple.v1+json) that berth reads; use an index that serves it (pypi.org, devpi, and most mirrors do), or pin the version by hand", idx.Redacted(), u.Name, printable(ct))
 	}
 	versions, err := ParseSimpleIndex(u.Name, data)
 	if err != nil {
@@ -387,15 +387,15 @@ func CheckImageManifest(contentType, stated string, data []byte) (string, error)
 		return false
 	}
 	if !known(ct) {
-		return "", fmt.Errorf("the manifest has the content type %q, which is not an image manifest or index", Printable(ct))
+		return "", fmt.Errorf("the manifest has the content type %q, which is not an image manifest or index", printable(ct))
 	}
 	if m.MediaType != "" && m.MediaType != ct {
-		return "", fmt.Errorf("the manifest says it is %q and is served as %q", Printable(m.MediaType), ct)
+		return "", fmt.Errorf("the manifest says it is %q and is served as %q", printable(m.MediaType), ct)
 	}
 	sum := sha256.Sum256(data)
 	d := "sha256:" + hex.EncodeToString(sum[:])
 	if stated != "" && stated != d {
-		return "", fmt.Errorf("the registry states the digest %s for a manifest whose digest is %s", Printable(stated), d)
+		return "", fmt.Errorf("the registry states the digest %s for a manifest whose digest is %s", printable(stated), d)
 	}
 	return d, nil
 }
@@ -406,12 +406,12 @@ func CheckImageManifest(contentType, stated string, data []byte) (string, error)
 func (r *Resolver) imageToken(ctx context.Context, base *url.URL, repo, challenge string) (string, error) {
 	scheme, params, ok := strings.Cut(challenge, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", fmt.Errorf("the registry %s needs credentials (%q); berth pins images only from registries that allow anonymous pulls", base.Host, Printable(challenge))
+		return "", fmt.Errorf("the registry %s needs credentials (%q); berth pins images only from registries that allow anonymous pulls", base.Host, printable(challenge))
 	}
 	p := parseChallenge(params)
 	realm, err := url.Parse(p["realm"])
 	if err != nil || realm.Host == "" {
-		return "", fmt.Errorf("the registry %s names no token realm berth can use (%q)", base.Host, Printable(challenge))
+		return "", fmt.Errorf("the registry %s names no token realm berth can use (%q)", base.Host, printable(challenge))
 	}
 	if realm.Scheme != "https" && (realm.Scheme != "http" || base.Scheme != "http" || !loopback.IsHost(realm.Hostname())) {
 		return "", fmt.Errorf("the registry %s names the token realm %s, which is not https", base.Host, realm.Redacted())
