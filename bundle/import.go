@@ -571,6 +571,13 @@ func (b *Bundle) pinFetches(ctx context.Context, opts *Options, st *importState)
 			continue
 		}
 		s.Stdio.Args = ce.Unpinned.Apply(s.Stdio.Args, pin.Resolved)
+		if loc, ok := st.locate(at); ok {
+			// An importer's own refusal of this unpinned package (a
+			// server.json version or image tag) is answered by the pin.
+			st.conv.Problems = slices.DeleteFunc(st.conv.Problems, func(p *Problem) bool {
+				return (p.Rule == RuleRegistryUnpinned || p.Rule == RuleRegistryOCIDigest) && (p.Path == loc || strings.HasPrefix(p.Path, loc+".") || strings.HasPrefix(p.Path, loc+"["))
+			})
+		}
 		pf := PinnedFetch{Server: name, Package: ce.Unpinned.Name + ce.Unpinned.Extras(), Requested: pin.Requested, Resolved: pin.Resolved}
 		pinned = append(pinned, pf)
 		b.Import.Pinned = append(b.Import.Pinned, PinRecord{PinnedFetch: pf, Tool: ce.Unpinned.Tool, Registry: pin.Registry, At: time.Now().UTC().Truncate(time.Second)})

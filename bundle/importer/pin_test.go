@@ -186,3 +186,67 @@ func TestPinnedRecordIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestPinRegistryEntry: a server.json package by "latest", by range and an
+// image by tag are refused with their registry rules, which offer --pin;
+// with a pin they become an ordinary pinned bundle. A version berth cannot
+// pin (a URL) stays refused either way.
+func TestPinRegistryEntry(t *testing.T) {
+	ctx := context.Background()
+	write := func(pkgs string) string {
+		p := filepath.Join(t.TempDir(), "server.json")
+		doc := `{"$schema": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json",
+		  "name": "io.github.acme/notes", "description": "Notes", "version": "1.0.0", "packages": [` + pkgs + `]}`
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	src := write(`{"registryType": "npm", "identifier": "@acme/notes", "version": "latest", "transport": {"type": "stdio"}},
+	  {"registryType": "pypi", "identifier": "mcp-server-fetch", "version": ">=2025", "transport": {"type": "stdio"}},
+	  {"registryType": "oci", "identifier": "ghcr.io/acme/box:v2", "transport": {"type": "stdio"}}`)
+	_, err := bundle.Open(ctx, src, nil)
+	var ie *bundle.InvalidError
+	if !errors.As(err, &ie) || len(ie.Problems) != 3 {
+		t.Fatalf("unpinned entry: %v", err)
+	}
+	for _, p := range ie.Problems {
+		if (p.Rule != bundle.RuleRegistryUnpinned && p.Rule != bundle.RuleRegistryOCIDigest) || !strings.Contains(p.Message, "berth import --pin SOURCE") {
+			t.Errorf("%s %s: %s", p.Path, p.Rule, p.Message)
+		}
+	}
+	b, err := bundle.Open(ctx, src, &bundle.Options{Pin: fakePin(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got := len(b.Manifest.ImportedFrom.Pinned); got != 3 {
+		t.Fatalf("pinned %+v", b.Manifest.ImportedFrom.Pinned)
+	}
+	for _, s := range b.Manifest.MCPServers {
+		if f, err := runtimefetch.Read(s.Stdio.Command, s.Stdio.Args); err != nil || f == nil {
+			t.Errorf("%q: %v", s.Stdio.Args, err)
+		}
+	}
+	// A failed pin leaves the registry's refusal and says why.
+	_, err = bundle.Open(ctx, src, &bundle.Options{Pin: fakePin(true)})
+	if !errors.As(err, &ie) {
+		t.Fatal(err)
+	}
+	rules := map[string]int{}
+	for _, p := range ie.Problems {
+		rules[p.Rule]++
+	}
+	if rules[bundle.RuleRuntimeFetchPin] != 3 || rules[bundle.RuleRegistryUnpinned] != 2 || rules[bundle.RuleRegistryOCIDigest] != 1 {
+		t.Errorf("problems %v", ie.Problems)
+	}
+	// Not a request berth pins: refused, without the offer, with or
+	// without a pin.
+	src = write(`{"registryType": "npm", "identifier": "@acme/notes", "version": "github:acme/notes", "transport": {"type": "stdio"}}`)
+	for _, o := range []*bundle.Options{nil, {Pin: fakePin(false)}} {
+		_, err = bundle.Open(ctx, src, o)
+		if !errors.As(err, &ie) || len(ie.Problems) != 1 || ie.Problems[0].Rule != bundle.RuleRegistryUnpinned || strings.Contains(ie.Problems[0].Message, "--pin") {
+			t.Errorf("unpinnable: %v", err)
+		}
+	}
+}

@@ -213,3 +213,39 @@ func CheckPinned(f *Fetch, pkg, requested, resolved string) error {
 	}
 	return nil
 }
+
+// PinnableSpec returns the spec of a registry package (server.json's
+// registryType npm, pypi or oci, identifier and version) as npx, uvx or
+// docker run name it, when it is unpinned in a form berth can pin: an npm
+// package with no version, a dist-tag or a range, a PyPI package with no
+// version, "latest" or a specifier, an image by tag. It returns "" for
+// anything else.
+func PinnableSpec(registryType, id, version string) string {
+	var tool, eco, spec string
+	switch registryType {
+	case "npm":
+		tool, eco, spec = "npx", EcosystemNPM, id
+		if version != "" {
+			spec += "@" + version
+		}
+	case "pypi":
+		tool, eco, spec = "uvx", EcosystemPyPI, id
+		switch {
+		case version == "":
+		case version == "latest":
+			spec += "@latest"
+		case strings.ContainsAny(version[:1], "<>=!~"):
+			spec += version
+		default:
+			return ""
+		}
+	case "oci":
+		tool, eco, spec = "docker run", EcosystemOCI, id
+	default:
+		return ""
+	}
+	if unpinnedRequest(tool, eco, spec) == nil {
+		return ""
+	}
+	return spec
+}
