@@ -36,6 +36,13 @@ type Options struct {
 	// listed under importedFrom.notCarriedOver with the reason. Only
 	// formats with ConvertWithout take it.
 	Without []string
+	// Pin, when set, pins the runtime fetches that a source of another
+	// format leaves unpinned (npx -y pkg, pkg@latest, uvx pkg, an image by
+	// tag): Open calls it for each, writes the result into the generated
+	// berth.json and records it in importedFrom.pinned (berth import
+	// --pin; runtimefetch.Resolver.Resolve does the resolving). nil
+	// refuses them, as berth.json's rules do.
+	Pin func(ctx context.Context, u *runtimefetch.Unpinned) (*runtimefetch.Pin, error)
 }
 
 // Kind is the form a bundle was read from.

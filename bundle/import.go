@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
 // Import says how Open read a source of another format (a registered
@@ -29,6 +33,22 @@ type Import struct {
 	// Signature describes the signature block appended to a .mcpb file,
 	// nil when there was none. berth's trust does not rest on it.
 	Signature *MCPBSignature
+	// Pinned are the runtime fetches Options.Pin pinned, in the order of
+	// importedFrom.pinned, with when and where each was resolved.
+	Pinned []PinRecord
+}
+
+// PinRecord is one fetch pinned on import: what importedFrom.pinned
+// records, and when and where it was resolved, which the manifest does
+// not hold (the trust record and the review do).
+type PinRecord struct {
+	PinnedFetch
+	// Tool is the runner: "npx", "uvx", "docker run", ...
+	Tool string `json:"tool"`
+	// Registry is the registry it was resolved against.
+	Registry string `json:"registry"`
+	// At is when it was resolved.
+	At time.Time `json:"at"`
 }
 
 // importState is what Open keeps of a conversion until the problems are
@@ -43,6 +63,10 @@ type importState struct {
 	// stop is set when the source could not be converted at all, so
 	// berth.json was not written.
 	stop bool
+	// pinnable are the args paths of the generated berth.json whose
+	// unpinned fetch berth import --pin can resolve (a refusal there
+	// names --pin).
+	pinnable map[string]bool
 }
 
 // sourceKind says how a regular file is read: KindTarGz, KindZip (also a
@@ -285,6 +309,9 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options, formats []*Fo
 		st.stop = true
 		return nil
 	}
+	if err := b.pinFetches(ctx, opts, st); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(b.Dir, ManifestFile), EncodeManifest(c.Manifest), 0o644)
 }
 
@@ -369,7 +396,11 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 			// mcpServers: its problem says why.
 			continue
 		}
-		q := &Problem{Path: loc, Rule: p.Rule, Message: p.Message + " (in berth's terms: " + generatedPath(p.Path) + ")"}
+		msg := p.Message
+		if st.pinnable[p.Path] && (p.Rule == RuleRuntimeFetchUnpinned || p.Rule == RuleRuntimeFetchImageDigest) {
+			msg += "; or let berth resolve it against the registry now and record the exact version: berth import --pin SOURCE (berth install --pin for an entry of an unsigned catalog)"
+		}
+		q := &Problem{Path: loc, Rule: p.Rule, Message: msg + " (in berth's terms: " + generatedPath(p.Path) + ")"}
 		if p.Rule == RuleNetworkHostsMissing {
 			// The importer writes network.hosts from the url; when it
 			// could not, the url's own problem says why.
@@ -547,4 +578,58 @@ func (b *Bundle) OnlyServer(ps []*Problem) string {
 		found = in
 	}
 	return found
+}
+
+// pinFetches pins, with opts.Pin, the runtime fetches of the generated
+// manifest that are refused only for being unpinned, and records each in
+// importedFrom.pinned and b.Import.Pinned. Without opts.Pin it only notes
+// where --pin would help. A resolution that fails is a problem of the
+// source (runtime-fetch-pin), and the fetch stays unpinned.
+func (b *Bundle) pinFetches(ctx context.Context, opts *Options, st *importState) error {
+	m := st.conv.Manifest
+	st.pinnable = map[string]bool{}
+	var pinned []PinnedFetch
+	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
+		s := m.MCPServers[name]
+		if s == nil || s.Stdio == nil {
+			continue
+		}
+		_, err := runtimefetch.Read(s.Stdio.Command, s.Stdio.Args)
+		var ce *runtimefetch.CommandError
+		if !errors.As(err, &ce) || ce.Unpinned == nil {
+			continue
+		}
+		at := strictjson.JoinPath("mcpServers", name) + ".stdio.args"
+		st.pinnable[at] = true
+		if opts.Pin == nil || m.ImportedFrom == nil {
+			continue
+		}
+		pin, err := opts.Pin(ctx, ce.Unpinned)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			loc, ok := st.locate(at)
+			if !ok {
+				loc = st.file
+			}
+			st.conv.Problems = append(st.conv.Problems, &Problem{Path: loc, Rule: RuleRuntimeFetchPin, Message: fmt.Sprintf("%v; the fetch stays unpinned, and berth does not import it: pin it in the source, or try again when the registry answers", err)})
+			continue
+		}
+		s.Stdio.Args = ce.Unpinned.Apply(s.Stdio.Args, pin.Resolved)
+		if loc, ok := st.locate(at); ok {
+			// An importer's own refusal of this unpinned package (a
+			// server.json version or image tag) is answered by the pin.
+			st.conv.Problems = slices.DeleteFunc(st.conv.Problems, func(p *Problem) bool {
+				return (p.Rule == RuleRegistryUnpinned || p.Rule == RuleRegistryOCIDigest) && (p.Path == loc || strings.HasPrefix(p.Path, loc+".") || strings.HasPrefix(p.Path, loc+"["))
+			})
+		}
+		pf := PinnedFetch{Server: name, Package: ce.Unpinned.Name + ce.Unpinned.Extras(), Requested: pin.Requested, Resolved: pin.Resolved}
+		pinned = append(pinned, pf)
+		b.Import.Pinned = append(b.Import.Pinned, PinRecord{PinnedFetch: pf, Tool: ce.Unpinned.Tool, Registry: pin.Registry, At: time.Now().UTC().Truncate(time.Second)})
+	}
+	if len(pinned) > 0 {
+		m.ImportedFrom.Pinned = pinned
+	}
+	return nil
 }

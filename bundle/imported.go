@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle/internal/lexical"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/internal/strictjson"
 )
 
@@ -68,6 +69,28 @@ type ImportedFrom struct {
 	// NotCarriedOver lists what of the source berth does not take over,
 	// with the reason; none of it is run by berth.
 	NotCarriedOver []NotCarried `json:"notCarriedOver,omitempty"`
+	// Pinned lists the runtime fetches that the source left unpinned and
+	// berth pinned when it imported it (berth import --pin), sorted by
+	// server: what the source asked for and the exact result. It has no
+	// time, so that two imports of one resolution give one digest; when
+	// it was resolved is in the trust record.
+	Pinned []PinnedFetch `json:"pinned,omitempty"`
+}
+
+// PinnedFetch is one runtime fetch berth pinned on import.
+type PinnedFetch struct {
+	// Server is the server of mcpServers whose command fetches it.
+	Server string `json:"server"`
+	// Package is the npm package, the PyPI project (with its extras) or
+	// the image (without its tag).
+	Package string `json:"package"`
+	// Requested is what the source asked for: an npm dist-tag or range,
+	// a PEP 440 specifier or "latest", an image tag; absent when the
+	// source named no version.
+	Requested string `json:"requested,omitempty"`
+	// Resolved is the exact version, or the image's sha256 digest, that
+	// the command now names.
+	Resolved string `json:"resolved"`
 }
 
 // DerivedVersion says how berth derived the version of a source that has
@@ -205,6 +228,41 @@ func (v *validator) importedFrom(imp *ImportedFrom) {
 	}
 	if c := imp.Compatibility; c != nil {
 		v.compatibility(p+".compatibility", c)
+	}
+}
+
+// pinned checks each pinned fetch against the server it names: the
+// server's command fetches exactly the package the source asked for,
+// pinned to the result, in the form berth writes.
+func (v *validator) pinned(m *Manifest) {
+	if m.ImportedFrom == nil {
+		return
+	}
+	const p = "importedFrom.pinned"
+	list := m.ImportedFrom.Pinned
+	seen := map[string]bool{}
+	for i, pf := range list {
+		ep := fmt.Sprintf("%s[%d]", p, i)
+		if i > 0 && list[i-1].Server >= pf.Server {
+			v.ps.add(ep+".server", RuleImportedFrom, "pinned fetches are sorted by server, one per server, as berth import writes them; %q follows %q", pf.Server, list[i-1].Server)
+		}
+		if seen[pf.Server] {
+			continue
+		}
+		seen[pf.Server] = true
+		s, ok := m.MCPServers[pf.Server]
+		if !ok || s == nil || s.Stdio == nil {
+			v.ps.add(ep+".server", RuleImportedFrom, "pinned names the server %q, which is not a stdio server of mcpServers", pf.Server)
+			continue
+		}
+		f, err := runtimefetch.Read(s.Stdio.Command, s.Stdio.Args)
+		if err != nil || f == nil {
+			v.ps.add(ep+".server", RuleImportedFrom, "pinned names the server %q, whose command fetches no pinned package", pf.Server)
+			continue
+		}
+		if err := runtimefetch.CheckPinned(f, pf.Package, pf.Requested, pf.Resolved); err != nil {
+			v.ps.add(ep, RuleImportedFrom, "server %q: %v", pf.Server, err)
+		}
 	}
 }
 

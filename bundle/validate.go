@@ -115,6 +115,7 @@ func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, f
 	m := d.manifest
 	v.top(m, berthVersion)
 	v.importedFrom(m.ImportedFrom)
+	v.pinned(m)
 	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		v.server("mcpServers."+name, name, m.MCPServers[name])
 	}

@@ -40,6 +40,9 @@ func (d *Disclosure) importedFrom(b *bundle.Bundle) {
 	// finding; a berth.json's importedFrom is the bundle's claim.
 	d.ImportedFromClaimed = d.ImportedFrom != nil && (b.Import == nil || b.Import.Format == "")
 	d.Notes = append(d.Notes, b.Notes...)
+	if b.Import != nil {
+		d.PinnedOnImport = b.Import.Pinned
+	}
 	if b.Import == nil || b.Import.Signature == nil {
 		return
 	}
@@ -103,6 +106,7 @@ func (p *printer) importHead(d *Disclosure) {
 		if imp.Platform != "" {
 			p.field("", "imported for "+imp.Platform+claim+": the source has platform-specific settings")
 		}
+		p.pinned(d, claim)
 	}
 	if s := d.MCPBSignature; s != nil {
 		var what string
@@ -123,6 +127,27 @@ func (p *printer) importHead(d *Disclosure) {
 		}
 		p.field("signature", what)
 		p.field("", "berth's trust does not rest on it: berth verifies Sigstore signatures over its canonical listing")
+	}
+}
+
+// pinned says which fetches berth pinned on import: when, to what, and
+// what the source asked for. Without the time (a berth.json imported
+// earlier) it is what the berth.json records.
+func (p *printer) pinned(d *Disclosure, claim string) {
+	at := map[string]bundle.PinRecord{}
+	for _, r := range d.PinnedOnImport {
+		at[r.Server] = r
+	}
+	for _, pf := range d.ImportedFrom.Pinned {
+		asked := "the source asked for " + pf.Requested
+		if pf.Requested == "" {
+			asked = "the source named no version"
+		}
+		if r, ok := at[pf.Server]; ok {
+			p.field("pinned", fmt.Sprintf("server %s: %s pinned by berth on %s: %s; %s (resolved for %s against %s)", pf.Server, pf.Package, r.At.UTC().Format(time.DateOnly), pf.Resolved, asked, r.Tool, r.Registry))
+			continue
+		}
+		p.field("pinned", fmt.Sprintf("server %s: %s pinned by berth on import%s: %s; %s", pf.Server, pf.Package, claim, pf.Resolved, asked))
 	}
 }
 

@@ -42,6 +42,10 @@ type Disclosure struct {
 	ImportedFromClaimed bool `json:"importedFromClaimed,omitempty"`
 	// MCPBSignature is set for a .mcpb with a signature block.
 	MCPBSignature *MCPBSignature `json:"mcpbSignature,omitempty"`
+	// PinnedOnImport are the fetches berth pinned while it read this
+	// source (berth import --pin), with when and where each was
+	// resolved.
+	PinnedOnImport []bundle.PinRecord `json:"pinnedOnImport,omitempty"`
 	// Notes are remarks on how the source was read.
 	Notes []string `json:"notes,omitempty"`
 }
@@ -325,13 +329,14 @@ func (d *Disclosure) JSON() []byte {
 
 // Hash returns "sha256:<hex>" of the compact JSON of the disclosure, which
 // trust records keep so a later review can be compared with the one that
-// was accepted. The notes, the MCPB signature block and whether
-// importedFrom is only claimed describe how the source was read, not the
-// bundle, and are left out: a .mcpb and the bundle berth import writes
-// from it have the same hash.
+// was accepted. The notes, the MCPB signature block, when fetches were
+// pinned and whether importedFrom is only claimed describe how the source
+// was read, not the bundle, and are left out: a .mcpb and the bundle
+// berth import writes from it have the same hash.
 func (d *Disclosure) Hash() string {
 	c := *d
 	c.Notes, c.MCPBSignature, c.ImportedFromClaimed = nil, nil, false
+	c.PinnedOnImport = nil
 	data, err := json.Marshal(&c)
 	if err != nil {
 		panic(err)

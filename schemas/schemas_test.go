@@ -42,6 +42,7 @@ var contractRequired = map[reflect.Type][]string{
 	reflect.TypeFor[bundle.ImportInput]():  {"name", "becomes"},
 	reflect.TypeFor[bundle.DeclaredItem](): {"name"},
 	reflect.TypeFor[bundle.NotCarried]():   {"field", "kind", "reason"},
+	reflect.TypeFor[bundle.PinnedFetch]():  {"server", "package", "resolved"},
 }
 
 // schemaRules are the rules whose every violation in the bad fixtures the

@@ -75,6 +75,12 @@ type Record struct {
 	// Catalog names the catalog the bundle was installed from (berth
 	// install, sync, upgrade); nil for a bundle trusted by hand.
 	Catalog *CatalogOrigin `json:"catalog,omitempty"`
+	// Pinned are the runtime fetches berth pinned when it imported the
+	// source it trusted (berth install --pin, berth trust of a source
+	// opened with pinning): what the source asked for, the exact result,
+	// and when and where it was resolved. The bundle's
+	// importedFrom.pinned holds the same without the time.
+	Pinned []bundle.PinRecord `json:"pinned,omitempty"`
 }
 
 // ID is name@version.

@@ -145,6 +145,9 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 		TrustedAt:  s.now().UTC().Truncate(time.Second),
 		Catalog:    v.catalog,
 	}
+	if b.Import != nil {
+		rec.Pinned = b.Import.Pinned
+	}
 	if err := atomicfile.WriteJSON(s.paths.Record(name, version), rec, 0o600); err != nil {
 		return nil, err
 	}

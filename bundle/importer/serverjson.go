@@ -321,20 +321,28 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 			if hasVersion {
 				what = fmt.Sprintf("has the version %q, which is not one exact version", version)
 			}
-			d.add(o.at("version"), bundle.RuleRegistryUnpinned, "the %s package %s %s; berth runs a package fetched at start only when it is pinned, so that what runs is what was reviewed", typ, id, what)
-			return
-		}
-		if typ == "npm" {
+			// A request berth can pin (no version, "latest", a range) is
+			// still built, so that berth import --pin can pin it; the
+			// problem stands unless it does (bundle.Options.Pin).
+			spec = runtimefetch.PinnableSpec(typ, id, version)
+			d.add(o.at("version"), bundle.RuleRegistryUnpinned, "the %s package %s %s; berth runs a package fetched at start only when it is pinned, so that what runs is what was reviewed%s", typ, id, what, pinHint(spec))
+			if spec == "" {
+				return
+			}
+		} else if typ == "npm" {
 			spec = id + "@" + version
 		} else {
 			spec = id + "==" + version
 		}
 	case "oci":
-		if !ociDigestRe.MatchString(id) {
-			d.add(o.at("identifier"), bundle.RuleRegistryOCIDigest, "the image %q is named by tag only; a tag can be moved to other bytes, so berth runs an image only by digest: write it as NAME@sha256:<64 hex digits>", id)
-			return
-		}
 		spec = id
+		if !ociDigestRe.MatchString(id) {
+			spec = runtimefetch.PinnableSpec(typ, id, "")
+			d.add(o.at("identifier"), bundle.RuleRegistryOCIDigest, "the image %q is named by tag only; a tag can be moved to other bytes, so berth runs an image only by digest: write it as NAME@sha256:<64 hex digits>%s", id, pinHint(spec))
+			if spec == "" {
+				return
+			}
+		}
 	}
 	name := x.serverName(typ)
 	sp := strictjson.JoinPath("mcpServers", name)
@@ -738,4 +746,13 @@ func (x *registryImport) bearer(p string, n *strictjson.Node, server string) str
 	in.Becomes = fmt.Sprintf("the bearer token of the server %q, read from your $%s", server, from)
 	x.imp.Inputs = append(x.imp.Inputs, in)
 	return from
+}
+
+// pinHint is the way on that a refusal of an unpinned package offers when
+// berth can pin it (spec is not "").
+func pinHint(spec string) string {
+	if spec == "" {
+		return ""
+	}
+	return "; or let berth resolve it against the registry now and record the exact version: berth import --pin SOURCE (berth install --pin for an entry of an unsigned catalog)"
 }

@@ -1,6 +1,7 @@
 package runtimefetch
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -63,6 +64,10 @@ type CommandError struct {
 	Field string
 	// Message says what is wrong and which forms are accepted.
 	Message string
+	// Unpinned is set when the command is refused only because its
+	// package is not pinned, in a form that berth can resolve against its
+	// registry now (Resolver.Resolve, berth import --pin).
+	Unpinned *Unpinned
 }
 
 func (e *CommandError) Error() string { return e.Message + " [" + e.Rule + "]" }
@@ -384,9 +389,9 @@ func (p *program) read(args []string) (*Fetch, []string, error) {
 			if len(args) < 2 || args[1] != r.sub[1] {
 				return nil, nil, cmdErr(RuleForm, "args", "%s %q is not a form berth accepts; berth accepts only %s", tool, strings.Join(first(args, 2), " "), p.forms)
 			}
-			return r.parse(args[2:])
+			return shifted(r.parse(args[2:]))(2)
 		}
-		return r.parse(args[1:])
+		return shifted(r.parse(args[1:]))(1)
 	}
 	what := fmt.Sprintf("the subcommand %q", args[0])
 	if strings.HasPrefix(args[0], "-") {
@@ -410,8 +415,21 @@ func first(s []string, n int) []string {
 	return s[:n]
 }
 
+// shifted moves the argument index of an Unpinned refusal by the
+// subcommand's words that the runner did not see.
+func shifted(f *Fetch, run []string, err error) func(n int) (*Fetch, []string, error) {
+	return func(n int) (*Fetch, []string, error) {
+		var ce *CommandError
+		if errors.As(err, &ce) && ce.Unpinned != nil {
+			ce.Unpinned.Arg += n
+		}
+		return f, run, err
+	}
+}
+
 func (r *runner) parse(args []string) (*Fetch, []string, error) {
 	var pkg string
+	pkgArg, pkgPrefix := -1, ""
 	fromOpt := false
 	sawDashDash := false
 	i := 0
@@ -438,12 +456,14 @@ func (r *runner) parse(args []string) (*Fetch, []string, error) {
 				return nil, nil, cmdErr(RuleOption, "args", "%s %s takes no value; write it as %s", r.tool, name, name)
 			}
 		case r.pkgOpts[name]:
+			pkgArg, pkgPrefix = i, name+"="
 			if !hasVal {
 				if i+1 >= len(args) {
 					return nil, nil, cmdErr(RulePackages, "args", "%s %s needs a package; berth accepts only %s", r.tool, name, r.forms)
 				}
 				i++
 				val = args[i]
+				pkgArg, pkgPrefix = i, ""
 			}
 			if pkg != "" {
 				return nil, nil, cmdErr(RulePackages, "args", "%s names more than one package (%q and %q); berth accepts exactly one: %s", r.tool, pkg, val, r.forms)
@@ -484,14 +504,19 @@ func (r *runner) parse(args []string) (*Fetch, []string, error) {
 		if positional == "" {
 			return nil, nil, cmdErr(RulePackages, "args", "%s is given no package to run; berth accepts only %s", r.tool, r.forms)
 		}
-		pkg = positional
+		pkg, pkgArg, pkgPrefix = positional, i, ""
 	}
 	if err := r.pkg(pkg); err != nil {
 		rule := RuleUnpinned
 		if r.eco == EcosystemOCI {
 			rule = RuleImageDigest
 		}
-		return nil, nil, cmdErr(rule, "args", "%s runs %q, %v; pin it like %s", r.tool, pkg, err, r.example(pkg))
+		e := &CommandError{Rule: rule, Field: "args", Message: fmt.Sprintf("%s runs %q, %v; pin it like %s", r.tool, pkg, err, r.example(pkg))}
+		if u := unpinnedRequest(r.tool, r.eco, pkg); u != nil && r.containerOK(args[:i]) {
+			u.Arg, u.Prefix = pkgArg, pkgPrefix
+			e.Unpinned = u
+		}
+		return nil, nil, e
 	}
 	f := &Fetch{Tool: r.tool, Package: pkg, Ecosystem: r.eco, Registry: defaultRegistry[r.eco]}
 	switch r.eco {
@@ -508,6 +533,16 @@ func (r *runner) parse(args []string) (*Fetch, []string, error) {
 		}
 	}
 	return f, args[i:], nil
+}
+
+// containerOK reports whether the options before a container's image are
+// accepted (checkContainerArgs): a refusal of an image by tag is offered
+// a pin only when pinning it would make the command one berth runs.
+func (r *runner) containerOK(opts []string) bool {
+	if r.eco != EcosystemOCI {
+		return true
+	}
+	return checkContainerArgs(r.tool, opts) == nil
 }
 
 func hasKey[V any](m map[string]V, k string) bool {

@@ -8,7 +8,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/review"
 )
+
+// pinnedOf is what Open pinned of b's source, or nil.
+func pinnedOf(b *bundle.Bundle) []bundle.PinRecord {
+	if b.Import == nil {
+		return nil
+	}
+	return b.Import.Pinned
+}
 
 // importedAs says, for messages, what format a bundle was read from.
 func importedAs(b *bundle.Bundle) string {
@@ -40,6 +49,9 @@ type importJSON struct {
 	ImportedFrom *bundle.ImportedFrom `json:"importedFrom,omitempty"`
 	// Notes are what berth noted while reading the source.
 	Notes []string `json:"notes,omitempty"`
+	// Pinned are the fetches --pin pinned, with when and where each was
+	// resolved (importedFrom.pinned holds them without the time).
+	Pinned []bundle.PinRecord `json:"pinned,omitempty"`
 }
 
 func newImportCmd(a *app) *cobra.Command {
@@ -49,7 +61,8 @@ func newImportCmd(a *app) *cobra.Command {
 		Example: `  berth import ./everything.mcpb --out ./everything
   berth import ./my-claude-plugin --out ./my-plugin-berth
   berth import ./my-claude-plugin --without slack --out ./my-plugin-berth
-  berth import ./server.json --out ./acme-search --json`,
+  berth import ./server.json --out ./acme-search --json
+  berth import --pin ./my-claude-plugin --out ./my-plugin-berth`,
 		Short: "Write the berth bundle of an MCP Bundle, Claude Code plugin or server.json",
 		Long: `Import reads an MCP Bundle (.mcpb, or a directory with manifest.json), a
 Claude Code plugin (a directory with .claude-plugin/plugin.json) or an MCP
@@ -61,6 +74,16 @@ The written bundle discloses the same authority as its source, and has the
 digest that validate, review and trust show for the source; importing it
 again gives the same digest. berth.json records where it came from and what
 was not carried over. A .mcpb's signature block is not part of the bundle.
+
+A runtime fetch that the source leaves unpinned (npx -y pkg, pkg@latest,
+pkg@^1, uvx pkg, an image by tag) is refused. With --pin, berth resolves
+each one now against the registry that $BERTH_HOME/fetchers names (npm's
+packument, the PyPI index's JSON simple API, the image registry's manifest),
+writes the exact version (for an image, the digest) into the command, and
+records what the source asked for and the result in importedFrom.pinned;
+it prints each resolution. Two imports that resolve alike give the same
+digest. The result is an ordinary pinned bundle: review it before you trust
+it.
 
 An invalid source writes nothing (exit 3). DIR must not exist.
 
@@ -77,6 +100,7 @@ OAuth-only remote): the rest is imported, and the server is listed under
 	limitFlags(cmd, &opts.Bundle)
 	cmd.Flags().StringVar(&opts.Out, "out", "", "the new directory to write the berth bundle into")
 	cmd.Flags().StringArrayVar(&opts.Bundle.Without, "without", nil, "leave out this server of a Claude Code plugin (its name in the plugin or in berth), listed as not carried over; repeatable")
+	cmd.Flags().BoolVar(&opts.Pin, "pin", false, pinHelp)
 	a.jsonFlag(cmd, &opts.JSON, importJSON{})
 	return cmd
 }
@@ -88,11 +112,15 @@ type importOptions struct {
 	JSON   bool
 	Bundle bundle.Options
 	Out    string
+	Pin    bool
 }
 
 func runImport(ctx context.Context, a *app, opts *importOptions) error {
 	if opts.Out == "" {
 		return usagef("--out DIR is required: the new directory to write the berth bundle into")
+	}
+	if err := a.pinOptions(opts.Pin, &opts.Bundle); err != nil {
+		return err
 	}
 	b, err := openBundle(ctx, opts.Source, &opts.Bundle)
 	if err != nil {
@@ -107,7 +135,7 @@ func runImport(ctx context.Context, a *app, opts *importOptions) error {
 		format = imp.Format
 	}
 	if opts.JSON {
-		return writeJSON(a.stdout, importJSON{Out: opts.Out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes})
+		return writeJSON(a.stdout, importJSON{Out: opts.Out, Name: b.Manifest.Name, Version: b.Manifest.Version, Digest: b.Digest, Format: format, ImportedFrom: b.Manifest.ImportedFrom, Notes: b.Notes, Pinned: pinnedOf(b)})
 	}
 	for _, n := range b.Notes {
 		fmt.Fprintf(a.stderr, "note: %s\n", n)
@@ -127,6 +155,16 @@ func runImport(ctx context.Context, a *app, opts *importOptions) error {
 			parts = fmt.Sprintf("%d parts of the source were", n)
 		}
 		fmt.Fprintf(a.stdout, "%s not carried over; berth review lists them.\n", parts)
+	}
+	if imp := b.Manifest.ImportedFrom; imp != nil && len(imp.Pinned) > 0 {
+		fmt.Fprintf(a.stdout, "Pinned on import (importedFrom.pinned):\n")
+		for _, p := range imp.Pinned {
+			asked := "the source asked for " + p.Requested
+			if p.Requested == "" {
+				asked = "the source named no version"
+			}
+			fmt.Fprintf(a.stdout, "  %s: %s %s; %s\n", p.Server, review.Printable(p.Package), review.Printable(p.Resolved), review.Printable(asked))
+		}
 	}
 	fmt.Fprintf(a.stdout, "Review it with: berth review %s\n", filepath.Clean(opts.Out))
 	return nil

@@ -96,6 +96,8 @@ type installOptions struct {
 	// Without are servers of a Claude Code marketplace entry to leave
 	// out (bundle.Options.Without).
 	Without []string
+	// Pin pins an unsigned entry's unpinned fetches (berth import --pin).
+	Pin bool
 }
 
 func newInstallCmd(a *app) *cobra.Command {
@@ -126,6 +128,7 @@ func newInstallCmd(a *app) *cobra.Command {
 	f.BoolVar(&opts.AllowUnsigned, "allow-unsigned", false, "install an entry of an unsigned source (MCP Registry, marketplace.json), by --digest only; recorded as unsigned")
 	f.StringVar(&opts.Digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
 	f.StringArrayVar(&opts.Without, "without", nil, "for a Claude Code marketplace entry: leave out this server of the plugin (listed as not carried over; the digest is that of the rest); repeatable")
+	f.BoolVar(&opts.Pin, "pin", false, "for an entry of an unsigned source: "+pinHelp+"; the digest to give is then the pinned bundle's")
 	a.jsonFlag(cmd, &opts.JSON, installJSON{})
 	return cmd
 }
@@ -184,10 +187,13 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		return err
 	}
 	if kind != marketplace.KindTUF {
-		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without})
+		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without, pin: opts.Pin})
 	}
 	if len(opts.Without) > 0 {
 		return usagef("--without leaves out a server of a Claude Code marketplace entry; catalog %s is signed, and install takes its bundle as signed", catalog)
+	}
+	if opts.Pin {
+		return usagef("--pin is for entries of unsigned sources (MCP Registry, marketplace.json); catalog %s is signed, and its bundles are pinned by their publisher", catalog)
 	}
 	if opts.AllowUnsigned || opts.Digest != "" {
 		return usagef("--allow-unsigned and --digest are for entries of unsigned sources; catalog %s is signed, and install verifies the signature it lists", catalog)
@@ -477,6 +483,8 @@ type unsignedInstall struct {
 	allowUnsigned, yes, json      bool
 	without                       []string
 	enable                        bool
+	// pin pins the entry's unpinned fetches (--pin).
+	pin bool
 }
 
 // installUnsigned installs an entry of an unsigned source: pinned to the
@@ -495,8 +503,12 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 	if err != nil {
 		return err
 	}
+	bopts := &bundle.Options{Without: u.without}
+	if err := a.pinOptions(u.pin, bopts); err != nil {
+		return err
+	}
 	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
-		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: withoutOptions(u.without),
+		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: bopts,
 		Confirm: func(cand *store.Candidate) error {
 			if !u.json {
 				cand.Review.WriteText(a.stdout)
@@ -506,6 +518,10 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 			return a.confirm(fmt.Sprintf("Install %s %s from catalog %s, unsigned?", cand.Bundle.Manifest.Name, cand.Bundle.Manifest.Version, u.catalog), u.yes, "--yes")
 		},
 	})
+	var pe *marketplace.UnsignedPinError
+	if u.pin && errors.As(err, &pe) {
+		return fmt.Errorf("%w\nThat digest is of the bundle pinned now (--pin): give --pin again with it; if the registry moves a tag before then, the digest no longer matches and nothing is installed", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -541,13 +557,4 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", r.Name)
 	}
 	return nil
-}
-
-// withoutOptions are the bundle options of an install that leaves out
-// the servers without (nil: none).
-func withoutOptions(without []string) *bundle.Options {
-	if len(without) == 0 {
-		return nil
-	}
-	return &bundle.Options{Without: without}
 }
