@@ -150,6 +150,7 @@ const (
 	RuleRegistryUnpinned      = "registry-version-unpinned"
 	RuleRegistryOCIDigest     = "registry-oci-digest"
 	RuleRegistryMCPBDigest    = "registry-mcpb-digest"
+	RuleRegistryMCPBChoice    = "registry-mcpb-choice"
 	RuleRegistryPackageType   = "registry-package-type"
 	RuleRegistryPackageSource = "registry-package-source"
 	RuleRegistryTransport     = "registry-transport"
@@ -290,6 +291,7 @@ var rules = []Rule{
 	{RuleRegistryUnpinned, "a package's version is missing, \"latest\" or a range"},
 	{RuleRegistryOCIDigest, "an oci package names its image by tag only, without @sha256:"},
 	{RuleRegistryMCPBDigest, "an mcpb package has no valid fileSha256"},
+	{RuleRegistryMCPBChoice, "a registry entry offers several MCP Bundles and nothing else"},
 	{RuleRegistryPackageType, "a package's registryType has no pinned runner in berth (nuget, cargo, ...)"},
 	{RuleRegistryPackageSource, "a package names a registryBaseUrl other than its registry's default"},
 	{RuleRegistryTransport, "a package's transport is not stdio, or a remote's type is not streamable-http or sse"},

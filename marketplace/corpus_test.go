@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
+	"github.com/berth-mcp/berth/internal/registrytest"
 	"github.com/berth-mcp/berth/marketplace/foreign"
 )
 
@@ -38,16 +37,7 @@ func TestRegistryCorpusListing(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
-		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-		end := min(start+limit, len(doc.Servers))
-		page := map[string]any{"servers": doc.Servers[start:end], "metadata": map[string]any{"count": end - start}}
-		if end < len(doc.Servers) {
-			page["metadata"].(map[string]any)["nextCursor"] = strconv.Itoa(end)
-		}
-		json.NewEncoder(w).Encode(page)
-	}))
+	srv := httptest.NewServer(&registrytest.Listing{Items: doc.Servers})
 	defer srv.Close()
 	c := newRegistryCache(t, nil)
 	r := addRegistry(t, c, srv.URL)

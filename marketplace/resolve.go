@@ -27,6 +27,11 @@ type ResolveOptions struct {
 	// lock names even when it was yanked since, with a warning). Revoked
 	// versions are never chosen.
 	AllowYanked bool
+	// Skip, when set, is asked of each version that every other rule
+	// lets through, highest first, until one is chosen: a reason not to
+	// choose it ("" for none). An unsigned source's install skips a
+	// version berth cannot build a bundle for.
+	Skip func(*catalog.Version) string
 }
 
 // Resolution is the outcome of Resolve: the chosen version, if any, and
@@ -139,6 +144,9 @@ func (r *resolver) resolve(p *catalog.Plugin, constraint string) (*Resolution, e
 	for _, x := range vs {
 		cand := Candidate{Version: x.v}
 		cand.Skipped = r.skip(x.v.Status, x.v.Reason, x.sv, x.v.RequiresBerth, x.v.Released, c, cs)
+		if cand.Skipped == "" && res.Chosen == nil && r.o.Skip != nil {
+			cand.Skipped = r.o.Skip(x.v)
+		}
 		switch {
 		case cand.Skipped != "":
 		case res.Chosen != nil:

@@ -212,6 +212,12 @@ type Result struct {
 	// SourceName is the name the unsigned source gives the entry (the
 	// registry name, io.github.acme/weather), when it has one.
 	SourceName string `json:"sourceName,omitempty"`
+	// Unbuildable, for an entry of an MCP Registry, says why berth
+	// cannot build a bundle for any version install would otherwise
+	// pick (the reason of the highest; berth show lists each); Latest is
+	// then "". When the highest cannot be built but an older one can,
+	// Latest is that older one.
+	Unbuildable string `json:"unbuildable,omitempty"`
 }
 
 // SearchResult is the outcome of Search: the ranked results and the state
@@ -297,6 +303,9 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 			}
 			if v := r.latest(e); v != nil {
 				res.Latest, res.Status = v.Version, v.Status
+			}
+			if ci.Kind == KindRegistry && res.Latest != "" {
+				c.markBuildable(&res, st, e, ci, resolve)
 			}
 			out.Results = append(out.Results, res)
 		}

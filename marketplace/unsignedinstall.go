@@ -47,9 +47,23 @@ type UnsignedShowing struct {
 	// install --digest must be.
 	Digest string             `json:"digest"`
 	Review *review.Disclosure `json:"review"`
+	// MCPB is set when the entry is one MCP Bundle (its only package):
+	// the bundle berth downloaded, checked and imported, which installs
+	// under its own name and version.
+	MCPB *ShownMCPB `json:"mcpb,omitempty"`
 	// InstallCommand is the command that installs the shown version.
 	InstallCommand string   `json:"installCommand"`
 	Warnings       []string `json:"warnings"`
+}
+
+// ShownMCPB is the MCP Bundle of a registry entry: where it was
+// downloaded from, its SHA-256 (the entry's fileSha256, checked), and the
+// name and version its manifest gives it.
+type ShownMCPB struct {
+	URL     string `json:"url"`
+	SHA256  string `json:"sha256"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // UnsignedShownVersion is one version of an UnsignedShowing.
@@ -138,22 +152,52 @@ func pickUnsigned(p *foreign.UnsignedPlugin, catName, constraint string, exact b
 	return p.Version(res.Chosen.Version), res, nil
 }
 
+// pickBuildable is pickUnsigned of a version berth can build a bundle
+// for (buildableResolve): when no version qualifies but for that, it is
+// the version pickUnsigned picks, whose build then fails with its reason.
+func pickBuildable(ctx context.Context, ci *CatalogInfo, p *foreign.UnsignedPlugin, constraint string, ropts *ResolveOptions, bopts *bundle.Options) (*foreign.UnsignedVersion, *Resolution, error) {
+	v, res, err := pickUnsigned(p, ci.Name, constraint, false, buildableResolve(ctx, ci, p, ropts, bopts))
+	var nv *NoVersionError
+	if errors.As(err, &nv) {
+		return pickUnsigned(p, ci.Name, constraint, false, ropts)
+	}
+	return v, res, err
+}
+
 // openUnsigned writes what berth builds the bundle of version v from into
 // a temp directory (a registry entry's server.json) or names it (a
 // marketplace.json entry's directory, checked to be inside the
 // marketplace again), and returns the source for bundle.Open and
 // store.Store.Trust, and a cleanup. The temp directory is made in
 // opts.TempDir.
-func (c *Cache) openUnsigned(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, opts *bundle.Options) (string, func(), error) {
+//
+// A registry entry whose only package is one MCP Bundle
+// (importer.RegistryMCPBPackage) is that bundle: it is downloaded
+// (fetchRegistryMCPB: https, size-capped, its fileSha256 checked before
+// anything reads it) and the .mcpb file is the source. That is the only
+// case in which show or install uses the network.
+func (c *Cache) openUnsigned(ctx context.Context, ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, opts *bundle.Options) (string, func(), error) {
 	switch ci.Kind {
 	case KindRegistry:
 		tempDir := ""
 		if opts != nil {
 			tempDir = opts.TempDir
 		}
+		pkg, err := importer.RegistryMCPBPackage(v.ServerJSON)
+		if err != nil {
+			return "", nil, &UnbuildableError{Entry: entryLabel(ci, p, v), Reason: err.Error()}
+		}
 		dir, err := os.MkdirTemp(tempDir, "berth-registry-")
 		if err != nil {
 			return "", nil, err
+		}
+		if pkg != nil {
+			file, err := c.fetchRegistryMCPB(ctx, ci, pkg, dir, 0)
+			if err != nil {
+				os.RemoveAll(dir)
+				return "", nil, err
+			}
+			return file, func() { os.RemoveAll(dir) }, nil
 		}
 		file := filepath.Join(dir, "server.json")
 		if err := os.WriteFile(file, v.ServerJSON, 0o600); err != nil {
@@ -196,7 +240,7 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string
 	if err != nil {
 		return nil, err
 	}
-	res, _ := Resolve(asPlugin(p), "", ropts)
+	res, _ := Resolve(asPlugin(p), "", buildableResolve(ctx, ci, p, ropts, bopts))
 	out := &UnsignedShowing{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Description: p.Description, Homepage: p.Homepage, Unsigned: true, Versions: []UnsignedShownVersion{}, Warnings: []string{}}
 	var shown *foreign.UnsignedVersion
 	if res != nil {
@@ -219,7 +263,7 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string
 	}
 	out.Shown = shown.Version
 	out.Warnings = append(out.Warnings, deprecation(p, shown)...)
-	src, cleanup, err := c.openUnsigned(ci, p, shown, bopts)
+	src, cleanup, err := c.openUnsigned(ctx, ci, p, shown, bopts)
 	if err != nil {
 		return nil, err
 	}
@@ -231,6 +275,9 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string
 	defer b.Close()
 	out.Digest = b.Digest
 	out.Review = review.New(b)
+	if pkg, _ := importer.RegistryMCPBPackage(shown.ServerJSON); pkg != nil && ci.Kind == KindRegistry && b.Manifest != nil {
+		out.MCPB = &ShownMCPB{URL: pkg.URL, SHA256: pkg.SHA256, Name: b.Manifest.Name, Version: b.Manifest.Version}
+	}
 	out.InstallCommand = installCommand(catName, p.Name, shown.Version, b.Digest)
 	return out, nil
 }
@@ -292,13 +339,13 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 	if err != nil {
 		return nil, err
 	}
-	v, _, err := pickUnsigned(p, req.Catalog, req.Constraint, false, req.Resolve)
+	v, _, err := pickBuildable(ctx, ci, p, req.Constraint, req.Resolve, req.Bundle)
 	if err != nil {
 		return nil, err
 	}
 	out := &UnsignedInstallResult{Catalog: ci, Name: p.Name, SourceName: p.SourceName, Version: v}
 	out.Warnings = append(out.Warnings, deprecation(p, v)...)
-	src, cleanup, err := c.openUnsigned(ci, p, v, req.Bundle)
+	src, cleanup, err := c.openUnsigned(ctx, ci, p, v, req.Bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -319,6 +366,9 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 			served = v.SourceVersion // the registry's name of the version ("v1.0.0")
 		}
 		origin = foreign.RegistryVersionURL(ci.Source, p.SourceName, served)
+		if err := checkBundleName(ctx, st, ci, p, v, src, req.Bundle); err != nil {
+			return nil, err
+		}
 	}
 	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
 	// Name the entry, not the temp file berth built it in.
@@ -337,9 +387,25 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 	return out, nil
 }
 
+// UnbuildableError is an entry's version berth cannot build a bundle for
+// before it opens anything (an MCP Bundle it cannot fetch by digest). It
+// wraps bundle.ErrInvalidBundle (exit 3), as the importer's refusals do.
+type UnbuildableError struct {
+	Entry, Reason string
+}
+
+func (e *UnbuildableError) Error() string {
+	return fmt.Sprintf("%s: berth cannot build a bundle for it: %s", e.Entry, e.Reason)
+}
+
+func (e *UnbuildableError) Unwrap() error { return bundle.ErrInvalidBundle }
+
 // entryLabel names an entry's bundle in messages.
 func entryLabel(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion) string {
 	if ci.Kind == KindRegistry {
+		if pkg, _ := importer.RegistryMCPBPackage(v.ServerJSON); pkg != nil {
+			return fmt.Sprintf("the MCP Bundle %s of %s %s (catalog %s)", pkg.URL, p.SourceName, v.Version, ci.Name)
+		}
 		return fmt.Sprintf("the server.json of %s %s (catalog %s)", p.SourceName, v.Version, ci.Name)
 	}
 	return fmt.Sprintf("%s (%s %s of catalog %s)", p.Dir, p.Name, v.Version, ci.Name)
@@ -363,4 +429,35 @@ func openEntryBundle(ctx context.Context, ci *CatalogInfo, p *foreign.UnsignedPl
 		ie.Source = entryLabel(ci, p, v)
 	}
 	return b, err
+}
+
+// checkBundleName refuses to install the MCP Bundle of a registry entry
+// under a name that a plugin from another source already has: the
+// bundle's own manifest names it (not the registry entry), and a lying
+// registry must not deliver an upgrade of a plugin installed from
+// elsewhere. An entry built from its server.json carries its own name.
+func checkBundleName(ctx context.Context, st *store.Store, ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedVersion, src string, opts *bundle.Options) error {
+	if pkg, _ := importer.RegistryMCPBPackage(v.ServerJSON); pkg == nil {
+		return nil
+	}
+	b, err := openEntryBundle(ctx, ci, p, v, src, opts)
+	if err != nil {
+		return err
+	}
+	name := ""
+	if b.Manifest != nil {
+		name = b.Manifest.Name
+	}
+	b.Close()
+	recs, err := st.Find(name, "")
+	if err != nil {
+		return nil // nothing of that name is installed
+	}
+	prefix := strings.TrimSuffix(foreign.RegistryVersionURL(ci.Source, p.SourceName, "v"), "v")
+	for _, r := range recs {
+		if !strings.HasPrefix(r.Source, prefix) {
+			return fmt.Errorf("%w: the MCP Bundle of %s %s (catalog %s) calls itself %s, and %s is already installed from %s, another source; berth does not let one source replace another's plugin. Remove it first (berth revoke %s) if you mean to replace it", trust.ErrUntrusted, p.SourceName, v.Version, ci.Name, name, r.ID(), r.Source, r.ID())
+		}
+	}
+	return nil
 }

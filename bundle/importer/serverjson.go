@@ -153,6 +153,7 @@ func readRegistry(file string, root *strictjson.Node, v *registryVersion) *conve
 		for i, e := range elems {
 			x.pkg(index("packages", i), e)
 		}
+		x.mcpbChoice(top, len(elems))
 	}
 	if elems, ok := top.array("remotes"); ok {
 		for i, e := range elems {
@@ -289,7 +290,7 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 			return
 		}
 		x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: d.loc(p), Kind: "mcpb-package", Name: id, SHA256: sha,
-			Reason: "an MCP Bundle is a bundle of its own: download it, check that its SHA-256 is " + sha + ", and import it (berth import FILE.mcpb); berth fetches nothing while it validates"})
+			Reason: "an MCP Bundle is a bundle of its own: berth install of a registry entry whose only package is one MCP Bundle downloads it and checks its SHA-256; beside other packages or remotes, download it, check that its SHA-256 is " + sha + ", and import it (berth import FILE.mcpb); berth fetches nothing while it validates"})
 		return
 	}
 	var runner string
@@ -397,6 +398,24 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 	// refuses) comes from the package entry: its runtimeArguments, its
 	// environment variables (-e NAME) or its identifier.
 	x.c.at(sp+".stdio.args", d.loc(p))
+}
+
+// mcpbChoice refuses a document whose n packages are all MCP Bundles,
+// with no remote, when there are several: they are alternatives (often
+// one per platform) and berth does not choose (importer.RegistryMCPBPackage
+// is the one-bundle case).
+func (x *registryImport) mcpbChoice(top obj, n int) {
+	if n < 2 || x.counts["remote"] > 0 || top.has("remotes") {
+		return
+	}
+	for _, it := range x.imp.NotCarriedOver {
+		if it.Kind == "mcpb-package" {
+			n--
+		}
+	}
+	if n == 0 && len(x.m.MCPServers) == 0 {
+		x.d.add("packages", bundle.RuleRegistryMCPBChoice, "every package is an MCP Bundle (registryType mcpb); they are the publisher's alternatives (often one per platform), and berth does not choose between them: download the one for this machine, check its fileSha256, and run berth import FILE.mcpb")
+	}
 }
 
 func registrySourceHint(typ string) string {

@@ -28,7 +28,9 @@ status. Search reads only the verified copies: no network, no download,
 nothing written. A catalog past its expiry still answers, marked stale.
 Entries of an unsigned source (an MCP Registry, a marketplace.json) are
 marked unsigned, and deprecated ones deprecated; a registry name
-(io.github.acme/weather) finds the entry it maps to.`,
+(io.github.acme/weather) finds the entry it maps to. A registry entry
+berth cannot build a bundle for is marked "cannot be built" (its version
+is the highest one berth can build, when an older one can be).`,
 		Args: rangeArgs(0, 1, "at most one QUERY (quote several words)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Args = args
@@ -86,9 +88,13 @@ func runSearch(_ context.Context, a *app, opts *searchOptions) error {
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tSTATUS\tTIER\tCATALOG\tDESCRIPTION")
+	unbuildable := false
 	for _, r := range res.Results {
 		version, status := r.Latest, string(r.Status)
-		if version == "" {
+		switch {
+		case r.Unbuildable != "":
+			version, status, unbuildable = "-", "cannot be built", true
+		case version == "":
 			version, status = "-", "none installable"
 		}
 		if r.Unsigned {
@@ -96,7 +102,13 @@ func runSearch(_ context.Context, a *app, opts *searchOptions) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, version, status, r.Tier, r.Catalog, review.Printable(shorten(r.Description, 60)))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if unbuildable {
+		fmt.Fprintln(a.stdout, "\"cannot be built\": berth cannot build a bundle for any version of the entry that install would pick; berth show NAME says why for each version (search --json gives the reason as \"unbuildable\").")
+	}
+	return nil
 }
 
 func shorten(s string, n int) string {

@@ -156,6 +156,10 @@ func (a *app) writeShowUnsigned(out *marketplace.UnsignedShowing) {
 	if out.Review == nil {
 		return
 	}
+	if m := out.MCPB; m != nil {
+		fmt.Fprintf(w, "\n%s %s is one MCP Bundle: berth downloaded %s, checked that its SHA-256 is %s (the entry's fileSha256), and imported it. It installs as %s %s, the name and version its manifest gives it.\n",
+			out.Name, out.Shown, review.Printable(m.URL), m.SHA256, review.Printable(m.Name), review.Printable(m.Version))
+	}
 	fmt.Fprintf(w, "\nReview of %s %s, from the bundle berth builds for it (digest %s):\n\n", out.Name, out.Shown, out.Digest)
 	out.Review.WriteText(w)
 	fmt.Fprintf(w, "\nTo install it (unsigned, pinned to this digest):\n  %s\n", out.InstallCommand)
