@@ -343,10 +343,13 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 		keep(p)
 	}
 	c := st.conv
-	var reported []string
+	var reported, unpinned []string
 	if c != nil {
 		for _, p := range c.Problems {
 			reported = append(reported, p.Path)
+			if p.Rule == RuleRegistryUnpinned || p.Rule == RuleRegistryOCIDigest {
+				unpinned = append(unpinned, p.Path)
+			}
 			if strings.HasSuffix(p.Rule, "-required-field") {
 				// An absent field: what holds it is incomplete.
 				if file, path, ok := strings.Cut(p.Path, ": "); ok && parentPath(path) != "" {
@@ -371,6 +374,18 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 		}
 		return false
 	}
+	// saidUnpinned reports whether the importer already refused the
+	// package fetched at loc as unpinned (a server.json version or image
+	// tag, at loc or inside it): the generated command's own unpinned
+	// problem is the same one.
+	saidUnpinned := func(loc string) bool {
+		for _, r := range unpinned {
+			if r == loc || strings.HasPrefix(r, loc+".") || strings.HasPrefix(r, loc+"[") {
+				return true
+			}
+		}
+		return false
+	}
 	var hostsMissing []*Problem
 	for _, p := range ps.list {
 		if ofTree[p] {
@@ -389,6 +404,9 @@ func (b *Bundle) finishImport(ps *problems, tree []*Problem) {
 		loc, ok := st.locate(p.Path)
 		if !ok {
 			keep(p)
+			continue
+		}
+		if (p.Rule == RuleRuntimeFetchUnpinned || p.Rule == RuleRuntimeFetchImageDigest) && saidUnpinned(loc) {
 			continue
 		}
 		if covered(loc) || (p.Rule == RuleNoComponents && len(reported) > 0) {
