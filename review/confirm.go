@@ -32,3 +32,28 @@ func (p *printer) inputDetails(in bundle.ImportInput) {
 		p.field("confirm", what)
 	}
 }
+
+// markConfirmed marks the environment variables and headers whose value
+// the operator confirms.
+func (d *Disclosure) markConfirmed(m *bundle.Manifest) {
+	names := map[string]bool{}
+	for _, in := range m.ConfirmInputs() {
+		names[in.FromEnv] = true
+	}
+	if len(names) == 0 {
+		return
+	}
+	for i := range d.Servers {
+		s := &d.Servers[i]
+		if s.Stdio != nil {
+			for j := range s.Stdio.Env {
+				s.Stdio.Env[j].Confirm = names[s.Stdio.Env[j].FromEnv]
+			}
+		}
+		if s.Remote != nil {
+			for j := range s.Remote.Headers {
+				s.Remote.Headers[j].Confirm = names[s.Remote.Headers[j].FromEnv]
+			}
+		}
+	}
+}

@@ -43,9 +43,14 @@ func TestReviewConfirmInput(t *testing.T) {
 		`example      "fast or slow"`,
 		`confirm      the publisher offers "fast"; you confirm it as ACME_MODE when you install or enable the plugin`,
 		"never in the bundle",
+		"environment  MODE: the value you confirm, kept as ACME_MODE in berth's config (never read from your environment)",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("the review lacks %q:\n%s", w, out)
 		}
+	}
+	// Not a variable berth reads from the environment or the secret store.
+	if src := New(b).Sources(); len(src) != 0 {
+		t.Errorf("Sources = %+v, want none", src)
 	}
 }

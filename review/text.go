@@ -136,6 +136,10 @@ func (p *printer) stdio(s Server) {
 		if i == 0 {
 			label = "environment"
 		}
+		if e.Confirm {
+			p.field(label, e.Name+": the value you confirm, kept as "+e.FromEnv+" in berth's config (never read from your environment)")
+			continue
+		}
 		p.field(label, e.Name+" from your $"+e.FromEnv)
 	}
 	for _, f := range st.RuntimeFetch {
@@ -178,6 +182,10 @@ func (p *printer) remote(s Server) {
 		p.field("sends", "a bearer token from your $"+r.BearerFromEnv)
 	}
 	for _, h := range r.Headers {
+		if h.Confirm {
+			p.field("sends", "the header "+h.Name+": the value you confirm, kept as "+h.FromEnv+" in berth's config")
+			continue
+		}
 		p.field("sends", "the header "+h.Name+" from your $"+h.FromEnv)
 	}
 	if r.BearerFromEnv == "" && len(r.Headers) == 0 {
