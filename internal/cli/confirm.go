@@ -50,7 +50,8 @@ the input says so, and never a credential: those belong in the secret
 store, berth secret set). An optional value may be confirmed empty
 (NAME=): the server then starts without it. Without NAME, berth asks on a
 terminal for each value not confirmed yet; off a terminal it lists them
-(exit 2). berth enable and berth install ask the same questions, and take
+(exit 2); with names, it confirms those and names the rest on stderr.
+berth enable and berth install ask the same questions, and take
 --confirm NAME[=VALUE] (repeatable) off a terminal; --yes never confirms
 a value.
 
@@ -117,7 +118,9 @@ func runConfirm(ctx context.Context, a *app, opts *confirmOptions) error {
 	if opts.JSON {
 		return writeJSON(a.stdout, confirmJSON{Plugin: opts.Plugin, Confirmed: nonNilStrings(res.confirmed), Pending: nonNilStrings(res.pendingNames())})
 	}
-	if len(res.pending) > 0 {
+	if len(res.pending) > 0 && len(opts.Given) > 0 {
+		a.sayPending(opts.Plugin, res.pending, true)
+	} else if len(res.pending) > 0 {
 		a.sayPending(opts.Plugin, res.pending, false)
 		return usagef("not on a terminal, so berth cannot ask; confirm each value by name: berth confirm %s NAME (the publisher's value) or NAME=VALUE", opts.Plugin)
 	}
