@@ -60,10 +60,19 @@ var forbiddenEnvKeys = []envKeyGroup{
 	}},
 }
 
+// allowedEnvKeys are whole names a pattern of forbiddenEnvKeys would
+// refuse that change no code a server runs: NODE_ENV is read by the
+// server's own libraries, never by node; PYTHONUNBUFFERED only turns off
+// output buffering. docs/rules.md lists them.
+var allowedEnvKeys = []string{"NODE_ENV", "PYTHONUNBUFFERED"}
+
 // forbiddenEnvKey reports whether a bundle may not set k, with the group
 // and the pattern that forbid it.
 func forbiddenEnvKey(k string) (what, pattern string, ok bool) {
 	up := strings.ToUpper(k)
+	if slices.Contains(allowedEnvKeys, up) {
+		return "", "", false
+	}
 	for _, g := range forbiddenEnvKeys {
 		for _, p := range g.patterns {
 			if prefix, isPrefix := strings.CutSuffix(p, "*"); isPrefix && strings.HasPrefix(up, prefix) || up == p {

@@ -120,9 +120,22 @@ type ImportInput struct {
 	// Default is the source's default as text. It is never kept for a
 	// sensitive input, and berth never uses it as a secret.
 	Default string `json:"default,omitempty"`
+	// Placeholder is the source's example of a value, shown when berth
+	// asks for it; it is never used as the value.
+	Placeholder string `json:"placeholder,omitempty"`
+	// Choices are the only values the source allows, when it lists them.
+	Choices []string `json:"choices,omitempty"`
 	// FromEnv is the host environment variable berth reads the value
-	// from, when it became an environment source.
+	// from, when it became an environment source. For a Confirm input it
+	// is only the name under which the operator's confirmed value is kept
+	// (confirm.go): berth never reads it from the environment.
 	FromEnv string `json:"fromEnv,omitempty"`
+	// Confirm is set for a value the operator confirms when installing or
+	// enabling the plugin: a constant the source fixes (NODE_ENV=production,
+	// kept in Default) or a non-sensitive option it asks for. The
+	// servers receive the confirmed value, which berth keeps in its
+	// config, never in the bundle, and never the environment's $FromEnv.
+	Confirm bool `json:"confirm,omitempty"`
 	// Becomes says, in words, what the input is in berth's terms.
 	Becomes string `json:"becomes"`
 }

@@ -113,6 +113,7 @@ const (
 	RuleImportedFrom    = "imported-from"
 	RuleImportAmbiguous = "import-ambiguous"
 	RuleRuntimeFetchPin = "runtime-fetch-pin"
+	RuleConfirmInput    = "confirm-input"
 
 	RuleMCPBSyntax         = "mcpb-manifest-syntax"
 	RuleMCPBVersion        = "mcpb-manifest-version"
@@ -257,6 +258,7 @@ var rules = []Rule{
 	{RuleImportedFrom, "importedFrom in berth.json names an unknown format or a manifest file the bundle lacks"},
 	{RuleImportAmbiguous, "a source without berth.json holds the manifests of more than one other format"},
 	{RuleRuntimeFetchPin, "berth import --pin could not pin a fetch the source leaves unpinned against its registry"},
+	{RuleConfirmInput, "an importedFrom input the operator confirms is sensitive, looks like a credential, or names a variable no server reads"},
 	{RuleMCPBSyntax, "manifest.json of an MCP Bundle is not one well-formed JSON object, or not a regular file"},
 	{RuleMCPBVersion, "manifest_version (or dxt_version) is missing, not 0.1 to 0.4, or the two disagree"},
 	{RuleMCPBUnknownField, "a field that the MCPB manifest version does not define"},

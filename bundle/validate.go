@@ -116,6 +116,9 @@ func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, f
 	v.top(m, berthVersion)
 	v.importedFrom(m.ImportedFrom)
 	v.pinned(m)
+	if m.ImportedFrom != nil {
+		v.confirmInputs(m)
+	}
 	for _, name := range slices.Sorted(maps.Keys(m.MCPServers)) {
 		v.server("mcpServers."+name, name, m.MCPServers[name])
 	}

@@ -237,7 +237,7 @@ func TestRefusedCommandDoesNotStart(t *testing.T) {
 			f := newFixture(t)
 			p := f.open(nil)
 			defer p.Close()
-			sp, err := p.stdioSpawn("old__main", &c.stdio, f.ws, p.sources(context.Background(), "old", "unsigned"))
+			sp, err := p.stdioSpawn("old__main", &c.stdio, f.ws, p.sources(context.Background(), &plugin{name: "old", signer: "unsigned"}))
 			if err == nil {
 				if sp.cleanup != nil {
 					sp.cleanup()

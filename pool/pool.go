@@ -139,8 +139,11 @@ type plugin struct {
 	// record (store.Record.SignerIdentity): an allow rule applies only
 	// to versions from the signer it was set for.
 	signer string
-	err    error // the plugin could not be set up at all
-	gone   bool  // disabled or revoked; kept for Status until enabled again
+	// confirm are the inputs whose value the operator confirms, by their
+	// fromEnv name (sources.go).
+	confirm map[string]bundle.ImportInput
+	err     error // the plugin could not be set up at all
+	gone    bool  // disabled or revoked; kept for Status until enabled again
 
 	mu      sync.Mutex
 	drifted error
@@ -476,6 +479,7 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement)
 		return fail(err)
 	}
 	pl.signer = recs[0].SignerIdentity()
+	pl.confirm = confirmInputs(m)
 	if err := checkProviderNames(m); err != nil {
 		return fail(fmt.Errorf("%s@%s was trusted by an older berth and %w; update it and trust it again", name, en.Version, err))
 	}

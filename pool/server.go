@@ -449,7 +449,7 @@ func (s *server) recordSources(src *sources) {
 func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	var transport mcp.Transport
 	if s.spec.Stdio != nil {
-		src := s.p.sources(c.ctx, s.pl.name, s.pl.signer)
+		src := s.p.sources(c.ctx, s.pl)
 		sp, err := s.p.stdioSpawn(s.id, s.spec.Stdio, s.pl.dir, src)
 		s.recordSources(src)
 		if err != nil {
@@ -467,7 +467,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		}()
 		transport = &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}
 	} else {
-		src := s.p.sources(c.ctx, s.pl.name, s.pl.signer)
+		src := s.p.sources(c.ctx, s.pl)
 		g, err := newGuard(s.id, s.spec.Remote, src, s.p.opts.testNet)
 		s.recordSources(src)
 		if err != nil {

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/store"
 )
 
 // Where a fromEnv source's value came from (SourceStatus.From).
 const (
 	FromEnvironment = "environment" // the environment berth runs in
 	FromStore       = "store"       // Options.Secrets: berth's secret store
+	FromConfirmed   = "confirmed"   // a value the operator confirmed (config.json)
 )
 
 // SourceStatus says, for one fromEnv source of a server, whether it was
@@ -32,6 +36,16 @@ type SourceStatus struct {
 	NotBound bool `json:"notBound,omitempty"`
 	// Bind is the command that binds it to the plugin, when NotBound.
 	Bind string `json:"bind,omitempty"`
+	// Confirm is set for a value the operator confirms (an importedFrom
+	// input with confirm): it is read only from the values confirmed for
+	// the plugin and its signer, never from the environment or the
+	// secret store.
+	Confirm bool `json:"confirm,omitempty"`
+	// Empty is set for an optional value confirmed as empty: the server
+	// gets no such variable.
+	Empty bool `json:"empty,omitempty"`
+	// ConfirmCommand is the command that confirms it, when it is not.
+	ConfirmCommand string `json:"confirmCommand,omitempty"`
 }
 
 // NotBound is implemented by the error of Options.Secrets for a secret
@@ -51,17 +65,46 @@ type sources struct {
 	signer  string
 	env     func(string) (string, bool)
 	secrets func(context.Context, string, string, string) (string, bool, error)
+	// confirm are the plugin's inputs the operator confirms, by name;
+	// config reads the confirmed values (once per start).
+	confirm map[string]bundle.ImportInput
+	config  func() (*store.Config, error)
+	cfg     *store.Config
+	cfgErr  error
 	seen    []SourceStatus
+	// unconfirmed explains each confirm source that is not confirmed.
+	unconfirmed []string
 }
 
-// sources resolves for a server of plugin, whose enabled version is
-// signed by signer (store.Record's SignerIdentity).
-func (p *Pool) sources(ctx context.Context, plugin, signer string) *sources {
-	return &sources{ctx: ctx, plugin: plugin, signer: signer, env: p.lookupEnv, secrets: p.opts.Secrets}
+// sources resolves for a server of pl, whose enabled version is signed by
+// pl.signer (store.Record's SignerIdentity).
+func (p *Pool) sources(ctx context.Context, pl *plugin) *sources {
+	return &sources{ctx: ctx, plugin: pl.name, signer: pl.signer, env: p.lookupEnv, secrets: p.opts.Secrets, confirm: pl.confirm, config: p.store.Config}
+}
+
+// confirmInputs are m's inputs the operator confirms, by fromEnv name.
+func confirmInputs(m *bundle.Manifest) map[string]bundle.ImportInput {
+	ins := m.ConfirmInputs()
+	if len(ins) == 0 {
+		return nil
+	}
+	out := map[string]bundle.ImportInput{}
+	for _, in := range ins {
+		out[in.FromEnv] = in
+	}
+	return out
+}
+
+// ConfirmCommand is the command that confirms the input name of plugin.
+func ConfirmCommand(plugin, name string) string {
+	return "berth confirm " + plugin + " " + name
 }
 
 // lookup resolves name, used for what.
 func (r *sources) lookup(name, what string) (string, bool) {
+	if in, ok := r.confirm[name]; ok {
+		return r.confirmed(in, what)
+	}
 	st := SourceStatus{Name: name, For: what}
 	v, ok := r.env(name)
 	if ok {
@@ -85,12 +128,62 @@ func (r *sources) lookup(name, what string) (string, bool) {
 	return v, ok
 }
 
+// confirmed resolves a source the operator confirms: only from the values
+// confirmed for this plugin, signed by this signer, for the value its
+// publisher offers now. A hostile environment or workspace cannot supply
+// it, and a bundle update that changes the offer asks again.
+func (r *sources) confirmed(in bundle.ImportInput, what string) (string, bool) {
+	st := SourceStatus{Name: in.FromEnv, For: what, Confirm: true}
+	if r.cfg == nil && r.cfgErr == nil {
+		r.cfg, r.cfgErr = r.config()
+	}
+	defer func() { r.seen = append(r.seen, st) }()
+	if r.cfgErr != nil {
+		st.Error = r.cfgErr.Error()
+		r.unconfirmed = append(r.unconfirmed, fmt.Sprintf("%s (for %s): berth cannot read its config: %v", in.FromEnv, what, r.cfgErr))
+		return "", false
+	}
+	if cv, ok := r.cfg.Confirmation(r.plugin, r.signer, in.FromEnv, in.Default); ok {
+		st.Set, st.From, st.Empty = true, FromConfirmed, cv.Value == ""
+		return cv.Value, cv.Value != ""
+	}
+	st.ConfirmCommand = ConfirmCommand(r.plugin, in.FromEnv)
+	why := "you have not confirmed it"
+	if in.Default != "" {
+		why += fmt.Sprintf(" (its publisher offers %q)", in.Default)
+	}
+	for _, old := range r.cfg.ConfirmationsOf(r.plugin, in.FromEnv) {
+		switch {
+		case old.Signer != r.signer:
+			why = "you confirmed it for a version signed by another signer, not for this one"
+		case old.Offered != in.Default:
+			why = fmt.Sprintf("you confirmed it when its publisher offered %q, and this version offers %q, so berth asks again", old.Offered, in.Default)
+		}
+	}
+	r.unconfirmed = append(r.unconfirmed, fmt.Sprintf("%s (for %s): %s; confirm it with `%s`", in.FromEnv, what, why, st.ConfirmCommand))
+	return "", false
+}
+
 // missing is the error of a server whose sources are not all set: it
 // names every missing one, both places berth looks, and the fix.
 func (r *sources) missing(id string) error {
+	err := r.missingFromEnv(id)
+	if len(r.unconfirmed) == 0 {
+		return err
+	}
+	msg := fmt.Sprintf("server %s of plugin %s needs the value of %s; its value comes only from what you confirm (kept in berth's config, never read from the environment)", id, r.plugin, strings.Join(r.unconfirmed, ", and "))
+	if err != nil {
+		msg += "; and " + err.Error()
+	}
+	return permanent("%s", msg)
+}
+
+// missingFromEnv is missing for the sources of the environment and the
+// secret store.
+func (r *sources) missingFromEnv(id string) error {
 	var names, errs, unbound []string
 	for _, s := range r.seen {
-		if s.Set {
+		if s.Set || s.Confirm {
 			continue
 		}
 		if s.NotBound {
@@ -117,7 +210,7 @@ func (r *sources) missing(id string) error {
 	}
 	first := r.seen[0].Name
 	for _, s := range r.seen {
-		if !s.Set && !s.NotBound {
+		if !s.Set && !s.NotBound && !s.Confirm {
 			first = s.Name
 			break
 		}

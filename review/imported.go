@@ -185,6 +185,7 @@ func (p *printer) importTail(d *Disclosure) {
 				title += ": " + in.Title
 			}
 			p.line(LineItem, title)
+			p.inputDetails(in)
 			p.field("becomes", in.Becomes)
 		}
 	}

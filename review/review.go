@@ -121,6 +121,10 @@ type EnvVar struct {
 	// BundlePath, instead of FromEnv, lists the paths of the bundle that
 	// PYTHONPATH or NODE_PATH is set to ({"bundlePath": [...]}).
 	BundlePath []string `json:"bundlePath,omitempty"`
+	// Confirm is set when the value is one the operator confirms
+	// (importedFrom.inputs with confirm): FromEnv is then only the name
+	// berth keeps it under, never read from the environment.
+	Confirm bool `json:"confirm,omitempty"`
 }
 
 // Fetch is the package a runtime fetcher downloads when the server starts.
@@ -228,6 +232,7 @@ func New(b *bundle.Bundle) *Disclosure {
 		d.NativeTools = append(d.NativeTools, nt)
 	}
 	d.importedFrom(b)
+	d.markConfirmed(m)
 	return d
 }
 
@@ -355,21 +360,26 @@ type Source struct {
 	Uses []string `json:"uses"`
 }
 
-// Sources lists the variables the bundle's servers read, sorted by name.
+// Sources lists the variables the bundle's servers read, sorted by name;
+// a value the operator confirms is not one (berth never reads it from the
+// environment or the secret store).
 func (d *Disclosure) Sources() []Source {
 	uses := map[string][]string{}
 	for _, s := range d.Servers {
 		pre := "server " + s.Name + ": "
 		if s.Stdio != nil {
 			for _, e := range s.Stdio.Env {
-				if e.BundlePath != nil {
-					continue // paths of the bundle, no host variable
+				if e.BundlePath != nil || e.Confirm {
+					continue // paths of the bundle or a confirmed value: no host variable
 				}
 				uses[e.FromEnv] = append(uses[e.FromEnv], pre+"env "+e.Name)
 			}
 		}
 		if s.Remote != nil {
 			for _, h := range s.Remote.Headers {
+				if h.Confirm {
+					continue
+				}
 				uses[h.FromEnv] = append(uses[h.FromEnv], pre+"the header "+h.Name)
 			}
 			if s.Remote.BearerFromEnv != "" {

@@ -136,6 +136,10 @@ func (p *printer) stdio(s Server) {
 		if i == 0 {
 			label = "environment"
 		}
+		if e.Confirm {
+			p.field(label, e.Name+": the value you confirm, kept as "+e.FromEnv+" in berth's config (never read from your environment)")
+			continue
+		}
 		if e.BundlePath != nil {
 			p.field(label, e.Name+" = "+bundlePathList(e.BundlePath)+" (paths of the bundle, where the server loads modules from)")
 			continue
@@ -182,6 +186,10 @@ func (p *printer) remote(s Server) {
 		p.field("sends", "a bearer token from your $"+r.BearerFromEnv)
 	}
 	for _, h := range r.Headers {
+		if h.Confirm {
+			p.field("sends", "the header "+h.Name+": the value you confirm, kept as "+h.FromEnv+" in berth's config")
+			continue
+		}
 		if strings.EqualFold(h.Name, "authorization") {
 			p.field("sends", "a credential: the whole Authorization header from your $"+h.FromEnv)
 			continue

@@ -21,6 +21,9 @@ type Config struct {
 	// "" means none. Read it with ReleaseCooldown, set it with
 	// SetMinReleaseAge.
 	MinReleaseAge string `json:"minReleaseAge,omitempty"`
+	// Confirmed are the values the operator confirmed for plugins' inputs
+	// (confirm.go): change them with Confirm and ForgetConfirmed.
+	Confirmed []ConfirmedValue `json:"confirmed,omitempty"`
 }
 
 // Signer returns the signer named name.
@@ -45,7 +48,7 @@ func (s *Store) Config() (*Config, error) {
 		return nil, err
 	}
 	if ps := c.check(); len(ps) > 0 {
-		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "keep one rule per pattern: remove the others by hand (berth policy list shows the rules berth uses)"}
+		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "keep one rule per pattern and one confirmed value per plugin, signer and name: remove the others by hand (berth policy list shows the rules berth uses; berth enable PLUGIN --confirm NAME confirms a value again)"}
 	}
 	var errs []error
 	for _, sg := range c.Signers {
@@ -108,6 +111,19 @@ func (c *Config) check() []string {
 			continue
 		}
 		seen[r.Pattern] = i
+	}
+	type key struct{ plugin, signer, name string }
+	have := map[key]int{}
+	for i, v := range c.Confirmed {
+		if err := v.check(); err != nil {
+			ps = append(ps, fmt.Sprintf("confirmed[%d]: %v", i, err))
+		}
+		k := key{v.Plugin, v.Signer, v.Name}
+		if j, dup := have[k]; dup {
+			ps = append(ps, fmt.Sprintf("confirmed[%d]: a second value of %s for %s (the first is confirmed[%d])", i, v.Name, v.Plugin, j))
+			continue
+		}
+		have[k] = i
 	}
 	return ps
 }

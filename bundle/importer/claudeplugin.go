@@ -48,6 +48,9 @@ type claudeImport struct {
 	leave map[string]*leftOut
 	// listed are the component files already listed.
 	listed map[string]bool
+	// consts are the literal env values the operator confirms
+	// (constants.go), with where each was found.
+	consts []claudeConst
 }
 
 // leftOut is a server berth import --without leaves out.
@@ -128,6 +131,7 @@ func convertClaude(dir string, leave map[string]*leftOut) *conversion {
 	for _, v := range x.varOrder {
 		x.imp.Inputs = append(x.imp.Inputs, *x.vars[v])
 	}
+	x.constants()
 	c.at("importedFrom", d.loc(""))
 	c.manifest = x.m
 	return c
@@ -406,6 +410,10 @@ func (x *claudeImport) stdio(d *doc, o obj, sp, name string) {
 	x.c.at(sp+".stdio.env", d.loc(o.at("env")))
 	for _, k := range keys {
 		kp := strictjson.JoinPath(o.at("env"), k)
+		if literalConstant(env[k]) {
+			x.constant(d, kp, k, env[k], name, &s.Stdio.Env, sp+".stdio.env")
+			continue
+		}
 		from, ok := x.envSource(d, kp, env[k], fmt.Sprintf("the environment variable %s of the server %q", k, name), false)
 		if !ok {
 			continue

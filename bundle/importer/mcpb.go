@@ -58,6 +58,8 @@ type userOption struct {
 	ref       string          // ${user_config.KEY}
 	input     *bundle.ImportInput
 	uses      []string
+	// envKeys are the env variables of the server that read it (MCPB).
+	envKeys []string
 }
 
 // mcpbImport converts one MCPB manifest.
@@ -72,6 +74,9 @@ type mcpbImport struct {
 	order []string
 	// version is the manifest version.
 	version string
+	// consts are the literal env values the operator confirms
+	// (constants.go).
+	consts []*bundle.ImportInput
 }
 
 func convertMCPB(dir string) *conversion {
@@ -108,6 +113,9 @@ func convertMCPB(dir string) *conversion {
 		o := x.opts[k]
 		o.input.Becomes = becomes(o)
 		x.imp.Inputs = append(x.imp.Inputs, *o.input)
+	}
+	for _, in := range x.consts {
+		x.imp.Inputs = append(x.imp.Inputs, *in)
 	}
 	c.at("importedFrom", d.loc(""))
 	c.manifest = m
@@ -440,17 +448,18 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 			c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
 			o := x.opts[key]
 			o.input.FromEnv = from
-			use := fmt.Sprintf("the environment variable %s of the server, read from your $%s", k, from)
-			if !o.required {
-				use += " (berth starts the server only when it is set)"
-			}
-			o.uses = append(o.uses, use)
+			o.envKeys = append(o.envKeys, k)
 		case ok:
 			d.add(kp, bundle.RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
+		case literalConstant(env[k]):
+			if from, ok := x.constant(kp, k, env[k]); ok {
+				c.fromEnv(&s.Stdio.Env, sp+".stdio.env", k, from, d.loc(kp))
+			}
 		default:
-			d.add(kp, bundle.RuleMCPBEnvValue, "berth passes a server only values from the host's environment, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY); this value is something else (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
+			d.add(kp, bundle.RuleMCPBEnvValue, "berth passes a server only values from the host's environment or values you confirm, so an env value must be exactly \"${user_config.KEY}\" (which berth reads from $%s_KEY) or a fixed value without ${…} (which you confirm at install); this value mixes text and variables (not shown: it may be a secret). Move fixed settings into the server's code or files of the bundle", envPrefix(x.name))
 		}
 	}
+	x.confirmOptions()
 }
 
 // bundlePathEnv maps PYTHONPATH or NODE_PATH: every element of the list

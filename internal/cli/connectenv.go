@@ -58,6 +58,38 @@ type missingJSON struct {
 	Env string `json:"env,omitempty"`
 }
 
+// addUses adds to uses where the servers of plugin name read each
+// variable of m (not the values the operator confirms, which berth never
+// reads from the environment or the secret store).
+func addUses(uses map[string][]string, name string, m *bundle.Manifest) {
+	confirmed := map[string]bool{}
+	for _, in := range m.ConfirmInputs() {
+		confirmed[in.FromEnv] = true
+	}
+	for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
+		s := m.MCPServers[sname]
+		pre := name + " server " + sname + ": "
+		if s.Stdio != nil {
+			for _, k := range slices.Sorted(maps.Keys(s.Stdio.Env)) {
+				if src := s.Stdio.Env[k].FromEnv; !confirmed[src] {
+					uses[src] = append(uses[src], pre+"env "+k)
+				}
+			}
+		}
+		if s.Remote != nil {
+			for _, k := range slices.Sorted(maps.Keys(s.Remote.Headers)) {
+				if src := s.Remote.Headers[k].FromEnv; !confirmed[src] {
+					uses[src] = append(uses[src], pre+"the header "+k)
+				}
+			}
+			if s.Remote.Auth != nil && s.Remote.Auth.BearerFromEnv != "" {
+				src := s.Remote.Auth.BearerFromEnv
+				uses[src] = append(uses[src], pre+"the bearer token")
+			}
+		}
+	}
+}
+
 // missingSources lists the fromEnv sources of the plugins enabled in ws
 // that are neither in berth's secret store nor in env, the environment
 // the entry gives berth. Plugins whose manifest cannot be read are named
@@ -95,26 +127,7 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 		for _, src := range manifestSources(m) {
 			users[src] = append(users[src], name)
 		}
-		for _, sname := range slices.Sorted(maps.Keys(m.MCPServers)) {
-			s := m.MCPServers[sname]
-			pre := name + " server " + sname + ": "
-			if s.Stdio != nil {
-				for _, k := range slices.Sorted(maps.Keys(s.Stdio.Env)) {
-					src := s.Stdio.Env[k].FromEnv
-					uses[src] = append(uses[src], pre+"env "+k)
-				}
-			}
-			if s.Remote != nil {
-				for _, k := range slices.Sorted(maps.Keys(s.Remote.Headers)) {
-					src := s.Remote.Headers[k].FromEnv
-					uses[src] = append(uses[src], pre+"the header "+k)
-				}
-				if s.Remote.Auth != nil && s.Remote.Auth.BearerFromEnv != "" {
-					src := s.Remote.Auth.BearerFromEnv
-					uses[src] = append(uses[src], pre+"the bearer token")
-				}
-			}
-		}
+		addUses(uses, name, m)
 	}
 	out := []missingJSON{}
 	for _, n := range slices.Sorted(maps.Keys(uses)) {

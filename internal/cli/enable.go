@@ -33,6 +33,16 @@ When the plugin names a secret that berth's secret store holds for other
 plugins only, enable asks on a terminal whether it may use it; off a
 terminal, or with --json, it binds nothing and prints the command that
 does ('berth secret bind NAME --plugin PLUGIN').
+
+Enable is where you commit to running a plugin berth imported from
+another format, so it asks, on a terminal, for each value the plugin asks
+you to confirm and you have not yet (its publisher's fixed environment
+values, NODE_ENV=production, and its MCP Bundle options that are not
+sensitive; Enter takes the publisher's value). Off a terminal, or with
+--json, --confirm NAME (the publisher's value) or --confirm NAME=VALUE
+confirms one (repeatable); a value left unconfirmed is named on stderr,
+and the servers that read it do not start until 'berth confirm PLUGIN'.
+berth trust never asks: it runs nothing.
 Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		Args: exactArgs(1, "one NAME[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +51,7 @@ Exit code 4 means the plugin is not trusted (trust it with 'berth trust').`,
 		},
 	}
 	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().StringArrayVar(&opts.Confirm, "confirm", nil, confirmFlagUsage)
 	a.jsonFlag(cmd, &opts.JSON, enableJSON{})
 	return cmd
 }
@@ -51,6 +62,8 @@ type enableOptions struct {
 	Ref       string
 	JSON      bool
 	Workspace string
+	// Confirm are the NAME and NAME=VALUE of --confirm.
+	Confirm []string
 }
 
 func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
@@ -61,6 +74,15 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 	st, err := a.store()
 	if err != nil {
 		return err
+	}
+	if len(opts.Confirm) > 0 {
+		recs, err := st.Find(name, version)
+		if err != nil {
+			return err
+		}
+		if err := checkGiven(st, recs[len(recs)-1], opts.Confirm); err != nil {
+			return err
+		}
 	}
 	res, err := pool.Enable(ctx, st, opts.Workspace, name, version)
 	if err != nil {
@@ -79,6 +101,9 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 	}
 	if opts.JSON {
 		a.offerSecrets(st, res.Record, false, true)
+		if err := a.confirmAfterEnable(ctx, st, res.Record, opts.Confirm, true); err != nil {
+			return err
+		}
 		return writeJSON(a.stdout, enableJSON{Already: res.Already, Digest: res.Record.Digest, Name: res.Record.Name, Replaced: res.Replaced, Version: res.Record.Version, Workspace: res.Workspace, Rules: rules, OldRules: old})
 	}
 	switch {
@@ -91,7 +116,7 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 	}
 	a.sayRules(name, rules, old)
 	a.offerSecrets(st, res.Record, false, false)
-	return nil
+	return a.confirmAfterEnable(ctx, st, res.Record, opts.Confirm, false)
 }
 
 func newDisableCmd(a *app) *cobra.Command {

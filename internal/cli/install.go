@@ -75,6 +75,14 @@ it. --yes never answers that question: with --yes, --json or off a
 terminal, nothing is bound and install prints the command that binds it
 ('berth secret bind NAME --plugin PLUGIN').
 
+Install also asks, on a terminal, for each value the plugin asks you to
+confirm (its publisher's fixed environment values and its MCP Bundle
+options that are not sensitive; berth confirm explains): --yes never
+answers it. Off a terminal, or with --json, --confirm NAME (the
+publisher's value) or --confirm NAME=VALUE confirms one (repeatable); a
+value left unconfirmed is named on stderr, and the servers that read it
+do not start until 'berth confirm PLUGIN'.
+
 An entry of an unsigned source (an MCP Registry or a marketplace.json,
 berth marketplace add --registry or --unsigned) is installed from the
 cached listing, with no network: berth builds its bundle (from the
@@ -98,6 +106,8 @@ type installOptions struct {
 	Without []string
 	// Pin pins an unsigned entry's unpinned fetches (berth import --pin).
 	Pin bool
+	// Confirm are the NAME and NAME=VALUE of --confirm.
+	Confirm []string
 }
 
 func newInstallCmd(a *app) *cobra.Command {
@@ -129,6 +139,7 @@ func newInstallCmd(a *app) *cobra.Command {
 	f.StringVar(&opts.Digest, "digest", "", "with --allow-unsigned: the digest berth show printed (sha256:HEX)")
 	f.StringArrayVar(&opts.Without, "without", nil, "for a Claude Code marketplace entry: leave out this server of the plugin (listed as not carried over; the digest is that of the rest); repeatable")
 	f.BoolVar(&opts.Pin, "pin", false, "for an entry of an unsigned source: "+pinHelp+"; the digest to give is then the pinned bundle's")
+	f.StringArrayVar(&opts.Confirm, "confirm", nil, confirmFlagUsage)
 	a.jsonFlag(cmd, &opts.JSON, installJSON{})
 	return cmd
 }
@@ -157,6 +168,9 @@ func (opts *installOptions) parse() (given, name, constraint string, pin store.D
 	}
 	if opts.JSON && !opts.Yes {
 		return "", "", "", pin, usagef("--json cannot ask for confirmation; add --yes")
+	}
+	if _, err := parseGiven(opts.Confirm); err != nil {
+		return "", "", "", pin, err
 	}
 	return given, name, constraint, pin, nil
 }
@@ -187,7 +201,7 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		return err
 	}
 	if kind != marketplace.KindTUF {
-		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without, pin: opts.Pin})
+		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without, pin: opts.Pin, confirm: opts.Confirm})
 	}
 	if len(opts.Without) > 0 {
 		return usagef("--without leaves out a server of a Claude Code marketplace entry; catalog %s is signed, and install takes its bundle as signed", catalog)
@@ -215,6 +229,9 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkGiven(st, res.Trust.Record, opts.Confirm); err != nil {
+		return err
+	}
 	out := installJSON{Catalog: res.Catalog, Name: name, Version: res.Version.Version, Digest: res.Version.Digest, URL: res.URL,
 		Already: res.Trust.Already, Record: res.Trust.Record, Review: res.Trust.Review, NewSigner: res.Trust.NewSigner, Staged: res.Trust.Snapshot, Warnings: nonNilStrings(res.Warnings)}
 	if opts.Enable {
@@ -225,6 +242,9 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		out.Enabled, out.LockUpdated = ws, updated
 	}
 	a.offerSecrets(st, res.Trust.Record, opts.Yes, opts.JSON)
+	if err := a.confirmAfterEnable(ctx, st, res.Trust.Record, opts.Confirm, opts.JSON); err != nil {
+		return err
+	}
 	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
@@ -484,7 +504,8 @@ type unsignedInstall struct {
 	without                       []string
 	enable                        bool
 	// pin pins the entry's unpinned fetches (--pin).
-	pin bool
+	pin     bool
+	confirm []string
 }
 
 // installUnsigned installs an entry of an unsigned source: pinned to the
@@ -526,6 +547,9 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		return err
 	}
 	r := res.Trust.Record
+	if err := checkGiven(st, r, u.confirm); err != nil {
+		return err
+	}
 	out := installJSON{Catalog: res.Catalog, Name: res.Name, Version: res.Version.Version, Digest: r.Digest, URL: r.Source,
 		Already: res.Trust.Already, Record: r, Review: res.Trust.Review, Staged: res.Trust.Snapshot, Warnings: nonNilStrings(res.Warnings),
 		Unsigned: true, SourceName: res.SourceName}
@@ -550,6 +574,9 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		}
 	}
 	a.offerSecrets(st, r, u.yes, u.json)
+	if err := a.confirmAfterEnable(ctx, st, r, u.confirm, u.json); err != nil {
+		return err
+	}
 	if u.json {
 		return writeJSON(a.stdout, out)
 	}

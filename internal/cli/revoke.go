@@ -69,6 +69,7 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 		return err
 	}
 	a.forgetSecrets(st, name)
+	a.forgetConfirmed(st, name)
 	if opts.JSON {
 		return writeJSON(a.stdout, revokeJSON{Revoked: gone})
 	}

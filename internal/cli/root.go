@@ -49,6 +49,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newRevokeCmd(a),
 		newGCCmd(a),
 		newEnableCmd(a),
+		newConfirmCmd(a),
 		newDisableCmd(a),
 		newStatusCmd(a),
 		newToolsCmd(a),

@@ -14,8 +14,20 @@ import (
 )
 
 // manifestSources are the variables a manifest's servers read (fromEnv,
-// headers, bearerFromEnv), sorted without repeats.
+// headers, bearerFromEnv), sorted without repeats; not the values the
+// operator confirms, which berth never reads from the environment or the
+// secret store.
 func manifestSources(m *bundle.Manifest) []string {
+	out := manifestVars(m)
+	for _, in := range m.ConfirmInputs() {
+		out = slices.DeleteFunc(out, func(n string) bool { return n == in.FromEnv })
+	}
+	return out
+}
+
+// manifestVars are the names a manifest's servers read, confirmed values
+// included.
+func manifestVars(m *bundle.Manifest) []string {
 	var out []string
 	for _, s := range m.MCPServers {
 		if s.Stdio != nil {
