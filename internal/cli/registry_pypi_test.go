@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"html"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -132,13 +133,7 @@ func (x *simpleIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/simple/"+x.project+"/":
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, "<!DOCTYPE html>\n<html><body>\n")
-		for _, fn := range slices.Sorted(func(yield func(string) bool) {
-			for k := range x.wheels {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
+		for _, fn := range slices.Sorted(maps.Keys(x.wheels)) {
 			sum := sha256.Sum256(x.wheels[fn])
 			fmt.Fprintf(w, "<a href=\"../../files/%s#sha256=%s\">%s</a><br>\n", html.EscapeString(fn), hex.EncodeToString(sum[:]), html.EscapeString(fn))
 		}
@@ -157,8 +152,9 @@ func (x *simpleIndex) asked() []string {
 	return slices.Clone(x.hits)
 }
 
-// requirePipx returns pipx's path, or skips the test (fails it when
-// BERTH_REQUIRE_PEERS=1, as in CI, which installs Debian's pipx).
+// requirePipx skips the test when pipx or python3 is not on PATH, or
+// fails it when BERTH_REQUIRE_PEERS=1 (as in CI, which installs Debian's
+// pipx).
 func requirePipx(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("pipx"); err == nil {
@@ -192,38 +188,7 @@ func requirePipx(t *testing.T) {
 func TestRegistryPyPIPipx(t *testing.T) {
 	requirePipx(t)
 	const entry, version = "ai.mcpcap/mcpcap", "0.4.4"
-	l, err := registrytest.Load(corpusRegistry)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skip("the shared corpus is not here")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := 0
-	for i, raw := range l.Items {
-		var it map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &it); err != nil {
-			t.Fatal(err)
-		}
-		var s map[string]any
-		if err := json.Unmarshal(it["server"], &s); err != nil {
-			t.Fatal(err)
-		}
-		if s["name"] != entry || s["version"] != version {
-			continue
-		}
-		found++
-		pkg := s["packages"].([]any)[0].(map[string]any)
-		if pkg["registryType"] != "pypi" || pkg["identifier"] != "mcpcap" || pkg["version"] != version || pkg["runtimeHint"] != nil {
-			t.Fatalf("the recorded entry changed: %v", pkg)
-		}
-		pkg["runtimeHint"] = "pipx"
-		it["server"], _ = json.Marshal(s)
-		l.Items[i], _ = json.Marshal(it)
-	}
-	if found != 1 {
-		t.Fatalf("found %d entries %s@%s in the recording", found, entry, version)
-	}
+	l := pipxVariant(t, entry, version)
 	reg := httptest.NewServer(l)
 	defer reg.Close()
 
@@ -315,4 +280,43 @@ func TestRegistryPyPIPipx(t *testing.T) {
 			t.Errorf("a wheel other than the pinned one was fetched: %s", p)
 		}
 	}
+}
+
+// pipxVariant loads the recording and serves the PyPI entry name@version
+// with "runtimeHint": "pipx" added, nothing else changed.
+func pipxVariant(t *testing.T, entry, version string) *registrytest.Listing {
+	t.Helper()
+	l, err := registrytest.Load(corpusRegistry)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("the shared corpus is not here")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for i, raw := range l.Items {
+		var it map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &it); err != nil {
+			t.Fatal(err)
+		}
+		var s map[string]any
+		if err := json.Unmarshal(it["server"], &s); err != nil {
+			t.Fatal(err)
+		}
+		if s["name"] != entry || s["version"] != version {
+			continue
+		}
+		found++
+		pkg := s["packages"].([]any)[0].(map[string]any)
+		if pkg["registryType"] != "pypi" || pkg["identifier"] != "mcpcap" || pkg["version"] != version || pkg["runtimeHint"] != nil {
+			t.Fatalf("the recorded entry changed: %v", pkg)
+		}
+		pkg["runtimeHint"] = "pipx"
+		it["server"], _ = json.Marshal(s)
+		l.Items[i], _ = json.Marshal(it)
+	}
+	if found != 1 {
+		t.Fatalf("found %d entries %s@%s in the recording", found, entry, version)
+	}
+	return l
 }
