@@ -86,9 +86,9 @@ func TestRegistryPyPIRunner(t *testing.T) {
 }
 
 // pipx run is held to the runtime-fetch rules of any bundle: an unpinned
-// version stays refused (registry-version-unpinned, with the runtime-fetch
-// problem of the command written for --pin), and a runtime argument that
-// changes the index is refused.
+// version stays refused (registry-version-unpinned), a runtime argument
+// that changes the index is refused, and so is one that names another
+// package for pipx to run from (--spec).
 func TestRegistryPyPIPipxRefusals(t *testing.T) {
 	hint := `"runtimeHint": "pipx",`
 	for _, c := range []struct {
@@ -97,6 +97,7 @@ func TestRegistryPyPIPipxRefusals(t *testing.T) {
 		{"latest", `"latest",`, ``, bundle.RuleRegistryUnpinned},
 		{"range", `">=2025",`, ``, bundle.RuleRegistryUnpinned},
 		{"index-url", `"2025.4.7",`, `"runtimeArguments": [{"type": "named", "name": "--index-url", "value": "https://evil.example/simple"}],`, bundle.RuleRuntimeFetchOption},
+		{"another package", `"2025.4.7",`, `"runtimeArguments": [{"type": "named", "name": "--spec", "value": "evil==1.0"}],`, bundle.RuleRuntimeFetchPackages},
 		{"pip-args", `"2025.4.7",`, `"runtimeArguments": [{"type": "named", "name": "--pip-args", "value": "--index-url=https://evil.example/simple"}],`, bundle.RuleRuntimeFetchOption},
 	} {
 		t.Run(c.name, func(t *testing.T) {
