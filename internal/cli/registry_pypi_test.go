@@ -115,7 +115,7 @@ func buildWheel(t *testing.T, name, version, origin string) (string, []byte) {
 
 // simpleIndex is a PEP 503 simple index on loopback: /simple/<project>/
 // lists the wheels with their sha256 fragment, /files/<wheel> serves
-// them; any other project is 404 (pipx asks for pip, setuptools and wheel
+// them (PEP 691 JSON to a client that takes no HTML); any other project is 404 (pipx asks for pip, setuptools and wheel
 // when it builds its shared libraries). It records every path asked for.
 type simpleIndex struct {
 	project string
@@ -129,7 +129,26 @@ func (x *simpleIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.mu.Lock()
 	x.hits = append(x.hits, r.URL.Path)
 	x.mu.Unlock()
+	accept := r.Header.Get("Accept")
 	switch {
+	case r.URL.Path == "/simple/"+x.project+"/" && !strings.Contains(accept, "text/html") && strings.Contains(accept, pep691):
+		// berth's pin resolver asks for PEP 691 JSON only; pip takes HTML.
+		type file struct {
+			Filename string            `json:"filename"`
+			URL      string            `json:"url"`
+			Hashes   map[string]string `json:"hashes"`
+		}
+		page := struct {
+			Meta  map[string]string `json:"meta"`
+			Name  string            `json:"name"`
+			Files []file            `json:"files"`
+		}{map[string]string{"api-version": "1.0"}, x.project, []file{}}
+		for _, fn := range slices.Sorted(maps.Keys(x.wheels)) {
+			sum := sha256.Sum256(x.wheels[fn])
+			page.Files = append(page.Files, file{fn, "../../files/" + fn, map[string]string{"sha256": hex.EncodeToString(sum[:])}})
+		}
+		w.Header().Set("Content-Type", pep691)
+		json.NewEncoder(w).Encode(page)
 	case r.URL.Path == "/simple/"+x.project+"/":
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, "<!DOCTYPE html>\n<html><body>\n")
@@ -145,6 +164,8 @@ func (x *simpleIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	}
 }
+
+const pep691 = "application/vnd.pypi.simple.v1+json"
 
 func (x *simpleIndex) asked() []string {
 	x.mu.Lock()
@@ -169,6 +190,118 @@ func requirePipx(t *testing.T) {
 	t.Skipf("real-peer: %s, or set BERTH_REQUIRE_PEERS=1 to make this a failure", msg)
 }
 
+// pipxWorld is a berth home and workspace with the recorded listing on
+// loopback, $BERTH_HOME/fetchers/pip.conf naming the configured index
+// (mcpcap 0.4.3, 0.4.4 and 0.9.0, each answering with its version), and a
+// hostile index (a mcpcap 0.4.4 of its own, at every version the
+// configured one has) named by PIP_INDEX_URL, PIP_EXTRA_INDEX_URL and
+// PIP_CONFIG_FILE in berth's environment, by the operator's
+// ~/.config/pip/pip.conf and ~/.pip/pip.conf, and by a pip.conf in the
+// workspace. HOME is a directory of the test: pipx keeps its environments
+// there.
+type pipxWorld struct {
+	home, ws      string
+	env           []string
+	good, hostile *simpleIndex
+}
+
+func newPipxWorld(t *testing.T, l *registrytest.Listing) *pipxWorld {
+	t.Helper()
+	reg := httptest.NewServer(l)
+	t.Cleanup(reg.Close)
+	w := &pipxWorld{
+		good:    &simpleIndex{project: "mcpcap", wheels: map[string][]byte{}},
+		hostile: &simpleIndex{project: "mcpcap", wheels: map[string][]byte{}},
+	}
+	for _, v := range []string{"0.4.3", "0.4.4", "0.9.0"} {
+		fn, data := buildWheel(t, "mcpcap", v, "mcpcap "+v+" of the configured index")
+		w.good.wheels[fn] = data
+		fn, data = buildWheel(t, "mcpcap", v, "HOSTILE index")
+		w.hostile.wheels[fn] = data
+	}
+	goodSrv := httptest.NewServer(w.good)
+	t.Cleanup(goodSrv.Close)
+	hostileSrv := httptest.NewServer(w.hostile)
+	t.Cleanup(hostileSrv.Close)
+
+	w.home = t.TempDir()
+	t.Cleanup(func() { makeWritable(w.home) })
+	userHome := t.TempDir()
+	t.Cleanup(func() { makeWritable(userHome) })
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ws = ws
+	hostileConf := "[global]\nindex-url = " + hostileSrv.URL + "/simple/\n"
+	for _, f := range []string{filepath.Join(userHome, ".config", "pip", "pip.conf"), filepath.Join(userHome, ".pip", "pip.conf"), filepath.Join(ws, "pip.conf")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(hostileConf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(w.home, "fetchers"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.home, "fetchers", "pip.conf"), []byte("[global]\nindex-url = "+goodSrv.URL+"/simple/\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.env = []string{
+		"HOME=" + userHome,
+		"PIP_INDEX_URL=" + hostileSrv.URL + "/simple/",
+		"PIP_EXTRA_INDEX_URL=" + hostileSrv.URL + "/simple/",
+		"PIP_CONFIG_FILE=" + filepath.Join(ws, "pip.conf"),
+		"PIPX_DEFAULT_PYTHON=/nonexistent/python",
+	}
+	w.run(t, "marketplace", "add", "reg", reg.URL, "--registry")
+	return w
+}
+
+func (w *pipxWorld) run(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := berthCmd(w.home, w.env, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// callEcho enables plugin, lists its tool and calls it: the answer names
+// the wheel that runs. Then it checks that the hostile index was never
+// asked and that the configured one served only the wheel of version.
+func (w *pipxWorld) callEcho(t *testing.T, plugin, version string) {
+	t.Helper()
+	w.run(t, "enable", plugin, "--workspace", w.ws)
+	tool := plugin + "__pypi__echo"
+	diagnose := func() string {
+		st, _ := berthCmd(w.home, w.env, "status", "--workspace", w.ws).CombinedOutput()
+		lg, _ := berthCmd(w.home, w.env, "logs", plugin+"__pypi").CombinedOutput()
+		return fmt.Sprintf("status:\n%s\nlogs:\n%s\nconfigured index asked: %q\nhostile index asked: %q", st, lg, w.good.asked(), w.hostile.asked())
+	}
+	if out := w.run(t, "tools", plugin, "--workspace", w.ws); !strings.Contains(out, tool) {
+		t.Fatalf("berth tools of the pipx entry:\n%s\n%s", out, diagnose())
+	}
+	out := w.run(t, "call", tool, "--arg", "text=hello", "--yes", "--workspace", w.ws)
+	if !strings.Contains(out, "mcpcap "+version+" of the configured index: hello") {
+		t.Errorf("berth call %s:\n%s\n%s", tool, out, diagnose())
+	}
+	if h := w.hostile.asked(); len(h) > 0 {
+		t.Errorf("the hostile index was asked for %q", h)
+	}
+	wheel := "/files/mcpcap-" + version + "-py3-none-any.whl"
+	asked := w.good.asked()
+	if !slices.Contains(asked, "/simple/mcpcap/") || !slices.Contains(asked, wheel) {
+		t.Errorf("the configured index was not asked for mcpcap %s: %q", version, asked)
+	}
+	for _, p := range asked {
+		if strings.HasPrefix(p, "/files/") && p != wheel {
+			t.Errorf("a wheel other than the pinned one was fetched: %s", p)
+		}
+	}
+}
+
 // A PyPI entry of the recorded MCP Registry listing, installed from the
 // listing served on loopback and run for real through Debian's pipx
 // against a loopback simple index serving a wheel the test builds.
@@ -179,112 +312,57 @@ func requirePipx(t *testing.T) {
 // runs it with pipx run mcpcap==0.4.4. The wheel is the test's own MCP
 // server under the project name mcpcap, never PyPI's.
 //
-// The attack: the index is exactly the one $BERTH_HOME/fetchers/pip.conf
-// names. A second index, which serves a hostile mcpcap 0.4.4, is named by
-// PIP_INDEX_URL and PIP_CONFIG_FILE in berth's environment, by the
-// operator's ~/.config/pip/pip.conf and by a pip.conf in the workspace:
-// it must never be asked. The configured index also serves mcpcap 0.4.3
-// and 0.9.0: the version stays the pinned 0.4.4.
+// The attack (pipxWorld): the index is exactly the one
+// $BERTH_HOME/fetchers/pip.conf names, never PIP_INDEX_URL or another
+// pip.conf, and the version stays the pinned 0.4.4 although the index
+// offers 0.9.0.
 func TestRegistryPyPIPipx(t *testing.T) {
 	requirePipx(t)
 	const entry, version = "ai.mcpcap/mcpcap", "0.4.4"
-	l := pipxVariant(t, entry, version)
-	reg := httptest.NewServer(l)
-	defer reg.Close()
-
-	good := &simpleIndex{project: "mcpcap", wheels: map[string][]byte{}}
-	for _, v := range []string{"0.4.3", version, "0.9.0"} {
-		fn, data := buildWheel(t, "mcpcap", v, "mcpcap "+v+" of the configured index")
-		good.wheels[fn] = data
-	}
-	goodSrv := httptest.NewServer(good)
-	defer goodSrv.Close()
-	hostile := &simpleIndex{project: "mcpcap", wheels: map[string][]byte{}}
-	fn, data := buildWheel(t, "mcpcap", version, "HOSTILE index")
-	hostile.wheels[fn] = data
-	hostileSrv := httptest.NewServer(hostile)
-	defer hostileSrv.Close()
-
-	home := t.TempDir()
-	t.Cleanup(func() { makeWritable(home) })
-	userHome := t.TempDir() // HOME: pipx keeps its environments there
-	t.Cleanup(func() { makeWritable(userHome) })
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostileConf := "[global]\nindex-url = " + hostileSrv.URL + "/simple/\n"
-	for _, f := range []string{filepath.Join(userHome, ".config", "pip", "pip.conf"), filepath.Join(userHome, ".pip", "pip.conf"), filepath.Join(ws, "pip.conf")} {
-		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, []byte(hostileConf), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(home, "fetchers"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "fetchers", "pip.conf"), []byte("[global]\nindex-url = "+goodSrv.URL+"/simple/\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{
-		"HOME=" + userHome,
-		"PIP_INDEX_URL=" + hostileSrv.URL + "/simple/",
-		"PIP_EXTRA_INDEX_URL=" + hostileSrv.URL + "/simple/",
-		"PIP_CONFIG_FILE=" + filepath.Join(ws, "pip.conf"),
-		"PIPX_DEFAULT_PYTHON=/nonexistent/python",
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := berthCmd(home, env, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	run("marketplace", "add", "reg", reg.URL, "--registry")
+	w := newPipxWorld(t, pipxVariant(t, entry, version, version))
 	mapped, _ := importer.RegistryPluginName(entry)
-	js := run("show", mapped+"@"+version, "--catalog", "reg", "--json")
+	js := w.run(t, "show", mapped+"@"+version, "--catalog", "reg", "--json")
 	m := regexp.MustCompile(`"digest": "(sha256:[0-9a-f]{64})"`).FindStringSubmatch(js)
 	if m == nil {
 		t.Fatalf("show --json has no digest: %s", js)
 	}
-	out := run("install", mapped+"@"+version, "--catalog", "reg", "--yes", "--allow-unsigned", "--digest", m[1])
+	out := w.run(t, "install", mapped+"@"+version, "--catalog", "reg", "--yes", "--allow-unsigned", "--digest", m[1])
 	if !strings.Contains(out, "pipx run mcpcap==0.4.4") || strings.Contains(out, "uvx") {
 		t.Errorf("the review of the pipx entry does not run pipx run mcpcap==0.4.4:\n%s", out)
 	}
-	run("enable", mapped, "--workspace", ws)
-	tool := mapped + "__pypi__echo"
-	diagnose := func() string {
-		st, _ := berthCmd(home, env, "status", "--workspace", ws).CombinedOutput()
-		lg, _ := berthCmd(home, env, "logs", mapped+"__pypi").CombinedOutput()
-		return fmt.Sprintf("status:\n%s\nlogs:\n%s\nconfigured index asked: %q\nhostile index asked: %q", st, lg, good.asked(), hostile.asked())
+	w.callEcho(t, mapped, version)
+}
+
+// berth install --pin of a pipx entry that asks for "latest": berth
+// resolves it against the index of $BERTH_HOME/fetchers/pip.conf (its
+// PEP 691 JSON page), never the hostile one, and pipx then runs exactly
+// the version resolved.
+//
+// Derived variant: ai.mcpcap/mcpcap 0.4.3 of the recording is served with
+// "runtimeHint": "pipx" and its package's version "latest" in place of
+// "0.4.3".
+func TestRegistryPyPIPipxPin(t *testing.T) {
+	requirePipx(t)
+	const entry, version = "ai.mcpcap/mcpcap", "0.4.3"
+	w := newPipxWorld(t, pipxVariant(t, entry, version, "latest"))
+	mapped, _ := importer.RegistryPluginName(entry)
+	cmd := berthCmd(w.home, w.env, "install", mapped+"@"+version, "--catalog", "reg", "--pin", "--yes")
+	so, _ := cmd.CombinedOutput()
+	m := regexp.MustCompile(`sha256:[0-9a-f]{64}`).Find(so)
+	if cmd.ProcessState.ExitCode() != 4 || m == nil || !strings.Contains(string(so), "mcpcap 0.9.0 (the source asked for latest") {
+		t.Fatalf("install --pin without the digest: exit %d\n%s", cmd.ProcessState.ExitCode(), so)
 	}
-	if out := run("tools", mapped, "--workspace", ws); !strings.Contains(out, tool) {
-		t.Fatalf("berth tools of the pipx entry:\n%s\n%s", out, diagnose())
+	out := w.run(t, "install", mapped+"@"+version, "--catalog", "reg", "--pin", "--yes", "--allow-unsigned", "--digest", string(m))
+	if !strings.Contains(out, "pipx run mcpcap==0.9.0") {
+		t.Errorf("the review of the pinned pipx entry:\n%s", out)
 	}
-	out = run("call", tool, "--arg", "text=hello", "--yes", "--workspace", ws)
-	if !strings.Contains(out, "mcpcap 0.4.4 of the configured index: hello") {
-		t.Errorf("berth call %s:\n%s\n%s", tool, out, diagnose())
-	}
-	if h := hostile.asked(); len(h) > 0 {
-		t.Errorf("the hostile index was asked for %q", h)
-	}
-	asked := good.asked()
-	if !slices.Contains(asked, "/simple/mcpcap/") || !slices.Contains(asked, "/files/mcpcap-0.4.4-py3-none-any.whl") {
-		t.Errorf("the configured index was not asked for mcpcap 0.4.4: %q", asked)
-	}
-	for _, p := range asked {
-		if strings.HasPrefix(p, "/files/") && p != "/files/mcpcap-0.4.4-py3-none-any.whl" {
-			t.Errorf("a wheel other than the pinned one was fetched: %s", p)
-		}
-	}
+	w.callEcho(t, mapped, "0.9.0")
 }
 
 // pipxVariant loads the recording and serves the PyPI entry name@version
-// with "runtimeHint": "pipx" added, nothing else changed.
-func pipxVariant(t *testing.T, entry, version string) *registrytest.Listing {
+// with "runtimeHint": "pipx" added and its package's version set to
+// pkgVersion, nothing else changed.
+func pipxVariant(t *testing.T, entry, version, pkgVersion string) *registrytest.Listing {
 	t.Helper()
 	l, err := registrytest.Load(corpusRegistry)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -312,6 +390,7 @@ func pipxVariant(t *testing.T, entry, version string) *registrytest.Listing {
 			t.Fatalf("the recorded entry changed: %v", pkg)
 		}
 		pkg["runtimeHint"] = "pipx"
+		pkg["version"] = pkgVersion
 		it["server"], _ = json.Marshal(s)
 		l.Items[i], _ = json.Marshal(it)
 	}
