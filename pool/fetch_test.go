@@ -256,7 +256,7 @@ func TestRefusedCommandDoesNotStart(t *testing.T) {
 // another user could write or that is not a plain file.
 func TestIsolateFetch(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "fetchers")
-	base := []string{"PATH=/usr/bin", "NPM_CONFIG_USERCONFIG=/tmp/evil", "HOME=/h"}
+	base := []string{"PATH=/usr/bin", "NPM_CONFIG_USERCONFIG=/tmp/evil", "HOME=/h", "PIP_CONFIG_FILE=/tmp/evil-pip.conf"}
 	for _, c := range []struct {
 		argv    string
 		want    []string
@@ -265,6 +265,8 @@ func TestIsolateFetch(t *testing.T) {
 	}{
 		{"npx -y a@1.0.0", []string{"npm_config_userconfig=" + filepath.Join(root, "npmrc"), "npm_config_globalconfig=" + filepath.Join(root, "npmrc-global"), "YARN_RC_FILENAME=berth-yarnrc.yml"}, "package.json", "NPM_CONFIG_USERCONFIG=/tmp/evil"},
 		{"uvx tool==1.0", []string{"UV_CONFIG_FILE=" + filepath.Join(root, "uv.toml"), "UV_PYTHON_DOWNLOADS=never", "PIP_CONFIG_FILE=" + filepath.Join(root, "pip.conf")}, "", ""},
+		{"pipx run tool==1.0", []string{"PIP_CONFIG_FILE=" + filepath.Join(root, "pip.conf")}, "", "PIP_CONFIG_FILE=/tmp/evil-pip.conf"},
+		{"pipx run --spec tool==1.0 tool", []string{"PIP_CONFIG_FILE=" + filepath.Join(root, "pip.conf")}, "", "PIP_CONFIG_FILE=/tmp/evil-pip.conf"},
 		{"go run example.com/x@v1.0.0", []string{"GOENV=" + filepath.Join(root, "go.env"), "GOTOOLCHAIN=local", "GOWORK=off"}, "", ""},
 		{"deno run npm:a@1.0.0", []string{"DENO_NO_PACKAGE_JSON=1"}, "deno.json", ""},
 	} {

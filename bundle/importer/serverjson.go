@@ -298,20 +298,25 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 	case "npm":
 		runner = "npx"
 	case "pypi":
+		// uvx, unless the publisher names pipx: runtimeArguments are
+		// written for the runtime the hint names (docs/manifest.md).
 		runner = "uvx"
+		if hint == "pipx" {
+			runner = "pipx"
+		}
 	case "oci":
 		runner = "docker"
 	case "":
 		return
 	default:
-		d.add(o.at("registryType"), bundle.RuleRegistryPackageType, "berth has no pinned runner for %s packages (it runs npm with npx, pypi with uvx, oci with docker by digest, and mcpb as bundles); use another package of the server, or its remote", typ)
+		d.add(o.at("registryType"), bundle.RuleRegistryPackageType, "berth has no pinned runner for %s packages (it runs npm with npx, pypi with uvx or pipx run, oci with docker by digest, and mcpb as bundles); use another package of the server, or its remote", typ)
 		return
 	}
 	if !hasID {
 		return
 	}
 	if hint != "" && hint != runner {
-		x.notCarried(d.loc(o.at("runtimeHint")), "runtime-hint", hint, "berth runs "+typ+" packages with "+runner+", pinned")
+		x.notCarried(d.loc(o.at("runtimeHint")), "runtime-hint", hint, "berth runs "+typ+" packages with "+runner+", pinned"+hintNote(typ))
 	}
 	var spec string
 	switch typ {
@@ -361,10 +366,12 @@ func (x *registryImport) pkg(p string, n *strictjson.Node) {
 			locs = append(locs, loc)
 		}
 	}
-	switch typ {
-	case "npm":
+	switch {
+	case typ == "npm":
 		add(d.loc(o.at("identifier")), "-y")
-	case "oci":
+	case runner == "pipx":
+		add(d.loc(o.at("runtimeHint")), "run")
+	case typ == "oci":
 		add(d.loc(o.at("registryType")), "run", "--rm", "-i")
 	}
 	x.args(o, "runtimeArguments", name, add)
@@ -416,6 +423,14 @@ func (x *registryImport) mcpbChoice(top obj, n int) {
 	if n == 0 && len(x.m.MCPServers) == 0 {
 		x.d.add("packages", bundle.RuleRegistryMCPBChoice, "every package is an MCP Bundle (registryType mcpb); they are the publisher's alternatives (often one per platform), and berth does not choose between them: download the one for this machine, check its fileSha256, and run berth import FILE.mcpb")
 	}
+}
+
+// hintNote says which runtimeHint changes the runner of a package type.
+func hintNote(typ string) string {
+	if typ == "pypi" {
+		return " (pipx run when the runtimeHint is pipx)"
+	}
+	return ""
 }
 
 func registrySourceHint(typ string) string {

@@ -143,8 +143,9 @@ func TestRegistryCorpusInstall(t *testing.T) {
 				t.Errorf("the npm entry's review: %s", out)
 			}
 		case "pypi":
-			// uvx is what the bundle runs; this machine runs no PyPI entry
-			// (no uv, and berth has no pip run form).
+			// uvx is what the bundle runs (no runtimeHint); uv is not
+			// installed here, so this one is built, reviewed and installed,
+			// not run. TestRegistryPyPIPipx runs its pipx variant.
 			if !strings.Contains(out, "uvx mcpcap==0.4.4") {
 				t.Errorf("the PyPI entry's review: %s", out)
 			}
