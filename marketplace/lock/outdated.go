@@ -83,9 +83,7 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 		if l == nil {
 			names = append(names, r.Name)
 		}
-		// A derived version and a release version are not ordered by
-		// semver: the one trusted last is what its source offered last.
-		if l == nil || bundle.IsDerivedVersion(l.Version) == bundle.IsDerivedVersion(r.Version) || r.TrustedAt.After(l.TrustedAt) {
+		if l == nil || laterRecord(l, r) {
 			latest[r.Name] = r
 		}
 	}
@@ -131,4 +129,15 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 		}
 	}
 	return out, nil
+}
+
+// laterRecord reports whether r, which comes after l in the store's order
+// (by version), is the current one of its plugin: it is, except that a
+// derived version and a release version are not ordered by semver, and
+// then the one trusted last is what its source offered last.
+func laterRecord(l, r *store.Record) bool {
+	if bundle.IsDerivedVersion(l.Version) == bundle.IsDerivedVersion(r.Version) {
+		return true
+	}
+	return r.TrustedAt.After(l.TrustedAt)
 }
