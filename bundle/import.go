@@ -312,7 +312,33 @@ func (b *Bundle) prepareImport(ctx context.Context, opts *Options, formats []*Fo
 	if err := b.pinFetches(ctx, opts, st); err != nil {
 		return err
 	}
+	if err := b.deriveVersion(ctx, opts, c.Manifest); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(b.Dir, ManifestFile), EncodeManifest(c.Manifest), 0o644)
+}
+
+// deriveVersion gives a generated manifest whose source has no version
+// (importedFrom.derivedVersion set by the importer) the version derived
+// from the final bundle (DerivedDigest, DerivedVersionOf): the source's
+// files in b.Dir and m as it will be written, so that --without, --pin
+// and anything else in the generated berth.json are covered, and one
+// derived version never names two bundles.
+func (b *Bundle) deriveVersion(ctx context.Context, opts *Options, m *Manifest) error {
+	if m.ImportedFrom == nil || m.ImportedFrom.DerivedVersion == nil {
+		return nil
+	}
+	tree, _, err := ReadTree(ctx, b.Dir, &opts.Limits)
+	if err != nil {
+		return fmt.Errorf("cannot read bundle %s: %w", b.Source, err)
+	}
+	if tree.Listing == nil {
+		return nil // the tree's problems are reported when it is read again
+	}
+	d := DerivedDigest(tree.Listing, m)
+	m.Version = DerivedVersionOf(d)
+	m.ImportedFrom.DerivedVersion = &DerivedVersion{ContentDigest: d}
+	return nil
 }
 
 // finishImport turns the problems of the generated berth.json into

@@ -95,10 +95,11 @@ type PinnedFetch struct {
 
 // DerivedVersion says how berth derived the version of a source that has
 // none: "0.0.0-berth." and the first 12 hex digits of ContentDigest
-// (docs/manifest.md, "Versionless plugins").
+// (DerivedVersionOf; docs/manifest.md, "Versionless plugins").
 type DerivedVersion struct {
 	// ContentDigest is the digest of the canonical listing of the
-	// source's own files, without the generated berth.json.
+	// generated bundle's files, its berth.json written with "version"
+	// and this field blank (DerivedDigest).
 	ContentDigest string `json:"contentDigest"`
 }
 

@@ -26,6 +26,7 @@ const (
 	RuleNoComponents        = "no-components"
 	RuleNameFormat          = "name-format"
 	RuleVersionSemver       = "version-semver"
+	RuleVersionDerived      = "version-derived"
 	RuleDescriptionLength   = "description-length"
 	RuleHTTPSURL            = "https-url"
 	RuleRequiresConstraint  = "requires-constraint"
@@ -190,6 +191,7 @@ var rules = []Rule{
 	{RuleNoComponents, "the bundle declares no mcpServers and no nativeTools"},
 	{RuleNameFormat, "name is not lower-case letters, digits and inner hyphens (1-64)"},
 	{RuleVersionSemver, "version is not strict semver 2.0"},
+	{RuleVersionDerived, "a version of berth's derived form 0.0.0-berth.* without the importedFrom.derivedVersion it was derived from, or the reverse"},
 	{RuleDescriptionLength, "description is empty or longer than 1024 characters"},
 	{RuleHTTPSURL, "publisher.url or homepage is not an https URL"},
 	{RuleRequiresConstraint, "requires.berth is not a valid semver constraint"},

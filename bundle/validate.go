@@ -170,6 +170,7 @@ func (v *validator) top(m *Manifest, berthVersion string) {
 		}
 		v.ps.add("version", RuleVersionSemver, "version %q is not strict semver 2.0 like \"1.4.2\" or \"2.0.0-rc.1\"%s", m.Version, hint)
 	}
+	v.derivedVersion(m)
 	n := utf8.RuneCountInString(m.Description)
 	switch {
 	case !v.present["description"]:
@@ -586,5 +587,28 @@ func (v *validator) command(p string, s *Stdio) {
 	}
 	if f != nil && (s.Cwd != "" || v.present[p+".cwd"]) {
 		v.ps.add(p+".cwd", RuleRuntimeFetchCwd, "%s runs %q in a new empty directory of berth's, never in the bundle or the workspace (whose node_modules, .npmrc or pyproject.toml would change what runs); remove cwd and pass the directory the server works on as an argument, like \"--root=${workspace}\"", f.Tool, f.Package)
+	}
+}
+
+// derivedVersion checks that the form 0.0.0-berth.* (DerivedVersionPrefix)
+// is reserved to versions berth derived: such a version needs
+// importedFrom.derivedVersion, and its digits must be those of its
+// contentDigest (DerivedVersionOf); importedFrom.derivedVersion needs such
+// a version. berth orders derived versions by what the source offers
+// now, not by semver, so a hand-written one could pass an older content
+// off as newer.
+func (v *validator) derivedVersion(m *Manifest) {
+	var dv *DerivedVersion
+	if m.ImportedFrom != nil {
+		dv = m.ImportedFrom.DerivedVersion
+	}
+	derived := strings.HasPrefix(m.Version, DerivedVersionPrefix)
+	switch {
+	case derived && dv == nil:
+		v.ps.add("version", RuleVersionDerived, "version %q has the form 0.0.0-berth.*, which berth reserves for the versions it derives for versionless plugins (docs/manifest.md, \"Versionless plugins\"), and the manifest has no importedFrom.derivedVersion; give the bundle a release version such as \"1.0.0\"", m.Version)
+	case derived && DerivedVersionOf(dv.ContentDigest) != m.Version:
+		v.ps.add("version", RuleVersionDerived, "version %q is not the version derived from importedFrom.derivedVersion.contentDigest %q (that is %q); import the source again with berth import, or give the bundle a release version", m.Version, dv.ContentDigest, DerivedVersionOf(dv.ContentDigest))
+	case !derived && dv != nil:
+		v.ps.add("importedFrom.derivedVersion", RuleVersionDerived, "importedFrom.derivedVersion is set, but version %q is not a derived version (0.0.0-berth.*); remove importedFrom.derivedVersion, or import the source again with berth import", m.Version)
 	}
 }

@@ -187,11 +187,15 @@ func TestClaudeMarketplaceVersionless(t *testing.T) {
 	ctx := context.Background()
 	pd := filepath.Join(dir, "plugins", "noversion")
 	derived := func() string {
-		d, err := importer.ContentDigest(ctx, pd)
+		b, err := bundle.Open(ctx, pd, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return importer.DerivedVersion(d)
+		defer b.Close()
+		if v, err := importer.PluginVersion(ctx, pd); err != nil || v != b.Manifest.Version {
+			t.Fatalf("the marketplace lists %q (%v), the import gives %s", v, err, b.Manifest.Version)
+		}
+		return b.Manifest.Version
 	}
 	v1 := derived()
 	sh, err := c.ShowUnsigned(ctx, "team", "noversion", "", nil, nil)

@@ -95,7 +95,7 @@ func (p *printer) importHead(d *Disclosure) {
 			p.field("", named+claim+", berth name "+d.Name)
 		}
 		if dv := imp.DerivedVersion; dv != nil {
-			p.field("version", d.Version+" derived by berth"+claim+": the source has no version; \"0.0.0-berth.\" and the first 12 hex digits of its content digest "+dv.ContentDigest+" (the digest of its own files, without berth.json); berth never orders two such versions by their digits: the one the source offers now is the newer")
+			p.field("version", d.Version+" derived by berth"+claim+": the source has no version; \"0.0.0-berth.\" and the first 12 hex digits of its content digest "+dv.ContentDigest+" (the digest of the bundle berth generated, with the version left blank in its berth.json); berth never orders two such versions by their digits: the one the source offers now is the newer")
 		}
 		for _, n := range slices.Sorted(maps.Keys(imp.ServerNames)) {
 			p.field("", "server "+strconv.Quote(imp.ServerNames[n])+claim+" of the source is berth's server "+strconv.Quote(n))

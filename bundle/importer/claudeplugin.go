@@ -221,22 +221,18 @@ func (x *claudeImport) top(top obj) {
 }
 
 // deriveVersion gives a plugin whose plugin.json has no version the
-// version 0.0.0-berth.<12 hex digits of its content digest> (DerivedVersion),
-// and records the content digest in importedFrom.derivedVersion.
+// version 0.0.0-berth.<12 hex digits> of its content digest
+// (DerivedVersion), and records the digest in
+// importedFrom.derivedVersion. bundle.Open replaces both by those of the
+// final bundle (bundle.DerivedDigest), which also covers the generated
+// berth.json: --without, --pin and what berth writes there.
 func (x *claudeImport) deriveVersion() {
 	digest, err := ContentDigest(context.Background(), x.dir)
 	if err != nil {
 		x.d.add("version", bundle.RuleClaudeVersionMissing, "the plugin has no version, and berth cannot derive one from its content (%v); add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json", err)
 		return
 	}
-	v := DerivedVersion(digest)
-	if !bundle.IsStrictSemver(v) {
-		// 12 decimal digits with a leading zero: semver allows no such
-		// identifier (about one content in 3,000).
-		x.d.add("version", bundle.RuleClaudeVersionMissing, "the plugin has no version, and the one berth derives from its content, %s, is not semver (a number with a leading zero); add \"version\": \"1.0.0\" (strict semver) to .claude-plugin/plugin.json", v)
-		return
-	}
-	x.m.Version = v
+	x.m.Version = DerivedVersion(digest)
 	x.imp.DerivedVersion = &bundle.DerivedVersion{ContentDigest: digest}
 	x.c.at("version", x.d.loc(""))
 }

@@ -4,20 +4,45 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
 )
 
-// DerivedVersion is the version berth gives a Claude Code plugin whose
-// plugin.json has none (docs/manifest.md, "Versionless plugins"):
-// "0.0.0-berth." and the first 12 hex digits of contentDigest, the
-// plugin's content digest (ContentDigest). The content digest is taken
-// over the plugin's own files, without the berth.json berth generates, so
-// it does not depend on the version derived from it; it is the same on
-// every machine, and two different contents get two different versions.
-func DerivedVersion(contentDigest string) string {
-	return bundle.DerivedVersionPrefix + strings.TrimPrefix(contentDigest, "sha256:")[:12]
+// DerivedVersion is the version derived from digest
+// (bundle.DerivedVersionOf): "0.0.0-berth." and its first 12 hex digits,
+// with their leading zeros dropped when all 12 are decimal and the first
+// is 0.
+func DerivedVersion(digest string) string {
+	return bundle.DerivedVersionOf(digest)
+}
+
+// PluginVersion is the version berth import gives the versionless Claude
+// Code plugin in dir when imported with no options (no --without, no
+// --pin): the version derived from the bundle it generates
+// (bundle.DerivedDigest), the same on every machine. A marketplace lists
+// the plugin under it. The plugin is only read.
+func PluginVersion(ctx context.Context, dir string) (string, error) {
+	c := convertClaude(dir, nil)
+	m := c.manifest
+	if m == nil || m.ImportedFrom == nil || m.ImportedFrom.DerivedVersion == nil {
+		for _, p := range c.ps.list {
+			if p.Rule == bundle.RuleClaudeVersionMissing || m == nil {
+				return "", fmt.Errorf("%s", p.Message)
+			}
+		}
+		return "", fmt.Errorf("berth generates no manifest for it")
+	}
+	t, ps, err := bundle.ReadTree(ctx, dir, &bundle.Limits{MaxTotalSize: math.MaxInt64, MaxEntries: math.MaxInt, MaxPathLen: math.MaxInt})
+	if err != nil {
+		return "", err
+	}
+	if t.Listing == nil {
+		if len(ps) > 0 {
+			return "", fmt.Errorf("%s", ps[0].Message)
+		}
+		return "", fmt.Errorf("its files cannot be listed")
+	}
+	return bundle.DerivedVersionOf(bundle.DerivedDigest(t.Listing, m)), nil
 }
 
 // ContentDigest is the content digest of the plugin in dir: the digest

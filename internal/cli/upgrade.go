@@ -140,6 +140,9 @@ func runOutdated(ctx context.Context, a *app, opts *outdatedOptions) error {
 		case o.Reason != "":
 			status += ": " + o.Reason
 		}
+		if o.Note != "" {
+			status += "; " + o.Note
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Catalog, o.Current, dash(o.Constraint), dash(o.Wanted), dash(o.Latest), review.Printable(status))
 	}
 	return tw.Flush()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -81,6 +82,11 @@ func ParseClaudeMarketplace(data []byte, root string) ([]*ClaudeMarketplaceEntry
 	var out []*ClaudeMarketplaceEntry
 	var ps []*catalog.Problem
 	seen := map[string]*ClaudeMarketplaceEntry{}
+	firstLoc := map[string]string{}
+	// collided are the berth names two entries with different names map
+	// to: berth lists neither, as the registry source does, since it
+	// cannot tell which one a person means.
+	collided := map[string]bool{}
 	for i, raw := range *doc.Plugins {
 		loc := fmt.Sprintf("plugins[%d]", i)
 		e, p := parseMarketEntry(raw, loc, root, pluginRoot)
@@ -91,14 +97,19 @@ func ParseClaudeMarketplace(data []byte, root string) ([]*ClaudeMarketplaceEntry
 		if first := seen[e.Name]; first != nil {
 			if first.SourceName == e.SourceName {
 				ps = append(ps, problemf(e.Name, loc+".name", RuleMarketEntryDuplicate, "a second entry named %s; the first is kept", e.Name))
-			} else {
-				ps = append(ps, problemf(e.Name, loc+".name", RuleMarketEntryDuplicate, "the entries %q and %q both become the berth plugin name %s (docs/manifest.md, \"Names of other formats\"); the first is kept", textio.ShortText(first.SourceName), textio.ShortText(e.SourceName), e.Name))
+				continue
 			}
+			if !collided[e.Name] {
+				ps = append(ps, problemf(e.Name, firstLoc[e.Name]+".name", RuleMarketEntryDuplicate, "the entries %q (%s) and %q (%s) both become the berth plugin name %s (docs/manifest.md, \"Names of other formats\"); berth lists neither: ask the marketplace's publisher to rename one", textio.ShortText(first.SourceName), firstLoc[e.Name], textio.ShortText(e.SourceName), loc, e.Name))
+			}
+			ps = append(ps, problemf(e.Name, loc+".name", RuleMarketEntryDuplicate, "the entries %q (%s) and %q (%s) both become the berth plugin name %s (docs/manifest.md, \"Names of other formats\"); berth lists neither: ask the marketplace's publisher to rename one", textio.ShortText(first.SourceName), firstLoc[e.Name], textio.ShortText(e.SourceName), loc, e.Name))
+			collided[e.Name] = true
 			continue
 		}
-		seen[e.Name] = e
+		seen[e.Name], firstLoc[e.Name] = e, loc
 		out = append(out, e)
 	}
+	out = slices.DeleteFunc(out, func(e *ClaudeMarketplaceEntry) bool { return collided[e.Name] })
 	return out, ps, nil
 }
 
@@ -166,13 +177,13 @@ func parseMarketEntry(raw json.RawMessage, loc, root, pluginRoot string) (*Claud
 		version = pj.Version
 	case !pj.hasVersion:
 		// A versionless plugin: berth installs it with the version its
-		// importer derives from the plugin's content, whatever the entry
+		// import derives from the bundle it generates, whatever the entry
 		// says (docs/manifest.md, "Versionless plugins").
-		digest, err := importer.ContentDigest(context.Background(), dir)
+		v, err := importer.PluginVersion(context.Background(), dir)
 		if err != nil {
 			return bad(RuleMarketEntryVersion, ".source", "the plugin has no version, and berth cannot derive one from its content: %v", err)
 		}
-		version = importer.DerivedVersion(digest)
+		version = v
 	}
 	if _, err := semver.StrictNewVersion(version); err != nil {
 		return bad(RuleMarketEntryVersion, ".version", "the version %q is not strict semver (like 1.2.3); berth invents none", textio.ShortText(version))

@@ -34,6 +34,10 @@ type Outdated struct {
 	// Problem says why the catalog could not be asked (removed, no longer
 	// lists the plugin).
 	Problem string `json:"problem,omitempty"`
+	// Note says what a person should know about the upgrade: that the
+	// source dropped the plugin's version (Wanted is a derived version in
+	// place of the release version Current; docs/marketplace.md).
+	Note string `json:"note,omitempty"`
 
 	record   *store.Record
 	plugin   *catalog.Plugin
@@ -75,10 +79,13 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 		if r.Catalog == nil {
 			continue
 		}
-		if latest[r.Name] == nil {
+		l := latest[r.Name]
+		if l == nil {
 			names = append(names, r.Name)
 		}
-		latest[r.Name] = r
+		if l == nil || laterRecord(l, r) {
+			latest[r.Name] = r
+		}
 	}
 	out := []*Outdated{}
 	for _, name := range names {
@@ -111,6 +118,9 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 			// Two contents of a versionless plugin: what the source
 			// offers now is the newer (bundle.VersionNewer).
 			o.Upgrade = bundle.VersionNewer(o.Current, o.Wanted)
+			if o.Upgrade && bundle.DroppedVersion(o.Current, o.Wanted) {
+				o.Note = fmt.Sprintf("the source dropped the plugin's version %s: it now offers the content-derived %s, which berth takes as newer, since the source offers it now (docs/marketplace.md)", o.Current, o.Wanted)
+			}
 		} else if res == nil {
 			o.Problem = err.Error()
 		}
@@ -119,4 +129,15 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 		}
 	}
 	return out, nil
+}
+
+// laterRecord reports whether r, which comes after l in the store's order
+// (by version), is the current one of its plugin: it is, except that a
+// derived version and a release version are not ordered by semver, and
+// then the one trusted last is what its source offered last.
+func laterRecord(l, r *store.Record) bool {
+	if bundle.IsDerivedVersion(l.Version) == bundle.IsDerivedVersion(r.Version) {
+		return true
+	}
+	return r.TrustedAt.After(l.TrustedAt)
 }
