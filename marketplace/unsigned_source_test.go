@@ -2,9 +2,11 @@ package marketplace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -12,15 +14,13 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-// ATTACK: checkBundleName guards only one direction. A plugin installed
-// from a registry entry's MCP Bundle ("tiny-tools" from
-// io.github.acme/tiny) is replaced by ANOTHER registry entry whose
-// server.json maps to that name (registry name "tiny/tools" maps to
-// "tiny-tools"), because checkBundleName returns at once for entries built
-// from a server.json ("an entry built from its server.json carries its
-// own name"). docs/marketplace.md says "a bundle whose name a plugin from
-// another source already has is refused".
-func TestAttackRegistryEntryReplacesMCPBPlugin(t *testing.T) {
+// A plugin installed from a registry entry's MCP Bundle ("tiny-tools" from
+// io.github.acme/tiny) is not replaced by another registry entry whose
+// server.json maps to that name ("tiny/tools" maps to "tiny-tools"): every
+// unsigned install compares the source of the plugin's latest record with
+// its own (store.TrustOptions.SameSource), and the error names both and
+// berth revoke.
+func TestUnsignedInstallRefusesAnotherSourcesPlugin(t *testing.T) {
 	data, err := os.ReadFile(tinyMCPB)
 	if err != nil {
 		t.Fatal(err)
@@ -51,12 +51,29 @@ func TestAttackRegistryEntryReplacesMCPBPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sh2.Name != "tiny-tools" {
-		t.Skipf("maps to %s", sh2.Name)
+		t.Fatalf("tiny/tools maps to %s, not tiny-tools", sh2.Name)
 	}
 	req2 := UnsignedInstallRequest{Catalog: "reg", Name: "tiny/tools", AllowUnsigned: true, Bundle: bopts}
 	req2.Digest, _ = store.ParseDigest(sh2.Digest)
 	got, err := c2.InstallUnsigned(ctx, st, req2)
 	if err == nil {
-		t.Errorf("another source's entry installed %s@%s over the plugin tiny-tools installed from io.github.acme/tiny's MCP Bundle (source %s)", got.Trust.Record.Name, got.Trust.Record.Version, got.Trust.Record.Source)
+		t.Fatalf("another source's entry installed %s@%s over the plugin tiny-tools installed from io.github.acme/tiny's MCP Bundle (source %s)", got.Trust.Record.Name, got.Trust.Record.Version, got.Trust.Record.Source)
+	}
+	var sc *store.SourceChangeError
+	if !errors.As(err, &sc) || !strings.Contains(err.Error(), "io.github.acme%2Ftiny") || !strings.Contains(err.Error(), "tiny%2Ftools") || !strings.Contains(err.Error(), "berth revoke tiny-tools") {
+		t.Errorf("refusal does not name both sources and berth revoke: %v", err)
+	}
+	// After berth revoke, the other source installs.
+	recs, err := st.Find("tiny-tools", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if _, err := st.Revoke(ctx, r.Name, r.Version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c2.InstallUnsigned(ctx, st, req2); err != nil {
+		t.Fatalf("after revoking tiny-tools, the other entry: %v", err)
 	}
 }
