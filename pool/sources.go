@@ -38,8 +38,8 @@ type SourceStatus struct {
 	Bind string `json:"bind,omitempty"`
 	// Confirm is set for a value the operator confirms (an importedFrom
 	// input with confirm): it is read only from the values confirmed for
-	// the plugin and its signer, never from the environment or the
-	// secret store.
+	// the plugin and its signer (and, when unsigned, its source), never
+	// from the environment or the secret store.
 	Confirm bool `json:"confirm,omitempty"`
 	// Empty is set for an optional value confirmed as empty: the server
 	// gets no such variable.
