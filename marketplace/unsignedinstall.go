@@ -370,7 +370,7 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 			return nil, err
 		}
 	}
-	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, Source: origin, Confirm: req.Confirm})
+	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, SameSource: true, Source: origin, Confirm: req.Confirm})
 	// Name the entry, not the temp file berth built it in.
 	var dm *store.DigestMismatchError
 	if errors.As(err, &dm) {
@@ -450,8 +450,11 @@ func checkBundleName(ctx context.Context, st *store.Store, ci *CatalogInfo, p *f
 	}
 	b.Close()
 	recs, err := st.Find(name, "")
-	if err != nil {
+	if errors.Is(err, store.ErrNotTrusted) {
 		return nil // nothing of that name is installed
+	}
+	if err != nil {
+		return err
 	}
 	prefix := strings.TrimSuffix(foreign.RegistryVersionURL(ci.Source, p.SourceName, "v"), "v")
 	for _, r := range recs {

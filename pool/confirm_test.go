@@ -73,7 +73,7 @@ func TestConfirmedValues(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	cv := func(name, offered, value string) store.ConfirmedValue {
-		return store.ConfirmedValue{Plugin: "demo", Signer: rec.SignerIdentity(), Name: name, Offered: offered, Value: value, Confirmed: now}
+		return store.ConfirmedValue{Plugin: "demo", Signer: rec.SignerIdentity(), Source: rec.ConfirmSource(), Name: name, Offered: offered, Value: value, Confirmed: now}
 	}
 	if err := f.store.Confirm(ctx, cv("DEMO_MODE", "fast", "turbo-confirmed"), cv("DEMO_NODE_ENV", "production", "production"), cv("DEMO_OPT", "", "")); err != nil {
 		t.Fatal(err)
@@ -106,15 +106,33 @@ func TestConfirmedValues(t *testing.T) {
 	}
 	p.Close()
 
-	// The publisher's offer changed (as a bundle update would): berth
-	// asks again, and the server says so.
-	if err := f.store.Confirm(ctx, cv("DEMO_NODE_ENV", "development", "development")); err != nil {
+	// The value was confirmed for another offer only (as before a bundle
+	// update that changed it): berth asks again, and the server says so.
+	if _, err := f.store.UpdateConfig(ctx, func(c *store.Config) error {
+		for i := range c.Confirmed {
+			if c.Confirmed[i].Name == "DEMO_NODE_ENV" {
+				c.Confirmed[i].Offered, c.Confirmed[i].Value = "development", "development"
+			}
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	p = f.open(tune)
 	st = status(t, p, "demo__main")
 	if !strings.Contains(st.LastError, `publisher offered "development", and this version offers "production", so berth asks again`) {
 		t.Errorf("error after the offer changed: %q", st.LastError)
+	}
+	p.Close()
+
+	// Confirmed for another source of an unsigned plugin of that name:
+	// not this version's value.
+	if err := f.store.Confirm(ctx, store.ConfirmedValue{Plugin: "demo", Signer: rec.SignerIdentity(), Source: "https://elsewhere.example/demo", Name: "DEMO_NODE_ENV", Offered: "production", Value: "production", Confirmed: now}); err != nil {
+		t.Fatal(err)
+	}
+	p = f.open(tune)
+	if st = status(t, p, "demo__main"); st.State != StateFailed || !strings.Contains(st.LastError, "another source") {
+		t.Errorf("a value confirmed for another source was used: %+v", st)
 	}
 	p.Close()
 

@@ -139,6 +139,9 @@ type plugin struct {
 	// record (store.Record.SignerIdentity): an allow rule applies only
 	// to versions from the signer it was set for.
 	signer string
+	// confirmSource is the enabled version's store.Record.ConfirmSource:
+	// the source an unsigned version's confirmed values are bound to.
+	confirmSource string
 	// confirm are the inputs whose value the operator confirms, by their
 	// fromEnv name (sources.go).
 	confirm map[string]bundle.ImportInput
@@ -479,6 +482,7 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement)
 		return fail(err)
 	}
 	pl.signer = recs[0].SignerIdentity()
+	pl.confirmSource = recs[0].ConfirmSource()
 	pl.confirm = confirmInputs(m)
 	if err := checkProviderNames(m); err != nil {
 		return fail(fmt.Errorf("%s@%s was trusted by an older berth and %w; update it and trust it again", name, en.Version, err))

@@ -38,8 +38,8 @@ type SourceStatus struct {
 	Bind string `json:"bind,omitempty"`
 	// Confirm is set for a value the operator confirms (an importedFrom
 	// input with confirm): it is read only from the values confirmed for
-	// the plugin and its signer, never from the environment or the
-	// secret store.
+	// the plugin and its signer (and, when unsigned, its source), never
+	// from the environment or the secret store.
 	Confirm bool `json:"confirm,omitempty"`
 	// Empty is set for an optional value confirmed as empty: the server
 	// gets no such variable.
@@ -60,9 +60,12 @@ type NotBound interface {
 // environment first, then Options.Secrets. It records what it resolved,
 // never a value.
 type sources struct {
-	ctx     context.Context
-	plugin  string
-	signer  string
+	ctx    context.Context
+	plugin string
+	signer string
+	// source is the enabled version's store.Record.ConfirmSource: a
+	// confirmed value of an unsigned version is bound to its source too.
+	source  string
 	env     func(string) (string, bool)
 	secrets func(context.Context, string, string, string) (string, bool, error)
 	// confirm are the plugin's inputs the operator confirms, by name;
@@ -79,7 +82,7 @@ type sources struct {
 // sources resolves for a server of pl, whose enabled version is signed by
 // pl.signer (store.Record's SignerIdentity).
 func (p *Pool) sources(ctx context.Context, pl *plugin) *sources {
-	return &sources{ctx: ctx, plugin: pl.name, signer: pl.signer, env: p.lookupEnv, secrets: p.opts.Secrets, confirm: pl.confirm, config: p.store.Config}
+	return &sources{ctx: ctx, plugin: pl.name, signer: pl.signer, source: pl.confirmSource, env: p.lookupEnv, secrets: p.opts.Secrets, confirm: pl.confirm, config: p.store.Config}
 }
 
 // confirmInputs are m's inputs the operator confirms, by fromEnv name.
@@ -143,7 +146,7 @@ func (r *sources) confirmed(in bundle.ImportInput, what string) (string, bool) {
 		r.unconfirmed = append(r.unconfirmed, fmt.Sprintf("%s (for %s): berth cannot read its config: %v", in.FromEnv, what, r.cfgErr))
 		return "", false
 	}
-	if cv, ok := r.cfg.Confirmation(r.plugin, r.signer, in.FromEnv, in.Default); ok {
+	if cv, ok := r.cfg.Confirmation(r.plugin, r.signer, r.source, in.FromEnv, in.Default); ok {
 		st.Set, st.From, st.Empty = true, FromConfirmed, cv.Value == ""
 		return cv.Value, cv.Value != ""
 	}
@@ -156,6 +159,8 @@ func (r *sources) confirmed(in bundle.ImportInput, what string) (string, bool) {
 		switch {
 		case old.Signer != r.signer:
 			why = "you confirmed it for a version signed by another signer, not for this one"
+		case old.Source != r.source:
+			why = fmt.Sprintf("you confirmed it for the plugin of this name from %s, and this version comes from %s, another source, so berth asks again", old.Source, r.source)
 		case old.Offered != in.Default:
 			why = fmt.Sprintf("you confirmed it when its publisher offered %q, and this version offers %q, so berth asks again", old.Offered, in.Default)
 		}

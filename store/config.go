@@ -112,15 +112,15 @@ func (c *Config) check() []string {
 		}
 		seen[r.Pattern] = i
 	}
-	type key struct{ plugin, signer, name string }
+	type key struct{ plugin, signer, source, name, offered string }
 	have := map[key]int{}
 	for i, v := range c.Confirmed {
 		if err := v.check(); err != nil {
 			ps = append(ps, fmt.Sprintf("confirmed[%d]: %v", i, err))
 		}
-		k := key{v.Plugin, v.Signer, v.Name}
+		k := key{v.Plugin, v.Signer, v.Source, v.Name, v.Offered}
 		if j, dup := have[k]; dup {
-			ps = append(ps, fmt.Sprintf("confirmed[%d]: a second value of %s for %s (the first is confirmed[%d])", i, v.Name, v.Plugin, j))
+			ps = append(ps, fmt.Sprintf("confirmed[%d]: a second value of %s for %s offering %q (the first is confirmed[%d])", i, v.Name, v.Plugin, v.Offered, j))
 			continue
 		}
 		have[k] = i

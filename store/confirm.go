@@ -14,14 +14,20 @@ import (
 // plugin (bundle.ImportInput.Confirm): a constant its publisher fixes
 // (NODE_ENV=production) or a non-sensitive option. It is kept in
 // config.json, never in the bundle, and it reaches only the servers of
-// Plugin whose enabled version is signed by Signer and still offers the
-// value Offered: a version from another signer, or one whose publisher
-// changed the value offered, asks again.
+// Plugin whose enabled version is signed by Signer (for an unsigned
+// version: came from Source) and still offers the value Offered: a version
+// from another signer or another source, or one whose publisher changed
+// the value offered, asks again.
 type ConfirmedValue struct {
 	Plugin string `json:"plugin"`
 	// Signer is the SignerIdentity of the trust record it was confirmed
 	// for ("unsigned" for a bundle trusted by its digest).
 	Signer string `json:"signer"`
+	// Source is the Record.ConfirmSource it was confirmed for: "" for a
+	// signed version, the origin of an unsigned version's source (every
+	// unsigned version has the signer identity "unsigned", so the signer
+	// alone cannot tell two sources apart).
+	Source string `json:"source,omitempty"`
 	// Name is the input's fromEnv: the name the manifest reads it by.
 	Name string `json:"name"`
 	// Offered is the publisher's value (the input's default) when it was
@@ -33,10 +39,11 @@ type ConfirmedValue struct {
 }
 
 // Confirmation returns the value confirmed for the input name of plugin,
-// signed by signer, that offered offered.
-func (c *Config) Confirmation(plugin, signer, name, offered string) (ConfirmedValue, bool) {
+// signed by signer, from source (Record.ConfirmSource), that offered
+// offered.
+func (c *Config) Confirmation(plugin, signer, source, name, offered string) (ConfirmedValue, bool) {
 	for _, v := range c.Confirmed {
-		if v.Plugin == plugin && v.Signer == signer && v.Name == name && v.Offered == offered {
+		if v.Plugin == plugin && v.Signer == signer && v.Source == source && v.Name == name && v.Offered == offered {
 			return v, true
 		}
 	}
@@ -56,7 +63,8 @@ func (c *Config) ConfirmationsOf(plugin, name string) []ConfirmedValue {
 }
 
 // Confirm records vals in config.json, each replacing what was confirmed
-// for its plugin, signer and name before. Running pools pick the change
+// for its plugin, signer, source, name and offered value before: values
+// confirmed for other offers (another installed version's) stay. Running pools pick the change
 // up (the generation is bumped).
 func (s *Store) Confirm(ctx context.Context, vals ...ConfirmedValue) error {
 	for _, v := range vals {
@@ -67,7 +75,7 @@ func (s *Store) Confirm(ctx context.Context, vals ...ConfirmedValue) error {
 	_, err := s.UpdateConfig(ctx, func(c *Config) error {
 		for _, v := range vals {
 			c.Confirmed = slices.DeleteFunc(c.Confirmed, func(o ConfirmedValue) bool {
-				return o.Plugin == v.Plugin && o.Signer == v.Signer && o.Name == v.Name
+				return o.Plugin == v.Plugin && o.Signer == v.Signer && o.Source == v.Source && o.Name == v.Name && o.Offered == v.Offered
 			})
 			c.Confirmed = append(c.Confirmed, v)
 		}
@@ -104,7 +112,13 @@ func sortConfirmed(vs []ConfirmedValue) {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Signer, b.Signer)
+		if c := strings.Compare(a.Signer, b.Signer); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Offered, b.Offered)
 	})
 }
 

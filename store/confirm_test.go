@@ -24,23 +24,25 @@ func TestConfirm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := c.Confirmation("acme", "unsigned", "ACME_NODE_ENV", "production"); !ok || got.Value != "production" {
+	if got, ok := c.Confirmation("acme", "unsigned", "", "ACME_NODE_ENV", "production"); !ok || got.Value != "production" {
 		t.Fatalf("Confirmation = %+v, %v", got, ok)
 	}
-	// Another plugin, another signer, another offer: not confirmed.
-	for _, q := range [][4]string{
-		{"other", "unsigned", "ACME_NODE_ENV", "production"},
-		{"acme", "key abc", "ACME_NODE_ENV", "production"},
-		{"acme", "unsigned", "ACME_NODE_ENV", "development"},
-		{"acme", "unsigned", "ACME_MCP_DXT", "production"},
+	// Another plugin, another signer, another source, another offer: not
+	// confirmed.
+	for _, q := range [][5]string{
+		{"other", "unsigned", "", "ACME_NODE_ENV", "production"},
+		{"acme", "key abc", "", "ACME_NODE_ENV", "production"},
+		{"acme", "unsigned", "https://elsewhere.example/acme", "ACME_NODE_ENV", "production"},
+		{"acme", "unsigned", "", "ACME_NODE_ENV", "development"},
+		{"acme", "unsigned", "", "ACME_MCP_DXT", "production"},
 	} {
-		if _, ok := c.Confirmation(q[0], q[1], q[2], q[3]); ok {
+		if _, ok := c.Confirmation(q[0], q[1], q[2], q[3], q[4]); ok {
 			t.Errorf("Confirmation%v is confirmed", q)
 		}
 	}
-	// A new confirmation replaces the old one for that plugin, signer
-	// and name.
-	v.Offered, v.Value = "development", "test"
+	// A new confirmation replaces the old one for that plugin, signer,
+	// source, name and offer.
+	v.Value = "test"
 	if err := st.Confirm(ctx, v); err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,30 @@ type Record struct {
 	Pinned []bundle.PinRecord `json:"pinned,omitempty"`
 }
 
+// SourceOrigin is the source a record's Source names without the
+// version: for a registry entry (".../v0/servers/NAME/versions/V") the
+// entry (".../v0/servers/NAME"); for anything else (a marketplace's
+// plugin directory, a URL, the path of a local import) the Source itself.
+// Two unsigned versions of a plugin come from one source when their
+// origins are equal.
+func SourceOrigin(source string) string {
+	if i := strings.LastIndex(source, "/versions/"); i > 0 && strings.Contains(source[:i], "/v0/servers/") && !strings.Contains(source[i+len("/versions/"):], "/") {
+		return source[:i]
+	}
+	return source
+}
+
+// ConfirmSource is what a value confirmed for this record is bound to
+// besides its signer: "" for a signed record (its signer identity is
+// enough), the record's SourceOrigin for an unsigned one, whose signer
+// identity ("unsigned") every unsigned plugin shares.
+func (r *Record) ConfirmSource() string {
+	if r.Signer != nil {
+		return ""
+	}
+	return SourceOrigin(r.Source)
+}
+
 // ID is name@version.
 func (r *Record) ID() string { return r.Name + "@" + r.Version }
 

@@ -25,6 +25,8 @@ type verified struct {
 	reviewHash        string
 	source            string
 	allowSignerChange bool
+	// sameSource is TrustOptions.SameSource.
+	sameSource bool
 	// newSigner is a proposed signer that verified the signature: it is
 	// added to the policy, scoped to the plugin, with the record.
 	newSigner *trust.Signer
@@ -83,6 +85,9 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 		latest := existing[len(existing)-1]
 		if latest.Signer.identity() != ref.identity() && !v.allowSignerChange {
 			return nil, &SignerChangeError{Name: name, Version: latest.Version, Trusted: latest.Signer, Offered: ref}
+		}
+		if v.sameSource && ref == nil && latest.Signer == nil && SourceOrigin(latest.Source) != SourceOrigin(v.source) {
+			return nil, &SourceChangeError{Name: name, Version: latest.Version, Trusted: latest.Source, Offered: v.source}
 		}
 	}
 	if err := s.CheckNotRevoked(name, version, b.Digest); err != nil {

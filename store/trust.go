@@ -41,6 +41,13 @@ type TrustOptions struct {
 	// Source is the origin the trust record names (a catalog's URL, say);
 	// "" means the absolute path of the source.
 	Source string
+	// SameSource, for an unsigned bundle, refuses it with a
+	// *SourceChangeError when the plugin's latest trusted version is
+	// unsigned and came from another source (SourceOrigin differs): one
+	// unsigned source must not replace another's plugin of the same name,
+	// since signer continuity cannot tell them apart. An upgrade from the
+	// same source passes.
+	SameSource bool
 	// AllowedSigners, when not nil, are the only signers whose signature
 	// is accepted (a catalog's allowed signers of the plugin), compared by
 	// key fingerprint, or by issuer and SAN: a signature that the policy
@@ -154,7 +161,7 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 	if !opts.Digest.IsZero() && opts.Digest.String() != b.Digest {
 		return nil, &DigestMismatchError{Source: source, Got: b.Digest, Want: opts.Digest.String()}
 	}
-	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange, catalog: opts.Catalog, stageProgress: opts.StageProgress}
+	v := &verified{bundle: b, source: opts.Source, allowSignerChange: opts.AllowSignerChange, sameSource: opts.SameSource, catalog: opts.Catalog, stageProgress: opts.StageProgress}
 	if v.source == "" {
 		v.source = absSource(source)
 	}
@@ -352,3 +359,21 @@ func (e *SignerChangeError) Error() string {
 
 // Unwrap returns trust.ErrUntrusted.
 func (e *SignerChangeError) Unwrap() error { return trust.ErrUntrusted }
+
+// SourceChangeError refuses an unsigned bundle whose plugin's latest
+// trusted version, unsigned too, came from another source
+// (TrustOptions.SameSource). It wraps trust.ErrUntrusted.
+type SourceChangeError struct {
+	// Name and Version are the plugin and its latest trusted version.
+	Name, Version string
+	// Trusted is the source of that version; Offered this bundle's.
+	Trusted, Offered string
+}
+
+func (e *SourceChangeError) Error() string {
+	return fmt.Sprintf("%s@%s is installed unsigned from %s, and this bundle of the same name comes from %s, another source: %v; berth does not let one unsigned source replace another's plugin. If you mean to replace it, remove the installed plugin first (berth revoke %s), then install again",
+		e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted, e.Name)
+}
+
+// Unwrap returns trust.ErrUntrusted.
+func (e *SourceChangeError) Unwrap() error { return trust.ErrUntrusted }

@@ -194,7 +194,7 @@ func (a *app) confirmValues(ctx context.Context, st *store.Store, recs []*store.
 	if err != nil {
 		return nil, err
 	}
-	type key struct{ signer, name, offered string }
+	type key struct{ signer, source, name, offered string }
 	seen := map[key]bool{}
 	var (
 		res   confirmResult
@@ -210,7 +210,7 @@ func (a *app) confirmValues(ctx context.Context, st *store.Store, recs []*store.
 		}
 		for _, in := range m.ConfirmInputs() {
 			names = append(names, in.FromEnv)
-			k := key{r.SignerIdentity(), in.FromEnv, in.Default}
+			k := key{r.SignerIdentity(), r.ConfirmSource(), in.FromEnv, in.Default}
 			if seen[k] {
 				continue
 			}
@@ -224,7 +224,7 @@ func (a *app) confirmValues(ctx context.Context, st *store.Store, recs []*store.
 				batch = append(batch, confirmedValue(r, in, v))
 				continue
 			}
-			if _, ok := cfg.Confirmation(r.Name, r.SignerIdentity(), in.FromEnv, in.Default); ok {
+			if _, ok := cfg.Confirmation(r.Name, r.SignerIdentity(), r.ConfirmSource(), in.FromEnv, in.Default); ok {
 				continue
 			}
 			todo, todoR = append(todo, in), append(todoR, r)
@@ -309,7 +309,7 @@ func givenFor(plugin string, in bundle.ImportInput, g *givenValue) (string, erro
 }
 
 func confirmedValue(r *store.Record, in bundle.ImportInput, v string) store.ConfirmedValue {
-	return store.ConfirmedValue{Plugin: r.Name, Signer: r.SignerIdentity(), Name: in.FromEnv, Offered: in.Default, Value: v, Confirmed: time.Now().UTC().Truncate(time.Second)}
+	return store.ConfirmedValue{Plugin: r.Name, Signer: r.SignerIdentity(), Source: r.ConfirmSource(), Name: in.FromEnv, Offered: in.Default, Value: v, Confirmed: time.Now().UTC().Truncate(time.Second)}
 }
 
 // askValue asks for the value of in on the terminal: Enter takes the
@@ -450,7 +450,12 @@ func checkGiven(st *store.Store, rec *store.Record, given []string) error {
 // a plugin of that name trusted later, perhaps another publisher's, asks
 // again. A failure is a warning.
 func (a *app) forgetConfirmed(st *store.Store, plugin string) {
-	if recs, err := st.Records(); err != nil || slices.ContainsFunc(recs, func(r *store.Record) bool { return r.Name == plugin }) {
+	recs, err := st.Records()
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: berth cannot read its trust records (%v), so it did not check whether a version of %s is still trusted: the values confirmed for %s stay in berth's config; once `berth list` works, remove its entries of \"confirmed\" from config.json by hand if no version of %s is trusted\n", err, plugin, plugin, plugin)
+		return
+	}
+	if slices.ContainsFunc(recs, func(r *store.Record) bool { return r.Name == plugin }) {
 		return
 	}
 	gone, err := st.ForgetConfirmed(context.Background(), plugin)
