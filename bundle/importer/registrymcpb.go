@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -23,54 +22,47 @@ type RegistryMCPB struct {
 }
 
 // RegistryMCPBPackage reports whether the server.json data installs as an
-// MCP Bundle: its packages are mcpb packages only and it has no remotes.
-// It returns nil and no error for any other document (built from the
-// server.json itself: an mcpb package beside another package or a remote
-// is listed as not carried over there). For an mcpb-only document it
-// returns the bundle to download, or an error naming what stops berth
-// from fetching it: no fileSha256 (rule registry-mcpb-digest), an
-// identifier that is not an https:// URL, another transport than stdio,
-// or several mcpb packages (berth does not choose between a publisher's
-// alternatives, such as one per platform).
+// MCP Bundle. It decides from berth's own reading of the document, the
+// one berth import does (its $schema resolved to a published version, or
+// the one version it is inferred to be; a field of another version
+// refused; field names exact, as that version spells them): the document
+// is one MCP Bundle when that reading finds no problem and its only
+// package is one mcpb package (registryType, or registry_type in
+// 2025-07-09, "mcpb", with a valid fileSha256 and the stdio transport),
+// with no other package and no remote. Any other document, including
+// one that reading refuses, is not: RegistryMCPBPackage returns nil and
+// no error, and the caller builds the bundle of the server.json itself,
+// which reports every problem (an mcpb package without fileSha256, rule
+// registry-mcpb-digest; several mcpb packages, rule registry-mcpb-choice;
+// an unknown $schema; ...) before anything is downloaded. For one MCP
+// Bundle it returns the bundle to download, or an error when its
+// identifier is not an https:// URL without credentials (plain http only
+// on a loopback address), rule registry-package-source.
 func RegistryMCPBPackage(data []byte) (*RegistryMCPB, error) {
-	var doc struct {
-		Name     string `json:"name"`
-		Packages []struct {
-			RegistryType string `json:"registryType"`
-			Identifier   string `json:"identifier"`
-			FileSHA256   string `json:"fileSha256"`
-			Transport    *struct {
-				Type string `json:"type"`
-			} `json:"transport"`
-		} `json:"packages"`
-		Remotes []json.RawMessage `json:"remotes"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Packages) == 0 || len(doc.Remotes) > 0 {
+	c := convertRegistryData(data)
+	if len(c.ps.list) > 0 || c.manifest == nil || c.manifest.ImportedFrom == nil || len(c.manifest.MCPServers) > 0 {
 		return nil, nil
 	}
-	for _, p := range doc.Packages {
-		if p.RegistryType != "mcpb" {
-			return nil, nil
+	var bundles []bundle.NotCarried
+	for _, it := range c.manifest.ImportedFrom.NotCarriedOver {
+		if it.Kind == "mcpb-package" {
+			bundles = append(bundles, it)
 		}
 	}
-	if n := len(doc.Packages); n > 1 {
-		return nil, &MCPBPackageError{Rule: bundle.RuleRegistryMCPBChoice, Message: fmt.Sprintf("the server.json offers %d MCP Bundles (packages of type mcpb) and nothing else; they are the publisher's alternatives (often one per platform), and berth does not choose between them: download the one for this machine, check its fileSha256, and run berth import FILE.mcpb", n)}
+	if len(bundles) != 1 {
+		// No package, or several MCP Bundles (refused by the reading:
+		// registry-mcpb-choice, so not reached).
+		return nil, nil
 	}
-	p := doc.Packages[0]
-	if p.FileSHA256 == "" || !sha256HexRe.MatchString(p.FileSHA256) {
-		return nil, &MCPBPackageError{Rule: bundle.RuleRegistryMCPBDigest, Message: fmt.Sprintf("the MCP Bundle %s has no valid fileSha256 (64 lower-case hex digits): berth downloads an MCP Bundle only by its digest; ask the publisher to add it", p.Identifier)}
-	}
-	if p.Transport != nil && p.Transport.Type != "stdio" {
-		return nil, &MCPBPackageError{Rule: bundle.RuleRegistryTransport, Message: fmt.Sprintf("the MCP Bundle %s has the transport %q; an MCP Bundle runs over stdio", p.Identifier, p.Transport.Type)}
-	}
-	u, err := url.Parse(p.Identifier)
+	p := bundles[0]
+	u, err := url.Parse(p.Name)
 	// Plain http is allowed on a loopback address only (a local mirror, a
 	// test), as for catalog sources.
 	okScheme := err == nil && (u.Scheme == "https" || (u.Scheme == "http" && loopback.IsHost(u.Hostname())))
-	if !okScheme || u.Host == "" || u.User != nil || strings.ContainsAny(p.Identifier, " \t\r\n") {
-		return nil, &MCPBPackageError{Rule: bundle.RuleRegistryPackageSource, Message: fmt.Sprintf("the MCP Bundle's identifier %q is not an https:// URL without credentials; berth downloads MCP Bundles only over https (plain http only on a loopback address)", p.Identifier)}
+	if !okScheme || u.Host == "" || u.User != nil || strings.ContainsAny(p.Name, " \t\r\n") {
+		return nil, &MCPBPackageError{Rule: bundle.RuleRegistryPackageSource, Message: fmt.Sprintf("the MCP Bundle's identifier %q is not an https:// URL without credentials; berth downloads MCP Bundles only over https (plain http only on a loopback address)", p.Name)}
 	}
-	return &RegistryMCPB{Name: doc.Name, URL: p.Identifier, SHA256: p.FileSHA256}, nil
+	return &RegistryMCPB{Name: c.manifest.ImportedFrom.SourceName, URL: p.Name, SHA256: p.SHA256}, nil
 }
 
 // MCPBPackageError says why the MCP Bundle of a registry entry cannot be

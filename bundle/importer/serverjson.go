@@ -118,6 +118,32 @@ func convertRegistry(dir string) *conversion {
 	if !ok {
 		return c
 	}
+	return registryTop(c, d, top)
+}
+
+// convertRegistryData reads the server.json document data as
+// convertRegistry reads the file server.json.
+func convertRegistryData(data []byte) *conversion {
+	c := newConversion()
+	d := &doc{file: registryManifest, rules: registryRules, ps: &c.ps}
+	root := d.parse(data)
+	if root == nil {
+		return c
+	}
+	if root.Kind != strictjson.Object {
+		d.add("", d.rules.syntax, "%s must hold a JSON object, not %s", registryManifest, root.Kind)
+		return c
+	}
+	top, ok := d.object(root, "")
+	if !ok {
+		return c
+	}
+	return registryTop(c, d, top)
+}
+
+// registryTop reads the document's root top by the schema version its
+// $schema names (or the one it is inferred to be).
+func registryTop(c *conversion, d *doc, top obj) *conversion {
 	n, has := top.keys["$schema"]
 	switch {
 	case !has:
