@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -103,7 +104,10 @@ func measureBuildable(t testing.TB, c *Cache, catName string) *buildTable {
 // figures measured when they were set (listed 2,336, buildable 1,462, of
 // them 27 MCP Bundles), so that a change that makes berth build fewer of
 // the versions that exist fails here. Raise the floors when berth builds
-// more.
+// more. Under -race, which makes building 2,336 bundles take over ten
+// minutes on two cores, the same checks run on every tenth item without
+// the floors; .ci/run runs the whole listing without -race, as it does
+// TestSearch10k.
 func TestRegistryCorpusBuildable(t *testing.T) {
 	l, err := registrytest.Load(corpusRegistry)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -111,6 +115,14 @@ func TestRegistryCorpusBuildable(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	whole := !raceEnabled && !testing.Short()
+	if !whole {
+		var some []json.RawMessage
+		for i := 0; i < len(l.Items); i += 10 {
+			some = append(some, l.Items[i])
+		}
+		l.Items = some
 	}
 	srv := httptest.NewServer(l)
 	defer srv.Close()
@@ -134,7 +146,7 @@ func TestRegistryCorpusBuildable(t *testing.T) {
 		t.Errorf("listed %d versions of %d items", tab.Listed, len(l.Items))
 	}
 	const minListed, minBuildable, minMCPB = 2330, 1450, 27
-	if tab.Listed < minListed || tab.Buildable < minBuildable || tab.MCPB < minMCPB {
+	if whole && (tab.Listed < minListed || tab.Buildable < minBuildable || tab.MCPB < minMCPB) {
 		t.Errorf("berth lists %d versions (floor %d) and can build %d (floor %d), %d of them one MCP Bundle (floor %d): fewer than it could; a change made berth read less of what the registry publishes", tab.Listed, minListed, tab.Buildable, minBuildable, tab.MCPB, minMCPB)
 	}
 }
