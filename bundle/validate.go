@@ -63,6 +63,10 @@ func IsValidServerName(name string) bool {
 	return serverNameRe.MatchString(name) && !strings.Contains(name, "__") && name != "sampling" && name != "elicitation"
 }
 
+// IsValidEnvName reports whether s is an environment variable name berth
+// accepts: a letter or '_', then letters, digits and '_'.
+func IsValidEnvName(s string) bool { return lexical.EnvName(s) }
+
 // forbiddenHeaders are headers berth controls itself.
 var forbiddenHeaders = []string{"host", "authorization", "cookie", "content-length", "transfer-encoding", "connection"}
 

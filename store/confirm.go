@@ -135,20 +135,8 @@ func (v ConfirmedValue) check() error {
 	if err := bundle.CheckConfirmedValue(bundle.ImportInput{FromEnv: v.Name}, v.Value); err != nil {
 		return fmt.Errorf("confirmed value of plugin %s: %w", v.Plugin, err)
 	}
-	if !envNameOK(v.Name) {
+	if !bundle.IsValidEnvName(v.Name) {
 		return fmt.Errorf("confirmed value of plugin %s: %q is not a variable name", v.Plugin, v.Name)
 	}
 	return nil
-}
-
-func envNameOK(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -156,7 +156,7 @@ func parseGiven(given []string) (map[string]*givenValue, error) {
 	out := map[string]*givenValue{}
 	for _, g := range given {
 		name, value, has := strings.Cut(g, "=")
-		if !envName(name) {
+		if !bundle.IsValidEnvName(name) {
 			return nil, usagef("--confirm %q: NAME must be the variable the plugin's review names (such as ACME_NODE_ENV), optionally followed by =VALUE", name)
 		}
 		if out[name] != nil {
@@ -165,18 +165,6 @@ func parseGiven(given []string) (map[string]*givenValue, error) {
 		out[name] = &givenValue{value: value, hasValue: has}
 	}
 	return out, nil
-}
-
-func envName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // confirmValues confirms the inputs that the staged manifests of recs (the
