@@ -25,11 +25,9 @@ import (
 const corpusRegistry = "../../../shared/corpus/registry/server-registry.json"
 
 // Entries of the recorded public MCP Registry listing that the test
-// installs: one of each kind. Derived variants, as the test says where it
-// makes them:
-//   - $schema: until berth reads the older schema versions these entries
-//     name (2025-10-17, 2025-09-29), each is served with the 2025-12-11
-//     $schema, whose fields they use; nothing else changes.
+// installs: one of each kind, served as recorded (their $schema says
+// 2025-10-17 or 2025-09-29) except for one derived variant, as the test
+// says where it makes it:
 //   - oci: no image in the recording is named by digest (all 300 are by
 //     tag, which berth refuses: registry-oci-digest), so the OCI entry is
 //     served with "@sha256:<64 hex>" appended to its identifier. The
@@ -42,10 +40,6 @@ var corpusPicks = []struct {
 	{"oci", "io.github.dockersamples/mcp-docker-release-information", "0.3.0"},
 	{"remote", "ai.klavis/strata", "1.0.0"},
 }
-
-// schemaOnly are entries served with only the $schema derived: monkeymcp
-// names its image by tag, which berth refuses whatever the schema.
-var schemaOnly = []string{"io.github.jamesmontemagno/monkeymcp@2.0.3"}
 
 // derivedCorpus loads the recording and derives the variants above.
 func derivedCorpus(t *testing.T) *registrytest.Listing {
@@ -67,19 +61,11 @@ func derivedCorpus(t *testing.T) *registrytest.Listing {
 		if err := json.Unmarshal(it["server"], &s); err != nil {
 			t.Fatal(err)
 		}
-		for _, key := range schemaOnly {
-			if key == s["name"].(string)+"@"+s["version"].(string) {
-				s["$schema"] = importer.RegistrySchema
-				it["server"], _ = json.Marshal(s)
-				l.Items[i], _ = json.Marshal(it)
-			}
-		}
 		for _, p := range corpusPicks {
 			if s["name"] != p.name || s["version"] != p.version {
 				continue
 			}
 			found++
-			s["$schema"] = importer.RegistrySchema
 			if p.kind == "oci" {
 				pkg := s["packages"].([]any)[0].(map[string]any)
 				sum := sha256.Sum256([]byte(p.name + "@" + p.version))
@@ -190,24 +176,7 @@ func TestRegistryCorpusInstall(t *testing.T) {
 
 	// The npm entry for real: npx fetches chrome-devtools-mcp 0.10.2 from
 	// the npm registry, and berth lists its tools.
-	if !npmReachable("chrome-devtools-mcp@0.10.2") {
-		msg := "the npm registry does not answer for chrome-devtools-mcp@0.10.2 here"
-		if os.Getenv("BERTH_REQUIRE_PEERS") == "1" {
-			t.Fatalf("%s (BERTH_REQUIRE_PEERS=1)", msg)
-		}
-		t.Skipf("real-peer: %s; set BERTH_REQUIRE_PEERS=1 to make this a failure", msg)
-	}
-	if ca := os.Getenv("NODE_EXTRA_CA_CERTS"); ca != "" {
-		// The fetchers get only the base environment: a CA this machine
-		// adds for node goes into the operator's npm configuration
-		// (docs/pool.md), as an operator behind such a proxy writes it.
-		if err := os.MkdirAll(filepath.Join(home, "fetchers"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(home, "fetchers", "npmrc"), []byte("cafile="+ca+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	npmFetches(t, home, "chrome-devtools-mcp@0.10.2")
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +186,29 @@ func TestRegistryCorpusInstall(t *testing.T) {
 		st, _ := berthCmd(home, nil, "status", "--workspace", ws).CombinedOutput()
 		lg, _ := berthCmd(home, nil, "logs", "io-github-chromedevtools-chrome-devtools-mcp__npm").CombinedOutput()
 		t.Errorf("berth tools of the npm entry:\n%s\nstatus:\n%s\nlogs:\n%s", out, st, lg)
+	}
+}
+
+// npmFetches skips the test (fails it under BERTH_REQUIRE_PEERS=1) when
+// npm cannot see spec, and otherwise gives berth's fetchers in home the CA
+// this machine adds for node, as an operator behind such a proxy writes it
+// (docs/pool.md): the fetchers get only the base environment.
+func npmFetches(t *testing.T, home, spec string) {
+	t.Helper()
+	if !npmReachable(spec) {
+		msg := "the npm registry does not answer for " + spec + " here"
+		if os.Getenv("BERTH_REQUIRE_PEERS") == "1" {
+			t.Fatalf("%s (BERTH_REQUIRE_PEERS=1)", msg)
+		}
+		t.Skipf("real-peer: %s; set BERTH_REQUIRE_PEERS=1 to make this a failure", msg)
+	}
+	if ca := os.Getenv("NODE_EXTRA_CA_CERTS"); ca != "" {
+		if err := os.MkdirAll(filepath.Join(home, "fetchers"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, "fetchers", "npmrc"), []byte("cafile="+ca+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
