@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/importer"
+	"github.com/berth-mcp/berth/internal/registrytest"
 )
 
 // corpusRegistry is the recorded MCP Registry listing of the shared
@@ -28,19 +29,15 @@ func TestGoldenCorpusRegistryReviews(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the goldens show what the importers chose for linux")
 	}
-	data, err := os.ReadFile(corpusRegistry)
+	l, err := registrytest.Load(corpusRegistry)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skip("the shared corpus is not here")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Servers []struct {
-			Server json.RawMessage `json:"server"`
-		} `json:"servers"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	servers, err := l.Servers()
+	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -50,13 +47,13 @@ func TestGoldenCorpusRegistryReviews(t *testing.T) {
 	}
 	picks := map[string]*pick{}
 	var order []string
-	for _, it := range doc.Servers {
+	for _, server := range servers {
 		var s struct {
 			Schema   string          `json:"$schema"`
 			Version  string          `json:"version"`
 			Packages json.RawMessage `json:"packages"`
 		}
-		if err := json.Unmarshal(it.Server, &s); err != nil {
+		if err := json.Unmarshal(server, &s); err != nil {
 			t.Fatal(err)
 		}
 		keys := []string{schemaKey(s.Schema)}
@@ -74,7 +71,7 @@ func TestGoldenCorpusRegistryReviews(t *testing.T) {
 				continue
 			}
 			rank := 1
-			b, err := importer.OpenServerJSON(ctx, "corpus", it.Server, nil)
+			b, err := importer.OpenServerJSON(ctx, "corpus", server, nil)
 			if err == nil {
 				rank = 2
 				if len(s.Packages) > 0 {
@@ -83,7 +80,7 @@ func TestGoldenCorpusRegistryReviews(t *testing.T) {
 				b.Close()
 			}
 			if rank > p.rank {
-				p.raw, p.rank = it.Server, rank
+				p.raw, p.rank = server, rank
 			}
 		}
 	}

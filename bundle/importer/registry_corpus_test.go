@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"sort"
 	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/registrytest"
 )
 
 // corpusRegistry is the recorded MCP Registry listing of the shared
@@ -22,26 +22,18 @@ const corpusRegistry = "../../../shared/corpus/registry/server-registry.json"
 // listing, or skips the test when the corpus is not here.
 func corpusServers(t testing.TB) []json.RawMessage {
 	t.Helper()
-	data, err := os.ReadFile(corpusRegistry)
+	l, err := registrytest.Load(corpusRegistry)
 	if errors.Is(err, fs.ErrNotExist) {
 		t.Skip("the shared corpus is not here")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Servers []struct {
-			Server json.RawMessage `json:"server"`
-		} `json:"servers"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	servers, err := l.Servers()
+	if err != nil {
 		t.Fatal(err)
 	}
-	var out []json.RawMessage
-	for _, s := range doc.Servers {
-		out = append(out, s.Server)
-	}
-	return out
+	return servers
 }
 
 // TestCorpusSchemaVersions reads every server.json of the recorded

@@ -32,15 +32,9 @@ func PluginVersion(ctx context.Context, dir string) (string, error) {
 		}
 		return "", fmt.Errorf("berth generates no manifest for it")
 	}
-	t, ps, err := bundle.ReadTree(ctx, dir, &bundle.Limits{MaxTotalSize: math.MaxInt64, MaxEntries: math.MaxInt, MaxPathLen: math.MaxInt})
+	t, err := readPlugin(ctx, dir)
 	if err != nil {
 		return "", err
-	}
-	if t.Listing == nil {
-		if len(ps) > 0 {
-			return "", fmt.Errorf("%s", ps[0].Message)
-		}
-		return "", fmt.Errorf("its files cannot be listed")
 	}
 	return bundle.DerivedVersionOf(bundle.DerivedDigest(t.Listing, m)), nil
 }
@@ -51,18 +45,29 @@ func PluginVersion(ctx context.Context, dir string) (string, error) {
 // they are, with no berth.json added. Symlinks are not followed. The tree
 // was read with the operator's limits already, so none are applied here.
 func ContentDigest(ctx context.Context, dir string) (string, error) {
-	t, ps, err := bundle.ReadTree(ctx, dir, &bundle.Limits{MaxTotalSize: math.MaxInt64, MaxEntries: math.MaxInt, MaxPathLen: math.MaxInt})
+	t, err := readPlugin(ctx, dir)
 	if err != nil {
 		return "", err
-	}
-	if t.Listing == nil {
-		if len(ps) > 0 {
-			return "", fmt.Errorf("%s", ps[0].Message)
-		}
-		return "", fmt.Errorf("its files cannot be listed")
 	}
 	if _, ok := t.Listing.Lookup(bundle.ManifestFile); ok {
 		return "", fmt.Errorf("it holds a %s; a Claude Code plugin has none", bundle.ManifestFile)
 	}
 	return t.Listing.Digest(), nil
+}
+
+// readPlugin reads the tree of the plugin in dir with no limits (the
+// operator's were applied when it was first read) and fails when its
+// files cannot be listed.
+func readPlugin(ctx context.Context, dir string) (*bundle.Tree, error) {
+	t, ps, err := bundle.ReadTree(ctx, dir, &bundle.Limits{MaxTotalSize: math.MaxInt64, MaxEntries: math.MaxInt, MaxPathLen: math.MaxInt})
+	if err != nil {
+		return nil, err
+	}
+	if t.Listing == nil {
+		if len(ps) > 0 {
+			return nil, fmt.Errorf("%s", ps[0].Message)
+		}
+		return nil, fmt.Errorf("its files cannot be listed")
+	}
+	return t, nil
 }

@@ -23,14 +23,7 @@ func TestImportedFormatsRunThroughNPX(t *testing.T) {
 	const spec = "chrome-devtools-mcp@0.10.2"
 	home := t.TempDir()
 	t.Cleanup(func() { makeWritable(home) })
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := berthCmd(home, nil, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { t.Helper(); return runBerth(t, home, args...) }
 	src := t.TempDir()
 	write := func(rel, body string) {
 		t.Helper()

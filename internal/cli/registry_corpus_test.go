@@ -44,23 +44,8 @@ var corpusPicks = []struct {
 // derivedCorpus loads the recording and derives the variants above.
 func derivedCorpus(t *testing.T) *registrytest.Listing {
 	t.Helper()
-	l, err := registrytest.Load(corpusRegistry)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skip("the shared corpus is not here")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := 0
-	for i, raw := range l.Items {
-		var it map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &it); err != nil {
-			t.Fatal(err)
-		}
-		var s map[string]any
-		if err := json.Unmarshal(it["server"], &s); err != nil {
-			t.Fatal(err)
-		}
+	l := editCorpus(t, func(s map[string]any) bool {
 		for _, p := range corpusPicks {
 			if s["name"] != p.name || s["version"] != p.version {
 				continue
@@ -70,13 +55,42 @@ func derivedCorpus(t *testing.T) *registrytest.Listing {
 				pkg := s["packages"].([]any)[0].(map[string]any)
 				sum := sha256.Sum256([]byte(p.name + "@" + p.version))
 				pkg["identifier"] = pkg["identifier"].(string) + "@sha256:" + hex.EncodeToString(sum[:])
+				return true
 			}
+		}
+		return false
+	})
+	if found != len(corpusPicks) {
+		t.Fatalf("found %d of the %d picked entries in the recording", found, len(corpusPicks))
+	}
+	return l
+}
+
+// editCorpus loads the recording (or skips the test when the corpus is
+// not here) and calls edit with each item's server.json; an item whose
+// edit returns true is served with the edited document.
+func editCorpus(t *testing.T, edit func(server map[string]any) bool) *registrytest.Listing {
+	t.Helper()
+	l, err := registrytest.Load(corpusRegistry)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("the shared corpus is not here")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, raw := range l.Items {
+		var it map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &it); err != nil {
+			t.Fatal(err)
+		}
+		var s map[string]any
+		if err := json.Unmarshal(it["server"], &s); err != nil {
+			t.Fatal(err)
+		}
+		if edit(s) {
 			it["server"], _ = json.Marshal(s)
 			l.Items[i], _ = json.Marshal(it)
 		}
-	}
-	if found != len(corpusPicks) {
-		t.Fatalf("found %d of the %d picked entries in the recording", found, len(corpusPicks))
 	}
 	return l
 }
@@ -93,14 +107,7 @@ func TestRegistryCorpusInstall(t *testing.T) {
 	defer srv.Close()
 	home := t.TempDir()
 	t.Cleanup(func() { makeWritable(home) })
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := berthCmd(home, nil, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := func(args ...string) string { t.Helper(); return runBerth(t, home, args...) }
 	if out := run("marketplace", "add", "reg", srv.URL, "--registry"); !strings.Contains(out, "Added MCP Registry reg") {
 		t.Fatalf("add: %s", out)
 	}

@@ -9,10 +9,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
-	"io/fs"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -364,25 +362,10 @@ func TestRegistryPyPIPipxPin(t *testing.T) {
 // pkgVersion, nothing else changed.
 func pipxVariant(t *testing.T, entry, version, pkgVersion string) *registrytest.Listing {
 	t.Helper()
-	l, err := registrytest.Load(corpusRegistry)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skip("the shared corpus is not here")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := 0
-	for i, raw := range l.Items {
-		var it map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &it); err != nil {
-			t.Fatal(err)
-		}
-		var s map[string]any
-		if err := json.Unmarshal(it["server"], &s); err != nil {
-			t.Fatal(err)
-		}
+	l := editCorpus(t, func(s map[string]any) bool {
 		if s["name"] != entry || s["version"] != version {
-			continue
+			return false
 		}
 		found++
 		pkg := s["packages"].([]any)[0].(map[string]any)
@@ -391,9 +374,8 @@ func pipxVariant(t *testing.T, entry, version, pkgVersion string) *registrytest.
 		}
 		pkg["runtimeHint"] = "pipx"
 		pkg["version"] = pkgVersion
-		it["server"], _ = json.Marshal(s)
-		l.Items[i], _ = json.Marshal(it)
-	}
+		return true
+	})
 	if found != 1 {
 		t.Fatalf("found %d entries %s@%s in the recording", found, entry, version)
 	}

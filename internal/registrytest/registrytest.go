@@ -35,6 +35,21 @@ func Load(file string) (*Listing, error) {
 	return &Listing{Items: doc.Servers}, nil
 }
 
+// Servers returns the server.json document of each item, in order.
+func (l *Listing) Servers() ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(l.Items))
+	for i, raw := range l.Items {
+		var it struct {
+			Server json.RawMessage `json:"server"`
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, fmt.Errorf("item %d: %v", i, err)
+		}
+		out = append(out, it.Server)
+	}
+	return out, nil
+}
+
 // ServeHTTP answers GET /v0/servers?cursor=&limit= with a slice of the
 // items: limit defaults to 30 and is at most 100 (the live API's bounds);
 // the cursor is the decimal offset of the page's first item, and
