@@ -77,9 +77,25 @@ type Remote struct {
 	Network   *Network             `json:"network,omitempty"`
 }
 
-// RemoteAuth says where a remote's credentials come from.
+// RemoteAuth says where a remote's credentials come from: a static bearer
+// token from the host environment, or an OAuth sign-in. At most one.
 type RemoteAuth struct {
 	BearerFromEnv string `json:"bearerFromEnv,omitempty"`
+	OAuth         *OAuth `json:"oauth,omitempty"`
+}
+
+// OAuth declares that a remote is an OAuth-protected resource the operator
+// signs in to (docs/signin.md). Every field is optional: "oauth": {}
+// discovers everything from the server's protected-resource metadata.
+type OAuth struct {
+	// Scopes to ask for; when empty, the scopes the server names.
+	Scopes []string `json:"scopes,omitempty"`
+	// ClientID is a pre-registered public client (never a secret).
+	ClientID string `json:"clientId,omitempty"`
+	// RedirectPort is the loopback port of the redirect; 0 means any free port.
+	RedirectPort int `json:"redirectPort,omitempty"`
+	// Issuer pins the authorization server's issuer (https).
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // Network declares the hosts a remote talks to.
