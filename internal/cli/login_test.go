@@ -371,8 +371,20 @@ func TestLoginNoBrowser(t *testing.T) {
 		t.Errorf("status after logout: %+v", sts[0].SignIn)
 	}
 
-	// Disabled in its last workspace: the sign-in is forgotten.
-	login()
+	// More scopes (--scope), with --json: the result names them, never a
+	// token. Then disabled in its last workspace: the sign-in is
+	// forgotten.
+	out = login("--scope", "notes:write", "--json")
+	var lj loginJSON
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&lj); err != nil {
+		t.Fatalf("login --json: %v\n%s", err, out)
+	}
+	if lj.Server != "acme-notes__notes" || lj.Issuer != f.as.URL || lj.Resource != f.rs.URL+"/mcp" || !slices.Contains(lj.Scopes, "notes:write") || !slices.Contains(lj.Scopes, "notes:read") || lj.ClientID == "" || !lj.Refreshable {
+		t.Errorf("login --json: %+v", lj)
+	}
+	if strings.Contains(out, "Signing in to") {
+		t.Errorf("login --json printed the text description:\n%s", out)
+	}
 	must("disable", "acme-notes", "--workspace", ws)
 	must("enable", "acme-notes", "--workspace", ws)
 	if sts = statusOf(t, berth, ws); sts[0].SignIn == nil || sts[0].SignIn.SignedIn {
