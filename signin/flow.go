@@ -49,7 +49,10 @@ type IssuerMismatchError struct {
 }
 
 func (e *IssuerMismatchError) Error() string {
-	return fmt.Sprintf("server %s: %s (pinned or expected issuer %q, got %q); berth refuses to sign in there", e.Target.ID(), e.Why, e.Want, e.Got)
+	if e.Got == "" {
+		return fmt.Sprintf("server %s: %s; berth refuses to sign in there", e.Target.ID(), e.Why)
+	}
+	return fmt.Sprintf("server %s: %s (expected the issuer %q, got %q); berth refuses to sign in there", e.Target.ID(), e.Why, e.Want, e.Got)
 }
 
 // discover finds and checks the protected-resource metadata and the
