@@ -49,6 +49,8 @@ type fakeAS struct {
 	revoked    atomic.Int32
 	lastAuth   url.Values
 	tokenDelay time.Duration
+	prmHits    atomic.Int32
+	asmHits    atomic.Int32
 }
 
 func newFakeAS(t *testing.T) *fakeAS {
@@ -65,6 +67,7 @@ func (f *fakeAS) serveRS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch r.URL.Path {
 	case "/.well-known/oauth-protected-resource/mcp":
+		f.prmHits.Add(1)
 		res := f.prmRes
 		if res == "" {
 			res = f.resource()
@@ -90,6 +93,7 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch r.URL.Path {
 	case "/.well-known/oauth-authorization-server":
+		f.asmHits.Add(1)
 		iss := f.issuer
 		if iss == "" {
 			iss = f.as.URL
@@ -235,6 +239,11 @@ func TestLoginDynamicRegistrationAndCall(t *testing.T) {
 	}
 	if !st.SignedIn || st.ClientID != "dcr-client" || st.Issuer != f.as.URL || !st.Refreshable {
 		t.Fatalf("state %+v", st)
+	}
+	// berth checks the metadata before go-sdk's handler fetches it again
+	// (docs/signin.md): two fetches of each per sign-in, no more.
+	if f.prmHits.Load() != 2 || f.asmHits.Load() != 2 {
+		t.Errorf("metadata fetched %d (resource) and %d (authorization server) times for one sign-in, want 2 and 2", f.prmHits.Load(), f.asmHits.Load())
 	}
 	if got := f.lastAuth.Get("scope"); got != "read offline_access" {
 		t.Errorf("asked for scopes %q, want read offline_access", got)
