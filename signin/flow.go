@@ -3,7 +3,6 @@ package signin
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -410,5 +409,3 @@ func union(a, b []string) []string {
 	}
 	return out
 }
-
-func randomText() string { return rand.Text() }
