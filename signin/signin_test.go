@@ -365,7 +365,7 @@ func TestResourceMismatch(t *testing.T) {
 
 func TestRefreshPersisted(t *testing.T) {
 	f := newFakeAS(t)
-	f.ttl = 30 // within refreshEarly: every use refreshes
+	f.ttl = 2 // refreshed in its last half second
 	s := newSecrets(t)
 	tg := f.target("acme")
 	if _, err := Login(context.Background(), tg, Options{Secrets: s, Ask: follow}); err != nil {
@@ -373,6 +373,10 @@ func TestRefreshPersisted(t *testing.T) {
 	}
 	before, _ := readRecord(context.Background(), s, tg)
 	h, _ := NewHandler(tg, Options{Secrets: s})
+	if code, err := call(t, h, f.resource()); err != nil || code != 200 || f.refreshN.Load() != 0 {
+		t.Fatalf("call with a fresh token = %d, %v (%d refreshes)", code, err, f.refreshN.Load())
+	}
+	time.Sleep(1600 * time.Millisecond)
 	if code, err := call(t, h, f.resource()); err != nil || code != 200 {
 		t.Fatalf("call = %d, %v", code, err)
 	}
@@ -406,13 +410,14 @@ func TestRefreshOn401(t *testing.T) {
 
 func TestConcurrentRefreshTwoStores(t *testing.T) {
 	f := newFakeAS(t)
-	f.ttl = 30
+	f.ttl = 1
 	f.tokenDelay = 50 * time.Millisecond
 	dir := filepath.Join(t.TempDir(), "secrets")
 	tg := f.target("acme")
 	if _, err := Login(context.Background(), tg, Options{Secrets: secrets.Open(dir, nil), Ask: follow}); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(900 * time.Millisecond) // every process must refresh now
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := 0; i < 4; i++ {
@@ -434,6 +439,9 @@ func TestConcurrentRefreshTwoStores(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if f.refreshN.Load() == 0 {
+		t.Fatal("no process refreshed")
 	}
 	rec, _ := readRecord(context.Background(), secrets.Open(dir, nil), tg)
 	f.mu.Lock()
