@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -230,10 +231,11 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 	defer ln.close()
 	redirect := ln.URL()
 
+	posts := map[string]bool{asm.TokenEndpoint: true}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         redirect,
 		RequestRefreshToken: true,
-		Client:              hc,
+		Client:              rules.httpClientPosting(posts),
 	}
 	// Registration in the spec's order; go-sdk gets only the method that
 	// applies (its own order puts a metadata document first).
@@ -262,6 +264,7 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		if _, err := rules.checkURL("the registration endpoint", asm.RegistrationEndpoint); err != nil {
 			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
 		}
+		posts[asm.RegistrationEndpoint] = true
 		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs:            []string{redirect},
 			ClientName:              "berth",
@@ -370,7 +373,7 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 // setToken records a token the server issued; a refresh answer without a
 // refresh token keeps the old one (RFC 6749 section 6).
 func (r *record) setToken(tok *oauth2.Token, asked []string) {
-	r.AccessToken, r.TokenType, r.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	r.AccessToken, r.TokenType, r.Expiry, r.Issued = tok.AccessToken, tok.TokenType, tok.Expiry, time.Now()
 	if tok.RefreshToken != "" {
 		r.RefreshToken = tok.RefreshToken
 	}
