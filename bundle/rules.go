@@ -66,6 +66,13 @@ const (
 	RuleNetworkHostsMissing  = "network-hosts-missing"
 	RuleNetworkHostsMismatch = "network-hosts-mismatch"
 
+	// Remote sign-in (auth.oauth, issue 21).
+	RuleOAuthExclusive    = "oauth-exclusive"
+	RuleOAuthScope        = "oauth-scope"
+	RuleOAuthClientID     = "oauth-client-id"
+	RuleOAuthRedirectPort = "oauth-redirect-port"
+	RuleOAuthIssuer       = "oauth-issuer"
+
 	// Tool filters and native tools.
 	RuleToolPattern          = "tool-pattern"
 	RuleNativeToolNameFormat = "native-tool-name-format"
@@ -224,6 +231,11 @@ var rules = []Rule{
 	{RuleHeaderForbidden, "a header that berth controls (Host, Cookie, ...), or Authorization beside auth.bearerFromEnv"},
 	{RuleNetworkHostsMissing, "a remote has no network.hosts"},
 	{RuleNetworkHostsMismatch, "network.hosts is not the endpoint's normalized host set"},
+	{RuleOAuthExclusive, "auth.oauth beside auth.bearerFromEnv or an Authorization header: two sources of one credential"},
+	{RuleOAuthScope, "an auth.oauth.scopes entry is empty, holds a space, a control character, '\"' or '\\', or is listed twice"},
+	{RuleOAuthClientID, "auth.oauth.clientId is empty, not printable ASCII, longer than 255 characters, or looks like a secret"},
+	{RuleOAuthRedirectPort, "auth.oauth.redirectPort is not a port from 1024 to 65535"},
+	{RuleOAuthIssuer, "auth.oauth.issuer is not an https URL without query, fragment or user name (http only for loopback)"},
 	{RuleToolPattern, "a tool allow/deny entry uses characters other than [A-Za-z0-9_.-*?]"},
 	{RuleNativeToolNameFormat, "a native tool name is not lower-case letters, digits, _ and - (1-32), or has __"},
 	{RuleNativeToolNameTaken, "a native tool provider has the name of a server"},
@@ -285,7 +297,7 @@ var rules = []Rule{
 	{RuleClaudeServerDuplicate, "two MCP server definitions of the plugin have the same name, or names that map to one berth name"},
 	{RuleClaudeVariable, "a ${...} that berth cannot carry over, or any variable in a url or in command and args other than ${CLAUDE_PLUGIN_ROOT}"},
 	{RuleClaudeLiteralValue, "an env or header value that is not exactly one ${VAR} (or Authorization: Bearer ${VAR})"},
-	{RuleClaudeRemoteAuth, "a remote server uses headersHelper or oauth, which berth does not carry over"},
+	{RuleClaudeRemoteAuth, "a remote server uses headersHelper, or oauth settings berth cannot carry over (xaa, an authServerMetadataUrl at no well-known location, empty scopes)"},
 	{RuleRegistrySyntax, "server.json is not one well-formed JSON object, or not a regular file"},
 	{RuleRegistrySchema, "server.json's $schema names no server.json schema version the registry has published"},
 	{RuleRegistrySchemaUnknown, "server.json has an empty or no $schema, and is valid under none or more than one published schema version"},
