@@ -142,15 +142,15 @@ func (f *fakeOAuth) serveAS(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration":
 		writeJSONResponse(w, http.StatusOK, map[string]any{
-			"issuer":                                f.issuer(),
-			"authorization_endpoint":                f.issuer() + "/authorize",
-			"token_endpoint":                        f.issuer() + "/token",
-			"registration_endpoint":                 f.issuer() + "/register",
-			"response_types_supported":              []string{"code"},
-			"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
-			"code_challenge_methods_supported":      []string{"S256"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
-			"scopes_supported":                      []string{"read", "admin", "offline_access"},
+			"issuer":                                         f.issuer(),
+			"authorization_endpoint":                         f.issuer() + "/authorize",
+			"token_endpoint":                                 f.issuer() + "/token",
+			"registration_endpoint":                          f.issuer() + "/register",
+			"response_types_supported":                       []string{"code"},
+			"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+			"code_challenge_methods_supported":               []string{"S256"},
+			"token_endpoint_auth_methods_supported":          []string{"none"},
+			"scopes_supported":                               []string{"read", "admin", "offline_access"},
 			"authorization_response_iss_parameter_supported": true,
 		})
 	case "/register":
