@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -141,6 +142,19 @@ func (s *Server) askSignIn(ctx context.Context, ss *mcp.ServerSession, entry Aud
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	// A sign-in waits for a human, as an approval does: bounded per
+	// session and in all.
+	release, err := s.pending.acquire(ss)
+	if err != nil {
+		e.Decision, e.DecidedBy, e.Outcome, e.Reason = VerdictDeny, ByBerth, OutcomeRefused, err.Error()+"; "+what
+		s.appendAudit(e)
+		return &SignInNotDoneError{Target: p.Target, Why: err.Error(), Err: err}
+	}
+	context.AfterFunc(ctx, release)
+	// The human's time is not the server's: the request's call timeout
+	// makes room for the answer here and for the sign-in that follows
+	// (which signin bounds by its Wait).
+	pool.ExtendCallTimeout(ctx, SignInWait)
 	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode:          "url",
 		Message:       signInMessage(p),
@@ -164,8 +178,14 @@ func (s *Server) askSignIn(ctx context.Context, ss *mcp.ServerSession, entry Aud
 	}
 	e.Decision, e.Outcome, e.Reason = VerdictAllow, OutcomeRan, "the client opened the sign-in; "+what
 	s.appendAudit(e)
+	pool.ExtendCallTimeout(ctx, SignInWait)
 	return nil
 }
+
+// SignInWait is how long a request waits for its client's human to answer
+// a sign-in, and then for the sign-in itself, beyond its server's call
+// timeout: signin's default wait for the redirect.
+const SignInWait = 5 * time.Minute
 
 func (s *Server) appendAudit(e AuditEntry) {
 	if err := s.audit.Append(e); err != nil {
