@@ -7,12 +7,9 @@ package signin
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
+	"strings"
 	"time"
-
-	"golang.org/x/oauth2"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/secrets"
@@ -73,7 +70,11 @@ type NeedSignInError struct {
 }
 
 func (e *NeedSignInError) Error() string {
-	return fmt.Sprintf("%s needs a sign-in (%s): run %s", e.Target.ID(), e.Reason, e.Target.LoginCommand())
+	why := e.Reason
+	if e.StepUp && len(e.Scopes) > 0 {
+		why += " (the server asks for the scopes " + strings.Join(e.Scopes, " ") + ")"
+	}
+	return fmt.Sprintf("server %s at %s needs a sign-in: %s; run `%s`", e.Target.ID(), e.Target.Resource, why, e.Target.LoginCommand())
 }
 
 // State is what is stored for a target, without secrets.
@@ -88,61 +89,5 @@ type State struct {
 	Refreshable bool      // has a refresh token
 }
 
-var errNotYet = errors.New("signin: not implemented yet")
-
-// Handler implements go-sdk's auth.OAuthHandler for one target: the stored
-// token (refreshed before expiry and once on 401 invalid_token, rotated
-// refresh tokens persisted under the store's lock), and otherwise the
-// interactive flow through Options.Ask or the ctx's asker (WithAsk), or a
-// *NeedSignInError when there is none.
-type Handler struct {
-	t Target
-	o Options
-}
-
-// NewHandler returns the handler of one target.
-func NewHandler(t Target, o Options) (*Handler, error) {
-	return &Handler{t: t, o: o}, nil
-}
-
-// TokenSource returns the stored token's source, nil when there is none.
-func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
-	return nil, nil
-}
-
-// Authorize is called on a 401 or 403 from the resource.
-func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
-	return errNotYet
-}
-
-type askKey struct{}
-
-// WithAsk returns ctx carrying an asker for this request only (berth serve
-// puts one on a call whose client supports URL-mode elicitation); it
-// overrides Options.Ask.
-func WithAsk(ctx context.Context, ask func(context.Context, Prompt) error) context.Context {
-	return context.WithValue(ctx, askKey{}, ask)
-}
-
-// Login signs in now (berth login): discovery from the resource's 401,
-// registration in the spec's order, PKCE, loopback redirect, token stored.
-// extraScopes are added (step-up). It needs o.Ask.
-func Login(ctx context.Context, t Target, o Options, extraScopes ...string) (*State, error) {
-	return nil, errNotYet
-}
-
-// Logout forgets the target's tokens and revokes them where the server
-// supports RFC 7009; revoked reports whether the server confirmed.
-func Logout(ctx context.Context, t Target, o Options) (revoked bool, err error) {
-	return false, errNotYet
-}
-
-// ForgetPlugin forgets (and best-effort revokes) every sign-in of a plugin.
-func ForgetPlugin(ctx context.Context, s *secrets.Store, plugin string) error {
-	return errNotYet
-}
-
-// Lookup reads what is stored, without network: for status.
-func Lookup(s *secrets.Store, t Target) (*State, error) {
-	return &State{}, nil
-}
+// DefaultWait is how long a sign-in waits for the loopback redirect.
+const DefaultWait = 5 * time.Minute
