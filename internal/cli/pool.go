@@ -27,7 +27,7 @@ func (a *app) openPool(ctx context.Context, workspace string, show bool) (*pool.
 	if err != nil {
 		return nil, err
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec)})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec), SignIns: sec})
 	if err != nil {
 		return nil, err
 	}
