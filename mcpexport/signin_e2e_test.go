@@ -483,3 +483,46 @@ func TestSignInEndToEndModern(t *testing.T) {
 		}
 	})
 }
+
+// Two calls that need the same sign-in at once open one sign-in page:
+// while the first call's human is asked, the second fails at once with
+// an error that says a sign-in is already waiting; the first completes.
+func TestSignInEndToEndConcurrent(t *testing.T) {
+	o := newOAuthEnv(t, true)
+	o.waitRunning()
+	o.f.revokeAll()
+	asked := make(chan string, 4)
+	release := make(chan struct{})
+	cs, _ := o.urlClient("2025-11-25", func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- req.Params.URL
+		<-release
+		go openInBrowser(context.Background(), req.Params.URL)
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	})
+	first := make(chan string, 1)
+	go func() {
+		text, isErr := callTool(t, cs, whoamiTool, "a")
+		first <- fmt.Sprint(text, " ", isErr)
+	}()
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no sign-in asked")
+	}
+	text, isErr := callTool(t, cs, whoamiTool, "b")
+	if !isErr || !strings.Contains(text, "already waiting for a human") || !strings.Contains(text, "berth login demo__up") {
+		t.Fatalf("second call: %q %v", text, isErr)
+	}
+	close(release)
+	select {
+	case got := <-first:
+		if got != "signed in as alice false" {
+			t.Fatalf("first call: %s", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first call did not finish")
+	}
+	if n := len(asked); n != 0 {
+		t.Fatalf("%d more sign-ins asked", n)
+	}
+}
