@@ -45,8 +45,9 @@ type Resource struct {
 	// AuthorizationServers, when set, replaces the provider's issuer in the
 	// resource's protected-resource metadata (an attacker's document).
 	AuthorizationServers []string `json:"authorizationServers,omitempty"`
-	// RedirectTo, when set, answers every POST to the resource with a 307
-	// to this URL (a redirect to another origin).
+	// RedirectTo, when set, answers every POST to the resource that carries
+	// an Authorization header with a 307 to this URL (a redirect to another
+	// origin); without one, the usual 401, so that a client can sign in.
 	RedirectTo string `json:"redirectTo,omitempty"`
 }
 
@@ -56,6 +57,10 @@ type Config struct {
 	AccessTokenTTL int `json:"accessTokenTTL,omitempty"`
 	// Resources are the MCP servers (default one named "a").
 	Resources []Resource `json:"resources,omitempty"`
+	// IssuerHost is the host in the provider's issuer (default 127.0.0.1;
+	// "localhost": an authorization server on another host than the
+	// resources, though it listens on 127.0.0.1 too).
+	IssuerHost string `json:"issuerHost,omitempty"`
 	// Scope is the one scope each resource requires (default "mcp:tools").
 	Scope string `json:"scope,omitempty"`
 

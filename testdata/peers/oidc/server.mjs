@@ -41,11 +41,17 @@
 // its protected-resource metadata (RFC 9728) at
 // /.well-known/oauth-protected-resource/mcp.
 //
+// "issuerHost" names the provider's host in its issuer (default 127.0.0.1;
+// "localhost" makes an authorization server on another host than the
+// resources, still listening on 127.0.0.1).
+//
 // Per resource, for the attacker's tests:
 //   - "authorizationServers": the PRM's authorization_servers instead of the
 //     provider's issuer (a metadata document pointing elsewhere);
-//   - "redirectTo": every POST to /mcp is answered 307 to this URL (a
-//     redirect to another origin; the test watches where the token goes).
+//   - "redirectTo": every POST to /mcp that carries an Authorization header
+//     is answered 307 to this URL (a redirect to another origin; the test
+//     watches where the token goes). Without one it answers 401 as usual,
+//     so a client can sign in first.
 import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import http from 'node:http';
@@ -100,7 +106,7 @@ const resourceByURL = new Map(Object.values(resources).map((r) => [r.url, r]));
 
 let providerCallback;
 const asServer = await listen((req, res) => providerCallback(req, res));
-const issuer = `http://127.0.0.1:${asServer.address().port}`;
+const issuer = `http://${config.issuerHost ?? '127.0.0.1'}:${asServer.address().port}`;
 
 const provider = new Provider(issuer, {
   clients: [],
@@ -194,7 +200,7 @@ provider.use(async (ctx, next) => {
 provider.on('server_error', (ctx, err) => emit({ event: 'server_error', message: String(err) }));
 providerCallback = provider.callback();
 
-const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`));
+const jwks = createRemoteJWKSet(new URL(`http://127.0.0.1:${asServer.address().port}/jwks`));
 
 for (const r of Object.values(resources)) {
   const app = express();
@@ -226,7 +232,8 @@ for (const r of Object.values(resources)) {
   });
 
   if (r.redirectTo) {
-    app.post('/mcp', (req, res) => {
+    app.post('/mcp', (req, res, next) => {
+      if (!req.headers.authorization) return next();
       res.redirect(307, r.redirectTo);
     });
   }

@@ -1,0 +1,370 @@
+//go:build unix
+
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/oidctest"
+)
+
+// The sign-in end to end against a real authorization server
+// (internal/oidctest: oidc-provider with dynamic registration, PKCE,
+// resource indicators, 5 s JWT access tokens and rotated refresh tokens, in
+// front of a TypeScript SDK MCP server that requires its tokens), through
+// the berth executable as an operator and Claude Desktop use it: trust and
+// enable a plugin that declares the remote with auth.oauth, berth login
+// --no-browser (the test signs in and consents over HTTP as the human
+// would), a tool call through berth serve on stdio, the access token
+// expiring and the next call refreshing it (the provider sees a
+// refresh_token grant, the stored refresh token is the rotated one), berth
+// logout, and the next call asking for a sign-in with an error that names
+// berth login.
+func TestSignInOIDC(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: 5, Resources: []oidctest.Resource{{Name: "a"}}})
+	h := newOIDCHome(t)
+	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
+
+	// Before any sign-in, a call through serve asks for one.
+	s := h.serve(t)
+	if text, isErr := s.call(t, "hosted__api__whoami"); !isErr || !strings.Contains(text, "berth login hosted__api") {
+		t.Fatalf("a call before any sign-in answered (error %v): %s\nwant an error naming berth login hosted__api", isErr, text)
+	}
+	s.close(t)
+
+	h.login(t, srv, "hosted__api", "alice")
+	if n := srv.Count(oidctest.IsToken("authorization_code")); n != 1 {
+		t.Fatalf("%d authorization_code grants after berth login; want 1", n)
+	}
+	regs := srv.Events()
+	for _, e := range regs {
+		if e.Event == "register" && (e.Status != 201 || len(e.RedirectURIs) != 1 || !strings.HasPrefix(e.RedirectURIs[0], "http://127.0.0.1:")) {
+			t.Errorf("berth registered %+v; want one loopback redirect URI (RFC 8252)", e)
+		}
+	}
+
+	s = h.serve(t)
+	defer s.close(t)
+	text, isErr := s.call(t, "hosted__api__whoami")
+	if isErr || !strings.Contains(text, `"sub":"alice"`) || !strings.Contains(text, srv.Resources["a"]) {
+		t.Fatalf("whoami after berth login answered (error %v): %s", isErr, text)
+	}
+	firstToken := lastBearer(srv, "a")
+	_, refreshBefore := srv.Tokens(t)
+
+	// The access token expires; the next call refreshes it quietly.
+	refreshes := srv.Count(oidctest.IsToken("refresh_token"))
+	time.Sleep(6 * time.Second)
+	text, isErr = s.call(t, "hosted__api__whoami")
+	if isErr || !strings.Contains(text, `"sub":"alice"`) {
+		t.Fatalf("whoami after the access token expired answered (error %v): %s", isErr, text)
+	}
+	if n := srv.Count(oidctest.IsToken("refresh_token")); n <= refreshes {
+		t.Fatalf("no refresh_token grant at the provider after the access token expired (%d before, %d after)", refreshes, n)
+	}
+	if lastBearer(srv, "a") == firstToken {
+		t.Fatal("the call after expiry carried the expired access token")
+	}
+	if n := srv.Count(func(e oidctest.Event) bool { return e.Event == "token" && e.Status != 200 }); n != 0 {
+		t.Fatalf("%d token requests failed at the provider", n)
+	}
+	// The rotated refresh token is the one berth kept: the provider
+	// accepts only the newest, so a second berth process (status, another
+	// serve) must find it. A fresh serve after another expiry refreshes
+	// with what is stored.
+	_, refreshAfter := srv.Tokens(t)
+	if len(refreshAfter) <= len(refreshBefore) {
+		t.Fatal("the provider issued no new refresh token")
+	}
+	s.close(t)
+	time.Sleep(6 * time.Second)
+	s = h.serve(t)
+	if text, isErr := s.call(t, "hosted__api__whoami"); isErr || !strings.Contains(text, `"sub":"alice"`) {
+		t.Fatalf("a new berth serve could not use the stored, rotated refresh token (error %v): %s", isErr, text)
+	}
+	if n := srv.Count(func(e oidctest.Event) bool { return e.Event == "token" && e.Status != 200 }); n != 0 {
+		t.Fatalf("%d token requests failed at the provider: the stored refresh token was not the rotated one", n)
+	}
+
+	// status names the sign-in; logout forgets it.
+	out, code := h.berth(t, "status", "--workspace", h.ws)
+	if code != 0 || !strings.Contains(out, "alice") {
+		t.Errorf("berth status after sign-in (exit %d) does not name the subject alice:\n%s", code, out)
+	}
+	out, code = h.berth(t, "logout", "hosted__api")
+	if code != 0 {
+		t.Fatalf("berth logout: exit %d\n%s", code, out)
+	}
+	if text, isErr := s.call(t, "hosted__api__whoami"); !isErr || !strings.Contains(text, "berth login hosted__api") {
+		t.Fatalf("a call in the running serve after berth logout answered (error %v): %s\nwant an error naming berth login hosted__api", isErr, text)
+	}
+	s.close(t)
+	s = h.serve(t)
+	if text, isErr := s.call(t, "hosted__api__whoami"); !isErr || !strings.Contains(text, "berth login hosted__api") {
+		t.Fatalf("a call in a new serve after berth logout answered (error %v): %s\nwant an error naming berth login hosted__api", isErr, text)
+	}
+	s.close(t)
+	out, _ = h.berth(t, "status", "--workspace", h.ws)
+	if !strings.Contains(out, "berth login hosted__api") {
+		t.Errorf("berth status after logout does not say how to sign in:\n%s", out)
+	}
+}
+
+// lastBearer is the hash of the last token resource res received.
+func lastBearer(srv *oidctest.Server, res string) string {
+	var last string
+	for _, e := range srv.Events() {
+		if e.Event == "mcp" && e.Resource == res && e.Bearer {
+			last = e.TokenSHA256
+		}
+	}
+	return last
+}
+
+// oidcHome is one operator's berth: its BERTH_HOME, HOME and workspace, a
+// file secret store (no Secret Service), and every output of its commands.
+type oidcHome struct {
+	root, home, berthHome, ws string
+	env                       []string
+
+	mu      sync.Mutex
+	outputs bytes.Buffer
+}
+
+func newOIDCHome(t *testing.T) *oidcHome {
+	t.Helper()
+	root := t.TempDir()
+	h := &oidcHome{root: root, home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws")}
+	h.berthHome = filepath.Join(h.home, "berth")
+	for _, d := range []string{h.home, h.ws} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.env = []string{
+		"BERTH_HOME=" + h.berthHome,
+		"HOME=" + h.home,
+		"XDG_CONFIG_HOME=" + filepath.Join(h.home, "config"),
+		"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(root, "no-bus"),
+		"BROWSER=/bin/false",
+	}
+	return h
+}
+
+func (h *oidcHome) record(b []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.outputs.Write(b)
+}
+
+func (h *oidcHome) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command("berth", args...)
+	cmd.Env = append(os.Environ(), h.env...)
+	return cmd
+}
+
+// berth runs the berth executable and returns its combined output and exit
+// code.
+func (h *oidcHome) berth(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	out, err := h.cmd(args...).CombinedOutput()
+	h.record(out)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("berth %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out), code
+}
+
+func (h *oidcHome) must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, code := h.berth(t, args...)
+	if code != 0 {
+		t.Fatalf("berth %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// remoteJSON is a remote server's declaration with auth.oauth.
+func remoteJSON(url, oauth string) string {
+	return fmt.Sprintf(`{"remote": {"transport": "streamable-http", "url": %q, "auth": {"oauth": %s}, "network": {"hosts": ["127.0.0.1"]}}}`, url, oauth)
+}
+
+// install writes a plugin with these servers (name -> declaration), trusts
+// it unsigned, enables it in the workspace and allows its tools.
+func (h *oidcHome) install(t *testing.T, plugin string, servers map[string]string) {
+	t.Helper()
+	dir := filepath.Join(h.root, "bundles", plugin)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var decl []string
+	for name, s := range servers {
+		decl = append(decl, fmt.Sprintf("%q: %s", name, s))
+	}
+	manifest := fmt.Sprintf(`{"manifestVersion": 1, "name": %q, "version": "1.0.0", "description": "a hosted test plugin", "mcpServers": {%s}}`, plugin, strings.Join(decl, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := strings.Fields(h.must(t, "digest", dir))
+	h.must(t, "trust", "--yes", "--allow-unsigned", "--digest", d[len(d)-1], dir)
+	h.must(t, "enable", plugin, "--workspace", h.ws)
+	h.must(t, "policy", "set", plugin+"__*", "allow")
+}
+
+var urlInText = regexp.MustCompile(`https?://[^\s"'<>]+`)
+
+// login runs berth login TARGET --no-browser, signs in as subject at the
+// URL it prints, and waits for it to finish.
+func (h *oidcHome) login(t *testing.T, srv *oidctest.Server, target, subject string) string {
+	t.Helper()
+	out, err := h.tryLogin(t, srv, target, subject)
+	if err != nil {
+		t.Fatalf("berth login %s: %v\n%s", target, err, out)
+	}
+	return out
+}
+
+// tryLogin is login that returns the failure: berth login's exit, or the
+// sign-in at the provider.
+func (h *oidcHome) tryLogin(t *testing.T, srv *oidctest.Server, target, subject string, extra ...string) (string, error) {
+	t.Helper()
+	return h.tryLoginWith(t, srv, target, func(u string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, err := oidctest.Consent(ctx, srv.Issuer, u, subject)
+		return err
+	}, extra...)
+}
+
+// tryLoginWith runs berth login TARGET --no-browser and calls open with the
+// first authorization URL at srv.Issuer it prints on stderr.
+func (h *oidcHome) tryLoginWith(t *testing.T, srv *oidctest.Server, target string, open func(string) error, extra ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := h.cmd(append([]string{"login", target, "--no-browser"}, extra...)...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var errText bytes.Buffer
+	found := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(io.TeeReader(stderr, &errText))
+		for sc.Scan() {
+			for _, u := range urlInText.FindAllString(sc.Text(), -1) {
+				if strings.HasPrefix(u, srv.Issuer+"/") && strings.Contains(u, "client_id=") {
+					select {
+					case found <- u:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	var signErr error
+	select {
+	case u := <-found:
+		signErr = open(u)
+	case <-done:
+	case <-ctx.Done():
+		signErr = fmt.Errorf("berth login printed no authorization URL at %s in 90s", srv.Issuer)
+	}
+	if signErr != nil {
+		cmd.Process.Kill()
+	}
+	<-done
+	werr := cmd.Wait()
+	out := stdout.String() + errText.String()
+	h.record([]byte(out))
+	if signErr != nil {
+		return out, signErr
+	}
+	return out, werr
+}
+
+// oidcServe is a berth serve on stdio with a go-sdk client: the path
+// Claude Desktop uses.
+type oidcServe struct {
+	h      *oidcHome
+	cmd    *exec.Cmd
+	cs     *mcp.ClientSession
+	stderr bytes.Buffer
+}
+
+func (h *oidcHome) serve(t *testing.T) *oidcServe {
+	t.Helper()
+	return h.serveWith(t, nil)
+}
+
+func (h *oidcHome) serveWith(t *testing.T, opts *mcp.ClientOptions) *oidcServe {
+	t.Helper()
+	s := &oidcServe{h: h, cmd: h.cmd("serve", "--workspace", h.ws)}
+	s.cmd.Stderr = &s.stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "oidc-test", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: s.cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to berth serve: %v\n%s", err, s.stderr.String())
+	}
+	s.cs = cs
+	t.Cleanup(func() { s.close(t) })
+	return s
+}
+
+// call calls a tool and returns its text and whether it is an error (a
+// tool error or an MCP error).
+func (s *oidcServe) call(t *testing.T, name string) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+	if err != nil {
+		return err.Error(), true
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), res.IsError
+}
+
+func (s *oidcServe) close(t *testing.T) {
+	if s.cs == nil {
+		return
+	}
+	s.cs.Close()
+	s.cmd.Wait()
+	s.cs = nil
+	s.h.record(s.stderr.Bytes())
+	if t.Failed() {
+		t.Logf("berth serve's stderr:\n%s", s.stderr.String())
+	}
+}
