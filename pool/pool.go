@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -64,6 +65,10 @@ type Options struct {
 	// a legacy client. berth serve sets it when every listener serves the
 	// legacy protocol only (stateful Streamable HTTP, SSE).
 	LegacyUpstream bool
+	// SignInState reads, without network, what berth keeps for a remote
+	// that signs in with OAuth, for Status (in the CLI: signin.Lookup on
+	// berth's secret store). nil: Status shows no sign-in state.
+	SignInState func(signin.Target) (*signin.State, error)
 
 	testNet *testNetwork
 	// testBeforeLaunch, in tests only, runs just before a native tool
@@ -758,6 +763,9 @@ type ServerStatus struct {
 	// Sources are its fromEnv sources as its last start resolved them:
 	// whether each was set and where from, never a value.
 	Sources []SourceStatus `json:"sources,omitempty"`
+	// SignIn is, for a remote that signs in with OAuth (auth.oauth),
+	// who is signed in and until when, or the command that signs in.
+	SignIn *SignInStatus `json:"signIn,omitempty"`
 	// Err is LastError as an error.
 	Err error `json:"-"`
 }
@@ -799,6 +807,7 @@ func (p *Pool) Status() []ServerStatus {
 				st.NextRestart = s.nextStart
 			}
 			s.mu.Unlock()
+			st.SignIn = p.signInStatus(s)
 			if s.kind == TransportStdio || s.kind == TransportNative {
 				st.StderrTail = s.out.tail()
 			}

@@ -894,3 +894,86 @@ func (s *Store) writeJSON(path string, v any) error {
 	}
 	return atomicfile.SyncDir(s.dir)
 }
+
+// Update is a read-modify-write of one name under the store's lock, for
+// credentials that change as they are used (sign-in tokens, whose refresh
+// token the server rotates): f gets the value stored now (had false when
+// there is none) and returns the new value, or remove to forget the name,
+// or keep (value "" and remove false) to leave it as it is. Two processes
+// updating at once run one after the other, each seeing the other's
+// result, so a rotated value is never lost. A new value goes to backend b
+// as with Set (b empty: the keychain, else the file), bound to bindings.
+func (s *Store) Update(ctx context.Context, name string, b Backend, bindings []Binding, f func(old string, had bool) (value string, remove bool, err error)) error {
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	bound, err := checkBindings(bindings)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, _, err := s.Get(ctx, name)
+	had := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	value, remove, err := f(old, had)
+	if err != nil {
+		return err
+	}
+	idx, err := s.readIndex()
+	if err != nil {
+		return err
+	}
+	rec, inIndex := idx.Secrets[name]
+	if remove {
+		if !inIndex {
+			return nil
+		}
+		delete(idx.Secrets, name)
+		if err := s.writeJSON(s.indexFile(), idx); err != nil {
+			return err
+		}
+		return s.removeValue(ctx, name, rec.Backend)
+	}
+	if value == "" {
+		return nil
+	}
+	if len(value) > MaxValueSize || strings.IndexByte(value, 0) >= 0 {
+		return fmt.Errorf("the new value of %s is larger than %d bytes or holds a NUL byte; nothing was stored", name, MaxValueSize)
+	}
+	nb := b
+	if b == "" || b == Keychain {
+		_, err := s.keychain(ctx, func() (string, error) { return "", keyring.Set(s.service, name, value) })
+		switch {
+		case err == nil:
+			nb = Keychain
+		case b == Keychain:
+			return &KeychainError{Name: name, Size: len(value), TooBig: errors.Is(err, keyring.ErrSetDataTooBig), Err: err}
+		default:
+			nb = File
+		}
+	}
+	if nb == File {
+		vals, err := s.readValues()
+		if err != nil {
+			return err
+		}
+		vals.Values[name] = value
+		if err := s.writeJSON(s.ValuesFile(), vals); err != nil {
+			return err
+		}
+	}
+	idx.Secrets[name] = indexRec{Backend: nb, Updated: time.Now().UTC().Truncate(time.Second), Plugins: bound}
+	if err := s.writeJSON(s.indexFile(), idx); err != nil {
+		return err
+	}
+	if inIndex && rec.Backend != nb {
+		return s.removeValue(ctx, name, rec.Backend)
+	}
+	return nil
+}

@@ -313,3 +313,30 @@ func TestLockErrorKeepsTheCause(t *testing.T) {
 		t.Fatalf("Set while the lock is held: %v", err)
 	}
 }
+
+func TestUpdate(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	set := func(v string) func(string, bool) (string, bool, error) {
+		return func(old string, had bool) (string, bool, error) { return v, false, nil }
+	}
+	if err := s.Update(ctx, "TOK", File, []Binding{{Plugin: "acme"}}, set("one")); err != nil {
+		t.Fatal(err)
+	}
+	var seen string
+	if err := s.Update(ctx, "TOK", File, nil, func(old string, had bool) (string, bool, error) {
+		seen = old
+		return "", false, nil // keep
+	}); err != nil || seen != "one" {
+		t.Fatalf("Update saw %q, %v", seen, err)
+	}
+	if e, ok, _ := s.Lookup("TOK"); !ok || !e.Binds("acme", "") {
+		t.Fatalf("kept record %+v", e)
+	}
+	if err := s.Update(ctx, "TOK", File, nil, func(string, bool) (string, bool, error) { return "", true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Lookup("TOK"); ok {
+		t.Fatal("not removed")
+	}
+}

@@ -24,6 +24,10 @@ type Config struct {
 	// Confirmed are the values the operator confirmed for plugins' inputs
 	// (confirm.go): change them with Confirm and ForgetConfirmed.
 	Confirmed []ConfirmedValue `json:"confirmed,omitempty"`
+	// OAuthClients are the operator's own OAuth client registrations,
+	// keyed by "plugin__server" (oauthclient.go): change them with
+	// SetOAuthClient and ForgetOAuthClients.
+	OAuthClients map[string]OAuthClient `json:"oauthClients,omitempty"`
 }
 
 // Signer returns the signer named name.
@@ -49,6 +53,9 @@ func (s *Store) Config() (*Config, error) {
 	}
 	if ps := c.check(); len(ps) > 0 {
 		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "keep one rule per pattern and one confirmed value per plugin, signer and name: remove the others by hand (berth policy list shows the rules berth uses; berth enable PLUGIN --confirm NAME confirms a value again)"}
+	}
+	if ps := c.checkOAuthClients(); len(ps) > 0 {
+		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "correct or remove the entry of \"oauthClients\" by hand, then set it again with berth login PLUGIN__SERVER --client-id ID (docs/signin.md)"}
 	}
 	var errs []error
 	for _, sg := range c.Signers {

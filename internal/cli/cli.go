@@ -95,6 +95,9 @@ type app struct {
 	payloads map[*cobra.Command]reflect.Type
 	// noProgress is --no-progress.
 	noProgress bool
+	// openBrowser opens a sign-in URL (berth login); nil means the
+	// system browser (openBrowser in login.go). Tests set it.
+	openBrowser func(url string) error
 }
 
 // jsonFlag adds --json to cmd: it prints one value of payload's type,

@@ -166,6 +166,7 @@ func runDisable(ctx context.Context, a *app, opts *disableOptions) error {
 	if err != nil {
 		return err
 	}
+	a.forgetUnusedSignins(ctx, st, name)
 	if opts.JSON {
 		return writeJSON(a.stdout, disableJSON{Name: name, Version: gone.Version, Workspace: ws})
 	}

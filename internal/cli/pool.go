@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/signin"
 )
 
 // workspaceFlag adds --workspace, defaulting to the current directory.
@@ -27,7 +28,8 @@ func (a *app) openPool(ctx context.Context, workspace string, show bool) (*pool.
 	if err != nil {
 		return nil, err
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec)})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec),
+		SignInState: func(t signin.Target) (*signin.State, error) { return signin.Lookup(sec, t) }})
 	if err != nil {
 		return nil, err
 	}

@@ -70,6 +70,7 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	}
 	a.forgetSecrets(st, name)
 	a.forgetConfirmed(st, name)
+	a.forgetUnusedSignins(ctx, st, name)
 	if opts.JSON {
 		return writeJSON(a.stdout, revokeJSON{Revoked: gone})
 	}

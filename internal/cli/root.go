@@ -52,6 +52,8 @@ func newRootCmd(a *app) *cobra.Command {
 		newConfirmCmd(a),
 		newDisableCmd(a),
 		newStatusCmd(a),
+		newLoginCmd(a),
+		newLogoutCmd(a),
 		newToolsCmd(a),
 		newCallCmd(a),
 		newLogsCmd(a),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -26,7 +27,9 @@ transport, tool count, uptime, restarts and last error, with the stderr
 tail of failed servers, withheld tool changes and name collisions, and
 for each variable a server reads (fromEnv) whether it was set when the
 server started and where from (the environment or berth's secret store),
-never its value.
+never its value, and for each remote that signs in with OAuth who is
+signed in, at which authorization server, with which scopes and until
+when, or "needs sign-in: berth login PLUGIN__SERVER" (never a token).
 
 Exit codes: 0 every enabled server runs, 1 a server failed, 5 a plugin
 drifted from what was reviewed (drift wins over a failure). --json prints
@@ -89,6 +92,7 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 		a.statusDetail(s)
 	}
 	a.statusSources(sts)
+	a.statusSignIns(sts, time.Now())
 	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
 }
@@ -175,6 +179,38 @@ func (a *app) statusSources(sts []pool.ServerStatus) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r[0], r[1], r[2])
+	}
+	tw.Flush()
+}
+
+// statusSignIns prints, per remote that signs in with OAuth, who is
+// signed in and until when, or the command that signs in. Never a token.
+func (a *app) statusSignIns(sts []pool.ServerStatus, now time.Time) {
+	var rows [][2]string
+	for _, s := range sts {
+		si := s.SignIn
+		if si == nil {
+			continue
+		}
+		var state string
+		switch {
+		case si.Error != "":
+			state = "unknown: berth's secret store could not answer: " + review.PrintableLines(si.Error)
+		case !si.SignedIn:
+			state = "needs sign-in: " + si.Login
+		default:
+			st := &signin.State{ExpiresAt: si.ExpiresAt, Refreshable: si.Refreshable}
+			state = "signed in" + asSubject(si.Subject) + " at " + review.Printable(si.Issuer) + "; scopes: " + scopeList(si.Scopes) + "; " + expiry(st, now)
+		}
+		rows = append(rows, [2]string{s.ID, state})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout, "\nSign-ins (tokens are never shown; berth logout forgets one):")
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\n", r[0], r[1])
 	}
 	tw.Flush()
 }

@@ -1,0 +1,50 @@
+package pool
+
+import (
+	"slices"
+	"time"
+
+	"github.com/berth-mcp/berth/signin"
+)
+
+// SignInStatus is what berth keeps for a remote server that signs in with
+// OAuth (auth.oauth), as berth status shows it: who is signed in, until
+// when and for which scopes, or the command that signs in. Never a token.
+type SignInStatus struct {
+	// SignedIn reports a stored token for the server.
+	SignedIn bool `json:"signedIn"`
+	// Subject is who is signed in, when the token says; "" otherwise.
+	Subject string `json:"subject,omitempty"`
+	// Issuer is the authorization server signed in to.
+	Issuer string   `json:"issuer,omitempty"`
+	Scopes []string `json:"scopes,omitempty"`
+	// ExpiresAt is when the access token expires; absent when unknown.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Refreshable reports a refresh token: berth renews the access token
+	// without asking.
+	Refreshable bool `json:"refreshable"`
+	// Login is the command that signs in ("berth login plugin__server").
+	Login string `json:"login"`
+	// Error says why berth could not read what it keeps (the keychain did
+	// not answer); SignedIn is false then.
+	Error string `json:"error,omitempty"`
+}
+
+// signInStatus reads what is stored for s, when it signs in and the
+// pool can look (Options.SignInState); nil otherwise.
+func (p *Pool) signInStatus(s *server) *SignInStatus {
+	if s.spec == nil || s.spec.Remote == nil || s.spec.Remote.Auth == nil || s.spec.Remote.Auth.OAuth == nil || p.opts.SignInState == nil {
+		return nil
+	}
+	t := signin.Target{Plugin: s.pl.name, Server: s.name, Resource: s.spec.Remote.URL, OAuth: *s.spec.Remote.Auth.OAuth}
+	out := &SignInStatus{Login: t.LoginCommand()}
+	st, err := p.opts.SignInState(t)
+	switch {
+	case err != nil:
+		out.Error = err.Error()
+	case st != nil && st.SignedIn:
+		out.SignedIn, out.Subject, out.Issuer, out.Scopes = true, st.Subject, st.Issuer, slices.Clone(st.Scopes)
+		out.ExpiresAt, out.Refreshable = st.ExpiresAt, st.Refreshable
+	}
+	return out
+}

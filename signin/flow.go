@@ -1,0 +1,415 @@
+package signin
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// discovered is what the sign-in learnt and checked before any
+// authorization request.
+type discovered struct {
+	prm      *oauthex.ProtectedResourceMetadata
+	asm      *oauthex.AuthServerMeta
+	fallback bool // the 2025-03-26 endpoints, no metadata
+	scopes   []string
+}
+
+// ResourceMismatchError: the protected-resource metadata names another
+// resource than the server berth reviewed (RFC 9728 section 3.3).
+type ResourceMismatchError struct {
+	Target      Target
+	MetadataURL string
+	Got         string
+}
+
+func (e *ResourceMismatchError) Error() string {
+	return fmt.Sprintf("server %s: the protected-resource metadata at %s is for the resource %q, not %q, the server berth reviewed; berth refuses to sign in with it (a server must describe itself; ask its operator)", e.Target.ID(), e.MetadataURL, e.Got, e.Target.Resource)
+}
+
+// IssuerMismatchError: the authorization server is not the one the
+// manifest pins, or its metadata names another issuer than its address.
+type IssuerMismatchError struct {
+	Target Target
+	Want   string
+	Got    string
+	Why    string
+}
+
+func (e *IssuerMismatchError) Error() string {
+	return fmt.Sprintf("server %s: %s (pinned or expected issuer %q, got %q); berth refuses to sign in there", e.Target.ID(), e.Why, e.Want, e.Got)
+}
+
+// discover finds and checks the protected-resource metadata and the
+// authorization server's metadata, in the spec's order (as go-sdk's
+// handler will, whose own fetch follows), and applies berth's rules: the
+// resource must be the reviewed one, the issuer the pinned one, an
+// authorization server elsewhere than the resource https.
+func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, resp *http.Response) (*discovered, error) {
+	var challenges []oauthex.Challenge
+	if resp != nil {
+		cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+		if err != nil {
+			return nil, fmt.Errorf("server %s: its WWW-Authenticate header does not parse: %v", t.ID(), err)
+		}
+		challenges = cs
+	}
+	d := &discovered{}
+	for _, c := range challenges {
+		if c.Scheme == "bearer" && c.Params["scope"] != "" {
+			d.scopes = strings.Fields(c.Params["scope"])
+			break
+		}
+	}
+	ru, err := url.Parse(t.Resource)
+	if err != nil {
+		return nil, err
+	}
+	type cand struct{ url, resource string }
+	var cands []cand
+	for _, c := range challenges {
+		if u := c.Params["resource_metadata"]; u != "" {
+			cands = append(cands, cand{u, t.Resource})
+			break
+		}
+	}
+	mu := *ru
+	mu.RawQuery = ""
+	mu.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(ru.Path, "/")
+	cands = append(cands, cand{mu.String(), t.Resource})
+	mu.Path = "/.well-known/oauth-protected-resource"
+	root := *ru
+	root.Path, root.RawQuery = "", ""
+	cands = append(cands, cand{mu.String(), root.String()})
+	for _, c := range cands {
+		if _, err := rules.checkURL("the protected-resource metadata", c.url); err != nil {
+			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
+		}
+		// Read it raw first, to tell a resource mismatch apart from a
+		// missing document (go-sdk skips both alike).
+		got, servers, status, err := fetchResource(ctx, hc, c.url)
+		if err != nil || status != http.StatusOK {
+			continue
+		}
+		if got != c.resource {
+			return nil, &ResourceMismatchError{Target: t, MetadataURL: c.url, Got: got}
+		}
+		for _, as := range servers {
+			if _, err := rules.checkURL("the authorization server", as); err != nil {
+				return nil, fmt.Errorf("server %s: its protected-resource metadata names %v", t.ID(), err)
+			}
+		}
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, hc)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
+		}
+		if len(prm.AuthorizationServers) == 0 {
+			return nil, fmt.Errorf("server %s: its protected-resource metadata names no authorization server", t.ID())
+		}
+		d.prm = prm
+		break
+	}
+	if d.prm == nil {
+		// 2025-03-26: the MCP server's origin is the authorization server.
+		d.prm = &oauthex.ProtectedResourceMetadata{AuthorizationServers: []string{root.String()}, Resource: t.Resource}
+	}
+	if len(d.scopes) == 0 {
+		d.scopes = d.prm.ScopesSupported
+	}
+	asURL := d.prm.AuthorizationServers[0]
+	au, err := rules.checkURL("the authorization server", asURL)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %v", t.ID(), err)
+	}
+	if au.Scheme != "https" && !strings.EqualFold(au.Hostname(), ru.Hostname()) && !(rules.loopback && isLoopbackHost(au.Hostname())) {
+		return nil, fmt.Errorf("server %s: its authorization server %s is on another host and not https", t.ID(), redact(au))
+	}
+	if t.OAuth.Issuer != "" && !issuersEqual(asURL, t.OAuth.Issuer) {
+		return nil, &IssuerMismatchError{Target: t, Want: t.OAuth.Issuer, Got: asURL, Why: "the server names an authorization server other than the one its manifest pins"}
+	}
+	asm, err := auth.GetAuthServerMetadata(ctx, asURL, hc)
+	if err != nil {
+		if strings.Contains(err.Error(), "issuer") {
+			return nil, &IssuerMismatchError{Target: t, Want: asURL, Got: "", Why: "the authorization server's metadata names another issuer than its address: " + err.Error()}
+		}
+		return nil, fmt.Errorf("server %s: reading the metadata of the authorization server %s: %v", t.ID(), asURL, err)
+	}
+	if asm == nil {
+		d.fallback = true
+		asm = &oauthex.AuthServerMeta{Issuer: asURL, AuthorizationEndpoint: asURL + "/authorize", TokenEndpoint: asURL + "/token", RegistrationEndpoint: asURL + "/register"}
+	}
+	if t.OAuth.Issuer != "" && !issuersEqual(asm.Issuer, t.OAuth.Issuer) {
+		return nil, &IssuerMismatchError{Target: t, Want: t.OAuth.Issuer, Got: asm.Issuer, Why: "the authorization server's issuer is not the one the manifest pins"}
+	}
+	for what, u := range map[string]string{"authorization endpoint": asm.AuthorizationEndpoint, "token endpoint": asm.TokenEndpoint} {
+		if _, err := rules.checkURL("the "+what, u); err != nil {
+			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
+		}
+	}
+	d.asm = asm
+	return d, nil
+}
+
+// fetchResource reads the "resource" member of a metadata document.
+func fetchResource(ctx context.Context, hc *http.Client, u string) (string, []string, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", nil, resp.StatusCode, nil
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	res, servers, err := parsePRM(body)
+	return res, servers, resp.StatusCode, err
+}
+
+// parsePRM reads the members of protected-resource metadata berth checks
+// itself.
+func parsePRM(body []byte) (string, []string, error) {
+	var doc struct {
+		Resource string   `json:"resource"`
+		Servers  []string `json:"authorization_servers"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", nil, err
+	}
+	return doc.Resource, doc.Servers, nil
+}
+
+// flowArgs is one interactive authorization.
+type flowArgs struct {
+	t      Target
+	o      Options
+	ask    func(context.Context, Prompt) error
+	req    *http.Request  // the request the resource refused (nil: Login)
+	resp   *http.Response // its answer, with WWW-Authenticate
+	extra  []string
+	stepUp bool
+	old    *record // what is stored now, if for this target
+}
+
+// authorize runs the authorization-code flow through go-sdk's handler
+// with berth's registration choice, redirect listener and checks, and
+// stores the token.
+func authorize(ctx context.Context, a flowArgs) (*record, error) {
+	t, o := a.t, a.o
+	rules, err := rulesFor(t.Resource)
+	if err != nil {
+		return nil, err
+	}
+	hc := rules.httpClient()
+	d, err := discover(ctx, t, rules, hc, a.resp)
+	if err != nil {
+		return nil, err
+	}
+	asm := d.asm
+
+	ln, err := listenRedirect(t.OAuth.RedirectPort)
+	if err != nil {
+		return nil, err
+	}
+	defer ln.close()
+	redirect := ln.URL()
+
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:         redirect,
+		RequestRefreshToken: true,
+		Client:              hc,
+	}
+	// Registration in the spec's order; go-sdk gets only the method that
+	// applies (its own order puts a metadata document first).
+	reg := ""
+	switch {
+	case preregisteredID(t, o.Client) != "":
+		reg = regPreregistered
+		cc := &oauthex.ClientCredentials{ClientID: preregisteredID(t, o.Client)}
+		if t.OAuth.ClientID == "" && o.Client != nil && o.Client.ClientSecret != "" {
+			cc.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.Client.ClientSecret}
+		}
+		cfg.PreregisteredClient = cc
+	case o.Client != nil && o.Client.MetadataDocumentURL != "" && asm.ClientIDMetadataDocumentSupported:
+		reg = regMetadataDoc
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.Client.MetadataDocumentURL}
+	case a.old != nil && a.old.Registration == regDynamic && issuersEqual(a.old.Issuer, asm.Issuer) && a.old.ClientID != "":
+		// The client this berth registered at that server before.
+		reg = regDynamic
+		cc := &oauthex.ClientCredentials{ClientID: a.old.ClientID, Issuer: asm.Issuer}
+		if a.old.ClientSecret != "" {
+			cc.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: a.old.ClientSecret}
+		}
+		cfg.PreregisteredClient = cc
+	case asm.RegistrationEndpoint != "":
+		reg = regDynamic
+		if _, err := rules.checkURL("the registration endpoint", asm.RegistrationEndpoint); err != nil {
+			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
+		}
+		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs:            []string{redirect},
+			ClientName:              "berth",
+			GrantTypes:              []string{"authorization_code", "refresh_token"},
+			ResponseTypes:           []string{"code"},
+			TokenEndpointAuthMethod: "none",
+		}}
+	default:
+		return nil, fmt.Errorf("server %s: its authorization server %s offers no way for berth to register (no registration endpoint%s), and no client ID is configured; set one for it (docs/signin.md)", t.ID(), asm.Issuer, map[bool]string{true: "", false: ", no client ID metadata documents"}[asm.ClientIDMetadataDocumentSupported])
+	}
+
+	var scopes []string
+	cfg.ScopeFilter = func(discovered []string) []string {
+		s := discovered
+		if len(t.OAuth.Scopes) > 0 && !a.stepUp {
+			s = t.OAuth.Scopes
+		}
+		if a.old != nil && a.stepUp {
+			s = union(a.old.Scopes, s)
+		}
+		s = union(s, a.extra)
+		return s
+	}
+	authURL, err := url.Parse(asm.AuthorizationEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	var got struct {
+		cfg   *oauth2.Config
+		token *oauth2.Token
+	}
+	cfg.AuthorizationCodeFetcher = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		u, err := url.Parse(args.URL)
+		if err != nil {
+			return nil, err
+		}
+		// go-sdk fetched the metadata again: the browser goes only to the
+		// endpoint berth checked.
+		if !sameOrigin(u, authURL) || u.Path != authURL.Path {
+			return nil, fmt.Errorf("server %s: the authorization URL %s is not at the authorization endpoint %s berth checked", t.ID(), redact(u), redact(authURL))
+		}
+		q := u.Query()
+		ln.expect(q.Get("state"))
+		scopes = strings.Fields(q.Get("scope"))
+		p := Prompt{Target: t, Issuer: asm.Issuer, Scopes: scopes, URL: args.URL, StepUp: a.stepUp}
+		if err := a.ask(ctx, p); err != nil {
+			return nil, fmt.Errorf("server %s: the sign-in was not shown or was declined: %w", t.ID(), err)
+		}
+		wait := o.Wait
+		if wait <= 0 {
+			wait = DefaultWait
+		}
+		cb, err := ln.wait(ctx, wait)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %w", t.ID(), err)
+		}
+		return &auth.AuthorizationResult{Code: cb.code, State: cb.state, Iss: cb.iss}, nil
+	}
+	cfg.NewTokenSource = func(ctx context.Context, c *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+		if c.Endpoint.TokenURL != asm.TokenEndpoint {
+			return nil, fmt.Errorf("server %s: the token came from %s, not the token endpoint %s berth checked", t.ID(), c.Endpoint.TokenURL, asm.TokenEndpoint)
+		}
+		got.cfg, got.token = c, tok
+		return oauth2.StaticTokenSource(tok), nil
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %v", t.ID(), err)
+	}
+	req, resp := a.req, a.resp
+	if req == nil {
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, t.Resource, nil)
+	}
+	// go-sdk reads only the answer's headers; berth has read its body.
+	r2 := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(nil))}
+	if resp != nil {
+		r2.StatusCode, r2.Header = resp.StatusCode, resp.Header
+		if r2.StatusCode != http.StatusForbidden {
+			r2.StatusCode = http.StatusUnauthorized
+		}
+	}
+	if err := h.Authorize(ctx, req, r2); err != nil {
+		return nil, explain(t, asm, err)
+	}
+	if got.token == nil {
+		return nil, fmt.Errorf("server %s: the sign-in ended without a token", t.ID())
+	}
+	rec := &record{
+		Plugin: t.Plugin, Server: t.Server, Resource: t.Resource,
+		Issuer: asm.Issuer, ClientID: got.cfg.ClientID, ClientSecret: got.cfg.ClientSecret,
+		Registration: reg, AuthStyle: int(got.cfg.Endpoint.AuthStyle),
+		TokenURL: asm.TokenEndpoint, RevokeURL: asm.RevocationEndpoint,
+	}
+	if rec.RevokeURL != "" {
+		if _, err := rules.checkURL("the revocation endpoint", rec.RevokeURL); err != nil {
+			rec.RevokeURL = ""
+		}
+	}
+	rec.setToken(got.token, got.cfg.Scopes)
+	if err := updateRecord(ctx, o.Secrets, t.Plugin, t.Server, func(*record) (*record, error) { return rec, nil }); err != nil {
+		return nil, fmt.Errorf("server %s: signed in, but the token could not be stored: %w", t.ID(), err)
+	}
+	return rec, nil
+}
+
+// setToken records a token the server issued; a refresh answer without a
+// refresh token keeps the old one (RFC 6749 section 6).
+func (r *record) setToken(tok *oauth2.Token, asked []string) {
+	r.AccessToken, r.TokenType, r.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	if tok.RefreshToken != "" {
+		r.RefreshToken = tok.RefreshToken
+	}
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		r.Scopes = strings.Fields(s)
+	} else if asked != nil {
+		r.Scopes = slices.Clone(asked)
+	}
+	if sub := subjectOf(tok.AccessToken); sub != "" {
+		r.Subject = sub
+	}
+}
+
+// explain turns go-sdk's errors into berth's: the rule and the fix.
+func explain(t Target, asm *oauthex.AuthServerMeta, err error) error {
+	var ae *AuthorizationError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("server %s: %w", t.ID(), err)
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "authorization response issuer"), strings.Contains(msg, "iss parameter"):
+		return &IssuerMismatchError{Target: t, Want: asm.Issuer, Got: "", Why: "the authorization response's iss (RFC 9207) does not match the authorization server: " + msg}
+	case strings.Contains(msg, "state mismatch"):
+		return fmt.Errorf("server %s: the authorization response's state does not match the request; berth refuses it", t.ID())
+	}
+	return fmt.Errorf("server %s: signing in at %s: %w", t.ID(), asm.Issuer, err)
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func randomText() string { return rand.Text() }

@@ -1,0 +1,567 @@
+package signin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/berth-mcp/berth/secrets"
+)
+
+// refreshEarly is how long before its expiry a token is refreshed.
+const refreshEarly = time.Minute
+
+var _ auth.OAuthHandler = (*Handler)(nil)
+
+// Handler implements go-sdk's auth.OAuthHandler for one target: the stored
+// token (refreshed before expiry and once on 401 invalid_token, rotated
+// refresh tokens persisted under the store's lock), and otherwise the
+// interactive flow through Options.Ask or the ctx's asker (WithAsk), or a
+// *NeedSignInError when there is none.
+type Handler struct {
+	t     Target
+	o     Options
+	rules netRules
+
+	mu     sync.Mutex
+	rec    *record // the last record read or written, nil for none
+	stamp  time.Time
+	reason string // why the last token could not be had
+}
+
+// NewHandler returns the handler of one target.
+func NewHandler(t Target, o Options) (*Handler, error) {
+	if o.Secrets == nil {
+		return nil, errors.New("signin: Options.Secrets is required")
+	}
+	if t.Plugin == "" || t.Server == "" {
+		return nil, errors.New("signin: the target needs a plugin and a server")
+	}
+	rules, err := rulesFor(t.Resource)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{t: t, o: o, rules: rules}, nil
+}
+
+// current returns the stored record for the target, re-read when the
+// store's index says it changed (another process signed in, refreshed or
+// signed out), nil when there is none that applies.
+func (h *Handler) current(ctx context.Context) (*record, error) {
+	ts := tokenStore(h.o.Secrets)
+	e, ok, err := ts.Lookup(recordName(h.t.Plugin, h.t.Server))
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !ok {
+		h.rec = nil
+		h.reason = "not signed in"
+		return nil, nil
+	}
+	if h.rec != nil && e.Updated.Equal(h.stamp) {
+		return h.rec, nil
+	}
+	rec, err := readRecord(ctx, h.o.Secrets, h.t)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		if why := rec.mismatch(h.t, h.o.Client); why != "" {
+			h.rec, h.reason = nil, "the stored sign-in does not apply: "+why
+			return nil, nil
+		}
+	}
+	h.rec, h.stamp = rec, e.Updated
+	return rec, nil
+}
+
+// TokenSource returns the stored token's source; nil when there is no
+// sign-in, so that the request goes without a token, the server answers
+// 401 and Authorize runs.
+func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+	rec, err := h.current(ctx)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	return tokenSource{h}, nil
+}
+
+type tokenSource struct{ h *Handler }
+
+// Token returns the access token, refreshed first when it expires within
+// a minute. A refresh that fails sends no token (the server's 401 then
+// leads to Authorize), rather than failing the request here.
+func (s tokenSource) Token() (*oauth2.Token, error) {
+	h := s.h
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	rec, err := h.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "not signed in"}
+	}
+	if rec.Expiry.IsZero() || time.Until(rec.Expiry) > refreshEarly {
+		return rec.token(), nil
+	}
+	rec, err = h.refresh(ctx, rec.AccessToken)
+	if err != nil || rec == nil {
+		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: h.why()}
+	}
+	return rec.token(), nil
+}
+
+func (r *record) token() *oauth2.Token {
+	typ := r.TokenType
+	if typ == "" || strings.EqualFold(typ, "bearer") {
+		typ = "Bearer"
+	}
+	return &oauth2.Token{AccessToken: r.AccessToken, TokenType: typ, Expiry: r.Expiry}
+}
+
+func (h *Handler) why() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reason == "" {
+		return "not signed in"
+	}
+	return h.reason
+}
+
+func (h *Handler) setReason(format string, args ...any) {
+	h.mu.Lock()
+	h.reason = fmt.Sprintf(format, args...)
+	h.mu.Unlock()
+}
+
+// refresh renews the token of failed (the access token that expired or
+// was refused) under the store's lock: the stored record is read again
+// first, and when another process already replaced that token, its token
+// is used as it is. A rotated refresh token is stored in the same locked
+// step, so two processes never both spend one refresh token.
+func (h *Handler) refresh(ctx context.Context, failed string) (*record, error) {
+	var out *record
+	err := updateRecord(ctx, h.o.Secrets, h.t.Plugin, h.t.Server, func(old *record) (*record, error) {
+		if old == nil {
+			h.setReason("not signed in")
+			return nil, nil
+		}
+		if why := old.mismatch(h.t, h.o.Client); why != "" {
+			h.setReason("the stored sign-in does not apply: %s", why)
+			return old, nil
+		}
+		if old.AccessToken != failed && (old.Expiry.IsZero() || time.Until(old.Expiry) > refreshEarly) {
+			out = old // refreshed elsewhere meanwhile
+			return old, nil
+		}
+		if old.RefreshToken == "" {
+			h.setReason("the token expired and the server gave no refresh token")
+			return old, nil
+		}
+		tok, err := refreshToken(ctx, h.rules.httpClient(), old)
+		if err != nil {
+			var re *oauth2.RetrieveError
+			if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+				// The refresh token is spent or revoked: keep the client,
+				// forget the tokens.
+				h.setReason("the sign-in expired (the authorization server refused its refresh token)")
+				n := *old
+				n.AccessToken, n.RefreshToken, n.Expiry = "", "", time.Time{}
+				return &n, nil
+			}
+			h.setReason("refreshing the token failed: %v", err)
+			return old, nil
+		}
+		n := *old
+		n.setToken(tok, nil)
+		out = &n
+		return &n, nil
+	})
+	if err != nil {
+		h.setReason("the secret store: %v", err)
+		return nil, err
+	}
+	h.mu.Lock()
+	h.rec, h.stamp = nil, time.Time{} // read again next time
+	h.mu.Unlock()
+	if out != nil && out.AccessToken == "" {
+		out = nil
+	}
+	return out, nil
+}
+
+// refreshToken is the refresh grant (RFC 6749 section 6) with the resource
+// indicator (RFC 8707) naming the server.
+func refreshToken(ctx context.Context, hc *http.Client, r *record) (*oauth2.Token, error) {
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.RefreshToken}, "resource": {r.Resource}}
+	return tokenRequest(ctx, hc, r, r.TokenURL, form)
+}
+
+// tokenRequest posts form to an endpoint of the authorization server with
+// the client's authentication, and reads a token answer.
+func tokenRequest(ctx context.Context, hc *http.Client, r *record, endpoint string, form url.Values) (*oauth2.Token, error) {
+	req, err := clientRequest(ctx, r, endpoint, form)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return parseTokenResponse(resp.StatusCode, body)
+}
+
+func clientRequest(ctx context.Context, r *record, endpoint string, form url.Values) (*http.Request, error) {
+	basic := oauth2.AuthStyle(r.AuthStyle) == oauth2.AuthStyleInHeader && r.ClientSecret != ""
+	if !basic {
+		form.Set("client_id", r.ClientID)
+		if r.ClientSecret != "" {
+			form.Set("client_secret", r.ClientSecret)
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if basic {
+		req.SetBasicAuth(url.QueryEscape(r.ClientID), url.QueryEscape(r.ClientSecret))
+	}
+	return req, nil
+}
+
+// parseTokenResponse reads the token endpoint's answer (RFC 6749 sections
+// 5.1 and 5.2).
+func parseTokenResponse(status int, body []byte) (*oauth2.Token, error) {
+	var v struct {
+		AccessToken  string          `json:"access_token"`
+		TokenType    string          `json:"token_type"`
+		RefreshToken string          `json:"refresh_token"`
+		ExpiresIn    json.Number     `json:"expires_in"`
+		Scope        string          `json:"scope"`
+		Error        string          `json:"error"`
+		ErrorDesc    string          `json:"error_description"`
+		Raw          json.RawMessage `json:"-"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("the token endpoint answered %d with no JSON token", status)
+	}
+	if status != http.StatusOK || v.Error != "" {
+		code := v.Error
+		if code == "" {
+			code = fmt.Sprintf("http_%d", status)
+		}
+		return nil, &oauth2.RetrieveError{ErrorCode: clip(code), ErrorDescription: clip(v.ErrorDesc)}
+	}
+	if v.AccessToken == "" {
+		return nil, errors.New("the token endpoint's answer has no access_token")
+	}
+	if v.TokenType != "" && !strings.EqualFold(v.TokenType, "bearer") {
+		return nil, fmt.Errorf("the token endpoint issued a token of type %q; berth sends bearer tokens only", clip(v.TokenType))
+	}
+	tok := &oauth2.Token{AccessToken: v.AccessToken, TokenType: "Bearer", RefreshToken: v.RefreshToken}
+	if v.ExpiresIn != "" {
+		n, err := v.ExpiresIn.Int64()
+		if err != nil || n < 0 || n > 10*365*24*3600 {
+			return nil, fmt.Errorf("the token endpoint's expires_in %q is not a number of seconds", clip(string(v.ExpiresIn)))
+		}
+		if n > 0 {
+			tok.Expiry = time.Now().Add(time.Duration(n) * time.Second)
+		}
+	}
+	if v.Scope != "" {
+		tok = tok.WithExtra(map[string]any{"scope": v.Scope})
+	}
+	return tok, nil
+}
+
+// Authorize is called on a 401 or 403 from the resource: a refused token
+// is refreshed once (or replaced by one another process stored); any other
+// need asks a human through the ctx's asker or Options.Ask, or fails with
+// *NeedSignInError when there is none.
+func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	defer io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	code, scopes := "", []string(nil)
+	for _, c := range cs {
+		if c.Scheme == "bearer" {
+			code = c.Params["error"]
+			scopes = strings.Fields(c.Params["scope"])
+			break
+		}
+	}
+	if resp.StatusCode == http.StatusForbidden && code != "insufficient_scope" {
+		return nil // not a matter of signing in; the retry reports it
+	}
+	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	rec, err := h.current(ctx)
+	if err != nil {
+		return err
+	}
+	stepUp := resp.StatusCode == http.StatusForbidden
+	if !stepUp && rec != nil {
+		if sent == "" || rec.AccessToken != sent {
+			if rec.AccessToken != "" {
+				return nil // another token is stored now: retry with it
+			}
+		}
+		if rec.RefreshToken != "" {
+			if n, _ := h.refresh(ctx, sent); n != nil {
+				return nil
+			}
+		} else if sent != "" {
+			h.setReason("the server refused the token (%s) and there is no refresh token", orText(code, "401"))
+		}
+	}
+	ask := askerOf(ctx, h.o.Ask)
+	if ask == nil {
+		e := &NeedSignInError{Target: h.t, Reason: h.why(), StepUp: stepUp}
+		if stepUp {
+			e.Reason, e.Scopes = "it needs more scopes than the sign-in has", scopes
+		}
+		return e
+	}
+	var old *record
+	if r, _ := readRecord(ctx, h.o.Secrets, h.t); r != nil && r.mismatch(h.t, h.o.Client) == "" {
+		old = r
+	}
+	n, err := authorize(ctx, flowArgs{t: h.t, o: h.o, ask: ask, req: req, resp: resp, stepUp: stepUp, old: old})
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.rec, h.stamp = nil, time.Time{}
+	h.mu.Unlock()
+	_ = n
+	return nil
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+type askKey struct{}
+
+// WithAsk returns ctx carrying an asker for this request only (berth serve
+// puts one on a call whose client supports URL-mode elicitation); it
+// overrides Options.Ask.
+func WithAsk(ctx context.Context, ask func(context.Context, Prompt) error) context.Context {
+	return context.WithValue(ctx, askKey{}, ask)
+}
+
+func askerOf(ctx context.Context, def func(context.Context, Prompt) error) func(context.Context, Prompt) error {
+	if a, ok := ctx.Value(askKey{}).(func(context.Context, Prompt) error); ok && a != nil {
+		return a
+	}
+	return def
+}
+
+// Login signs in now (berth login): discovery from the resource's 401,
+// registration in the spec's order, PKCE, loopback redirect, token stored.
+// extraScopes are added (step-up). It needs o.Ask.
+func Login(ctx context.Context, t Target, o Options, extraScopes ...string) (*State, error) {
+	if o.Secrets == nil {
+		return nil, errors.New("signin: Options.Secrets is required")
+	}
+	ask := askerOf(ctx, o.Ask)
+	if ask == nil {
+		return nil, &NeedSignInError{Target: t, Reason: "no way to show the sign-in page here"}
+	}
+	rules, err := rulesFor(t.Resource)
+	if err != nil {
+		return nil, err
+	}
+	req, resp, err := probe(ctx, t, rules)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden && len(resp.Header.Values("WWW-Authenticate")) == 0 {
+		// A server that does not ask yet: discover anyway (2025-03-26
+		// servers and those that answer 401 only to some requests).
+		resp.Header = http.Header{}
+	}
+	var old *record
+	if r, _ := readRecord(ctx, o.Secrets, t); r != nil && r.mismatch(t, o.Client) == "" {
+		old = r
+	}
+	stepUp := len(extraScopes) > 0 && old != nil
+	rec, err := authorize(ctx, flowArgs{t: t, o: o, ask: ask, req: req, resp: resp, extra: extraScopes, stepUp: stepUp, old: old})
+	if err != nil {
+		return nil, err
+	}
+	return rec.state(), nil
+}
+
+// probe sends the resource an unauthenticated initialize request, to read
+// its 401 and WWW-Authenticate (only to the resource's origin).
+func probe(ctx context.Context, t Target, rules netRules) (*http.Request, *http.Response, error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"berth","version":"login"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.Resource, strings.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	hc := rules.httpClient()
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("server %s: reaching %s to sign in: %w", t.ID(), t.Resource, err)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	return req, resp, nil
+}
+
+// Logout forgets the target's tokens and revokes them where the server
+// supports RFC 7009; revoked reports whether the server confirmed.
+func Logout(ctx context.Context, t Target, o Options) (revoked bool, err error) {
+	if o.Secrets == nil {
+		return false, errors.New("signin: Options.Secrets is required")
+	}
+	var gone *record
+	err = updateRecord(ctx, o.Secrets, t.Plugin, t.Server, func(old *record) (*record, error) {
+		gone = old
+		return nil, nil
+	})
+	if err != nil || gone == nil {
+		return false, err
+	}
+	return revoke(ctx, gone)
+}
+
+// revoke asks the authorization server to revoke the record's tokens
+// (RFC 7009): the refresh token (which ends the grant), then the access
+// token.
+func revoke(ctx context.Context, r *record) (bool, error) {
+	if r.RevokeURL == "" {
+		return false, nil
+	}
+	rules, err := rulesFor(r.Resource)
+	if err != nil {
+		return false, err
+	}
+	if _, err := rules.checkURL("the revocation endpoint", r.RevokeURL); err != nil {
+		return false, err
+	}
+	hc := rules.httpClient()
+	ok := false
+	var errs []error
+	for _, tk := range []struct{ v, hint string }{{r.RefreshToken, "refresh_token"}, {r.AccessToken, "access_token"}} {
+		if tk.v == "" {
+			continue
+		}
+		req, err := clientRequest(ctx, r, r.RevokeURL, url.Values{"token": {tk.v}, "token_type_hint": {tk.hint}})
+		if err != nil {
+			return false, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			ok = true
+		} else {
+			errs = append(errs, fmt.Errorf("the revocation endpoint answered %d", resp.StatusCode))
+		}
+	}
+	if ok {
+		return true, nil
+	}
+	if len(errs) > 0 {
+		return false, fmt.Errorf("the sign-in is forgotten, but revoking it at %s failed: %w", r.Issuer, errors.Join(errs...))
+	}
+	return false, nil
+}
+
+// ForgetPlugin forgets (and best-effort revokes) every sign-in of a plugin.
+func ForgetPlugin(ctx context.Context, s *secrets.Store, plugin string) error {
+	ts := tokenStore(s)
+	entries, err := ts.List()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if !slices.Contains(e.Plugins, plugin) {
+			continue
+		}
+		v, _, err := ts.Get(ctx, e.Name)
+		var rec *record
+		if err == nil {
+			rec, _ = parseRecord(v)
+		}
+		if rec != nil && rec.Plugin != plugin {
+			continue
+		}
+		if _, err := ts.Remove(ctx, e.Name); err != nil && !errors.Is(err, secrets.ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		if rec != nil {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			revoke(rctx, rec) // best effort: the sign-in is forgotten either way
+			cancel()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Lookup reads what is stored, without network: for status. A sign-in
+// stored for another issuer, resource or client than the target's now is
+// reported as not signed in.
+func Lookup(s *secrets.Store, t Target) (*State, error) {
+	rec, err := readRecord(context.Background(), s, t)
+	if err != nil {
+		return nil, err
+	}
+	return lookupState(rec, t, nil), nil
+}
+
+// LookupWith is Lookup with the operator's client, which a stored sign-in
+// must also match.
+func LookupWith(s *secrets.Store, t Target, c *Client) (*State, error) {
+	rec, err := readRecord(context.Background(), s, t)
+	if err != nil {
+		return nil, err
+	}
+	return lookupState(rec, t, c), nil
+}
+
+func lookupState(rec *record, t Target, c *Client) *State {
+	if rec == nil || rec.mismatch(t, c) != "" {
+		return &State{Resource: t.Resource}
+	}
+	st := rec.state()
+	if rec.AccessToken == "" && rec.RefreshToken == "" {
+		st.SignedIn = false
+	}
+	return st
+}
