@@ -38,7 +38,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res 
 	c.entry.Arguments = ArgumentShape(args)
 	defer c.recoverInto(&err)
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
-	res, err = s.pool.GetPrompt(pool.WithRelay(ctx, c.relayReq), name, req.Params.Arguments, c)
+	res, err = s.pool.GetPrompt(s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry), name, req.Params.Arguments, c)
 	if c.inputRequired != nil {
 		return &mcp.GetPromptResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
 	}
@@ -60,7 +60,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	c.entry.Tool, c.entry.URI, c.entry.Arguments = "", uri, map[string]any{"uri": "string"}
 	defer c.recoverInto(&err)
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
-	res, err = s.pool.ReadResource(pool.WithRelay(ctx, c.relayReq), uri, resourceApprover{c})
+	res, err = s.pool.ReadResource(s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry), uri, resourceApprover{c})
 	if c.inputRequired != nil {
 		return &mcp.ReadResourceResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
 	}
@@ -135,6 +135,10 @@ func (c *call) settle(err error) error {
 		c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
 		c.writeAudit()
 		return fmt.Errorf("berth refused %s: %w", what, err)
+	case c.signInFailed(err):
+		c.entry.Outcome = OutcomeFailed
+		c.writeAudit()
+		return fmt.Errorf("berth could not get %s: %s: %w", what, c.entry.Reason, err)
 	}
 	c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
 	c.writeAudit()

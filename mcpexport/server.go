@@ -113,6 +113,7 @@ type Server struct {
 
 	notices listNotices // which list_changed notifications go out
 	levels  logLevels   // the log level each legacy session set (relay.go)
+	signIns signInAsks  // the sign-ins asked through clients (signin.go)
 
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
@@ -307,6 +308,13 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					_, err := s.pool.Call(ctx, p.Name, p.Arguments, refuseAll)
 					if errors.Is(err, store.ErrDrift) {
 						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
+					}
+					// Its server did not start for want of a sign-in
+					// (signin.go): say which command signs it in.
+					if cr, ok := req.(*mcp.CallToolRequest); ok {
+						if msg, ok := needSignIn(err, cr.Session, cr.ClientCapabilities(), cr.ProtocolVersion(), clientName(cr)); ok {
+							return toolError(fmt.Sprintf("berth could not run %s: %s", p.Name, msg)), nil
+						}
 					}
 				}
 			}
@@ -683,7 +691,8 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
 		c.entry.Arguments = shapeOf(decoded)
 		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
-		res, err = s.pool.Call(pool.WithRelay(ctx, c.relayReq), name, args, c)
+		sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
+		res, err = s.pool.Call(sctx, name, args, c)
 		if err == nil && res.InputRequests != nil {
 			return c.relayInputRequests(res), nil
 		}
@@ -710,6 +719,9 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		case errors.Is(err, store.ErrDrift):
 			c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
 			return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
+		case c.signInFailed(err):
+			c.entry.Outcome = OutcomeFailed
+			return toolError(fmt.Sprintf("berth could not run %s: %s", name, c.entry.Reason)), nil
 		case c.relay != nil && c.relay.modern && upstreamRPCError(name, err) != nil:
 			// The plugin server's own answer, about this client's request.
 			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -277,10 +276,8 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	if err := s.sameSurface(c, e); err != nil {
 		return nil, false, err
 	}
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := withCallTimeout(ctx, s.callTime)
 	defer cancel(nil)
-	timer := time.AfterFunc(s.callTime, func() { cancel(errCallTimeout) })
-	defer timer.Stop()
 	stop := context.AfterFunc(c.ctx, func() { cancel(context.Cause(c.ctx)) })
 	defer stop()
 	cctx, closeRelay := s.openRelay(cctx, c)
@@ -380,8 +377,8 @@ func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]strin
 	if c == nil {
 		return nil, fmt.Errorf("server %s stopped; try again", e.s.id)
 	}
-	cctx, cancel := context.WithTimeoutCause(ctx, e.s.callTime, errCallTimeout)
-	defer cancel()
+	cctx, cancel := withCallTimeout(ctx, e.s.callTime)
+	defer cancel(nil)
 	rctx, closeRelay := e.s.openRelay(mergeCancel(cctx, c.ctx), c)
 	defer closeRelay()
 	params := &mcp.GetPromptParams{Name: e.prompt.UpstreamName, Arguments: args}
@@ -437,8 +434,8 @@ func (p *Pool) ReadResource(ctx context.Context, uri string, approver Approver) 
 	if c == nil {
 		return nil, fmt.Errorf("server %s stopped; try again", s.id)
 	}
-	cctx, cancel := context.WithTimeoutCause(ctx, s.callTime, errCallTimeout)
-	defer cancel()
+	cctx, cancel := withCallTimeout(ctx, s.callTime)
+	defer cancel(nil)
 	rctx, closeRelay := s.openRelay(mergeCancel(cctx, c.ctx), c)
 	defer closeRelay()
 	params := &mcp.ReadResourceParams{URI: uri}
