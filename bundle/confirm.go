@@ -67,6 +67,23 @@ func credentialValue(value string) (string, bool) {
 	return "", false
 }
 
+// secretValue is credentialValue without its long-run heuristic: the
+// value starts as a well-known credential does, or is a URL with a
+// password. It is for values that are public by nature but are often long
+// random runs, like an OAuth client ID.
+func secretValue(value string) (string, bool) {
+	if tokenLike(value) {
+		// Only the prefixes and a password say so.
+		for _, p := range credentialPrefixes {
+			if strings.HasPrefix(value, p) {
+				return "its value starts as a credential does (" + strings.TrimSpace(p) + "…)", true
+			}
+		}
+		return "", false
+	}
+	return credentialValue(value)
+}
+
 // tokenLike reports a run of at least 20 characters of the alphabets
 // keys are written in, with letters and digits both.
 func tokenLike(s string) bool {

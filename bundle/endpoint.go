@@ -116,3 +116,36 @@ func NormalizeHost(h string) (string, error) {
 	}
 	return a, nil
 }
+
+// ParseIssuer checks an OAuth authorization server's issuer identifier
+// (RFC 8414 section 2): an absolute https URL with a host and no query,
+// fragment or user name, as berth pins it in a remote's auth.oauth.issuer.
+// Plain http is allowed only for the loopback literals, as for endpoints
+// (ParseEndpoint), so that tests can run an authorization server on this
+// machine. The error names the rule broken and the fix.
+func ParseIssuer(raw string) (*Endpoint, error) {
+	fail := func(format string, args ...any) (*Endpoint, error) {
+		return nil, &endpointError{rule: RuleOAuthIssuer, msg: fmt.Sprintf(format, args...)}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" || u.Host == "" || !u.IsAbs() {
+		return fail("the issuer %q is not an absolute https URL with a host; write the authorization server's issuer as its metadata says, like \"https://auth.example.com\"", raw)
+	}
+	switch {
+	case u.User != nil:
+		return fail("the issuer carries a user name or password before '@'; an issuer is an https URL without one (RFC 8414): remove it")
+	case strings.Contains(raw, "#"):
+		return fail("the issuer %q has a #fragment, which an issuer never has (RFC 8414); remove it", raw)
+	case strings.Contains(raw, "?"):
+		return fail("the issuer %q has a ?query, which an issuer never has (RFC 8414); remove it", raw)
+	}
+	ep, err := ParseEndpoint(raw)
+	if err != nil {
+		pe := err.(*endpointError)
+		if pe.rule == RuleRemoteURLScheme {
+			return fail("the issuer %q is not https; an authorization server is pinned by its https issuer (plain http only for the loopback literals 127.0.0.1, [::1] and localhost, in tests)", raw)
+		}
+		return fail("the issuer %q is not a valid issuer: %s", raw, pe.msg)
+	}
+	return ep, nil
+}

@@ -13,7 +13,7 @@ import (
 // problem is well-formed, and that what decodes cleanly survives a round
 // trip through encoding/json unchanged.
 func FuzzDecodeManifest(f *testing.F) {
-	for _, d := range []string{"stdio-bundled", "remote", "native-tool", "host-program"} {
+	for _, d := range []string{"stdio-bundled", "remote", "remote-oauth", "native-tool", "host-program"} {
 		data, err := os.ReadFile(filepath.Join(fixtures, "good", d, ManifestFile))
 		if err != nil {
 			f.Fatal(err)
@@ -27,7 +27,8 @@ func FuzzDecodeManifest(f *testing.F) {
 	// control characters, ports.
 	for _, name := range []string{"fetch-npm-exe-abbrev", "fetch-sh-c-npx", "fetch-npx-node-options", "fetch-docker-run-tag",
 		"fetch-uv-run-with", "fetch-npx-cwd-workspace", "env-kin", "manifest-version-fraction", "manifest-version-exponent",
-		"control-char-nul", "control-char-arg", "remote-port-range"} {
+		"control-char-nul", "control-char-arg", "remote-port-range",
+		"oauth-bearer", "oauth-scope-space", "oauth-client-id-secret", "oauth-issuer-query", "oauth-unknown-field"} {
 		data, err := os.ReadFile(filepath.Join(fixtures, "bad", name, ManifestFile))
 		if err != nil {
 			f.Fatal(err)

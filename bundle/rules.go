@@ -66,6 +66,13 @@ const (
 	RuleNetworkHostsMissing  = "network-hosts-missing"
 	RuleNetworkHostsMismatch = "network-hosts-mismatch"
 
+	// Remote sign-in (auth.oauth, issue 21).
+	RuleOAuthExclusive    = "oauth-exclusive"
+	RuleOAuthScope        = "oauth-scope"
+	RuleOAuthClientID     = "oauth-client-id"
+	RuleOAuthRedirectPort = "oauth-redirect-port"
+	RuleOAuthIssuer       = "oauth-issuer"
+
 	// Tool filters and native tools.
 	RuleToolPattern          = "tool-pattern"
 	RuleNativeToolNameFormat = "native-tool-name-format"
@@ -224,6 +231,11 @@ var rules = []Rule{
 	{RuleHeaderForbidden, "a header that berth controls (Host, Cookie, ...), or Authorization beside auth.bearerFromEnv"},
 	{RuleNetworkHostsMissing, "a remote has no network.hosts"},
 	{RuleNetworkHostsMismatch, "network.hosts is not the endpoint's normalized host set"},
+	{RuleOAuthExclusive, "auth.oauth beside auth.bearerFromEnv or an Authorization header: two sources of one credential"},
+	{RuleOAuthScope, "an auth.oauth.scopes entry is empty, holds a space, a control character, '\"' or '\\', or is listed twice"},
+	{RuleOAuthClientID, "auth.oauth.clientId is empty, not printable ASCII, longer than 255 characters, or looks like a secret"},
+	{RuleOAuthRedirectPort, "auth.oauth.redirectPort is not a port from 1024 to 65535"},
+	{RuleOAuthIssuer, "auth.oauth.issuer is not an https URL without query, fragment or user name (http only for loopback)"},
 	{RuleToolPattern, "a tool allow/deny entry uses characters other than [A-Za-z0-9_.-*?]"},
 	{RuleNativeToolNameFormat, "a native tool name is not lower-case letters, digits, _ and - (1-32), or has __"},
 	{RuleNativeToolNameTaken, "a native tool provider has the name of a server"},

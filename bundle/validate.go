@@ -510,6 +510,8 @@ func (v *validator) remote(p string, r *Remote) {
 			v.ps.add(hp, RuleDuplicateKey, "the header %q is also set as %q; header names ignore case, so only one of them would be sent; keep one", k, other)
 		case !headerNameRe.MatchString(k):
 			v.ps.add(hp, RuleHeaderNameFormat, "%q is not a valid HTTP header name", k)
+		case strings.EqualFold(k, "authorization") && r.Auth != nil && r.Auth.OAuth != nil:
+			v.ps.add(hp, RuleOAuthExclusive, "the Authorization header is set here, and auth.oauth signs in and sends the token it gets in the same header; keep one: remove the header to sign in, or remove auth.oauth to send $%s", r.Headers[k].FromEnv)
 		case strings.EqualFold(k, "authorization") && r.Auth != nil && r.Auth.BearerFromEnv != "":
 			// The whole Authorization value may come from one host
 			// variable (a header is always an environment source), but
@@ -527,6 +529,9 @@ func (v *validator) remote(p string, r *Remote) {
 	}
 	if r.Auth != nil && (r.Auth.BearerFromEnv != "" || v.present[p+".auth.bearerFromEnv"]) && !lexical.EnvName(r.Auth.BearerFromEnv) {
 		v.ps.add(p+".auth.bearerFromEnv", RuleEnvNameFormat, "bearerFromEnv must name a host environment variable matching [A-Za-z_][A-Za-z0-9_]*, got %q", r.Auth.BearerFromEnv)
+	}
+	if r.Auth != nil && r.Auth.OAuth != nil {
+		v.oauth(p+".auth", r.Auth)
 	}
 	if r.Network == nil || len(r.Network.Hosts) == 0 {
 		want := ""
@@ -615,4 +620,90 @@ func (v *validator) derivedVersion(m *Manifest) {
 	case !derived && dv != nil:
 		v.ps.add("importedFrom.derivedVersion", RuleVersionDerived, "importedFrom.derivedVersion is set, but version %q is not a derived version (0.0.0-berth.*); remove importedFrom.derivedVersion, or import the source again with berth import", m.Version)
 	}
+}
+
+// oauth checks a remote's auth.oauth (docs/manifest.md, "Signing in"):
+// the one source of the remote's credential, and each optional field well
+// formed. Every field may be left out: "oauth": {} discovers everything.
+func (v *validator) oauth(p string, a *RemoteAuth) {
+	o, op := a.OAuth, p+".oauth"
+	if a.BearerFromEnv != "" || v.present[p+".bearerFromEnv"] {
+		v.ps.add(op, RuleOAuthExclusive, "auth sets both oauth and bearerFromEnv, two sources of the one Authorization header; keep oauth to sign in (berth keeps the token it gets in its secret store), or bearerFromEnv to send a token from $%s", a.BearerFromEnv)
+	}
+	seen := map[string]int{}
+	for i, sc := range o.Scopes {
+		sp := fmt.Sprintf("%s.scopes[%d]", op, i)
+		if j, dup := seen[sc]; dup {
+			v.ps.add(op+".scopes", RuleOAuthScope, "scopes[%d] and scopes[%d] are the same scope %q; keep one", j, i, sc)
+			continue
+		}
+		seen[sc] = i
+		if why := scopeProblem(sc); why != "" {
+			v.ps.add(sp, RuleOAuthScope, "%s; a scope is one token of printable ASCII without spaces, '\"' or '\\' (RFC 6749 section 3.3): write each scope as its own element, like [\"repo\", \"read:org\"]", why)
+		}
+	}
+	if o.ClientID != "" || v.present[op+".clientId"] {
+		if why := ClientIDProblem(o.ClientID); why != "" {
+			v.ps.add(op+".clientId", RuleOAuthClientID, "%s", why)
+		}
+	}
+	if o.RedirectPort != 0 || v.present[op+".redirectPort"] {
+		if o.RedirectPort < 1024 || o.RedirectPort > 65535 {
+			v.ps.add(op+".redirectPort", RuleOAuthRedirectPort, "redirectPort %d is not a port from 1024 to 65535; the loopback redirect (http://127.0.0.1:PORT/callback) needs an unprivileged port: write the port the client is registered with, or leave redirectPort out for any free port", o.RedirectPort)
+		}
+	}
+	if o.Issuer != "" || v.present[op+".issuer"] {
+		if _, err := ParseIssuer(o.Issuer); err != nil {
+			v.ps.add(op+".issuer", RuleOAuthIssuer, "%s", err.(*endpointError).msg)
+		}
+	}
+}
+
+// scopeProblem says what makes sc not an OAuth scope token (RFC 6749
+// section 3.3: 1*( %x21 / %x23-5B / %x5D-7E )), or "".
+func scopeProblem(sc string) string {
+	if sc == "" {
+		return "the scope is empty"
+	}
+	for i := 0; i < len(sc); i++ {
+		c := sc[i]
+		switch {
+		case c == ' ':
+			return fmt.Sprintf("the scope %q holds a space, which separates scopes in a request", sc)
+		case c < 0x20 || c == 0x7f:
+			return "" // a control-character problem already
+		case c >= 0x80:
+			return fmt.Sprintf("the scope %q holds a character outside ASCII", sc)
+		case c == '"' || c == '\\':
+			return fmt.Sprintf("the scope %q holds %q", sc, c)
+		}
+	}
+	return ""
+}
+
+// ClientIDProblem says what makes id unfit for a pre-registered public
+// OAuth client ID in a bundle, or "": it must be 1 to 255 characters of
+// printable ASCII without spaces (RFC 6749's VSCHAR, less the space), and
+// must not look like a secret, since a bundle is public and a client ID
+// in it is a public client's. Only the value's form is read (credential
+// prefixes such as sk- or ghp_, a JWT, a key block, a URL with a
+// password); a long random-looking run is not refused, since real client
+// IDs (GUIDs, GitHub's Iv1./Ov23 IDs) are such runs. The answer never
+// holds the value.
+func ClientIDProblem(id string) string {
+	switch {
+	case id == "":
+		return "clientId is empty; write the client ID the authorization server registered for this plugin, or leave clientId out to register with the server at sign-in"
+	case len(id) > 255:
+		return fmt.Sprintf("clientId has %d characters, more than 255; write the client ID the authorization server registered", len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= 0x20 || id[i] >= 0x7f {
+			return "clientId holds a space, a control character or a character outside ASCII (not shown); a client ID is printable ASCII (RFC 6749): write it as the authorization server issued it"
+		}
+	}
+	if why, yes := secretValue(id); yes {
+		return "clientId looks like a secret (" + why + "; not shown), and a bundle is public: a clientId is a public client's identifier, never a client secret or a token; remove it (the operator can configure a confidential client of their own) and rotate the secret"
+	}
+	return ""
 }

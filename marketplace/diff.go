@@ -173,6 +173,20 @@ func credentials(r *catalog.SummaryRemote) []string {
 	for _, h := range r.Headers {
 		out = append(out, "header "+h.Name+" from $"+h.FromEnv)
 	}
+	if o := r.OAuth; o != nil {
+		// Each part of a sign-in is its own item, so that a new scope or
+		// another authorization server shows as a grown credential.
+		out = append(out, "OAuth sign-in")
+		for _, s := range o.Scopes {
+			out = append(out, "OAuth scope "+s)
+		}
+		if o.Issuer != "" {
+			out = append(out, "OAuth sign-in at "+o.Issuer)
+		}
+		if o.ClientID != "" {
+			out = append(out, "OAuth client "+o.ClientID)
+		}
+	}
 	return out
 }
 

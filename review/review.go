@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"maps"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -167,6 +168,59 @@ type Remote struct {
 	BearerFromEnv string   `json:"bearerFromEnv,omitempty"`
 	Headers       []EnvVar `json:"headers"`
 	Hosts         []string `json:"hosts"`
+	// OAuth is set when the remote signs in with OAuth (auth.oauth).
+	OAuth *OAuth `json:"oauth,omitempty"`
+}
+
+// OAuth discloses a remote's OAuth sign-in: who the operator signs in to,
+// where, for what, and where the token goes.
+type OAuth struct {
+	// Resource is the protected resource signed in to: the endpoint.
+	Resource string `json:"resource"`
+	// Issuer is the pinned authorization server's issuer; "" when it is
+	// the one the server names (discovered at sign-in).
+	Issuer string `json:"issuer,omitempty"`
+	// IssuerHost is the pinned issuer's host when it is another host than
+	// the resource's; "" otherwise.
+	IssuerHost string `json:"issuerOtherHost,omitempty"`
+	// Scopes are the scopes asked for; empty: those the server names.
+	Scopes []string `json:"scopes"`
+	// ClientID is the pre-registered public client, "" when berth
+	// registers at sign-in (a client ID metadata document or dynamic
+	// registration, as the authorization server offers).
+	ClientID string `json:"clientId,omitempty"`
+	// RedirectPort is the loopback redirect's fixed port; 0 for any.
+	RedirectPort int `json:"redirectPort,omitempty"`
+	// SentTo is the one origin the token is sent to: the resource's.
+	SentTo string `json:"sentTo"`
+}
+
+// NewOAuth discloses the sign-in o declares for the remote at endpoint
+// (the normalized endpoint URL of the review), for code that rebuilds a
+// Disclosure from a summary of one (a catalog entry) as well.
+func NewOAuth(endpoint string, o *bundle.OAuth) *OAuth {
+	if o == nil {
+		return nil
+	}
+	out := &OAuth{Resource: endpoint, Issuer: o.Issuer, Scopes: append([]string{}, o.Scopes...), ClientID: o.ClientID, RedirectPort: o.RedirectPort}
+	ep, err := bundle.ParseEndpoint(endpoint)
+	if err == nil {
+		out.SentTo = origin(ep)
+	}
+	if o.Issuer != "" {
+		if iss, err := bundle.ParseIssuer(o.Issuer); err == nil && (ep == nil || iss.Host != ep.Host) {
+			out.IssuerHost = iss.Host
+		}
+	}
+	return out
+}
+
+// origin writes scheme://host[:port] with the normalized host and without
+// a default port.
+func origin(ep *bundle.Endpoint) string {
+	u := normalizedURL(ep)
+	p, _ := url.Parse(u)
+	return p.Scheme + "://" + p.Host
 }
 
 // ToolFilter is the manifest's narrowing of a server's tools.
@@ -291,6 +345,9 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 		}
 		if s.Remote.Auth != nil {
 			r.BearerFromEnv = s.Remote.Auth.BearerFromEnv
+			if r.Endpoint != "" {
+				r.OAuth = NewOAuth(r.Endpoint, s.Remote.Auth.OAuth)
+			}
 		}
 		if s.Remote.Network != nil {
 			r.Hosts = append(r.Hosts, s.Remote.Network.Hosts...)

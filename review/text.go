@@ -196,8 +196,38 @@ func (p *printer) remote(s Server) {
 		}
 		p.field("sends", "the header "+h.Name+" from your $"+h.FromEnv)
 	}
-	if r.BearerFromEnv == "" && len(r.Headers) == 0 {
+	if o := r.OAuth; o != nil {
+		p.oauth(o)
+	}
+	if r.BearerFromEnv == "" && len(r.Headers) == 0 && r.OAuth == nil {
 		p.field("sends", "no credentials")
+	}
+}
+
+// oauth says what signing in to a remote means: the resource, the
+// authorization server, the scopes, where the token is kept and the one
+// origin it is sent to.
+func (p *printer) oauth(o *OAuth) {
+	as := "the authorization server the server names (discovered at sign-in)"
+	if o.Issuer != "" {
+		as = o.Issuer
+	}
+	scopes := "the scopes the server names"
+	if len(o.Scopes) > 0 {
+		scopes = "scopes " + strings.Join(o.Scopes, ", ")
+	}
+	p.field("sends", "an OAuth access token: you sign in when the server asks (it answers 401 with its protected-resource metadata)")
+	p.field("signs in", "to "+o.Resource+" at "+as+" as you, asking for "+scopes+"; the token is kept in berth's secret store and sent only to "+o.SentTo)
+	if o.IssuerHost != "" {
+		p.field("auth server", o.IssuerHost+" is another host than the server's: you sign in there, and it issues the token")
+	}
+	if o.ClientID != "" {
+		p.field("client", "the pre-registered public client "+strconv.Quote(o.ClientID))
+	} else {
+		p.field("client", "registered at sign-in (your own client from berth's config, a client ID metadata document or dynamic registration, as the authorization server offers)")
+	}
+	if o.RedirectPort != 0 {
+		p.field("redirect", fmt.Sprintf("http://127.0.0.1:%d/callback (a fixed port on this machine)", o.RedirectPort))
 	}
 }
 

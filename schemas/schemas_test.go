@@ -91,6 +91,8 @@ var schemaRules = map[string]bool{
 	bundle.RuleNetworkHostsMissing:  true,
 	bundle.RuleToolPattern:          true,
 	bundle.RuleNativeToolNameFormat: true,
+	bundle.RuleOAuthScope:           true,
+	bundle.RuleOAuthRedirectPort:    true,
 }
 
 func TestSchemaMatchesGoTypes(t *testing.T) {
@@ -207,6 +209,17 @@ func TestSchemaAgreesWithBerth(t *testing.T) {
 		{"tool globs", `{"mcpServers": {"s": {"stdio": {"command": "node"}, "tools": {"allow": ["a.b-c*?", "*"], "deny": []}}}}`, nil},
 		{"env and workspace", `{"mcpServers": {"a_b-9": {"stdio": {"command": "node", "args": ["${workspace}/x", "--root=${workspace}"], "env": {"_x9": {"fromEnv": "lower_ok"}}, "cwd": "${workspace}/sub"}}}}`, nil},
 		{"requires", `{"requires": {"berth": "^0.1"}}`, nil},
+		{"oauth empty", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, nil},
+		{"oauth full", `{"mcpServers": {"r": {"remote": {"transport": "streamable-http", "url": "https://mcp.example.com/", "headers": {"X-Team": {"fromEnv": "T"}}, "auth": {"oauth": {"scopes": ["repo", "read:org", "https://www.googleapis.com/auth/drive"], "clientId": "Ov23liAbCdEf0123456789", "redirectPort": 65535, "issuer": "https://login.example.com/tenant"}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, nil},
+		{"oauth loopback issuer", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "http://127.0.0.1:9/", "auth": {"oauth": {"issuer": "http://127.0.0.1:8080", "redirectPort": 1024}}, "network": {"hosts": ["127.0.0.1"]}}}}}`, nil},
+		{"oauth scope with space", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {"scopes": ["a b"]}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleOAuthScope}},
+		{"oauth scope twice", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {"scopes": ["a", "a"]}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleOAuthScope}},
+		{"oauth redirect port 1023", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {"redirectPort": 1023}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleOAuthRedirectPort}},
+		{"oauth client secret field", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {"clientSecret": "x"}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleUnknownField}},
+		{"oauth secret client id", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {"clientId": "ghp_abcdefghij"}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleOAuthClientID}},
+		{"oauth beside an authorization header", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "headers": {"authorization": {"fromEnv": "T"}}, "auth": {"oauth": {}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleOAuthExclusive}},
+		{"oauth loopback http issuer on a real host", `{"mcpServers": {"r": {"remote": {"transport": "sse", "url": "https://mcp.example.com/", "auth": {"oauth": {"issuer": "http://login.example.com"}}, "network": {"hosts": ["mcp.example.com"]}}}}}`, []string{bundle.RuleOAuthIssuer}},
+		{"oauth on a stdio server", `{"mcpServers": {"s": {"stdio": {"command": "node", "auth": {"oauth": {}}}}}}`, []string{bundle.RuleUnknownField}},
 
 		{"empty servers", `{"mcpServers": {}}`, []string{bundle.RuleNoComponents}},
 		{"empty servers and tools", `{"mcpServers": {}, "nativeTools": {}}`, []string{bundle.RuleNoComponents}},

@@ -63,6 +63,17 @@ type SummaryRemote struct {
 	BearerFromEnv string      `json:"bearerFromEnv,omitempty"`
 	Headers       []EnvSource `json:"headers"`
 	Hosts         []string    `json:"hosts"`
+	// OAuth is set when the remote signs in with OAuth (auth.oauth).
+	OAuth *SummaryOAuth `json:"oauth,omitempty"`
+}
+
+// SummaryOAuth is a remote's OAuth sign-in as its manifest declares it;
+// the review's words are rebuilt from it (review.NewOAuth).
+type SummaryOAuth struct {
+	Scopes       []string `json:"scopes,omitempty"`
+	ClientID     string   `json:"clientId,omitempty"`
+	RedirectPort int      `json:"redirectPort,omitempty"`
+	Issuer       string   `json:"issuer,omitempty"`
 }
 
 // EnvSource is a variable or header and the host variable it is read from.
@@ -155,6 +166,12 @@ func NewSummary(d *review.Disclosure) Summary {
 			for _, h := range r.Headers {
 				x.Headers = append(x.Headers, EnvSource{Name: h.Name, FromEnv: h.FromEnv})
 			}
+			if o := r.OAuth; o != nil {
+				x.OAuth = &SummaryOAuth{Scopes: o.Scopes, ClientID: o.ClientID, RedirectPort: o.RedirectPort, Issuer: o.Issuer}
+				if len(o.Scopes) == 0 {
+					x.OAuth.Scopes = nil
+				}
+			}
 			ss.Remote = x
 		}
 		s.Servers = append(s.Servers, ss)
@@ -236,6 +253,9 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 			x := &review.Remote{Endpoint: r.Endpoint, Transport: r.Transport, Loopback: r.Loopback, BearerFromEnv: r.BearerFromEnv, Headers: []review.EnvVar{}, Hosts: nonNil(r.Hosts)}
 			for _, h := range r.Headers {
 				x.Headers = append(x.Headers, review.EnvVar{Name: h.Name, FromEnv: h.FromEnv})
+			}
+			if o := r.OAuth; o != nil {
+				x.OAuth = review.NewOAuth(r.Endpoint, &bundle.OAuth{Scopes: o.Scopes, ClientID: o.ClientID, RedirectPort: o.RedirectPort, Issuer: o.Issuer})
 			}
 			rs.Remote = x
 		}
