@@ -124,6 +124,42 @@ func TestSignInOIDC(t *testing.T) {
 	}
 }
 
+// berth login and logout alone against the real provider, without serve:
+// dynamic registration of a native loopback client, PKCE, the resource
+// indicator, the status of the sign-in, and logout revoking at the
+// provider (RFC 7009) and forgetting.
+func TestLoginOIDC(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{Resources: []oidctest.Resource{{Name: "a"}}})
+	h := newOIDCHome(t)
+	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
+	out := h.login(t, srv, "hosted__api", "alice")
+	if !strings.Contains(out, srv.Issuer) {
+		t.Errorf("berth login does not name the authorization server %s:\n%s", srv.Issuer, out)
+	}
+	var codeGrants []oidctest.Event
+	for _, e := range srv.Events() {
+		switch {
+		case e.Event == "register" && (e.Status != 201 || len(e.RedirectURIs) != 1 || !strings.HasPrefix(e.RedirectURIs[0], "http://127.0.0.1:") || e.AppType != "native"):
+			t.Errorf("berth registered %+v; want a native client with one loopback redirect URI (RFC 8252)", e)
+		case e.Event == "token" && e.GrantType == "authorization_code":
+			codeGrants = append(codeGrants, e)
+		}
+	}
+	if len(codeGrants) != 1 || codeGrants[0].Status != 200 || fmt.Sprint(codeGrants[0].Resource) != srv.Resources["a"] || !codeGrants[0].RefreshToken {
+		t.Fatalf("authorization_code grants %+v; want one, for resource %s, with a refresh token", codeGrants, srv.Resources["a"])
+	}
+	out, _ = h.berth(t, "status", "--workspace", h.ws)
+	if !strings.Contains(out, "alice") {
+		t.Errorf("berth status does not name the subject alice:\n%s", out)
+	}
+	h.must(t, "logout", "hosted__api")
+	srv.Wait(t, 10*time.Second, 1, "revocation (berth logout)", func(e oidctest.Event) bool { return e.Event == "revocation" && e.Status == 200 })
+	out, _ = h.berth(t, "status", "--workspace", h.ws)
+	if !strings.Contains(out, "berth login hosted__api") {
+		t.Errorf("berth status after logout does not say how to sign in:\n%s", out)
+	}
+}
+
 // lastBearer is the hash of the last token resource res received.
 func lastBearer(srv *oidctest.Server, res string) string {
 	var last string
