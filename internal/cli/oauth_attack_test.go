@@ -72,6 +72,7 @@ func TestOAuthAttackMetadataPointsElsewhere(t *testing.T) {
 		if err == nil {
 			t.Fatalf("berth login signed in at %s although the manifest pins %s:\n%s", other.Issuer, srv.Issuer, out)
 		}
+		t.Logf("berth login: %v\n%s", err, out)
 		if !strings.Contains(out, other.Issuer) || !strings.Contains(out, srv.Issuer) {
 			t.Errorf("the refusal does not name both the pinned issuer %s and the metadata's %s:\n%s", srv.Issuer, other.Issuer, out)
 		}
@@ -84,19 +85,25 @@ func TestOAuthAttackMetadataPointsElsewhere(t *testing.T) {
 		h := newOIDCHome(t)
 		h.install(t, "unpinned", map[string]string{"api": remoteJSON(srv.Resources["a"], `{}`)})
 		out, err := h.tryLogin(t, other, "unpinned__api", "mallory")
-		if err != nil {
-			return // refused: fine
-		}
-		// It went there: it must have said so in words, not only as the
-		// host of the URL to open.
-		named := false
+		t.Logf("berth login: %v\n%s", err, out)
+		// If it went there (its authorization URL is at the other server),
+		// it must have said so in words first, not only as the host of the
+		// URL to open. (The sign-in then fails: the other server does not
+		// know the resource.)
+		wentThere, named := false, false
 		for _, line := range strings.Split(out, "\n") {
-			if strings.Contains(line, other.Issuer) && !strings.Contains(line, "client_id=") {
+			switch {
+			case strings.Contains(line, other.Issuer+"/") && strings.Contains(line, "client_id="):
+				wentThere = true
+			case strings.Contains(line, other.Issuer) && !wentThere:
 				named = true
 			}
 		}
-		if !named {
+		if wentThere && !named {
 			t.Fatalf("berth login used the authorization server %s named by the resource's metadata without naming it:\n%s", other.Issuer, out)
+		}
+		if !wentThere && err == nil {
+			t.Fatalf("berth login succeeded without going to the only authorization server the resource names:\n%s", out)
 		}
 	})
 
@@ -118,6 +125,7 @@ func TestOAuthAttackMetadataPointsElsewhere(t *testing.T) {
 		if err == nil {
 			t.Fatalf("berth login succeeded with an http authorization server off loopback (%s):\n%s", evilIssuer, out)
 		}
+		t.Logf("berth login: %v\n%s", err, out)
 		if !strings.Contains(out, evilIssuer) {
 			t.Errorf("the refusal does not name %s:\n%s", evilIssuer, out)
 		}
@@ -149,6 +157,7 @@ func fakeAS(t *testing.T, metadataIssuer, responseIss func(self string) string) 
 	mux := http.NewServeMux()
 	var self string
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{
 			"issuer":                                         metadataIssuer(self),
 			"authorization_endpoint":                         self + "/authorize",
@@ -221,6 +230,7 @@ func TestOAuthAttackIssuerMismatch(t *testing.T) {
 			if err == nil {
 				t.Fatalf("berth login succeeded against a server whose %s does not match:\n%s", tc.name, out)
 			}
+			t.Logf("berth login: %v\n%s", err, out)
 			if !strings.Contains(out, tc.want) {
 				t.Errorf("the refusal does not mention %s:\n%s", tc.want, out)
 			}
