@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -680,21 +679,12 @@ func (s *server) refreshTools(ctx context.Context) error {
 // failure was not the peer's answer nor the caller's cancellation.
 func (s *server) classify(caller, req context.Context, c *conn, err error) {
 	switch {
-	case c.ctx.Err() != nil, caller.Err() != nil, c.sess.answered(err), needsSignIn(err):
+	case c.ctx.Err() != nil, caller.Err() != nil, c.sess.answered(err):
 	case errors.Is(context.Cause(req), errCallTimeout), errors.Is(req.Err(), context.DeadlineExceeded):
 		c.cancel(fmt.Errorf("%s %s: %w (%s); berth killed it", s.noun(), s.id, errHung, s.callTime))
 	default:
 		c.cancel(fmt.Errorf("%s %s: the connection failed: %w", s.noun(), s.id, err))
 	}
-}
-
-// needsSignIn: a request of a remote that signs in with OAuth failed for
-// want of a sign-in (none could be asked for, or the human did not sign
-// in). go-sdk did not send it and the connection is fine: it is not a
-// death.
-func needsSignIn(err error) bool {
-	var ne *signin.NeedSignInError
-	return errors.As(err, &ne)
 }
 
 // mergeCancel returns a context that ends when either ctx or other ends,
