@@ -124,6 +124,14 @@ func (p *Pool) lookup(ctx context.Context, name string) (*toolEntry, error) {
 		if ids, ok := idx.collided[name]; ok {
 			return nil, fmt.Errorf("%s is the name of tools of several servers (%s), so berth offers none of them; disable one of the plugins", name, joinNames(ids))
 		}
+		if !waited && p.kickSignIn(name) {
+			// A server waiting for a sign-in: try it now (after `berth
+			// login`); if it still needs one, notFound says so.
+			if err := p.waitStarting(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if waited || !idx.starting {
 			return nil, p.notFound(name)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -69,6 +70,20 @@ type Options struct {
 	// that signs in with OAuth, for Status (in the CLI: signin.Lookup on
 	// berth's secret store). nil: Status shows no sign-in state.
 	SignInState func(signin.Target) (*signin.State, error)
+	// SignIns is the secret store whose sign-ins (package signin) the
+	// remotes that declare auth.oauth use: berth's secret store. Without
+	// it such a remote does not start.
+	SignIns *secrets.Store
+	// SignInClient returns the operator's own client registration for a
+	// remote (config.json), nil for none; nil means none for every remote.
+	SignInClient func(t signin.Target) (*signin.Client, error)
+	// SignInAsk shows a sign-in page to a human from the pool itself (the
+	// conformance client's test tooling follows it over HTTP). nil: a
+	// remote that needs a sign-in fails its start or call with an error
+	// that errors.As finds as a *signin.NeedSignInError, unless the call's
+	// context carries an asker (signin.WithAsk); the server is not given
+	// up on, and the next call after `berth login` connects again.
+	SignInAsk func(ctx context.Context, p signin.Prompt) error
 
 	testNet *testNetwork
 	// testBeforeLaunch, in tests only, runs just before a native tool

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/publicaddr"
+	"github.com/berth-mcp/berth/signin"
 )
 
 // Rules of the remote guard, named in its errors and in docs/pool.md.
@@ -59,6 +60,13 @@ type guard struct {
 	header http.Header
 	tn     *testNetwork
 	base   *http.Transport
+
+	// oauth signs the remote in (auth.oauth): on Streamable HTTP it is the
+	// transport's OAuthHandler; the SSE transport has none, so the guard
+	// itself sends the handler's token and, on a 401, asks the handler
+	// once and retries (sseAuth).
+	oauth   *signin.Handler
+	sseAuth bool
 }
 
 // newGuard checks the remote's endpoint and reads its credentials.
@@ -121,9 +129,14 @@ func (g *guard) client() *http.Client {
 // transport returns the MCP client transport of the remote.
 func (g *guard) transport(kind Transport) mcp.Transport {
 	if kind == TransportSSE {
+		g.sseAuth = g.oauth != nil
 		return &mcp.SSEClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}
 	}
-	return &mcp.StreamableClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}
+	t := &mcp.StreamableClientTransport{Endpoint: g.ep.URL.String(), HTTPClient: g.client()}
+	if g.oauth != nil {
+		t.OAuthHandler = g.oauth
+	}
+	return t
 }
 
 func (g *guard) close() { g.base.CloseIdleConnections() }
@@ -157,9 +170,62 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.Header.Del("Cookie")
 	r.Header.Del("Proxy-Authorization")
 	for k, v := range g.header {
+		if g.oauth != nil && http.CanonicalHeaderKey(k) == "Authorization" {
+			continue // the sign-in's token, set by the transport, wins
+		}
 		r.Header[k] = v
 	}
+	if g.sseAuth {
+		return g.roundTripSSEAuth(r)
+	}
 	return g.base.RoundTrip(r)
+}
+
+// roundTripSSEAuth is the OAuth handling the SSE transport lacks: the
+// handler's token on every request, and on a 401 (or a 403 for more
+// scopes) one Authorize (a refresh, a sign-in through an asker, or a
+// *signin.NeedSignInError) and one retry. A request with a body is
+// retried only when its body can be replayed (GetBody).
+func (g *guard) roundTripSSEAuth(r *http.Request) (*http.Response, error) {
+	setToken := func(r *http.Request) error {
+		ts, err := g.oauth.TokenSource(r.Context())
+		if err != nil || ts == nil {
+			r.Header.Del("Authorization")
+			return err
+		}
+		tok, err := ts.Token()
+		if err != nil {
+			r.Header.Del("Authorization")
+			return nil // no token: the server's 401 leads to Authorize
+		}
+		tok.SetAuthHeader(r)
+		return nil
+	}
+	if err := setToken(r); err != nil {
+		return nil, err
+	}
+	resp, err := g.base.RoundTrip(r)
+	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		return resp, err
+	}
+	if err := g.oauth.Authorize(r.Context(), r, resp); err != nil {
+		return nil, err
+	}
+	r2 := r.Clone(r.Context())
+	if r.Body != nil && r.Body != http.NoBody {
+		if r.GetBody == nil {
+			return nil, fmt.Errorf("server %s: signed in, but the request cannot be sent again; try again", g.id)
+		}
+		b, err := r.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r2.Body = b
+	}
+	if err := setToken(r2); err != nil {
+		return nil, err
+	}
+	return g.base.RoundTrip(r2)
 }
 
 func (g *guard) checkRedirect(req *http.Request, via []*http.Request) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -114,6 +115,7 @@ type server struct {
 	gaveUp    bool
 	nextStart time.Time
 	notify    chan struct{} // closed and replaced at every change of the fields above
+	kick      chan struct{} // wakes a server waiting for a sign-in (kickSignIn)
 	tools     []*mcp.Tool   // live, after the manifest filter
 	hashes    map[string]string
 	pinned    map[string]string // nil until the surface is recorded
@@ -147,6 +149,7 @@ func newNativeServer(p *Pool, pl *plugin, name string, nt *bundle.NativeTool, pi
 func (s *server) init(pinned *store.Surface) *server {
 	s.state = StateStarting
 	s.done, s.settled, s.notify = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	s.kick = make(chan struct{}, 1)
 	if pinned != nil {
 		s.pinned = pinned.Tools
 	}
@@ -271,6 +274,15 @@ func (s *server) fail(err error) bool {
 	defer s.p.invalidate()
 	defer s.changedLocked()
 	s.state, s.lastErr, s.conn = StateFailed, err, nil
+	var ne *signin.NeedSignInError
+	if errors.As(err, &ne) {
+		// Not the server's fault and not for good: the next call (after
+		// `berth login`) starts it again at once (kickSignIn), and the
+		// store is looked at again now and then.
+		s.nextStart = time.Now().Add(signInRecheck)
+		s.out.event("needs a sign-in: %v", err)
+		return true
+	}
 	var pe *permanentError
 	var ge *guardError
 	if errors.As(err, &pe) || errors.As(err, &ge) {
@@ -299,6 +311,8 @@ func (s *server) sleep() bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-s.kick:
 		return true
 	case <-s.ctx.Done():
 		return false
@@ -474,6 +488,13 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			return nil, err
 		}
 		c.guard = g
+		if s.spec.Remote.Auth != nil && s.spec.Remote.Auth.OAuth != nil {
+			h, err := s.p.signInHandler(s.pl.name, s.name, s.spec.Remote)
+			if err != nil {
+				return nil, err
+			}
+			g.oauth = h
+		}
 		s.out.event("connecting to %s (%s)", g.ep.Origin(), s.kind)
 		transport = g.transport(s.kind)
 	}
@@ -680,6 +701,9 @@ func (s *server) refreshTools(ctx context.Context) error {
 func (s *server) classify(caller, req context.Context, c *conn, err error) {
 	switch {
 	case c.ctx.Err() != nil, caller.Err() != nil, c.sess.answered(err):
+	case errors.As(err, new(*signin.NeedSignInError)):
+		// The server asked for a sign-in berth could not ask for: the
+		// connection is sound, the call failed.
 	case errors.Is(context.Cause(req), errCallTimeout), errors.Is(req.Err(), context.DeadlineExceeded):
 		c.cancel(fmt.Errorf("%s %s: %w (%s); berth killed it", s.noun(), s.id, errHung, s.callTime))
 	default:
@@ -727,7 +751,10 @@ func (s *server) waitConn(ctx context.Context, after uint64, waitRestart bool) (
 
 func (s *server) failedErrLocked() error {
 	when := "berth gave up restarting it; fix the cause and start berth again (berth logs " + s.id + " shows its stderr)"
-	if !s.gaveUp {
+	var ne *signin.NeedSignInError
+	if !s.gaveUp && errors.As(s.lastErr, &ne) {
+		when = "berth connects again at the next call, once signed in"
+	} else if !s.gaveUp {
 		when = fmt.Sprintf("berth restarts it in %s (restart %d of %d)", time.Until(s.nextStart).Round(100*time.Millisecond), s.inRow, MaxRestarts)
 	}
 	return fmt.Errorf("%s %s is not running: %w; %s", s.noun(), s.id, s.lastErr, when)

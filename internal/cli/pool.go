@@ -28,7 +28,7 @@ func (a *app) openPool(ctx context.Context, workspace string, show bool) (*pool.
 	if err != nil {
 		return nil, err
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec),
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec), SignIns: sec,
 		SignInState: func(t signin.Target) (*signin.State, error) { return signin.Lookup(sec, t) }})
 	if err != nil {
 		return nil, err

@@ -1,0 +1,132 @@
+//go:build unix
+
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/zalando/go-keyring"
+
+	"github.com/berth-mcp/berth/secrets"
+	"github.com/berth-mcp/berth/signin"
+)
+
+// oauthRemote is an MCP server that requires tokens of its own little
+// authorization server (another origin on 127.0.0.1).
+type oauthRemote struct {
+	rs, as *httptest.Server
+	mu     sync.Mutex
+	tokens map[string]bool
+	seen   []string // Authorization headers the MCP endpoint got
+	n      int
+}
+
+func newOAuthRemote(t *testing.T, kind string) *oauthRemote {
+	o := &oauthRemote{tokens: map[string]bool{}}
+	mcpH := mcpHandler(kind)
+	o.as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			json.NewEncoder(w).Encode(map[string]any{"issuer": o.as.URL, "authorization_endpoint": o.as.URL + "/authorize", "token_endpoint": o.as.URL + "/token",
+				"registration_endpoint": o.as.URL + "/register", "response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"}})
+		case "/register":
+			w.WriteHeader(201)
+			json.NewEncoder(w).Encode(map[string]any{"client_id": "c1", "redirect_uris": []string{}})
+		case "/authorize":
+			q := r.URL.Query()
+			http.Redirect(w, r, q.Get("redirect_uri")+"?code=k&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+		case "/token":
+			o.mu.Lock()
+			o.n++
+			tok := fmt.Sprintf("tok-%d", o.n)
+			o.tokens[tok] = true
+			o.mu.Unlock()
+			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		}
+	}))
+	o.rs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"resource": o.rs.URL + "/mcp", "authorization_servers": []string{o.as.URL}})
+			return
+		}
+		a := r.Header.Get("Authorization")
+		o.mu.Lock()
+		o.seen = append(o.seen, a)
+		ok := o.tokens[strings.TrimPrefix(a, "Bearer ")]
+		o.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mcpH.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { o.rs.Close(); o.as.Close() })
+	return o
+}
+
+func followSignIn(ctx context.Context, p signin.Prompt) error {
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(p.URL)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	resp, err = c.Get(resp.Header.Get("Location"))
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// A remote that declares auth.oauth and has no sign-in: its start and a
+// call fail with a *signin.NeedSignInError naming `berth login`, the
+// server is not given up on, and after a sign-in (another process: berth
+// login) the next call works without reopening the pool. The token goes
+// only where the transport sets it: no declared header overrides it.
+func TestRemoteSignIn(t *testing.T) {
+	keyring.MockInitWithError(errors.New("no keychain in tests"))
+	for _, kind := range []string{"streamable-http", "sse"} {
+		t.Run(kind, func(t *testing.T) {
+			o := newOAuthRemote(t, kind)
+			sec := secrets.Open(filepath.Join(t.TempDir(), "secrets"), nil)
+			f := newFixture(t)
+			f.plugin("web", map[string]any{"api": remoteServer(o.rs.URL+"/mcp", kind, map[string]any{"auth": map[string]any{"oauth": map[string]any{}}})})
+			p := f.open(func(opts *Options) { opts.SignIns = sec })
+			st := status(t, p, "web__api")
+			if st.State != StateFailed || st.GaveUp || !strings.Contains(st.LastError, "berth login web__api") {
+				t.Fatalf("status before sign-in %+v", st)
+			}
+			_, err := p.Call(context.Background(), "web__api__echo", json.RawMessage(`{"text":"x"}`), nil)
+			var ne *signin.NeedSignInError
+			if !errors.As(err, &ne) || ne.Target.ID() != "web__api" {
+				t.Fatalf("call before sign-in: %v", err)
+			}
+			tg := signin.Target{Plugin: "web", Server: "api", Resource: o.rs.URL + "/mcp"}
+			if _, err := signin.Login(context.Background(), tg, signin.Options{Secrets: sec, Ask: followSignIn}); err != nil {
+				t.Fatal(err)
+			}
+			if got := callText(t, p, "web__api__echo", `{"text":"signed"}`); got != "echo: signed" {
+				t.Fatalf("%q %+v", got, status(t, p, "web__api"))
+			}
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			if last := o.seen[len(o.seen)-1]; !strings.HasPrefix(last, "Bearer tok-") {
+				t.Fatalf("the last request carried %q", last)
+			}
+		})
+	}
+}
