@@ -324,6 +324,9 @@ func (a *app) recordClient(ctx context.Context, st *store.Store, sec *secrets.St
 	if err := opts.Client.Check(); err != nil {
 		return usagef("%v", err)
 	}
+	if t.OAuth.ClientID != "" {
+		return usagef("%s's manifest names its own client %s, which berth signs in as; a client registration of yours would not be used for it", t.ID(), review.Printable(t.OAuth.ClientID))
+	}
 	if n := opts.Client.ClientSecretName; n != "" {
 		if err := checkClientSecret(sec, t.Plugin, n, t.signers); err != nil {
 			return err
@@ -411,12 +414,12 @@ func describeLogin(w io.Writer, t signin.Target, c *signin.Client, extra []strin
 		fmt.Fprintf(w, "  scopes: %s\n", scopeList(scopes))
 	}
 	switch {
+	case t.OAuth.ClientID != "":
+		fmt.Fprintf(w, "  client: %s (the manifest's)\n", review.Printable(t.OAuth.ClientID))
 	case c != nil && c.ClientID != "":
 		fmt.Fprintf(w, "  client: your registration %s (config.json)\n", review.Printable(c.ClientID))
 	case c != nil:
 		fmt.Fprintf(w, "  client: your client ID metadata document %s (config.json), or dynamic registration\n", review.Printable(c.MetadataDocumentURL))
-	case t.OAuth.ClientID != "":
-		fmt.Fprintf(w, "  client: %s (the manifest's)\n", review.Printable(t.OAuth.ClientID))
 	default:
 		fmt.Fprintln(w, "  client: registered dynamically with the authorization server")
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/signin"
 )
 
 // fakeOAuth is an authorization server (RFC 8414 metadata, dynamic
@@ -40,11 +41,14 @@ type fakeOAuth struct {
 
 	mu      sync.Mutex
 	clients map[string]string // client_id → redirect URI
-	codes   map[string]fakeGrant
-	access  map[string]fakeGrant // live access tokens
-	refresh map[string]fakeGrant
-	issued  []string // every token ever issued, to look for leaks
-	revoked []string
+	secrets map[string]string // client_id → secret, for a confidential client
+	// secretUsed counts token requests that authenticated with a secret.
+	secretUsed int
+	codes      map[string]fakeGrant
+	access     map[string]fakeGrant // live access tokens
+	refresh    map[string]fakeGrant
+	issued     []string // every token ever issued, to look for leaks
+	revoked    []string
 }
 
 type fakeGrant struct {
@@ -54,7 +58,7 @@ type fakeGrant struct {
 }
 
 func newFakeOAuth(t *testing.T) *fakeOAuth {
-	f := &fakeOAuth{clients: map[string]string{}, codes: map[string]fakeGrant{}, access: map[string]fakeGrant{}, refresh: map[string]fakeGrant{}}
+	f := &fakeOAuth{clients: map[string]string{"berth-at-acme": "http://127.0.0.1/callback"}, secrets: map[string]string{"berth-at-acme": "client-s3cr3t-canary"}, codes: map[string]fakeGrant{}, access: map[string]fakeGrant{}, refresh: map[string]fakeGrant{}}
 	f.as = httptest.NewServer(http.HandlerFunc(f.serveAS))
 	t.Cleanup(f.as.Close)
 	server := mcp.NewServer(&mcp.Implementation{Name: "fake-notes", Version: "1.0.0"}, nil)
@@ -114,7 +118,7 @@ func (f *fakeOAuth) serveAS(w http.ResponseWriter, r *http.Request) {
 			"registration_endpoint": f.as.URL + "/register", "revocation_endpoint": f.as.URL + "/revoke",
 			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
-			"scopes_supported": []string{"notes:read", "offline_access"},
+			"scopes_supported": []string{"notes:read", "offline_access"}, "authorization_response_iss_parameter_supported": true,
 		})
 	case "/register":
 		var meta struct {
@@ -148,6 +152,18 @@ func (f *fakeOAuth) serveAS(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.String(), http.StatusFound)
 	case "/token":
 		r.ParseForm()
+		id, secret, basic := r.BasicAuth()
+		if !basic {
+			id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+		}
+		if want, ok := f.secrets[id]; ok {
+			if secret != want {
+				oauthErr(401, "invalid_client")
+				return
+			}
+			f.secretUsed++
+		}
+		r.PostForm.Set("client_id", id)
 		var g fakeGrant
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
@@ -228,6 +244,7 @@ func TestLoginNoBrowser(t *testing.T) {
 	env := map[string]string{"BERTH_HOME": filepath.Join(home, "berth"), "HOME": home, "PATH": os.Getenv("PATH")}
 	getenv := func(k string) string { return env[k] }
 	var all bytes.Buffer // every output of every command
+	stdin := ""
 	berth := func(stderr io.Writer, args ...string) (int, string) {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -235,7 +252,7 @@ func TestLoginNoBrowser(t *testing.T) {
 		if stderr != nil {
 			ew = io.MultiWriter(&errb, stderr)
 		}
-		code := run(context.Background(), args, getenv, strings.NewReader(""), &out, ew)
+		code := run(context.Background(), args, getenv, strings.NewReader(stdin), &out, ew)
 		all.Write(out.Bytes())
 		all.Write(errb.Bytes())
 		return code, out.String() + errb.String()
@@ -262,8 +279,11 @@ func TestLoginNoBrowser(t *testing.T) {
 	if len(sts) != 1 || sts[0].SignIn == nil || sts[0].SignIn.SignedIn || sts[0].SignIn.Login != "berth login acme-notes__notes" {
 		t.Fatalf("status before login: %+v", sts)
 	}
+	if _, text := berth(nil, "status", "--workspace", ws); !strings.Contains(text, "acme-notes__notes  needs sign-in: berth login acme-notes__notes") {
+		t.Errorf("status does not say the server needs a sign-in:\n%s", text)
+	}
 
-	login := func() string {
+	login := func(extra ...string) string {
 		t.Helper()
 		uw := &urlWriter{urls: make(chan string, 1)}
 		type result struct {
@@ -272,7 +292,7 @@ func TestLoginNoBrowser(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			code, out := berth(uw, "login", "acme-notes__notes", "--no-browser", "--wait", "30s")
+			code, out := berth(uw, append([]string{"login", "acme-notes__notes", "--no-browser", "--wait", "30s"}, extra...)...)
 			done <- result{code, out}
 		}()
 		var authURL string
@@ -359,10 +379,35 @@ func TestLoginNoBrowser(t *testing.T) {
 		t.Errorf("status after revoke and trust: %+v, want not signed in", sts[0].SignIn)
 	}
 
+	// The operator's own confidential client: its secret, bound to the
+	// plugin in the secret store, reaches the token endpoint; config.json
+	// names it only. Revoking the plugin forgets the registration.
+	stdin = "client-s3cr3t-canary\n"
+	must("secret", "set", "ACME_CLIENT_SECRET", "--store", "file", "--plugin", "acme-notes")
+	stdin = ""
+	out = login("--client-id", "berth-at-acme", "--client-secret-from", "ACME_CLIENT_SECRET")
+	if !strings.Contains(out, "client: your registration berth-at-acme (config.json)") {
+		t.Errorf("login does not name the operator's client:\n%s", out)
+	}
+	f.mu.Lock()
+	used := f.secretUsed
+	f.mu.Unlock()
+	if used == 0 {
+		t.Error("no token request authenticated with the operator's client secret")
+	}
+	cfg, _ := os.ReadFile(filepath.Join(env["BERTH_HOME"], "config.json"))
+	if !bytes.Contains(cfg, []byte(`"clientSecretName": "ACME_CLIENT_SECRET"`)) || bytes.Contains(cfg, []byte("client-s3cr3t-canary")) {
+		t.Errorf("config.json:\n%s", cfg)
+	}
+	must("revoke", "acme-notes")
+	if cfg, _ = os.ReadFile(filepath.Join(env["BERTH_HOME"], "config.json")); bytes.Contains(cfg, []byte("oauthClients")) {
+		t.Errorf("config.json keeps the client registration of a revoked plugin:\n%s", cfg)
+	}
+
 	// No token anywhere: not in any output, nor in any file of
 	// $BERTH_HOME but the secret store's.
 	f.mu.Lock()
-	issued := slices.Clone(f.issued)
+	issued := append(slices.Clone(f.issued), "client-s3cr3t-canary")
 	f.mu.Unlock()
 	if len(issued) == 0 {
 		t.Fatal("the fake authorization server issued no token")
@@ -399,4 +444,34 @@ func statusOf(t *testing.T, berth func(io.Writer, ...string) (int, string), ws s
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
 	return s.Servers
+}
+
+// The sign-in URL comes from a server's metadata: berth shows and opens
+// only an http(s) URL, opens it with the URL as one argument of the
+// opener (never through a shell), and prints it on stderr either way.
+func TestLoginAsk(t *testing.T) {
+	var opened []string
+	var out, errb bytes.Buffer
+	a := &app{stdout: &out, stderr: &errb, openBrowser: func(u string) error { opened = append(opened, u); return nil }}
+	p := signinPrompt("https://as.example/authorize?client_id=x&state=y")
+	if err := a.loginAsk(&out, false)(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != 1 || opened[0] != p.URL || errb.String() != "Sign in at: "+p.URL+"\n" {
+		t.Errorf("opened %q, stderr %q", opened, errb.String())
+	}
+	opened = nil
+	if err := a.loginAsk(&out, true)(context.Background(), p); err != nil || len(opened) != 0 {
+		t.Errorf("--no-browser opened %q (err %v)", opened, err)
+	}
+	for _, bad := range []string{"file:///etc/passwd", "javascript:alert(1)", "https://as.example/a b", "ms-settings:", "https:///nohost", "https://as.example/\n$(id)"} {
+		errb.Reset()
+		if err := a.loginAsk(&out, false)(context.Background(), signinPrompt(bad)); err == nil || len(opened) != 0 || strings.Contains(errb.String(), "Sign in at") {
+			t.Errorf("%q: err %v, opened %q, stderr %q", bad, err, opened, errb.String())
+		}
+	}
+}
+
+func signinPrompt(u string) signin.Prompt {
+	return signin.Prompt{Target: signin.Target{Plugin: "acme", Server: "notes"}, Issuer: "https://as.example", Scopes: []string{"notes:read"}, URL: u}
 }
