@@ -297,7 +297,7 @@ var rules = []Rule{
 	{RuleClaudeServerDuplicate, "two MCP server definitions of the plugin have the same name, or names that map to one berth name"},
 	{RuleClaudeVariable, "a ${...} that berth cannot carry over, or any variable in a url or in command and args other than ${CLAUDE_PLUGIN_ROOT}"},
 	{RuleClaudeLiteralValue, "an env or header value that is not exactly one ${VAR} (or Authorization: Bearer ${VAR})"},
-	{RuleClaudeRemoteAuth, "a remote server uses headersHelper or oauth, which berth does not carry over"},
+	{RuleClaudeRemoteAuth, "a remote server uses headersHelper, or oauth settings berth cannot carry over (xaa, an authServerMetadataUrl at no well-known location, empty scopes)"},
 	{RuleRegistrySyntax, "server.json is not one well-formed JSON object, or not a regular file"},
 	{RuleRegistrySchema, "server.json's $schema names no server.json schema version the registry has published"},
 	{RuleRegistrySchemaUnknown, "server.json has an empty or no $schema, and is valid under none or more than one published schema version"},

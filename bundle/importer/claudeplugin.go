@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -474,8 +476,108 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 		d.add(o.at("headersHelper"), bundle.RuleClaudeRemoteAuth, "headersHelper is a command Claude Code runs to make headers; berth runs no such command and cannot review what it sends: take the headers from the environment instead (\"headers\": {\"X-Key\": \"${X_KEY}\"})")
 	}
 	if o.has("oauth") {
-		d.add(o.at("oauth"), bundle.RuleClaudeRemoteAuth, "berth does not carry over OAuth settings, so the server could not authenticate; use a bearer token from the environment (\"Authorization\": \"Bearer ${TOKEN}\")")
+		x.oauth(d, o, sp, name, r)
 	}
+}
+
+// oauth maps a remote's Claude Code oauth settings to auth.oauth
+// (docs/manifest.md, "Signing in"): clientId → clientId, callbackPort →
+// redirectPort, authServerMetadataUrl → the issuer it is the metadata of
+// (pinned), scopes (one space-separated string) → scopes. xaa, cross-app
+// access, is another grant than berth's and is refused; a key Claude
+// Code's settings do not define is listed as not carried over.
+func (x *claudeImport) oauth(d *doc, srv obj, sp, name string, r *bundle.Remote) {
+	p := srv.at("oauth")
+	n := srv.keys["oauth"]
+	if n.Kind != strictjson.Object {
+		d.wrong(p, "an object", n)
+		return
+	}
+	known := []string{"clientId", "callbackPort", "authServerMetadataUrl", "scopes", "xaa"}
+	o, _ := d.object(n, p)
+	for _, k := range n.Keys {
+		if slices.Contains(known, k) {
+			continue
+		}
+		delete(o.keys, k)
+		x.notCarried(d.loc(strictjson.JoinPath(p, k)), "unknown-field", k, fmt.Sprintf("not a field of Claude Code's oauth settings of a server; berth reads none of it, and the sign-in to the server %q does not depend on it", name))
+	}
+	if xaa, ok := o.keys["xaa"]; ok && !(xaa.Kind == strictjson.Bool && !xaa.Bool) {
+		d.add(o.at("xaa"), bundle.RuleClaudeRemoteAuth, "xaa asks Claude Code to sign in with cross-app access (enterprise-managed authorization: a token of the company's identity provider exchanged for one of the server, RFC 8693 and the ID-JAG grant), a grant berth does not do; berth signs in as you in the browser (authorization code with PKCE): remove xaa, and the server is signed in to with berth login")
+		return
+	}
+	a := &bundle.OAuth{}
+	ap := sp + ".remote.auth.oauth"
+	x.c.at(sp+".remote.auth", d.loc(p))
+	x.c.at(ap, d.loc(p))
+	if id, ok := o.str("clientId", false); ok {
+		a.ClientID = id
+		x.c.at(ap+".clientId", d.loc(o.at("clientId")))
+	}
+	if num, ok := o.number("callbackPort"); ok {
+		port, err := strconv.Atoi(num)
+		if err != nil {
+			d.wrong(o.at("callbackPort"), "an integer", o.keys["callbackPort"])
+		} else {
+			a.RedirectPort = port
+			x.c.at(ap+".redirectPort", d.loc(o.at("callbackPort")))
+		}
+	}
+	if u, ok := o.str("authServerMetadataUrl", false); ok {
+		iss, why := issuerOfMetadataURL(u)
+		if why != "" {
+			d.add(o.at("authServerMetadataUrl"), bundle.RuleClaudeRemoteAuth, "%s", why)
+		} else {
+			a.Issuer = iss
+			x.c.at(ap+".issuer", d.loc(o.at("authServerMetadataUrl")))
+		}
+	}
+	if sc, ok := o.str("scopes", false); ok {
+		a.Scopes = strings.Fields(sc)
+		if len(a.Scopes) == 0 {
+			d.add(o.at("scopes"), bundle.RuleClaudeRemoteAuth, "scopes is empty; Claude Code needs at least one scope here: write them space-separated (\"repo read:org\"), or leave scopes out to ask for those the server names")
+		}
+		x.c.at(ap+".scopes", d.loc(o.at("scopes")))
+	}
+	if r.Auth == nil {
+		r.Auth = &bundle.RemoteAuth{}
+	}
+	r.Auth.OAuth = a
+}
+
+// issuerOfMetadataURL returns the issuer whose authorization server
+// metadata is at u, by the well-known locations RFC 8414 (section 3.1)
+// and OpenID Connect Discovery define: https://as/.well-known/
+// oauth-authorization-server[/path] and https://as/.well-known/
+// openid-configuration[/path] insert the well-known segment before the
+// issuer's path, https://as/path/.well-known/openid-configuration appends
+// it. berth pins the issuer and finds its metadata there itself, checking
+// that the metadata names the same issuer; a URL of another form is
+// refused with why, since berth would fetch the metadata from another
+// place than the plugin says.
+func issuerOfMetadataURL(u string) (issuer, why string) {
+	pu, err := url.Parse(u)
+	if err != nil || pu.Scheme != "https" || pu.Host == "" || pu.User != nil || pu.RawQuery != "" || pu.ForceQuery || pu.Fragment != "" || strings.ContainsAny(u, "?#") {
+		return "", fmt.Sprintf("authServerMetadataUrl %q is not an https URL without user name, query or fragment; Claude Code and berth fetch an authorization server's metadata over https only: write the https URL of the server's metadata", u)
+	}
+	const oauthAS, oidc = "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"
+	path := pu.EscapedPath()
+	var rest string
+	switch {
+	case path == oauthAS || strings.HasPrefix(path, oauthAS+"/"):
+		rest = strings.TrimPrefix(path, oauthAS)
+	case path == oidc || strings.HasPrefix(path, oidc+"/"):
+		rest = strings.TrimPrefix(path, oidc)
+	case strings.HasSuffix(path, oidc):
+		rest = strings.TrimSuffix(path, oidc)
+	default:
+		return "", fmt.Sprintf("authServerMetadataUrl %q is not at a well-known metadata location (https://HOST/.well-known/oauth-authorization-server[/PATH] of RFC 8414, or https://HOST[/PATH]/.well-known/openid-configuration of OpenID Connect); berth pins the authorization server by its issuer and reads its metadata from there, so it cannot tell which issuer this document belongs to: use the server's well-known metadata URL, or leave authServerMetadataUrl out to use the authorization server the server names", u)
+	}
+	iss := pu.Scheme + "://" + pu.Host + rest
+	if _, err := bundle.ParseIssuer(iss); err != nil {
+		return "", fmt.Sprintf("authServerMetadataUrl %q is the metadata of the issuer %q, which berth cannot pin: %v", u, iss, err)
+	}
+	return iss, ""
 }
 
 // envSource maps an env or header value to the host variable it is read

@@ -73,7 +73,7 @@ func FuzzMCPBManifest(f *testing.F) {
 
 // FuzzClaudePlugin converts arbitrary plugin.json and .mcp.json pairs.
 func FuzzClaudePlugin(f *testing.F) {
-	for _, d := range []string{"good/claude-plugin", "bad/claude-plugin-server-duplicate", "bad/claude-plugin-remote-auth", "bad/claude-plugin-variable"} {
+	for _, d := range []string{"good/claude-plugin", "good/claude-plugin-oauth", "bad/claude-plugin-server-duplicate", "bad/claude-plugin-remote-auth", "bad/claude-plugin-oauth-xaa", "bad/claude-plugin-oauth-metadata-url", "bad/claude-plugin-variable"} {
 		p, _ := os.ReadFile(filepath.Join(importFixtures, d, claudeManifest))
 		m, _ := os.ReadFile(filepath.Join(importFixtures, d, claudeMCPFile))
 		f.Add(p, m)

@@ -745,18 +745,36 @@ func (x *registryImport) remote(p string, n *strictjson.Node) {
 	x.c.at(sp+".remote.network", d.loc(o.at("url")))
 	elems, _ := o.array("headers")
 	x.c.at(sp+".remote.headers", d.loc(o.at("headers")))
+	credential := false
 	for i, e := range elems {
 		hp := index(o.at("headers"), i)
 		if bearer := x.bearer(hp, e, name); bearer != "" {
 			r.Auth = &bundle.RemoteAuth{BearerFromEnv: bearer}
 			x.c.at(sp+".remote.auth", d.loc(hp))
+			credential = true
 			continue
 		}
 		key, from, ok := x.keyValue(hp, e, fmt.Sprintf("the header %%s of the server %q", name), true)
 		if !ok {
+			credential = true // refused anyway; no guess about a sign-in
 			continue
 		}
+		if in := x.imp.Inputs[len(x.imp.Inputs)-1]; in.Sensitive || strings.EqualFold(key, "authorization") {
+			credential = true
+		} else if _, yes := bundle.LooksLikeCredential(key, ""); yes {
+			credential = true
+		}
 		x.c.fromEnv(&r.Headers, sp+".remote.headers", key, from, d.loc(hp))
+	}
+	if !credential {
+		// server.json has no field for OAuth: a remote that sends no
+		// credential may be an OAuth-protected resource, which says so
+		// only when it answers 401 with its protected-resource metadata
+		// (the MCP authorization spec). "oauth": {} lets berth sign in
+		// then, discovering everything; a server that never asks is
+		// never signed in to.
+		r.Auth = &bundle.RemoteAuth{OAuth: &bundle.OAuth{}}
+		x.c.at(sp+".remote.auth", d.loc(p))
 	}
 }
 
