@@ -37,7 +37,11 @@ type hits struct {
 func (h *hits) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
-		h.reqs = append(h.reqs, fmt.Sprintf("%s %s authorization=%q", r.Method, r.URL.RequestURI(), r.Header.Get("Authorization")))
+		auth := r.Header.Get("Authorization")
+		if len(auth) > 16 {
+			auth = fmt.Sprintf("%s… (%d bytes)", auth[:16], len(auth))
+		}
+		h.reqs = append(h.reqs, fmt.Sprintf("%s %s authorization=%q", r.Method, r.URL.RequestURI(), auth))
 		h.mu.Unlock()
 		if next == nil {
 			http.Error(w, "attacker", http.StatusTeapot)
@@ -368,11 +372,6 @@ func TestOAuthAttackTokenLeaks(t *testing.T) {
 	// Every process's argv and environment, while serve runs.
 	procs := procTexts(t)
 	s.close(t)
-	access, refresh := srv.Tokens(t)
-	tokens := append(access, refresh...)
-	if len(access) < 2 || len(refresh) < 2 {
-		t.Fatalf("the provider issued %d access and %d refresh tokens; want a sign-in and a refresh", len(access), len(refresh))
-	}
 
 	for _, args := range [][]string{
 		{"status", "--workspace", h.ws}, {"status", "--workspace", h.ws, "--json"},
@@ -382,6 +381,13 @@ func TestOAuthAttackTokenLeaks(t *testing.T) {
 		{"connect", "claude-code", "--workspace", h.ws},
 	} {
 		h.berth(t, args...)
+	}
+	// (tools, status and list start the pool, which may refresh again:
+	// read what the provider issued after them.)
+	access, refresh := srv.Tokens(t)
+	tokens := append(access, refresh...)
+	if len(access) < 2 || len(refresh) < 2 {
+		t.Fatalf("the provider issued %d access and %d refresh tokens; want a sign-in and a refresh", len(access), len(refresh))
 	}
 	leaks := func(where string, data []byte) {
 		t.Helper()
@@ -431,7 +437,14 @@ func TestOAuthAttackTokenLeaks(t *testing.T) {
 		})
 	}
 	if inStore == 0 {
-		t.Errorf("no file of the secret store (%s) holds the tokens; where are they?", store)
+		var files []string
+		filepath.WalkDir(h.berthHome, func(p string, de fs.DirEntry, err error) error {
+			if err == nil && !de.IsDir() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		t.Errorf("no file of the secret store (%s) holds the tokens; where are they? files: %q", store, files)
 	}
 
 	// Another local user.
