@@ -312,6 +312,8 @@ func TestOAuthAttackTokenReplay(t *testing.T) {
 	if text, isErr := s.call(t, "pa__api__whoami"); isErr || !strings.Contains(text, `"sub":"alice"`) {
 		t.Fatalf("pa's call (error %v): %s", isErr, text)
 	}
+	srv.Wait(t, 10*time.Second, 1, "pa's call", oidctest.IsCall("a"))
+	time.Sleep(500 * time.Millisecond) // the provider's last events of pa's call
 	bearersAtA := srv.Count(func(e oidctest.Event) bool { return e.Event == "mcp" && e.Resource == "a" && e.Bearer })
 	if text, isErr := s.call(t, "pb__api__whoami"); !isErr || !strings.Contains(text, "berth login pb__api") {
 		t.Errorf("pb's call without its own sign-in (error %v): %s; want an error naming berth login pb__api", isErr, text)
@@ -319,6 +321,7 @@ func TestOAuthAttackTokenReplay(t *testing.T) {
 	if text, isErr := s.call(t, "twin__api__whoami"); !isErr || !strings.Contains(text, "berth login twin__api") {
 		t.Errorf("twin's call (the same URL as pa) without its own sign-in (error %v): %s; want an error naming berth login twin__api", isErr, text)
 	}
+	time.Sleep(500 * time.Millisecond)
 	if n := srv.Count(func(e oidctest.Event) bool { return e.Event == "mcp" && e.Resource == "a" && e.Bearer }); n != bearersAtA {
 		t.Errorf("twin's call sent %d request(s) with a token to resource a: pa's sign-in was used by another plugin", n-bearersAtA)
 	}
@@ -331,6 +334,7 @@ func TestOAuthAttackTokenReplay(t *testing.T) {
 		t.Fatalf("pb's call after its sign-in (error %v): %s", isErr, text)
 	}
 	s.close(t)
+	srv.Wait(t, 10*time.Second, 1, "pb's call", oidctest.IsCall("b"))
 	for _, e := range srv.Events() {
 		if e.Event == "mcp" && e.Resource == "b" && e.Bearer && fmt.Sprint(e.Aud) != srv.Resources["b"] {
 			t.Errorf("resource b got a token for %v", e.Aud)

@@ -24,18 +24,22 @@ import (
 
 // The sign-in end to end against a real authorization server
 // (internal/oidctest: oidc-provider with dynamic registration, PKCE,
-// resource indicators, 5 s JWT access tokens and rotated refresh tokens, in
+// resource indicators, 66 s JWT access tokens and rotated refresh tokens, in
 // front of a TypeScript SDK MCP server that requires its tokens), through
 // the berth executable as an operator and Claude Desktop use it: trust and
 // enable a plugin that declares the remote with auth.oauth, berth login
 // --no-browser (the test signs in and consents over HTTP as the human
-// would), a tool call through berth serve on stdio, the access token
-// expiring and the next call refreshing it (the provider sees a
-// refresh_token grant, the stored refresh token is the rotated one), berth
-// logout, and the next call asking for a sign-in with an error that names
-// berth login.
+// would), a tool call through berth serve on stdio, no refresh while the
+// token is fresh, the access token coming due and the next call refreshing
+// it (the provider sees a refresh_token grant, the call carries the new
+// token, a new serve refreshes with the stored, rotated refresh token),
+// berth logout, and the next call, in the running serve and a new one,
+// asking for a sign-in with an error that names berth login.
 func TestSignInOIDC(t *testing.T) {
-	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: 5, Resources: []oidctest.Resource{{Name: "a"}}})
+	// berth refreshes a token a minute before it expires (signin's
+	// refreshEarly): a 66 s token is fresh for 6 s, then due.
+	const ttl, fresh = 66, 6 * time.Second
+	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: ttl, Resources: []oidctest.Resource{{Name: "a"}}})
 	h := newOIDCHome(t)
 	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
 
@@ -47,65 +51,66 @@ func TestSignInOIDC(t *testing.T) {
 	s.close(t)
 
 	h.login(t, srv, "hosted__api", "alice")
+	issued := time.Now()
 	if n := srv.Count(oidctest.IsToken("authorization_code")); n != 1 {
 		t.Fatalf("%d authorization_code grants after berth login; want 1", n)
 	}
-	regs := srv.Events()
-	for _, e := range regs {
-		if e.Event == "register" && (e.Status != 201 || len(e.RedirectURIs) != 1 || !strings.HasPrefix(e.RedirectURIs[0], "http://127.0.0.1:")) {
-			t.Errorf("berth registered %+v; want one loopback redirect URI (RFC 8252)", e)
-		}
-	}
 
 	s = h.serve(t)
-	defer s.close(t)
 	text, isErr := s.call(t, "hosted__api__whoami")
 	if isErr || !strings.Contains(text, `"sub":"alice"`) || !strings.Contains(text, srv.Resources["a"]) {
 		t.Fatalf("whoami after berth login answered (error %v): %s", isErr, text)
 	}
+	if time.Since(issued) < fresh {
+		if n := srv.Count(oidctest.IsToken("refresh_token")); n != 0 {
+			t.Errorf("%d refresh grants while the token was fresh", n)
+		}
+	}
+	srv.Wait(t, 10*time.Second, 1, "a call with a token", oidctest.IsCall("a"))
 	firstToken := lastBearer(srv, "a")
 	_, refreshBefore := srv.Tokens(t)
 
-	// The access token expires; the next call refreshes it quietly.
-	refreshes := srv.Count(oidctest.IsToken("refresh_token"))
-	time.Sleep(6 * time.Second)
+	// The access token is due; the next call refreshes it quietly.
+	time.Sleep(time.Until(issued.Add(fresh + time.Second)))
 	text, isErr = s.call(t, "hosted__api__whoami")
 	if isErr || !strings.Contains(text, `"sub":"alice"`) {
-		t.Fatalf("whoami after the access token expired answered (error %v): %s", isErr, text)
+		t.Fatalf("whoami once the access token was due answered (error %v): %s", isErr, text)
 	}
-	if n := srv.Count(oidctest.IsToken("refresh_token")); n <= refreshes {
-		t.Fatalf("no refresh_token grant at the provider after the access token expired (%d before, %d after)", refreshes, n)
+	if n := srv.Count(oidctest.IsToken("refresh_token")); n == 0 {
+		t.Fatal("no refresh_token grant at the provider once the access token was due")
 	}
-	if lastBearer(srv, "a") == firstToken {
-		t.Fatal("the call after expiry carried the expired access token")
-	}
+	srv.Wait(t, 10*time.Second, 1, "a call with the refreshed access token", func(e oidctest.Event) bool {
+		return e.Event == "mcp" && e.Resource == "a" && e.Bearer && e.Status == 200 && e.TokenSHA256 != firstToken
+	})
 	if n := srv.Count(func(e oidctest.Event) bool { return e.Event == "token" && e.Status != 200 }); n != 0 {
 		t.Fatalf("%d token requests failed at the provider", n)
 	}
 	// The rotated refresh token is the one berth kept: the provider
-	// accepts only the newest, so a second berth process (status, another
-	// serve) must find it. A fresh serve after another expiry refreshes
-	// with what is stored.
+	// accepts only the newest, so another berth process must find it. A
+	// new serve, once the refreshed token is due too, refreshes with what
+	// is stored.
 	_, refreshAfter := srv.Tokens(t)
 	if len(refreshAfter) <= len(refreshBefore) {
 		t.Fatal("the provider issued no new refresh token")
 	}
 	s.close(t)
-	time.Sleep(6 * time.Second)
+	refreshed := time.Now()
+	grants := srv.Count(oidctest.IsToken("refresh_token"))
+	time.Sleep(time.Until(refreshed.Add(fresh + time.Second)))
 	s = h.serve(t)
 	if text, isErr := s.call(t, "hosted__api__whoami"); isErr || !strings.Contains(text, `"sub":"alice"`) {
 		t.Fatalf("a new berth serve could not use the stored, rotated refresh token (error %v): %s", isErr, text)
+	}
+	if n := srv.Count(oidctest.IsToken("refresh_token")); n <= grants {
+		t.Errorf("the new serve did not refresh the due token (%d refresh grants before, %d after)", grants, n)
 	}
 	if n := srv.Count(func(e oidctest.Event) bool { return e.Event == "token" && e.Status != 200 }); n != 0 {
 		t.Fatalf("%d token requests failed at the provider: the stored refresh token was not the rotated one", n)
 	}
 
-	// status names the sign-in; logout forgets it.
-	out, code := h.berth(t, "status", "--workspace", h.ws)
-	if code != 0 || !strings.Contains(out, "alice") {
-		t.Errorf("berth status after sign-in (exit %d) does not name the subject alice:\n%s", code, out)
-	}
-	out, code = h.berth(t, "logout", "hosted__api")
+	// logout forgets the sign-in: the running serve and a new one ask for
+	// a sign-in again.
+	out, code := h.berth(t, "logout", "hosted__api")
 	if code != 0 {
 		t.Fatalf("berth logout: exit %d\n%s", code, out)
 	}
@@ -118,10 +123,98 @@ func TestSignInOIDC(t *testing.T) {
 		t.Fatalf("a call in a new serve after berth logout answered (error %v): %s\nwant an error naming berth login hosted__api", isErr, text)
 	}
 	s.close(t)
-	out, _ = h.berth(t, "status", "--workspace", h.ws)
-	if !strings.Contains(out, "berth login hosted__api") {
-		t.Errorf("berth status after logout does not say how to sign in:\n%s", out)
+}
+
+// The sign-in asked through the client: a client that declared URL-mode
+// elicitation calls a tool of a remote no one signed in to; berth serve
+// asks it to open the sign-in page (naming the plugin, the server and the
+// authorization server), the human signs in at the real provider, and the
+// very call goes on and answers.
+func TestSignInOIDCThroughClient(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{Resources: []oidctest.Resource{{Name: "a"}}})
+	h := newOIDCHome(t)
+	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
+
+	var mu sync.Mutex
+	var asked []*mcp.ElicitParams
+	consented := make(chan error, 4)
+	s := h.serveWith(t, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params)
+			mu.Unlock()
+			if req.Params.Mode != "url" {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			// The human opens the page after accepting.
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				_, err := oidctest.Consent(ctx, srv.Issuer, req.Params.URL, "carol")
+				consented <- err
+			}()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // as Claude Desktop; berth asks no 2026-07-28 session during a call
+	text, isErr := s.call(t, "hosted__api__whoami")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 {
+		t.Fatalf("berth serve sent %d elicitations; want 1 (call answered error %v: %s)", len(asked), isErr, text)
 	}
+	if err := <-consented; err != nil {
+		t.Fatalf("signing in at the URL berth serve sent: %v", err)
+	}
+	if isErr || !strings.Contains(text, `"sub":"carol"`) {
+		t.Fatalf("the call that asked for the sign-in answered (error %v): %s", isErr, text)
+	}
+	msg := asked[0].Message
+	for _, want := range []string{"hosted", "api", srv.Issuer} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the elicitation's message does not name %q:\n%s", want, msg)
+		}
+	}
+	// Signed in now: the next call needs no human.
+	if text, isErr := s.call(t, "hosted__api__whoami"); isErr || len(asked) != 1 {
+		t.Fatalf("the next call (error %v, %d elicitations): %s", isErr, len(asked), text)
+	}
+}
+
+// Two berth processes whose access token expired refresh at once: the
+// provider rotates the refresh token on use and treats a reused one as
+// stolen, so without the store's lock one of them (and then every later
+// call) would fail. Every call answers, and so does the next one.
+func TestSignInOIDCConcurrentRefresh(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: 2, Resources: []oidctest.Resource{{Name: "a"}}})
+	h := newOIDCHome(t)
+	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
+	h.login(t, srv, "hosted__api", "alice")
+	time.Sleep(3 * time.Second)
+	const n = 4
+	outs := make([]string, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], codes[i] = h.berth(t, "call", "hosted__api__whoami", "--workspace", h.ws)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if codes[i] != 0 || !strings.Contains(outs[i], "alice") {
+			t.Errorf("concurrent call %d: exit %d\n%s", i, codes[i], outs[i])
+		}
+	}
+	if out, code := h.berth(t, "call", "hosted__api__whoami", "--workspace", h.ws); code != 0 || !strings.Contains(out, "alice") {
+		t.Fatalf("the call after the concurrent refreshes: exit %d\n%s", code, out)
+	}
+	if bad := srv.Count(func(e oidctest.Event) bool { return e.Event == "token" && e.Status != 200 }); bad != 0 {
+		t.Errorf("%d token requests failed at the provider (a reused refresh token)", bad)
+	}
+	t.Logf("%d refresh grants for %d concurrent calls", srv.Count(oidctest.IsToken("refresh_token")), n)
 }
 
 // berth login and logout alone against the real provider, without serve:
@@ -354,17 +447,17 @@ type oidcServe struct {
 
 func (h *oidcHome) serve(t *testing.T) *oidcServe {
 	t.Helper()
-	return h.serveWith(t, nil)
+	return h.serveWith(t, nil, nil)
 }
 
-func (h *oidcHome) serveWith(t *testing.T, opts *mcp.ClientOptions) *oidcServe {
+func (h *oidcHome) serveWith(t *testing.T, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *oidcServe {
 	t.Helper()
 	s := &oidcServe{h: h, cmd: h.cmd("serve", "--workspace", h.ws)}
 	s.cmd.Stderr = &s.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "oidc-test", Version: "1"}, opts)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: s.cmd}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: s.cmd}, sopts)
 	if err != nil {
 		t.Fatalf("connect to berth serve: %v\n%s", err, s.stderr.String())
 	}
