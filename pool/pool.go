@@ -66,10 +66,6 @@ type Options struct {
 	// a legacy client. berth serve sets it when every listener serves the
 	// legacy protocol only (stateful Streamable HTTP, SSE).
 	LegacyUpstream bool
-	// SignInState reads, without network, what berth keeps for a remote
-	// that signs in with OAuth, for Status (in the CLI: signin.Lookup on
-	// berth's secret store). nil: Status shows no sign-in state.
-	SignInState func(signin.Target) (*signin.State, error)
 	// SignIns is the secret store whose sign-ins (package signin) the
 	// remotes that declare auth.oauth use: berth's secret store. Without
 	// it such a remote does not start.

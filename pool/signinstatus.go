@@ -30,15 +30,29 @@ type SignInStatus struct {
 	Error string `json:"error,omitempty"`
 }
 
-// signInStatus reads what is stored for s, when it signs in and the
-// pool can look (Options.SignInState); nil otherwise.
+// signInStatus reads, without network, what is stored for s when it
+// signs in (Options.SignIns), matched against the operator's client
+// (Options.SignInClient): a sign-in made with another client is not
+// this one's. nil for a server that does not sign in.
 func (p *Pool) signInStatus(s *server) *SignInStatus {
-	if s.spec == nil || s.spec.Remote == nil || s.spec.Remote.Auth == nil || s.spec.Remote.Auth.OAuth == nil || p.opts.SignInState == nil {
+	if s.spec == nil || s.spec.Remote == nil || s.spec.Remote.Auth == nil || s.spec.Remote.Auth.OAuth == nil {
 		return nil
 	}
 	t := signin.Target{Plugin: s.pl.name, Server: s.name, Resource: s.spec.Remote.URL, OAuth: *s.spec.Remote.Auth.OAuth}
 	out := &SignInStatus{Login: t.LoginCommand()}
-	st, err := p.opts.SignInState(t)
+	if p.opts.SignIns == nil {
+		out.Error = "this berth has no secret store for sign-ins"
+		return out
+	}
+	var c *signin.Client
+	var err error
+	if p.opts.SignInClient != nil {
+		c, err = p.opts.SignInClient(t)
+	}
+	var st *signin.State
+	if err == nil {
+		st, err = signin.LookupWith(p.opts.SignIns, t, c)
+	}
 	switch {
 	case err != nil:
 		out.Error = err.Error()

@@ -270,6 +270,11 @@ func runLogin(ctx context.Context, a *app, opts *loginOptions) error {
 	if opts.ForgetClient && !opts.Client.IsZero() {
 		return usagef("--forget-client removes your client registration; it cannot be given with --client-id, --client-secret-from or --client-metadata-url")
 	}
+	for _, sc := range opts.Scopes {
+		if !isScopeToken(sc) {
+			return usagef("--scope %q is not a scope (RFC 6749: one or more printable ASCII characters, no space, '\"' or '\\'); give one --scope per scope", sc)
+		}
+	}
 	if opts.Wait <= 0 {
 		return usagef("--wait %s: give a positive duration, for example 5m", opts.Wait)
 	}
@@ -576,6 +581,19 @@ func (a *app) forgetUnusedSignins(ctx context.Context, st *store.Store, plugin s
 	case len(gone) > 0:
 		fmt.Fprintf(a.stderr, "No version of %s is trusted any more, so your client registrations for it are forgotten: %s.\n", plugin, strings.Join(gone, ", "))
 	}
+}
+
+// isScopeToken reports whether s is an RFC 6749 scope-token.
+func isScopeToken(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // asSubject is " as SUBJECT", or "" when the token does not say.

@@ -330,6 +330,15 @@ func TestLoginNoBrowser(t *testing.T) {
 		}
 	}
 
+	// The token is in the sign-in store (its file fallback here), where
+	// the leak check below does not look.
+	f.mu.Lock()
+	lastAccess := f.issued[len(f.issued)-2]
+	f.mu.Unlock()
+	if data, err := os.ReadFile(filepath.Join(env["BERTH_HOME"], "secrets", "signin", "values.json")); !bytes.Contains(data, []byte(lastAccess)) {
+		t.Errorf("the access token is not in secrets/signin/values.json (%v): the leak check would look in the wrong place", err)
+	}
+
 	// Signed in: the server runs with the token, and status says who,
 	// where, which scopes and until when.
 	sts = statusOf(t, berth, ws)
@@ -362,8 +371,20 @@ func TestLoginNoBrowser(t *testing.T) {
 		t.Errorf("status after logout: %+v", sts[0].SignIn)
 	}
 
-	// Disabled in its last workspace: the sign-in is forgotten.
-	login()
+	// More scopes (--scope), with --json: the result names them, never a
+	// token. Then disabled in its last workspace: the sign-in is
+	// forgotten.
+	out = login("--scope", "notes:write", "--json")
+	var lj loginJSON
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&lj); err != nil {
+		t.Fatalf("login --json: %v\n%s", err, out)
+	}
+	if lj.Server != "acme-notes__notes" || lj.Issuer != f.as.URL || lj.Resource != f.rs.URL+"/mcp" || !slices.Contains(lj.Scopes, "notes:write") || !slices.Contains(lj.Scopes, "notes:read") || lj.ClientID == "" || !lj.Refreshable {
+		t.Errorf("login --json: %+v", lj)
+	}
+	if strings.Contains(out, "Signing in to") {
+		t.Errorf("login --json printed the text description:\n%s", out)
+	}
 	must("disable", "acme-notes", "--workspace", ws)
 	must("enable", "acme-notes", "--workspace", ws)
 	if sts = statusOf(t, berth, ws); sts[0].SignIn == nil || sts[0].SignIn.SignedIn {
@@ -417,11 +438,16 @@ func TestLoginNoBrowser(t *testing.T) {
 			t.Errorf("a token appears in berth's output:\n%s", all.String())
 		}
 	}
-	secretsDir := filepath.Join(env["BERTH_HOME"], "secrets")
+	// The file fallback's values files are the store itself (no keychain
+	// answers here); every other file, the stores' indexes included, must
+	// hold no token.
+	values := []string{filepath.Join(env["BERTH_HOME"], "secrets", "values.json"), filepath.Join(env["BERTH_HOME"], "secrets", "signin", "values.json")}
+	walked := 0
 	filepath.WalkDir(env["BERTH_HOME"], func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(p, secretsDir+string(filepath.Separator)) {
+		if err != nil || d.IsDir() || slices.Contains(values, p) {
 			return nil
 		}
+		walked++
 		data, _ := os.ReadFile(p)
 		for _, tok := range issued {
 			if bytes.Contains(data, []byte(tok)) {
@@ -430,6 +456,9 @@ func TestLoginNoBrowser(t *testing.T) {
 		}
 		return nil
 	})
+	if walked < 5 {
+		t.Errorf("only %d files of $BERTH_HOME were looked at", walked)
+	}
 }
 
 // statusOf is berth status --json's servers.

@@ -8,9 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
-	"github.com/berth-mcp/berth/secrets"
-	"github.com/berth-mcp/berth/signin"
-	"github.com/berth-mcp/berth/store"
 )
 
 // workspaceFlag adds --workspace, defaulting to the current directory.
@@ -30,8 +27,7 @@ func (a *app) openPool(ctx context.Context, workspace string, show bool) (*pool.
 	if err != nil {
 		return nil, err
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec), SignIns: sec,
-		SignInClient: signinClients(st, sec), SignInState: signinState(st, sec)})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{LookupEnv: os.LookupEnv, Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec)})
 	if err != nil {
 		return nil, err
 	}
@@ -61,22 +57,4 @@ func (a *app) requireEnabled(workspace, plugin, why string) (string, error) {
 		return "", fmt.Errorf("%s is not enabled in %s, so %s (berth list shows what is trusted; berth enable %s enables it here)", plugin, ws, why, plugin)
 	}
 	return ws, nil
-}
-
-// signinState is the pool's hook for berth status: what the secret store
-// keeps for a remote that signs in, matched against the operator's client
-// registration (a sign-in made with another client is not this one's),
-// whose secret it does not read.
-func signinState(st *store.Store, sec *secrets.Store) func(signin.Target) (*signin.State, error) {
-	return func(t signin.Target) (*signin.State, error) {
-		c, err := st.Config()
-		if err != nil {
-			return nil, err
-		}
-		var cl *signin.Client
-		if oc, ok := c.OAuthClientFor(t.ID()); ok {
-			cl = &signin.Client{ClientID: oc.ClientID, MetadataDocumentURL: oc.ClientMetadataURL}
-		}
-		return signin.LookupWith(sec, t, cl)
-	}
 }

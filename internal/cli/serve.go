@@ -191,7 +191,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, LegacyUpstream: legacyOnly})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly})
 	if err != nil {
 		return err
 	}
