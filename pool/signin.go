@@ -15,18 +15,22 @@ const signInRecheck = 30 * time.Second
 // signInHandler builds the sign-in handler of a remote that declares
 // auth.oauth (docs/signin.md).
 func (p *Pool) signInHandler(plugin, server string, r *bundle.Remote) (*signin.Handler, error) {
+	return newSignInHandler(&p.opts, plugin, server, r)
+}
+
+func newSignInHandler(opts *Options, plugin, server string, r *bundle.Remote) (*signin.Handler, error) {
 	t := signin.Target{Plugin: plugin, Server: server, Resource: r.URL, OAuth: *r.Auth.OAuth}
-	if p.opts.SignIns == nil {
+	if opts.SignIns == nil {
 		return nil, permanent("server %s signs in with OAuth, but this berth has no secret store for sign-ins", t.ID())
 	}
 	var c *signin.Client
-	if p.opts.SignInClient != nil {
+	if opts.SignInClient != nil {
 		var err error
-		if c, err = p.opts.SignInClient(t); err != nil {
+		if c, err = opts.SignInClient(t); err != nil {
 			return nil, permanent("server %s: the operator's client settings: %v", t.ID(), err)
 		}
 	}
-	return signin.NewHandler(t, signin.Options{Secrets: p.opts.SignIns, Client: c, Ask: p.opts.SignInAsk})
+	return signin.NewHandler(t, signin.Options{Secrets: opts.SignIns, Client: c, Ask: opts.SignInAsk})
 }
 
 // kickSignIn starts the servers that wait for a sign-in and whose tools
@@ -57,4 +61,3 @@ func (p *Pool) kickSignIn(name string) bool {
 	}
 	return woke
 }
-

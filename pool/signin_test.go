@@ -130,3 +130,46 @@ func TestRemoteSignIn(t *testing.T) {
 		})
 	}
 }
+
+// A running remote whose token the server stops accepting (no refresh
+// token): a call without an asker fails with a *signin.NeedSignInError
+// and leaves the connection up; the same call with an asker on its
+// context (berth serve's URL-mode elicitation) signs in and runs.
+func TestRemoteSignInAskOnCall(t *testing.T) {
+	keyring.MockInitWithError(errors.New("no keychain in tests"))
+	o := newOAuthRemote(t, "streamable-http")
+	sec := secrets.Open(filepath.Join(t.TempDir(), "secrets"), nil)
+	tg := signin.Target{Plugin: "web", Server: "api", Resource: o.rs.URL + "/mcp"}
+	if _, err := signin.Login(context.Background(), tg, signin.Options{Secrets: sec, Ask: followSignIn}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	f.plugin("web", map[string]any{"api": remoteServer(o.rs.URL+"/mcp", "streamable-http", map[string]any{"auth": map[string]any{"oauth": map[string]any{}}})})
+	p := f.open(func(opts *Options) { opts.SignIns = sec })
+	if got := callText(t, p, "web__api__echo", `{"text":"a"}`); got != "echo: a" {
+		t.Fatalf("%q %+v", got, status(t, p, "web__api"))
+	}
+	o.mu.Lock()
+	o.tokens = map[string]bool{} // the server revokes every token
+	o.mu.Unlock()
+	_, err := p.Call(context.Background(), "web__api__echo", json.RawMessage(`{"text":"b"}`), allow)
+	var ne *signin.NeedSignInError
+	if !errors.As(err, &ne) {
+		t.Fatalf("call after revocation: %v", err)
+	}
+	if st := status(t, p, "web__api"); st.State != StateRunning {
+		t.Fatalf("the connection did not stay up: %+v", st)
+	}
+	asked := 0
+	ctx := signin.WithAsk(context.Background(), func(ctx context.Context, pr signin.Prompt) error {
+		asked++
+		if pr.Target.ID() != "web__api" || pr.Issuer != o.as.URL {
+			t.Errorf("prompt %+v", pr)
+		}
+		return followSignIn(ctx, pr)
+	})
+	res, err := p.Call(ctx, "web__api__echo", json.RawMessage(`{"text":"c"}`), allow)
+	if err != nil || asked != 1 || res.IsError {
+		t.Fatalf("call with an asker: %v (asked %d)", err, asked)
+	}
+}

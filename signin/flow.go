@@ -3,7 +3,6 @@ package signin
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +48,10 @@ type IssuerMismatchError struct {
 }
 
 func (e *IssuerMismatchError) Error() string {
-	return fmt.Sprintf("server %s: %s (pinned or expected issuer %q, got %q); berth refuses to sign in there", e.Target.ID(), e.Why, e.Want, e.Got)
+	if e.Got == "" {
+		return fmt.Sprintf("server %s: %s; berth refuses to sign in there", e.Target.ID(), e.Why)
+	}
+	return fmt.Sprintf("server %s: %s (expected the issuer %q, got %q); berth refuses to sign in there", e.Target.ID(), e.Why, e.Want, e.Got)
 }
 
 // discover finds and checks the protected-resource metadata and the
@@ -97,23 +99,20 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 		if _, err := rules.checkURL("the protected-resource metadata", c.url); err != nil {
 			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
 		}
-		// Read it raw first, to tell a resource mismatch apart from a
-		// missing document (go-sdk skips both alike).
-		got, servers, status, err := fetchResource(ctx, hc, c.url)
+		// A document for another resource is refused here, not skipped
+		// as go-sdk's handler does (it then falls back to 2025-03-26
+		// discovery at the server's origin).
+		prm, status, err := fetchPRM(ctx, hc, c.url)
 		if err != nil || status != http.StatusOK {
 			continue
 		}
-		if got != c.resource {
-			return nil, &ResourceMismatchError{Target: t, MetadataURL: c.url, Got: got}
+		if prm.Resource != c.resource {
+			return nil, &ResourceMismatchError{Target: t, MetadataURL: c.url, Got: prm.Resource}
 		}
-		for _, as := range servers {
+		for _, as := range prm.AuthorizationServers {
 			if _, err := rules.checkURL("the authorization server", as); err != nil {
 				return nil, fmt.Errorf("server %s: its protected-resource metadata names %v", t.ID(), err)
 			}
-		}
-		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, hc)
-		if err != nil {
-			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
 		}
 		if len(prm.AuthorizationServers) == 0 {
 			return nil, fmt.Errorf("server %s: its protected-resource metadata names no authorization server", t.ID())
@@ -162,39 +161,38 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 	return d, nil
 }
 
-// fetchResource reads the "resource" member of a metadata document.
-func fetchResource(ctx context.Context, hc *http.Client, u string) (string, []string, int, error) {
+// fetchPRM reads protected-resource metadata (RFC 9728) once; berth
+// checks it itself (go-sdk skips a document whose resource does not match
+// and falls back to the 2025-03-26 discovery, where berth refuses).
+func fetchPRM(ctx context.Context, hc *http.Client, u string) (*oauthex.ProtectedResourceMetadata, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return "", nil, 0, err
+		return nil, 0, err
 	}
+	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", nil, 0, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", nil, resp.StatusCode, nil
+		return nil, resp.StatusCode, nil
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return "", nil, 0, err
+		return nil, 0, err
 	}
-	res, servers, err := parsePRM(body)
-	return res, servers, resp.StatusCode, err
+	prm, err := parsePRM(body)
+	return prm, resp.StatusCode, err
 }
 
-// parsePRM reads the members of protected-resource metadata berth checks
-// itself.
-func parsePRM(body []byte) (string, []string, error) {
-	var doc struct {
-		Resource string   `json:"resource"`
-		Servers  []string `json:"authorization_servers"`
+// parsePRM reads protected-resource metadata.
+func parsePRM(body []byte) (*oauthex.ProtectedResourceMetadata, error) {
+	var prm oauthex.ProtectedResourceMetadata
+	if err := json.Unmarshal(body, &prm); err != nil {
+		return nil, fmt.Errorf("the protected-resource metadata does not parse: %v", err)
 	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return "", nil, err
-	}
-	return doc.Resource, doc.Servers, nil
+	return &prm, nil
 }
 
 // flowArgs is one interactive authorization.
@@ -411,5 +409,3 @@ func union(a, b []string) []string {
 	}
 	return out
 }
-
-func randomText() string { return rand.Text() }

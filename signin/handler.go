@@ -113,10 +113,10 @@ func (s tokenSource) Token() (*oauth2.Token, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec == nil {
-		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "not signed in"}
+	if rec == nil || (rec.AccessToken == "" && rec.RefreshToken == "") {
+		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: h.why()}
 	}
-	if rec.Expiry.IsZero() || time.Until(rec.Expiry) > refreshEarly {
+	if rec.AccessToken != "" && (rec.Expiry.IsZero() || time.Until(rec.Expiry) > refreshEarly) {
 		return rec.token(), nil
 	}
 	rec, err = h.refresh(ctx, rec.AccessToken)

@@ -49,6 +49,9 @@ type fakeAS struct {
 	revoked    atomic.Int32
 	lastAuth   url.Values
 	tokenDelay time.Duration
+	deny       bool
+	prmHits    atomic.Int32
+	asmHits    atomic.Int32
 }
 
 func newFakeAS(t *testing.T) *fakeAS {
@@ -65,6 +68,7 @@ func (f *fakeAS) serveRS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch r.URL.Path {
 	case "/.well-known/oauth-protected-resource/mcp":
+		f.prmHits.Add(1)
 		res := f.prmRes
 		if res == "" {
 			res = f.resource()
@@ -90,6 +94,7 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch r.URL.Path {
 	case "/.well-known/oauth-authorization-server":
+		f.asmHits.Add(1)
 		iss := f.issuer
 		if iss == "" {
 			iss = f.as.URL
@@ -122,6 +127,10 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		if q.Get("code_challenge_method") != "S256" || q.Get("resource") != f.resource() {
 			f.t.Errorf("authorization request without PKCE S256 or resource: %v", q)
+		}
+		if f.deny {
+			http.Redirect(w, r, q.Get("redirect_uri")+"?error=access_denied&error_description=the+user+said+no&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+			return
 		}
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	case "/token":
@@ -235,6 +244,11 @@ func TestLoginDynamicRegistrationAndCall(t *testing.T) {
 	}
 	if !st.SignedIn || st.ClientID != "dcr-client" || st.Issuer != f.as.URL || !st.Refreshable {
 		t.Fatalf("state %+v", st)
+	}
+	// berth checks the metadata before go-sdk's handler fetches it again
+	// (docs/signin.md): two fetches of each per sign-in, no more.
+	if f.prmHits.Load() != 2 || f.asmHits.Load() != 2 {
+		t.Errorf("metadata fetched %d (resource) and %d (authorization server) times for one sign-in, want 2 and 2", f.prmHits.Load(), f.asmHits.Load())
 	}
 	if got := f.lastAuth.Get("scope"); got != "read offline_access" {
 		t.Errorf("asked for scopes %q, want read offline_access", got)
@@ -557,5 +571,78 @@ func TestNeedSignInError(t *testing.T) {
 	e := &NeedSignInError{Target: Target{Plugin: "acme", Server: "srv", Resource: "https://mcp.example/"}, Reason: "not signed in"}
 	if !strings.Contains(e.Error(), "berth login acme__srv") {
 		t.Fatal(e.Error())
+	}
+}
+
+func TestLoginDeclined(t *testing.T) {
+	f := newFakeAS(t)
+	f.deny = true
+	s := newSecrets(t)
+	_, err := Login(context.Background(), f.target("acme"), Options{Secrets: s, Ask: follow})
+	var ae *AuthorizationError
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "acme__srv") || !strings.Contains(err.Error(), "declined") {
+		t.Fatalf("err = %v", err)
+	}
+	if st, _ := Lookup(s, f.target("acme")); st.SignedIn {
+		t.Fatal("signed in after a refusal")
+	}
+	// No asker: a NeedSignInError, no authorization request.
+	_, err = Login(context.Background(), f.target("acme"), Options{Secrets: s})
+	var ne *NeedSignInError
+	if !errors.As(err, &ne) {
+		t.Fatalf("without an asker: %v", err)
+	}
+}
+
+// The redirect listener answers only to its own sign-in: an answer with
+// another state is ignored, and the flow still completes with the right one.
+func TestLoginIgnoresForeignAnswer(t *testing.T) {
+	f := newFakeAS(t)
+	s := newSecrets(t)
+	ask := func(ctx context.Context, p Prompt) error {
+		u, _ := url.Parse(p.URL)
+		redirect := u.Query().Get("redirect_uri")
+		resp, err := http.Get(redirect + "?code=stolen&state=forged")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a forged state was answered %d", resp.StatusCode)
+		}
+		return follow(ctx, p)
+	}
+	if _, err := Login(context.Background(), f.target("acme"), Options{Secrets: s, Ask: ask}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two processes refused the same token at once: one refreshes, the other
+// finds the new token under the lock and uses it (one refresh, not two).
+func TestRefreshOn401TwoProcessesOnce(t *testing.T) {
+	f := newFakeAS(t)
+	f.tokenDelay = 30 * time.Millisecond
+	dir := filepath.Join(t.TempDir(), "secrets")
+	tg := f.target("acme")
+	if _, err := Login(context.Background(), tg, Options{Secrets: secrets.Open(dir, nil), Ask: follow}); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.access = map[string]string{}
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, _ := NewHandler(tg, Options{Secrets: secrets.Open(dir, nil)})
+			if code, err := call(t, h, f.resource()); err != nil || code != 200 {
+				t.Errorf("call = %d, %v", code, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := f.refreshN.Load(); n != 1 {
+		t.Fatalf("%d refreshes, want 1", n)
 	}
 }
