@@ -310,8 +310,12 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
 					}
 					// Its server did not start for want of a sign-in
-					// (signin.go): say which command signs it in.
+					// (signin.go): sign in through the client if it can
+					// be asked, else say which command signs it in.
 					if cr, ok := req.(*mcp.CallToolRequest); ok {
+						if err = s.signInToStart(ctx, cr, err); err == nil {
+							break
+						}
 						if msg, ok := needSignIn(err, cr.Session, cr.ClientCapabilities(), cr.ProtocolVersion(), clientName(cr)); ok {
 							return toolError(fmt.Sprintf("berth could not run %s: %s", p.Name, msg)), nil
 						}
@@ -693,6 +697,16 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
 		sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
 		res, err = s.pool.Call(sctx, name, args, c)
+		if err != nil && c.entry.Decision == "" {
+			// Its server is down for want of a sign-in (nothing was
+			// decided, nothing ran): sign in through the client if it can
+			// be asked, and call once more.
+			if serr := s.signInToStart(ctx, req, err); serr == nil {
+				res, err = s.pool.Call(sctx, name, args, c)
+			} else {
+				err = serr
+			}
+		}
 		if err == nil && res.InputRequests != nil {
 			return c.relayInputRequests(res), nil
 		}

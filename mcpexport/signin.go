@@ -278,3 +278,33 @@ func (c *call) signInFailed(err error) bool {
 	}
 	return ok
 }
+
+// signInToStart handles a call to a tool of a remote server that never
+// started for want of a sign-in (err, the pool's answer, says so): when
+// the client can be asked (canAskSignIn), berth signs in through it
+// (pool.SignIn, the same URL-mode elicitation as during a request), starts
+// the server and re-assembles the catalog, and returns nil once the tool
+// is there; the call then runs as any other, approval and audit included.
+// Otherwise it returns err, or the sign-in's or start's error.
+func (s *Server) signInToStart(ctx context.Context, cr *mcp.CallToolRequest, err error) error {
+	var ne *signin.NeedSignInError
+	if !errors.As(err, &ne) || ne.StepUp {
+		return err
+	}
+	caps, proto := cr.ClientCapabilities(), cr.ProtocolVersion()
+	if ok, _ := canAskSignIn(cr.Session, caps, proto, clientName(cr)); !ok {
+		return err
+	}
+	ctx, stop := s.bindRequest(ctx, cr.Extra)
+	defer stop()
+	o := originOf(ctx)
+	entry := AuditEntry{Client: clientName(cr), Transport: o.Transport, Authenticated: o.Authenticated}
+	if serr := s.pool.SignIn(s.withSignIn(ctx, cr.Session, caps, proto, entry), ne.Target.Plugin, ne.Target.Server); serr != nil {
+		return serr
+	}
+	s.refresh(ctx, "tools/call")
+	if !s.hasTool(cr.Params.Name) {
+		return fmt.Errorf("%s signed in and started, and has no tool %s; berth tools lists the catalog", ne.Target.ID(), cr.Params.Name)
+	}
+	return nil
+}
