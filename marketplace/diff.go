@@ -176,12 +176,19 @@ func credentials(r *catalog.SummaryRemote) []string {
 	if o := r.OAuth; o != nil {
 		// Each part of a sign-in is its own item, so that a new scope or
 		// another authorization server shows as a grown credential.
+		// An unpinned issuer or no scopes leave the choice to the server:
+		// an item of their own, so that dropping a pin or the scopes grows.
 		out = append(out, "OAuth sign-in")
 		for _, s := range o.Scopes {
 			out = append(out, "OAuth scope "+s)
 		}
+		if len(o.Scopes) == 0 {
+			out = append(out, "OAuth scopes the server names")
+		}
 		if o.Issuer != "" {
 			out = append(out, "OAuth sign-in at "+o.Issuer)
+		} else {
+			out = append(out, "OAuth sign-in at the authorization server the server names")
 		}
 		if o.ClientID != "" {
 			out = append(out, "OAuth client "+o.ClientID)

@@ -144,3 +144,24 @@ func FuzzIssuerOfMetadataURL(f *testing.F) {
 		}
 	})
 }
+
+// TestClaudeRemoteMayAsk: Claude Code signs in to any remote that answers
+// 401 with its protected-resource metadata, so a remote that sends no
+// credential (no Authorization header, no header named like a credential,
+// no headersHelper) imports as "oauth": {}; one that sends one does not.
+func TestClaudeRemoteMayAsk(t *testing.T) {
+	dir := writePlugin(t, `{"name": "p", "version": "1.0.0", "description": "d"}`, map[string]string{
+		".mcp.json": `{"mcpServers": {
+		  "notion": {"type": "http", "url": "https://mcp.notion.com/mcp"},
+		  "region": {"type": "http", "url": "https://r.example.com/mcp", "headers": {"X-Region": "${REGION}"}},
+		  "keyed": {"type": "http", "url": "https://k.example.com/mcp", "headers": {"X-API-Key": "${K}"}},
+		  "bearer": {"type": "sse", "url": "https://b.example.com/sse", "headers": {"Authorization": "Bearer ${B}"}}}}`,
+	})
+	b := openValid(t, dir)
+	for name, want := range map[string]bool{"notion": true, "region": true, "keyed": false, "bearer": false} {
+		a := b.Manifest.MCPServers[name].Remote.Auth
+		if got := a != nil && a.OAuth != nil; got != want {
+			t.Errorf("%s: oauth %v, want %v (auth %+v)", name, got, want, a)
+		}
+	}
+}

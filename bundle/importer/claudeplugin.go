@@ -477,7 +477,31 @@ func (x *claudeImport) remote(d *doc, o obj, sp, name, typ string) {
 	}
 	if o.has("oauth") {
 		x.oauth(d, o, sp, name, r)
+		return
 	}
+	if r.Auth == nil && !o.has("headersHelper") && !credentialHeader(keys) {
+		// Claude Code signs in to any remote that answers 401 with its
+		// protected-resource metadata, oauth settings or not (the MCP
+		// authorization spec); one that sends no credential may be such
+		// a server, and "oauth": {} lets berth sign in then.
+		r.Auth = &bundle.RemoteAuth{OAuth: &bundle.OAuth{}}
+		x.c.at(sp+".remote.auth", d.loc(o.path))
+	}
+}
+
+// credentialHeader reports whether one of the header names sends a
+// credential: Authorization, or a name that says it holds one (X-API-Key,
+// X-Auth-Token, ...).
+func credentialHeader(names []string) bool {
+	for _, k := range names {
+		if strings.EqualFold(k, "authorization") {
+			return true
+		}
+		if _, yes := bundle.LooksLikeCredential(k, ""); yes {
+			return true
+		}
+	}
+	return false
 }
 
 // oauth maps a remote's Claude Code oauth settings to auth.oauth

@@ -48,6 +48,9 @@ func TestCorpusSchemaVersions(t *testing.T) {
 	bySchema := map[string]*tally{}
 	byRule := map[string]int{}
 	var inferred, ambiguous []string
+	// remotes of valid bundles, and those that may ask for a sign-in
+	// ("oauth": {}: they send no credential header).
+	remotes, mayAsk := 0, 0
 	for i, raw := range corpusServers(t) {
 		var s struct {
 			Schema string `json:"$schema"`
@@ -62,6 +65,14 @@ func TestCorpusSchemaVersions(t *testing.T) {
 		b, err := OpenServerJSON(ctx, fmt.Sprintf("servers[%d]", i), raw, nil)
 		if err == nil {
 			tl.valid++
+			for _, sv := range b.Manifest.MCPServers {
+				if r := sv.Remote; r != nil {
+					remotes++
+					if r.Auth != nil && r.Auth.OAuth != nil {
+						mayAsk++
+					}
+				}
+			}
 			if imp := b.Manifest.ImportedFrom; imp.FormatVersionInferred {
 				inferred = append(inferred, imp.FormatVersion)
 			}
@@ -99,6 +110,10 @@ func TestCorpusSchemaVersions(t *testing.T) {
 		t.Logf("%-100q %5d items, %5d valid bundles", k, tl.items, tl.valid)
 	}
 	t.Logf("all: %d items, %d valid bundles", total, valid)
+	t.Logf("remotes of valid bundles: %d, of which %d send no credential header and may ask for an OAuth sign-in (\"oauth\": {})", remotes, mayAsk)
+	if remotes > 0 && mayAsk == 0 {
+		t.Error("no remote of the corpus may ask for a sign-in; a server.json remote without a credential header imports as \"oauth\": {}")
+	}
 	rules := make([]string, 0, len(byRule))
 	for r := range byRule {
 		rules = append(rules, r)
