@@ -170,6 +170,7 @@ func TestSignInOIDCThroughClient(t *testing.T) {
 		t.Fatalf("the call that asked for the sign-in answered (error %v): %s", isErr, text)
 	}
 	msg := asked[0].Message
+	t.Logf("the elicitation's message:\n%s", msg)
 	for _, want := range []string{"hosted", "api", srv.Issuer} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the elicitation's message does not name %q:\n%s", want, msg)
@@ -179,6 +180,78 @@ func TestSignInOIDCThroughClient(t *testing.T) {
 	if text, isErr := s.call(t, "hosted__api__whoami"); isErr || len(asked) != 1 {
 		t.Fatalf("the next call (error %v, %d elicitations): %s", isErr, len(asked), text)
 	}
+}
+
+// Step-up against the real provider: a tool whose call the resource answers
+// 403 insufficient_scope for want of a scope the sign-in did not ask for.
+// A client that cannot open a page gets an error naming berth login and
+// the scope; berth login --scope signs in for it and the call runs. A
+// client with URL-mode elicitation is asked (the message names the
+// scope), the human consents, and the very call runs.
+func TestSignInOIDCStepUp(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{Resources: []oidctest.Resource{{Name: "a", StepUpScope: "mcp:admin"}}})
+	pin := fmt.Sprintf(`{"issuer": %q}`, srv.Issuer)
+
+	t.Run("login", func(t *testing.T) {
+		h := newOIDCHome(t)
+		h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], pin)})
+		h.login(t, srv, "hosted__api", "alice")
+		s := h.serve(t)
+		if text, isErr := s.call(t, "hosted__api__whoami"); isErr {
+			t.Fatalf("whoami: %s", text)
+		}
+		text, isErr := s.call(t, "hosted__api__admin")
+		if !isErr || !strings.Contains(text, "berth login hosted__api") || !strings.Contains(text, "mcp:admin") {
+			t.Fatalf("a call that needs more scope answered (error %v): %s\nwant an error naming berth login hosted__api and mcp:admin", isErr, text)
+		}
+		s.close(t)
+		if _, err := h.tryLogin(t, srv, "hosted__api", "alice", "--scope", "mcp:admin"); err != nil {
+			t.Fatalf("berth login --scope mcp:admin: %v", err)
+		}
+		s = h.serve(t)
+		if text, isErr := s.call(t, "hosted__api__admin"); isErr || !strings.Contains(text, "mcp:admin") {
+			t.Fatalf("the call after berth login --scope mcp:admin answered (error %v): %s", isErr, text)
+		}
+	})
+
+	t.Run("elicitation", func(t *testing.T) {
+		h := newOIDCHome(t)
+		h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], pin)})
+		h.login(t, srv, "hosted__api", "alice")
+		var mu sync.Mutex
+		var asked []string
+		consented := make(chan error, 4)
+		s := h.serveWith(t, &mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+			ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				asked = append(asked, req.Params.Message)
+				mu.Unlock()
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+					defer cancel()
+					_, err := oidctest.Consent(ctx, srv.Issuer, req.Params.URL, "alice")
+					consented <- err
+				}()
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			},
+		}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		text, isErr := s.call(t, "hosted__api__admin")
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) != 1 {
+			t.Fatalf("berth serve sent %d elicitations for a step-up; want 1 (call answered error %v: %s)", len(asked), isErr, text)
+		}
+		if err := <-consented; err != nil {
+			t.Fatalf("consenting to the step-up: %v", err)
+		}
+		if isErr || !strings.Contains(text, "mcp:admin") {
+			t.Fatalf("the call that asked for the step-up answered (error %v): %s", isErr, text)
+		}
+		if !strings.Contains(asked[0], "mcp:admin") {
+			t.Errorf("the step-up's message does not name the scope mcp:admin:\n%s", asked[0])
+		}
+	})
 }
 
 // Two berth processes whose access token expired refresh at once: the

@@ -51,7 +51,10 @@
 //   - "redirectTo": every POST to /mcp that carries an Authorization header
 //     is answered 307 to this URL (a redirect to another origin; the test
 //     watches where the token goes). Without one it answers 401 as usual,
-//     so a client can sign in first.
+//     so a client can sign in first;
+//   - "stepUpScope": the resource also has a tool "admin" whose call needs
+//     this scope besides the usual one: without it, 403 insufficient_scope
+//     with scope="<usual> <stepUpScope>" (a step-up).
 import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import http from 'node:http';
@@ -135,7 +138,7 @@ const provider = new Provider(issuer, {
         const r = resourceByURL.get(indicator) ?? resourceByURL.get(indicator.replace(/\/$/, ''));
         if (!r) throw new errors.InvalidTarget(`unknown resource ${indicator}`);
         return {
-          scope,
+          scope: [scope, r.stepUpScope].filter(Boolean).join(' '),
           audience: r.url,
           accessTokenTTL: ttl,
           accessTokenFormat: 'jwt',
@@ -262,6 +265,23 @@ for (const r of Object.values(resources)) {
     },
   }));
 
+  // Step-up: a call of the tool "admin" needs r.stepUpScope too; without
+  // it the resource answers 403 insufficient_scope naming both scopes
+  // (RFC 6750 §3.1), as the MCP authorization spec says.
+  if (r.stepUpScope) {
+    app.post('/mcp', (req, res, next) => {
+      const msgs = Array.isArray(req.body) ? req.body : [req.body];
+      const admin = msgs.some((m) => m?.method === 'tools/call' && m?.params?.name === 'admin');
+      if (admin && !req.auth.scopes.includes(r.stepUpScope)) {
+        const both = `${scope} ${r.stepUpScope}`;
+        res.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${both}", resource_metadata="${prmURL}", error_description="the admin tool needs ${r.stepUpScope}"`);
+        res.status(403).json({ error: 'insufficient_scope', error_description: `the admin tool needs ${r.stepUpScope}` });
+        return;
+      }
+      next();
+    });
+  }
+
   app.post('/mcp', async (req, res) => {
     const server = new McpServer({ name: `berth-oidc-${r.name}`, version: '1.0.0' });
     server.registerTool('whoami', {
@@ -272,6 +292,13 @@ for (const r of Object.values(resources)) {
         text: JSON.stringify({ sub: extra.authInfo?.extra?.sub, aud: String(extra.authInfo?.resource ?? '') }),
       }],
     }));
+    if (r.stepUpScope) {
+      server.registerTool('admin', {
+        description: `Needs the scope ${r.stepUpScope} (step-up).`,
+      }, async (extra) => ({
+        content: [{ type: 'text', text: JSON.stringify({ admin: true, scopes: extra.authInfo?.scopes }) }],
+      }));
+    }
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       transport.close();
