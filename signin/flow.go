@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -370,7 +371,7 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 // setToken records a token the server issued; a refresh answer without a
 // refresh token keeps the old one (RFC 6749 section 6).
 func (r *record) setToken(tok *oauth2.Token, asked []string) {
-	r.AccessToken, r.TokenType, r.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	r.AccessToken, r.TokenType, r.Expiry, r.Issued = tok.AccessToken, tok.TokenType, tok.Expiry, time.Now()
 	if tok.RefreshToken != "" {
 		r.RefreshToken = tok.RefreshToken
 	}

@@ -20,8 +20,28 @@ import (
 	"github.com/berth-mcp/berth/secrets"
 )
 
-// refreshEarly is how long before its expiry a token is refreshed.
+// refreshEarly is how long before its expiry a token is refreshed: a
+// minute, or a quarter of its lifetime when that is shorter (a token that
+// lives 20 s is used for 15 s, not refreshed at every use).
 const refreshEarly = time.Minute
+
+// fresh reports whether the record's access token is usable without a
+// refresh now.
+func (r *record) fresh() bool {
+	if r.AccessToken == "" {
+		return false
+	}
+	if r.Expiry.IsZero() {
+		return true
+	}
+	early := refreshEarly
+	if !r.Issued.IsZero() {
+		if life := r.Expiry.Sub(r.Issued); life > 0 && life/4 < early {
+			early = life / 4
+		}
+	}
+	return time.Until(r.Expiry) > early
+}
 
 var _ auth.OAuthHandler = (*Handler)(nil)
 
@@ -116,7 +136,7 @@ func (s tokenSource) Token() (*oauth2.Token, error) {
 	if rec == nil || (rec.AccessToken == "" && rec.RefreshToken == "") {
 		return nil, &oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: h.why()}
 	}
-	if rec.AccessToken != "" && (rec.Expiry.IsZero() || time.Until(rec.Expiry) > refreshEarly) {
+	if rec.fresh() {
 		return rec.token(), nil
 	}
 	rec, err = h.refresh(ctx, rec.AccessToken)
@@ -165,7 +185,7 @@ func (h *Handler) refresh(ctx context.Context, failed string) (*record, error) {
 			h.setReason("the stored sign-in does not apply: %s", why)
 			return old, nil
 		}
-		if old.AccessToken != failed && (old.Expiry.IsZero() || time.Until(old.Expiry) > refreshEarly) {
+		if old.AccessToken != failed && old.fresh() {
 			out = old // refreshed elsewhere meanwhile
 			return old, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -250,8 +251,9 @@ func TestLoginDynamicRegistrationAndCall(t *testing.T) {
 	if f.prmHits.Load() != 2 || f.asmHits.Load() != 2 {
 		t.Errorf("metadata fetched %d (resource) and %d (authorization server) times for one sign-in, want 2 and 2", f.prmHits.Load(), f.asmHits.Load())
 	}
-	if got := f.lastAuth.Get("scope"); got != "read offline_access" {
-		t.Errorf("asked for scopes %q, want read offline_access", got)
+	// (go-sdk's scope union does not keep an order.)
+	if got := strings.Fields(f.lastAuth.Get("scope")); len(got) != 2 || !slices.Contains(got, "read") || !slices.Contains(got, "offline_access") {
+		t.Errorf("asked for scopes %q, want read and offline_access", got)
 	}
 	h, _ := NewHandler(tg, Options{Secrets: s})
 	if code, err := call(t, h, f.resource()); err != nil || code != 200 {
@@ -363,7 +365,7 @@ func TestResourceMismatch(t *testing.T) {
 
 func TestRefreshPersisted(t *testing.T) {
 	f := newFakeAS(t)
-	f.ttl = 30 // within refreshEarly: every use refreshes
+	f.ttl = 2 // refreshed in its last half second
 	s := newSecrets(t)
 	tg := f.target("acme")
 	if _, err := Login(context.Background(), tg, Options{Secrets: s, Ask: follow}); err != nil {
@@ -371,6 +373,10 @@ func TestRefreshPersisted(t *testing.T) {
 	}
 	before, _ := readRecord(context.Background(), s, tg)
 	h, _ := NewHandler(tg, Options{Secrets: s})
+	if code, err := call(t, h, f.resource()); err != nil || code != 200 || f.refreshN.Load() != 0 {
+		t.Fatalf("call with a fresh token = %d, %v (%d refreshes)", code, err, f.refreshN.Load())
+	}
+	time.Sleep(1600 * time.Millisecond)
 	if code, err := call(t, h, f.resource()); err != nil || code != 200 {
 		t.Fatalf("call = %d, %v", code, err)
 	}
@@ -404,13 +410,14 @@ func TestRefreshOn401(t *testing.T) {
 
 func TestConcurrentRefreshTwoStores(t *testing.T) {
 	f := newFakeAS(t)
-	f.ttl = 30
+	f.ttl = 1
 	f.tokenDelay = 50 * time.Millisecond
 	dir := filepath.Join(t.TempDir(), "secrets")
 	tg := f.target("acme")
 	if _, err := Login(context.Background(), tg, Options{Secrets: secrets.Open(dir, nil), Ask: follow}); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(900 * time.Millisecond) // every process must refresh now
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := 0; i < 4; i++ {
@@ -432,6 +439,9 @@ func TestConcurrentRefreshTwoStores(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	if f.refreshN.Load() == 0 {
+		t.Fatal("no process refreshed")
 	}
 	rec, _ := readRecord(context.Background(), secrets.Open(dir, nil), tg)
 	f.mu.Lock()

@@ -62,6 +62,7 @@ type record struct {
 	TokenType    string    `json:"tokenType,omitempty"`
 	RefreshToken string    `json:"refreshToken,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
+	Issued       time.Time `json:"issued,omitzero"`
 	Subject      string    `json:"subject,omitempty"`
 }
 
