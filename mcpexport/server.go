@@ -114,6 +114,9 @@ type Server struct {
 	notices listNotices // which list_changed notifications go out
 	levels  logLevels   // the log level each legacy session set (relay.go)
 	signIns signInAsks  // the sign-ins asked through clients (signin.go)
+	// signInFlows are the sign-ins asked as input requests
+	// (signin_input.go).
+	signInFlows signInFlows
 
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
@@ -315,6 +318,19 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					if cr, ok := req.(*mcp.CallToolRequest); ok {
 						if err = s.signInToStart(ctx, cr, err); err == nil {
 							break
+						}
+						if _, ok := needsInputSignIn(err, cr); ok || strings.HasPrefix(p.RequestState, signInStatePrefix) {
+							// A 2026-07-28 client: the tool handler asks
+							// with an input request (signin_input.go), or
+							// runs the call after the sign-in.
+							res, err := s.toolHandler(p.Name)(ctx, cr)
+							switch {
+							case err != nil:
+								return nil, err
+							case res.InputRequests != nil:
+								return markInputRequired(res)
+							}
+							return res, nil
 						}
 						if msg, ok := needSignIn(err, cr.Session, cr.ClientCapabilities(), cr.ProtocolVersion(), clientName(cr)); ok {
 							return toolError(fmt.Sprintf("berth could not run %s: %s", p.Name, msg)), nil
@@ -694,6 +710,19 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		sum := sha256.Sum256(args)
 		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
 		c.entry.Arguments = shapeOf(decoded)
+		signedIn := false
+		if strings.HasPrefix(req.Params.RequestState, signInStatePrefix) {
+			// The retry of a call that waited for a sign-in (signin_input.go).
+			signedIn = true
+			if serr := c.signInRetry(ctx, args); serr != nil {
+				defer c.writeAudit()
+				c.entry.Outcome = OutcomeFailed
+				if !c.signInFailed(serr) {
+					c.entry.Reason = shortErr(serr)
+				}
+				return toolError(fmt.Sprintf("berth could not run %s: %s", name, c.entry.Reason)), nil
+			}
+		}
 		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
 		sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
 		res, err = s.pool.Call(sctx, name, args, c)
@@ -705,6 +734,20 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 				res, err = s.pool.Call(sctx, name, args, c)
 			} else {
 				err = serr
+			}
+		}
+		if ne, ok := needsInputSignIn(err, req); ok && !signedIn {
+			// A 2026-07-28 client that can open a link: the sign-in
+			// goes to it as an input request (once per call: a server
+			// that still asks after the sign-in gets the error).
+			ir, ierr := c.signInInputRequest(ctx, ne, args)
+			switch {
+			case ierr != nil:
+				err = ierr
+			case ir != nil:
+				return ir, nil
+			default: // signed in meanwhile
+				res, err = s.pool.Call(sctx, name, args, c)
 			}
 		}
 		if err == nil && res.InputRequests != nil {

@@ -68,12 +68,13 @@ func (a *signInAsks) release(id string) {
 // and if not, why (for the error the request then ends with).
 func canAskSignIn(ss *mcp.ServerSession, caps *mcp.ClientCapabilities, protocol, client string) (bool, string) {
 	switch {
-	case ss == nil || ss.InitializeParams() == nil:
-		return false, "the request has no legacy client session berth could ask"
-	case protocol >= modernProtocol:
-		return false, fmt.Sprintf("the client's session is on protocol %s, where berth cannot send it a request during a call", protocol)
 	case caps == nil || caps.Elicitation == nil || caps.Elicitation.URL == nil:
 		return false, fmt.Sprintf("the client (%s) did not declare URL-mode elicitation (elicitation.url), so berth cannot ask it to open the sign-in page", client)
+	case protocol >= modernProtocol:
+		// Asked with an input request instead (signin_input.go).
+		return false, fmt.Sprintf("the client's session is on protocol %s, where berth cannot send it a request during a call", protocol)
+	case ss == nil || ss.InitializeParams() == nil:
+		return false, "the request has no legacy client session berth could ask"
 	}
 	return true, ""
 }

@@ -79,6 +79,11 @@ func newOAuthEnv(t *testing.T, login bool) *oauthEnv {
 		if err != nil {
 			t.Fatalf("berth login: %v", err)
 		}
+		// The secret store stamps a change to the second, and a handler
+		// reads a sign-in again only when the stamp moved: a sign-in
+		// stored within the second of the last one would go unseen by a
+		// running connection (reported to helper B). A human takes longer.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	}
 	e := &env{t: t, paths: paths, store: st}
 	e.pool, err = pool.Open(ctx, st, ws, signInPoolOptions(sec))
@@ -109,8 +114,15 @@ type browserClient struct {
 }
 
 func (o *oauthEnv) browserClient(answer string) *browserClient {
+	return o.browserClientOn("2025-11-25", answer)
+}
+
+// browserClientOn is browserClient on the protocol proto ("": 2026-07-28,
+// where berth asks with input requests, which go-sdk's client fulfills
+// with the same handler and retries).
+func (o *oauthEnv) browserClientOn(proto, answer string) *browserClient {
 	bc := &browserClient{}
-	bc.cs, _ = o.urlClient("2025-11-25", func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	bc.cs, _ = o.urlClient(proto, func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		bc.mu.Lock()
 		bc.asked = append(bc.asked, req.Params)
 		bc.mu.Unlock()
@@ -183,7 +195,7 @@ func TestSignInEndToEndExpired(t *testing.T) {
 	if p.Mode != "url" || !strings.HasPrefix(p.URL, o.f.issuer()+"/authorize?") {
 		t.Fatalf("elicitation %+v", p)
 	}
-	for _, want := range []string{"plugin demo, server up needs you to sign in", "Authorization server: " + o.f.issuer(), "Resource: " + o.f.resource(), "Scopes: read"} {
+	for _, want := range []string{"plugin demo, server up needs you to sign in", "Authorization server: " + o.f.issuer(), "Resource: " + o.f.resource(), "Scopes: ", "read"} {
 		if !strings.Contains(p.Message, want) {
 			t.Errorf("message lacks %q:\n%s", want, p.Message)
 		}
@@ -237,7 +249,7 @@ func TestSignInEndToEndDeclined(t *testing.T) {
 }
 
 // A client without URL-mode elicitation gets a tool error naming berth
-// login and why, at once (no hang); so does a 2026-07-28 session.
+// login and why, at once (no hang), on either protocol.
 func TestSignInEndToEndNoURLElicitation(t *testing.T) {
 	o := newOAuthEnv(t, true)
 	o.waitRunning()
@@ -249,9 +261,9 @@ func TestSignInEndToEndNoURLElicitation(t *testing.T) {
 	if !isErr || !strings.Contains(text, "berth login demo__up") || !strings.Contains(text, "did not declare URL-mode elicitation") || !strings.Contains(text, "expired") {
 		t.Fatalf("%q %v", text, isErr)
 	}
-	modern, _ := o.urlClient("", nil)
+	modern := o.client("", nil)
 	text, isErr = callTool(t, modern, whoamiTool, "x")
-	if !isErr || !strings.Contains(text, "berth login demo__up") || !strings.Contains(text, "2026-07-28") {
+	if !isErr || !strings.Contains(text, "berth login demo__up") || !strings.Contains(text, "did not declare URL-mode elicitation") {
 		t.Fatalf("%q %v", text, isErr)
 	}
 	stepUp := o.client("2025-11-25", nil)
@@ -417,4 +429,57 @@ func (o *oauthEnv) waitsForSignIn() bool {
 		}
 	}
 	return false
+}
+
+// On a 2026-07-28 session the sign-in is an input request: go-sdk's client
+// shows it (the same URL-mode elicitation, the same message), retries, and
+// berth's retry waits for the sign-in and runs the call. Expired, step-up,
+// never signed in, and declined.
+func TestSignInEndToEndModern(t *testing.T) {
+	t.Run("expired", func(t *testing.T) {
+		o := newOAuthEnv(t, true)
+		o.waitRunning()
+		o.f.revokeAll()
+		bc := o.browserClientOn("", "accept")
+		if text, isErr := callTool(t, bc.cs, whoamiTool, "x"); isErr || text != "signed in as alice" {
+			t.Fatalf("%q %v", text, isErr)
+		}
+		asked := bc.elicitations()
+		if len(asked) != 1 || asked[0].Mode != "url" || !strings.HasPrefix(asked[0].URL, o.f.issuer()+"/authorize?") || !strings.Contains(asked[0].Message, "plugin demo, server up needs you to sign in") {
+			t.Fatalf("elicitations %+v", asked)
+		}
+		checkAuditClean(t, o)
+	})
+	t.Run("step-up", func(t *testing.T) {
+		o := newOAuthEnv(t, true)
+		o.waitRunning()
+		bc := o.browserClientOn("", "accept")
+		if text, isErr := callTool(t, bc.cs, adminTool, "x"); isErr || text != "admin done" {
+			t.Fatalf("%q %v", text, isErr)
+		}
+		asked := bc.elicitations()
+		if len(asked) != 1 || !strings.Contains(asked[0].Message, "asks for more access") {
+			t.Fatalf("elicitations %+v", asked)
+		}
+	})
+	t.Run("never signed in", func(t *testing.T) {
+		o := newOAuthEnv(t, false)
+		bc := o.browserClientOn("", "accept")
+		if text, isErr := callTool(t, bc.cs, whoamiTool, "x"); isErr || text != "signed in as alice" {
+			t.Fatalf("%q %v (status %+v)", text, isErr, o.pool.Status())
+		}
+		if n := len(bc.elicitations()); n != 1 {
+			t.Fatalf("%d elicitations", n)
+		}
+	})
+	t.Run("declined", func(t *testing.T) {
+		o := newOAuthEnv(t, true)
+		o.waitRunning()
+		o.f.revokeAll()
+		bc := o.browserClientOn("", "decline")
+		text, isErr := callTool(t, bc.cs, whoamiTool, "x")
+		if !isErr || !strings.Contains(text, `answered "decline"`) || !strings.Contains(text, "berth login demo__up") {
+			t.Fatalf("%q %v", text, isErr)
+		}
+	})
 }

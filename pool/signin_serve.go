@@ -11,13 +11,14 @@ import (
 // SignIn signs in the remote server name of plugin, which waits for a
 // sign-in, now, asking a human through the asker on ctx (signin.WithAsk; berth serve's client) or the pool's
 // Options.SignInAsk, and then starts it at once and waits until its start
-// is over. It is how a server that never started, for want of a sign-in,
+// is over. extraScopes are asked for besides (a step-up: the scopes the
+// server's 403 named). It is how a server that never started, for want of a sign-in,
 // gets one from a client: a request on a live connection asks within the
 // request instead (go-sdk's OAuth handler). It fails with the server's
 // start error if the start failed after the sign-in, and with the
 // sign-in's error (a *signin.NeedSignInError when no human could be
 // asked) otherwise.
-func (p *Pool) SignIn(ctx context.Context, plugin, name string) error {
+func (p *Pool) SignIn(ctx context.Context, plugin, name string, extraScopes ...string) error {
 	id := ServerID(plugin, name)
 	var s *server
 	for _, c := range p.servers() {
@@ -44,7 +45,7 @@ func (p *Pool) SignIn(ctx context.Context, plugin, name string) error {
 		}
 		o.Client = c
 	}
-	if _, err := signin.Login(ctx, t, o); err != nil {
+	if _, err := signin.Login(ctx, t, o, extraScopes...); err != nil {
 		return err
 	}
 	// Start it now, not at its next recheck (as kickSignIn does for a
