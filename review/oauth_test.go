@@ -48,10 +48,10 @@ func TestReviewOAuth(t *testing.T) {
 	if err := json.Unmarshal(d.JSON(), &j); err != nil {
 		t.Fatal(err)
 	}
-	if o := j.Servers[1].Remote.OAuth; o == nil || o.Issuer != "https://login.acme.example" || o.IssuerHost != "login.acme.example" || o.SentTo != "https://mcp.acme.example" || o.Resource != "https://mcp.acme.example/v1" || len(o.Scopes) != 2 {
+	if o := j.Servers[1].Remote.OAuth; o == nil || o.Issuer != "https://login.acme.example" || o.IssuerOtherHost != "login.acme.example" || o.SentTo != "https://mcp.acme.example" || o.Resource != "https://mcp.acme.example/v1" || len(o.Scopes) != 2 {
 		t.Errorf("JSON oauth of tracker: %+v", o)
 	}
-	if o := j.Servers[0].Remote.OAuth; o == nil || o.Issuer != "" || o.IssuerHost != "" || o.Scopes == nil {
+	if o := j.Servers[0].Remote.OAuth; o == nil || o.Issuer != "" || o.IssuerOtherHost != "" || o.Scopes == nil {
 		t.Errorf("JSON oauth of docs: %+v", o)
 	}
 }

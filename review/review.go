@@ -180,9 +180,9 @@ type OAuth struct {
 	// Issuer is the pinned authorization server's issuer; "" when it is
 	// the one the server names (discovered at sign-in).
 	Issuer string `json:"issuer,omitempty"`
-	// IssuerHost is the pinned issuer's host when it is another host than
+	// IssuerOtherHost is the pinned issuer's host when it is another host than
 	// the resource's; "" otherwise.
-	IssuerHost string `json:"issuerOtherHost,omitempty"`
+	IssuerOtherHost string `json:"issuerOtherHost,omitempty"`
 	// Scopes are the scopes asked for; empty: those the server names.
 	Scopes []string `json:"scopes"`
 	// ClientID is the pre-registered public client, "" when berth
@@ -209,7 +209,7 @@ func NewOAuth(endpoint string, o *bundle.OAuth) *OAuth {
 	}
 	if o.Issuer != "" {
 		if iss, err := bundle.ParseIssuer(o.Issuer); err == nil && (ep == nil || iss.Host != ep.Host) {
-			out.IssuerHost = iss.Host
+			out.IssuerOtherHost = iss.Host
 		}
 	}
 	return out

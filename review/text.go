@@ -218,8 +218,8 @@ func (p *printer) oauth(o *OAuth) {
 	}
 	p.field("sends", "an OAuth access token, once you sign in: the server may ask for a sign-in, which berth discovers when it answers 401 with its protected-resource metadata")
 	p.field("signs in", "to "+o.Resource+" at "+as+" as you, asking for "+scopes+"; the token is kept in berth's secret store and sent only to "+o.SentTo)
-	if o.IssuerHost != "" {
-		p.field("auth server", o.IssuerHost+" is another host than the server's: you sign in there, and it issues the token")
+	if o.IssuerOtherHost != "" {
+		p.field("auth server", o.IssuerOtherHost+" is another host than the server's: you sign in there, and it issues the token")
 	}
 	if o.ClientID != "" {
 		p.field("client", "the pre-registered public client "+strconv.Quote(o.ClientID))
