@@ -24,21 +24,22 @@ import (
 
 // The sign-in end to end against a real authorization server
 // (internal/oidctest: oidc-provider with dynamic registration, PKCE,
-// resource indicators, 66 s JWT access tokens and rotated refresh tokens, in
+// resource indicators, 4 s JWT access tokens and rotated refresh tokens, in
 // front of a TypeScript SDK MCP server that requires its tokens), through
 // the berth executable as an operator and Claude Desktop use it: trust and
 // enable a plugin that declares the remote with auth.oauth, berth login
 // --no-browser (the test signs in and consents over HTTP as the human
 // would), a tool call through berth serve on stdio, no refresh while the
-// token is fresh, the access token coming due and the next call refreshing
+// token is fresh, the access token expiring and the next call refreshing
 // it (the provider sees a refresh_token grant, the call carries the new
 // token, a new serve refreshes with the stored, rotated refresh token),
 // berth logout, and the next call, in the running serve and a new one,
 // asking for a sign-in with an error that names berth login.
 func TestSignInOIDC(t *testing.T) {
-	// berth refreshes a token a minute before it expires (signin's
-	// refreshEarly): a 66 s token is fresh for 6 s, then due.
-	const ttl, fresh = 66, 6 * time.Second
+	// berth refreshes a token in the last quarter of its life (at most a
+	// minute before expiry): a 4 s token is fresh for 3 s. The test lets
+	// it expire.
+	const ttl, fresh = 4, 3 * time.Second
 	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: ttl, Resources: []oidctest.Resource{{Name: "a"}}})
 	h := newOIDCHome(t)
 	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
@@ -70,14 +71,14 @@ func TestSignInOIDC(t *testing.T) {
 	firstToken := lastBearer(srv, "a")
 	_, refreshBefore := srv.Tokens(t)
 
-	// The access token is due; the next call refreshes it quietly.
-	time.Sleep(time.Until(issued.Add(fresh + time.Second)))
+	// The access token expires; the next call refreshes it quietly.
+	time.Sleep(time.Until(issued.Add(ttl*time.Second + time.Second)))
 	text, isErr = s.call(t, "hosted__api__whoami")
 	if isErr || !strings.Contains(text, `"sub":"alice"`) {
-		t.Fatalf("whoami once the access token was due answered (error %v): %s", isErr, text)
+		t.Fatalf("whoami once the access token expired answered (error %v): %s", isErr, text)
 	}
 	if n := srv.Count(oidctest.IsToken("refresh_token")); n == 0 {
-		t.Fatal("no refresh_token grant at the provider once the access token was due")
+		t.Fatal("no refresh_token grant at the provider once the access token expired")
 	}
 	srv.Wait(t, 10*time.Second, 1, "a call with the refreshed access token", func(e oidctest.Event) bool {
 		return e.Event == "mcp" && e.Resource == "a" && e.Bearer && e.Status == 200 && e.TokenSHA256 != firstToken
@@ -87,7 +88,7 @@ func TestSignInOIDC(t *testing.T) {
 	}
 	// The rotated refresh token is the one berth kept: the provider
 	// accepts only the newest, so another berth process must find it. A
-	// new serve, once the refreshed token is due too, refreshes with what
+	// new serve, once the refreshed token expired too, refreshes with what
 	// is stored.
 	_, refreshAfter := srv.Tokens(t)
 	if len(refreshAfter) <= len(refreshBefore) {
@@ -96,13 +97,13 @@ func TestSignInOIDC(t *testing.T) {
 	s.close(t)
 	refreshed := time.Now()
 	grants := srv.Count(oidctest.IsToken("refresh_token"))
-	time.Sleep(time.Until(refreshed.Add(fresh + time.Second)))
+	time.Sleep(time.Until(refreshed.Add(ttl*time.Second + time.Second)))
 	s = h.serve(t)
 	if text, isErr := s.call(t, "hosted__api__whoami"); isErr || !strings.Contains(text, `"sub":"alice"`) {
 		t.Fatalf("a new berth serve could not use the stored, rotated refresh token (error %v): %s", isErr, text)
 	}
 	if n := srv.Count(oidctest.IsToken("refresh_token")); n <= grants {
-		t.Errorf("the new serve did not refresh the due token (%d refresh grants before, %d after)", grants, n)
+		t.Errorf("the new serve did not refresh the expired token (%d refresh grants before, %d after)", grants, n)
 	}
 	if n := srv.Count(func(e oidctest.Event) bool { return e.Event == "token" && e.Status != 200 }); n != 0 {
 		t.Fatalf("%d token requests failed at the provider: the stored refresh token was not the rotated one", n)
@@ -130,8 +131,18 @@ func TestSignInOIDC(t *testing.T) {
 // asks it to open the sign-in page (naming the plugin, the server and the
 // authorization server), the human signs in at the real provider, and the
 // very call goes on and answers.
+//
+// On a 2025-11-25 session (Claude Desktop's) berth sends the elicitation
+// during the call; on a 2026-07-28 session it answers the call with an
+// input request, which go-sdk's client follows and retries.
 func TestSignInOIDCThroughClient(t *testing.T) {
 	srv := oidctest.Start(t, oidctest.Config{Resources: []oidctest.Resource{{Name: "a"}}})
+	for _, proto := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(proto, func(t *testing.T) { signInThroughClient(t, srv, proto) })
+	}
+}
+
+func signInThroughClient(t *testing.T, srv *oidctest.Server, proto string) {
 	h := newOIDCHome(t)
 	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
 
@@ -156,7 +167,7 @@ func TestSignInOIDCThroughClient(t *testing.T) {
 			}()
 			return &mcp.ElicitResult{Action: "accept"}, nil
 		},
-	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // as Claude Desktop; berth asks no 2026-07-28 session during a call
+	}, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	text, isErr := s.call(t, "hosted__api__whoami")
 	mu.Lock()
 	defer mu.Unlock()
@@ -259,13 +270,14 @@ func TestSignInOIDCStepUp(t *testing.T) {
 // stolen, so without the store's lock one of them (and then every later
 // call) would fail. Every call answers, and so does the next one.
 func TestSignInOIDCConcurrentRefresh(t *testing.T) {
-	// A 65 s token is due (signin refreshes a minute early) 5 s after it
-	// was issued.
-	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: 65, Resources: []oidctest.Resource{{Name: "a"}}})
+	// A 10 s token expires; the one refreshed then is fresh for 7.5 s
+	// (signin refreshes in the last quarter of a token's life), long
+	// enough for the five calls.
+	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: 10, Resources: []oidctest.Resource{{Name: "a"}}})
 	h := newOIDCHome(t)
 	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
 	h.login(t, srv, "hosted__api", "alice")
-	time.Sleep(6 * time.Second)
+	time.Sleep(11 * time.Second)
 	const n = 4
 	outs := make([]string, n)
 	codes := make([]int, n)
