@@ -457,14 +457,20 @@ func TestOAuthAttackTokenLeaks(t *testing.T) {
 		setpriv := testkit.NeedSetpriv(t)
 		// Open every directory above BERTH_HOME, so that only berth's own
 		// modes protect what is inside.
-		for d := h.berthHome; ; d = filepath.Dir(d) {
-			d = filepath.Dir(d)
+		for d := filepath.Dir(h.berthHome); ; d = filepath.Dir(d) {
 			if fi, err := os.Stat(d); err == nil {
 				os.Chmod(d, fi.Mode().Perm()|0o755)
 			}
 			if d == filepath.Dir(h.root) || d == "/" {
 				break
 			}
+		}
+		// A control: nobody can read a readable file beside BERTH_HOME, so
+		// what it cannot read inside is berth's doing.
+		control := filepath.Join(h.home, "control")
+		os.WriteFile(control, []byte("readable"), 0o644)
+		if out, err := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "cat", control).CombinedOutput(); err != nil || string(out) != "readable" {
+			t.Fatalf("user nobody cannot read %s either (%v: %s): the test proves nothing", control, err, out)
 		}
 		var tried int
 		filepath.WalkDir(h.berthHome, func(p string, de fs.DirEntry, err error) error {
