@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/keyringtest"
 	"github.com/berth-mcp/berth/internal/oidctest"
 	"github.com/berth-mcp/berth/internal/testkit"
 )
@@ -351,12 +352,27 @@ func TestOAuthAttackTokenReplay(t *testing.T) {
 // user (nobody, via setpriv) cannot read it from the store.
 //
 // berth has no log-level setting: every log it writes is checked.
+//
+// Run with the file store (no Secret Service: the tokens are in the
+// store's files, mode 0600, and nowhere else) and with the keychain (a
+// private Secret Service: the tokens are in no file at all).
 func TestOAuthAttackTokenLeaks(t *testing.T) {
 	bin := t.TempDir()
 	buildPrograms(t, bin, "github.com/berth-mcp/berth/pool/internal/testserver/berth-testserver")
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Run("file", func(t *testing.T) { tokenLeaks(t, nil) })
+	t.Run("keychain", func(t *testing.T) {
+		svc := keyringtest.Start(t)
+		tokenLeaks(t, []string{"DBUS_SESSION_BUS_ADDRESS=" + svc.Address})
+	})
+}
+
+// tokenLeaks is TestOAuthAttackTokenLeaks with the keychain's variables
+// (nil: the file store).
+func tokenLeaks(t *testing.T, keychain []string) {
 	srv := oidctest.Start(t, oidctest.Config{AccessTokenTTL: 3, Resources: []oidctest.Resource{{Name: "a"}}})
 	h := newOIDCHome(t)
+	h.env = append(h.env, keychain...)
 	h.install(t, "leaky", map[string]string{
 		"api":   remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer)),
 		"local": `{"stdio": {"command": "berth-testserver", "args": ["-tools", "env"]}}`,
@@ -427,7 +443,7 @@ func TestOAuthAttackTokenLeaks(t *testing.T) {
 			if err != nil {
 				return nil
 			}
-			if strings.HasPrefix(p, store+string(filepath.Separator)) {
+			if keychain == nil && strings.HasPrefix(p, store+string(filepath.Separator)) {
 				if containsAny(data, tokens) {
 					inStore++
 					if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
@@ -439,6 +455,9 @@ func TestOAuthAttackTokenLeaks(t *testing.T) {
 			leaks(p, data)
 			return nil
 		})
+	}
+	if keychain != nil {
+		return // in no file at all: checked above
 	}
 	if inStore == 0 {
 		var files []string
