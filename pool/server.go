@@ -309,13 +309,21 @@ func (s *server) sleep() bool {
 	s.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.kick:
-		return true
-	case <-s.ctx.Done():
-		return false
+	for {
+		select {
+		case <-t.C:
+			if s.stillNoSignIn() {
+				// Nothing to try with: look again later, without a
+				// request to the server.
+				t.Reset(signInRecheck)
+				continue
+			}
+			return true
+		case <-s.kick:
+			return true
+		case <-s.ctx.Done():
+			return false
+		}
 	}
 }
 

@@ -61,3 +61,19 @@ func (p *Pool) kickSignIn(name string) bool {
 	}
 	return woke
 }
+
+// stillNoSignIn reports whether the server waits for a sign-in and the
+// store still holds none for it (read locally, no network): then its
+// recheck does not connect.
+func (s *server) stillNoSignIn() bool {
+	s.mu.Lock()
+	var ne *signin.NeedSignInError
+	waiting := errors.As(s.lastErr, &ne)
+	s.mu.Unlock()
+	if !waiting || s.p.opts.SignIns == nil || s.spec == nil || s.spec.Remote == nil || s.spec.Remote.Auth == nil || s.spec.Remote.Auth.OAuth == nil {
+		return false
+	}
+	r := s.spec.Remote
+	st, err := signin.Lookup(s.p.opts.SignIns, signin.Target{Plugin: s.pl.name, Server: s.name, Resource: r.URL, OAuth: *r.Auth.OAuth})
+	return err == nil && !st.SignedIn
+}

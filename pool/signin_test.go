@@ -17,6 +17,7 @@ import (
 
 	"github.com/zalando/go-keyring"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 )
@@ -171,5 +172,42 @@ func TestRemoteSignInAskOnCall(t *testing.T) {
 	res, err := p.Call(ctx, "web__api__echo", json.RawMessage(`{"text":"c"}`), allow)
 	if err != nil || asked != 1 || res.IsError {
 		t.Fatalf("call with an asker: %v (asked %d)", err, asked)
+	}
+}
+
+// The guard never puts a declared Authorization header over the token the
+// sign-in sets (the manifest rules refuse the pair; the guard does not
+// rely on them).
+func TestGuardKeepsSignInAuthorization(t *testing.T) {
+	keyring.MockInitWithError(errors.New("no keychain in tests"))
+	var got string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Header.Get("Authorization") }))
+	defer ts.Close()
+	g := &guard{id: "web__api", header: http.Header{"Authorization": {"Bearer from-env"}, "X-Team": {"blue"}}}
+	var err error
+	if g.ep, err = bundle.ParseEndpoint(ts.URL + "/mcp"); err != nil {
+		t.Fatal(err)
+	}
+	g.base = &http.Transport{}
+	h, err := signin.NewHandler(signin.Target{Plugin: "web", Server: "api", Resource: ts.URL + "/mcp"}, signin.Options{Secrets: secrets.Open(filepath.Join(t.TempDir(), "s"), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, oauth := range []bool{false, true} {
+		g.oauth = nil
+		if oauth {
+			g.oauth = h
+		}
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/mcp", nil)
+		req.Header.Set("Authorization", "Bearer signed-in")
+		resp, err := g.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := map[bool]string{false: "Bearer from-env", true: "Bearer signed-in"}[oauth]
+		if got != want {
+			t.Fatalf("oauth %v: Authorization %q, want %q", oauth, got, want)
+		}
 	}
 }

@@ -231,10 +231,11 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 	defer ln.close()
 	redirect := ln.URL()
 
+	posts := map[string]bool{asm.TokenEndpoint: true}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         redirect,
 		RequestRefreshToken: true,
-		Client:              hc,
+		Client:              rules.httpClientPosting(posts),
 	}
 	// Registration in the spec's order; go-sdk gets only the method that
 	// applies (its own order puts a metadata document first).
@@ -263,6 +264,7 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		if _, err := rules.checkURL("the registration endpoint", asm.RegistrationEndpoint); err != nil {
 			return nil, fmt.Errorf("server %s: %v", t.ID(), err)
 		}
+		posts[asm.RegistrationEndpoint] = true
 		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs:            []string{redirect},
 			ClientName:              "berth",

@@ -98,7 +98,13 @@ func sameOrigin(a, b *url.URL) bool {
 // proxy, public addresses only (loopback only for a loopback resource and
 // a loopback host), no redirect to another origin, bounded bodies, a
 // timeout.
-func (r netRules) httpClient() *http.Client {
+func (r netRules) httpClient() *http.Client { return r.httpClientPosting(nil) }
+
+// httpClientPosting is httpClient that sends a POST only to the URLs in
+// posts (nil: any): the client given to go-sdk's handler may register
+// and exchange the code only at the endpoints berth checked, whatever
+// its own second fetch of the metadata says.
+func (r netRules) httpClientPosting(posts map[string]bool) *http.Client {
 	base := &http.Transport{
 		Proxy:                 nil, // never an ambient proxy
 		DialContext:           r.dialContext,
@@ -110,7 +116,7 @@ func (r netRules) httpClient() *http.Client {
 		MaxIdleConnsPerHost:   2,
 	}
 	return &http.Client{
-		Transport: &limitedTransport{rules: r, base: base},
+		Transport: &limitedTransport{rules: r, base: base, posts: posts},
 		Timeout:   requestTimeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
@@ -127,6 +133,7 @@ func (r netRules) httpClient() *http.Client {
 type limitedTransport struct {
 	rules netRules
 	base  http.RoundTripper
+	posts map[string]bool
 }
 
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -135,6 +142,12 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			req.Body.Close()
 		}
 		return nil, err
+	}
+	if t.posts != nil && req.Method != http.MethodGet && !t.posts[req.URL.String()] {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, fmt.Errorf("refused a %s to %s: the sign-in sends requests only to the registration and token endpoints it checked", req.Method, redact(req.URL))
 	}
 	r := req.Clone(req.Context())
 	r.Header.Del("Cookie")

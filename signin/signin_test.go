@@ -51,6 +51,7 @@ type fakeAS struct {
 	lastAuth   url.Values
 	tokenDelay time.Duration
 	deny       bool
+	swapReg    bool // the second metadata fetch names another registration endpoint
 	prmHits    atomic.Int32
 	asmHits    atomic.Int32
 }
@@ -108,6 +109,9 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.dcr {
 			m["registration_endpoint"] = f.as.URL + "/register"
+			if f.swapReg && f.asmHits.Load() > 1 {
+				m["registration_endpoint"] = f.as.URL + "/register-elsewhere"
+			}
 		}
 		json.NewEncoder(w).Encode(m)
 	case "/register":
@@ -654,5 +658,16 @@ func TestRefreshOn401TwoProcessesOnce(t *testing.T) {
 	wg.Wait()
 	if n := f.refreshN.Load(); n != 1 {
 		t.Fatalf("%d refreshes, want 1", n)
+	}
+}
+
+// go-sdk's handler fetches the metadata again; what it registers at and
+// exchanges the code at must be what berth checked.
+func TestMetadataSwappedBetweenFetches(t *testing.T) {
+	f := newFakeAS(t)
+	f.swapReg = true
+	_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+	if err == nil || !strings.Contains(err.Error(), "register-elsewhere") || f.regs.Load() != 0 || f.authReqs.Load() != 0 {
+		t.Fatalf("err = %v (%d registrations, %d authorization requests)", err, f.regs.Load(), f.authReqs.Load())
 	}
 }
