@@ -385,6 +385,13 @@ func TestLoginNoBrowser(t *testing.T) {
 	if strings.Contains(out, "Signing in to") {
 		t.Errorf("login --json printed the text description:\n%s", out)
 	}
+	// Disabled in a workspace while enabled in another: kept.
+	ws2, _ := filepath.EvalSymlinks(t.TempDir())
+	must("enable", "acme-notes", "--workspace", ws2)
+	must("disable", "acme-notes", "--workspace", ws2)
+	if sts = statusOf(t, berth, ws); sts[0].SignIn == nil || !sts[0].SignIn.SignedIn {
+		t.Errorf("status after disabling in another workspace: %+v, want still signed in", sts[0].SignIn)
+	}
 	must("disable", "acme-notes", "--workspace", ws)
 	must("enable", "acme-notes", "--workspace", ws)
 	if sts = statusOf(t, berth, ws); sts[0].SignIn == nil || sts[0].SignIn.SignedIn {
