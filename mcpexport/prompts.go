@@ -38,7 +38,9 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res 
 	c.entry.Arguments = ArgumentShape(args)
 	defer c.recoverInto(&err)
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
-	res, err = s.pool.GetPrompt(s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry), name, req.Params.Arguments, c)
+	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry)
+	res, err = s.pool.GetPrompt(sctx, name, req.Params.Arguments, c)
+	s.signInDone(sctx, req.Session, err)
 	if c.inputRequired != nil {
 		return &mcp.GetPromptResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
 	}
@@ -60,7 +62,9 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	c.entry.Tool, c.entry.URI, c.entry.Arguments = "", uri, map[string]any{"uri": "string"}
 	defer c.recoverInto(&err)
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
-	res, err = s.pool.ReadResource(s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry), uri, resourceApprover{c})
+	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry)
+	res, err = s.pool.ReadResource(sctx, uri, resourceApprover{c})
+	s.signInDone(sctx, req.Session, err)
 	if c.inputRequired != nil {
 		return &mcp.ReadResourceResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
 	}

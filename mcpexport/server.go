@@ -726,6 +726,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
 		sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
 		res, err = s.pool.Call(sctx, name, args, c)
+		s.signInDone(sctx, req.Session, err)
 		if err != nil && c.entry.Decision == "" {
 			// Its server is down for want of a sign-in (nothing was
 			// decided, nothing ran): sign in through the client if it can

@@ -86,9 +86,53 @@ func (s *Server) withSignIn(ctx context.Context, ss *mcp.ServerSession, caps *mc
 	if ok, _ := canAskSignIn(ss, caps, protocol, entry.Client); !ok {
 		return ctx
 	}
+	ctx = context.WithValue(ctx, signInNotesKey{}, &signInNotes{})
 	return signin.WithAsk(ctx, func(actx context.Context, p signin.Prompt) error {
 		return s.askSignIn(actx, ss, entry, p)
 	})
+}
+
+// signInNotes are the URL-mode elicitations of sign-ins a request's
+// client accepted, to tell the client when they are done.
+type signInNotes struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+type signInNotesKey struct{}
+
+func noteSignIn(ctx context.Context, id string) {
+	if n, ok := ctx.Value(signInNotesKey{}).(*signInNotes); ok {
+		n.mu.Lock()
+		n.ids = append(n.ids, id)
+		n.mu.Unlock()
+	}
+}
+
+// signInDone tells the client that the sign-ins it opened during the
+// request of ctx (withSignIn) are over (notifications/elicitation/complete),
+// once the request went on past them: err, the request's outcome, is not a
+// sign-in's failure nor its end.
+func (s *Server) signInDone(ctx context.Context, ss *mcp.ServerSession, err error) {
+	n, ok := ctx.Value(signInNotesKey{}).(*signInNotes)
+	if !ok || ss == nil || ctx.Err() != nil {
+		return
+	}
+	var ne *signin.NeedSignInError
+	if errors.As(err, &ne) {
+		return
+	}
+	n.mu.Lock()
+	ids := n.ids
+	n.ids = nil
+	n.mu.Unlock()
+	for _, id := range ids {
+		nctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := ss.NotifyElicitationComplete(nctx, &mcp.ElicitationCompleteParams{ElicitationID: id}); err != nil {
+			s.log.Debug("telling the client a sign-in is done", "error", err)
+		}
+		cancel()
+	}
 }
 
 // SignInNotDoneError ends a request whose sign-in was asked for in the
@@ -156,11 +200,12 @@ func (s *Server) askSignIn(ctx context.Context, ss *mcp.ServerSession, entry Aud
 	// makes room for the answer here and for the sign-in that follows
 	// (which signin bounds by its Wait).
 	pool.ExtendCallTimeout(ctx, SignInWait)
+	eid := newElicitationID()
 	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode:          "url",
 		Message:       signInMessage(p),
 		URL:           p.URL,
-		ElicitationID: newElicitationID(),
+		ElicitationID: eid,
 		Meta:          mcp.Meta{metaOrigin: map[string]string{"plugin": p.Target.Plugin, "server": p.Target.Server}},
 	})
 	switch {
@@ -179,6 +224,7 @@ func (s *Server) askSignIn(ctx context.Context, ss *mcp.ServerSession, entry Aud
 	}
 	e.Decision, e.Outcome, e.Reason = VerdictAllow, OutcomeRan, "the client opened the sign-in; "+what
 	s.appendAudit(e)
+	noteSignIn(ctx, eid)
 	pool.ExtendCallTimeout(ctx, SignInWait)
 	return nil
 }
@@ -300,7 +346,10 @@ func (s *Server) signInToStart(ctx context.Context, cr *mcp.CallToolRequest, err
 	defer stop()
 	o := originOf(ctx)
 	entry := AuditEntry{Client: clientName(cr), Transport: o.Transport, Authenticated: o.Authenticated}
-	if serr := s.pool.SignIn(s.withSignIn(ctx, cr.Session, caps, proto, entry), ne.Target.Plugin, ne.Target.Server); serr != nil {
+	sctx := s.withSignIn(ctx, cr.Session, caps, proto, entry)
+	serr := s.pool.SignIn(sctx, ne.Target.Plugin, ne.Target.Server)
+	s.signInDone(sctx, cr.Session, serr)
+	if serr != nil {
 		return serr
 	}
 	s.refresh(ctx, "tools/call")

@@ -107,10 +107,11 @@ func newOAuthEnv(t *testing.T, login bool) *oauthEnv {
 // opens the URL as a browser would (the authorization server redirects to
 // berth's loopback listener). It records the elicitations it got.
 type browserClient struct {
-	cs     *mcp.ClientSession
-	mu     sync.Mutex
-	asked  []*mcp.ElicitParams
-	opened []int // the loopback listener's status for each URL opened
+	cs       *mcp.ClientSession
+	mu       sync.Mutex
+	asked    []*mcp.ElicitParams
+	opened   []int    // the loopback listener's status for each URL opened
+	complete []string // the elicitations berth said were complete
 }
 
 func (o *oauthEnv) browserClient(answer string) *browserClient {
@@ -140,8 +141,20 @@ func (o *oauthEnv) browserClientOn(proto, answer string) *browserClient {
 			}()
 		}
 		return &mcp.ElicitResult{Action: answer}, nil
+	}, func(opts *mcp.ClientOptions) {
+		opts.ElicitationCompleteHandler = func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			bc.mu.Lock()
+			bc.complete = append(bc.complete, req.Params.ElicitationID)
+			bc.mu.Unlock()
+		}
 	})
 	return bc
+}
+
+func (bc *browserClient) completed() []string {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	return append([]string(nil), bc.complete...)
 }
 
 func (bc *browserClient) elicitations() []*mcp.ElicitParams {
@@ -202,6 +215,14 @@ func TestSignInEndToEndExpired(t *testing.T) {
 	}
 	if got := len(o.f.authorizations()); got != before+1 {
 		t.Fatalf("%d authorization requests after the sign-in, want %d", got, before+1)
+	}
+	// The client is told that the sign-in it opened is done.
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(bc.completed(), []string{p.ElicitationID}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("elicitation/complete: %v, want [%s]", bc.completed(), p.ElicitationID)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	// The call ran once, audited once; the sign-in has its own line; the
 	// audit log holds no token and nothing of the authorization URL.
@@ -302,6 +323,13 @@ func TestSignInEndToEndNeverSignedIn(t *testing.T) {
 	asked := bc.elicitations()
 	if len(asked) != 1 || asked[0].Mode != "url" || !strings.Contains(asked[0].Message, "plugin demo, server up needs you to sign in") {
 		t.Fatalf("elicitations %+v", asked)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(bc.completed(), []string{asked[0].ElicitationID}) {
+		if time.Now().After(deadline) {
+			t.Fatalf("elicitation/complete: %v, want [%s]", bc.completed(), asked[0].ElicitationID)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if names := toolNames(t, bc.cs); !slices.Contains(names, whoamiTool) {
 		t.Fatalf("tools after the sign-in: %v", names)
@@ -482,4 +510,47 @@ func TestSignInEndToEndModern(t *testing.T) {
 			t.Fatalf("%q %v", text, isErr)
 		}
 	})
+}
+
+// Two calls that need the same sign-in at once open one sign-in page:
+// while the first call's human is asked, the second fails at once with
+// an error that says a sign-in is already waiting; the first completes.
+func TestSignInEndToEndConcurrent(t *testing.T) {
+	o := newOAuthEnv(t, true)
+	o.waitRunning()
+	o.f.revokeAll()
+	asked := make(chan string, 4)
+	release := make(chan struct{})
+	cs, _ := o.urlClient("2025-11-25", func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- req.Params.URL
+		<-release
+		go openInBrowser(context.Background(), req.Params.URL)
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	})
+	first := make(chan string, 1)
+	go func() {
+		text, isErr := callTool(t, cs, whoamiTool, "a")
+		first <- fmt.Sprint(text, " ", isErr)
+	}()
+	select {
+	case <-asked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no sign-in asked")
+	}
+	text, isErr := callTool(t, cs, whoamiTool, "b")
+	if !isErr || !strings.Contains(text, "already waiting for a human") || !strings.Contains(text, "berth login demo__up") {
+		t.Fatalf("second call: %q %v", text, isErr)
+	}
+	close(release)
+	select {
+	case got := <-first:
+		if got != "signed in as alice false" {
+			t.Fatalf("first call: %s", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first call did not finish")
+	}
+	if n := len(asked); n != 0 {
+		t.Fatalf("%d more sign-ins asked", n)
+	}
 }

@@ -61,12 +61,17 @@ func stateBinding(tool string, args []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// flowFor returns the running flow of a target, or starts one with start.
-func (f *signInFlows) flowFor(t signin.Target, start func(*signInFlow)) *signInFlow {
+// flowFor returns the running flow of a target, or starts one with start;
+// nil when a sign-in to the target is asked through a legacy session
+// meanwhile (asks: one sign-in page per server, whatever the protocol).
+func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, start func(*signInFlow)) *signInFlow {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl := f.byTarget[t.ID()]; fl != nil {
 		return fl
+	}
+	if !asks.take(t.ID()) {
+		return nil
 	}
 	if f.byTarget == nil {
 		f.byTarget, f.states = map[string]*signInFlow{}, map[string]signInState{}
@@ -80,6 +85,7 @@ func (f *signInFlows) flowFor(t signin.Target, start func(*signInFlow)) *signInF
 			delete(f.byTarget, t.ID())
 		}
 		f.mu.Unlock()
+		asks.release(t.ID())
 	}()
 	return fl
 }
@@ -130,7 +136,7 @@ func canAskSignInInput(caps *mcp.ClientCapabilities, protocol string) bool {
 func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInError, args []byte) (*mcp.CallToolResult, error) {
 	s := c.s
 	t := ne.Target
-	fl := s.signInFlows.flowFor(t, func(fl *signInFlow) {
+	fl := s.signInFlows.flowFor(t, &s.signIns, func(fl *signInFlow) {
 		fctx, cancel := context.WithTimeout(context.Background(), SignInWait+time.Minute)
 		defer cancel()
 		ask := func(_ context.Context, p signin.Prompt) error {
@@ -144,6 +150,12 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 		fl.err = s.pool.SignIn(signin.WithAsk(fctx, ask), t.Plugin, t.Server, extra...)
 		close(fl.done)
 	})
+	if fl == nil {
+		e := c.signInAudit(t, signin.Prompt{})
+		e.Decision, e.DecidedBy, e.Outcome, e.Reason = VerdictDeny, ByBerth, OutcomeRefused, busySignIn
+		s.appendAudit(e)
+		return nil, &SignInNotDoneError{Target: t, Why: busySignIn}
+	}
 	var p signin.Prompt
 	select {
 	case p = <-fl.prompt:

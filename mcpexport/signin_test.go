@@ -17,7 +17,7 @@ import (
 // urlClient connects a legacy (2025-11-25) client that declares URL-mode
 // elicitation, with elicit as its handler, and returns it with berth's
 // side of its session.
-func (e *env) urlClient(proto string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, *mcp.ServerSession) {
+func (e *env) urlClient(proto string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error), more ...func(*mcp.ClientOptions)) (*mcp.ClientSession, *mcp.ServerSession) {
 	e.t.Helper()
 	ctx := context.Background()
 	ct, st := mcp.NewInMemoryTransports()
@@ -25,12 +25,16 @@ func (e *env) urlClient(proto string, elicit func(context.Context, *mcp.ElicitRe
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "url-client", Version: "1"}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		ElicitationHandler: elicit,
 		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
 			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
 		}},
-	})
+	}
+	for _, f := range more {
+		f(opts)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "url-client", Version: "1"}, opts)
 	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: proto})
 	if err != nil {
 		e.t.Fatal(err)
