@@ -338,6 +338,12 @@ func TestLoginOIDC(t *testing.T) {
 	}
 	h.must(t, "logout", "hosted__api")
 	srv.Wait(t, 10*time.Second, 1, "revocation (berth logout)", func(e oidctest.Event) bool { return e.Event == "revocation" && e.Status == 200 })
+	time.Sleep(500 * time.Millisecond)
+	for _, e := range srv.Events() {
+		if e.Event == "revocation" {
+			t.Logf("revocation at the provider: hint %q, status %d %s %s", e.Hint, e.Status, e.Error, e.ErrorDesc)
+		}
+	}
 	out, _ = h.berth(t, "status", "--workspace", h.ws)
 	if !strings.Contains(out, "berth login hosted__api") {
 		t.Errorf("berth status after logout does not say how to sign in:\n%s", out)

@@ -97,6 +97,7 @@ type Event struct {
 	Sub          string   `json:"sub,omitempty"`
 	TokenSHA256  string   `json:"token_sha256,omitempty"`
 	Message      string   `json:"message,omitempty"`
+	Hint         string   `json:"token_type_hint,omitempty"`
 }
 
 // Server is a running provider and its resources. Safe for concurrent use.

@@ -12,7 +12,7 @@
 //
 //	{"event":"token","grant_type":"authorization_code"|"refresh_token","status":200,"resource":URL,"error":...}
 //	{"event":"register","client_id":...,"grant_types":[...],"redirect_uris":[...],"application_type":...}
-//	{"event":"revocation","status":200}
+//	{"event":"revocation","status":200,"token_type_hint":...,"error":...}
 //	{"event":"mcp","resource":name,"status":401|200|307,"bearer":bool,"aud":...,"sub":...,"token_sha256":...}
 //
 // No token is ever printed on stdout. When the configuration names
@@ -197,7 +197,14 @@ provider.use(async (ctx, next) => {
       token_endpoint_auth_method: body.token_endpoint_auth_method,
     });
   } else if (ctx.path === '/token/revocation') {
-    emit({ event: 'revocation', status: ctx.status });
+    const body = ctx.body && typeof ctx.body === 'object' ? ctx.body : {};
+    emit({
+      event: 'revocation',
+      status: ctx.status,
+      token_type_hint: ctx.oidc?.params?.token_type_hint,
+      error: body.error,
+      error_description: body.error_description,
+    });
   }
 });
 provider.on('server_error', (ctx, err) => emit({ event: 'server_error', message: String(err) }));
