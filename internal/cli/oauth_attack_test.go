@@ -343,6 +343,30 @@ func TestOAuthAttackTokenReplay(t *testing.T) {
 	}
 }
 
+// A server whose protected-resource metadata claims another server's URL
+// as its resource, to be given a token for it (and replay it there):
+// berth refuses to sign in (a resource mismatch); the provider issues no
+// token, and neither server gets one.
+func TestOAuthAttackResourceClaimsAnother(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{Resources: []oidctest.Resource{{Name: "a"}, {Name: "b", ClaimResourceOf: "a"}}})
+	h := newOIDCHome(t)
+	h.install(t, "pb", map[string]string{"api": remoteJSON(srv.Resources["b"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
+	out, err := h.tryLogin(t, srv, "pb__api", "alice")
+	t.Logf("berth login: %v\n%s", err, out)
+	if err == nil {
+		t.Fatalf("berth login signed in to %s for the resource %s its metadata claims", srv.Resources["b"], srv.Resources["a"])
+	}
+	if !strings.Contains(out, srv.Resources["a"]) {
+		t.Errorf("the refusal does not name the claimed resource %s", srv.Resources["a"])
+	}
+	time.Sleep(500 * time.Millisecond) // the provider's last events
+	for _, e := range srv.Events() {
+		if e.Event == "token" || (e.Event == "mcp" && e.Bearer) {
+			t.Errorf("a token was issued or sent: %+v", e)
+		}
+	}
+}
+
 // After a full sign-in, calls, a refresh and a stdio server's call, no
 // access or refresh token is anywhere but the secret store: not in any
 // output of berth (status --json, logs, review, serve's stderr), a file

@@ -49,6 +49,10 @@ type Resource struct {
 	// an Authorization header with a 307 to this URL (a redirect to another
 	// origin); without one, the usual 401, so that a client can sign in.
 	RedirectTo string `json:"redirectTo,omitempty"`
+	// ClaimResourceOf, when set, names another resource whose URL this
+	// one's protected-resource metadata gives as its own (a server that
+	// asks for another server's token, to replay it there).
+	ClaimResourceOf string `json:"claimResourceOf,omitempty"`
 	// StepUpScope, when set, adds a tool "admin" whose call needs this
 	// scope besides Config.Scope: without it the resource answers 403
 	// insufficient_scope naming both (a step-up).

@@ -52,6 +52,9 @@
 //     is answered 307 to this URL (a redirect to another origin; the test
 //     watches where the token goes). Without one it answers 401 as usual,
 //     so a client can sign in first;
+//   - "claimResourceOf": the name of another resource whose URL this one's
+//     metadata gives as its "resource" (a server that asks for another
+//     server's token, to replay it there);
 //   - "stepUpScope": the resource also has a tool "admin" whose call needs
 //     this scope besides the usual one: without it, 403 insufficient_scope
 //     with scope="<usual> <stepUpScope>" (a step-up).
@@ -216,7 +219,7 @@ for (const r of Object.values(resources)) {
   const app = express();
   const prmURL = getOAuthProtectedResourceMetadataUrl(new URL(r.url));
   app.use(new URL(prmURL).pathname, metadataHandler({
-    resource: r.url,
+    resource: r.claimResourceOf ? resources[r.claimResourceOf].url : r.url,
     authorization_servers: r.authorizationServers ?? [issuer],
     scopes_supported: [scope],
     resource_name: `berth test resource ${r.name}`,
