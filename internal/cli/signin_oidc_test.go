@@ -265,6 +265,44 @@ func TestSignInOIDCStepUp(t *testing.T) {
 	})
 }
 
+// A token the resource refuses (401 invalid_token) while berth still
+// thinks it fresh, as after a revocation behind berth's back: berth
+// refreshes once and the call runs with the new token. When the resource
+// refuses every token, the call fails naming berth login after one
+// refresh, not in a loop.
+func TestSignInOIDCInvalidToken(t *testing.T) {
+	srv := oidctest.Start(t, oidctest.Config{Resources: []oidctest.Resource{{Name: "a"}}})
+	h := newOIDCHome(t)
+	h.install(t, "hosted", map[string]string{"api": remoteJSON(srv.Resources["a"], fmt.Sprintf(`{"issuer": %q}`, srv.Issuer))})
+	h.login(t, srv, "hosted__api", "alice")
+	s := h.serve(t)
+	if text, isErr := s.call(t, "hosted__api__whoami"); isErr {
+		t.Fatalf("whoami: %s", text)
+	}
+	srv.Wait(t, 10*time.Second, 1, "a call with a token", oidctest.IsCall("a"))
+	first := lastBearer(srv, "a")
+	srv.Refuse(t, "a", first)
+	if text, isErr := s.call(t, "hosted__api__whoami"); isErr || !strings.Contains(text, `"sub":"alice"`) {
+		t.Fatalf("the call after the resource refused the token answered (error %v): %s", isErr, text)
+	}
+	if n := srv.Count(oidctest.IsToken("refresh_token")); n != 1 {
+		t.Errorf("%d refresh grants after one refused token; want 1", n)
+	}
+	srv.Wait(t, 10*time.Second, 1, "a call with the new token", func(e oidctest.Event) bool {
+		return e.Event == "mcp" && e.Bearer && e.Status == 200 && e.TokenSHA256 != first
+	})
+
+	srv.Refuse(t, "a", "")
+	before := srv.Count(oidctest.IsToken("refresh_token"))
+	text, isErr := s.call(t, "hosted__api__whoami")
+	if !isErr || !strings.Contains(text, "berth login hosted__api") {
+		t.Errorf("a call whose every token is refused answered (error %v): %s\nwant an error naming berth login hosted__api", isErr, text)
+	}
+	if n := srv.Count(oidctest.IsToken("refresh_token")) - before; n > 1 {
+		t.Errorf("%d refresh grants for one call whose tokens are all refused; want at most 1", n)
+	}
+}
+
 // Two berth processes whose access token expired refresh at once: the
 // provider rotates the refresh token on use and treats a reused one as
 // stolen, so without the store's lock one of them (and then every later

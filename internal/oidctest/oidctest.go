@@ -261,6 +261,28 @@ func (s *Server) Tokens(t testing.TB) (access, refresh []string) {
 	return access, refresh
 }
 
+// Refuse makes the named resource answer 401 invalid_token, from now on,
+// to the token whose sha256 is hash, or to every token when hash is "".
+func (s *Server) Refuse(t testing.TB, resource, hash string) {
+	t.Helper()
+	u, ok := s.Resources[resource]
+	if !ok {
+		t.Fatalf("oidctest: no resource %q", resource)
+	}
+	body := `{"all": true}`
+	if hash != "" {
+		body = fmt.Sprintf(`{"sha256": %q}`, hash)
+	}
+	resp, err := http.Post(strings.TrimSuffix(u, "/mcp")+"/_test/refuse", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("oidctest: refusing tokens at %s: %s", resource, resp.Status)
+	}
+}
+
 // IsToken matches a token endpoint request of the grant type ("" for any)
 // that succeeded.
 func IsToken(grantType string) func(Event) bool {

@@ -45,6 +45,10 @@
 // "localhost" makes an authorization server on another host than the
 // resources, still listening on 127.0.0.1).
 //
+// POST /_test/refuse on a resource's port with {"sha256": HEX} or
+// {"all": true} makes it refuse those tokens from then on with 401
+// invalid_token (a token revoked behind the client's back).
+//
 // Per resource, for the attacker's tests:
 //   - "authorizationServers": the PRM's authorization_servers instead of the
 //     provider's issuer (a metadata document pointing elsewhere);
@@ -225,6 +229,16 @@ for (const r of Object.values(resources)) {
     resource_name: `berth test resource ${r.name}`,
   }));
 
+  // The test's control: refuse tokens from now on (by sha256, or all),
+  // as a resource does whose tokens were revoked behind the client's back.
+  const refused = new Set();
+  let refuseAll = false;
+  app.post('/_test/refuse', express.json(), (req, res) => {
+    if (req.body?.all) refuseAll = true;
+    if (req.body?.sha256) refused.add(req.body.sha256);
+    res.json({ ok: true });
+  });
+
   // Observe every request to /mcp before anything answers it.
   app.use('/mcp', (req, res, next) => {
     const h = req.headers.authorization ?? '';
@@ -257,6 +271,9 @@ for (const r of Object.values(resources)) {
     requiredScopes: [scope],
     verifier: {
       async verifyAccessToken(token) {
+        if (refuseAll || refused.has(sha256(token))) {
+          throw new InvalidTokenError('token refused (revoked)');
+        }
         let payload;
         try {
           ({ payload } = await jwtVerify(token, jwks, { issuer, audience: r.url, typ: 'at+jwt' }));
