@@ -37,10 +37,22 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res 
 	args, _ := json.Marshal(req.Params.Arguments)
 	c.entry.Arguments = ArgumentShape(args)
 	defer c.recoverInto(&err)
-	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+	key := "prompt:" + name
+	responses, state, retried, serr := c.signInRound(ctx, key, args, req.Params.InputResponses, req.Params.RequestState)
+	if serr != nil {
+		return nil, c.settle(serr)
+	}
+	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), responses, state, c.entry)
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry)
 	res, err = s.pool.GetPrompt(sctx, name, req.Params.Arguments, c)
 	s.signInDone(sctx, req.Session, err)
+	if ir, ierr, again := c.signInAsInput(ctx, err, retried, key, args); ir != nil {
+		return &mcp.GetPromptResult{InputRequests: ir.InputRequests, RequestState: ir.RequestState}, nil
+	} else if again {
+		res, err = s.pool.GetPrompt(sctx, name, req.Params.Arguments, c)
+	} else if ierr != nil {
+		err = ierr
+	}
 	if c.inputRequired != nil {
 		return &mcp.GetPromptResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
 	}
@@ -61,10 +73,22 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		asToolRequest(req.Session, req.Extra, uri, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState))
 	c.entry.Tool, c.entry.URI, c.entry.Arguments = "", uri, map[string]any{"uri": "string"}
 	defer c.recoverInto(&err)
-	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+	key := "resource:" + uri
+	responses, state, retried, serr := c.signInRound(ctx, key, nil, req.Params.InputResponses, req.Params.RequestState)
+	if serr != nil {
+		return nil, c.settle(serr)
+	}
+	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), responses, state, c.entry)
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry)
 	res, err = s.pool.ReadResource(sctx, uri, resourceApprover{c})
 	s.signInDone(sctx, req.Session, err)
+	if ir, ierr, again := c.signInAsInput(ctx, err, retried, key, nil); ir != nil {
+		return &mcp.ReadResourceResult{InputRequests: ir.InputRequests, RequestState: ir.RequestState}, nil
+	} else if again {
+		res, err = s.pool.ReadResource(sctx, uri, resourceApprover{c})
+	} else if ierr != nil {
+		err = ierr
+	}
 	if c.inputRequired != nil {
 		return &mcp.ReadResourceResult{InputRequests: c.inputRequired.InputRequests, RequestState: c.inputRequired.RequestState}, nil
 	}

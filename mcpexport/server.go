@@ -714,7 +714,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		if strings.HasPrefix(req.Params.RequestState, signInStatePrefix) {
 			// The retry of a call that waited for a sign-in (signin_input.go).
 			signedIn = true
-			if serr := c.signInRetry(ctx, args); serr != nil {
+			if serr := c.signInRetry(ctx, name, args); serr != nil {
 				defer c.writeAudit()
 				c.entry.Outcome = OutcomeFailed
 				if !c.signInFailed(serr) {
@@ -741,7 +741,7 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 			// A 2026-07-28 client that can open a link: the sign-in
 			// goes to it as an input request (once per call: a server
 			// that still asks after the sign-in gets the error).
-			ir, ierr := c.signInInputRequest(ctx, ne, args)
+			ir, ierr := c.signInInputRequest(ctx, ne, name, args)
 			switch {
 			case ierr != nil:
 				err = ierr

@@ -554,3 +554,56 @@ func TestSignInEndToEndConcurrent(t *testing.T) {
 		t.Fatalf("%d more sign-ins asked", n)
 	}
 }
+
+// prompts/get and resources/read that need a sign-in ask as a tool call
+// does: in the request on a legacy session, with an input request on a
+// 2026-07-28 one.
+func TestSignInEndToEndPromptsResources(t *testing.T) {
+	for _, proto := range []string{"2025-11-25", ""} {
+		t.Run("protocol "+proto, func(t *testing.T) {
+			o := newOAuthEnv(t, true)
+			o.waitRunning()
+			bc := o.browserClientOn(proto, "accept")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var prompt string
+			for deadline := time.Now().Add(20 * time.Second); ; {
+				ps, err := bc.cs.ListPrompts(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ps.Prompts) == 1 {
+					prompt = ps.Prompts[0].Name
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("prompts %+v", ps.Prompts)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := o.store.SetPolicy(ctx, store.PolicyRule{Pattern: "demo__up", Action: "allow"}); err != nil {
+				t.Fatal(err)
+			}
+			o.f.revokeAll()
+			pr, err := bc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompt})
+			if err != nil {
+				t.Fatalf("prompts/get: %v", err)
+			}
+			if tc, ok := pr.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "hello alice" {
+				t.Fatalf("prompt %+v", pr.Messages[0].Content)
+			}
+			o.f.revokeAll()
+			rr, err := bc.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://profile"})
+			if err != nil {
+				t.Fatalf("resources/read: %v", err)
+			}
+			if rr.Contents[0].Text != "alice's profile" {
+				t.Fatalf("resource %+v", rr.Contents[0])
+			}
+			if n := len(bc.elicitations()); n != 2 {
+				t.Fatalf("%d sign-ins asked, want 2", n)
+			}
+			checkAuditClean(t, o)
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 )
 
 // On a 2026-07-28 session berth cannot send its client a request during a
-// call, so a tool call that needs a sign-in is answered with an input
+// call, so a tools/call, prompts/get or resources/read that needs a sign-in is answered with an input
 // request instead (SEP-2322): a URL-mode elicitation of the sign-in page,
 // and a requestState of berth's. The sign-in runs meanwhile in the
 // background (pool.SignIn, which waits for the loopback redirect up to
@@ -129,11 +129,12 @@ func canAskSignInInput(caps *mcp.ClientCapabilities, protocol string) bool {
 }
 
 // signInInputRequest answers a call that needs a sign-in (ne) on a
-// 2026-07-28 session with the sign-in as an input request, starting the
+// 2026-07-28 session (key names the request: its kind and name; args its
+// arguments, which the state is bound to) with the sign-in as an input request, starting the
 // sign-in in the background (or joining one running for the server). It
 // returns nil when it cannot (the client declared no URL elicitation, or
 // the sign-in failed before it could be shown: err then says why).
-func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInError, args []byte) (*mcp.CallToolResult, error) {
+func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInError, key string, args []byte) (*mcp.CallToolResult, error) {
 	s := c.s
 	t := ne.Target
 	fl := s.signInFlows.flowFor(t, &s.signIns, func(fl *signInFlow) {
@@ -177,17 +178,17 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 			Mode: "url", Message: signInMessage(p), URL: p.URL, ElicitationID: newElicitationID(),
 			Meta: mcp.Meta{metaOrigin: map[string]string{"plugin": t.Plugin, "server": t.Server}},
 		}},
-		RequestState: s.signInFlows.issue(fl, stateBinding(c.tool, args)),
+		RequestState: s.signInFlows.issue(fl, stateBinding(key, args)),
 	}, nil
 }
 
 // signInRetry acts on a retry that answers berth's sign-in input
-// request: it waits for the sign-in to complete (or fails with why not),
+// request (key names the request as signInInputRequest's did): it waits for the sign-in to complete (or fails with why not),
 // and then clears the answer from the request so that the call runs
 // afresh.
-func (c *call) signInRetry(ctx context.Context, args []byte) error {
+func (c *call) signInRetry(ctx context.Context, key string, args []byte) error {
 	p := c.req.Params
-	fl, err := c.s.signInFlows.redeem(p.RequestState, stateBinding(c.tool, args))
+	fl, err := c.s.signInFlows.redeem(p.RequestState, stateBinding(key, args))
 	if err != nil {
 		return fmt.Errorf("berth did not run %s: %w", c.tool, err)
 	}
@@ -262,4 +263,32 @@ func needsInputSignIn(err error, req *mcp.CallToolRequest) (*signin.NeedSignInEr
 		return nil, false
 	}
 	return ne, true
+}
+
+// signInRound is the start of a prompts/get or resources/read on the
+// sign-in's side: a retry that answers berth's sign-in input request
+// waits for the sign-in (retried), and the answer is not passed on; the
+// request's own input responses and state are returned as they are.
+func (c *call) signInRound(ctx context.Context, key string, args []byte, responses mcp.InputResponseMap, state string) (mcp.InputResponseMap, string, bool, error) {
+	if !strings.HasPrefix(state, signInStatePrefix) {
+		return responses, state, false, nil
+	}
+	if err := c.signInRetry(ctx, key, args); err != nil {
+		return nil, "", true, err
+	}
+	return nil, "", true, nil
+}
+
+// signInAsInput turns a request's need of a sign-in (err) on a 2026-07-28
+// session into berth's input request (ir), or says that the sign-in was
+// done meanwhile and the request should be sent again (again), or
+// returns the sign-in's failure (ierr). Nothing when the request did not
+// need one or was already a retry after a sign-in.
+func (c *call) signInAsInput(ctx context.Context, err error, retried bool, key string, args []byte) (ir *mcp.CallToolResult, ierr error, again bool) {
+	ne, ok := needsInputSignIn(err, c.req)
+	if !ok || retried {
+		return nil, nil, false
+	}
+	ir, ierr = c.signInInputRequest(ctx, ne, key, args)
+	return ir, ierr, ir == nil && ierr == nil
 }
