@@ -6,8 +6,9 @@
 // The peers are npm packages pinned in testdata/peers/package.json and
 // package-lock.json: @modelcontextprotocol/server-everything, the inspector
 // CLI, two versions of the conformance suite, the TypeScript SDK,
-// supergateway, mcp-proxy, npm (for its npx), and a Node.js 22 binary installed from the npm
-// registry. scripts/install-peers installs them. Every command built by
+// supergateway, mcp-proxy, npm (for its npx), oidc-provider (the
+// authorization server of internal/oidctest), and a Node.js 22 binary
+// installed from the npm registry. scripts/install-peers installs them. Every command built by
 // [Command] runs under that Node.js 22, with a minimal environment, so tests
 // do not depend on the host's node.
 //
