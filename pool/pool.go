@@ -817,8 +817,9 @@ func (p *Pool) Status() []ServerStatus {
 			if s.state == StateFailed && !s.gaveUp {
 				st.NextRestart = s.nextStart
 			}
+			need := s.waitingSignInLocked()
 			s.mu.Unlock()
-			st.SignIn = p.signInStatus(s)
+			st.SignIn = p.signInStatus(s, need)
 			if s.kind == TransportStdio || s.kind == TransportNative {
 				st.StderrTail = s.out.tail()
 			}

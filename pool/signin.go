@@ -10,7 +10,11 @@ import (
 
 // signInRecheck is how often a server that waits for a sign-in tries
 // again by itself; a call to it tries at once.
-const signInRecheck = 30 * time.Second
+const signInRecheck = SignInRecheck
+
+// SignInRecheck is how often a server that waits for a sign-in looks at
+// the secret store again (locally) and connects once it holds one.
+const SignInRecheck = 30 * time.Second
 
 // signInHandler builds the sign-in handler of a remote that declares
 // auth.oauth (docs/signin.md).

@@ -1,7 +1,9 @@
 package pool
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/berth-mcp/berth/signin"
@@ -23,6 +25,18 @@ type SignInStatus struct {
 	// Refreshable reports a refresh token: berth renews the access token
 	// without asking.
 	Refreshable bool `json:"refreshable"`
+	// NeedsSignIn reports that the server is waiting for a sign-in: berth
+	// connected, the server asked for a token (no token, a refused one, or
+	// more scopes) and no human could be asked, so the server does not run
+	// until someone runs Login (or a client session signs in). False for a
+	// server that works without a token even though it may ask for one
+	// (a registry remote imported as "oauth": {}): berth only knows a
+	// server needs a sign-in once it asked.
+	NeedsSignIn bool `json:"needsSignIn"`
+	// Reason is why the server waits for a sign-in ("not signed in", a
+	// refused refresh, the scopes a step-up asks for); "" unless
+	// NeedsSignIn.
+	Reason string `json:"reason,omitempty"`
 	// Login is the command that signs in ("berth login plugin__server").
 	Login string `json:"login"`
 	// Error says why berth could not read what it keeps (the keychain did
@@ -33,13 +47,20 @@ type SignInStatus struct {
 // signInStatus reads, without network, what is stored for s when it
 // signs in (Options.SignIns), matched against the operator's client
 // (Options.SignInClient): a sign-in made with another client is not
-// this one's. nil for a server that does not sign in.
-func (p *Pool) signInStatus(s *server) *SignInStatus {
+// this one's. need is the server's own NeedSignInError when it waits
+// for a sign-in. nil for a server that does not sign in.
+func (p *Pool) signInStatus(s *server, need *signin.NeedSignInError) *SignInStatus {
 	if s.spec == nil || s.spec.Remote == nil || s.spec.Remote.Auth == nil || s.spec.Remote.Auth.OAuth == nil {
 		return nil
 	}
 	t := signin.Target{Plugin: s.pl.name, Server: s.name, Resource: s.spec.Remote.URL, OAuth: *s.spec.Remote.Auth.OAuth}
 	out := &SignInStatus{Login: t.LoginCommand()}
+	if need != nil {
+		out.NeedsSignIn, out.Reason = true, need.Reason
+		if need.StepUp && len(need.Scopes) > 0 {
+			out.Reason += " (the server asks for the scopes " + strings.Join(need.Scopes, " ") + ")"
+		}
+	}
 	if p.opts.SignIns == nil {
 		out.Error = "this berth has no secret store for sign-ins"
 		return out
@@ -61,4 +82,15 @@ func (p *Pool) signInStatus(s *server) *SignInStatus {
 		out.ExpiresAt, out.Refreshable = st.ExpiresAt, st.Refreshable
 	}
 	return out
+}
+
+// waitingSignInLocked returns the NeedSignInError of a server that waits
+// for a sign-in (failed for it, not running, not given up), or nil. The
+// caller holds s.mu.
+func (s *server) waitingSignInLocked() *signin.NeedSignInError {
+	var ne *signin.NeedSignInError
+	if s.gaveUp || s.state == StateRunning || s.state == StateStopped || s.state == StateDrifted || !errors.As(s.lastErr, &ne) {
+		return nil
+	}
+	return ne
 }

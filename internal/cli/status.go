@@ -29,11 +29,16 @@ for each variable a server reads (fromEnv) whether it was set when the
 server started and where from (the environment or berth's secret store),
 never its value, and for each remote that signs in with OAuth who is
 signed in, at which authorization server, with which scopes and until
-when, or "needs sign-in: berth login PLUGIN__SERVER" (never a token).
+when (never a token). A remote that asked for a sign-in berth could not
+give it waits for one and shows "needs sign-in: berth login
+PLUGIN__SERVER"; one that has not asked (a server that may ask, as
+registry remotes imported with "oauth": {}, and works without a token)
+shows "not signed in; the server has not asked for a sign-in".
 
-Exit codes: 0 every enabled server runs, 1 a server failed, 5 a plugin
-drifted from what was reviewed (drift wins over a failure). --json prints
-the state of every server either way.`,
+Exit codes: 0 every enabled server runs, 1 a server failed or waits for
+a sign-in, 5 a plugin drifted from what was reviewed (drift wins over a
+failure). --json prints the state of every server either way (signIn.
+needsSignIn is true for a server that waits for a sign-in).`,
 		Example: `  berth status
   berth status --workspace ~/src/project --json`,
 		Args: exactArgs(0, "no arguments"),
@@ -85,7 +90,11 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 		if s.LastError != "" {
 			last = oneLine(review.PrintableLines(s.LastError), 60)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, s.State, orDash(string(s.Transport)), s.Tools, up, s.Restarts, last)
+		state := string(s.State)
+		if s.SignIn != nil && s.SignIn.NeedsSignIn {
+			state = "needs sign-in"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", s.ID, state, orDash(string(s.Transport)), s.Tools, up, s.Restarts, last)
 	}
 	tw.Flush()
 	for _, s := range sts {
@@ -102,8 +111,14 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 func (a *app) statusDetail(s pool.ServerStatus) {
 	w := a.stdout
 	if s.LastError != "" && s.State != pool.StateRunning {
-		fmt.Fprintf(w, "\n%s %s: %s\n", s.ID, s.State, review.PrintableLines(s.LastError))
+		state := string(s.State)
+		if s.SignIn != nil && s.SignIn.NeedsSignIn {
+			state = "needs sign-in"
+		}
+		fmt.Fprintf(w, "\n%s %s: %s\n", s.ID, state, review.PrintableLines(s.LastError))
 		switch {
+		case s.SignIn != nil && s.SignIn.NeedsSignIn:
+			fmt.Fprintf(w, "  it waits for a sign-in: %s. A running berth serve connects again once signed in, at the next call to one of its tools or when it next looks at its secret store (every %s).\n", s.SignIn.Login, pool.SignInRecheck)
 		case s.State == pool.StateFailed && !s.GaveUp:
 			fmt.Fprintf(w, "  berth restarts it in %s (restart %d of %d).\n", time.Until(s.NextRestart).Round(100*time.Millisecond), s.RestartsInRow, pool.MaxRestarts)
 		case s.State == pool.StateFailed:
@@ -134,20 +149,26 @@ func (a *app) statusDetail(s pool.ServerStatus) {
 // statusVerdict is the exit of berth status: drift (5) wins over a failed
 // server (1); nil when every server runs.
 func statusVerdict(sts []pool.ServerStatus) error {
-	var failed, drifted []string
+	var failed, drifted, signIn []string
 	for _, s := range sts {
-		switch s.State {
-		case pool.StateDrifted:
+		switch {
+		case s.State == pool.StateDrifted:
 			drifted = append(drifted, s.ID)
-		case pool.StateFailed:
+		case s.SignIn != nil && s.SignIn.NeedsSignIn:
+			signIn = append(signIn, s.SignIn.Login)
+		case s.State == pool.StateFailed:
 			failed = append(failed, s.ID)
 		}
 	}
 	switch {
 	case len(drifted) > 0:
 		return fmt.Errorf("%s drifted from what was reviewed: %w; the error above names the file (re-trust the bundle, or disable the plugin)", strings.Join(drifted, ", "), store.ErrDrift)
+	case len(failed) > 0 && len(signIn) > 0:
+		return fmt.Errorf("%d of %d servers failed: %s; the errors are above; and %d wait(s) for a sign-in: %s", len(failed), len(sts), strings.Join(failed, ", "), len(signIn), strings.Join(signIn, "; "))
 	case len(failed) > 0:
 		return fmt.Errorf("%d of %d servers failed: %s; the errors are above", len(failed), len(sts), strings.Join(failed, ", "))
+	case len(signIn) > 0:
+		return fmt.Errorf("%d of %d servers wait for a sign-in and do not run until then: %s", len(signIn), len(sts), strings.Join(signIn, "; "))
 	}
 	return nil
 }
@@ -196,8 +217,21 @@ func (a *app) statusSignIns(sts []pool.ServerStatus, now time.Time) {
 		switch {
 		case si.Error != "":
 			state = "unknown: berth's secret store could not answer: " + review.PrintableLines(si.Error)
-		case !si.SignedIn:
+		case si.NeedsSignIn:
+			// The server asked for a token berth could not give it, and
+			// it does not run until someone signs in.
 			state = "needs sign-in: " + si.Login
+			if si.Reason != "" {
+				state += " (" + review.Printable(si.Reason) + ")"
+			}
+			if si.SignedIn {
+				state += "; the current sign-in" + asSubject(si.Subject) + " at " + review.Printable(si.Issuer) + " has the scopes: " + scopeList(si.Scopes)
+			}
+		case !si.SignedIn:
+			// "oauth": {} (a registry remote, a Claude Code remote without
+			// credentials) may never ask: berth knows a sign-in is needed
+			// only once the server asked for one.
+			state = "not signed in; the server has not asked for a sign-in (" + si.Login + " signs in ahead)"
 		default:
 			st := &signin.State{ExpiresAt: si.ExpiresAt, Refreshable: si.Refreshable}
 			state = "signed in" + asSubject(si.Subject) + " at " + review.Printable(si.Issuer) + "; scopes: " + scopeList(si.Scopes) + "; " + expiry(st, now)
