@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,12 +45,60 @@ type call struct {
 	// (relay.go); relayReq is the pool's view of it.
 	relay    *callRelay
 	relayReq *pool.RelayRequest
+	// approved is the approval a human gave this call, kept so that its
+	// retry after a sign-in (2026-07-28 input requests) is not asked
+	// again; preApproved is that approval, handed to the retry.
+	approved, preApproved *signInApproval
+}
+
+// signInApproval is a human's approval of one call, remembered across the
+// sign-in that interrupted it: bound (binding) to the session, the
+// request's kind and name, the plugin version, server and tool surface,
+// and the canonical arguments. It covers that one retry only.
+type signInApproval struct {
+	binding string
+	by      DecidedBy
+}
+
+// approvalBinding is what a remembered approval is bound to.
+func (c *call) approvalBinding(r *pool.ApprovalRequest) string {
+	h := sha256.New()
+	for _, f := range []string{c.s.sessionTag(c.req.Session), string(r.Kind), c.stateKey(), r.Tool, r.URI, r.Plugin, r.Version, r.Server, r.UpstreamTool, fmt.Sprint(r.Native), r.Surface, c.entry.Client, c.origin.Transport, fmt.Sprint(c.origin.Authenticated)} {
+		fmt.Fprintf(h, "%d:%s\x00", len(f), f)
+	}
+	ann, _ := json.Marshal(r.Annotations)
+	fmt.Fprintf(h, "%d:%s\x00", len(ann), ann)
+	argSum := sha256.Sum256(r.Arguments)
+	h.Write(argSum[:])
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 var errInputRequired = errors.New("waiting for the client's answer to an input request")
 
-// Approve implements pool.Approver.
+// Approve implements pool.Approver. A human's approval is remembered for
+// the call (approved); the retry of a call that was approved and then
+// interrupted by a sign-in runs on that approval (preApproved), once,
+// when it is the same call: same session, request, tool surface and
+// arguments. Anything else is asked again.
 func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
+	if pa := c.preApproved; pa != nil {
+		c.preApproved = nil
+		if pa.binding == c.approvalBinding(r) && r.Policy.Action != store.ActionDeny {
+			c.entry.Plugin, c.entry.Server, c.entry.Policy = r.Plugin, r.Server, r.Policy.String()
+			c.approved = pa
+			d := c.decide(true, pa.by, "", false)
+			c.entry.Reason = "approved before the sign-in that interrupted this call"
+			return d, nil
+		}
+	}
+	d, err := c.approve(ctx, r)
+	if err == nil && d.Allow && DecidedBy(d.By) != ByPolicy {
+		c.approved = &signInApproval{binding: c.approvalBinding(r), by: DecidedBy(d.By)}
+	}
+	return d, err
+}
+
+func (c *call) approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
 	c.entry.Plugin, c.entry.Server = r.Plugin, r.Server
 	c.entry.Policy = r.Policy.String()
 	if c.kind != pool.RequestTool {

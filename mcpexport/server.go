@@ -747,7 +747,8 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 				err = ierr
 			case ir != nil:
 				return ir, nil
-			default: // signed in meanwhile
+			default: // signed in meanwhile: on the approval just given
+				c.preApproved = c.approved
 				res, err = s.pool.Call(sctx, name, args, c)
 			}
 		}

@@ -24,8 +24,9 @@ import (
 // background (pool.SignIn, which waits for the loopback redirect up to
 // SignInWait); the client's retry, carrying the human's answer and that
 // state, waits for it to complete and then runs the call afresh (policy,
-// approval and audit as any call). Two calls that need the same sign-in
-// share one flow: one sign-in page, whatever the number of calls.
+// approval and audit as any call, except that an approval a human gave
+// the call before the sign-in interrupted it covers its retry:
+// call.Approve). Two calls that need the same sign-in share one flow: one sign-in page, whatever the number of calls.
 
 // signInInputKey names berth's sign-in input request.
 const signInInputKey = "berth-signin"
@@ -54,6 +55,10 @@ type signInState struct {
 	flow    *signInFlow
 	binding string // the call's tool and arguments
 	expires time.Time
+	// approved is the approval a human gave the call before the sign-in
+	// interrupted it: its retry runs on it (call.Approve checks it is
+	// the same call), nil when none was given.
+	approved *signInApproval
 }
 
 func stateBinding(tool string, args []byte) string {
@@ -91,7 +96,7 @@ func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, start func(*sig
 }
 
 // issue records a state for a call that waits for fl.
-func (f *signInFlows) issue(fl *signInFlow, binding string) string {
+func (f *signInFlows) issue(fl *signInFlow, binding string, approved *signInApproval) string {
 	var b [16]byte
 	rand.Read(b[:])
 	st := signInStatePrefix + hex.EncodeToString(b[:])
@@ -103,23 +108,23 @@ func (f *signInFlows) issue(fl *signInFlow, binding string) string {
 			delete(f.states, k)
 		}
 	}
-	f.states[st] = signInState{flow: fl, binding: binding, expires: now.Add(2 * SignInWait)}
+	f.states[st] = signInState{flow: fl, binding: binding, expires: now.Add(2 * SignInWait), approved: approved}
 	return st
 }
 
 // redeem takes the state of a retry, once.
-func (f *signInFlows) redeem(state, binding string) (*signInFlow, error) {
+func (f *signInFlows) redeem(state, binding string) (*signInFlow, *signInApproval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, ok := f.states[state]
 	delete(f.states, state)
 	switch {
 	case !ok || time.Now().After(st.expires):
-		return nil, errors.New("its requestState is not one berth issued for a sign-in, or was used or expired; call again")
+		return nil, nil, errors.New("its requestState is not one berth issued for a sign-in, or was used or expired; call again")
 	case st.binding != binding:
-		return nil, errors.New("its requestState was issued for another call (tool or arguments differ); call again")
+		return nil, nil, errors.New("its requestState was issued for another call (tool or arguments differ); call again")
 	}
-	return st.flow, nil
+	return st.flow, st.approved, nil
 }
 
 // canAskSignInInput reports whether a 2026-07-28 session's client can be
@@ -178,7 +183,7 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 			Mode: "url", Message: signInMessage(p), URL: p.URL, ElicitationID: newElicitationID(),
 			Meta: mcp.Meta{metaOrigin: map[string]string{"plugin": t.Plugin, "server": t.Server}},
 		}},
-		RequestState: s.signInFlows.issue(fl, stateBinding(key, args)),
+		RequestState: s.signInFlows.issue(fl, stateBinding(key, args), c.approved),
 	}, nil
 }
 
@@ -188,7 +193,7 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 // afresh.
 func (c *call) signInRetry(ctx context.Context, key string, args []byte) error {
 	p := c.req.Params
-	fl, err := c.s.signInFlows.redeem(p.RequestState, stateBinding(key, args))
+	fl, approved, err := c.s.signInFlows.redeem(p.RequestState, stateBinding(key, args))
 	if err != nil {
 		return fmt.Errorf("berth did not run %s: %w", c.tool, err)
 	}
@@ -217,6 +222,9 @@ func (c *call) signInRetry(ctx context.Context, key string, args []byte) error {
 		}
 		return &SignInNotDoneError{Target: fl.target, Why: "the sign-in failed (" + shortErr(fl.err) + ")", Err: fl.err}
 	}
+	// The call runs afresh: on the approval given before the sign-in, if
+	// it is the same call (Approve checks).
+	c.preApproved = approved
 	return nil
 }
 
@@ -290,5 +298,10 @@ func (c *call) signInAsInput(ctx context.Context, err error, retried bool, key s
 		return nil, nil, false
 	}
 	ir, ierr = c.signInInputRequest(ctx, ne, key, args)
-	return ir, ierr, ir == nil && ierr == nil
+	again = ir == nil && ierr == nil
+	if again {
+		// Signed in meanwhile: sent again on the approval just given.
+		c.preApproved = c.approved
+	}
+	return ir, ierr, again
 }

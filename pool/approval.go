@@ -57,6 +57,10 @@ type ApprovalRequest struct {
 	Annotations *mcp.ToolAnnotations
 	// Policy is the operator's policy for the tool.
 	Policy store.PolicyMatch
+	// Surface is the hash of the tool's definition as served (the one
+	// its pinned surface is checked against); "" for a prompt or a
+	// resource. An approval remembered for a call's retry is bound to it.
+	Surface string
 }
 
 // Approver decides whether a call runs. Call consults it for every call

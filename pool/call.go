@@ -61,7 +61,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, appr
 			return nil, err
 		}
 	}
-	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Version: e.s.pl.version, Server: e.s.name, Native: e.s.native != nil, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy}
+	req := &ApprovalRequest{Tool: name, Plugin: e.s.pl.name, Version: e.s.pl.version, Server: e.s.name, Native: e.s.native != nil, UpstreamTool: e.def.Name, Arguments: args, Annotations: e.def.Annotations, Policy: e.policy, Surface: e.tool.Hash}
 	d, err := approver.Approve(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("approving the call to %s: %w", name, err)
