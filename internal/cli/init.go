@@ -201,6 +201,13 @@ Replace ` + "`stdio`" + ` with ` + "`remote`" + `:
   variable, sent only to this origin.
 - ` + "`network.hosts`" + `: the hosts it may reach.
 
+A hosted server that signs its users in with OAuth (most do: GitHub,
+Linear, Notion, …) declares ` + "`\"auth\": {\"oauth\": {}}`" + ` instead of
+` + "`bearerFromEnv`" + `, optionally with ` + "`scopes`" + `, a pre-registered public
+` + "`clientId`" + `, a ` + "`redirectPort`" + ` and an ` + "`issuer`" + ` to pin. Each user then runs
+` + "`berth login " + name + "__cloud`" + ` once (or is asked in the MCP client); berth keeps
+the token in its secret store and refreshes it (berth's docs/signin.md).
+
 ## Next
 
 ` + "```" + `
