@@ -121,3 +121,45 @@ func TestSignInApprovalBinding(t *testing.T) {
 		t.Fatalf("an approval of other arguments ran this call: %+v", d)
 	}
 }
+
+// The same for a resources/read whose server policy is ask: one approval,
+// one sign-in, the resource is read.
+func TestSignInModernApprovedOnceResource(t *testing.T) {
+	o := newOAuthEnv(t, true)
+	o.waitRunning()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := o.store.SetPolicy(ctx, store.PolicyRule{Plugin: "demo", Pattern: "demo__up", Action: store.ActionAsk}); err != nil {
+		t.Fatal(err)
+	}
+	o.f.revokeAll()
+	var mu sync.Mutex
+	var approvals, signIns int
+	cs, _ := o.urlClient("", func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.Params.Mode == "url" {
+			signIns++
+			go func() {
+				octx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				openInBrowser(octx, req.Params.URL)
+			}()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}
+		approvals++
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": choiceOnce}}, nil
+	})
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://profile"})
+	if err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if rr.Contents[0].Text != "alice's profile" {
+		t.Fatalf("resource %+v", rr.Contents[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if signIns != 1 || approvals != 1 {
+		t.Fatalf("the read asked for %d approval(s) and %d sign-in(s); want 1 and 1", approvals, signIns)
+	}
+}
