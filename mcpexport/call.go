@@ -63,7 +63,14 @@ type signInApproval struct {
 // approvalBinding is what a remembered approval is bound to.
 func (c *call) approvalBinding(r *pool.ApprovalRequest) string {
 	h := sha256.New()
-	for _, f := range []string{c.s.sessionTag(c.req.Session), string(r.Kind), c.stateKey(), r.Tool, r.URI, r.Plugin, r.Version, r.Server, r.UpstreamTool, fmt.Sprint(r.Native), r.Surface, c.entry.Client, c.origin.Transport, fmt.Sprint(c.origin.Authenticated)} {
+	session := c.s.sessionTag(c.req.Session)
+	if c.origin.Transport == TransportStateless {
+		// No sessions: each request has a session of its own, and the
+		// sign-in's requestState (random, returned only to the caller)
+		// is what ties the retry to the call.
+		session = TransportStateless
+	}
+	for _, f := range []string{session, string(r.Kind), c.stateKey(), r.Tool, r.URI, r.Plugin, r.Version, r.Server, r.UpstreamTool, fmt.Sprint(r.Native), r.Surface, c.entry.Client, c.origin.Transport, fmt.Sprint(c.origin.Authenticated)} {
 		fmt.Fprintf(h, "%d:%s\x00", len(f), f)
 	}
 	ann, _ := json.Marshal(r.Annotations)

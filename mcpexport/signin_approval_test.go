@@ -104,6 +104,14 @@ func TestSignInApprovalBinding(t *testing.T) {
 			t.Errorf("another %s binds the same", name)
 		}
 	}
+	// Without sessions (stateless Streamable HTTP) each request has its
+	// own: the binding holds across them, and still not across
+	// arguments.
+	st1, st2 := mk(ss1), mk(ss2)
+	st1.origin.Transport, st2.origin.Transport = TransportStateless, TransportStateless
+	if st1.approvalBinding(r()) != st2.approvalBinding(r()) || st1.approvalBinding(r()) == base {
+		t.Error("a stateless retry binds to its per-request session")
+	}
 	// Used once, and only when bound to this call.
 	c := mk(ss1)
 	c.preApproved = &signInApproval{binding: base, by: ByInputRequests}
