@@ -2,6 +2,7 @@ package signin
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,9 +57,14 @@ type Handler struct {
 	rules netRules
 
 	mu     sync.Mutex
-	rec    *record // the last record read or written, nil for none
-	stamp  time.Time
-	reason string // why the last token could not be had
+	rec    *record  // the last record read or written, nil for none
+	stamp  time.Time // the index's Updated stamp of rec
+	sum    [32]byte  // the digest of rec as stored
+	readAt time.Time // when the stored value was last read (before the read)
+	reason string    // why the last token could not be had
+	// retry is the access token Authorize handed out after a 401, for the
+	// request's one retry; a 401 to it is a second 401 in a row (Answered).
+	retry string
 }
 
 // NewHandler returns the handler of one target.
@@ -76,12 +82,22 @@ func NewHandler(t Target, o Options) (*Handler, error) {
 	return &Handler{t: t, o: o, rules: rules}, nil
 }
 
-// current returns the stored record for the target, re-read when the
-// store's index says it changed (another process signed in, refreshed or
-// signed out), nil when there is none that applies.
+// stampSettled is how long after a record's index stamp (whole seconds)
+// another write could still carry the same stamp, with a margin for the
+// clocks of two processes: until the handler has read the value that
+// late, an unchanged stamp proves nothing and the value is read again.
+const stampSettled = 2 * time.Second
+
+// current returns the stored record for the target, nil when there is
+// none that applies. The store's index is read every time (cheap: no
+// value); the value is read again when the index's stamp changed, or
+// while the stamp is so recent that a later write in the same second
+// (another process's, or another handler's in this one) would carry it
+// too: then the value's digest says whether it changed.
 func (h *Handler) current(ctx context.Context) (*record, error) {
 	ts := tokenStore(h.o.Secrets)
-	e, ok, err := ts.Lookup(recordName(h.t.Plugin, h.t.Server))
+	name := recordName(h.t.Plugin, h.t.Server)
+	e, ok, err := ts.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -92,20 +108,33 @@ func (h *Handler) current(ctx context.Context) (*record, error) {
 		h.reason = "not signed in"
 		return nil, nil
 	}
-	if h.rec != nil && e.Updated.Equal(h.stamp) {
+	if h.rec != nil && e.Updated.Equal(h.stamp) && !h.readAt.Before(h.stamp.Add(stampSettled)) {
 		return h.rec, nil
 	}
-	rec, err := readRecord(ctx, h.o.Secrets, h.t)
+	readAt := time.Now()
+	v, _, err := ts.Get(ctx, name)
+	if errors.Is(err, secrets.ErrNotFound) {
+		h.rec = nil
+		h.reason = "not signed in"
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	if rec != nil {
-		if why := rec.mismatch(h.t, h.o.Client); why != "" {
-			h.rec, h.reason = nil, "the stored sign-in does not apply: "+why
-			return nil, nil
-		}
+	sum := sha256.Sum256([]byte(v))
+	if h.rec != nil && sum == h.sum {
+		h.stamp, h.readAt = e.Updated, readAt
+		return h.rec, nil
 	}
-	h.rec, h.stamp = rec, e.Updated
+	rec, err := parseRecord(v)
+	if err != nil {
+		return nil, err
+	}
+	if why := rec.mismatch(h.t, h.o.Client); why != "" {
+		h.rec, h.reason = nil, "the stored sign-in does not apply: "+why
+		return nil, nil
+	}
+	h.rec, h.stamp, h.sum, h.readAt = rec, e.Updated, sum, readAt
 	return rec, nil
 }
 

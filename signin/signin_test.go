@@ -671,3 +671,90 @@ func TestMetadataSwappedBetweenFetches(t *testing.T) {
 		t.Fatalf("err = %v (%d registrations, %d authorization requests)", err, f.regs.Load(), f.authReqs.Load())
 	}
 }
+
+// A sign-in stored in the same second as the one a running handler read
+// (the index's stamp has whole seconds) is seen at the next request: by
+// another process (a second store on the same directory) or by another
+// handler of this one. Once the stamp has settled, a request reads only
+// the index, not the value.
+func TestHandlerSeesWriteInSameSecond(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "secrets")
+	tg := Target{Plugin: "acme", Server: "srv", Resource: "https://mcp.example/mcp"}
+	put := func(s *secrets.Store, access string) time.Time {
+		t.Helper()
+		err := updateRecord(context.Background(), s, tg.Plugin, tg.Server, func(*record) (*record, error) {
+			return &record{Plugin: tg.Plugin, Server: tg.Server, Resource: tg.Resource, Issuer: "https://auth.example", ClientID: "c", Registration: regDynamic, TokenURL: "https://auth.example/token", AccessToken: access, RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _, err := tokenStore(s).Lookup(recordName(tg.Plugin, tg.Server))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Updated
+	}
+	token := func(h *Handler) string {
+		t.Helper()
+		ts, err := h.TokenSource(context.Background())
+		if err != nil || ts == nil {
+			t.Fatalf("TokenSource = %v, %v", ts, err)
+		}
+		tok, err := ts.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.AccessToken
+	}
+	for _, other := range []string{"another process", "another handler"} {
+		t.Run(other, func(t *testing.T) {
+			for attempt := 0; ; attempt++ {
+				// Start just after a second begins, so both writes share it.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+				mine := secrets.Open(dir, nil)
+				h, _ := NewHandler(tg, Options{Secrets: mine})
+				s1 := put(secrets.Open(dir, nil), "at-first-"+other)
+				if got := token(h); got != "at-first-"+other {
+					t.Fatalf("token = %q, want the stored at-first", got)
+				}
+				w := secrets.Open(dir, nil)
+				if other == "another handler" {
+					w = mine
+				}
+				s2 := put(w, "at-second-"+other)
+				if !s1.Equal(s2) {
+					if attempt < 3 {
+						continue // the second changed between the writes: again
+					}
+					t.Fatalf("the two writes never fell in one second (%v, %v)", s1, s2)
+				}
+				if got := token(h); got != "at-second-"+other {
+					t.Fatalf("after a sign-in stored in the same second, the handler sends %q, want at-second", got)
+				}
+				return
+			}
+		})
+	}
+	t.Run("settled stamp reads only the index", func(t *testing.T) {
+		s := secrets.Open(dir, nil)
+		put(s, "at-settled")
+		h, _ := NewHandler(tg, Options{Secrets: s})
+		time.Sleep(3 * time.Second) // stampSettled and a second
+		if got := token(h); got != "at-settled" {
+			t.Fatalf("token = %q", got)
+		}
+		// Replace the value behind the index's back: a handler that reads
+		// only the index goes on with what it has.
+		vf := tokenStore(s).ValuesFile()
+		b, err := os.ReadFile(vf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(vf, []byte(strings.ReplaceAll(string(b), "at-settled", "at-sneaked")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := token(h); got != "at-settled" {
+			t.Fatalf("with a settled stamp the handler read the value again (got %q)", got)
+		}
+	})
+}
