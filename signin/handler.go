@@ -57,7 +57,7 @@ type Handler struct {
 	rules netRules
 
 	mu     sync.Mutex
-	rec    *record  // the last record read or written, nil for none
+	rec    *record   // the last record read or written, nil for none
 	stamp  time.Time // the index's Updated stamp of rec
 	sum    [32]byte  // the digest of rec as stored
 	readAt time.Time // when the stored value was last read (before the read)
