@@ -373,11 +373,13 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if !stepUp && rec != nil {
 		if sent == "" || rec.AccessToken != sent {
 			if rec.AccessToken != "" {
+				h.retryWith(rec.AccessToken)
 				return nil // another token is stored now: retry with it
 			}
 		}
 		if rec.RefreshToken != "" {
 			if n, _ := h.refresh(ctx, sent); n != nil {
+				h.retryWith(n.AccessToken)
 				return nil
 			}
 		} else if sent != "" {
@@ -403,8 +405,40 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.mu.Lock()
 	h.rec, h.stamp = nil, time.Time{}
 	h.mu.Unlock()
-	_ = n
+	h.retryWith(n.AccessToken)
 	return nil
+}
+
+func (h *Handler) retryWith(token string) {
+	h.mu.Lock()
+	h.retry = token
+	h.mu.Unlock()
+}
+
+// Answered is told the resource's answer to every request sent with the
+// handler's tokens (berth's remote client calls it for each response).
+// A 401 to the token Authorize has just handed out for the retry of a
+// refused request (a second 401 in a row) is a *NeedSignInError: the
+// request did not run, and another refresh would not help. The caller
+// returns that error instead of the response, so the connection is not
+// taken for broken and nothing suggests the call may have run. Any other
+// answer to that token ends the watch on it.
+func (h *Handler) Answered(req *http.Request, status int) error {
+	sent, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if !ok || sent == "" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.retry == "" || sent != h.retry {
+		return nil
+	}
+	h.retry = ""
+	if status != http.StatusUnauthorized {
+		return nil
+	}
+	h.reason = "the server refused its token twice in a row (401), the second time right after berth renewed it"
+	return &NeedSignInError{Target: h.t, Reason: h.reason}
 }
 
 func orText(s, def string) string {
