@@ -521,67 +521,174 @@ func probe(ctx context.Context, t Target, rules netRules) (*http.Request, *http.
 }
 
 // Logout forgets the target's tokens and revokes them where the server
-// supports RFC 7009; revoked reports whether the server confirmed.
+// supports RFC 7009; revoked reports whether the server confirmed the
+// revocation of every token berth held (SignOut says which it did).
 func Logout(ctx context.Context, t Target, o Options) (revoked bool, err error) {
+	res, err := SignOut(ctx, t, o)
+	if err != nil || res == nil {
+		return false, err
+	}
+	return res.Revoked(), res.Err()
+}
+
+// LogoutResult is what SignOut did, token by token.
+type LogoutResult struct {
+	// SignedIn: there was a sign-in to forget (it is forgotten now).
+	SignedIn bool
+	// Issuer is the authorization server the tokens were issued by.
+	Issuer string
+	// RevocationEndpoint is false when the authorization server's
+	// metadata names none: nothing was revoked.
+	RevocationEndpoint bool
+	// Tokens are the tokens berth held: the refresh token first (revoking
+	// it ends the grant), then the access token.
+	Tokens []TokenRevocation
+	// Problem is why nothing could be sent to the revocation endpoint (it
+	// is no longer an address berth may reach), "" otherwise.
+	Problem string
+}
+
+// TokenRevocation is the outcome for one token; never the token itself.
+type TokenRevocation struct {
+	Kind      string    // "refresh token" or "access token"
+	Revoked   bool      // the server answered 200: RFC 7009's confirmation
+	Why       string    // why not, when not: the server's answer or the error
+	ExpiresAt time.Time // for the access token: when it expires (zero: unknown)
+}
+
+// Revoked reports whether the server confirmed the revocation of every
+// token berth held (false when there was none).
+func (r *LogoutResult) Revoked() bool {
+	if r == nil || len(r.Tokens) == 0 {
+		return false
+	}
+	for _, tk := range r.Tokens {
+		if !tk.Revoked {
+			return false
+		}
+	}
+	return true
+}
+
+// Err is the revocation's failure as an error, nil when every token was
+// revoked, there was none, or the server names no revocation endpoint.
+func (r *LogoutResult) Err() error {
+	if r == nil || !r.RevocationEndpoint && r.Problem == "" {
+		return nil
+	}
+	var errs []string
+	if r.Problem != "" {
+		errs = append(errs, r.Problem)
+	}
+	for _, tk := range r.Tokens {
+		if !tk.Revoked && tk.Why != "" {
+			errs = append(errs, "the "+tk.Kind+": "+tk.Why)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the sign-in is forgotten, but %s did not revoke every token (%s)", r.Issuer, strings.Join(errs, "; "))
+}
+
+// SignOut forgets the target's tokens and revokes them where the server
+// supports RFC 7009, and says which tokens the server confirmed revoked.
+// The error is only a failure to forget; revocation outcomes are in the
+// result.
+func SignOut(ctx context.Context, t Target, o Options) (*LogoutResult, error) {
 	if o.Secrets == nil {
-		return false, errors.New("signin: Options.Secrets is required")
+		return nil, errors.New("signin: Options.Secrets is required")
 	}
 	var gone *record
-	err = updateRecord(ctx, o.Secrets, t.Plugin, t.Server, func(old *record) (*record, error) {
+	err := updateRecord(ctx, o.Secrets, t.Plugin, t.Server, func(old *record) (*record, error) {
 		gone = old
 		return nil, nil
 	})
-	if err != nil || gone == nil {
-		return false, err
+	if err != nil {
+		return nil, err
 	}
-	return revoke(ctx, gone)
+	if gone == nil || (gone.AccessToken == "" && gone.RefreshToken == "") {
+		return &LogoutResult{}, nil
+	}
+	return revoke(ctx, gone), nil
 }
 
 // revoke asks the authorization server to revoke the record's tokens
 // (RFC 7009): the refresh token (which ends the grant), then the access
 // token.
-func revoke(ctx context.Context, r *record) (bool, error) {
+func revoke(ctx context.Context, r *record) *LogoutResult {
+	res := &LogoutResult{SignedIn: true, Issuer: r.Issuer, RevocationEndpoint: r.RevokeURL != ""}
+	for _, tk := range []struct{ v, kind string }{{r.RefreshToken, "refresh token"}, {r.AccessToken, "access token"}} {
+		if tk.v == "" {
+			continue
+		}
+		tr := TokenRevocation{Kind: tk.kind}
+		if tk.kind == "access token" {
+			tr.ExpiresAt = r.Expiry
+		}
+		res.Tokens = append(res.Tokens, tr)
+	}
 	if r.RevokeURL == "" {
-		return false, nil
+		return res
 	}
 	rules, err := rulesFor(r.Resource)
-	if err != nil {
-		return false, err
+	if err == nil {
+		_, err = rules.checkURL("the revocation endpoint", r.RevokeURL)
 	}
-	if _, err := rules.checkURL("the revocation endpoint", r.RevokeURL); err != nil {
-		return false, err
+	if err != nil {
+		res.Problem = err.Error()
+		return res
 	}
 	hc := rules.httpClient()
-	ok := false
-	var errs []error
+	i := 0
 	for _, tk := range []struct{ v, hint string }{{r.RefreshToken, "refresh_token"}, {r.AccessToken, "access_token"}} {
 		if tk.v == "" {
 			continue
 		}
+		tr := &res.Tokens[i]
+		i++
 		req, err := clientRequest(ctx, r, r.RevokeURL, url.Values{"token": {tk.v}, "token_type_hint": {tk.hint}})
 		if err != nil {
-			return false, err
+			tr.Why = err.Error()
+			continue
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			errs = append(errs, err)
+			tr.Why = "the revocation endpoint could not be reached: " + err.Error()
 			continue
 		}
-		io.Copy(io.Discard, resp.Body)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
-			ok = true
-		} else {
-			errs = append(errs, fmt.Errorf("the revocation endpoint answered %d", resp.StatusCode))
+			tr.Revoked = true
+			continue
+		}
+		tr.Why = fmt.Sprintf("the revocation endpoint answered %d", resp.StatusCode)
+		var v struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &v) == nil && errorCode(v.Error) {
+			tr.Why += " " + v.Error
+			if v.Error == "unsupported_token_type" {
+				tr.Why += ": it cannot revoke this kind of token"
+			}
 		}
 	}
-	if ok {
-		return true, nil
+	return res
+}
+
+// errorCode reports whether s is an OAuth error code as RFC 6749 allows
+// (printable ASCII without quote or backslash), short enough to show.
+func errorCode(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
 	}
-	if len(errs) > 0 {
-		return false, fmt.Errorf("the sign-in is forgotten, but revoking it at %s failed: %w", r.Issuer, errors.Join(errs...))
+	for _, c := range s {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == ' ' {
+			return false
+		}
 	}
-	return false, nil
+	return true
 }
 
 // ForgetPlugin forgets (and best-effort revokes) every sign-in of a plugin.

@@ -51,6 +51,7 @@ type fakeAS struct {
 	lastAuth   url.Values
 	tokenDelay time.Duration
 	deny       bool
+	jwtAccess  bool // access tokens cannot be revoked (400 unsupported_token_type)
 	swapReg    bool // the second metadata fetch names another registration endpoint
 	prmHits    atomic.Int32
 	asmHits    atomic.Int32
@@ -169,6 +170,11 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": f.ttl, "refresh_token": rt, "scope": "read offline_access"})
 	case "/revoke":
 		r.ParseForm()
+		if f.jwtAccess && r.Form.Get("token_type_hint") == "access_token" {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"error": "unsupported_token_type", "error_description": "token " + r.Form.Get("token") + " is a JWT"})
+			return
+		}
 		f.revoked.Add(1)
 		f.mu.Lock()
 		delete(f.refresh, r.Form.Get("token"))
@@ -757,4 +763,44 @@ func TestHandlerSeesWriteInSameSecond(t *testing.T) {
 			t.Fatalf("with a settled stamp the handler read the value again (got %q)", got)
 		}
 	})
+}
+
+// Logout says which tokens the server confirmed revoked: an access token
+// the server cannot revoke (a JWT: 400 unsupported_token_type) is
+// reported as not revoked, with its expiry, never as confirmed; the
+// token itself appears nowhere in the result.
+func TestSignOutPerToken(t *testing.T) {
+	f := newFakeAS(t)
+	f.jwtAccess = true
+	s := newSecrets(t)
+	tg := f.target("acme")
+	if _, err := Login(context.Background(), tg, Options{Secrets: s, Ask: follow}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := readRecord(context.Background(), s, tg)
+	res, err := SignOut(context.Background(), tg, Options{Secrets: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.SignedIn || !res.RevocationEndpoint || len(res.Tokens) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	rt, at := res.Tokens[0], res.Tokens[1]
+	if rt.Kind != "refresh token" || !rt.Revoked || at.Kind != "access token" || at.Revoked || !at.ExpiresAt.Equal(rec.Expiry) || !strings.Contains(at.Why, "400 unsupported_token_type") {
+		t.Fatalf("tokens %+v", res.Tokens)
+	}
+	if res.Revoked() {
+		t.Fatal("Revoked() with the access token not revoked")
+	}
+	if err := res.Err(); err == nil || strings.Contains(err.Error(), rec.AccessToken) || strings.Contains(at.Why, rec.AccessToken) {
+		t.Fatalf("Err() = %v (Why %q)", err, at.Why)
+	}
+	if st, _ := Lookup(s, tg); st.SignedIn {
+		t.Fatal("still signed in after SignOut")
+	}
+	// Nothing to forget: not signed in, nothing revoked.
+	res, err = SignOut(context.Background(), tg, Options{Secrets: s})
+	if err != nil || res.SignedIn || len(res.Tokens) != 0 || res.Revoked() {
+		t.Fatalf("second SignOut = %+v, %v", res, err)
+	}
 }
