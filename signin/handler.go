@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -233,7 +234,7 @@ func (h *Handler) refresh(ctx context.Context, failed string) (*record, error) {
 				n.AccessToken, n.RefreshToken, n.Expiry = "", "", time.Time{}
 				return &n, nil
 			}
-			h.setReason("refreshing the token failed: %v", err)
+			h.setReason("refreshing the token at %s failed: %s", old.Issuer, tokenErrorText(err))
 			return old, nil
 		}
 		n := *old
@@ -242,7 +243,7 @@ func (h *Handler) refresh(ctx context.Context, failed string) (*record, error) {
 		return &n, nil
 	})
 	if err != nil {
-		h.setReason("the secret store: %v", err)
+		h.setReason("berth's secret store could not be read or written: %v", err)
 		return nil, err
 	}
 	h.mu.Lock()
@@ -383,7 +384,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 				return nil
 			}
 		} else if sent != "" {
-			h.setReason("the server refused the token (%s) and there is no refresh token", orText(code, "401"))
+			h.setReason("the server refused the token (%s) and the sign-in has no refresh token to renew it", orText(clip(code), "401"))
 		}
 	}
 	ask := askerOf(ctx, h.o.Ask)
@@ -755,3 +756,28 @@ func lookupState(rec *record, t Target, c *Client) *State {
 	}
 	return st
 }
+
+// tokenErrorText says why a token request failed in berth's words: the
+// OAuth error code and its description, or the HTTP status; never the
+// answer's body, which may echo the code or a token.
+func tokenErrorText(err error) string {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	if re.ErrorCode == "" {
+		if re.Response != nil {
+			return fmt.Sprintf("the token endpoint answered %s", re.Response.Status)
+		}
+		return "the token endpoint refused it"
+	}
+	msg := "the token endpoint answered " + clip(re.ErrorCode)
+	if d := clip(re.ErrorDescription); d != "" && !tokenLike.MatchString(d) {
+		msg += " (" + d + ")"
+	}
+	return msg
+}
+
+// tokenLike finds a run of characters long enough to be a token or a code
+// in a server's description, which is then not shown.
+var tokenLike = regexp.MustCompile(`[A-Za-z0-9._~+/=-]{24,}`)

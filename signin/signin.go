@@ -71,6 +71,9 @@ type NeedSignInError struct {
 
 func (e *NeedSignInError) Error() string {
 	why := e.Reason
+	if why == "" {
+		why = "not signed in"
+	}
 	if e.StepUp && len(e.Scopes) > 0 {
 		why += " (the server asks for the scopes " + strings.Join(e.Scopes, " ") + ")"
 	}

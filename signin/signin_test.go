@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zalando/go-keyring"
+	"golang.org/x/oauth2"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/secrets"
@@ -51,6 +52,8 @@ type fakeAS struct {
 	lastAuth   url.Values
 	tokenDelay time.Duration
 	deny       bool
+	noIssuer   bool // the metadata names no issuer
+	issParam   bool // the metadata advertises iss (RFC 9207), the answer carries none
 	jwtAccess  bool // access tokens cannot be revoked (400 unsupported_token_type)
 	swapReg    bool // the second metadata fetch names another registration endpoint
 	prmHits    atomic.Int32
@@ -99,7 +102,7 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/oauth-authorization-server":
 		f.asmHits.Add(1)
 		iss := f.issuer
-		if iss == "" {
+		if iss == "" && !f.noIssuer {
 			iss = f.as.URL
 		}
 		m := map[string]any{
@@ -107,6 +110,9 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 			"revocation_endpoint": f.as.URL + "/revoke", "response_types_supported": []string{"code"},
 			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"read", "offline_access"},
 			"client_id_metadata_document_supported": f.cimd, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_post"},
+		}
+		if f.issParam {
+			m["authorization_response_iss_parameter_supported"] = true
 		}
 		if f.dcr {
 			m["registration_endpoint"] = f.as.URL + "/register"
@@ -803,4 +809,84 @@ func TestSignOutPerToken(t *testing.T) {
 	if err != nil || res.SignedIn || len(res.Tokens) != 0 || res.Revoked() {
 		t.Fatalf("second SignOut = %+v, %v", res, err)
 	}
+}
+
+// berth's refusals read as a sentence to a person at a terminal: the
+// thing, the rule, the fix; never empty quotes, never a token or code.
+func TestRefusalMessagesRead(t *testing.T) {
+	check := func(t *testing.T, err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("no refusal")
+		}
+		msg := err.Error()
+		if strings.Contains(msg, `""`) {
+			t.Errorf("the message has empty quotes: %s", msg)
+		}
+		for _, w := range want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("the message %q\nlacks %q", msg, w)
+			}
+		}
+	}
+	t.Run("http authorization server in the metadata", func(t *testing.T) {
+		rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(map[string]any{"resource": "http://" + r.Host + "/mcp", "authorization_servers": []string{"http://192.0.2.2:44929"}})
+				return
+			}
+			w.WriteHeader(401)
+		}))
+		defer rs.Close()
+		_, err := Login(context.Background(), Target{Plugin: "acme", Server: "srv", Resource: rs.URL + "/mcp"}, Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, "in its protected-resource metadata, the authorization server http://192.0.2.2:44929 uses plain http; the sign-in goes only over https", "tell the server's operator")
+	})
+	t.Run("metadata names no issuer", func(t *testing.T) {
+		f := newFakeAS(t)
+		f.noIssuer = true
+		_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, "the metadata of the authorization server "+f.as.URL+" names no issuer, not its own address", "refuses to sign in there")
+	})
+	t.Run("metadata names another issuer", func(t *testing.T) {
+		f := newFakeAS(t)
+		f.issuer = "http://127.0.0.1:1/other"
+		_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, `names the issuer "http://127.0.0.1:1/other", not its own address`)
+	})
+	t.Run("pinned issuer", func(t *testing.T) {
+		f := newFakeAS(t)
+		tg := f.target("acme")
+		tg.OAuth.Issuer = "https://login.example.com"
+		_, err := Login(context.Background(), tg, Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, "the server names the authorization server "+f.as.URL+", but its manifest pins the issuer https://login.example.com", "auth.oauth.issuer")
+	})
+	t.Run("no iss in the answer", func(t *testing.T) {
+		f := newFakeAS(t)
+		f.issParam = true
+		_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+		var ie *IssuerMismatchError
+		if !errors.As(err, &ie) {
+			t.Fatalf("err = %v, want an issuer mismatch", err)
+		}
+		check(t, err, "the answer to the sign-in names no issuer", "sign in again")
+		if strings.Contains(err.Error(), "code-") {
+			t.Errorf("the message shows the code: %v", err)
+		}
+	})
+	t.Run("no endpoint", func(t *testing.T) {
+		_, err := (netRules{}).checkURL("the token endpoint", "")
+		check(t, err, "the token endpoint is not given")
+	})
+	t.Run("token error", func(t *testing.T) {
+		secret := "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
+		msg := tokenErrorText(&oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "refresh token " + secret + " was revoked"})
+		if strings.Contains(msg, secret) || !strings.Contains(msg, "invalid_grant") {
+			t.Errorf("tokenErrorText = %q", msg)
+		}
+		msg = tokenErrorText(&oauth2.RetrieveError{Response: &http.Response{Status: "400 Bad Request"}, Body: []byte(secret)})
+		if strings.Contains(msg, secret) || !strings.Contains(msg, "400 Bad Request") {
+			t.Errorf("tokenErrorText = %q", msg)
+		}
+	})
 }
