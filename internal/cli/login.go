@@ -428,7 +428,7 @@ func signinClients(st *store.Store, sec *secrets.Store) func(signin.Target) (*si
 func describeLogin(w io.Writer, t signin.Target, c *signin.Client, extra []string) {
 	fmt.Fprintf(w, "Signing in to %s (plugin %s, server %s).\n", review.Printable(t.Resource), t.Plugin, t.Server)
 	if t.OAuth.Issuer != "" {
-		fmt.Fprintf(w, "  authorization server: %s (pinned by the manifest)\n", review.Printable(t.OAuth.Issuer))
+		fmt.Fprintf(w, "  authorization server: %s (pinned by the manifest%s)\n", review.Printable(t.OAuth.Issuer), elsewhere(", ", t.Resource, t.OAuth.Issuer))
 	} else {
 		fmt.Fprintln(w, "  authorization server: the one the server names (shown before the browser opens)")
 	}
@@ -451,6 +451,15 @@ func describeLogin(w io.Writer, t signin.Target, c *signin.Client, extra []strin
 	fmt.Fprintf(w, "  The tokens are kept in berth's secret store and sent only to %s.\n", review.Printable(origin(t.Resource)))
 }
 
+// elsewhere says "another host than HOST" (after sep) when the
+// authorization server is on another host than the resource, "" when not.
+func elsewhere(sep, resource, issuer string) string {
+	if h := signin.OtherHost(resource, issuer); h != "" {
+		return sep + "another host than " + review.Printable(h)
+	}
+	return ""
+}
+
 // loginAsk shows the authorization URL: on stderr, always, and in the
 // system browser unless noBrowser.
 func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, signin.Prompt) error {
@@ -462,7 +471,11 @@ func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, sign
 		if p.StepUp {
 			what = "Asking for more scopes"
 		}
-		fmt.Fprintf(out, "%s at %s; scopes: %s.\n", what, review.Printable(p.Issuer), scopeList(p.Scopes))
+		issuer := review.Printable(p.Issuer)
+		if e := elsewhere("", p.Target.Resource, p.Issuer); e != "" {
+			issuer += " (" + e + ")"
+		}
+		fmt.Fprintf(out, "%s at %s; scopes: %s.\n", what, issuer, scopeList(p.Scopes))
 		fmt.Fprintf(a.stderr, "Sign in at: %s\n", p.URL)
 		if noBrowser {
 			return nil
