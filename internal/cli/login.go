@@ -326,6 +326,9 @@ func runLogin(ctx context.Context, a *app, opts *loginOptions) error {
 	so := signin.Options{Secrets: sec, Client: client, Wait: opts.Wait, Ask: a.loginAsk(out, opts.NoBrowser)}
 	state, err := signin.Login(ctx, t.Target, so, opts.Scopes...)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "server "+t.ID()+": ") {
+			return err // it names the server already
+		}
 		return fmt.Errorf("signing in to %s: %w", t.ID(), err)
 	}
 	if opts.JSON {
