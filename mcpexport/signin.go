@@ -273,7 +273,11 @@ func signInSummary(p signin.Prompt) string {
 	if p.StepUp {
 		kind = "step-up"
 	}
-	return fmt.Sprintf("%s at %s for scopes %s", kind, capLine(review.Printable(p.Issuer), 200), scopesText(p.Scopes))
+	at := capLine(review.Printable(p.Issuer), 200)
+	if h := p.Elsewhere(); h != "" {
+		at += " (another host than " + capLine(review.Printable(h), 200) + ")"
+	}
+	return fmt.Sprintf("%s at %s for scopes %s", kind, at, scopesText(p.Scopes))
 }
 
 // signInMessage is what the client's human reads before opening the link:
@@ -287,7 +291,11 @@ func signInMessage(p signin.Prompt) string {
 		fmt.Fprintf(&b, "berth: plugin %s, server %s needs you to sign in.\n", review.Printable(p.Target.Plugin), review.Printable(p.Target.Server))
 	}
 	fmt.Fprintf(&b, "Resource: %s\n", capLine(review.Printable(p.Target.Resource), 200))
-	fmt.Fprintf(&b, "Authorization server: %s\n", capLine(review.Printable(p.Issuer), 200))
+	if h := p.Elsewhere(); h != "" {
+		fmt.Fprintf(&b, "Authorization server: %s (another host than %s)\n", capLine(review.Printable(p.Issuer), 200), capLine(review.Printable(h), 200))
+	} else {
+		fmt.Fprintf(&b, "Authorization server: %s\n", capLine(review.Printable(p.Issuer), 200))
+	}
 	if p.StepUp {
 		fmt.Fprintf(&b, "Scopes (more than the current sign-in has): %s\n", scopesText(p.Scopes))
 	} else {

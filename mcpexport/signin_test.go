@@ -238,3 +238,20 @@ func TestCanAskSignIn(t *testing.T) {
 		t.Fatal("no session")
 	}
 }
+
+// The message and the audit summary say in words when the authorization
+// server is on another host than the resource; not when it is the same
+// host.
+func TestSignInMessageOtherHost(t *testing.T) {
+	p := testPrompt
+	if msg := signInMessage(p); !strings.Contains(msg, "Authorization server: https://login.example (another host than mcp.example)\n") {
+		t.Errorf("message:\n%s", msg)
+	}
+	if s := signInSummary(p); !strings.Contains(s, "at https://login.example (another host than mcp.example) for scopes") {
+		t.Errorf("summary %q", s)
+	}
+	p.Issuer = "https://mcp.example/oauth"
+	if msg := signInMessage(p); strings.Contains(msg, "another host") || !strings.Contains(msg, "Authorization server: https://mcp.example/oauth\n") {
+		t.Errorf("same-host message:\n%s", msg)
+	}
+}

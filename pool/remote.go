@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -178,7 +179,25 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	if g.sseAuth {
 		return g.roundTripSSEAuth(r)
 	}
-	return g.base.RoundTrip(r)
+	return g.send(r)
+}
+
+// send sends r on the base transport. With a sign-in, the handler sees
+// every answer: a 401 right after it renewed the token (a second 401 in
+// a row) becomes its *signin.NeedSignInError, the request not run and
+// the connection sound, rather than a 401 go-sdk takes for a broken
+// connection.
+func (g *guard) send(r *http.Request) (*http.Response, error) {
+	resp, err := g.base.RoundTrip(r)
+	if err != nil || g.oauth == nil {
+		return resp, err
+	}
+	if err := g.oauth.Answered(r, resp.StatusCode); err != nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, err
+	}
+	return resp, nil
 }
 
 // roundTripSSEAuth is the OAuth handling the SSE transport lacks: the
@@ -204,7 +223,7 @@ func (g *guard) roundTripSSEAuth(r *http.Request) (*http.Response, error) {
 	if err := setToken(r); err != nil {
 		return nil, err
 	}
-	resp, err := g.base.RoundTrip(r)
+	resp, err := g.send(r)
 	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return resp, err
 	}
@@ -225,7 +244,7 @@ func (g *guard) roundTripSSEAuth(r *http.Request) (*http.Response, error) {
 	if err := setToken(r2); err != nil {
 		return nil, err
 	}
-	return g.base.RoundTrip(r2)
+	return g.send(r2)
 }
 
 func (g *guard) checkRedirect(req *http.Request, via []*http.Request) error {

@@ -30,6 +30,10 @@ type oauthRemote struct {
 	tokens map[string]bool
 	seen   []string // Authorization headers the MCP endpoint got
 	n      int
+	// refreshable: tokens come with a refresh token; refuse: the MCP
+	// endpoint answers 401 to every token.
+	refreshable, refuse bool
+	grants              map[string]int // token requests by grant_type
 }
 
 func newOAuthRemote(t *testing.T, kind string) *oauthRemote {
@@ -48,12 +52,21 @@ func newOAuthRemote(t *testing.T, kind string) *oauthRemote {
 			q := r.URL.Query()
 			http.Redirect(w, r, q.Get("redirect_uri")+"?code=k&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 		case "/token":
+			r.ParseForm()
 			o.mu.Lock()
 			o.n++
 			tok := fmt.Sprintf("tok-%d", o.n)
 			o.tokens[tok] = true
+			if o.grants == nil {
+				o.grants = map[string]int{}
+			}
+			o.grants[r.Form.Get("grant_type")]++
+			ans := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600}
+			if o.refreshable {
+				ans["refresh_token"] = fmt.Sprintf("rt-%d", o.n)
+			}
 			o.mu.Unlock()
-			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+			json.NewEncoder(w).Encode(ans)
 		}
 	}))
 	o.rs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +78,7 @@ func newOAuthRemote(t *testing.T, kind string) *oauthRemote {
 		a := r.Header.Get("Authorization")
 		o.mu.Lock()
 		o.seen = append(o.seen, a)
-		ok := o.tokens[strings.TrimPrefix(a, "Bearer ")]
+		ok := o.tokens[strings.TrimPrefix(a, "Bearer ")] && !o.refuse
 		o.mu.Unlock()
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
@@ -209,5 +222,55 @@ func TestGuardKeepsSignInAuthorization(t *testing.T) {
 		if got != want {
 			t.Fatalf("oauth %v: Authorization %q, want %q", oauth, got, want)
 		}
+	}
+}
+
+// A running remote that refuses the token berth renewed after its first
+// 401 (a second 401 in a row): the call fails with a
+// *signin.NeedSignInError naming berth login, after one refresh; the
+// connection stays up (not taken for a crash, no "may or may not have
+// run"), and once the server accepts tokens again the next call runs on
+// it.
+func TestRemoteSecond401NeedsSignIn(t *testing.T) {
+	keyring.MockInitWithError(errors.New("no keychain in tests"))
+	for _, kind := range []string{"streamable-http", "sse"} {
+		t.Run(kind, func(t *testing.T) {
+			o := newOAuthRemote(t, kind)
+			o.refreshable = true
+			sec := secrets.Open(filepath.Join(t.TempDir(), "secrets"), nil)
+			tg := signin.Target{Plugin: "web", Server: "api", Resource: o.rs.URL + "/mcp"}
+			if _, err := signin.Login(context.Background(), tg, signin.Options{Secrets: sec, Ask: followSignIn}); err != nil {
+				t.Fatal(err)
+			}
+			f := newFixture(t)
+			f.plugin("web", map[string]any{"api": remoteServer(o.rs.URL+"/mcp", kind, map[string]any{"auth": map[string]any{"oauth": map[string]any{}}})})
+			p := f.open(func(opts *Options) { opts.SignIns = sec })
+			if got := callText(t, p, "web__api__echo", `{"text":"a"}`); got != "echo: a" {
+				t.Fatalf("%q %+v", got, status(t, p, "web__api"))
+			}
+			before := status(t, p, "web__api")
+			o.mu.Lock()
+			o.refuse = true
+			o.mu.Unlock()
+			_, err := p.Call(context.Background(), "web__api__echo", json.RawMessage(`{"text":"b"}`), allow)
+			var ne *signin.NeedSignInError
+			if !errors.As(err, &ne) || !strings.Contains(err.Error(), "berth login web__api") || strings.Contains(err.Error(), "may or may not") {
+				t.Fatalf("a call refused twice in a row: %v\nwant a NeedSignInError naming berth login web__api", err)
+			}
+			o.mu.Lock()
+			refreshes := o.grants["refresh_token"]
+			o.refuse = false
+			o.mu.Unlock()
+			if refreshes != 1 {
+				t.Errorf("%d refresh grants for the refused call; want 1", refreshes)
+			}
+			st := status(t, p, "web__api")
+			if st.State != StateRunning || st.Restarts != before.Restarts {
+				t.Fatalf("the server was taken for crashed: %+v (before: %+v)", st, before)
+			}
+			if got := callText(t, p, "web__api__echo", `{"text":"c"}`); got != "echo: c" {
+				t.Fatalf("%q %+v", got, status(t, p, "web__api"))
+			}
+		})
 	}
 }

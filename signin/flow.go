@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,23 +38,38 @@ type ResourceMismatchError struct {
 }
 
 func (e *ResourceMismatchError) Error() string {
-	return fmt.Sprintf("server %s: the protected-resource metadata at %s is for the resource %q, not %q, the server berth reviewed; berth refuses to sign in with it (a server must describe itself; ask its operator)", e.Target.ID(), e.MetadataURL, e.Got, e.Target.Resource)
+	return fmt.Sprintf("server %s: the protected-resource metadata at %s names %s, not %s, the server berth reviewed; berth refuses to sign in with it (a server's metadata must name the server itself; tell its operator)", e.Target.ID(), e.MetadataURL, named("the resource", e.Got), e.Target.Resource)
 }
 
 // IssuerMismatchError: the authorization server is not the one the
-// manifest pins, or its metadata names another issuer than its address.
+// manifest pins, its metadata names another issuer than its address, or
+// the authorization response's iss (RFC 9207) is not its issuer.
 type IssuerMismatchError struct {
 	Target Target
-	Want   string
-	Got    string
-	Why    string
+	Want   string // the issuer expected (pinned, or the server's address)
+	Got    string // the issuer found, "" when none was given
+	Why    string // the whole finding, naming both
+	Fix    string // what the human can do, "" when nothing
 }
 
 func (e *IssuerMismatchError) Error() string {
-	if e.Got == "" {
-		return fmt.Sprintf("server %s: %s; berth refuses to sign in there", e.Target.ID(), e.Why)
+	msg := fmt.Sprintf("server %s: %s; berth refuses to sign in there", e.Target.ID(), e.Why)
+	if e.Fix != "" {
+		msg += " (" + e.Fix + ")"
 	}
-	return fmt.Sprintf("server %s: %s (expected the issuer %q, got %q); berth refuses to sign in there", e.Target.ID(), e.Why, e.Want, e.Got)
+	return msg
+}
+
+// fixPin is the fix of a pinned issuer that does not match.
+const fixPin = "if the server really moved to another authorization server, the plugin's publisher must change auth.oauth.issuer in its manifest; otherwise tell its operator"
+
+// named quotes an issuer the other side gave for a message, or says it
+// gave none.
+func named(what, issuer string) string {
+	if issuer == "" {
+		return "no " + strings.TrimPrefix(what, "the ")
+	}
+	return what + " " + strconv.Quote(clip(issuer))
 }
 
 // discover finds and checks the protected-resource metadata and the
@@ -112,11 +129,11 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 		}
 		for _, as := range prm.AuthorizationServers {
 			if _, err := rules.checkURL("the authorization server", as); err != nil {
-				return nil, fmt.Errorf("server %s: its protected-resource metadata names %v", t.ID(), err)
+				return nil, fmt.Errorf("server %s: in its protected-resource metadata, %v", t.ID(), err)
 			}
 		}
 		if len(prm.AuthorizationServers) == 0 {
-			return nil, fmt.Errorf("server %s: its protected-resource metadata names no authorization server", t.ID())
+			return nil, fmt.Errorf("server %s: its protected-resource metadata at %s names no authorization server, so berth does not know where to sign in (tell the server's operator)", t.ID(), c.url)
 		}
 		d.prm = prm
 		break
@@ -134,15 +151,18 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 		return nil, fmt.Errorf("server %s: %v", t.ID(), err)
 	}
 	if au.Scheme != "https" && !strings.EqualFold(au.Hostname(), ru.Hostname()) && !(rules.loopback && isLoopbackHost(au.Hostname())) {
-		return nil, fmt.Errorf("server %s: its authorization server %s is on another host and not https", t.ID(), redact(au))
+		return nil, fmt.Errorf("server %s: its authorization server %s is on another host than the server and uses plain http; berth signs in at another host only over https (tell the server's operator)", t.ID(), redact(au))
 	}
 	if t.OAuth.Issuer != "" && !issuersEqual(asURL, t.OAuth.Issuer) {
-		return nil, &IssuerMismatchError{Target: t, Want: t.OAuth.Issuer, Got: asURL, Why: "the server names an authorization server other than the one its manifest pins"}
+		return nil, &IssuerMismatchError{Target: t, Want: t.OAuth.Issuer, Got: asURL, Fix: fixPin,
+			Why: fmt.Sprintf("the server names the authorization server %s, but its manifest pins the issuer %s", asURL, t.OAuth.Issuer)}
 	}
 	asm, err := auth.GetAuthServerMetadata(ctx, asURL, hc)
 	if err != nil {
-		if strings.Contains(err.Error(), "issuer") {
-			return nil, &IssuerMismatchError{Target: t, Want: asURL, Got: "", Why: "the authorization server's metadata names another issuer than its address: " + err.Error()}
+		if m := metaIssuerRE.FindStringSubmatch(err.Error()); m != nil {
+			got, _ := strconv.Unquote(m[1])
+			return nil, &IssuerMismatchError{Target: t, Want: asURL, Got: got, Fix: "tell the authorization server's operator",
+				Why: fmt.Sprintf("the metadata of the authorization server %s names %s, not its own address (RFC 8414 requires them to be equal, so that one server cannot speak for another)", asURL, named("the issuer", got))}
 		}
 		return nil, fmt.Errorf("server %s: reading the metadata of the authorization server %s: %v", t.ID(), asURL, err)
 	}
@@ -151,7 +171,8 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 		asm = &oauthex.AuthServerMeta{Issuer: asURL, AuthorizationEndpoint: asURL + "/authorize", TokenEndpoint: asURL + "/token", RegistrationEndpoint: asURL + "/register"}
 	}
 	if t.OAuth.Issuer != "" && !issuersEqual(asm.Issuer, t.OAuth.Issuer) {
-		return nil, &IssuerMismatchError{Target: t, Want: t.OAuth.Issuer, Got: asm.Issuer, Why: "the authorization server's issuer is not the one the manifest pins"}
+		return nil, &IssuerMismatchError{Target: t, Want: t.OAuth.Issuer, Got: asm.Issuer, Fix: fixPin,
+			Why: fmt.Sprintf("the metadata of the authorization server %s names %s, but the manifest pins the issuer %s", asURL, named("the issuer", asm.Issuer), t.OAuth.Issuer)}
 	}
 	for what, u := range map[string]string{"authorization endpoint": asm.AuthorizationEndpoint, "token endpoint": asm.TokenEndpoint} {
 		if _, err := rules.checkURL("the "+what, u); err != nil {
@@ -396,12 +417,33 @@ func explain(t Target, asm *oauthex.AuthServerMeta, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "authorization response issuer"), strings.Contains(msg, "iss parameter"):
-		return &IssuerMismatchError{Target: t, Want: asm.Issuer, Got: "", Why: "the authorization response's iss (RFC 9207) does not match the authorization server: " + msg}
+		e := &IssuerMismatchError{Target: t, Want: asm.Issuer, Fix: "sign in again; if this repeats, the authorization server is misconfigured or someone interferes with the sign-in"}
+		switch m := issRE.FindStringSubmatch(msg); {
+		case m != nil:
+			e.Got, _ = strconv.Unquote(m[1])
+			e.Why = fmt.Sprintf("the answer to the sign-in names %s (iss, RFC 9207), not the authorization server %s it was sent to: it may come from another server (a mix-up attack)", named("the issuer", e.Got), asm.Issuer)
+		case strings.Contains(msg, "none was received"):
+			e.Why = fmt.Sprintf("the authorization server %s says it names itself in its answers (iss, RFC 9207), but the answer to the sign-in names no issuer: it may come from another server (a mix-up attack)", asm.Issuer)
+		default:
+			e.Why = fmt.Sprintf("the answer to the sign-in names an issuer (iss, RFC 9207), but the authorization server %s does not say it sends one: it may come from another server (a mix-up attack)", asm.Issuer)
+		}
+		return e
 	case strings.Contains(msg, "state mismatch"):
 		return fmt.Errorf("server %s: the authorization response's state does not match the request; berth refuses it", t.ID())
 	}
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		return fmt.Errorf("server %s: signing in at %s: exchanging the authorization code for a token failed: %s; try berth login again", t.ID(), asm.Issuer, tokenErrorText(err))
+	}
 	return fmt.Errorf("server %s: signing in at %s: %w", t.ID(), asm.Issuer, err)
 }
+
+// go-sdk's messages of an issuer mismatch, whose values berth quotes in
+// its own words.
+var (
+	metaIssuerRE = regexp.MustCompile(`metadata issuer ("(?:[^"\\]|\\.)*") does not match`)
+	issRE        = regexp.MustCompile(`authorization response issuer ("(?:[^"\\]|\\.)*") does not match`)
+)
 
 func union(a, b []string) []string {
 	out := slices.Clone(a)

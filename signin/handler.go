@@ -2,12 +2,14 @@ package signin
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -56,9 +58,14 @@ type Handler struct {
 	rules netRules
 
 	mu     sync.Mutex
-	rec    *record // the last record read or written, nil for none
-	stamp  time.Time
-	reason string // why the last token could not be had
+	rec    *record   // the last record read or written, nil for none
+	stamp  time.Time // the index's Updated stamp of rec
+	sum    [32]byte  // the digest of rec as stored
+	readAt time.Time // when the stored value was last read (before the read)
+	reason string    // why the last token could not be had
+	// retry is the access token Authorize handed out after a 401, for the
+	// request's one retry; a 401 to it is a second 401 in a row (Answered).
+	retry string
 }
 
 // NewHandler returns the handler of one target.
@@ -76,12 +83,22 @@ func NewHandler(t Target, o Options) (*Handler, error) {
 	return &Handler{t: t, o: o, rules: rules}, nil
 }
 
-// current returns the stored record for the target, re-read when the
-// store's index says it changed (another process signed in, refreshed or
-// signed out), nil when there is none that applies.
+// stampSettled is how long after a record's index stamp (whole seconds)
+// another write could still carry the same stamp, with a margin for the
+// clocks of two processes: until the handler has read the value that
+// late, an unchanged stamp proves nothing and the value is read again.
+const stampSettled = 2 * time.Second
+
+// current returns the stored record for the target, nil when there is
+// none that applies. The store's index is read every time (cheap: no
+// value); the value is read again when the index's stamp changed, or
+// while the stamp is so recent that a later write in the same second
+// (another process's, or another handler's in this one) would carry it
+// too: then the value's digest says whether it changed.
 func (h *Handler) current(ctx context.Context) (*record, error) {
 	ts := tokenStore(h.o.Secrets)
-	e, ok, err := ts.Lookup(recordName(h.t.Plugin, h.t.Server))
+	name := recordName(h.t.Plugin, h.t.Server)
+	e, ok, err := ts.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -92,20 +109,33 @@ func (h *Handler) current(ctx context.Context) (*record, error) {
 		h.reason = "not signed in"
 		return nil, nil
 	}
-	if h.rec != nil && e.Updated.Equal(h.stamp) {
+	if h.rec != nil && e.Updated.Equal(h.stamp) && !h.readAt.Before(h.stamp.Add(stampSettled)) {
 		return h.rec, nil
 	}
-	rec, err := readRecord(ctx, h.o.Secrets, h.t)
+	readAt := time.Now()
+	v, _, err := ts.Get(ctx, name)
+	if errors.Is(err, secrets.ErrNotFound) {
+		h.rec = nil
+		h.reason = "not signed in"
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	if rec != nil {
-		if why := rec.mismatch(h.t, h.o.Client); why != "" {
-			h.rec, h.reason = nil, "the stored sign-in does not apply: "+why
-			return nil, nil
-		}
+	sum := sha256.Sum256([]byte(v))
+	if h.rec != nil && sum == h.sum {
+		h.stamp, h.readAt = e.Updated, readAt
+		return h.rec, nil
 	}
-	h.rec, h.stamp = rec, e.Updated
+	rec, err := parseRecord(v)
+	if err != nil {
+		return nil, err
+	}
+	if why := rec.mismatch(h.t, h.o.Client); why != "" {
+		h.rec, h.reason = nil, "the stored sign-in does not apply: "+why
+		return nil, nil
+	}
+	h.rec, h.stamp, h.sum, h.readAt = rec, e.Updated, sum, readAt
 	return rec, nil
 }
 
@@ -204,7 +234,7 @@ func (h *Handler) refresh(ctx context.Context, failed string) (*record, error) {
 				n.AccessToken, n.RefreshToken, n.Expiry = "", "", time.Time{}
 				return &n, nil
 			}
-			h.setReason("refreshing the token failed: %v", err)
+			h.setReason("refreshing the token at %s failed: %s", old.Issuer, tokenErrorText(err))
 			return old, nil
 		}
 		n := *old
@@ -213,7 +243,7 @@ func (h *Handler) refresh(ctx context.Context, failed string) (*record, error) {
 		return &n, nil
 	})
 	if err != nil {
-		h.setReason("the secret store: %v", err)
+		h.setReason("berth's secret store could not be read or written: %v", err)
 		return nil, err
 	}
 	h.mu.Lock()
@@ -344,15 +374,17 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if !stepUp && rec != nil {
 		if sent == "" || rec.AccessToken != sent {
 			if rec.AccessToken != "" {
+				h.retryWith(rec.AccessToken)
 				return nil // another token is stored now: retry with it
 			}
 		}
 		if rec.RefreshToken != "" {
 			if n, _ := h.refresh(ctx, sent); n != nil {
+				h.retryWith(n.AccessToken)
 				return nil
 			}
 		} else if sent != "" {
-			h.setReason("the server refused the token (%s) and there is no refresh token", orText(code, "401"))
+			h.setReason("the server refused the token (%s) and the sign-in has no refresh token to renew it", orText(clip(code), "401"))
 		}
 	}
 	ask := askerOf(ctx, h.o.Ask)
@@ -374,8 +406,40 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.mu.Lock()
 	h.rec, h.stamp = nil, time.Time{}
 	h.mu.Unlock()
-	_ = n
+	h.retryWith(n.AccessToken)
 	return nil
+}
+
+func (h *Handler) retryWith(token string) {
+	h.mu.Lock()
+	h.retry = token
+	h.mu.Unlock()
+}
+
+// Answered is told the resource's answer to every request sent with the
+// handler's tokens (berth's remote client calls it for each response).
+// A 401 to the token Authorize has just handed out for the retry of a
+// refused request (a second 401 in a row) is a *NeedSignInError: the
+// request did not run, and another refresh would not help. The caller
+// returns that error instead of the response, so the connection is not
+// taken for broken and nothing suggests the call may have run. Any other
+// answer to that token ends the watch on it.
+func (h *Handler) Answered(req *http.Request, status int) error {
+	sent, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if !ok || sent == "" {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.retry == "" || sent != h.retry {
+		return nil
+	}
+	h.retry = ""
+	if status != http.StatusUnauthorized {
+		return nil
+	}
+	h.reason = "the server refused its token twice in a row (401), the second time right after berth renewed it"
+	return &NeedSignInError{Target: h.t, Reason: h.reason}
 }
 
 func orText(s, def string) string {
@@ -458,67 +522,174 @@ func probe(ctx context.Context, t Target, rules netRules) (*http.Request, *http.
 }
 
 // Logout forgets the target's tokens and revokes them where the server
-// supports RFC 7009; revoked reports whether the server confirmed.
+// supports RFC 7009; revoked reports whether the server confirmed the
+// revocation of every token berth held (SignOut says which it did).
 func Logout(ctx context.Context, t Target, o Options) (revoked bool, err error) {
+	res, err := SignOut(ctx, t, o)
+	if err != nil || res == nil {
+		return false, err
+	}
+	return res.Revoked(), res.Err()
+}
+
+// LogoutResult is what SignOut did, token by token.
+type LogoutResult struct {
+	// SignedIn: there was a sign-in to forget (it is forgotten now).
+	SignedIn bool
+	// Issuer is the authorization server the tokens were issued by.
+	Issuer string
+	// RevocationEndpoint is false when the authorization server's
+	// metadata names none: nothing was revoked.
+	RevocationEndpoint bool
+	// Tokens are the tokens berth held: the refresh token first (revoking
+	// it ends the grant), then the access token.
+	Tokens []TokenRevocation
+	// Problem is why nothing could be sent to the revocation endpoint (it
+	// is no longer an address berth may reach), "" otherwise.
+	Problem string
+}
+
+// TokenRevocation is the outcome for one token; never the token itself.
+type TokenRevocation struct {
+	Kind      string    // "refresh token" or "access token"
+	Revoked   bool      // the server answered 200: RFC 7009's confirmation
+	Why       string    // why not, when not: the server's answer or the error
+	ExpiresAt time.Time // for the access token: when it expires (zero: unknown)
+}
+
+// Revoked reports whether the server confirmed the revocation of every
+// token berth held (false when there was none).
+func (r *LogoutResult) Revoked() bool {
+	if r == nil || len(r.Tokens) == 0 {
+		return false
+	}
+	for _, tk := range r.Tokens {
+		if !tk.Revoked {
+			return false
+		}
+	}
+	return true
+}
+
+// Err is the revocation's failure as an error, nil when every token was
+// revoked, there was none, or the server names no revocation endpoint.
+func (r *LogoutResult) Err() error {
+	if r == nil || !r.RevocationEndpoint && r.Problem == "" {
+		return nil
+	}
+	var errs []string
+	if r.Problem != "" {
+		errs = append(errs, r.Problem)
+	}
+	for _, tk := range r.Tokens {
+		if !tk.Revoked && tk.Why != "" {
+			errs = append(errs, "the "+tk.Kind+": "+tk.Why)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the sign-in is forgotten, but %s did not revoke every token (%s)", r.Issuer, strings.Join(errs, "; "))
+}
+
+// SignOut forgets the target's tokens and revokes them where the server
+// supports RFC 7009, and says which tokens the server confirmed revoked.
+// The error is only a failure to forget; revocation outcomes are in the
+// result.
+func SignOut(ctx context.Context, t Target, o Options) (*LogoutResult, error) {
 	if o.Secrets == nil {
-		return false, errors.New("signin: Options.Secrets is required")
+		return nil, errors.New("signin: Options.Secrets is required")
 	}
 	var gone *record
-	err = updateRecord(ctx, o.Secrets, t.Plugin, t.Server, func(old *record) (*record, error) {
+	err := updateRecord(ctx, o.Secrets, t.Plugin, t.Server, func(old *record) (*record, error) {
 		gone = old
 		return nil, nil
 	})
-	if err != nil || gone == nil {
-		return false, err
+	if err != nil {
+		return nil, err
 	}
-	return revoke(ctx, gone)
+	if gone == nil || (gone.AccessToken == "" && gone.RefreshToken == "") {
+		return &LogoutResult{}, nil
+	}
+	return revoke(ctx, gone), nil
 }
 
 // revoke asks the authorization server to revoke the record's tokens
 // (RFC 7009): the refresh token (which ends the grant), then the access
 // token.
-func revoke(ctx context.Context, r *record) (bool, error) {
+func revoke(ctx context.Context, r *record) *LogoutResult {
+	res := &LogoutResult{SignedIn: true, Issuer: r.Issuer, RevocationEndpoint: r.RevokeURL != ""}
+	for _, tk := range []struct{ v, kind string }{{r.RefreshToken, "refresh token"}, {r.AccessToken, "access token"}} {
+		if tk.v == "" {
+			continue
+		}
+		tr := TokenRevocation{Kind: tk.kind}
+		if tk.kind == "access token" {
+			tr.ExpiresAt = r.Expiry
+		}
+		res.Tokens = append(res.Tokens, tr)
+	}
 	if r.RevokeURL == "" {
-		return false, nil
+		return res
 	}
 	rules, err := rulesFor(r.Resource)
-	if err != nil {
-		return false, err
+	if err == nil {
+		_, err = rules.checkURL("the revocation endpoint", r.RevokeURL)
 	}
-	if _, err := rules.checkURL("the revocation endpoint", r.RevokeURL); err != nil {
-		return false, err
+	if err != nil {
+		res.Problem = err.Error()
+		return res
 	}
 	hc := rules.httpClient()
-	ok := false
-	var errs []error
+	i := 0
 	for _, tk := range []struct{ v, hint string }{{r.RefreshToken, "refresh_token"}, {r.AccessToken, "access_token"}} {
 		if tk.v == "" {
 			continue
 		}
+		tr := &res.Tokens[i]
+		i++
 		req, err := clientRequest(ctx, r, r.RevokeURL, url.Values{"token": {tk.v}, "token_type_hint": {tk.hint}})
 		if err != nil {
-			return false, err
+			tr.Why = err.Error()
+			continue
 		}
 		resp, err := hc.Do(req)
 		if err != nil {
-			errs = append(errs, err)
+			tr.Why = "the revocation endpoint could not be reached: " + err.Error()
 			continue
 		}
-		io.Copy(io.Discard, resp.Body)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
-			ok = true
-		} else {
-			errs = append(errs, fmt.Errorf("the revocation endpoint answered %d", resp.StatusCode))
+			tr.Revoked = true
+			continue
+		}
+		tr.Why = fmt.Sprintf("the revocation endpoint answered %d", resp.StatusCode)
+		var v struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(body, &v) == nil && errorCode(v.Error) {
+			tr.Why += " " + v.Error
+			if v.Error == "unsupported_token_type" {
+				tr.Why += ": it cannot revoke this kind of token"
+			}
 		}
 	}
-	if ok {
-		return true, nil
+	return res
+}
+
+// errorCode reports whether s is an OAuth error code as RFC 6749 allows
+// (printable ASCII without quote or backslash), short enough to show.
+func errorCode(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
 	}
-	if len(errs) > 0 {
-		return false, fmt.Errorf("the sign-in is forgotten, but revoking it at %s failed: %w", r.Issuer, errors.Join(errs...))
+	for _, c := range s {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == ' ' {
+			return false
+		}
 	}
-	return false, nil
+	return true
 }
 
 // ForgetPlugin forgets (and best-effort revokes) every sign-in of a plugin.
@@ -585,3 +756,28 @@ func lookupState(rec *record, t Target, c *Client) *State {
 	}
 	return st
 }
+
+// tokenErrorText says why a token request failed in berth's words: the
+// OAuth error code and its description, or the HTTP status; never the
+// answer's body, which may echo the code or a token.
+func tokenErrorText(err error) string {
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	if re.ErrorCode == "" {
+		if re.Response != nil {
+			return fmt.Sprintf("the token endpoint answered %s", re.Response.Status)
+		}
+		return "the token endpoint refused it"
+	}
+	msg := "the token endpoint answered " + clip(re.ErrorCode)
+	if d := clip(re.ErrorDescription); d != "" && !tokenLike.MatchString(d) {
+		msg += " (" + d + ")"
+	}
+	return msg
+}
+
+// tokenLike finds a run of characters long enough to be a token or a code
+// in a server's description, which is then not shown.
+var tokenLike = regexp.MustCompile(`[A-Za-z0-9._~+/=-]{24,}`)

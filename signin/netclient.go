@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,20 +57,23 @@ func isLoopbackHost(h string) bool {
 // loopback http; never a user name in the URL.
 func (r netRules) checkURL(what, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
+	if raw == "" {
+		return nil, fmt.Errorf("%s is not given (the server's metadata names none); berth cannot sign in without it (tell the server's operator)", what)
+	}
 	if err != nil || u.Host == "" || u.Opaque != "" {
-		return nil, fmt.Errorf("%s %q is not an absolute URL", what, raw)
+		return nil, fmt.Errorf("%s %s is not an absolute URL; berth needs one such as https://auth.example/ (tell the server's operator)", what, strconv.Quote(clip(raw)))
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%s %s carries a user name; berth refuses it", what, redact(u))
+		return nil, fmt.Errorf("%s %s carries a user name; berth refuses a sign-in URL with credentials in it (tell the server's operator)", what, redact(u))
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !(r.loopback && isLoopbackHost(u.Hostname())) {
-			return nil, fmt.Errorf("%s %s uses plain http; an authorization server must use https (plain http only on loopback, when the remote itself is a loopback endpoint, as in tests)", what, redact(u))
+			return nil, fmt.Errorf("%s %s uses plain http; the sign-in goes only over https (plain http only to a loopback host, when the remote itself is a loopback endpoint, as in tests), so berth refuses it (tell the server's operator)", what, redact(u))
 		}
 	default:
-		return nil, fmt.Errorf("%s %s has the scheme %q; only https is allowed", what, redact(u), u.Scheme)
+		return nil, fmt.Errorf("%s %s does not use https; the sign-in goes only over https, so berth refuses it (tell the server's operator)", what, redact(u))
 	}
 	return u, nil
 }
@@ -120,7 +124,7 @@ func (r netRules) httpClientPosting(posts map[string]bool) *http.Client {
 		Timeout:   requestTimeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
-				return errors.New("stopped after 5 redirects")
+				return fmt.Errorf("the sign-in stopped after 5 redirects, at %s; a sign-in endpoint should answer in at most a few (tell the server's operator)", redact(req.URL))
 			}
 			if !sameOrigin(req.URL, via[0].URL) {
 				return fmt.Errorf("refused a redirect from %s to %s: the sign-in follows redirects only within one origin", redact(via[len(via)-1].URL), redact(req.URL))
@@ -209,7 +213,7 @@ func (r netRules) dialContext(ctx context.Context, network, addr string) (net.Co
 		a = a.Unmap()
 		if r.loopback && loopHost {
 			if !a.IsLoopback() {
-				return nil, fmt.Errorf("%s resolves to %s, not a loopback address", host, a)
+				return nil, fmt.Errorf("refused to connect to %s: it resolves to %s, not a loopback address, and a loopback name may lead only to 127.0.0.1 or ::1", host, a)
 			}
 			continue
 		}

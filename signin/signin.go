@@ -8,6 +8,7 @@ package signin
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ type NeedSignInError struct {
 
 func (e *NeedSignInError) Error() string {
 	why := e.Reason
+	if why == "" {
+		why = "not signed in"
+	}
 	if e.StepUp && len(e.Scopes) > 0 {
 		why += " (the server asks for the scopes " + strings.Join(e.Scopes, " ") + ")"
 	}
@@ -88,6 +92,26 @@ type State struct {
 	ExpiresAt   time.Time // zero when unknown
 	Refreshable bool      // has a refresh token
 }
+
+// OtherHost returns the host of the resource when the authorization
+// server (issuer) is on another host than it, "" when both are on one host
+// (or either does not parse). A sign-in elsewhere is said in words, not
+// left to the reader of a URL.
+func OtherHost(resource, issuer string) string {
+	r, err1 := url.Parse(resource)
+	a, err2 := url.Parse(issuer)
+	if err1 != nil || err2 != nil || r.Hostname() == "" || a.Hostname() == "" {
+		return ""
+	}
+	host := func(u *url.URL) string { return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".") }
+	if host(r) == host(a) {
+		return ""
+	}
+	return host(r)
+}
+
+// Elsewhere is OtherHost for the prompt's target and issuer.
+func (p Prompt) Elsewhere() string { return OtherHost(p.Target.Resource, p.Issuer) }
 
 // DefaultWait is how long a sign-in waits for the loopback redirect.
 const DefaultWait = 5 * time.Minute

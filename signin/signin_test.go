@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zalando/go-keyring"
+	"golang.org/x/oauth2"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/secrets"
@@ -51,6 +52,9 @@ type fakeAS struct {
 	lastAuth   url.Values
 	tokenDelay time.Duration
 	deny       bool
+	noIssuer   bool // the metadata names no issuer
+	issParam   bool // the metadata advertises iss (RFC 9207), the answer carries none
+	jwtAccess  bool // access tokens cannot be revoked (400 unsupported_token_type)
 	swapReg    bool // the second metadata fetch names another registration endpoint
 	prmHits    atomic.Int32
 	asmHits    atomic.Int32
@@ -98,7 +102,7 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/oauth-authorization-server":
 		f.asmHits.Add(1)
 		iss := f.issuer
-		if iss == "" {
+		if iss == "" && !f.noIssuer {
 			iss = f.as.URL
 		}
 		m := map[string]any{
@@ -106,6 +110,9 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 			"revocation_endpoint": f.as.URL + "/revoke", "response_types_supported": []string{"code"},
 			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"read", "offline_access"},
 			"client_id_metadata_document_supported": f.cimd, "token_endpoint_auth_methods_supported": []string{"none", "client_secret_post"},
+		}
+		if f.issParam {
+			m["authorization_response_iss_parameter_supported"] = true
 		}
 		if f.dcr {
 			m["registration_endpoint"] = f.as.URL + "/register"
@@ -169,6 +176,11 @@ func (f *fakeAS) serveAS(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": f.ttl, "refresh_token": rt, "scope": "read offline_access"})
 	case "/revoke":
 		r.ParseForm()
+		if f.jwtAccess && r.Form.Get("token_type_hint") == "access_token" {
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]string{"error": "unsupported_token_type", "error_description": "token " + r.Form.Get("token") + " is a JWT"})
+			return
+		}
 		f.revoked.Add(1)
 		f.mu.Lock()
 		delete(f.refresh, r.Form.Get("token"))
@@ -670,4 +682,211 @@ func TestMetadataSwappedBetweenFetches(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "register-elsewhere") || f.regs.Load() != 0 || f.authReqs.Load() != 0 {
 		t.Fatalf("err = %v (%d registrations, %d authorization requests)", err, f.regs.Load(), f.authReqs.Load())
 	}
+}
+
+// A sign-in stored in the same second as the one a running handler read
+// (the index's stamp has whole seconds) is seen at the next request: by
+// another process (a second store on the same directory) or by another
+// handler of this one. Once the stamp has settled, a request reads only
+// the index, not the value.
+func TestHandlerSeesWriteInSameSecond(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "secrets")
+	tg := Target{Plugin: "acme", Server: "srv", Resource: "https://mcp.example/mcp"}
+	put := func(s *secrets.Store, access string) time.Time {
+		t.Helper()
+		err := updateRecord(context.Background(), s, tg.Plugin, tg.Server, func(*record) (*record, error) {
+			return &record{Plugin: tg.Plugin, Server: tg.Server, Resource: tg.Resource, Issuer: "https://auth.example", ClientID: "c", Registration: regDynamic, TokenURL: "https://auth.example/token", AccessToken: access, RefreshToken: "rt", Expiry: time.Now().Add(time.Hour)}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _, err := tokenStore(s).Lookup(recordName(tg.Plugin, tg.Server))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Updated
+	}
+	token := func(h *Handler) string {
+		t.Helper()
+		ts, err := h.TokenSource(context.Background())
+		if err != nil || ts == nil {
+			t.Fatalf("TokenSource = %v, %v", ts, err)
+		}
+		tok, err := ts.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.AccessToken
+	}
+	for _, other := range []string{"another process", "another handler"} {
+		t.Run(other, func(t *testing.T) {
+			for attempt := 0; ; attempt++ {
+				// Start just after a second begins, so both writes share it.
+				time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
+				mine := secrets.Open(dir, nil)
+				h, _ := NewHandler(tg, Options{Secrets: mine})
+				s1 := put(secrets.Open(dir, nil), "at-first-"+other)
+				if got := token(h); got != "at-first-"+other {
+					t.Fatalf("token = %q, want the stored at-first", got)
+				}
+				w := secrets.Open(dir, nil)
+				if other == "another handler" {
+					w = mine
+				}
+				s2 := put(w, "at-second-"+other)
+				if !s1.Equal(s2) {
+					if attempt < 3 {
+						continue // the second changed between the writes: again
+					}
+					t.Fatalf("the two writes never fell in one second (%v, %v)", s1, s2)
+				}
+				if got := token(h); got != "at-second-"+other {
+					t.Fatalf("after a sign-in stored in the same second, the handler sends %q, want at-second", got)
+				}
+				return
+			}
+		})
+	}
+	t.Run("settled stamp reads only the index", func(t *testing.T) {
+		s := secrets.Open(dir, nil)
+		put(s, "at-settled")
+		h, _ := NewHandler(tg, Options{Secrets: s})
+		time.Sleep(3 * time.Second) // stampSettled and a second
+		if got := token(h); got != "at-settled" {
+			t.Fatalf("token = %q", got)
+		}
+		// Replace the value behind the index's back: a handler that reads
+		// only the index goes on with what it has.
+		vf := tokenStore(s).ValuesFile()
+		b, err := os.ReadFile(vf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(vf, []byte(strings.ReplaceAll(string(b), "at-settled", "at-sneaked")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := token(h); got != "at-settled" {
+			t.Fatalf("with a settled stamp the handler read the value again (got %q)", got)
+		}
+	})
+}
+
+// Logout says which tokens the server confirmed revoked: an access token
+// the server cannot revoke (a JWT: 400 unsupported_token_type) is
+// reported as not revoked, with its expiry, never as confirmed; the
+// token itself appears nowhere in the result.
+func TestSignOutPerToken(t *testing.T) {
+	f := newFakeAS(t)
+	f.jwtAccess = true
+	s := newSecrets(t)
+	tg := f.target("acme")
+	if _, err := Login(context.Background(), tg, Options{Secrets: s, Ask: follow}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := readRecord(context.Background(), s, tg)
+	res, err := SignOut(context.Background(), tg, Options{Secrets: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.SignedIn || !res.RevocationEndpoint || len(res.Tokens) != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	rt, at := res.Tokens[0], res.Tokens[1]
+	if rt.Kind != "refresh token" || !rt.Revoked || at.Kind != "access token" || at.Revoked || !at.ExpiresAt.Equal(rec.Expiry) || !strings.Contains(at.Why, "400 unsupported_token_type") {
+		t.Fatalf("tokens %+v", res.Tokens)
+	}
+	if res.Revoked() {
+		t.Fatal("Revoked() with the access token not revoked")
+	}
+	if err := res.Err(); err == nil || strings.Contains(err.Error(), rec.AccessToken) || strings.Contains(at.Why, rec.AccessToken) {
+		t.Fatalf("Err() = %v (Why %q)", err, at.Why)
+	}
+	if st, _ := Lookup(s, tg); st.SignedIn {
+		t.Fatal("still signed in after SignOut")
+	}
+	// Nothing to forget: not signed in, nothing revoked.
+	res, err = SignOut(context.Background(), tg, Options{Secrets: s})
+	if err != nil || res.SignedIn || len(res.Tokens) != 0 || res.Revoked() {
+		t.Fatalf("second SignOut = %+v, %v", res, err)
+	}
+}
+
+// berth's refusals read as a sentence to a person at a terminal: the
+// thing, the rule, the fix; never empty quotes, never a token or code.
+func TestRefusalMessagesRead(t *testing.T) {
+	check := func(t *testing.T, err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatal("no refusal")
+		}
+		msg := err.Error()
+		if strings.Contains(msg, `""`) {
+			t.Errorf("the message has empty quotes: %s", msg)
+		}
+		for _, w := range want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("the message %q\nlacks %q", msg, w)
+			}
+		}
+	}
+	t.Run("http authorization server in the metadata", func(t *testing.T) {
+		rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(map[string]any{"resource": "http://" + r.Host + "/mcp", "authorization_servers": []string{"http://192.0.2.2:44929"}})
+				return
+			}
+			w.WriteHeader(401)
+		}))
+		defer rs.Close()
+		_, err := Login(context.Background(), Target{Plugin: "acme", Server: "srv", Resource: rs.URL + "/mcp"}, Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, "in its protected-resource metadata, the authorization server http://192.0.2.2:44929 uses plain http; the sign-in goes only over https", "tell the server's operator")
+	})
+	t.Run("metadata names no issuer", func(t *testing.T) {
+		f := newFakeAS(t)
+		f.noIssuer = true
+		_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, "the metadata of the authorization server "+f.as.URL+" names no issuer, not its own address", "refuses to sign in there")
+	})
+	t.Run("metadata names another issuer", func(t *testing.T) {
+		f := newFakeAS(t)
+		f.issuer = "http://127.0.0.1:1/other"
+		_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, `names the issuer "http://127.0.0.1:1/other", not its own address`)
+	})
+	t.Run("pinned issuer", func(t *testing.T) {
+		f := newFakeAS(t)
+		tg := f.target("acme")
+		tg.OAuth.Issuer = "https://login.example.com"
+		_, err := Login(context.Background(), tg, Options{Secrets: newSecrets(t), Ask: follow})
+		check(t, err, "the server names the authorization server "+f.as.URL+", but its manifest pins the issuer https://login.example.com", "auth.oauth.issuer")
+	})
+	t.Run("no iss in the answer", func(t *testing.T) {
+		f := newFakeAS(t)
+		f.issParam = true
+		_, err := Login(context.Background(), f.target("acme"), Options{Secrets: newSecrets(t), Ask: follow})
+		var ie *IssuerMismatchError
+		if !errors.As(err, &ie) {
+			t.Fatalf("err = %v, want an issuer mismatch", err)
+		}
+		check(t, err, "the answer to the sign-in names no issuer", "sign in again")
+		if strings.Contains(err.Error(), "code-") {
+			t.Errorf("the message shows the code: %v", err)
+		}
+	})
+	t.Run("no endpoint", func(t *testing.T) {
+		_, err := (netRules{}).checkURL("the token endpoint", "")
+		check(t, err, "the token endpoint is not given")
+	})
+	t.Run("token error", func(t *testing.T) {
+		secret := "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
+		msg := tokenErrorText(&oauth2.RetrieveError{ErrorCode: "invalid_grant", ErrorDescription: "refresh token " + secret + " was revoked"})
+		if strings.Contains(msg, secret) || !strings.Contains(msg, "invalid_grant") {
+			t.Errorf("tokenErrorText = %q", msg)
+		}
+		msg = tokenErrorText(&oauth2.RetrieveError{Response: &http.Response{Status: "400 Bad Request"}, Body: []byte(secret)})
+		if strings.Contains(msg, secret) || !strings.Contains(msg, "400 Bad Request") {
+			t.Errorf("tokenErrorText = %q", msg)
+		}
+	})
 }

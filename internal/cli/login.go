@@ -56,7 +56,9 @@ and PLUGIN__SERVER must say which), 4 the plugin is not trusted.`
 const logoutLong = `Logout forgets the tokens berth keeps for a remote server of a plugin
 (PLUGIN alone: for each of its servers that signs in) and revokes them at
 the authorization server where it supports token revocation (RFC 7009);
-it says whether the server confirmed. The next call to the server asks for
+it says which tokens the server confirmed revoked, and that a token it did
+not revoke (an access token a server cannot revoke, such as a JWT) stays
+valid at the server until it expires, and when that is. The next call to the server asks for
 a sign-in again. Revoking a plugin's last trusted version, or disabling it
 in the last workspace it is enabled in, forgets its sign-ins the same way.
 
@@ -89,9 +91,27 @@ type logoutJSON struct {
 type logoutServer struct {
 	Server string `json:"server"`
 	// Revoked reports that the authorization server confirmed the
-	// revocation; false when it does not support revocation or did not
-	// answer (the tokens are forgotten either way).
+	// revocation of every token berth held; false when it did not revoke
+	// one of them, does not support revocation, did not answer, or there
+	// was no sign-in (the tokens are forgotten either way).
 	Revoked bool `json:"revoked"`
+	// SignedIn reports that there was a sign-in to forget.
+	SignedIn bool `json:"signedIn"`
+	// Tokens are the tokens berth held and forgot, each with what the
+	// authorization server did; never a token's value.
+	Tokens []logoutToken `json:"tokens"`
+}
+
+type logoutToken struct {
+	// Token is "refresh" or "access".
+	Token string `json:"token"`
+	// Revoked reports that the authorization server confirmed (RFC 7009).
+	Revoked bool `json:"revoked"`
+	// Why it was not revoked: the server's answer, or no revocation endpoint.
+	Why string `json:"why,omitempty"`
+	// ExpiresAt is when the access token expires; a token not revoked
+	// stays valid at the server until then.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 }
 
 func newLoginCmd(a *app) *cobra.Command {
@@ -306,6 +326,9 @@ func runLogin(ctx context.Context, a *app, opts *loginOptions) error {
 	so := signin.Options{Secrets: sec, Client: client, Wait: opts.Wait, Ask: a.loginAsk(out, opts.NoBrowser)}
 	state, err := signin.Login(ctx, t.Target, so, opts.Scopes...)
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "server "+t.ID()+": ") {
+			return err // it names the server already
+		}
 		return fmt.Errorf("signing in to %s: %w", t.ID(), err)
 	}
 	if opts.JSON {
@@ -408,7 +431,7 @@ func signinClients(st *store.Store, sec *secrets.Store) func(signin.Target) (*si
 func describeLogin(w io.Writer, t signin.Target, c *signin.Client, extra []string) {
 	fmt.Fprintf(w, "Signing in to %s (plugin %s, server %s).\n", review.Printable(t.Resource), t.Plugin, t.Server)
 	if t.OAuth.Issuer != "" {
-		fmt.Fprintf(w, "  authorization server: %s (pinned by the manifest)\n", review.Printable(t.OAuth.Issuer))
+		fmt.Fprintf(w, "  authorization server: %s (pinned by the manifest%s)\n", review.Printable(t.OAuth.Issuer), elsewhere(", ", t.Resource, t.OAuth.Issuer))
 	} else {
 		fmt.Fprintln(w, "  authorization server: the one the server names (shown before the browser opens)")
 	}
@@ -431,6 +454,15 @@ func describeLogin(w io.Writer, t signin.Target, c *signin.Client, extra []strin
 	fmt.Fprintf(w, "  The tokens are kept in berth's secret store and sent only to %s.\n", review.Printable(origin(t.Resource)))
 }
 
+// elsewhere says "another host than HOST" (after sep) when the
+// authorization server is on another host than the resource, "" when not.
+func elsewhere(sep, resource, issuer string) string {
+	if h := signin.OtherHost(resource, issuer); h != "" {
+		return sep + "another host than " + review.Printable(h)
+	}
+	return ""
+}
+
 // loginAsk shows the authorization URL: on stderr, always, and in the
 // system browser unless noBrowser.
 func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, signin.Prompt) error {
@@ -442,7 +474,11 @@ func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, sign
 		if p.StepUp {
 			what = "Asking for more scopes"
 		}
-		fmt.Fprintf(out, "%s at %s; scopes: %s.\n", what, review.Printable(p.Issuer), scopeList(p.Scopes))
+		issuer := review.Printable(p.Issuer)
+		if e := elsewhere("", p.Target.Resource, p.Issuer); e != "" {
+			issuer += " (" + e + ")"
+		}
+		fmt.Fprintf(out, "%s at %s; scopes: %s.\n", what, issuer, scopeList(p.Scopes))
 		fmt.Fprintf(a.stderr, "Sign in at: %s\n", p.URL)
 		if noBrowser {
 			return nil
@@ -523,19 +559,14 @@ func runLogout(ctx context.Context, a *app, opts *logoutOptions) error {
 			fmt.Fprintf(a.stderr, "warning: %v; logging out without it\n", err)
 			client = nil
 		}
-		revoked, err := signin.Logout(ctx, t.Target, signin.Options{Secrets: sec, Client: client})
+		out, err := signin.SignOut(ctx, t.Target, signin.Options{Secrets: sec, Client: client})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", t.ID(), err))
 			continue
 		}
-		res.Servers = append(res.Servers, logoutServer{Server: t.ID(), Revoked: revoked})
-		if opts.JSON {
-			continue
-		}
-		if revoked {
-			fmt.Fprintf(a.stdout, "Signed out of %s: the tokens are forgotten and the authorization server confirmed their revocation.\n", t.ID())
-		} else {
-			fmt.Fprintf(a.stdout, "Signed out of %s: the tokens are forgotten; the authorization server did not confirm a revocation (it may not support it), so they stay valid there until they expire.\n", t.ID())
+		res.Servers = append(res.Servers, logoutServerOf(t.ID(), out))
+		if !opts.JSON {
+			fmt.Fprintln(a.stdout, logoutText(t.ID(), t.Resource, out, time.Now()))
 		}
 	}
 	if opts.JSON {
@@ -544,6 +575,75 @@ func runLogout(ctx context.Context, a *app, opts *logoutOptions) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func logoutServerOf(id string, r *signin.LogoutResult) logoutServer {
+	ls := logoutServer{Server: id, Revoked: r.Revoked(), SignedIn: r.SignedIn, Tokens: []logoutToken{}}
+	for _, tk := range r.Tokens {
+		lt := logoutToken{Token: strings.TrimSuffix(tk.Kind, " token"), Revoked: tk.Revoked, Why: tk.Why}
+		switch {
+		case r.Problem != "":
+			lt.Why = r.Problem
+		case !r.RevocationEndpoint:
+			lt.Why = "the authorization server names no revocation endpoint"
+		}
+		if !tk.ExpiresAt.IsZero() {
+			at := tk.ExpiresAt.UTC()
+			lt.ExpiresAt = &at
+		}
+		ls.Tokens = append(ls.Tokens, lt)
+	}
+	return ls
+}
+
+// logoutText says what berth logout did for one server: which tokens the
+// authorization server confirmed revoked, and until when each one it did
+// not revoke stays valid at the server.
+func logoutText(id, resource string, r *signin.LogoutResult, now time.Time) string {
+	if !r.SignedIn {
+		return fmt.Sprintf("%s: not signed in; berth kept no tokens for it, so there was nothing to forget or revoke.", id)
+	}
+	resource, issuer := review.Printable(resource), review.Printable(r.Issuer)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Signed out of %s: berth forgot its tokens.", id)
+	var done, left []signin.TokenRevocation
+	for _, tk := range r.Tokens {
+		if tk.Revoked {
+			done = append(done, tk)
+		} else {
+			left = append(left, tk)
+		}
+	}
+	switch {
+	case r.Problem != "":
+		fmt.Fprintf(&b, " berth did not ask %s to revoke them: %s.", issuer, r.Problem)
+	case !r.RevocationEndpoint:
+		fmt.Fprintf(&b, " The authorization server %s names no revocation endpoint (RFC 7009), so it revoked none of them.", issuer)
+	case len(done) > 0:
+		kinds := make([]string, len(done))
+		for i, tk := range done {
+			kinds[i] = "the " + tk.Kind
+		}
+		fmt.Fprintf(&b, " The authorization server %s confirmed it revoked %s.", issuer, strings.Join(kinds, " and "))
+	}
+	for _, tk := range left {
+		if r.RevocationEndpoint && r.Problem == "" {
+			fmt.Fprintf(&b, " It did not revoke the %s (%s), which", tk.Kind, tk.Why)
+		} else {
+			fmt.Fprintf(&b, " The %s", tk.Kind)
+		}
+		switch {
+		case tk.Kind != "access token":
+			b.WriteString(" stays valid at the authorization server until it expires or the server ends the grant.")
+		case tk.ExpiresAt.IsZero():
+			fmt.Fprintf(&b, " stays valid at %s until it expires (the server did not say when).", resource)
+		case !tk.ExpiresAt.After(now):
+			fmt.Fprintf(&b, " expired at %s.", tk.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+		default:
+			fmt.Fprintf(&b, " stays valid at %s until it expires at %s (in %s).", resource, tk.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), tk.ExpiresAt.Sub(now).Round(time.Second))
+		}
+	}
+	return b.String()
 }
 
 // forgetUnusedSignins forgets plugin's sign-ins once it is enabled in no

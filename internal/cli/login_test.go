@@ -358,7 +358,7 @@ func TestLoginNoBrowser(t *testing.T) {
 
 	// Logout forgets and revokes: the server confirmed.
 	out = must("logout", "acme-notes")
-	if !strings.Contains(out, "Signed out of acme-notes__notes") || !strings.Contains(out, "confirmed their revocation") {
+	if !strings.Contains(out, "Signed out of acme-notes__notes") || !strings.Contains(out, "confirmed it revoked the refresh token and the access token.") || strings.Contains(out, "stays valid") {
 		t.Errorf("logout says:\n%s", out)
 	}
 	f.mu.Lock()

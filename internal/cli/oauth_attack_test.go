@@ -107,6 +107,9 @@ func TestOAuthAttackMetadataPointsElsewhere(t *testing.T) {
 		if wentThere && !named {
 			t.Fatalf("berth login used the authorization server %s named by the resource's metadata without naming it:\n%s", other.Issuer, out)
 		}
+		if wentThere && !strings.Contains(out, "Signing in at "+other.Issuer+" (another host than 127.0.0.1)") {
+			t.Errorf("berth login named the authorization server %s without saying it is on another host than the resource:\n%s", other.Issuer, out)
+		}
 		if !wentThere && err == nil {
 			t.Fatalf("berth login succeeded without going to the only authorization server the resource names:\n%s", out)
 		}

@@ -374,7 +374,14 @@ func TestLoginOIDC(t *testing.T) {
 	if !strings.Contains(out, "alice") {
 		t.Errorf("berth status does not name the subject alice:\n%s", out)
 	}
-	h.must(t, "logout", "hosted__api")
+	out = h.must(t, "logout", "hosted__api")
+	// oidc-provider revokes the refresh token but not a JWT access token
+	// (400 unsupported_token_type): logout says exactly that, and until
+	// when the access token stays valid, never that both were revoked.
+	if !strings.Contains(out, "confirmed it revoked the refresh token.") || !strings.Contains(out, "It did not revoke the access token (the revocation endpoint answered 400 unsupported_token_type") ||
+		!strings.Contains(out, "stays valid at "+srv.Resources["a"]+" until it expires at ") {
+		t.Errorf("berth logout says:\n%s\nwant the refresh token confirmed revoked and the access token valid until its expiry", out)
+	}
 	srv.Wait(t, 10*time.Second, 1, "revocation (berth logout)", func(e oidctest.Event) bool { return e.Event == "revocation" && e.Status == 200 })
 	time.Sleep(500 * time.Millisecond)
 	for _, e := range srv.Events() {
