@@ -3,12 +3,15 @@ package signin
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -106,5 +109,81 @@ func TestAttackStateInBrowserArgument(t *testing.T) {
 	}
 	if strings.Contains(shown, state) {
 		t.Errorf("the URL given to the browser's command line carries the redirect listener's state %q, so whoever reads the command line can complete the sign-in with their own account", state)
+	}
+}
+
+// hostileAS is an authorization server the resource's protected-resource
+// metadata names: it records what reaches its token endpoint.
+type hostileAS struct {
+	as, rs  *httptest.Server
+	mu      sync.Mutex
+	secrets []string // client secrets seen at /token (form or basic)
+}
+
+func newHostileAS(t *testing.T) *hostileAS {
+	h := &hostileAS{}
+	h.as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/.well-known/oauth-authorization-server":
+			json.NewEncoder(w).Encode(map[string]any{
+				"issuer": h.as.URL, "authorization_endpoint": h.as.URL + "/authorize", "token_endpoint": h.as.URL + "/token",
+				"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"},
+				"token_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic"},
+			})
+		case "/authorize":
+			q := r.URL.Query()
+			http.Redirect(w, r, q.Get("redirect_uri")+"?code=c1&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+		case "/token":
+			r.ParseForm()
+			h.mu.Lock()
+			if s := r.Form.Get("client_secret"); s != "" {
+				h.secrets = append(h.secrets, s)
+			}
+			if _, p, ok := r.BasicAuth(); ok {
+				h.secrets = append(h.secrets, p)
+			}
+			h.mu.Unlock()
+			json.NewEncoder(w).Encode(map[string]any{"access_token": "at", "token_type": "Bearer", "expires_in": 3600})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	h.rs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/.well-known/oauth-protected-resource/mcp":
+			json.NewEncoder(w).Encode(map[string]any{"resource": h.rs.URL + "/mcp", "authorization_servers": []string{h.as.URL}})
+		default:
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+h.rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	t.Cleanup(func() { h.as.Close(); h.rs.Close() })
+	return h
+}
+
+// The operator registered a confidential client for a plugin's server
+// (config.json oauthClients + a client secret in the secret store), at
+// the authorization server that server named then. config.json binds the
+// registration to plugin__server only, not to an authorization server,
+// and the manifest pins no issuer ("oauth": {}, as every imported
+// registry remote): when the server's metadata names another
+// authorization server, berth signs in there as the operator's client
+// and posts the operator's client secret to that server's token
+// endpoint. A client secret must go only to the authorization server it
+// was issued by (bind oauthClients entries to an issuer, refuse
+// otherwise).
+func TestAttackOperatorClientSecretSentToNamedAS(t *testing.T) {
+	h := newHostileAS(t)
+	tg := Target{Plugin: "acme", Server: "srv", Resource: h.rs.URL + "/mcp"}
+	o := Options{Secrets: newSecrets(t), Client: &Client{ClientID: "operators-github-app", ClientSecret: "operator-secret-0123456789"}, Ask: follow}
+	_, err := Login(context.Background(), tg, o)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.secrets {
+		if s == "operator-secret-0123456789" {
+			t.Fatalf("the operator's client secret reached the token endpoint of %s, an authorization server the resource named and nothing bound the client to (login: %v)", h.as.URL, err)
+		}
 	}
 }
