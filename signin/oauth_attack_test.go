@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/berth-mcp/berth/bundle"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode"
@@ -185,5 +188,72 @@ func TestAttackOperatorClientSecretSentToNamedAS(t *testing.T) {
 		if s == "operator-secret-0123456789" {
 			t.Fatalf("the operator's client secret reached the token endpoint of %s, an authorization server the resource named and nothing bound the client to (login: %v)", h.as.URL, err)
 		}
+	}
+}
+
+// A server that answers every request with 403 insufficient_scope for a
+// scope the stored sign-in already has (here "read", which the token
+// endpoint granted) makes berth ask the human for a step-up at every
+// request, for ever: each call of the client's model brings a new
+// sign-in page. A step-up for scopes the current sign-in already holds
+// cannot help; it should fail with the server's refusal instead of asking.
+func TestAttackStepUpLoopForGrantedScopes(t *testing.T) {
+	h := newHostileAS(t)
+	var hasToken atomic.Bool
+	h.rs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/.well-known/oauth-protected-resource/mcp":
+			json.NewEncoder(w).Encode(map[string]any{"resource": h.rs.URL + "/mcp", "authorization_servers": []string{h.as.URL}})
+		case r.Header.Get("Authorization") == "":
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+h.rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		default:
+			hasToken.Store(true)
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="read"`)
+			w.WriteHeader(http.StatusForbidden)
+		}
+	})
+	tg := Target{Plugin: "acme", Server: "srv", Resource: h.rs.URL + "/mcp", OAuth: bundle.OAuth{Scopes: []string{"read"}, ClientID: "public-client"}}
+	sec := newSecrets(t)
+	if _, err := Login(context.Background(), tg, Options{Secrets: sec, Ask: follow}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := Lookup(sec, tg)
+	if !slices.Contains(st.Scopes, "read") {
+		t.Fatalf("the sign-in holds %v, want read", st.Scopes)
+	}
+	var asks atomic.Int32
+	ask := func(ctx context.Context, p Prompt) error { asks.Add(1); return follow(ctx, p) }
+	hd, err := NewHandler(tg, Options{Secrets: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		ctx := WithAsk(context.Background(), ask)
+		for attempt := 0; attempt < 2; attempt++ {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tg.Resource, nil)
+			if ts, _ := hd.TokenSource(ctx); ts != nil {
+				if tok, err := ts.Token(); err == nil {
+					tok.SetAuthHeader(req)
+				}
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if attempt == 0 && (resp.StatusCode == 401 || resp.StatusCode == 403) {
+				hd.Authorize(ctx, req, resp)
+				continue
+			}
+			resp.Body.Close()
+			break
+		}
+	}
+	if !hasToken.Load() {
+		t.Fatal("the resource never saw a token")
+	}
+	if n := asks.Load(); n > 0 {
+		t.Errorf("the human was asked %d times in 3 requests to step up to the scope read, which the sign-in already holds", n)
 	}
 }
