@@ -290,3 +290,21 @@ func TestAttackTokenErrorBodyEchoed(t *testing.T) {
 		t.Errorf("berth's sign-in error is %d bytes long: the authorization server's answer is not bounded in it", len(msg))
 	}
 }
+
+// A plain 403 (no insufficient_scope) is not a matter of signing in, and
+// Authorize says so by returning nil, which go-sdk's transport (and the
+// pool's SSE guard) take as "authorized: send the request again". Nothing
+// changed, so the refused request (a tools/call POST) is replayed once
+// more for nothing at every such answer. Authorize should return an
+// error for a 403 it does nothing about.
+func TestAttackPlain403Replayed(t *testing.T) {
+	h, err := NewHandler(Target{Plugin: "acme", Server: "srv", Resource: "https://mcp.example/mcp"}, Options{Secrets: newSecrets(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "https://mcp.example/mcp", strings.NewReader(`{"method":"tools/call"}`))
+	resp := &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("forbidden"))}
+	if err := h.Authorize(context.Background(), req, resp); err == nil {
+		t.Error("Authorize returned nil for a plain 403 it did nothing about: the transport sends the refused request again")
+	}
+}
