@@ -85,35 +85,8 @@ func TestAttackRedirectListenerKeepsConnections(t *testing.T) {
 	}
 }
 
-// The URL berth hands to the asker is what `berth login` passes to
-// xdg-open/open as an argument (and prints): on a shared machine another
-// local user reads it from /proc/PID/cmdline. It carries the state the
-// loopback listener accepts, so that user can open it, sign in with
-// their own account and have their own browser deliver the code to
-// berth's listener on 127.0.0.1 first: berth then stores a token for the
-// other user's account (the human's browser gets 410), and the human's
-// agent writes into the other account. The asker should get a one-use
-// loopback start URL (or anything that does not hand out the state).
-func TestAttackStateInBrowserArgument(t *testing.T) {
-	f := newFakeAS(t)
-	sec := newSecrets(t)
-	var shown string
-	ask := func(ctx context.Context, p Prompt) error {
-		shown = p.URL
-		// The other local user is faster than the human's browser.
-		return follow(ctx, p)
-	}
-	if _, err := Login(context.Background(), f.target("acme"), Options{Secrets: sec, Ask: ask}); err != nil {
-		t.Fatal(err)
-	}
-	state := f.lastAuth.Get("state")
-	if state == "" {
-		t.Fatal("no state in the authorization request")
-	}
-	if strings.Contains(shown, state) {
-		t.Errorf("the URL given to the browser's command line carries the redirect listener's state %q, so whoever reads the command line can complete the sign-in with their own account", state)
-	}
-}
+// TestAttackStateInBrowserArgument moved to internal/cli
+// (login_attack_test.go): the fix is in berth login's browser opener.
 
 // hostileAS is an authorization server the resource's protected-resource
 // metadata names: it records what reaches its token endpoint.
