@@ -285,6 +285,11 @@ func (c *call) signInRound(ctx context.Context, key string, args []byte, respons
 // returns the sign-in's failure (ierr). Nothing when the request did not
 // need one or was already a retry after a sign-in.
 func (c *call) signInAsInput(ctx context.Context, err error, retried bool, key string, args []byte) (ir *mcp.CallToolResult, ierr error, again bool) {
+	if perr := c.s.policyBeforeSignIn(c.kind, c.tool, err); policyOf(perr) != "" {
+		// The policy denies it: no sign-in is asked (signin_policy.go).
+		c.entry.Policy = policyOf(perr)
+		return nil, perr, false
+	}
 	ne, ok := needsInputSignIn(err, c.req)
 	if !ok || retried {
 		return nil, nil, false
