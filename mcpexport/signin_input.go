@@ -24,8 +24,9 @@ import (
 // background (pool.SignIn, which waits for the loopback redirect up to
 // SignInWait); the client's retry, carrying the human's answer and that
 // state, waits for it to complete and then runs the call afresh (policy,
-// approval and audit as any call). Two calls that need the same sign-in
-// share one flow: one sign-in page, whatever the number of calls.
+// approval and audit as any call). Two calls of one session that need
+// the same sign-in share one flow: one sign-in page, whatever the number
+// of calls; another session's call is never shown it (signin_owner.go).
 
 // signInInputKey names berth's sign-in input request.
 const signInInputKey = "berth-signin"
@@ -37,6 +38,7 @@ const signInStatePrefix = "berth-signin-"
 // requests.
 type signInFlow struct {
 	target signin.Target
+	owner  any                // the session that started it (signInOwner)
 	prompt chan signin.Prompt // gets the prompt once shown
 	done   chan struct{}      // closed when the sign-in is over
 	err    error              // its outcome, set before done closes
@@ -64,7 +66,7 @@ func stateBinding(tool string, args []byte) string {
 // flowFor returns the running flow of a target, or starts one with start;
 // nil when a sign-in to the target is asked through a legacy session
 // meanwhile (asks: one sign-in page per server, whatever the protocol).
-func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, start func(*signInFlow)) *signInFlow {
+func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, owner any, start func(*signInFlow)) *signInFlow {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl := f.byTarget[t.ID()]; fl != nil {
@@ -76,7 +78,7 @@ func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, start func(*sig
 	if f.byTarget == nil {
 		f.byTarget, f.states = map[string]*signInFlow{}, map[string]signInState{}
 	}
-	fl := &signInFlow{target: t, prompt: make(chan signin.Prompt, 1), done: make(chan struct{})}
+	fl := &signInFlow{target: t, owner: owner, prompt: make(chan signin.Prompt, 1), done: make(chan struct{})}
 	f.byTarget[t.ID()] = fl
 	go func() {
 		start(fl)
@@ -137,10 +139,14 @@ func canAskSignInInput(caps *mcp.ClientCapabilities, protocol string) bool {
 func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInError, key string, args []byte) (*mcp.CallToolResult, error) {
 	s := c.s
 	t := ne.Target
-	fl := s.signInFlows.flowFor(t, &s.signIns, func(fl *signInFlow) {
+	owner := signInOwner(c.req.Session)
+	fl := s.signInFlows.flowFor(t, &s.signIns, owner, func(fl *signInFlow) {
 		fctx, cancel := context.WithTimeout(context.Background(), SignInWait+time.Minute)
 		defer cancel()
 		ask := func(_ context.Context, p signin.Prompt) error {
+			if err := tooManyScopes(p); err != nil {
+				return err
+			}
 			fl.prompt <- p
 			return nil
 		}
@@ -156,6 +162,14 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 		e.Decision, e.DecidedBy, e.Outcome, e.Reason = VerdictDeny, ByBerth, OutcomeRefused, busySignIn
 		s.appendAudit(e)
 		return nil, &SignInNotDoneError{Target: t, Why: busySignIn}
+	}
+	if fl.owner != owner {
+		// Another session's sign-in: its page (the state, the PKCE
+		// challenge) is that session's alone (signin_owner.go).
+		if err := c.otherSessionsSignIn(fl); err != nil {
+			return nil, err
+		}
+		return nil, nil // signed in meanwhile: go on
 	}
 	var p signin.Prompt
 	select {
