@@ -312,6 +312,12 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 					if errors.Is(err, store.ErrDrift) {
 						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
 					}
+					// The policy before any sign-in (signin_policy.go).
+					var pe *SignInPolicyError
+					if err = s.policyBeforeSignIn(pool.RequestTool, p.Name, err); errors.As(err, &pe) {
+						s.refusedBeforeSignIn(ctx, req, pe)
+						return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", p.Name, pe)), nil
+					}
 					// Its server did not start for want of a sign-in
 					// (signin.go): sign in through the client if it can
 					// be asked, else say which command signs it in.
@@ -729,9 +735,12 @@ func (s *Server) toolHandler(name string) mcp.ToolHandler {
 		s.signInDone(sctx, req.Session, err)
 		if err != nil && c.entry.Decision == "" {
 			// Its server is down for want of a sign-in (nothing was
-			// decided, nothing ran): sign in through the client if it can
+			// decided, nothing ran): unless the policy denies the name
+			// (signin_policy.go), sign in through the client if it can
 			// be asked, and call once more.
-			if serr := s.signInToStart(ctx, req, err); serr == nil {
+			if err = s.policyBeforeSignIn(pool.RequestTool, name, err); errors.Is(err, pool.ErrDenied) {
+				c.entry.Policy = policyOf(err)
+			} else if serr := s.signInToStart(ctx, req, err); serr == nil {
 				res, err = s.pool.Call(sctx, name, args, c)
 			} else {
 				err = serr

@@ -176,6 +176,11 @@ func (s *Server) askSignIn(ctx context.Context, ss *mcp.ServerSession, entry Aud
 	e.URI, e.ArgumentsDigest, e.Arguments, e.Approval, e.Always, e.Policy = "", "", nil, "", false, ""
 	e.DecidedBy = ByElicitation
 	what := signInSummary(p)
+	if err := tooManyScopes(p); err != nil {
+		e.Decision, e.DecidedBy, e.Outcome, e.Reason = VerdictDeny, ByBerth, OutcomeRefused, err.Error()
+		s.appendAudit(e)
+		return err
+	}
 	if !s.signIns.take(id) {
 		e.Decision, e.DecidedBy, e.Outcome, e.Reason = VerdictDeny, ByBerth, OutcomeRefused, busySignIn+"; "+what
 		s.appendAudit(e)

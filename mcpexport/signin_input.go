@@ -26,7 +26,9 @@ import (
 // state, waits for it to complete and then runs the call afresh (policy,
 // approval and audit as any call, except that an approval a human gave
 // the call before the sign-in interrupted it covers its retry:
-// call.Approve). Two calls that need the same sign-in share one flow: one sign-in page, whatever the number of calls.
+// call.Approve). Two calls of one session that need the same sign-in
+// share one flow: one sign-in page, whatever the number of calls; another
+// session's call is never shown it (signin_owner.go).
 
 // signInInputKey names berth's sign-in input request.
 const signInInputKey = "berth-signin"
@@ -38,6 +40,7 @@ const signInStatePrefix = "berth-signin-"
 // requests.
 type signInFlow struct {
 	target signin.Target
+	owner  any                // the session that started it (signInOwner)
 	prompt chan signin.Prompt // gets the prompt once shown
 	done   chan struct{}      // closed when the sign-in is over
 	err    error              // its outcome, set before done closes
@@ -69,7 +72,7 @@ func stateBinding(tool string, args []byte) string {
 // flowFor returns the running flow of a target, or starts one with start;
 // nil when a sign-in to the target is asked through a legacy session
 // meanwhile (asks: one sign-in page per server, whatever the protocol).
-func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, start func(*signInFlow)) *signInFlow {
+func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, owner any, start func(*signInFlow)) *signInFlow {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl := f.byTarget[t.ID()]; fl != nil {
@@ -81,7 +84,7 @@ func (f *signInFlows) flowFor(t signin.Target, asks *signInAsks, start func(*sig
 	if f.byTarget == nil {
 		f.byTarget, f.states = map[string]*signInFlow{}, map[string]signInState{}
 	}
-	fl := &signInFlow{target: t, prompt: make(chan signin.Prompt, 1), done: make(chan struct{})}
+	fl := &signInFlow{target: t, owner: owner, prompt: make(chan signin.Prompt, 1), done: make(chan struct{})}
 	f.byTarget[t.ID()] = fl
 	go func() {
 		start(fl)
@@ -142,10 +145,14 @@ func canAskSignInInput(caps *mcp.ClientCapabilities, protocol string) bool {
 func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInError, key string, args []byte) (*mcp.CallToolResult, error) {
 	s := c.s
 	t := ne.Target
-	fl := s.signInFlows.flowFor(t, &s.signIns, func(fl *signInFlow) {
+	owner := signInOwner(c.req.Session)
+	fl := s.signInFlows.flowFor(t, &s.signIns, owner, func(fl *signInFlow) {
 		fctx, cancel := context.WithTimeout(context.Background(), SignInWait+time.Minute)
 		defer cancel()
 		ask := func(_ context.Context, p signin.Prompt) error {
+			if err := tooManyScopes(p); err != nil {
+				return err
+			}
 			fl.prompt <- p
 			return nil
 		}
@@ -161,6 +168,14 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 		e.Decision, e.DecidedBy, e.Outcome, e.Reason = VerdictDeny, ByBerth, OutcomeRefused, busySignIn
 		s.appendAudit(e)
 		return nil, &SignInNotDoneError{Target: t, Why: busySignIn}
+	}
+	if fl.owner != owner {
+		// Another session's sign-in: its page (the state, the PKCE
+		// challenge) is that session's alone (signin_owner.go).
+		if err := c.otherSessionsSignIn(fl); err != nil {
+			return nil, err
+		}
+		return nil, nil // signed in meanwhile: go on
 	}
 	var p signin.Prompt
 	select {
@@ -293,6 +308,11 @@ func (c *call) signInRound(ctx context.Context, key string, args []byte, respons
 // returns the sign-in's failure (ierr). Nothing when the request did not
 // need one or was already a retry after a sign-in.
 func (c *call) signInAsInput(ctx context.Context, err error, retried bool, key string, args []byte) (ir *mcp.CallToolResult, ierr error, again bool) {
+	if perr := c.s.policyBeforeSignIn(c.kind, c.tool, err); policyOf(perr) != "" {
+		// The policy denies it: no sign-in is asked (signin_policy.go).
+		c.entry.Policy = policyOf(perr)
+		return nil, perr, false
+	}
 	ne, ok := needsInputSignIn(err, c.req)
 	if !ok || retried {
 		return nil, nil, false

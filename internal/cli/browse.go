@@ -99,8 +99,19 @@ func runMarketplaceServe(ctx context.Context, a *app, opts *marketplaceServeOpti
 	fmt.Fprintf(a.stdout, "Serving the marketplace page at %s (read-only; Ctrl-C stops it).\n", url)
 	fmt.Fprintf(a.stdout, "Open that URL: its token, new at each start, lets your browser in (it sets a cookie); %s.\n", who)
 	if opts.Open {
-		browser.Stdout, browser.Stderr = io.Discard, io.Discard
-		if err := browser.OpenURL(url); err != nil {
+		// The URL's token is a secret: the browser's command line gets a
+		// stand-in other users cannot use (privateOpen).
+		err := errors.New("no private place for the page's address")
+		if paths, perr := a.paths(); perr == nil {
+			var target string
+			var done func()
+			if target, done, err = privateOpen(paths.Root, url); err == nil {
+				defer done()
+				browser.Stdout, browser.Stderr = io.Discard, io.Discard
+				err = browser.OpenURL(target)
+			}
+		}
+		if err != nil {
 			fmt.Fprintf(a.stderr, "berth: warning: could not open a browser (%v); open %s yourself\n", err, url)
 		}
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -149,8 +150,20 @@ func TestMarketplaceServeOpen(t *testing.T) {
 		opened = b
 		return err == nil
 	})
-	if string(opened) != url+"\n" {
-		t.Errorf("the browser opener got %q, want %q (stderr %q)", opened, url+"\n", stderr.String())
+	// The page's token is a secret: the opener's command line gets a
+	// stand-in (privateOpen) that leads to the URL, and only one argument.
+	target := strings.TrimSuffix(string(opened), "\n")
+	token := url[strings.Index(url, "token=")+len("token="):]
+	if strings.Contains(string(opened), token) || strings.Contains(target, "\n") {
+		t.Errorf("the browser opener got %q, which carries the page's token (or more than one argument)", opened)
+	} else if strings.HasPrefix(target, "http://") {
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Get(target)
+		if err != nil || resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != url {
+			t.Errorf("the stand-in %s does not lead to %s: %v %+v", target, url, err, resp)
+		}
+	} else if b, err := os.ReadFile(target); err != nil || !strings.Contains(string(b), html.EscapeString(url)) {
+		t.Errorf("the stand-in page %s does not lead to %s: %v %s", target, url, err, b)
 	}
 	cancel()
 	select {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -323,8 +324,14 @@ func runLogin(ctx context.Context, a *app, opts *loginOptions) error {
 		out = io.Discard
 	}
 	describeLogin(out, t.Target, client, opts.Scopes)
-	so := signin.Options{Secrets: sec, Client: client, Wait: opts.Wait, Ask: a.loginAsk(out, opts.NoBrowser)}
+	paths, err := a.paths()
+	if err != nil {
+		return err
+	}
+	ask, closeAsk := a.loginAsk(out, opts.NoBrowser, paths.Root)
+	so := signin.Options{Secrets: sec, Client: client, Wait: opts.Wait, Ask: ask}
 	state, err := signin.Login(ctx, t.Target, so, opts.Scopes...)
+	closeAsk()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "server "+t.ID()+": ") {
 			return err // it names the server already
@@ -464,9 +471,13 @@ func elsewhere(sep, resource, issuer string) string {
 }
 
 // loginAsk shows the authorization URL: on stderr, always, and in the
-// system browser unless noBrowser.
-func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, signin.Prompt) error {
-	return func(ctx context.Context, p signin.Prompt) error {
+// system browser unless noBrowser, through a stand-in that keeps the URL
+// out of every command line (privateOpen, under dir: berth's own). The
+// returned close removes the stand-ins once the sign-in is over.
+func (a *app) loginAsk(out io.Writer, noBrowser bool, dir string) (ask func(context.Context, signin.Prompt) error, close func()) {
+	var mu sync.Mutex
+	var closers []func()
+	ask = func(ctx context.Context, p signin.Prompt) error {
 		if err := checkAuthURL(p.URL); err != nil {
 			return err
 		}
@@ -483,15 +494,44 @@ func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, sign
 		if noBrowser {
 			return nil
 		}
+		target, done, err := privateOpen(dir, p.URL)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "berth did not open a browser: it could not hide the sign-in URL from other users' view of the command line (%v); open the URL above yourself.\n", err)
+			return nil
+		}
+		mu.Lock()
+		closers = append(closers, done)
+		mu.Unlock()
 		open := a.openBrowser
 		if open == nil {
 			open = openBrowser
 		}
-		if err := open(p.URL); err != nil {
+		if err := open(target); err != nil {
 			fmt.Fprintf(a.stderr, "berth could not open a browser (%v); open the URL above yourself.\n", err)
 		}
 		return nil
 	}
+	close = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range closers {
+			c()
+		}
+		closers = nil
+	}
+	return ask, close
+}
+
+// browserArgv is the command line that opens target in the system
+// browser: every local user can read it.
+func browserArgv(target string) []string {
+	switch runtime.GOOS {
+	case "darwin":
+		return []string{"open", target}
+	case "windows":
+		return []string{"rundll32", "url.dll,FileProtocolHandler", target}
+	}
+	return []string{"xdg-open", target}
 }
 
 // checkAuthURL refuses to show or open anything but an http(s) URL: the
@@ -504,18 +544,12 @@ func checkAuthURL(s string) error {
 	return nil
 }
 
-// openBrowser opens url in the system browser, without a shell: the URL
-// is one argument of a fixed program.
-func openBrowser(url string) error {
-	var cmd *exec.Cmd
-	switch runtime.GOOS {
-	case "darwin":
-		cmd = exec.Command("open", url)
-	case "windows":
-		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
-	default:
-		cmd = exec.Command("xdg-open", url)
-	}
+// openBrowser opens target (privateOpen's stand-in, never a URL carrying
+// a secret) in the system browser, without a shell: target is one argument
+// of a fixed program (browserArgv).
+func openBrowser(target string) error {
+	argv := browserArgv(target)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

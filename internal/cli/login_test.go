@@ -490,19 +490,24 @@ func TestLoginAsk(t *testing.T) {
 	var out, errb bytes.Buffer
 	a := &app{stdout: &out, stderr: &errb, openBrowser: func(u string) error { opened = append(opened, u); return nil }}
 	p := signinPrompt("https://as.example/authorize?client_id=x&state=y")
-	if err := a.loginAsk(&out, false)(context.Background(), p); err != nil {
+	ask, closeAsk := a.loginAsk(&out, false, t.TempDir())
+	defer closeAsk()
+	if err := ask(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
-	if len(opened) != 1 || opened[0] != p.URL || errb.String() != "Sign in at: "+p.URL+"\n" {
+	// The browser gets a stand-in (TestAttackStateInBrowserArgument);
+	// stderr, the human's own, the URL.
+	if len(opened) != 1 || opened[0] == p.URL || errb.String() != "Sign in at: "+p.URL+"\n" {
 		t.Errorf("opened %q, stderr %q", opened, errb.String())
 	}
 	opened = nil
-	if err := a.loginAsk(&out, true)(context.Background(), p); err != nil || len(opened) != 0 {
+	noBrowser, _ := a.loginAsk(&out, true, t.TempDir())
+	if err := noBrowser(context.Background(), p); err != nil || len(opened) != 0 {
 		t.Errorf("--no-browser opened %q (err %v)", opened, err)
 	}
 	for _, bad := range []string{"file:///etc/passwd", "javascript:alert(1)", "https://as.example/a b", "ms-settings:", "https:///nohost", "https://as.example/\n$(id)"} {
 		errb.Reset()
-		if err := a.loginAsk(&out, false)(context.Background(), signinPrompt(bad)); err == nil || len(opened) != 0 || strings.Contains(errb.String(), "Sign in at") {
+		if err := ask(context.Background(), signinPrompt(bad)); err == nil || len(opened) != 0 || strings.Contains(errb.String(), "Sign in at") {
 			t.Errorf("%q: err %v, opened %q, stderr %q", bad, err, opened, errb.String())
 		}
 	}
