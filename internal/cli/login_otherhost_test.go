@@ -32,7 +32,8 @@ func TestLoginNamesOtherHost(t *testing.T) {
 	} {
 		var out bytes.Buffer
 		p := signin.Prompt{Target: tg, Issuer: c.issuer, Scopes: []string{"read"}, URL: c.issuer + "/authorize?x=1"}
-		if err := a.loginAsk(&out, true)(context.Background(), p); err != nil {
+		ask, _ := a.loginAsk(&out, true, t.TempDir())
+		if err := ask(context.Background(), p); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(out.String(), c.want) || strings.Contains(out.String(), "another host") != c.other {
