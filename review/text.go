@@ -218,6 +218,7 @@ func (p *printer) oauth(o *OAuth) {
 	}
 	p.field("sends", "an OAuth access token, once you sign in: the server may ask for a sign-in, which berth discovers when it answers 401 with its protected-resource metadata")
 	p.field("signs in", "to "+o.Resource+" at "+as+" as you, asking for "+scopes+"; the token is kept in berth's secret store and sent only to "+o.SentTo)
+	p.field("renews", "the token without asking you again while the authorization server allows: berth also asks for offline_access where the authorization server offers it; berth logout forgets the token")
 	if o.IssuerOtherHost != "" {
 		p.field("auth server", o.IssuerOtherHost+" is another host than the server's: you sign in there, and it issues the token")
 	}
