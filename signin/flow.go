@@ -72,7 +72,7 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 	d := &discovered{}
 	for _, c := range challenges {
 		if c.Scheme == "bearer" && c.Params["scope"] != "" {
-			d.scopes = strings.Fields(c.Params["scope"])
+			d.scopes, _ = serverScopes(c.Params["scope"]) // a malformed list is not used
 			break
 		}
 	}
@@ -278,6 +278,11 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 
 	var scopes []string
 	cfg.ScopeFilter = func(discovered []string) []string {
+		// The server's list (its header or metadata) is used only when
+		// well-formed and short enough to show a human.
+		if _, bad := serverScopes(strings.Join(discovered, " ")); bad != "" {
+			discovered = nil
+		}
 		s := discovered
 		if len(t.OAuth.Scopes) > 0 && !a.stepUp {
 			s = t.OAuth.Scopes

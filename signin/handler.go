@@ -59,6 +59,8 @@ type Handler struct {
 	rec    *record // the last record read or written, nil for none
 	stamp  time.Time
 	reason string // why the last token could not be had
+
+	stepUps map[string]time.Time // step-ups a human was asked for, by scopes
 }
 
 // NewHandler returns the handler of one target.
@@ -324,23 +326,38 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	code, scopes := "", []string(nil)
+	code, rawScope := "", ""
 	for _, c := range cs {
 		if c.Scheme == "bearer" {
 			code = c.Params["error"]
-			scopes = strings.Fields(c.Params["scope"])
+			rawScope = c.Params["scope"]
 			break
 		}
 	}
 	if resp.StatusCode == http.StatusForbidden && code != "insufficient_scope" {
-		return nil // not a matter of signing in; the retry reports it
+		// Not a matter of signing in: an error, so that the transport
+		// does not send the refused request again.
+		return &ForbiddenError{Target: h.t, Why: "not for want of scopes (no insufficient_scope), so a sign-in cannot help; berth does not send it again"}
+	}
+	stepUp := resp.StatusCode == http.StatusForbidden
+	// The server's scope list reaches messages, the prompt and the
+	// authorization request: scope-tokens only, a bounded number.
+	scopes, bad := serverScopes(rawScope)
+	if stepUp && bad != "" {
+		return &NeedSignInError{Target: h.t, StepUp: true, Reason: "it answered insufficient_scope, but " + bad + "; berth asks for none of them (ask the server's operator)"}
 	}
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	rec, err := h.current(ctx)
 	if err != nil {
 		return err
 	}
-	stepUp := resp.StatusCode == http.StatusForbidden
+	if stepUp && rec != nil && len(scopes) > 0 && holdsAll(rec.Scopes, scopes) {
+		if rec.AccessToken != "" && rec.AccessToken != sent {
+			return nil // another token is stored now: retry with it
+		}
+		// Asking a human again cannot help, and would ask at every call.
+		return &ForbiddenError{Target: h.t, Why: fmt.Sprintf("it says insufficient_scope for %s, which the sign-in already holds; a new sign-in cannot help, so berth does not ask for one (the server's operator can say why)", scopesText(scopes))}
+	}
 	if !stepUp && rec != nil {
 		if sent == "" || rec.AccessToken != sent {
 			if rec.AccessToken != "" {
@@ -363,11 +380,19 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		return e
 	}
+	if stepUp {
+		if when, ok := h.askedStepUp(scopes); ok {
+			return &ForbiddenError{Target: h.t, Why: fmt.Sprintf("it says insufficient_scope for %s, which a human was asked for %s ago; berth does not ask again within %s", scopesText(scopes), time.Since(when).Round(time.Second), stepUpQuiet)}
+		}
+	}
 	var old *record
 	if r, _ := readRecord(ctx, h.o.Secrets, h.t); r != nil && r.mismatch(h.t, h.o.Client) == "" {
 		old = r
 	}
 	n, err := authorize(ctx, flowArgs{t: h.t, o: h.o, ask: ask, req: req, resp: resp, stepUp: stepUp, old: old})
+	if stepUp {
+		h.noteStepUp(scopes) // asked, whether done or declined
+	}
 	if err != nil {
 		return err
 	}
@@ -376,6 +401,49 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.mu.Unlock()
 	_ = n
 	return nil
+}
+
+// stepUpQuiet is how long a step-up a human was asked for (done or
+// declined) is not asked for again.
+const stepUpQuiet = time.Minute
+
+func stepUpKey(scopes []string) string {
+	s := slices.Clone(scopes)
+	slices.Sort(s)
+	return strings.Join(s, " ")
+}
+
+// askedStepUp reports whether a human was asked for these scopes within
+// stepUpQuiet, and when.
+func (h *Handler) askedStepUp(scopes []string) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	when, ok := h.stepUps[stepUpKey(scopes)]
+	return when, ok && time.Since(when) < stepUpQuiet
+}
+
+func (h *Handler) noteStepUp(scopes []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stepUps == nil {
+		h.stepUps = map[string]time.Time{}
+	}
+	for k, when := range h.stepUps {
+		if time.Since(when) >= stepUpQuiet {
+			delete(h.stepUps, k)
+		}
+	}
+	h.stepUps[stepUpKey(scopes)] = time.Now()
+}
+
+// holdsAll reports whether have has every scope of want.
+func holdsAll(have, want []string) bool {
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
 }
 
 func orText(s, def string) string {
