@@ -405,8 +405,35 @@ func explain(t Target, asm *oauthex.AuthServerMeta, err error) error {
 	case strings.Contains(msg, "state mismatch"):
 		return fmt.Errorf("server %s: the authorization response's state does not match the request; berth refuses it", t.ID())
 	}
-	return fmt.Errorf("server %s: signing in at %s: %w", t.ID(), asm.Issuer, err)
+	// go-sdk's and x/oauth2's errors carry the server's whole answer
+	// (RetrieveError's body, the registration response): berth reports
+	// the OAuth error code and description only, clipped and escaped.
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		what := "the token endpoint refused the code exchange"
+		if re.Response != nil {
+			what += " (HTTP " + clip(re.Response.Status) + ")"
+		}
+		if re.ErrorCode != "" {
+			what += ": " + clip(re.ErrorCode)
+			if re.ErrorDescription != "" {
+				what += " (" + clip(re.ErrorDescription) + ")"
+			}
+		}
+		return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: %s", t.ID(), asm.Issuer, what), err: err}
+	}
+	return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: %s", t.ID(), asm.Issuer, clipN(msg, 600)), err: err}
 }
+
+// boundedError is an error whose text berth bounded and escaped; it
+// unwraps to the original.
+type boundedError struct {
+	msg string
+	err error
+}
+
+func (e *boundedError) Error() string { return e.msg }
+func (e *boundedError) Unwrap() error { return e.err }
 
 func union(a, b []string) []string {
 	out := slices.Clone(a)
