@@ -364,8 +364,8 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		TokenURL: asm.TokenEndpoint, RevokeURL: asm.RevocationEndpoint,
 	}
 	if rec.RevokeURL != "" {
-		if _, err := rules.checkURL("the revocation endpoint", rec.RevokeURL); err != nil {
-			rec.RevokeURL = ""
+		if checkRevokeURL(rules, rec) != nil {
+			rec.RevokeURL = "" // not revoked there, rather than tokens sent elsewhere
 		}
 	}
 	rec.setToken(got.token, got.cfg.Scopes)

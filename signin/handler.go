@@ -553,7 +553,7 @@ func revoke(ctx context.Context, r *record) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := rules.checkURL("the revocation endpoint", r.RevokeURL); err != nil {
+	if err := checkRevokeURL(rules, r); err != nil {
 		return false, err
 	}
 	hc := rules.httpClient()
@@ -589,6 +589,23 @@ func revoke(ctx context.Context, r *record) (bool, error) {
 	return false, nil
 }
 
+// checkRevokeURL holds the revocation endpoint, which gets both tokens
+// and the client's secret, to the authorization server signed in to: the
+// origin of its issuer or of its token endpoint (the secret goes there
+// already), https (plain http only on loopback in tests).
+func checkRevokeURL(rules netRules, r *record) error {
+	u, err := rules.checkURL("the revocation endpoint", r.RevokeURL)
+	if err != nil {
+		return err
+	}
+	for _, v := range []string{r.Issuer, r.TokenURL} {
+		if o, err := url.Parse(v); err == nil && o.Host != "" && sameOrigin(u, o) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the revocation endpoint %s is not at the authorization server %s (neither its issuer's nor its token endpoint's origin); berth sends no token or client secret there", redact(u), r.Issuer)
+}
+
 // ForgetPlugin forgets (and best-effort revokes) every sign-in of a plugin.
 func ForgetPlugin(ctx context.Context, s *secrets.Store, plugin string) error {
 	ts := tokenStore(s)
@@ -609,10 +626,30 @@ func ForgetPlugin(ctx context.Context, s *secrets.Store, plugin string) error {
 		if rec != nil && rec.Plugin != plugin {
 			continue
 		}
-		if _, err := ts.Remove(ctx, e.Name); err != nil && !errors.Is(err, secrets.ErrNotFound) {
+		if rec == nil || recordName(plugin, rec.Server) != e.Name {
+			// Unreadable: nothing to revoke, nothing another process
+			// could refresh.
+			if _, err := ts.Remove(ctx, e.Name); err != nil && !errors.Is(err, secrets.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		// Read again and removed under the store's lock (as Logout), so
+		// that what is revoked is what was stored last, not a token a
+		// refresh in another process replaced meanwhile.
+		var gone *record
+		err = updateRecord(ctx, s, plugin, rec.Server, func(old *record) (*record, error) {
+			if old != nil && old.Plugin != plugin {
+				return old, nil
+			}
+			gone = old
+			return nil, nil
+		})
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		rec = gone
 		if rec != nil {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			revoke(rctx, rec) // best effort: the sign-in is forgotten either way

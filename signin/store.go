@@ -147,7 +147,11 @@ func readRecord(ctx context.Context, s *secrets.Store, t Target) (*record, error
 	if err != nil {
 		return nil, err
 	}
-	return parseRecord(v)
+	r, err := parseRecord(v)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %v; sign in again to replace it (%s), or forget it (berth logout %s)", t.ID(), err, t.LoginCommand(), t.ID())
+	}
+	return r, nil
 }
 
 // updateRecord is a locked read-modify-write of a target's record: f gets
