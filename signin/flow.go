@@ -223,6 +223,9 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		return nil, err
 	}
 	asm := d.asm
+	if err := checkClientIssuer(t, o.Client, asm); err != nil {
+		return nil, err
+	}
 
 	ln, err := listenRedirect(t.OAuth.RedirectPort)
 	if err != nil {
@@ -373,6 +376,37 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		return nil, fmt.Errorf("server %s: signed in, but the token could not be stored: %w", t.ID(), err)
 	}
 	return rec, nil
+}
+
+// ClientIssuerError: the operator's client registration is for another
+// authorization server than the one the server names now (or names none
+// while it holds a client secret); berth does not use it there.
+type ClientIssuerError struct {
+	Target Target
+	Want   string // the registration's issuer, "" when it names none
+	Got    string // the authorization server discovery found
+}
+
+func (e *ClientIssuerError) Error() string {
+	if e.Want == "" {
+		return fmt.Sprintf("server %s: your client registration (config.json oauthClients) has a client secret but names no authorization server, and berth sends a client secret only to the one that issued it; the server names %s now: if that is where you registered the client, record it (berth login %s --client-issuer %s, with --client-id and --client-secret-from again), else remove the registration (berth login %s --forget-client)", e.Target.ID(), clip(e.Got), e.Target.ID(), clip(e.Got), e.Target.ID())
+	}
+	return fmt.Sprintf("server %s: your client registration (config.json oauthClients) is for the authorization server %s, but the server names %s now; berth does not use the client, or send its secret, there: if the server moved, register a client at %s and record it (berth login %s --client-id ID --client-secret-from NAME --client-issuer %s), or remove yours to sign in without it (berth login %s --forget-client)", e.Target.ID(), clip(e.Want), clip(e.Got), clip(e.Got), e.Target.ID(), clip(e.Got), e.Target.ID())
+}
+
+// checkClientIssuer refuses to use the operator's client at another
+// authorization server than the one it is registered with.
+func checkClientIssuer(t Target, c *Client, asm *oauthex.AuthServerMeta) error {
+	if c == nil || t.OAuth.ClientID != "" {
+		return nil // no operator's client, or the manifest's own is used
+	}
+	switch {
+	case c.Issuer != "" && !issuersEqual(c.Issuer, asm.Issuer):
+		return &ClientIssuerError{Target: t, Want: c.Issuer, Got: asm.Issuer}
+	case c.Issuer == "" && c.ClientSecret != "":
+		return &ClientIssuerError{Target: t, Got: asm.Issuer}
+	}
+	return nil
 }
 
 // setToken records a token the server issued; a refresh answer without a

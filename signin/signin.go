@@ -36,6 +36,9 @@ type Client struct {
 	ClientID            string
 	ClientSecret        string
 	MetadataDocumentURL string // a client ID metadata document (https)
+	// Issuer is the authorization server the client is registered with:
+	// berth uses the client only there. Required with a ClientSecret.
+	Issuer string
 }
 
 // Options configure a Handler, Login and Logout.
