@@ -2,6 +2,7 @@ package signin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -117,5 +118,56 @@ func TestStepUpNotAskedAgainAtOnce(t *testing.T) {
 	var fe *ForbiddenError
 	if !errors.As(errs[2], &fe) || !strings.Contains(errs[2].Error(), `"write"`) {
 		t.Errorf("the third request: %v, want a ForbiddenError naming the scope", errs[2])
+	}
+}
+
+// A server that pins no issuer and now names another authorization server
+// than the one berth signed in to: its refusal of the old token says so
+// (not a bare "sign in again"), and the sign-in page's prompt names the
+// authorization server signed in to before.
+func TestIssuerMoveAnnounced(t *testing.T) {
+	h1, h2 := newHostileAS(t), newHostileAS(t)
+	tg := Target{Plugin: "acme", Server: "srv", Resource: h1.rs.URL + "/mcp", OAuth: bundle.OAuth{ClientID: "public-client"}}
+	sec := newSecrets(t)
+	if _, err := Login(context.Background(), tg, Options{Secrets: sec, Ask: follow}); err != nil {
+		t.Fatal(err)
+	}
+	h1.rs.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
+			json.NewEncoder(w).Encode(map[string]any{"resource": h1.rs.URL + "/mcp", "authorization_servers": []string{h2.as.URL}})
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token", resource_metadata="`+h1.rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	})
+	hd, err := NewHandler(tg, Options{Secrets: sec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, tg.Resource, nil)
+		req.Header.Set("Authorization", "Bearer at")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hd.Authorize(ctx, req, resp)
+	}
+	err = send(context.Background())
+	var ne *NeedSignInError
+	if !errors.As(err, &ne) || !strings.Contains(err.Error(), "now names the authorization server "+h2.as.URL+", not "+h1.as.URL) {
+		t.Errorf("without a human: %v, want a NeedSignInError naming the move from %s to %s", err, h1.as.URL, h2.as.URL)
+	}
+	var shown Prompt
+	ask := func(ctx context.Context, p Prompt) error { shown = p; return follow(ctx, p) }
+	if err := send(WithAsk(context.Background(), ask)); err != nil {
+		t.Fatalf("with a human: %v", err)
+	}
+	if shown.Issuer != h2.as.URL || shown.PreviousIssuer != h1.as.URL {
+		t.Errorf("the prompt names %q, before %q; want %s, before %s", shown.Issuer, shown.PreviousIssuer, h2.as.URL, h1.as.URL)
+	}
+	if st, _ := Lookup(sec, tg); st.Issuer != h2.as.URL {
+		t.Errorf("signed in at %q after the move, want %s", st.Issuer, h2.as.URL)
 	}
 }

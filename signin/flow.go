@@ -318,6 +318,9 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		ln.expect(q.Get("state"))
 		scopes = strings.Fields(q.Get("scope"))
 		p := Prompt{Target: t, Issuer: asm.Issuer, Scopes: scopes, URL: args.URL, StepUp: a.stepUp}
+		if a.old != nil && a.old.Issuer != "" && !issuersEqual(a.old.Issuer, asm.Issuer) {
+			p.PreviousIssuer = a.old.Issuer
+		}
 		if err := a.ask(ctx, p); err != nil {
 			return nil, fmt.Errorf("server %s: the sign-in was not shown or was declined: %w", t.ID(), err)
 		}

@@ -364,7 +364,11 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 				return nil // another token is stored now: retry with it
 			}
 		}
-		if rec.RefreshToken != "" {
+		if iss := h.issuerMoved(ctx, rec, resp); iss != "" {
+			// Not refreshed at the old one: the human signs in at the
+			// new one knowingly (Prompt.PreviousIssuer).
+			h.setReason("the server now names the authorization server %s, not %s where berth signed in before; sign in there", clip(iss), clip(rec.Issuer))
+		} else if rec.RefreshToken != "" {
 			if n, _ := h.refresh(ctx, sent); n != nil {
 				return nil
 			}
@@ -401,6 +405,21 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.mu.Unlock()
 	_ = n
 	return nil
+}
+
+// issuerMoved reports the authorization server a server that pins none
+// names now, when its stored token was refused and that is not the one
+// the sign-in was made at; "" otherwise (or when discovery fails: the
+// refresh then goes on as before).
+func (h *Handler) issuerMoved(ctx context.Context, rec *record, resp *http.Response) string {
+	if h.t.OAuth.Issuer != "" || rec.Issuer == "" {
+		return "" // a pinned issuer: a record for another is not used at all
+	}
+	d, err := discover(ctx, h.t, h.rules, h.rules.httpClient(), resp)
+	if err != nil || issuersEqual(d.asm.Issuer, rec.Issuer) {
+		return ""
+	}
+	return d.asm.Issuer
 }
 
 // stepUpQuiet is how long a step-up a human was asked for (done or

@@ -61,6 +61,10 @@ type Prompt struct {
 	Scopes []string // what is asked for
 	URL    string   // the authorization URL to open
 	StepUp bool     // asks for more scopes than the current token has
+	// PreviousIssuer is the authorization server berth signed in to
+	// before, when the server (pinning none) names another one now; ""
+	// otherwise. A human should be told the server moved.
+	PreviousIssuer string
 }
 
 // NeedSignInError: a request needs a sign-in no human could be asked for.

@@ -480,6 +480,9 @@ func (a *app) loginAsk(out io.Writer, noBrowser bool) func(context.Context, sign
 			what = "Asking for more scopes"
 		}
 		fmt.Fprintf(out, "%s at %s; scopes: %s.\n", what, review.Printable(p.Issuer), scopeList(p.Scopes))
+		if p.PreviousIssuer != "" {
+			fmt.Fprintf(out, "  Note: the server now names the authorization server %s; you signed in at %s before. Sign in only if you expect it to have moved.\n", review.Printable(p.Issuer), review.Printable(p.PreviousIssuer))
+		}
 		fmt.Fprintf(a.stderr, "Sign in at: %s\n", p.URL)
 		if noBrowser {
 			return nil
