@@ -39,6 +39,7 @@ type fakeOAuth struct {
 	refresh   map[string]fakeGrant // refresh token → grant
 	authorize []url.Values         // the authorization requests, in order
 	issued    []string             // every token issued (for leak checks)
+	stepUp    string               // the 403's scope list for "admin" ("" for "read admin")
 }
 
 type fakeGrant struct {
@@ -135,7 +136,13 @@ func (f *fakeOAuth) guard(next http.Handler) http.Handler {
 				} `json:"params"`
 			}
 			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == "admin" && !slices.Contains(g.scopes, "admin") {
-				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="read admin", resource_metadata=%q`, meta))
+				f.mu.Lock()
+				scope := f.stepUp
+				f.mu.Unlock()
+				if scope == "" {
+					scope = "read admin"
+				}
+				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`, scope, meta))
 				http.Error(w, "insufficient scope", http.StatusForbidden)
 				return
 			}

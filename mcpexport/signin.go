@@ -306,6 +306,9 @@ func signInMessage(p signin.Prompt) string {
 	} else {
 		fmt.Fprintf(&b, "Scopes: %s\n", scopesText(p.Scopes))
 	}
+	if p.PreviousIssuer != "" {
+		fmt.Fprintf(&b, "Note: the server now names this authorization server; you signed in at %s before. Sign in only if you expect it to have moved.\n", capLine(review.Printable(p.PreviousIssuer), 200))
+	}
 	b.WriteString("Open the link to sign in; the request goes on once the sign-in completes. The token is kept in berth's secret store.")
 	return b.String()
 }

@@ -285,6 +285,9 @@ func needsInputSignIn(err error, req *mcp.CallToolRequest) (*signin.NeedSignInEr
 	if err == nil || !errors.As(err, &ne) || errors.As(err, &nd) || !canAskSignInInput(req.ClientCapabilities(), req.ProtocolVersion()) {
 		return nil, false
 	}
+	if ne.StepUp && len(ne.Scopes) == 0 {
+		return nil, false // a step-up signin refused (the server's scope list is malformed): nothing to ask for
+	}
 	return ne, true
 }
 

@@ -89,7 +89,7 @@ func discover(ctx context.Context, t Target, rules netRules, hc *http.Client, re
 	d := &discovered{}
 	for _, c := range challenges {
 		if c.Scheme == "bearer" && c.Params["scope"] != "" {
-			d.scopes = strings.Fields(c.Params["scope"])
+			d.scopes, _ = serverScopes(c.Params["scope"]) // a malformed list is not used
 			break
 		}
 	}
@@ -244,6 +244,9 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		return nil, err
 	}
 	asm := d.asm
+	if err := checkClientIssuer(t, o.Client, asm); err != nil {
+		return nil, err
+	}
 
 	ln, err := listenRedirect(t.OAuth.RedirectPort)
 	if err != nil {
@@ -299,6 +302,11 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 
 	var scopes []string
 	cfg.ScopeFilter = func(discovered []string) []string {
+		// The server's list (its header or metadata) is used only when
+		// well-formed and short enough to show a human.
+		if _, bad := serverScopes(strings.Join(discovered, " ")); bad != "" {
+			discovered = nil
+		}
 		s := discovered
 		if len(t.OAuth.Scopes) > 0 && !a.stepUp {
 			s = t.OAuth.Scopes
@@ -331,6 +339,9 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		ln.expect(q.Get("state"))
 		scopes = strings.Fields(q.Get("scope"))
 		p := Prompt{Target: t, Issuer: asm.Issuer, Scopes: scopes, URL: args.URL, StepUp: a.stepUp}
+		if a.old != nil && a.old.Issuer != "" && !issuersEqual(a.old.Issuer, asm.Issuer) {
+			p.PreviousIssuer = a.old.Issuer
+		}
 		if err := a.ask(ctx, p); err != nil {
 			return nil, fmt.Errorf("server %s: the sign-in was not shown or was declined: %w", t.ID(), err)
 		}
@@ -380,8 +391,8 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		TokenURL: asm.TokenEndpoint, RevokeURL: asm.RevocationEndpoint,
 	}
 	if rec.RevokeURL != "" {
-		if _, err := rules.checkURL("the revocation endpoint", rec.RevokeURL); err != nil {
-			rec.RevokeURL = ""
+		if checkRevokeURL(rules, rec) != nil {
+			rec.RevokeURL = "" // not revoked there, rather than tokens sent elsewhere
 		}
 	}
 	rec.setToken(got.token, got.cfg.Scopes)
@@ -389,6 +400,37 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 		return nil, fmt.Errorf("server %s: signed in, but the token could not be stored: %w", t.ID(), err)
 	}
 	return rec, nil
+}
+
+// ClientIssuerError: the operator's client registration is for another
+// authorization server than the one the server names now (or names none
+// while it holds a client secret); berth does not use it there.
+type ClientIssuerError struct {
+	Target Target
+	Want   string // the registration's issuer, "" when it names none
+	Got    string // the authorization server discovery found
+}
+
+func (e *ClientIssuerError) Error() string {
+	if e.Want == "" {
+		return fmt.Sprintf("server %s: your client registration (config.json oauthClients) has a client secret but names no authorization server, and berth sends a client secret only to the one that issued it; the server names %s now: if that is where you registered the client, record it (berth login %s --client-issuer %s, with --client-id and --client-secret-from again), else remove the registration (berth login %s --forget-client)", e.Target.ID(), clip(e.Got), e.Target.ID(), clip(e.Got), e.Target.ID())
+	}
+	return fmt.Sprintf("server %s: your client registration (config.json oauthClients) is for the authorization server %s, but the server names %s now; berth does not use the client, or send its secret, there: if the server moved, register a client at %s and record it (berth login %s --client-id ID --client-secret-from NAME --client-issuer %s), or remove yours to sign in without it (berth login %s --forget-client)", e.Target.ID(), clip(e.Want), clip(e.Got), clip(e.Got), e.Target.ID(), clip(e.Got), e.Target.ID())
+}
+
+// checkClientIssuer refuses to use the operator's client at another
+// authorization server than the one it is registered with.
+func checkClientIssuer(t Target, c *Client, asm *oauthex.AuthServerMeta) error {
+	if c == nil || t.OAuth.ClientID != "" {
+		return nil // no operator's client, or the manifest's own is used
+	}
+	switch {
+	case c.Issuer != "" && !issuersEqual(c.Issuer, asm.Issuer):
+		return &ClientIssuerError{Target: t, Want: c.Issuer, Got: asm.Issuer}
+	case c.Issuer == "" && c.ClientSecret != "":
+		return &ClientIssuerError{Target: t, Got: asm.Issuer}
+	}
+	return nil
 }
 
 // setToken records a token the server issued; a refresh answer without a
@@ -431,12 +473,25 @@ func explain(t Target, asm *oauthex.AuthServerMeta, err error) error {
 	case strings.Contains(msg, "state mismatch"):
 		return fmt.Errorf("server %s: the authorization response's state does not match the request; berth refuses it", t.ID())
 	}
+	// go-sdk's and x/oauth2's errors carry the server's whole answer
+	// (RetrieveError's body, the registration response): berth reports
+	// the OAuth error code and description only, clipped and escaped.
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
-		return fmt.Errorf("server %s: signing in at %s: exchanging the authorization code for a token failed: %s; try berth login again", t.ID(), asm.Issuer, tokenErrorText(err))
+		return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: exchanging the authorization code for a token failed: %s; try berth login again", t.ID(), asm.Issuer, tokenErrorText(err)), err: err}
 	}
-	return fmt.Errorf("server %s: signing in at %s: %w", t.ID(), asm.Issuer, err)
+	return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: %s", t.ID(), asm.Issuer, clipN(msg, 600)), err: err}
 }
+
+// boundedError is an error whose text berth bounded and escaped; it
+// unwraps to the original.
+type boundedError struct {
+	msg string
+	err error
+}
+
+func (e *boundedError) Error() string { return e.msg }
+func (e *boundedError) Unwrap() error { return e.err }
 
 // go-sdk's messages of an issuer mismatch, whose values berth quotes in
 // its own words.

@@ -66,6 +66,8 @@ type Handler struct {
 	// retry is the access token Authorize handed out after a 401, for the
 	// request's one retry; a 401 to it is a second 401 in a row (Answered).
 	retry string
+
+	stepUps map[string]time.Time // step-ups a human was asked for, by scopes
 }
 
 // NewHandler returns the handler of one target.
@@ -354,23 +356,38 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	code, scopes := "", []string(nil)
+	code, rawScope := "", ""
 	for _, c := range cs {
 		if c.Scheme == "bearer" {
 			code = c.Params["error"]
-			scopes = strings.Fields(c.Params["scope"])
+			rawScope = c.Params["scope"]
 			break
 		}
 	}
 	if resp.StatusCode == http.StatusForbidden && code != "insufficient_scope" {
-		return nil // not a matter of signing in; the retry reports it
+		// Not a matter of signing in: an error, so that the transport
+		// does not send the refused request again.
+		return &ForbiddenError{Target: h.t, Why: "not for want of scopes (no insufficient_scope), so a sign-in cannot help; berth does not send it again"}
+	}
+	stepUp := resp.StatusCode == http.StatusForbidden
+	// The server's scope list reaches messages, the prompt and the
+	// authorization request: scope-tokens only, a bounded number.
+	scopes, bad := serverScopes(rawScope)
+	if stepUp && bad != "" {
+		return &NeedSignInError{Target: h.t, StepUp: true, Reason: "it answered insufficient_scope, but " + bad + "; berth asks for none of them (ask the server's operator)"}
 	}
 	sent := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
 	rec, err := h.current(ctx)
 	if err != nil {
 		return err
 	}
-	stepUp := resp.StatusCode == http.StatusForbidden
+	if stepUp && rec != nil && len(scopes) > 0 && holdsAll(rec.Scopes, scopes) {
+		if rec.AccessToken != "" && rec.AccessToken != sent {
+			return nil // another token is stored now: retry with it
+		}
+		// Asking a human again cannot help, and would ask at every call.
+		return &ForbiddenError{Target: h.t, Why: fmt.Sprintf("it says insufficient_scope for %s, which the sign-in already holds; a new sign-in cannot help, so berth does not ask for one (the server's operator can say why)", scopesText(scopes))}
+	}
 	if !stepUp && rec != nil {
 		if sent == "" || rec.AccessToken != sent {
 			if rec.AccessToken != "" {
@@ -378,7 +395,11 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 				return nil // another token is stored now: retry with it
 			}
 		}
-		if rec.RefreshToken != "" {
+		if iss := h.issuerMoved(ctx, rec, resp); iss != "" {
+			// Not refreshed at the old one: the human signs in at the
+			// new one knowingly (Prompt.PreviousIssuer).
+			h.setReason("the server now names the authorization server %s, not %s where berth signed in before; sign in there", clip(iss), clip(rec.Issuer))
+		} else if rec.RefreshToken != "" {
 			if n, _ := h.refresh(ctx, sent); n != nil {
 				h.retryWith(n.AccessToken)
 				return nil
@@ -395,11 +416,19 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		}
 		return e
 	}
+	if stepUp {
+		if when, ok := h.askedStepUp(scopes); ok {
+			return &ForbiddenError{Target: h.t, Why: fmt.Sprintf("it says insufficient_scope for %s, which a human was asked for %s ago; berth does not ask again within %s", scopesText(scopes), time.Since(when).Round(time.Second), stepUpQuiet)}
+		}
+	}
 	var old *record
 	if r, _ := readRecord(ctx, h.o.Secrets, h.t); r != nil && r.mismatch(h.t, h.o.Client) == "" {
 		old = r
 	}
 	n, err := authorize(ctx, flowArgs{t: h.t, o: h.o, ask: ask, req: req, resp: resp, stepUp: stepUp, old: old})
+	if stepUp {
+		h.noteStepUp(scopes) // asked, whether done or declined
+	}
 	if err != nil {
 		return err
 	}
@@ -440,6 +469,64 @@ func (h *Handler) Answered(req *http.Request, status int) error {
 	}
 	h.reason = "the server refused its token twice in a row (401), the second time right after berth renewed it"
 	return &NeedSignInError{Target: h.t, Reason: h.reason}
+}
+
+// issuerMoved reports the authorization server a server that pins none
+// names now, when its stored token was refused and that is not the one
+// the sign-in was made at; "" otherwise (or when discovery fails: the
+// refresh then goes on as before).
+func (h *Handler) issuerMoved(ctx context.Context, rec *record, resp *http.Response) string {
+	if h.t.OAuth.Issuer != "" || rec.Issuer == "" {
+		return "" // a pinned issuer: a record for another is not used at all
+	}
+	d, err := discover(ctx, h.t, h.rules, h.rules.httpClient(), resp)
+	if err != nil || issuersEqual(d.asm.Issuer, rec.Issuer) {
+		return ""
+	}
+	return d.asm.Issuer
+}
+
+// stepUpQuiet is how long a step-up a human was asked for (done or
+// declined) is not asked for again.
+const stepUpQuiet = time.Minute
+
+func stepUpKey(scopes []string) string {
+	s := slices.Clone(scopes)
+	slices.Sort(s)
+	return strings.Join(s, " ")
+}
+
+// askedStepUp reports whether a human was asked for these scopes within
+// stepUpQuiet, and when.
+func (h *Handler) askedStepUp(scopes []string) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	when, ok := h.stepUps[stepUpKey(scopes)]
+	return when, ok && time.Since(when) < stepUpQuiet
+}
+
+func (h *Handler) noteStepUp(scopes []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stepUps == nil {
+		h.stepUps = map[string]time.Time{}
+	}
+	for k, when := range h.stepUps {
+		if time.Since(when) >= stepUpQuiet {
+			delete(h.stepUps, k)
+		}
+	}
+	h.stepUps[stepUpKey(scopes)] = time.Now()
+}
+
+// holdsAll reports whether have has every scope of want.
+func holdsAll(have, want []string) bool {
+	for _, s := range want {
+		if !slices.Contains(have, s) {
+			return false
+		}
+	}
+	return true
 }
 
 func orText(s, def string) string {
@@ -634,7 +721,7 @@ func revoke(ctx context.Context, r *record) *LogoutResult {
 	}
 	rules, err := rulesFor(r.Resource)
 	if err == nil {
-		_, err = rules.checkURL("the revocation endpoint", r.RevokeURL)
+		err = checkRevokeURL(rules, r)
 	}
 	if err != nil {
 		res.Problem = err.Error()
@@ -692,6 +779,23 @@ func errorCode(s string) bool {
 	return true
 }
 
+// checkRevokeURL holds the revocation endpoint, which gets both tokens
+// and the client's secret, to the authorization server signed in to: the
+// origin of its issuer or of its token endpoint (the secret goes there
+// already), https (plain http only on loopback in tests).
+func checkRevokeURL(rules netRules, r *record) error {
+	u, err := rules.checkURL("the revocation endpoint", r.RevokeURL)
+	if err != nil {
+		return err
+	}
+	for _, v := range []string{r.Issuer, r.TokenURL} {
+		if o, err := url.Parse(v); err == nil && o.Host != "" && sameOrigin(u, o) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the revocation endpoint %s is not at the authorization server %s (neither its issuer's nor its token endpoint's origin); berth sends no token or client secret there", redact(u), r.Issuer)
+}
+
 // ForgetPlugin forgets (and best-effort revokes) every sign-in of a plugin.
 func ForgetPlugin(ctx context.Context, s *secrets.Store, plugin string) error {
 	ts := tokenStore(s)
@@ -712,10 +816,30 @@ func ForgetPlugin(ctx context.Context, s *secrets.Store, plugin string) error {
 		if rec != nil && rec.Plugin != plugin {
 			continue
 		}
-		if _, err := ts.Remove(ctx, e.Name); err != nil && !errors.Is(err, secrets.ErrNotFound) {
+		if rec == nil || recordName(plugin, rec.Server) != e.Name {
+			// Unreadable: nothing to revoke, nothing another process
+			// could refresh.
+			if _, err := ts.Remove(ctx, e.Name); err != nil && !errors.Is(err, secrets.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		// Read again and removed under the store's lock (as Logout), so
+		// that what is revoked is what was stored last, not a token a
+		// refresh in another process replaced meanwhile.
+		var gone *record
+		err = updateRecord(ctx, s, plugin, rec.Server, func(old *record) (*record, error) {
+			if old != nil && old.Plugin != plugin {
+				return old, nil
+			}
+			gone = old
+			return nil, nil
+		})
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		rec = gone
 		if rec != nil {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			revoke(rctx, rec) // best effort: the sign-in is forgotten either way

@@ -7,9 +7,12 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/berth-mcp/berth/review"
 )
 
 // CallbackPath is the path of the loopback redirect (RFC 8252 section 7.3).
@@ -61,7 +64,9 @@ func listenRedirect(port int) (*redirectListener, error) {
 		return nil, fmt.Errorf("cannot listen for the sign-in's redirect on 127.0.0.1: %v", err)
 	}
 	r := &redirectListener{ln: ln, ch: make(chan callback, 1)}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	// The answer is a GET with a query (a browser following a 302): no
+	// body is read, and a connection that stalls is cut.
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	go r.srv.Serve(ln)
 	return r, nil
 }
@@ -78,15 +83,15 @@ func (r *redirectListener) expect(state string) {
 }
 
 func (r *redirectListener) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if req.URL.Path != CallbackPath || (req.Method != http.MethodGet && req.Method != http.MethodPost) {
+	if req.URL.Path != CallbackPath || req.Method != http.MethodGet {
 		http.NotFound(w, req)
 		return
 	}
-	if err := req.ParseForm(); err != nil {
+	q, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	q := req.Form
 	r.mu.Lock()
 	if r.done {
 		r.mu.Unlock()
@@ -116,11 +121,16 @@ func (r *redirectListener) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	fmt.Fprint(w, "<!doctype html><title>berth</title><p>Signed in. You can close this window and return to berth.</p>")
 }
 
-// clip bounds and cleans text of the authorization server for messages.
-func clip(s string) string {
-	out := make([]rune, 0, len(s))
+// clip bounds and cleans text of the authorization server for messages:
+// at most 200 characters, C0 controls as spaces, and any other character
+// a terminal or a reader would not show as itself (C1 controls, bidi
+// overrides, invalid UTF-8) escaped as review.Printable does.
+func clip(s string) string { return clipN(s, 200) }
+
+func clipN(s string, n int) string {
+	out := make([]rune, 0, min(len(s), n+1))
 	for _, c := range s {
-		if len(out) >= 200 {
+		if len(out) >= n {
 			out = append(out, '…')
 			break
 		}
@@ -129,7 +139,7 @@ func clip(s string) string {
 		}
 		out = append(out, c)
 	}
-	return string(out)
+	return review.Printable(string(out))
 }
 
 // wait returns the answer, or an error when ctx ends or d passes.
@@ -152,5 +162,7 @@ func (r *redirectListener) close() {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	r.srv.Shutdown(ctx)
+	if r.srv.Shutdown(ctx) != nil {
+		r.srv.Close() // Shutdown leaves active connections open
+	}
 }

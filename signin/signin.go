@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,9 @@ type Client struct {
 	ClientID            string
 	ClientSecret        string
 	MetadataDocumentURL string // a client ID metadata document (https)
+	// Issuer is the authorization server the client is registered with:
+	// berth uses the client only there. Required with a ClientSecret.
+	Issuer string
 }
 
 // Options configure a Handler, Login and Logout.
@@ -58,6 +62,10 @@ type Prompt struct {
 	Scopes []string // what is asked for
 	URL    string   // the authorization URL to open
 	StepUp bool     // asks for more scopes than the current token has
+	// PreviousIssuer is the authorization server berth signed in to
+	// before, when the server (pinning none) names another one now; ""
+	// otherwise. A human should be told the server moved.
+	PreviousIssuer string
 }
 
 // NeedSignInError: a request needs a sign-in no human could be asked for.
@@ -76,9 +84,75 @@ func (e *NeedSignInError) Error() string {
 		why = "not signed in"
 	}
 	if e.StepUp && len(e.Scopes) > 0 {
-		why += " (the server asks for the scopes " + strings.Join(e.Scopes, " ") + ")"
+		why += " (the server asks for the scopes " + scopesText(e.Scopes) + ")"
 	}
 	return fmt.Sprintf("server %s at %s needs a sign-in: %s; run `%s`", e.Target.ID(), e.Target.Resource, why, e.Target.LoginCommand())
+}
+
+// ForbiddenError: the server refused a request (403) for a reason a
+// sign-in does not fix: a plain 403, or insufficient_scope for scopes the
+// sign-in already holds or just asked a human for. The refused request is
+// not sent again.
+type ForbiddenError struct {
+	Target Target
+	Why    string
+}
+
+func (e *ForbiddenError) Error() string {
+	return fmt.Sprintf("server %s at %s refused the request (403 Forbidden): %s", e.Target.ID(), e.Target.Resource, e.Why)
+}
+
+// MaxStepUpScopes bounds the scopes a server may ask for in one step-up:
+// a human is shown every scope berth asks for, so a longer list is
+// refused rather than shortened.
+const MaxStepUpScopes = 20
+
+// IsScopeToken reports whether s is an RFC 6749 scope-token (section
+// 3.3): printable ASCII without space, '"' or '\', at most 256 bytes.
+func IsScopeToken(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// serverScopes reads a scope list a server or authorization server sent:
+// its scope-tokens, or why berth refuses the list ("" when it does not).
+func serverScopes(raw string) ([]string, string) {
+	f := strings.Fields(raw)
+	if len(f) > MaxStepUpScopes {
+		return nil, fmt.Sprintf("it names %d scopes, more than the %d berth shows a human at once", len(f), MaxStepUpScopes)
+	}
+	for _, s := range f {
+		if !IsScopeToken(s) {
+			return nil, "its list of scopes is not well-formed (RFC 6749 scope-tokens: printable ASCII, no space, '\"' or '\\', at most 256 bytes each)"
+		}
+	}
+	return f, ""
+}
+
+// scopesText names scopes in a message: each quoted, only scope-tokens,
+// at most MaxStepUpScopes (a server's list is checked before; this bounds
+// any other).
+func scopesText(scopes []string) string {
+	var out []string
+	for _, s := range scopes {
+		if len(out) == MaxStepUpScopes {
+			out = append(out, fmt.Sprintf("and %d more", len(scopes)-MaxStepUpScopes))
+			break
+		}
+		if IsScopeToken(s) {
+			out = append(out, strconv.Quote(s))
+		} else {
+			out = append(out, "(a malformed scope)")
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // State is what is stored for a target, without secrets.

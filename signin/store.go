@@ -98,6 +98,9 @@ func (r *record) mismatch(t Target, c *Client) string {
 	if id := preregisteredID(t, c); id != "" && r.ClientID != id {
 		return fmt.Sprintf("it was issued to the client %s, not the configured %s", r.ClientID, id)
 	}
+	if t.OAuth.ClientID == "" && c != nil && c.Issuer != "" && !issuersEqual(r.Issuer, c.Issuer) {
+		return fmt.Sprintf("it was issued by %s, but your client registration is for %s", r.Issuer, c.Issuer)
+	}
 	if id := preregisteredID(t, c); id == "" && c != nil && c.MetadataDocumentURL != "" && r.Registration == regMetadataDoc && r.ClientID != c.MetadataDocumentURL {
 		return "it was issued to another client metadata document"
 	}
@@ -147,7 +150,11 @@ func readRecord(ctx context.Context, s *secrets.Store, t Target) (*record, error
 	if err != nil {
 		return nil, err
 	}
-	return parseRecord(v)
+	r, err := parseRecord(v)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %v; sign in again to replace it (%s), or forget it (berth logout %s)", t.ID(), err, t.LoginCommand(), t.ID())
+	}
+	return r, nil
 }
 
 // updateRecord is a locked read-modify-write of a target's record: f gets

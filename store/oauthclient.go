@@ -29,6 +29,10 @@ type OAuthClient struct {
 	// operator publishes; used where the authorization server advertises
 	// client_id_metadata_document_supported and no ClientID is set.
 	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// Issuer is the authorization server the client is registered with
+	// (its issuer, https): berth uses the client, and sends its secret,
+	// only there. Required with ClientSecretName.
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // IsZero reports whether c sets nothing.
@@ -42,12 +46,19 @@ func (c OAuthClient) Check() error {
 		return fmt.Errorf("an OAuth client sets nothing: give --client-id, or --client-metadata-url")
 	case c.ClientSecretName != "" && c.ClientID == "":
 		return fmt.Errorf("clientSecretName %s without clientId: a client secret belongs to a registered client; add --client-id", c.ClientSecretName)
+	case c.ClientSecretName != "" && c.Issuer == "":
+		return fmt.Errorf("clientSecretName %s without issuer: berth sends a client secret only to the authorization server that issued it; name that server's issuer (berth login PLUGIN__SERVER --client-issuer URL)", c.ClientSecretName)
 	case strings.TrimSpace(c.ClientID) != c.ClientID || strings.ContainsFunc(c.ClientID, func(r rune) bool { return r < 0x20 || r == 0x7f }) || len(c.ClientID) > 512:
 		return fmt.Errorf("clientId %q has spaces around it, control characters, or more than 512 bytes", c.ClientID)
 	}
 	if c.ClientSecretName != "" {
 		if err := secrets.CheckName(c.ClientSecretName); err != nil {
 			return fmt.Errorf("clientSecretName: %w", err)
+		}
+	}
+	if c.Issuer != "" {
+		if _, err := bundle.ParseIssuer(c.Issuer); err != nil {
+			return fmt.Errorf("issuer: %v", err)
 		}
 	}
 	if c.ClientMetadataURL != "" {

@@ -15,7 +15,7 @@ func TestOAuthClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := Open(paths, nil)
-	oc := OAuthClient{ClientID: "berth-at-acme", ClientSecretName: "ACME_CLIENT_SECRET"}
+	oc := OAuthClient{ClientID: "berth-at-acme", ClientSecretName: "ACME_CLIENT_SECRET", Issuer: "https://auth.acme.example"}
 	if err := st.SetOAuthClient(ctx, "acme__notes", oc); err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +36,12 @@ func TestOAuthClients(t *testing.T) {
 		{"acme", oc},
 		{"Acme__notes", oc},
 		{"acme__notes", OAuthClient{ClientSecretName: "X"}},
+		// A client secret is bound to the authorization server that
+		// issued it: no issuer, or one that is not an https issuer, is
+		// refused.
+		{"acme__notes", OAuthClient{ClientID: "x", ClientSecretName: "X"}},
+		{"acme__notes", OAuthClient{ClientID: "x", ClientSecretName: "X", Issuer: "http://auth.acme.example"}},
+		{"acme__notes", OAuthClient{ClientID: "x", Issuer: "https://auth.acme.example/?q=1"}},
 		{"acme__notes", OAuthClient{ClientID: "x", ClientSecretName: "not a name"}},
 		{"acme__notes", OAuthClient{ClientMetadataURL: "http://me.example/berth.json"}},
 		{"acme__notes", OAuthClient{ClientMetadataURL: "https://me.example/"}},

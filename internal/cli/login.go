@@ -48,7 +48,10 @@ is its own consent. --scope asks for more scopes than the manifest's
 berth's secret store bound to the plugin: berth secret set NAME --plugin
 PLUGIN) and --client-metadata-url URL (https) record your own client
 registration for the server in config.json ("oauthClients") before signing
-in; --forget-client removes it.
+in; --forget-client removes it. The registration is bound to one
+authorization server (--client-issuer URL; by default the manifest's pin,
+else the one the server names when it is recorded): berth uses it, and
+sends its secret, nowhere else.
 
 Exit codes: 0 signed in, 1 the sign-in failed (the error says where),
 2 usage (no such server, no server of the plugin signs in, or several do
@@ -137,6 +140,7 @@ func newLoginCmd(a *app) *cobra.Command {
 	f.StringVar(&opts.Client.ClientID, "client-id", "", "record your own client `ID` registered with the authorization server")
 	f.StringVar(&opts.Client.ClientSecretName, "client-secret-from", "", "the client's secret is the secret `NAME` in berth's secret store (bound to the plugin)")
 	f.StringVar(&opts.Client.ClientMetadataURL, "client-metadata-url", "", "record your client ID metadata document `URL` (https)")
+	f.StringVar(&opts.Client.Issuer, "client-issuer", "", "your client is registered with the authorization server of this issuer `URL` (https); default: the manifest's pin, else the one the server names now")
 	f.BoolVar(&opts.ForgetClient, "forget-client", false, "remove your recorded client registration for the server first")
 	a.jsonFlag(cmd, &opts.JSON, loginJSON{})
 	return cmd
@@ -289,7 +293,10 @@ func runLogin(ctx context.Context, a *app, opts *loginOptions) error {
 		return err
 	}
 	if opts.ForgetClient && !opts.Client.IsZero() {
-		return usagef("--forget-client removes your client registration; it cannot be given with --client-id, --client-secret-from or --client-metadata-url")
+		return usagef("--forget-client removes your client registration; it cannot be given with --client-id, --client-secret-from, --client-metadata-url or --client-issuer")
+	}
+	if opts.Client.Issuer != "" && opts.Client.ClientID == "" && opts.Client.ClientMetadataURL == "" {
+		return usagef("--client-issuer names where your client is registered; give it with --client-id (or --client-metadata-url)")
 	}
 	for _, sc := range opts.Scopes {
 		if !isScopeToken(sc) {
@@ -356,7 +363,13 @@ func (a *app) recordClient(ctx context.Context, st *store.Store, sec *secrets.St
 	if opts.Client.IsZero() {
 		return nil
 	}
-	if err := opts.Client.Check(); err != nil {
+	// Everything but the issuer first (before any network): an issuer
+	// not given yet is found below.
+	pre := opts.Client
+	if pre.Issuer == "" {
+		pre.Issuer = "https://issuer.invalid"
+	}
+	if err := pre.Check(); err != nil {
 		return usagef("%v", err)
 	}
 	if t.OAuth.ClientID != "" {
@@ -366,6 +379,28 @@ func (a *app) recordClient(ctx context.Context, st *store.Store, sec *secrets.St
 		if err := checkClientSecret(sec, t.Plugin, n, t.signers); err != nil {
 			return err
 		}
+	}
+	// The registration is bound to one authorization server: the one
+	// named, else the manifest's pin, else the one the server names now.
+	switch {
+	case opts.Client.Issuer != "":
+	case t.OAuth.Issuer != "":
+		opts.Client.Issuer = t.OAuth.Issuer
+	default:
+		iss, err := signin.DiscoverIssuer(ctx, t.Target)
+		if err != nil {
+			if opts.Client.ClientSecretName != "" {
+				return fmt.Errorf("%s: finding the authorization server to bind your client registration to: %w; name it with --client-issuer URL", t.ID(), err)
+			}
+			break // a public client: recorded unbound
+		}
+		opts.Client.Issuer = iss
+	}
+	if opts.Client.Issuer != "" && t.OAuth.Issuer != "" && strings.TrimSuffix(opts.Client.Issuer, "/") != strings.TrimSuffix(t.OAuth.Issuer, "/") {
+		return usagef("--client-issuer %s: %s's manifest pins the authorization server %s; berth signs in nowhere else, so a client registered elsewhere would not be used", review.Printable(opts.Client.Issuer), t.ID(), review.Printable(t.OAuth.Issuer))
+	}
+	if err := opts.Client.Check(); err != nil {
+		return usagef("%v", err)
 	}
 	return st.SetOAuthClient(ctx, t.ID(), opts.Client)
 }
@@ -397,7 +432,7 @@ func operatorClient(ctx context.Context, st *store.Store, sec *secrets.Store, t 
 	if !ok {
 		return nil, nil
 	}
-	cl := &signin.Client{ClientID: oc.ClientID, MetadataDocumentURL: oc.ClientMetadataURL}
+	cl := &signin.Client{ClientID: oc.ClientID, MetadataDocumentURL: oc.ClientMetadataURL, Issuer: oc.Issuer}
 	if oc.ClientSecretName == "" {
 		return cl, nil
 	}
@@ -451,6 +486,8 @@ func describeLogin(w io.Writer, t signin.Target, c *signin.Client, extra []strin
 	switch {
 	case t.OAuth.ClientID != "":
 		fmt.Fprintf(w, "  client: %s (the manifest's)\n", review.Printable(t.OAuth.ClientID))
+	case c != nil && c.ClientID != "" && c.Issuer != "":
+		fmt.Fprintf(w, "  client: your registration %s (config.json), used only at %s\n", review.Printable(c.ClientID), review.Printable(c.Issuer))
 	case c != nil && c.ClientID != "":
 		fmt.Fprintf(w, "  client: your registration %s (config.json)\n", review.Printable(c.ClientID))
 	case c != nil:
@@ -490,6 +527,9 @@ func (a *app) loginAsk(out io.Writer, noBrowser bool, dir string) (ask func(cont
 			issuer += " (" + e + ")"
 		}
 		fmt.Fprintf(out, "%s at %s; scopes: %s.\n", what, issuer, scopeList(p.Scopes))
+		if p.PreviousIssuer != "" {
+			fmt.Fprintf(out, "  Note: the server now names the authorization server %s; you signed in at %s before. Sign in only if you expect it to have moved.\n", review.Printable(p.Issuer), review.Printable(p.PreviousIssuer))
+		}
 		fmt.Fprintf(a.stderr, "Sign in at: %s\n", p.URL)
 		if noBrowser {
 			return nil

@@ -427,6 +427,25 @@ func TestLoginNoBrowser(t *testing.T) {
 	if !bytes.Contains(cfg, []byte(`"clientSecretName": "ACME_CLIENT_SECRET"`)) || bytes.Contains(cfg, []byte("client-s3cr3t-canary")) {
 		t.Errorf("config.json:\n%s", cfg)
 	}
+	// The registration is bound to the authorization server the server
+	// named when it was recorded; recorded for another one, berth refuses
+	// to use it (and to send its secret) here, and says how to fix it.
+	if !bytes.Contains(cfg, []byte(fmt.Sprintf(`"issuer": %q`, f.as.URL))) {
+		t.Errorf("config.json does not bind the client registration to %s:\n%s", f.as.URL, cfg)
+	}
+	f.mu.Lock()
+	f.secretUsed = 0
+	f.mu.Unlock()
+	code, text := berth(nil, "login", "acme-notes__notes", "--no-browser", "--wait", "5s", "--client-id", "berth-at-acme", "--client-secret-from", "ACME_CLIENT_SECRET", "--client-issuer", "https://auth.other.example")
+	if code != 1 || !strings.Contains(text, "is for the authorization server https://auth.other.example, but the server names "+f.as.URL) || !strings.Contains(text, "--forget-client") {
+		t.Errorf("login with a client registered at another authorization server: exit %d\n%s", code, text)
+	}
+	f.mu.Lock()
+	used = f.secretUsed
+	f.mu.Unlock()
+	if used != 0 {
+		t.Error("the client secret was sent to an authorization server the registration is not for")
+	}
 	must("revoke", "acme-notes")
 	if cfg, _ = os.ReadFile(filepath.Join(env["BERTH_HOME"], "config.json")); bytes.Contains(cfg, []byte("oauthClients")) {
 		t.Errorf("config.json keeps the client registration of a revoked plugin:\n%s", cfg)

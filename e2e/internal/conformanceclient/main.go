@@ -81,6 +81,15 @@ func run(ctx context.Context, scenario, target string, cfg map[string]any) error
 			client.ClientID = id
 			client.ClientSecret, _ = cfg["client_secret"].(string)
 		}
+		if client.ClientSecret != "" {
+			// Bound to the authorization server the server names now,
+			// as berth login records an operator's client.
+			iss, err := signin.DiscoverIssuer(ctx, signin.Target{Plugin: "conformance", Server: "srv", Resource: target, OAuth: *remote.Auth.OAuth})
+			if err != nil {
+				return err
+			}
+			client.Issuer = iss
+		}
 		opts.SignInClient = func(signin.Target) (*signin.Client, error) { return client, nil }
 	}
 	var copts *mcp.ClientOptions
