@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-mcp/berth/internal/sockpeer"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -63,11 +64,18 @@ func listenRedirect(port int) (*redirectListener, error) {
 		}
 		return nil, fmt.Errorf("cannot listen for the sign-in's redirect on 127.0.0.1: %v", err)
 	}
+	// Where the kernel names a connection's user (Linux), only this user's
+	// connections are served: another local user cannot deliver a code,
+	// even one who learned the state. Elsewhere the state alone guards it.
+	var serve net.Listener = ln
+	if gl, err := sockpeer.Guard(ln, nil); err == nil {
+		serve = gl
+	}
 	r := &redirectListener{ln: ln, ch: make(chan callback, 1)}
 	// The answer is a GET with a query (a browser following a 302): no
 	// body is read, and a connection that stalls is cut.
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
-	go r.srv.Serve(ln)
+	go r.srv.Serve(serve)
 	return r, nil
 }
 
