@@ -299,7 +299,7 @@ func runLogin(ctx context.Context, a *app, opts *loginOptions) error {
 		return usagef("--client-issuer names where your client is registered; give it with --client-id (or --client-metadata-url)")
 	}
 	for _, sc := range opts.Scopes {
-		if !isScopeToken(sc) {
+		if !signin.IsScopeToken(sc) {
 			return usagef("--scope %q is not a scope (RFC 6749: one or more printable ASCII characters, no space, '\"' or '\\'); give one --scope per scope", sc)
 		}
 	}
@@ -755,19 +755,6 @@ func (a *app) forgetUnusedSignins(ctx context.Context, st *store.Store, plugin s
 	case len(gone) > 0:
 		fmt.Fprintf(a.stderr, "No version of %s is trusted any more, so your client registrations for it are forgotten: %s.\n", plugin, strings.Join(gone, ", "))
 	}
-}
-
-// isScopeToken reports whether s is an RFC 6749 scope-token.
-func isScopeToken(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // asSubject is " as SUBJECT", or "" when the token does not say.
