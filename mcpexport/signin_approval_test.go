@@ -2,6 +2,7 @@ package mcpexport
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +141,6 @@ func TestSignInModernApprovedOnceResource(t *testing.T) {
 	if err := o.store.SetPolicy(ctx, store.PolicyRule{Plugin: "demo", Pattern: "demo__up", Action: store.ActionAsk}); err != nil {
 		t.Fatal(err)
 	}
-	o.f.revokeAll()
 	var mu sync.Mutex
 	var approvals, signIns int
 	cs, _ := o.urlClient("", func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -158,6 +158,24 @@ func TestSignInModernApprovedOnceResource(t *testing.T) {
 		approvals++
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": choiceOnce}}, nil
 	})
+	// berth routes a resources/read by the catalog of the server's
+	// resources, which it reads once the server runs: wait until it lists
+	// the resource (as a client would have seen it listed) before the
+	// sign-in expires.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		rs, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatalf("resources/list: %v", err)
+		}
+		if slices.ContainsFunc(rs.Resources, func(r *mcp.Resource) bool { return r.URI == "demo://profile" }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resources %+v", rs.Resources)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	o.f.revokeAll()
 	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://profile"})
 	if err != nil {
 		t.Fatalf("resources/read: %v", err)
