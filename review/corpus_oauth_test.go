@@ -22,7 +22,7 @@ import (
 // the corpus's "14 plugins refused because a server declares oauth".
 // Thirteen also list connectors Claude Code fills in itself ("url": ""),
 // which berth import --without leaves out; the measurement on the whole
-// trees is bundle/importer's TestClaudePluginTrees.
+// trees is `go run ./bench/claudetrees DIR`.
 var slackOAuthPlugins = []string{
 	"customer-support", "design", "engineering", "enterprise-search", "finance",
 	"human-resources", "legal", "marketing", "operations", "product-management",

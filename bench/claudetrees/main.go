@@ -1,8 +1,22 @@
-package importer
+// Command claudetrees measures berth's Claude Code plugin importer on real
+// plugin trees: every directory under DIR holding .claude-plugin/plugin.json
+// is opened as berth import would, and it prints how many are valid
+// bundles, the refusals by rule, the plugins refused for
+// claude-plugin-remote-auth, and those valid with berth import --without
+// their empty-url connectors. It exits 1 when a plugin is refused for plain
+// oauth settings (issue 21) or cannot be read at all.
+//
+// The shared corpus holds the marketplaces' marketplace.json files only,
+// not the plugins' trees, so this is a measurement run by hand on checkouts
+// of marketplace repositories:
+//
+//	go run ./bench/claudetrees DIR
+package main
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,24 +24,26 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"testing"
 
 	"github.com/berth-mcp/berth/bundle"
 )
 
-// TestClaudePluginTrees measures the importer on real Claude Code plugin
-// trees, when $BERTH_CLAUDE_PLUGIN_TREES names a directory holding them
-// (checkouts of marketplace repositories; the shared corpus has their
-// marketplace.json files only, so the test skips without it). Every
-// directory with .claude-plugin/plugin.json is opened; -v prints how many
-// are valid bundles, the refusals by rule, and the plugins refused for
-// claude-plugin-remote-auth. None may be refused for plain oauth settings
-// any more (issue 21).
-func TestClaudePluginTrees(t *testing.T) {
-	root := os.Getenv("BERTH_CLAUDE_PLUGIN_TREES")
-	if root == "" {
-		t.Skip("set BERTH_CLAUDE_PLUGIN_TREES to a directory of Claude Code plugin trees")
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: go run ./bench/claudetrees DIR (a directory of Claude Code plugin trees)")
+		os.Exit(2)
 	}
+	if run(os.Args[1]) {
+		os.Exit(1)
+	}
+}
+
+func run(root string) (failed bool) {
+	errorf := func(format string, args ...any) {
+		failed = true
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+	}
+	logf := func(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 	var dirs []string
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && filepath.Base(p) == "plugin.json" && filepath.Base(filepath.Dir(p)) == ".claude-plugin" {
@@ -55,14 +71,14 @@ func TestClaudePluginTrees(t *testing.T) {
 		}
 		var ie *bundle.InvalidError
 		if !errors.As(err, &ie) {
-			t.Errorf("%s: %v", rel, err)
+			errorf("%s: %v", rel, err)
 			continue
 		}
 		rules := map[string]bool{}
 		for _, p := range ie.Problems {
 			rules[p.Rule] = true
 			if p.Rule == bundle.RuleClaudeRemoteAuth && strings.HasSuffix(p.Path, ".oauth") {
-				t.Errorf("%s: plain oauth settings refused: %s", rel, p)
+				errorf("%s: plain oauth settings refused: %s", rel, p)
 			}
 		}
 		for r := range rules {
@@ -94,9 +110,7 @@ func TestClaudePluginTrees(t *testing.T) {
 				}
 				b.Close()
 			} else if errors.As(err, &ie) {
-				if testing.Verbose() {
-					t.Logf("%s --without %q: %v", rel, connectors, err)
-				}
+				logf("%s --without %q: %v", rel, connectors, err)
 				for _, p := range ie.Problems {
 					rules["--without: "+p.Rule] = true
 				}
@@ -109,7 +123,7 @@ func TestClaudePluginTrees(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d plugin trees: %d valid bundles, %d of them signing in with OAuth", len(dirs), valid, len(withOAuth))
+	logf("%d plugin trees: %d valid bundles, %d of them signing in with OAuth", len(dirs), valid, len(withOAuth))
 	rules := slices.Collect(func(yield func(string) bool) {
 		for r := range byRule {
 			if !yield(r) {
@@ -121,9 +135,10 @@ func TestClaudePluginTrees(t *testing.T) {
 		return byRule[rules[i]] > byRule[rules[j]] || byRule[rules[i]] == byRule[rules[j]] && rules[i] < rules[j]
 	})
 	for _, r := range rules {
-		t.Logf("refused by %-36s %3d plugins", r, byRule[r])
+		logf("refused by %-36s %3d plugins", r, byRule[r])
 	}
-	t.Logf("refused for claude-plugin-remote-auth: %d %v (for it alone: %d)", len(remoteAuth), remoteAuth, len(onlyRemoteAuth))
-	t.Logf("valid and signing in with OAuth: %v", withOAuth)
-	t.Logf("valid with berth import --without their empty-url connectors: %d, %d of them signing in with OAuth: %v", len(without), len(withoutOAuth), withoutOAuth)
+	logf("refused for claude-plugin-remote-auth: %d %v (for it alone: %d)", len(remoteAuth), remoteAuth, len(onlyRemoteAuth))
+	logf("valid and signing in with OAuth: %v", withOAuth)
+	logf("valid with berth import --without their empty-url connectors: %d, %d of them signing in with OAuth: %v", len(without), len(withoutOAuth), withoutOAuth)
+	return failed
 }
