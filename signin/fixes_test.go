@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/secrets"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // The revocation endpoint gets both tokens and the client secret: it is
@@ -169,5 +171,33 @@ func TestIssuerMoveAnnounced(t *testing.T) {
 	}
 	if st, _ := Lookup(sec, tg); st.Issuer != h2.as.URL {
 		t.Errorf("signed in at %q after the move, want %s", st.Issuer, h2.as.URL)
+	}
+}
+
+// Review of issue 21: go-sdk's registration errors quote the server's
+// answer whole; a client secret in it never reaches berth's error.
+func TestExplainDropsQuotedAnswer(t *testing.T) {
+	secret := "cs_" + strings.Repeat("Zq9", 12)
+	asm := &oauthex.AuthServerMeta{Issuer: "https://as.example"}
+	tg := Target{Plugin: "p", Server: "s", Resource: "https://mcp.example/mcp"}
+	for _, err := range []error{
+		fmt.Errorf("failed to register client: failed to decode successful registration response: invalid character (%s)", `{"client_id":"x","client_secret":"`+secret+`"`),
+		fmt.Errorf("failed to register client: registration failed: client_secret=%s", secret),
+	} {
+		msg := explain(tg, asm, err).Error()
+		if strings.Contains(msg, secret) || strings.Contains(msg, secret[:24]) {
+			t.Errorf("the error carries the secret: %q", msg)
+		}
+		if !strings.Contains(msg, "failed to register client") || !strings.Contains(msg, "https://as.example") {
+			t.Errorf("the error lost its sense: %q", msg)
+		}
+	}
+}
+
+// A step-up's error names the login that fixes it: with --scope.
+func TestStepUpErrorNamesScopes(t *testing.T) {
+	e := &NeedSignInError{Target: Target{Plugin: "p", Server: "s", Resource: "https://mcp.example/mcp"}, Reason: "it needs more scopes", StepUp: true, Scopes: []string{"admin", "write"}}
+	if msg := e.Error(); !strings.Contains(msg, "run `berth login p__s --scope admin --scope write`") {
+		t.Errorf("step-up error: %q", msg)
 	}
 }

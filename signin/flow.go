@@ -475,12 +475,30 @@ func explain(t Target, asm *oauthex.AuthServerMeta, err error) error {
 	}
 	// go-sdk's and x/oauth2's errors carry the server's whole answer
 	// (RetrieveError's body, the registration response): berth reports
-	// the OAuth error code and description only, clipped and escaped.
+	// the OAuth error code and description only, clipped and escaped, and
+	// of any other error its text without what may be a quoted answer.
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: exchanging the authorization code for a token failed: %s; try berth login again", t.ID(), asm.Issuer, tokenErrorText(err)), err: err}
 	}
-	return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: %s", t.ID(), asm.Issuer, clipN(msg, 600)), err: err}
+	return &boundedError{msg: fmt.Sprintf("server %s: signing in at %s: %s", t.ID(), asm.Issuer, clipN(withoutSecrets(msg), 600)), err: err}
+}
+
+// withoutSecrets drops from go-sdk's error text what may be a server's
+// answer quoted whole (a registration response holds the client's
+// secret): everything from the first '{', and every token-like run of a
+// word that is not a URL.
+func withoutSecrets(msg string) string {
+	if i := strings.IndexByte(msg, '{'); i >= 0 {
+		msg = strings.TrimSpace(msg[:i]) + " …"
+	}
+	words := strings.Fields(msg)
+	for i, w := range words {
+		if !strings.Contains(w, "://") {
+			words[i] = tokenLike.ReplaceAllString(w, "…")
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // boundedError is an error whose text berth bounded and escaped; it

@@ -131,7 +131,7 @@ func (h *Handler) current(ctx context.Context) (*record, error) {
 	}
 	rec, err := parseRecord(v)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server %s: the stored sign-in cannot be read: %w; `%s` replaces it, `berth logout %s` forgets it", h.t.ID(), err, h.t.LoginCommand(), h.t.ID())
 	}
 	if why := rec.mismatch(h.t, h.o.Client); why != "" {
 		h.rec, h.reason = nil, "the stored sign-in does not apply: "+why

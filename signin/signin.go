@@ -83,10 +83,16 @@ func (e *NeedSignInError) Error() string {
 	if why == "" {
 		why = "not signed in"
 	}
+	cmd := e.Target.LoginCommand()
 	if e.StepUp && len(e.Scopes) > 0 {
 		why += " (the server asks for the scopes " + scopesText(e.Scopes) + ")"
+		// A plain login asks for the manifest's scopes again: a step-up
+		// names the scopes to add.
+		for _, sc := range e.Scopes {
+			cmd += " --scope " + sc
+		}
 	}
-	return fmt.Sprintf("server %s at %s needs a sign-in: %s; run `%s`", e.Target.ID(), e.Target.Resource, why, e.Target.LoginCommand())
+	return fmt.Sprintf("server %s at %s needs a sign-in: %s; run `%s`", e.Target.ID(), e.Target.Resource, why, cmd)
 }
 
 // ForbiddenError: the server refused a request (403) for a reason a
