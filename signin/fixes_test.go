@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -199,5 +200,28 @@ func TestStepUpErrorNamesScopes(t *testing.T) {
 	e := &NeedSignInError{Target: Target{Plugin: "p", Server: "s", Resource: "https://mcp.example/mcp"}, Reason: "it needs more scopes", StepUp: true, Scopes: []string{"admin", "write"}}
 	if msg := e.Error(); !strings.Contains(msg, "run `berth login p__s --scope admin --scope write`") {
 		t.Errorf("step-up error: %q", msg)
+	}
+}
+
+// berth login --scope adds its scopes to the manifest's, not to every
+// scope the server advertises: the review said "asking for scopes read".
+func TestLoginScopeAddsToManifestScopes(t *testing.T) {
+	f := newFakeAS(t)
+	f.prmScopes = []string{"read", "write", "admin"}
+	s := newSecrets(t)
+	tg := f.target("acme")
+	tg.OAuth.Scopes = []string{"read"}
+	if _, err := Login(context.Background(), tg, Options{Secrets: s, Ask: follow}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(f.lastAuth.Get("scope")); slices.Contains(got, "write") || slices.Contains(got, "admin") {
+		t.Fatalf("the first sign-in asked for %q, beyond the manifest's read", got)
+	}
+	if _, err := Login(context.Background(), tg, Options{Secrets: s, Ask: follow}, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(f.lastAuth.Get("scope"))
+	if !slices.Contains(got, "read") || !slices.Contains(got, "admin") || slices.Contains(got, "write") {
+		t.Errorf("berth login --scope admin asked for %q; want read and admin, never write", got)
 	}
 }

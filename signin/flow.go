@@ -226,7 +226,10 @@ type flowArgs struct {
 	resp   *http.Response // its answer, with WWW-Authenticate
 	extra  []string
 	stepUp bool
-	old    *record // what is stored now, if for this target
+	// byServer: the step-up is the server's (a 403 insufficient_scope
+	// naming the scopes it needs), not berth login --scope's.
+	byServer bool
+	old      *record // what is stored now, if for this target
 }
 
 // authorize runs the authorization-code flow through go-sdk's handler
@@ -308,7 +311,10 @@ func authorize(ctx context.Context, a flowArgs) (*record, error) {
 			discovered = nil
 		}
 		s := discovered
-		if len(t.OAuth.Scopes) > 0 && !a.stepUp {
+		// The manifest's scopes bound what is asked for, except the scopes
+		// a server's own step-up names; berth login --scope adds its
+		// scopes to the manifest's, not to all the server advertises.
+		if len(t.OAuth.Scopes) > 0 && !(a.stepUp && a.byServer) {
 			s = t.OAuth.Scopes
 		}
 		if a.old != nil && a.stepUp {

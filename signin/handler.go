@@ -425,7 +425,7 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	if r, _ := readRecord(ctx, h.o.Secrets, h.t); r != nil && r.mismatch(h.t, h.o.Client) == "" {
 		old = r
 	}
-	n, err := authorize(ctx, flowArgs{t: h.t, o: h.o, ask: ask, req: req, resp: resp, stepUp: stepUp, old: old})
+	n, err := authorize(ctx, flowArgs{t: h.t, o: h.o, ask: ask, req: req, resp: resp, stepUp: stepUp, byServer: stepUp, old: old})
 	if stepUp {
 		h.noteStepUp(scopes) // asked, whether done or declined
 	}

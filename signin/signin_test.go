@@ -52,10 +52,11 @@ type fakeAS struct {
 	lastAuth   url.Values
 	tokenDelay time.Duration
 	deny       bool
-	noIssuer   bool // the metadata names no issuer
-	issParam   bool // the metadata advertises iss (RFC 9207), the answer carries none
-	jwtAccess  bool // access tokens cannot be revoked (400 unsupported_token_type)
-	swapReg    bool // the second metadata fetch names another registration endpoint
+	noIssuer   bool     // the metadata names no issuer
+	issParam   bool     // the metadata advertises iss (RFC 9207), the answer carries none
+	jwtAccess  bool     // access tokens cannot be revoked (400 unsupported_token_type)
+	swapReg    bool     // the second metadata fetch names another registration endpoint
+	prmScopes  []string // the PRM's scopes_supported; nil means read
 	prmHits    atomic.Int32
 	asmHits    atomic.Int32
 }
@@ -79,7 +80,11 @@ func (f *fakeAS) serveRS(w http.ResponseWriter, r *http.Request) {
 		if res == "" {
 			res = f.resource()
 		}
-		json.NewEncoder(w).Encode(map[string]any{"resource": res, "authorization_servers": []string{f.as.URL}, "scopes_supported": []string{"read"}})
+		scopes := f.prmScopes
+		if scopes == nil {
+			scopes = []string{"read"}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"resource": res, "authorization_servers": []string{f.as.URL}, "scopes_supported": scopes})
 	case "/mcp":
 		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		f.mu.Lock()
