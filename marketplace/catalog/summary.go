@@ -67,14 +67,10 @@ type SummaryRemote struct {
 	OAuth *SummaryOAuth `json:"oauth,omitempty"`
 }
 
-// SummaryOAuth is a remote's OAuth sign-in as its manifest declares it;
-// the review's words are rebuilt from it (review.NewOAuth).
-type SummaryOAuth struct {
-	Scopes       []string `json:"scopes,omitempty"`
-	ClientID     string   `json:"clientId,omitempty"`
-	RedirectPort int      `json:"redirectPort,omitempty"`
-	Issuer       string   `json:"issuer,omitempty"`
-}
+// SummaryOAuth is a remote's OAuth sign-in as its manifest declares it
+// (the manifest's own type, so the two cannot drift apart); the review's
+// words are rebuilt from it (review.NewOAuth).
+type SummaryOAuth = bundle.OAuth
 
 // EnvSource is a variable or header and the host variable it is read from.
 type EnvSource struct {
