@@ -44,6 +44,9 @@ type Server struct {
 	Remote      *Remote     `json:"remote,omitempty"`
 	Tools       *ToolFilter `json:"tools,omitempty"`
 	Timeouts    *Timeouts   `json:"timeouts,omitempty"`
+	// Sandbox is the authority a stdio server declares (docs/sandbox.md);
+	// nil means berth's default profile. Not valid on a remote.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 }
 
 // Stdio is a local server that berth starts as a child process.
@@ -120,6 +123,9 @@ type Timeouts struct {
 // protocol (hashicorp/go-plugin over gRPC).
 type NativeTool struct {
 	Executable string `json:"executable"`
+	// Sandbox is the authority the provider declares (docs/sandbox.md);
+	// nil means berth's default profile.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 }
 
 // Remote transports.

@@ -10,6 +10,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -81,6 +82,10 @@ type Record struct {
 	// and when and where it was resolved. The bundle's
 	// importedFrom.pinned holds the same without the time.
 	Pinned []bundle.PinRecord `json:"pinned,omitempty"`
+	// Fetched are the trees of the bundle's runtime-fetched servers,
+	// resolved and staged at trust (docs/sandbox.md); each Tree is a
+	// snapshot of the store.
+	Fetched []*fetched.Lock `json:"fetched,omitempty"`
 }
 
 // SourceOrigin is the source a record's Source names without the
