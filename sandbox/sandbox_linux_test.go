@@ -1,13 +1,16 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-mcp/berth/internal/testkit"
 )
@@ -44,13 +47,13 @@ func probePath() string { return filepath.Join(probeDir, "probe") }
 // world is one test's files: a workspace the policy may write, a secret
 // beside it, and the probe's own directory as the exec path.
 type world struct {
-	ws, secret string
+	ws, secret, bundle string
 }
 
 func newWorld(t *testing.T) *world {
 	root := t.TempDir()
-	w := &world{ws: filepath.Join(root, "ws"), secret: filepath.Join(root, "secret")}
-	for _, d := range []string{w.ws, w.secret} {
+	w := &world{ws: filepath.Join(root, "ws"), secret: filepath.Join(root, "secret"), bundle: filepath.Join(root, "bundle")}
+	for _, d := range []string{w.ws, w.secret, w.bundle} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +65,7 @@ func newWorld(t *testing.T) *world {
 }
 
 func (w *world) policy() *Policy {
-	return &Policy{Exec: []string{probeDir}, Write: []string{w.ws}, Network: NetworkOpen}
+	return &Policy{Exec: []string{probeDir, w.bundle}, Write: []string{w.ws}, Network: NetworkOpen}
 }
 
 // run starts the probe with args under p (nil: unconfined) and returns its
@@ -86,6 +89,8 @@ func run(t *testing.T, p *Policy, args ...string) (string, bool) {
 			defer ln.Close()
 		}
 	} else if err := cmd.Start(); err != nil {
+		// unconfined: the control that shows the attack works without the
+		// sandbox
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
@@ -93,19 +98,357 @@ func run(t *testing.T, p *Policy, args ...string) (string, bool) {
 	return s, err == nil && strings.HasSuffix(s, "ok")
 }
 
-func TestSmoke(t *testing.T) {
-	w := newWorld(t)
-	key := filepath.Join(w.secret, "id_ed25519")
-	if out, ok := run(t, nil, "read", key); !ok {
-		t.Fatalf("unconfined read failed: %s", out)
+// attack runs the probe unconfined (it must succeed: the attack is real
+// here) and then under p (it must fail).
+func attack(t *testing.T, p *Policy, args ...string) string {
+	t.Helper()
+	if out, ok := run(t, nil, args...); !ok {
+		t.Fatalf("unconfined %v failed, so the test proves nothing: %s", args, out)
 	}
-	out, ok := run(t, w.policy(), "read", key)
-	t.Logf("confined: %s", out)
+	out, ok := run(t, p, args...)
 	if ok {
-		t.Fatal("confined read worked")
+		t.Fatalf("confined %v worked: %s", args, out)
 	}
-	out, ok = run(t, w.policy(), "write", filepath.Join(w.ws, "f"))
-	if !ok {
-		t.Fatal(out)
+	return out
+}
+
+func needLandlock(t *testing.T, abi int) {
+	t.Helper()
+	if got := Probe().LandlockABI; got < abi {
+		t.Skipf("needs Landlock ABI %d, the kernel has %d", abi, got)
+	}
+}
+
+func needNamespaces(t *testing.T) {
+	t.Helper()
+	if !Probe().UserNamespaces {
+		t.Skip("needs user and network namespaces")
+	}
+}
+
+func TestReadOutsideAllowedPaths(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	out := attack(t, w.policy(), "read", filepath.Join(w.secret, "id_ed25519"))
+	if !strings.Contains(out, "permission denied") {
+		t.Errorf("want permission denied, got %s", out)
+	}
+	attack(t, w.policy(), "list", filepath.Dir(w.ws))
+	// what the policy allows still works
+	if out, ok := run(t, w.policy(), "read", "/etc/hostname"); !ok {
+		t.Errorf("reading the base set: %s", out)
+	}
+}
+
+func TestReadPath(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	p := w.policy()
+	p.Read = []string{w.secret}
+	if out, ok := run(t, p, "read", filepath.Join(w.secret, "id_ed25519")); !ok {
+		t.Errorf("reading a read path: %s", out)
+	}
+	attack(t, p, "write", filepath.Join(w.secret, "planted"))
+}
+
+func TestWriteIntoExecPath(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	attack(t, w.policy(), "write", filepath.Join(w.bundle, "planted"))
+	if out, ok := run(t, w.policy(), "write", filepath.Join(w.ws, "fine")); !ok {
+		t.Errorf("writing the workspace: %s", out)
+	}
+}
+
+func TestExecFromWritePath(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	data, err := os.ReadFile(probePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := filepath.Join(w.ws, "dropped")
+	if err := os.WriteFile(dropped, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	attack(t, w.policy(), "exec", dropped, "true")
+}
+
+func TestDevicesOfTheBaseSet(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	for _, a := range [][]string{{"write", "/dev/null"}, {"read-some", "/dev/zero"}, {"read-some", "/dev/urandom"}} {
+		if out, ok := run(t, w.policy(), a...); !ok {
+			t.Errorf("%v: %s", a, out)
+		}
+	}
+}
+
+func TestAbstractUnixSocketOutside(t *testing.T) {
+	needLandlock(t, 6)
+	w := newWorld(t)
+	name := fmt.Sprintf("berth-sandbox-test-%d", os.Getpid())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	p := w.policy()
+	p.UnixSockets = true // so that only Landlock's scope stands in the way
+	attack(t, p, "connect", "abstract:"+name)
+}
+
+func TestSignalOutside(t *testing.T) {
+	needLandlock(t, 6)
+	w := newWorld(t)
+	attack(t, w.policy(), "kill", fmt.Sprint(os.Getpid()))
+}
+
+func TestReadParentEnviron(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	attack(t, w.policy(), "read", fmt.Sprintf("/proc/%d/environ", os.Getpid()))
+}
+
+func TestPtrace(t *testing.T) {
+	w := newWorld(t)
+	// its own child is in its own sandbox: only seccomp refuses this
+	attack(t, w.policy(), "ptrace-child")
+	// berth itself: Landlock's ptrace rule and seccomp (no unconfined
+	// control: it would stop this test)
+	if out, ok := run(t, w.policy(), "ptrace", fmt.Sprint(os.Getpid())); ok {
+		t.Errorf("ptrace of berth worked: %s", out)
+	}
+}
+
+func TestNewUserNamespace(t *testing.T) {
+	needNamespaces(t)
+	w := newWorld(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("needs unshare(1)")
+	}
+	attack(t, w.policy(), "exec", unshare, "--user", "true")
+	attack(t, w.policy(), "clone-newuser")
+}
+
+func TestUnixSocket(t *testing.T) {
+	w := newWorld(t)
+	p := w.policy()
+	if Probe().LandlockABI >= unixABI {
+		t.Skip("Landlock ABI 9 guards pathname sockets; seccomp leaves socket(AF_UNIX) alone")
+	}
+	attack(t, p, "unixsocket")
+	attack(t, p, "unixsocket-hi")
+	p.UnixSockets = true
+	if out, ok := run(t, p, "unixsocket"); !ok {
+		t.Errorf("with UnixSockets: %s", out)
+	}
+}
+
+func TestRawSocket(t *testing.T) {
+	testkit.NeedRoot(t, "a raw socket needs CAP_NET_RAW")
+	w := newWorld(t)
+	attack(t, w.policy(), "rawsocket")
+}
+
+func TestCapabilitiesDropped(t *testing.T) {
+	w := newWorld(t)
+	for _, mode := range []string{NetworkOpen, NetworkNone} {
+		p := w.policy()
+		p.Network = mode
+		out, _ := run(t, p, "caps")
+		for _, l := range strings.Split(out, "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			if strings.Trim(v, "\t 0") != "" && k != "CapInh" {
+				t.Errorf("network %s: %s", mode, l)
+			}
+		}
+	}
+}
+
+// hostListener is a listener in the test's (host) network namespace.
+func hostListener(t *testing.T) string {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestNetworkNone(t *testing.T) {
+	needNamespaces(t)
+	w := newWorld(t)
+	p := w.policy()
+	p.Network = NetworkNone
+	// TCP: Landlock refuses the connect (permission denied); without it
+	// nothing listens in the namespace (connection refused)
+	attack(t, p, "connect", "tcp:"+hostListener(t))
+	// UDP, which Landlock ABI < 10 does not see: the namespace alone. No
+	// route out at all (a documentation address, never reached)...
+	if out, ok := run(t, p, "udp", "192.0.2.1:53"); ok || !strings.Contains(out, "unreachable") {
+		t.Errorf("UDP: want network is unreachable, got %s", out)
+	}
+	// ...and the host's loopback is not the namespace's.
+	addr, got := hostUDP(t)
+	if out, ok := run(t, nil, "udp", addr); !ok || !receives(got) {
+		t.Fatalf("unconfined UDP did not arrive (%s), so the test proves nothing", out)
+	}
+	run(t, p, "udp", addr)
+	if receives(got) {
+		t.Error("a datagram from the sandbox reached the host's loopback")
+	}
+}
+
+func TestNetworkNoneNoBind(t *testing.T) {
+	needNamespaces(t)
+	needLandlock(t, 4)
+	w := newWorld(t)
+	p := w.policy()
+	p.Network = NetworkNone
+	attack(t, p, "listen")
+}
+
+func TestNetworkHostsBridge(t *testing.T) {
+	needNamespaces(t)
+	w := newWorld(t)
+	p := w.policy()
+	p.Network = NetworkHosts
+	p.Hosts = []string{"api.example.com:443"}
+	cmd := exec.Command(probePath(), "proxy")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	l, err := Wrap(cmd, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Enforcement.NetworkNamespace || len(l.Enforcement.ProxyHosts) != 1 {
+		t.Errorf("enforcement %+v", l.Enforcement)
+	}
+	ln, err := l.Started(cmd.Start())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ln == nil {
+		t.Fatal("no egress listener")
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		got <- line
+	}()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	select {
+	case line := <-got:
+		if line != "hello from inside\n" {
+			t.Errorf("the proxy read %q", line)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing reached the egress listener")
+	}
+	// and nothing else: a host listener is not in the namespace
+	if out, ok := run(t, p, "connect", "tcp:"+hostListener(t)); ok {
+		t.Errorf("connected past the proxy: %s", out)
+	}
+}
+
+func TestSetupErrorReported(t *testing.T) {
+	w := newWorld(t)
+	p := w.policy()
+	gone := filepath.Join(filepath.Dir(w.ws), "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.Read = []string{gone}
+	cmd := exec.Command(probePath(), "true")
+	l, err := Wrap(cmd, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// removed between Wrap and the launcher's restriction
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Started(cmd.Start())
+	werr := cmd.Wait()
+	if err == nil || !strings.Contains(err.Error(), gone) {
+		t.Fatalf("Started: %v, want an error naming %s", err, gone)
+	}
+	if werr == nil {
+		t.Error("the launcher exited 0 after a setup error")
+	}
+}
+
+func TestWrapRefuses(t *testing.T) {
+	w := newWorld(t)
+	for name, p := range map[string]*Policy{
+		"relative": {Exec: []string{"bin"}, Network: NetworkOpen},
+		"missing":  {Read: []string{filepath.Join(w.ws, "nope")}, Network: NetworkOpen},
+		"overlap":  {Exec: []string{w.ws}, Write: []string{filepath.Join(w.ws)}, Network: NetworkOpen},
+		"nested":   {Exec: []string{filepath.Dir(w.ws)}, Write: []string{w.ws}, Network: NetworkOpen},
+		"network":  {Network: "wide"},
+		"hosts":    {Network: NetworkNone, Hosts: []string{"a:1"}},
+	} {
+		if _, err := Wrap(exec.Command(probePath()), p, nil); err == nil {
+			t.Errorf("%s: Wrap accepted %+v", name, p)
+		}
+	}
+}
+
+// hostUDP listens for datagrams on the host's loopback.
+func hostUDP(t *testing.T) (string, chan string) {
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	got := make(chan string, 10)
+	go func() {
+		buf := make([]byte, 100)
+		for {
+			n, _, err := c.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	return c.LocalAddr().String(), got
+}
+
+func receives(got chan string) bool {
+	select {
+	case <-got:
+		return true
+	case <-time.After(500 * time.Millisecond):
+		return false
 	}
 }
