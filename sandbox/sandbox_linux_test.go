@@ -500,3 +500,51 @@ func FuzzParseMarker(f *testing.F) {
 		}
 	})
 }
+
+// TestRuntimesStart is the benign side: real runtimes start and work under
+// the base set and a workspace, in every network mode.
+func TestRuntimesStart(t *testing.T) {
+	w := newWorld(t)
+	progs := map[string][]string{
+		"node":    {"-e", "require('fs').writeFileSync(process.argv[1] + '/n.txt', 'x'); require('crypto').randomBytes(8); require('https'); console.log('ok')", w.ws},
+		"python3": {"-c", "import sys, json, ssl, os; open(sys.argv[1] + '/p.txt', 'w').write('x'); os.urandom(8); print('ok')", w.ws},
+		"sh":      {"-c", "echo hi > \"$0/s.txt\" && cat /dev/null && echo ok", w.ws},
+	}
+	for name, args := range progs {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			t.Logf("%s not installed", name)
+			continue
+		}
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{NetworkOpen, NetworkNone, NetworkHosts} {
+			p := w.policy()
+			p.Network = mode
+			// the runtime prefix, as the pool resolves it (pyenv's python
+			// lives under $HOME)
+			if prefix := filepath.Dir(filepath.Dir(real)); !strings.HasPrefix(prefix, "/usr") {
+				p.Exec = append(p.Exec, prefix)
+			}
+			cmd := exec.Command(real, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			l, err := Wrap(cmd, p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := l.Started(cmd.Start())
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if ln != nil {
+				ln.Close()
+			}
+			if err := cmd.Wait(); err != nil || !strings.Contains(out.String(), "ok") {
+				t.Errorf("%s under network %s: %v\n%s", name, mode, err, out.String())
+			}
+		}
+	}
+}
