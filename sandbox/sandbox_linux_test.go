@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/berth-mcp/berth/internal/testkit"
+	"golang.org/x/sys/unix"
 )
 
 // probeDir holds the hostile test program sandbox/internal/probe, built once.
@@ -472,7 +474,7 @@ func TestAsNobody(t *testing.T) {
 	if os.Getenv(probeEnv) != "" {
 		t.Skip("already another user")
 	}
-	tests := "^(TestReadOutsideAllowedPaths|TestWriteIntoExecPath|TestExecFromWritePath|TestSignalOutside|TestReadParentEnviron|TestPtrace|TestNewUserNamespace|TestUnixSocket|TestCapabilitiesDropped|TestNetworkNone|TestNetworkNoneNoBind|TestNetworkHostsBridge)$"
+	tests := "^(TestReadOutsideAllowedPaths|TestWriteIntoExecPath|TestExecFromWritePath|TestSignalOutside|TestReadParentEnviron|TestPtrace|TestNewUserNamespace|TestUnixSocket|TestCapabilitiesDropped|TestNetworkNone|TestNetworkNoneNoBind|TestNetworkHostsBridge|TestTerminalInjection)$"
 	cmd := testkit.AsNobody(t, []string{probeEnv + "=" + probeDir, "PATH=" + os.Getenv("PATH")}, "-test.run="+tests, "-test.v", "-test.count=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -481,8 +483,8 @@ func TestAsNobody(t *testing.T) {
 	if strings.Contains(string(out), "--- SKIP") {
 		t.Errorf("as nobody, tests were skipped:\n%s", out)
 	}
-	if n := strings.Count(string(out), "--- PASS"); n < 12 {
-		t.Errorf("as nobody, %d tests passed, want 12:\n%s", n, out)
+	if n := strings.Count(string(out), "--- PASS"); n < 13 {
+		t.Errorf("as nobody, %d tests passed, want 13:\n%s", n, out)
 	}
 }
 
@@ -546,5 +548,52 @@ func TestRuntimesStart(t *testing.T) {
 				t.Errorf("%s under network %s: %v\n%s", name, mode, err, out.String())
 			}
 		}
+	}
+}
+
+func TestTerminalInjection(t *testing.T) {
+	w := newWorld(t)
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	try := func(p *Policy) (string, bool) {
+		cmd := exec.Command(probePath(), "tiocsti")
+		var out bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &out, &out
+		// its controlling terminal: no capability needed, only the rule
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if p != nil {
+			l, err := Wrap(cmd, p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Started(cmd.Start()); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		return out.String(), err == nil
+	}
+	if out, ok := try(nil); !ok {
+		t.Skipf("TIOCSTI refused even unconfined (dev.tty.legacy_tiocsti=0?): %s", out)
+	}
+	if out, ok := try(w.policy()); ok {
+		t.Errorf("confined TIOCSTI worked: %s", out)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -144,6 +145,13 @@ func main() {
 		if err == nil {
 			_, err = c.Write([]byte("exfiltrated"))
 			c.Close()
+		}
+	case "tiocsti":
+		// pushes a character into the input of the terminal on stdin
+		c := byte('#')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if e != 0 {
+			err = e
 		}
 	case "unshare":
 		err = unix.Unshare(unix.CLONE_NEWUSER)
