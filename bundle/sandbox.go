@@ -220,6 +220,34 @@ func splitSandboxPath(decl string) (name, rel string, ok bool) {
 	return "", "", false
 }
 
+// ProgramPrefix is the runtime prefix of the program at the absolute,
+// symlink-free path program, which the launcher lets a confined server
+// read and execute and the review shows: the parent of the program's
+// directory when that is named bin ("/usr" for /usr/bin/node,
+// "~/.nvm/versions/node/v22.1.0" for nvm's node), else its directory. A
+// parent that would open far more than a runtime is never the prefix:
+// "/", the home directory home and home/.local ("~/bin/node" and
+// "~/.local/bin/uvx" give their bin directory only). home may be "". It
+// is berth's one rule for the prefix (review.RuntimePrefix finds the
+// program on PATH first).
+func ProgramPrefix(program, home string) string {
+	dir := filepath.Dir(program)
+	if filepath.Base(dir) != "bin" {
+		return dir
+	}
+	parent := filepath.Dir(dir)
+	if parent == dir || parent == string(filepath.Separator) {
+		return dir
+	}
+	if home != "" {
+		h := filepath.Clean(home)
+		if parent == h || parent == filepath.Join(h, ".local") {
+			return dir
+		}
+	}
+	return parent
+}
+
 // dnsLabel is one label of a host name: letters, digits and inner
 // hyphens, 1 to 63, lower case.
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

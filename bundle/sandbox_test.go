@@ -230,3 +230,21 @@ func FuzzParseSandboxHost(f *testing.F) {
 		}
 	})
 }
+
+// TestProgramPrefix: the runtime prefix is the parent of a bin directory,
+// never "/", the home directory or ~/.local.
+func TestProgramPrefix(t *testing.T) {
+	for _, c := range []struct{ program, want string }{
+		{"/usr/bin/node", "/usr"},
+		{"/home/u/.nvm/versions/node/v22.1.0/bin/node", "/home/u/.nvm/versions/node/v22.1.0"},
+		{"/home/u/.pyenv/versions/3.12.1/bin/python3.12", "/home/u/.pyenv/versions/3.12.1"},
+		{"/opt/tool/node", "/opt/tool"},
+		{"/bin/node", "/bin"},
+		{"/home/u/bin/node", "/home/u/bin"},
+		{"/home/u/.local/bin/uvx", "/home/u/.local/bin"},
+	} {
+		if got := ProgramPrefix(c.program, "/home/u"); got != c.want {
+			t.Errorf("ProgramPrefix(%q) = %q; want %q", c.program, got, c.want)
+		}
+	}
+}

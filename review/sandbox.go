@@ -1,6 +1,7 @@
 package review
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,7 @@ func (s *Sandbox) Declared() bool {
 func (s *Sandbox) Authority() string {
 	switch {
 	case s == nil || s.NotStated:
-		return "not stated by the catalog: the review at install shows the authority it declares"
+		return "has an authority not stated by the catalog: the review at install shows what it declares"
 	case s.Declared():
 		return "runs confined to the authority it declares (below), where berth confines servers (Linux, macOS); berth status shows the confinement in effect"
 	}
@@ -160,12 +161,10 @@ func (d *Disclosure) LocateRuntimes() {
 	}
 }
 
-// RuntimePrefix is where the program command resolves on PATH lives, as
-// the launcher allows it to read and execute: the parent of the bin
-// directory the program (symlinks resolved) is in, or else its own
-// directory ("/usr" for /usr/bin/node, "~/.nvm/versions/node/v22.1.0" for
-// nvm's node). ok is false when the command is not found. It runs
-// nothing.
+// RuntimePrefix is where the program command resolves to on PATH lives,
+// as the launcher allows it to read and execute (bundle.ProgramPrefix of
+// the program, symlinks resolved). ok is false when the command is not
+// found. It runs nothing.
 func RuntimePrefix(command string) (prefix string, ok bool) {
 	if command == "" || strings.ContainsAny(command, `/\`) {
 		return "", false
@@ -180,16 +179,6 @@ func RuntimePrefix(command string) (prefix string, ok bool) {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		p = real
 	}
-	return ProgramPrefix(p), true
-}
-
-// ProgramPrefix is the runtime prefix of the program at the absolute,
-// symlink-free path program: the parent of its directory when that is
-// named bin, else its directory.
-func ProgramPrefix(program string) string {
-	dir := filepath.Dir(program)
-	if filepath.Base(dir) == "bin" && filepath.Dir(dir) != dir {
-		return filepath.Dir(dir)
-	}
-	return dir
+	home, _ := os.UserHomeDir()
+	return bundle.ProgramPrefix(p, home), true
 }
