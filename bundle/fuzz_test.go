@@ -13,7 +13,7 @@ import (
 // problem is well-formed, and that what decodes cleanly survives a round
 // trip through encoding/json unchanged.
 func FuzzDecodeManifest(f *testing.F) {
-	for _, d := range []string{"stdio-bundled", "remote", "remote-oauth", "native-tool", "host-program"} {
+	for _, d := range []string{"stdio-bundled", "remote", "remote-oauth", "native-tool", "host-program", "sandboxed"} {
 		data, err := os.ReadFile(filepath.Join(fixtures, "good", d, ManifestFile))
 		if err != nil {
 			f.Fatal(err)
@@ -36,6 +36,19 @@ func FuzzDecodeManifest(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"manifestVersion":1e0,"name":"a","version":"1.0.0","description":"d\u0000","mcpServers":{"s":{"stdio":{"command":"npx","args":["-y","a@1.0.0"]}}}}`))
+	// Sandbox declarations (issue 22): every field, unknown fields, wrong
+	// types, nulls.
+	for _, sb := range []string{
+		`{"filesystem":{"read":["${home}/.config/a","${workspace}"],"write":["${cache}","${tmp}"]},"network":{"mode":"hosts","hosts":["api.example.com:443","*.x.example:8443","[::1]:1"]}}`,
+		`{"network":{"mode":"unrestricted","reason":"crawls"}}`,
+		`{"network":{"mode":"none","hosts":[]},"filesystem":{}}`,
+		`{"filesystem":{"exec":["${bundle}"]}}`,
+		`{"network":{"mode":1}}`,
+		`{"network":null}`,
+		`{"filesystem":{"write":"${bundle}"}}`,
+	} {
+		f.Add([]byte(`{"manifestVersion":1,"name":"a","version":"1.0.0","description":"d","mcpServers":{"s":{"stdio":{"command":"node"},"sandbox":` + sb + `}},"nativeTools":{"t":{"executable":"${bundle}/t","sandbox":` + sb + `}}}`))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, ps := DecodeManifest(data)
 		for _, p := range ps {

@@ -73,6 +73,13 @@ const (
 	RuleOAuthRedirectPort = "oauth-redirect-port"
 	RuleOAuthIssuer       = "oauth-issuer"
 
+	// Sandbox declarations (docs/sandbox.md, issue 22).
+	RuleSandboxRemote      = "sandbox-remote"
+	RuleSandboxPath        = "sandbox-path"
+	RuleSandboxNetworkMode = "sandbox-network-mode"
+	RuleSandboxHost        = "sandbox-host"
+	RuleSandboxReason      = "sandbox-reason"
+
 	// Tool filters and native tools.
 	RuleToolPattern          = "tool-pattern"
 	RuleNativeToolNameFormat = "native-tool-name-format"
@@ -236,6 +243,11 @@ var rules = []Rule{
 	{RuleOAuthClientID, "auth.oauth.clientId is empty, not printable ASCII, longer than 255 characters, or looks like a secret"},
 	{RuleOAuthRedirectPort, "auth.oauth.redirectPort is not a port from 1024 to 65535"},
 	{RuleOAuthIssuer, "auth.oauth.issuer is not an https URL without query, fragment or user name (http only for loopback)"},
+	{RuleSandboxRemote, "a remote server has a sandbox; only stdio servers and native tool providers run under one"},
+	{RuleSandboxPath, "a sandbox path is not ${bundle}, ${workspace}, ${cache}, ${tmp} (alone or with /<clean path>) or ${home}/<clean path>; has .., a glob, an absolute path or another variable; is ${bundle} in write; or is listed twice"},
+	{RuleSandboxNetworkMode, "a sandbox's network.mode is missing or not none, hosts or unrestricted"},
+	{RuleSandboxHost, "a network.hosts entry is not host:port (a lower-case DNS name with at most one leading *. label, or an IP literal; port 1-65535), is listed twice, or hosts are given with a mode other than hosts, or none with hosts"},
+	{RuleSandboxReason, "network.mode unrestricted without a printable reason of 1-200 characters, or a reason with another mode"},
 	{RuleToolPattern, "a tool allow/deny entry uses characters other than [A-Za-z0-9_.-*?]"},
 	{RuleNativeToolNameFormat, "a native tool name is not lower-case letters, digits, _ and - (1-32), or has __"},
 	{RuleNativeToolNameTaken, "a native tool provider has the name of a server"},

@@ -146,6 +146,9 @@ func validate(d *decoded, tree *Tree, berthVersion string, probe runtimeProbe, f
 			continue
 		}
 		v.bundleExecutable(p+".executable", nt.Executable, RuleNativeExecutable)
+		if nt.Sandbox != nil {
+			v.sandbox(p+".sandbox", nt.Sandbox, false)
+		}
 	}
 }
 
@@ -253,6 +256,9 @@ func (v *validator) server(p, name string, s *Server) {
 		for i, pat := range s.Tools.Deny {
 			v.toolPattern(fmt.Sprintf("%s.tools.deny[%d]", p, i), pat)
 		}
+	}
+	if s.Sandbox != nil {
+		v.sandbox(p+".sandbox", s.Sandbox, s.Remote != nil && s.Stdio == nil)
 	}
 	if s.Timeouts != nil {
 		v.timeout(p+".timeouts.startup", s.Timeouts.Startup, time.Second, 10*time.Minute)

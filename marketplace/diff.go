@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 )
@@ -26,8 +27,9 @@ type AuthorityDiff struct {
 
 // AuthorityChange is one difference.
 type AuthorityChange struct {
-	// Area is "server", "program", "argv", "fetch", "env", "endpoint",
-	// "host", "credential", "tool-filter", "native-tool" or "tool".
+	// Area is "server", "program", "argv", "fetch", "env", "sandbox",
+	// "endpoint", "host", "credential", "tool-filter", "native-tool" or
+	// "tool".
 	Area string `json:"area"`
 	// Subject is the server, native tool or tool it is about.
 	Subject string `json:"subject"`
@@ -84,6 +86,7 @@ func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, 
 			}
 			setDiff(add, "fetch", n, fetches(fx.Fetches), fetches(tx.Fetches))
 			setDiff(add, "env", n, envs(fx.Env), envs(tx.Env))
+			sandboxDiff(add, n, f.Sandbox, t.Sandbox)
 		}
 		if fr, tr := f.Remote, t.Remote; fr != nil && tr != nil {
 			if fr.Endpoint != tr.Endpoint || fr.Transport != tr.Transport {
@@ -106,8 +109,11 @@ func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, 
 			add("native-tool", n, "added", "", t.Executable+" sha256 "+t.SHA256)
 		case !inT:
 			add("native-tool", n, "removed", f.Executable+" sha256 "+f.SHA256, "")
-		case f != t:
+		case f.Executable != t.Executable || f.SHA256 != t.SHA256 || f.Size != t.Size:
 			add("native-tool", n, "changed", f.Executable+" sha256 "+f.SHA256, t.Executable+" sha256 "+t.SHA256)
+		}
+		if inF && inT {
+			sandboxDiff(add, n, f.Sandbox, t.Sandbox)
 		}
 	}
 	ft, tt := map[string]catalog.Tool{}, map[string]catalog.Tool{}
@@ -130,6 +136,62 @@ func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, 
 		}
 	}
 	return d
+}
+
+// sandboxDiff adds the changes of a stdio server's or native tool
+// provider's sandbox, one item per path read, path written and host or
+// network reached (sandboxItems), so that any authority that grows (a new
+// path, none to hosts to unrestricted, a new host, a declaration removed:
+// back to the default profile) is an added item. A candidate whose
+// catalog summary does not state the sandbox grows: it is not known
+// before the bundle is downloaded, and the review at install shows it.
+func sandboxDiff(add func(area, subject, change, old, new string), subject string, from, to *catalog.SummarySandbox) {
+	switch {
+	case from == nil && to == nil:
+		return
+	case to == nil:
+		add("sandbox", subject, "changed", strings.Join(sandboxItems(from), "; "), "not stated by the catalog (the review at install shows it)")
+		return
+	case from == nil:
+		add("sandbox", subject, "changed", "not stated", strings.Join(sandboxItems(to), "; "))
+		return
+	}
+	was, now := sandboxItems(from), sandboxItems(to)
+	if n := review.NewSandbox(from.Declared).Network; n == bundle.NetworkUnrestricted || n == bundle.NetworkUndeclared {
+		// Any host covers every host: a list of hosts in its place is
+		// the removal of "any host", not new hosts.
+		for _, it := range now {
+			if strings.HasPrefix(it, "network ") && !slices.Contains(was, it) {
+				was = append(was, it)
+			}
+		}
+	}
+	setDiff(add, "sandbox", subject, was, now)
+}
+
+// sandboxItems lists the authority of a stated sandbox, one item each:
+// "read P" for every path it reads (written or not), "write P" for every
+// path it writes, and "network H" for every host or "network: any host
+// ..." for an open network. The default profile is its paths and
+// "network: any host (not declared)".
+func sandboxItems(s *catalog.SummarySandbox) []string {
+	sb := review.NewSandbox(s.Declared)
+	out := []string{}
+	for _, p := range append(slices.Clone(sb.Read), sb.Write...) {
+		out = append(out, "read "+p)
+	}
+	for _, p := range sb.Write {
+		out = append(out, "write "+p)
+	}
+	switch sb.Network {
+	case bundle.NetworkHosts:
+		for _, h := range sb.Hosts {
+			out = append(out, "network "+h)
+		}
+	case bundle.NetworkUnrestricted, bundle.NetworkUndeclared:
+		out = append(out, "network: "+sb.NetworkWords())
+	}
+	return out
 }
 
 func setDiff(add func(area, subject, change, old, new string), area, subject string, from, to []string) {

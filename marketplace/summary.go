@@ -36,9 +36,15 @@ func (e *SummaryMismatchError) Unwrap() error { return trust.ErrUntrusted }
 // must be equal. The curator's tool list is not compared (the bundle does
 // not carry one). The error is a *SummaryMismatchError listing every
 // difference.
+//
+// A summary that does not state a server's or provider's sandbox (written
+// before berth stated it) is not refused for that: the sandbox is "not
+// stated", and the review at install shows it. A summary that states one
+// must state the bundle's exactly.
 func CheckSummary(name string, v *catalog.Version, d *review.Disclosure) error {
 	got := catalog.NewSummary(d)
 	want := v.Summary
+	unstated(&got, &want)
 	var diffs []string
 	diffJSON(&diffs, bundleWords, "files", want.Files, got.Files)
 	serverName := func(s catalog.SummaryServer) string { return s.Name }
@@ -49,6 +55,29 @@ func CheckSummary(name string, v *catalog.Version, d *review.Disclosure) error {
 		return nil
 	}
 	return &SummaryMismatchError{Plugin: name, Version: v.Version, Differences: diffs}
+}
+
+// unstated leaves out of got the sandboxes that want does not state, so
+// that a summary written before berth stated them is not refused for
+// that. got is the caller's own copy.
+func unstated(got, want *catalog.Summary) {
+	stated := map[string]bool{}
+	for _, s := range want.Servers {
+		stated["server "+s.Name] = s.Sandbox != nil
+	}
+	for _, nt := range want.NativeTools {
+		stated["native "+nt.Name] = nt.Sandbox != nil
+	}
+	for i := range got.Servers {
+		if !stated["server "+got.Servers[i].Name] {
+			got.Servers[i].Sandbox = nil
+		}
+	}
+	for i := range got.NativeTools {
+		if !stated["native "+got.NativeTools[i].Name] {
+			got.NativeTools[i].Sandbox = nil
+		}
+	}
 }
 
 // summaryChanges lists how a published version's summary (was) and the

@@ -94,10 +94,15 @@ const (
 	ProgramHost      Program = "host"      // a program on the host's PATH
 )
 
-// Stdio discloses a local server: it runs as the user.
+// Stdio discloses a local server: what it runs, and the authority it runs
+// with.
 type Stdio struct {
-	// Authority says what a local server can do.
+	// Authority says in one sentence what a local server can do: confined
+	// to what it declares, or to the default profile (Sandbox.Authority).
 	Authority string `json:"authority"`
+	// Sandbox is the authority in detail: the paths it reads and writes,
+	// the network, the runtime prefix (docs/sandbox.md).
+	Sandbox *Sandbox `json:"sandbox"`
 	// Program says where the program comes from.
 	Program Program `json:"program"`
 	// Command is the command as written, variables unexpanded.
@@ -241,14 +246,10 @@ type NativeTool struct {
 	Executable string `json:"executable"`
 	SHA256     string `json:"sha256"`
 	Size       int64  `json:"size"`
+	// Authority and Sandbox are as a stdio server's (Stdio).
+	Authority string   `json:"authority"`
+	Sandbox   *Sandbox `json:"sandbox"`
 }
-
-// authority is what every stdio server may do.
-const authority = "runs as you: it can read and change your files, use the network and start programs, with your user's rights"
-
-// StdioAuthority is the Authority of every stdio server's disclosure, for
-// code that rebuilds a Disclosure from a summary of one (a catalog entry).
-const StdioAuthority = authority
 
 // New reviews a bundle that Open accepted. It panics if b has no manifest
 // or listing (a programmer error: review only valid bundles).
@@ -278,7 +279,8 @@ func New(b *bundle.Bundle) *Disclosure {
 		d.Servers = append(d.Servers, server(name, m.MCPServers[name], l))
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.NativeTools)) {
-		nt := NativeTool{Name: name, Executable: m.NativeTools[name].Executable}
+		sb := NewSandbox(m.NativeTools[name].Sandbox)
+		nt := NativeTool{Name: name, Executable: m.NativeTools[name].Executable, Authority: sb.Authority(), Sandbox: sb}
 		if e, ok := l.Lookup(strings.TrimPrefix(nt.Executable, "${bundle}/")); ok {
 			nt.SHA256 = hex.EncodeToString(e.SHA256[:])
 			nt.Size = e.Size
@@ -305,8 +307,10 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 	switch {
 	case s.Stdio != nil:
 		out.Kind = KindStdio
+		sb := NewSandbox(s.Sandbox)
 		st := &Stdio{
-			Authority: authority,
+			Authority: sb.Authority(),
+			Sandbox:   sb,
 			Command:   s.Stdio.Command,
 			Argv:      append([]string{s.Stdio.Command}, s.Stdio.Args...),
 			Cwd:       s.Stdio.Cwd,
@@ -394,11 +398,23 @@ func (d *Disclosure) JSON() []byte {
 // was accepted. The notes, the MCPB signature block, when fetches were
 // pinned and whether importedFrom is only claimed describe how the source
 // was read, not the bundle, and are left out: a .mcpb and the bundle
-// berth import writes from it have the same hash.
+// berth import writes from it have the same hash. So is a runtime prefix
+// LocateRuntimes found: it describes the reviewer's machine.
 func (d *Disclosure) Hash() string {
 	c := *d
 	c.Notes, c.MCPBSignature, c.ImportedFromClaimed = nil, nil, false
 	c.PinnedOnImport = nil
+	// Where the program's runtime prefix is on the reviewer's machine
+	// describes the machine, not the bundle.
+	c.Servers = slices.Clone(d.Servers)
+	for i, s := range c.Servers {
+		if s.Stdio != nil && s.Stdio.Sandbox != nil && s.Stdio.Sandbox.RuntimePrefix != "" {
+			st, sb := *s.Stdio, *s.Stdio.Sandbox
+			sb.RuntimePrefix = ""
+			st.Sandbox = &sb
+			c.Servers[i].Stdio = &st
+		}
+	}
 	data, err := json.Marshal(&c)
 	if err != nil {
 		panic(err)

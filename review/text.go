@@ -102,7 +102,8 @@ func (d *Disclosure) Lines() []Line {
 	}
 	for _, nt := range d.NativeTools {
 		p.blank()
-		p.line(LineItem, fmt.Sprintf("run the native tool provider %q as you, with your files (go-plugin over gRPC)", nt.Name))
+		p.line(LineItem, fmt.Sprintf("run the native tool provider %q (go-plugin over gRPC)", nt.Name))
+		p.sandbox(nt.Sandbox, "the bundle")
 		p.field("program", nt.Executable+" (bundled, sha256 "+nt.SHA256+", "+humanBytes(nt.Size)+")")
 		p.field("checked", "berth starts it only if its checksum still matches the reviewed one")
 	}
@@ -117,12 +118,13 @@ func (p *printer) stdio(s Server) {
 		title += " (" + s.Description + ")"
 	}
 	p.line(LineItem, title)
-	p.field("authority", "it "+st.Authority)
+	p.sandbox(st.Sandbox, runtimeWords(st))
 	switch st.Program {
 	case ProgramBundled:
 		p.field("program", st.Command+" (bundled, sha256 "+st.SHA256+")")
 	case ProgramWorkspace:
 		p.field("program", st.Command+" (a program from your workspace; not part of the reviewed bundle)")
+		p.field("", "the workspace is never executable under confinement: it starts only where the operator leaves it unconfined (docs/sandbox.md)")
 	default:
 		p.field("program", st.Command+" (a host program found on PATH; not part of the reviewed bundle)")
 	}

@@ -42,6 +42,7 @@ var catalogRequired = map[reflect.Type][]string{
 	reflect.TypeFor[catalog.Timeouts]():          {"startup", "call"},
 	reflect.TypeFor[catalog.SummaryNativeTool](): {"name", "executable", "sha256", "size"},
 	reflect.TypeFor[catalog.Tool]():              {"server", "name"},
+	reflect.TypeFor[bundle.SandboxNetwork]():     {"mode"},
 }
 
 var lockRequired = map[reflect.Type][]string{

@@ -31,12 +31,13 @@ const fixtures = "../testdata/bundles"
 // schema's "required" lists. A struct type not listed has no required
 // fields.
 var contractRequired = map[reflect.Type][]string{
-	reflect.TypeFor[bundle.Manifest]():   {"manifestVersion", "name", "version", "description"},
-	reflect.TypeFor[bundle.Publisher]():  {"name"},
-	reflect.TypeFor[bundle.Stdio]():      {"command"},
-	reflect.TypeFor[bundle.Remote]():     {"transport", "url", "network"},
-	reflect.TypeFor[bundle.Network]():    {"hosts"},
-	reflect.TypeFor[bundle.NativeTool](): {"executable"},
+	reflect.TypeFor[bundle.Manifest]():       {"manifestVersion", "name", "version", "description"},
+	reflect.TypeFor[bundle.Publisher]():      {"name"},
+	reflect.TypeFor[bundle.Stdio]():          {"command"},
+	reflect.TypeFor[bundle.Remote]():         {"transport", "url", "network"},
+	reflect.TypeFor[bundle.Network]():        {"hosts"},
+	reflect.TypeFor[bundle.NativeTool]():     {"executable"},
+	reflect.TypeFor[bundle.SandboxNetwork](): {"mode"},
 	// importedFrom, written by berth import.
 	reflect.TypeFor[bundle.ImportedFrom](): {"format", "manifest"},
 	reflect.TypeFor[bundle.ImportInput]():  {"name", "becomes"},

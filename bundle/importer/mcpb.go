@@ -449,6 +449,13 @@ func (x *mcpbImport) server(m *bundle.Manifest, top obj, version string) {
 			o := x.opts[key]
 			o.input.FromEnv = from
 			o.envKeys = append(o.envKeys, k)
+			if o.typ == "directory" {
+				// The folder is a host path the operator names; a
+				// sandbox path is only one of berth's variables, so
+				// the server's sandbox cannot name it.
+				x.imp.NotCarriedOver = append(x.imp.NotCarriedOver, bundle.NotCarried{Field: d.loc(kp), Kind: "sandbox-path", Name: key,
+					Reason: fmt.Sprintf("the folder of the directory option %s is passed in $%s, but it is not part of the server's sandbox: confined to its default profile, the server reaches only the workspace, its own cache and temp, so name a folder inside the workspace, or loosen the server with berth config (docs/sandbox.md)", o.ref, k)})
+			}
 		case ok:
 			d.add(kp, bundle.RuleMCPBVariable, "${user_config.%s} names no option of user_config; declare it there or fix the name", key)
 		case literalConstant(env[k]):

@@ -111,7 +111,8 @@ func newFixture(t testing.TB) *fixture {
 	}), "", repo.AddRequest{Tier: catalog.TierOfficial, Tags: []string{"notes", "cloud"}})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("acme-fmt", "0.3.0", "Format and hash files in your workspace.", map[string]any{
-		"nativeTools": map[string]any{"fmt": map[string]any{"executable": "${bundle}/bin/fmt-tools"}},
+		"nativeTools": map[string]any{"fmt": map[string]any{"executable": "${bundle}/bin/fmt-tools",
+			"sandbox": map[string]any{"filesystem": map[string]any{"read": []string{"${workspace}"}}, "network": map[string]any{"mode": "none"}}}},
 	}), "", repo.AddRequest{Tags: []string{"format"}})
 	f.clk.advance(time.Hour)
 	f.add("acme", manifest("everything", "2026.8.31", "The MCP reference server, fetched from npm at a pinned version.", map[string]any{

@@ -307,6 +307,7 @@ func (a *app) storeAndCatalogs() (*store.Store, *marketplace.Cache, error) {
 func (a *app) showCandidate(ic *marketplace.InstallCandidate, full bool) {
 	w := a.stdout
 	if full {
+		ic.Review.LocateRuntimes()
 		ic.Review.WriteText(w)
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "The review matches what catalog %s says about %s %s (digest %s).\n", ic.Catalog.Name, ic.Plugin.Name, ic.Version.Version, ic.Version.Digest)
@@ -532,6 +533,7 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: bopts,
 		Confirm: func(cand *store.Candidate) error {
 			if !u.json {
+				cand.Review.LocateRuntimes()
 				cand.Review.WriteText(a.stdout)
 				fmt.Fprintln(a.stdout)
 				fmt.Fprintf(a.stdout, "UNSIGNED: nobody signed this entry of catalog %s; it is trusted only because its digest is %s, as you pinned.\n", u.catalog, cand.Bundle.Digest)

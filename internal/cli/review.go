@@ -62,6 +62,7 @@ func runReview(ctx context.Context, a *app, opts *reviewOptions) error {
 	}
 	defer b.Close()
 	d := review.New(b)
+	d.LocateRuntimes()
 	ss, err := a.sourceStates(d)
 	if err != nil {
 		return err

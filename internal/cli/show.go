@@ -161,6 +161,7 @@ func (a *app) writeShowUnsigned(out *marketplace.UnsignedShowing) {
 			out.Name, out.Shown, review.Printable(m.URL), m.SHA256, review.Printable(m.Name), review.Printable(m.Version))
 	}
 	fmt.Fprintf(w, "\nReview of %s %s, from the bundle berth builds for it (digest %s):\n\n", out.Name, out.Shown, out.Digest)
+	out.Review.LocateRuntimes()
 	out.Review.WriteText(w)
 	fmt.Fprintf(w, "\nTo install it (unsigned, pinned to this digest):\n  %s\n", out.InstallCommand)
 }
@@ -191,6 +192,7 @@ func (a *app) writeShow(out *marketplace.Showing) error {
 		fmt.Fprintln(w, s)
 	}
 	fmt.Fprintf(w, "\n%s\n\n", out.ReviewHeading())
+	out.Review.LocateRuntimes()
 	if err := out.Review.WriteText(w); err != nil {
 		return err
 	}

@@ -89,6 +89,7 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 	}
 	topts.Confirm = func(c *store.Candidate) error {
 		if !opts.JSON {
+			c.Review.LocateRuntimes()
 			if err := c.Review.WriteText(a.stdout); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/review"
@@ -40,6 +41,21 @@ type SummaryServer struct {
 	Remote      *SummaryRemote `json:"remote,omitempty"`
 	Tools       ToolFilter     `json:"tools"`
 	Timeouts    Timeouts       `json:"timeouts"`
+	// Sandbox is the authority a stdio server declares; nil for a
+	// summary written before berth stated it (and for a remote): "not
+	// stated", never refused for that (CheckSummary).
+	Sandbox *SummarySandbox `json:"sandbox,omitempty"`
+}
+
+// SummarySandbox states the sandbox of a stdio server or native tool
+// provider, one of two ways: Declared is the manifest's own declaration
+// (the manifest's type, so the two cannot drift apart), or Default is true
+// when the bundle declares none and the server runs under berth's default
+// profile (docs/sandbox.md). The review's words are rebuilt from it
+// (review.NewSandbox).
+type SummarySandbox struct {
+	Default  bool            `json:"default,omitempty"`
+	Declared *bundle.Sandbox `json:"declared,omitempty"`
 }
 
 // SummaryStdio is a local server: the program it runs, how, and with what.
@@ -111,6 +127,8 @@ type SummaryNativeTool struct {
 	Executable string `json:"executable"`
 	SHA256     string `json:"sha256"`
 	Size       int64  `json:"size"`
+	// Sandbox is as a server's (SummaryServer.Sandbox).
+	Sandbox *SummarySandbox `json:"sandbox,omitempty"`
 }
 
 // Tool is a tool the curator lists for a server or native tool provider.
@@ -156,6 +174,7 @@ func NewSummary(d *review.Disclosure) Summary {
 				x.Fetches = append(x.Fetches, Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry})
 			}
 			ss.Stdio = x
+			ss.Sandbox = summarySandbox(st.Sandbox)
 		}
 		if r := rs.Remote; r != nil {
 			x := &SummaryRemote{Endpoint: r.Endpoint, Transport: r.Transport, Loopback: r.Loopback, BearerFromEnv: r.BearerFromEnv, Headers: []EnvSource{}, Hosts: nonNil(r.Hosts)}
@@ -173,9 +192,45 @@ func NewSummary(d *review.Disclosure) Summary {
 		s.Servers = append(s.Servers, ss)
 	}
 	for _, nt := range d.NativeTools {
-		s.NativeTools = append(s.NativeTools, SummaryNativeTool{Name: nt.Name, Executable: nt.Executable, SHA256: nt.SHA256, Size: nt.Size})
+		s.NativeTools = append(s.NativeTools, SummaryNativeTool{Name: nt.Name, Executable: nt.Executable, SHA256: nt.SHA256, Size: nt.Size, Sandbox: summarySandbox(nt.Sandbox)})
 	}
 	return s
+}
+
+// summarySandbox states a disclosed sandbox as the manifest declared it;
+// nil when the disclosure does not state it either.
+func summarySandbox(d *review.Sandbox) *SummarySandbox {
+	if d == nil || d.NotStated {
+		return nil
+	}
+	out := &SummarySandbox{}
+	if !d.Declared() {
+		out.Default = true
+		return out
+	}
+	sb := &bundle.Sandbox{}
+	if d.Filesystem == review.FilesystemDeclared {
+		sb.Filesystem = &bundle.SandboxFilesystem{}
+		for _, r := range d.Read {
+			if r != bundle.VarBundle {
+				sb.Filesystem.Read = append(sb.Filesystem.Read, r)
+			}
+		}
+		sb.Filesystem.Write = append(sb.Filesystem.Write, d.Write...)
+	}
+	if d.Network != bundle.NetworkUndeclared {
+		sb.Network = &bundle.SandboxNetwork{Mode: d.Network, Hosts: slices.Clone(d.Hosts), Reason: d.Reason}
+	}
+	out.Declared = sb
+	return out
+}
+
+// disclosedSandbox rebuilds the disclosed sandbox a summary states.
+func disclosedSandbox(s *SummarySandbox) *review.Sandbox {
+	if s == nil {
+		return &review.Sandbox{NotStated: true}
+	}
+	return review.NewSandbox(s.Declared)
 }
 
 func nonNil(s []string) []string {
@@ -236,7 +291,8 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 			Timeouts:    review.Timeouts{Startup: ss.Timeouts.Startup, Call: ss.Timeouts.Call},
 		}
 		if st := ss.Stdio; st != nil {
-			x := &review.Stdio{Authority: review.StdioAuthority, Program: review.Program(st.Program), Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []review.EnvVar{}}
+			sb := disclosedSandbox(ss.Sandbox)
+			x := &review.Stdio{Authority: sb.Authority(), Sandbox: sb, Program: review.Program(st.Program), Command: st.Command, SHA256: st.SHA256, Argv: nonNil(st.Argv), Cwd: st.Cwd, Env: []review.EnvVar{}}
 			for _, e := range st.Env {
 				x.Env = append(x.Env, review.EnvVar{Name: e.Name, FromEnv: e.FromEnv, BundlePath: e.BundlePath})
 			}
@@ -258,7 +314,8 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 		d.Servers = append(d.Servers, rs)
 	}
 	for _, nt := range s.NativeTools {
-		d.NativeTools = append(d.NativeTools, review.NativeTool{Name: nt.Name, Executable: nt.Executable, SHA256: nt.SHA256, Size: nt.Size})
+		sb := disclosedSandbox(nt.Sandbox)
+		d.NativeTools = append(d.NativeTools, review.NativeTool{Name: nt.Name, Executable: nt.Executable, SHA256: nt.SHA256, Size: nt.Size, Authority: sb.Authority(), Sandbox: sb})
 	}
 	return d
 }
@@ -299,12 +356,18 @@ func (s *Summary) check() []summaryProblem {
 		default:
 			add(p+".kind", "kind is %q; a stdio server has only \"stdio\", a remote one only \"remote\"", sv.Kind)
 		}
+		if sb := sv.Sandbox; sb != nil && (sv.Kind != "stdio" || sb.Default == (sb.Declared != nil)) {
+			add(p+".sandbox", "a sandbox is stated only for a stdio server, as exactly one of \"default\": true and \"declared\"")
+		}
 	}
 	for i, nt := range s.NativeTools {
 		if nt.Name == "" || names[nt.Name] {
 			add(fmt.Sprintf(".nativeTools[%d].name", i), "native tool names must be present and unique among servers and native tools (got %q)", nt.Name)
 		}
 		names[nt.Name] = true
+		if sb := nt.Sandbox; sb != nil && sb.Default == (sb.Declared != nil) {
+			add(fmt.Sprintf(".nativeTools[%d].sandbox", i), "a sandbox is stated as exactly one of \"default\": true and \"declared\"")
+		}
 	}
 	tools := map[string]bool{}
 	for i, t := range s.Tools {
