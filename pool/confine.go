@@ -440,3 +440,37 @@ func (s *server) setEnforcement(e *sandbox.Enforcement) {
 	s.enforcement = e
 	s.mu.Unlock()
 }
+
+// SandboxStatus is a local server's confinement as berth status shows it:
+// the enforcement of its last start and what its manifest declares.
+type SandboxStatus struct {
+	sandbox.Enforcement
+	// Declared is whether the manifest declares a sandbox; false means the
+	// default profile.
+	Declared bool `json:"declared"`
+	// NetworkDeclared is whether it declares its network; false means the
+	// network is undeclared (open unless sandbox-undeclared-network is
+	// none).
+	NetworkDeclared bool `json:"networkDeclared"`
+}
+
+// sandboxStatusLocked is Status's view of s's confinement; s.mu is held.
+func (s *server) sandboxStatusLocked() *SandboxStatus {
+	if s.enforcement == nil {
+		return nil
+	}
+	var decl *bundle.Sandbox
+	if s.spec != nil {
+		decl = s.spec.Sandbox
+	} else if s.native != nil {
+		decl = s.native.Sandbox
+	}
+	st := &SandboxStatus{Enforcement: *s.enforcement, Declared: decl != nil, NetworkDeclared: decl != nil && decl.Network != nil}
+	st.ProxyHosts = slices.Clone(st.ProxyHosts)
+	st.NotEnforced = slices.Clone(st.NotEnforced)
+	return st
+}
+
+// SandboxSettings returns the operator's sandbox settings as the pool
+// applies them.
+func (p *Pool) SandboxSettings() store.SandboxSettings { return p.sandboxSettings() }
