@@ -198,7 +198,7 @@ func filepathValid(rest string) bool {
 
 // runtimePrefixes returns what of prog's installation the server may read
 // and execute: the prefix of the program as found (the parent of its bin
-// directory, else its directory) and, when it is a symlink, that of its
+// directory, or of an npm tree's node_modules/.bin, else its directory) and, when it is a symlink, that of its
 // target (npx → npm's own tree). A prefix that would hold the workspace,
 // the home directory itself or the whole file system narrows to the
 // program's own directory; a program inside the workspace is refused (the
@@ -221,7 +221,7 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 			continue // the bundle is executable already
 		}
 		cands := []string{d}
-		if filepath.Base(d) == "bin" {
+		if b := filepath.Base(d); b == "bin" || b == ".bin" { // .bin: an npm tree's node_modules/.bin
 			cands = []string{filepath.Dir(d), d}
 		}
 		chosen := ""
@@ -408,9 +408,7 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, 
 	in := &policyInput{id: s.id, decl: decl, bundleDir: s.pl.dir, workspace: s.p.workspace, program: prog,
 		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite,
 		undeclaredNone: set.UndeclaredNetwork == "none", unixSockets: unixSockets}
-	if within(prog, s.pl.dir) || strings.HasPrefix(prog, s.pl.dir+string(filepath.Separator)) {
-		in.interpreter = scriptInterpreter(prog, pathList)
-	}
+	in.interpreter = scriptInterpreter(prog, pathList)
 	pol, err := buildPolicy(in)
 	if err != nil {
 		cleanup()
