@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/peers"
 	"github.com/berth-mcp/berth/sandbox"
+	"github.com/berth-mcp/berth/store"
 )
 
 // requireConfinement fails the test when this Linux host cannot confine
@@ -31,10 +32,12 @@ func requireConfinement(t *testing.T) *sandbox.Support {
 }
 
 // The benign real server: @modelcontextprotocol/server-filesystem (npm,
-// pinned in testdata/peers) under the default profile. It is given the
-// workspace and a directory beside it as its allowed directories, so its
-// own checks let both through: it serves the workspace's file, and the
-// read beside the workspace fails only because berth confines it.
+// pinned in testdata/peers) under the default profile serves a file of
+// the workspace, and a read beside the workspace fails. The server also
+// limits itself to the roots berth's client gives it (the workspace), so
+// the failure beside it is not the sandbox's alone:
+// TestDefaultProfileConfinesReads shows that part with a server that
+// reads whatever it is asked.
 func TestServerFilesystemConfined(t *testing.T) {
 	dir := peers.Require(t)
 	requireConfinement(t)
@@ -66,9 +69,60 @@ func TestServerFilesystemConfined(t *testing.T) {
 	if !strings.Contains(got, "in the workspace") {
 		t.Fatalf("reading the workspace's file: %q", got)
 	}
+	if got := callText(t, p, "fs__files__write_file", `{"path":"`+filepath.Join(f.ws, "new.txt")+`","content":"written"}`); strings.Contains(strings.ToLower(got), "error") {
+		t.Fatalf("writing into the workspace: %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.ws, "new.txt")); err != nil || string(b) != "written" {
+		t.Fatalf("the file it wrote: %q %v", b, err)
+	}
 	got = callText(t, p, "fs__files__read_text_file", `{"path":"`+filepath.Join(beside, "secret.txt")+`"}`)
-	if strings.Contains(got, "beside the workspace") || !strings.Contains(strings.ToLower(got), "permission denied") && !strings.Contains(got, "EACCES") {
-		t.Fatalf("reading beside the workspace: %q, want a permission error", got)
+	if strings.Contains(got, "beside the workspace") {
+		t.Fatalf("reading beside the workspace: %q, want a refusal", got)
+	}
+}
+
+// Under the default profile a server that reads whatever it is asked
+// reads the workspace and the bundle, and neither a directory beside the
+// workspace nor a key planted in the home directory.
+func TestDefaultProfileConfinesReads(t *testing.T) {
+	requireConfinement(t)
+	f := newFixture(t)
+	beside := filepath.Join(filepath.Dir(f.ws), "beside")
+	key := filepath.Join(f.home, ".ssh", "id_ed25519")
+	for path, content := range map[string]string{
+		filepath.Join(f.ws, "notes.txt"):    "in the workspace",
+		filepath.Join(beside, "secret.txt"): "beside the workspace",
+		key:                                 "PRIVATE KEY",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := f.plugin("rd", map[string]any{"srv": testServer("-tools", "readfile")})
+	p := f.open(nil)
+	if st := status(t, p, "rd__srv"); st.State != StateRunning || st.Sandbox == nil || !st.Sandbox.Confined {
+		t.Fatalf("the server: %s %s %+v", st.State, st.LastError, st.Sandbox)
+	}
+	read := func(path string) string {
+		return callText(t, p, "rd__srv__readfile", `{"path":"`+path+`"}`)
+	}
+	if got := read(filepath.Join(f.ws, "notes.txt")); got != "in the workspace" {
+		t.Errorf("the workspace: %q", got)
+	}
+	d, err := store.ParseDigest(rec.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(filepath.Join(f.paths.Snapshot(d), "share", "data.txt")); got != "data\n" {
+		t.Errorf("the bundle: %q", got)
+	}
+	for _, path := range []string{filepath.Join(beside, "secret.txt"), key} {
+		if got := read(path); !strings.Contains(got, "permission denied") {
+			t.Errorf("reading %s: %q, want permission denied", path, got)
+		}
 	}
 }
 

@@ -72,6 +72,10 @@ type slowArgs struct {
 
 type empty struct{}
 
+type readArgs struct {
+	Path string `json:"path"`
+}
+
 type fetchArgs struct {
 	URL string `json:"url"`
 }
@@ -224,6 +228,16 @@ func NewServer(cfg *Config) *mcp.Server {
 		mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "GETs a URL through the proxy HTTP_PROXY names (for every host, loopback too), and returns the status and body."},
 			func(ctx context.Context, req *mcp.CallToolRequest, in fetchArgs) (*mcp.CallToolResult, any, error) {
 				return text(fetch(ctx, in.URL)), nil, nil
+			})
+	}
+	if slices.Contains(cfg.Tools, "readfile") { // only when named: it reads any path
+		mcp.AddTool(s, &mcp.Tool{Name: "readfile", Description: "Returns the content of a file, or the error reading it."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in readArgs) (*mcp.CallToolResult, any, error) {
+				b, err := os.ReadFile(in.Path)
+				if err != nil {
+					return text("error: " + err.Error()), nil, nil
+				}
+				return text(string(b)), nil, nil
 			})
 	}
 	if want("destroy") {
