@@ -38,6 +38,9 @@ type policyInput struct {
 	// extraRead and extraWrite are berth's own additions for this start
 	// (a runtime fetcher's configuration files and run directory).
 	extraRead, extraWrite []string
+	// pathList is the server's PATH: its directories are readable and
+	// executable (pathExec), so that a wrapper can run what it names.
+	pathList string
 	// undeclaredNone is the operator's sandbox-undeclared-network none.
 	undeclaredNone bool
 	unixSockets    bool
@@ -67,6 +70,7 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		}
 		p.Exec = append(p.Exec, prefixes...)
 	}
+	p.Exec = append(p.Exec, pathExec(in.pathList, ws, in.home)...)
 	for _, f := range in.fetched {
 		d, err := realDir(f)
 		if err != nil {
@@ -240,6 +244,63 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 	return out, nil
 }
 
+// maxPathEntries bounds how many entries of one PATH directory pathExec
+// looks at for symlinks.
+const maxPathEntries = 4096
+
+// pathExec returns what of the server's PATH it may read and execute: each
+// absolute directory on it (symlinks resolved), and the directory of each
+// symlinked program in it (~/.local/bin/tool → the tool's own directory),
+// never a directory that is or holds the workspace or the home
+// directory, nor one inside the workspace, nor /. The base set (/usr,
+// /bin, ...) is the launcher's already.
+func pathExec(pathList, ws, home string) []string {
+	var out []string
+	ok := func(d string) bool {
+		return d != filepath.Dir(d) && !within(ws, d) && !within(d, ws) && (home == "" || !within(home, d))
+	}
+	for _, e := range filepath.SplitList(pathList) {
+		if e == "" || !filepath.IsAbs(e) {
+			continue
+		}
+		d, err := realDir(e)
+		if err != nil || !ok(d) || inBase(d) {
+			continue
+		}
+		out = append(out, d)
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		if len(ents) > maxPathEntries {
+			ents = ents[:maxPathEntries]
+		}
+		for _, ent := range ents {
+			if ent.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			t, err := filepath.EvalSymlinks(filepath.Join(d, ent.Name()))
+			if err != nil {
+				continue
+			}
+			if td := filepath.Dir(t); ok(td) && !inBase(td) && !within(td, d) {
+				out = append(out, td)
+			}
+		}
+	}
+	return out
+}
+
+// inBase reports whether d is under the launcher's base set of programs.
+func inBase(d string) bool {
+	for _, b := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		if within(d, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // within reports whether path is dir or below it (both clean, absolute).
 func within(path, dir string) bool {
 	if path == dir {
@@ -360,13 +421,18 @@ func unconfined(why string) sandbox.Enforcement {
 // sandbox-require.
 const RuleSandboxRequired = "sandbox-required"
 
+// RuleSandboxFetchAtStart is the rule of a runtime-fetched server that
+// would fetch its package at start: under confinement it runs only from a
+// tree staged at trust.
+const RuleSandboxFetchAtStart = "sandbox-fetch-at-start"
+
 // confine decides how one start of s is confined. prog is the resolved
 // program, pathList the server's PATH; extraRead and extraWrite are
 // berth's own additions (a runtime fetcher's files). A server the operator
 // listed in sandbox-unconfined runs unconfined; with sandbox-require on, a
 // server without a declaration, or on a host that cannot confine, is
 // refused.
-func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, unixSockets bool) (*confinement, error) {
+func (s *server) confine(prog, pathList string, extraRead, extraWrite, fetchedTrees []string, unixSockets bool) (*confinement, error) {
 	set := s.p.sandboxSettings()
 	var decl *bundle.Sandbox
 	if s.spec != nil {
@@ -406,7 +472,7 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, 
 		}
 	}
 	in := &policyInput{id: s.id, decl: decl, bundleDir: s.pl.dir, workspace: s.p.workspace, program: prog,
-		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite,
+		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite, pathList: pathList, fetched: fetchedTrees,
 		undeclaredNone: set.UndeclaredNetwork == "none", unixSockets: unixSockets}
 	in.interpreter = scriptInterpreter(prog, pathList)
 	pol, err := buildPolicy(in)
@@ -416,8 +482,11 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, 
 	}
 	env := map[string]string{"TMPDIR": tmp, "XDG_CACHE_HOME": cache}
 	if len(extraWrite) > 0 {
-		// A runtime fetcher: npm's cache is ~/.npm, which the server may
-		// not write; uv and pip follow XDG_CACHE_HOME.
+		// A runtime fetcher that fetches at start (one not staged at
+		// trust): npm's cache is ~/.npm, which the server may not write.
+		// uv and pip follow XDG_CACHE_HOME. What it fetches there is not
+		// executable (the launcher keeps writable paths non-executable):
+		// such a server runs from the tree staged at trust instead.
 		env["npm_config_cache"] = filepath.Join(cache, "npm")
 	}
 	return &confinement{policy: pol, opts: &sandbox.Options{Require: set.Require}, upstream: set.UpstreamProxy, cleanup: cleanup, env: env}, nil

@@ -71,7 +71,7 @@ func (s *server) connectNative(c *conn) ([]*mcp.Tool, error) {
 		hook(exe)
 	}
 	w := &lineWriter{out: s.out}
-	conf, err := s.confine(exe, envValue(s.p.baseEnv, "PATH"), nil, nil, true)
+	conf, err := s.confine(exe, envValue(s.p.baseEnv, "PATH"), nil, nil, nil, true)
 	if err != nil {
 		return nil, err
 	}
