@@ -41,6 +41,8 @@ type policyInput struct {
 	// pathList is the server's PATH: its directories are readable and
 	// executable (pathExec), so that a wrapper can run what it names.
 	pathList string
+	// state is BERTH_HOME: no writable path may hold it.
+	state string
 	// undeclaredNone is the operator's sandbox-undeclared-network none.
 	undeclaredNone bool
 	unixSockets    bool
@@ -143,6 +145,15 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		}
 	case in.undeclaredNone:
 		p.Network = sandbox.NetworkNone
+	}
+	if in.state != "" {
+		if st, err := filepath.EvalSymlinks(in.state); err == nil {
+			for _, w := range p.Write {
+				if within(st, w) {
+					return nil, permanent("server %s: berth's state directory %s is inside %s, which the server may write: it could change berth's own configuration and records; move BERTH_HOME out of the workspace [%s]", in.id, st, w, RuleSandboxStateWritable)
+				}
+			}
+		}
 	}
 	for _, l := range []*[]string{&p.Exec, &p.Read, &p.Write, &p.Hosts} {
 		slices.Sort(*l)
@@ -421,6 +432,10 @@ func unconfined(why string) sandbox.Enforcement {
 // sandbox-require.
 const RuleSandboxRequired = "sandbox-required"
 
+// RuleSandboxStateWritable is the rule of a server whose writable paths
+// (the workspace) hold berth's state directory.
+const RuleSandboxStateWritable = "sandbox-state-writable"
+
 // RuleSandboxFetchAtStart is the rule of a runtime-fetched server that
 // would fetch its package at start: under confinement it runs only from a
 // tree staged at trust.
@@ -472,7 +487,7 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite, fetchedTr
 		}
 	}
 	in := &policyInput{id: s.id, decl: decl, bundleDir: s.pl.dir, workspace: s.p.workspace, program: prog,
-		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite, pathList: pathList, fetched: fetchedTrees,
+		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite, pathList: pathList, fetched: fetchedTrees, state: s.p.paths.Root,
 		undeclaredNone: set.UndeclaredNetwork == "none", unixSockets: unixSockets}
 	in.interpreter = scriptInterpreter(prog, pathList)
 	pol, err := buildPolicy(in)

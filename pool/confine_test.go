@@ -272,3 +272,20 @@ func TestSandboxUnconfinedByOperator(t *testing.T) {
 		t.Fatalf("its status: %+v, want unconfined by the operator", st.Sandbox)
 	}
 }
+
+func TestPolicyRefusesStateInWorkspace(t *testing.T) {
+	f := newPolicyFixture(t)
+	in := f.input(nil)
+	in.state = filepath.Join(f.ws, ".berth-home")
+	if err := os.MkdirAll(in.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := buildPolicy(in)
+	if err == nil || !strings.Contains(err.Error(), RuleSandboxStateWritable) || !strings.Contains(err.Error(), "BERTH_HOME") {
+		t.Fatalf("BERTH_HOME inside the workspace: %v, want refused", err)
+	}
+	in.state = filepath.Join(f.root, "berth")
+	if _, err := buildPolicy(in); err != nil {
+		t.Fatalf("BERTH_HOME beside the workspace: %v", err)
+	}
+}
