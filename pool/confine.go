@@ -241,7 +241,10 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 		}
 		chosen := ""
 		for _, c := range cands {
-			if within(ws, c) || (home != "" && within(home, c)) || c == filepath.Dir(c) {
+			// Never "/", the home directory or ~/.local (~/.local/bin/uvx gives
+			// its bin directory only: ~/.local/share holds keyrings), as
+			// bundle.ProgramPrefix says on integ.
+			if within(ws, c) || (home != "" && (within(home, c) || c == filepath.Join(home, ".local"))) || c == filepath.Dir(c) {
 				continue
 			}
 			chosen = c

@@ -289,3 +289,23 @@ func TestPolicyRefusesStateInWorkspace(t *testing.T) {
 		t.Fatalf("BERTH_HOME beside the workspace: %v", err)
 	}
 }
+
+func TestPolicyPrefixNeverDotLocal(t *testing.T) {
+	f := newPolicyFixture(t)
+	prog := filepath.Join(f.home, ".local", "bin", "uvx")
+	if err := os.MkdirAll(filepath.Dir(prog), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.program = prog
+	p, err := buildPolicy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(p.Exec, filepath.Join(f.home, ".local")) || !slices.Contains(p.Exec, filepath.Dir(prog)) {
+		t.Fatalf("Exec = %v: want ~/.local/bin only, never ~/.local", p.Exec)
+	}
+}
