@@ -123,7 +123,7 @@ func (p *Pool) stagedSpawn(id string, st *bundle.Stdio, snapshot string, l *fetc
 	if err != nil {
 		return nil, err
 	}
-	sp.exec = append(sp.exec, tree)
+	sp.fetchedTrees = append(sp.fetchedTrees, tree)
 	return sp, nil
 }
 

@@ -63,7 +63,7 @@ func TestStagedFetchedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := f.paths.Snapshot(treeDigest(l.Tree))
-	if len(sp.exec) != 1 || sp.exec[0] != tree || sp.dir != tree || strings.Join(sp.argv[1:], " ") != "--root "+f.ws {
+	if len(sp.fetchedTrees) != 1 || sp.fetchedTrees[0] != tree || sp.dir != tree || strings.Join(sp.argv[1:], " ") != "--root "+f.ws {
 		t.Errorf("spawn spec %+v", sp)
 	}
 	// Drift in the tree.
