@@ -89,6 +89,9 @@ func TestFetchedServerStagedAtTrust(t *testing.T) {
 	if len(st) != 1 || st[0].Fetched == nil || !st[0].Fetched.Staged || !strings.HasPrefix(st[0].Fetched.Lock, "sha256:") {
 		t.Errorf("status --json: %s", raw)
 	}
+	if out := run("status", "--workspace", ws); !strings.Contains(out, "hello__main  @acme/hello-mcp@1.0.0: staged at trust, starts offline (lock sha256:") {
+		t.Errorf("status does not say the server runs staged:\n%s", out)
+	}
 	run("verify")
 	// A changed file of the staged tree.
 	trees, _ := filepath.Glob(filepath.Join(home, "store", "sha256", "*", "node_modules", "dep", "index.js"))
