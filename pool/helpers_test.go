@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
 	"github.com/berth-mcp/berth/sandbox"
@@ -65,6 +66,9 @@ type fixture struct {
 	bin   string
 	paths store.Paths
 	store *store.Store
+	// fetchEnv, when set, is the package managers' environment at trust
+	// (a fetched server's tree is resolved then).
+	fetchEnv []string
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -143,7 +147,7 @@ func mergeFiles(a, b map[string]string) map[string]string {
 func (f *fixture) install(dir string) *store.Record {
 	f.t.Helper()
 	ctx := context.Background()
-	res, err := f.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digestOf(f.t, dir)})
+	res, err := f.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digestOf(f.t, dir), Fetch: &fetched.Options{Env: f.fetchEnv}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -107,6 +107,11 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		if d, err := ParseDigest(r.Digest); err == nil {
 			keep[d.hex] = true
 		}
+		for _, l := range r.Fetched {
+			if d, err := ParseDigest(l.Tree); err == nil {
+				keep[d.hex] = true
+			}
+		}
 	}
 	res := &GCResult{Snapshots: []string{}, Leftovers: []string{}}
 	// Temp files of atomic writes that a crash cut short: of state.json
@@ -144,6 +149,18 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 	for _, p := range old {
 		if fi, err := os.Lstat(p); err == nil && s.now().Sub(fi.ModTime()) > time.Minute {
 			temps = append(temps, p)
+		}
+	}
+	// Trees resolved at trust are staged from fetchers/stage, without the
+	// lock while they resolve: only those a day old are a crash's.
+	if stale, err := filepath.Glob(filepath.Join(s.paths.Fetchers(), "stage", "*")); err == nil {
+		for _, p := range stale {
+			if fi, err := os.Lstat(p); err == nil && s.now().Sub(fi.ModTime()) > 24*time.Hour {
+				if err := atomicfile.RemoveTree(p); err != nil {
+					return nil, err
+				}
+				res.Leftovers = append(res.Leftovers, p)
+			}
 		}
 	}
 	for _, p := range temps {

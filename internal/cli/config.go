@@ -15,6 +15,7 @@ import (
 // configKeys are the settings berth config sets, with what each means.
 var configKeys = map[string]string{
 	"min-release-age":                 "the cooldown of catalog installs: versions released less long ago are skipped (a Go duration like 72h, or days like 3d; 0 for none)",
+	"fetch-allow-scripts":             "the npm packages (NAME[,NAME...]; none for none) whose install scripts run, confined, when a fetched server's tree is resolved at trust",
 	store.SandboxKeyUndeclaredNetwork: "open or none (default open): the network of a local server that declares none in its sandbox",
 	store.SandboxKeyRequire:           "on or off (default off): on refuses to start a local server that declares no sandbox or that this host cannot confine in full",
 	store.SandboxKeyUnconfined:        "the servers (PLUGIN__SERVER, comma-separated) the operator runs unconfined, with the operator's rights; \"\" clears it",
@@ -22,7 +23,7 @@ var configKeys = map[string]string{
 }
 
 // configKeyOrder is the order berth config lists its keys in.
-var configKeyOrder = append([]string{"min-release-age"}, store.SandboxKeys...)
+var configKeyOrder = append([]string{"min-release-age", "fetch-allow-scripts"}, store.SandboxKeys...)
 
 // configHelp lists every key with its meaning, for the commands' help.
 func configHelp() string {
@@ -38,6 +39,9 @@ func configHelp() string {
 type configJSON struct {
 	// MinReleaseAge is the cooldown, a Go duration; "0s" means none.
 	MinReleaseAge string `json:"minReleaseAge"`
+	// FetchAllowScripts are the npm packages whose install scripts may run
+	// (confined) at trust; [] for none.
+	FetchAllowScripts []string `json:"fetchAllowScripts"`
 	// SandboxUndeclaredNetwork is "open" or "none".
 	SandboxUndeclaredNetwork string `json:"sandboxUndeclaredNetwork"`
 	// SandboxRequire is whether every local server must declare a sandbox
@@ -49,19 +53,17 @@ type configJSON struct {
 	SandboxUpstreamProxy string `json:"sandboxUpstreamProxy"`
 }
 
-func newConfigJSON(d time.Duration, sb store.SandboxSettings) configJSON {
-	un := sb.Unconfined
-	if un == nil {
-		un = []string{}
-	}
-	return configJSON{MinReleaseAge: d.String(), SandboxUndeclaredNetwork: sb.Value(store.SandboxKeyUndeclaredNetwork),
-		SandboxRequire: sb.Require, SandboxUnconfined: un, SandboxUpstreamProxy: sb.UpstreamProxy}
+func newConfigJSON(d time.Duration, cfg *store.Config) configJSON {
+	sb := cfg.SandboxOf()
+	return configJSON{MinReleaseAge: d.String(), FetchAllowScripts: nonNilStrings(cfg.FetchAllowScripts),
+		SandboxUndeclaredNetwork: sb.Value(store.SandboxKeyUndeclaredNetwork),
+		SandboxRequire:           sb.Require, SandboxUnconfined: nonNilStrings(sb.Unconfined), SandboxUpstreamProxy: sb.UpstreamProxy}
 }
 
 func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "Set the operator's settings in config.json (min-release-age, sandbox-*)",
+		Short: "Set the operator's settings in config.json (min-release-age, fetch-allow-scripts, sandbox-*)",
 		Long: `Config reads and sets the operator's settings kept in $BERTH_HOME/config.json:
 
 ` + configHelp() + `
@@ -71,6 +73,7 @@ berth policy).`,
 		Example: `  berth config set min-release-age 3d
   berth config get min-release-age
   berth config set min-release-age 0
+  berth config set fetch-allow-scripts esbuild
   berth config set sandbox-undeclared-network none
   berth config set sandbox-require on
   berth config set sandbox-unconfined notes__legacy
@@ -115,7 +118,11 @@ func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
 	if _, ok := configKeys[opts.Key]; !ok {
 		return usagef("%q is not a setting; berth config set knows %s", opts.Key, strings.Join(configKeyOrder, ", "))
 	}
-	if opts.Key != "min-release-age" {
+	switch opts.Key {
+	case "fetch-allow-scripts":
+		return runConfigSetAllowScripts(ctx, a, opts)
+	case "min-release-age":
+	default:
 		return runConfigSetSandbox(ctx, a, opts)
 	}
 	d := time.Duration(0)
@@ -137,7 +144,7 @@ func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(a.stdout, newConfigJSON(d, cfg.SandboxOf()))
+		return writeJSON(a.stdout, newConfigJSON(d, cfg))
 	}
 	if d == 0 {
 		fmt.Fprintln(a.stdout, "min-release-age is off: berth install may pick a version released a moment ago.")
@@ -190,11 +197,17 @@ func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
 	}
 	sb := cfg.SandboxOf()
 	if opts.JSON {
-		return writeJSON(a.stdout, newConfigJSON(d, sb))
+		return writeJSON(a.stdout, newConfigJSON(d, cfg))
 	}
 	value := func(k string) string {
-		if k == "min-release-age" {
+		switch k {
+		case "min-release-age":
 			return d.String()
+		case "fetch-allow-scripts":
+			if len(cfg.FetchAllowScripts) == 0 {
+				return "none"
+			}
+			return strings.Join(cfg.FetchAllowScripts, ",")
 		}
 		return sb.Value(k)
 	}
@@ -235,7 +248,7 @@ func runConfigSetSandbox(ctx context.Context, a *app, opts *configSetOptions) er
 		if err != nil {
 			return err
 		}
-		return writeJSON(a.stdout, newConfigJSON(d, sb))
+		return writeJSON(a.stdout, newConfigJSON(d, cfg))
 	}
 	switch opts.Key {
 	case store.SandboxKeyUndeclaredNetwork:
@@ -262,6 +275,38 @@ func runConfigSetSandbox(ctx context.Context, a *app, opts *configSetOptions) er
 		} else {
 			fmt.Fprintf(a.stdout, "sandbox-upstream-proxy is %s: berth's egress proxy connects through it.\n", sb.UpstreamProxy)
 		}
+	}
+	return nil
+}
+
+// runConfigSetAllowScripts sets fetch-allow-scripts: NAME[,NAME...], or
+// none.
+func runConfigSetAllowScripts(ctx context.Context, a *app, opts *configSetOptions) error {
+	var names []string
+	if v := strings.TrimSpace(opts.Value); v != "none" && v != "" {
+		for n := range strings.SplitSeq(v, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	cfg, err := st.SetFetchAllowScripts(ctx, names)
+	if err != nil {
+		return usagef("fetch-allow-scripts: %v (NAME[,NAME...] of npm packages, or none)", err)
+	}
+	d, err := cfg.ReleaseCooldown()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, newConfigJSON(d, cfg))
+	}
+	if len(cfg.FetchAllowScripts) == 0 {
+		fmt.Fprintln(a.stdout, "fetch-allow-scripts is none: a fetched package with an install script is refused at trust.")
+	} else {
+		fmt.Fprintf(a.stdout, "fetch-allow-scripts is %s: their install scripts run at trust, confined to their tree with no network; any other package with one is refused.\n", strings.Join(cfg.FetchAllowScripts, ","))
 	}
 	return nil
 }
