@@ -3,6 +3,7 @@ package marketplace
 import (
 	"testing"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
@@ -16,6 +17,19 @@ func FuzzParseCatalog(f *testing.F) {
 	p.Versions[0].Summary.ContextTokens = catalog.EstimateTokens(p.Versions[0].Summary.Tools)
 	p.Versions[1].Status, p.Versions[1].Reason = catalog.StatusDeprecated, "use 2.0.0"
 	cat := &catalog.Catalog{CatalogVersion: 1, Name: "acme", Plugins: []*catalog.Plugin{p}}
+	f.Add(cat.Marshal())
+	// Sandboxes stated in a summary (issue 22): declared, the default
+	// profile, and both at once (an entry that breaks a rule).
+	for i := range p.Versions[0].Summary.Servers {
+		p.Versions[0].Summary.Servers[i].Sandbox = &catalog.SummarySandbox{Declared: &bundle.Sandbox{
+			Filesystem: &bundle.SandboxFilesystem{Read: []string{"${home}/.config/a"}, Write: []string{"${cache}"}},
+			Network:    &bundle.SandboxNetwork{Mode: bundle.NetworkHosts, Hosts: []string{"api.example.com:443"}},
+		}}
+	}
+	f.Add(cat.Marshal())
+	for i := range p.Versions[0].Summary.Servers {
+		p.Versions[0].Summary.Servers[i].Sandbox.Default = true
+	}
 	f.Add(cat.Marshal())
 	f.Add([]byte(`{"catalogVersion": 1, "plugins": [{"name": "x"}, 1, null, []]}`))
 	f.Add([]byte(`{"catalogVersion": 1, "plugins": []}`))

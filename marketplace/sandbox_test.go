@@ -2,6 +2,7 @@ package marketplace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,51 @@ func TestCheckSummarySandbox(t *testing.T) {
 		if err := CheckSummary("acme-search", wrong, d); !errors.As(err, &me) || !strings.Contains(strings.Join(me.Differences, "\n"), "sandbox") {
 			t.Errorf("%s: CheckSummary = %v; want a sandbox difference", name, err)
 		}
+	}
+}
+
+// TestCatalogSummarySandbox: a summary states a sandbox as exactly one of
+// "default": true and "declared", strictly; an entry that states both, or
+// a field berth does not define, is malformed and skipped.
+func TestCatalogSummarySandbox(t *testing.T) {
+	s := (&testEnv{t: t}).catalogSigner()
+	entry := func(name, sandbox string) string {
+		data, _ := json.Marshal(genPlugin(name, "Fine", catalog.TierCommunity, nil, s, "1.0.0"))
+		var m map[string]any
+		json.Unmarshal(data, &m)
+		sum := m["versions"].([]any)[0].(map[string]any)["summary"].(map[string]any)
+		var server map[string]any
+		if err := json.Unmarshal([]byte(`{"name": "local", "kind": "stdio", "stdio": {"program": "host", "command": "node", "argv": ["node"], "cwd": "${bundle}", "env": []}, "sandbox": `+sandbox+`, "tools": {"allow": [], "deny": []}, "timeouts": {"startup": "30s", "call": "1m0s"}}`), &server); err != nil {
+			t.Fatal(err)
+		}
+		sum["servers"] = append(sum["servers"].([]any), server)
+		out, _ := json.Marshal(m)
+		return string(out)
+	}
+	doc := `{"catalogVersion": 1, "plugins": [` +
+		entry("declared", `{"declared": {"network": {"mode": "hosts", "hosts": ["api.example.com:443"]}}}`) + `,` +
+		entry("default", `{"default": true}`) + `,` +
+		entry("both", `{"default": true, "declared": {}}`) + `,` +
+		entry("neither", `{}`) + `,` +
+		entry("unknown", `{"declared": {"network": {"mode": "none", "ports": [1]}}}`) + `]}`
+	cat, ps, err := catalog.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range cat.Plugins {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "declared,default" {
+		t.Fatalf("plugins %v; want declared and default only (problems %v)", names, ps)
+	}
+	var local *catalog.SummaryServer
+	for i, sv := range cat.Plugins[0].Versions[0].Summary.Servers {
+		if sv.Name == "local" {
+			local = &cat.Plugins[0].Versions[0].Summary.Servers[i]
+		}
+	}
+	if local == nil || local.Sandbox == nil || local.Sandbox.Declared == nil || local.Sandbox.Declared.Network.Hosts[0] != "api.example.com:443" {
+		t.Errorf("the declared sandbox did not decode: %+v", local)
 	}
 }

@@ -914,3 +914,49 @@ func berthRules(t *testing.T, manifest []byte) []string {
 	}
 	return rules
 }
+
+// TestSandboxDocExample checks that the complete example of
+// docs/sandbox.md passes the schema and berth's strict decoding, and
+// declares what the fixture bundles/good/sandboxed (which berth validates
+// with its tree) declares.
+func TestSandboxDocExample(t *testing.T) {
+	data, err := os.ReadFile("../docs/sandbox.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "```json\n{\n  \"manifestVersion\"")
+	example, _, ok2 := strings.Cut(rest, "\n```")
+	if !ok || !ok2 {
+		t.Fatal("docs/sandbox.md has no complete example (a json block starting with manifestVersion)")
+	}
+	example = "{\n  \"manifestVersion\"" + example
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(example))
+	if err != nil {
+		t.Fatalf("the example is not JSON: %v", err)
+	}
+	if err := compileSchema(t).Validate(inst); err != nil {
+		t.Errorf("the schema rejects the example:\n%v", err)
+	}
+	m, problems := bundle.DecodeManifest([]byte(example))
+	for _, p := range problems {
+		t.Errorf("berth cannot decode the example: %v", p)
+	}
+	fixture, err := os.ReadFile(filepath.Join(fixtures, "good", "sandboxed", bundle.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := bundle.DecodeManifest(fixture)
+	if m == nil || f == nil {
+		t.Fatal("no manifest")
+	}
+	for name, s := range f.MCPServers {
+		if got := m.MCPServers[name]; got == nil || !reflect.DeepEqual(got.Sandbox, s.Sandbox) {
+			t.Errorf("the example's server %q does not declare the fixture's sandbox", name)
+		}
+	}
+	for name, nt := range f.NativeTools {
+		if got := m.NativeTools[name]; got == nil || !reflect.DeepEqual(got.Sandbox, nt.Sandbox) {
+			t.Errorf("the example's native tool %q does not declare the fixture's sandbox", name)
+		}
+	}
+}
