@@ -64,7 +64,7 @@ const (
 	// Environ reads /proc/<Arg>/environ (a pid, or "parent").
 	Environ = "environ"
 	// DBus connects to the D-Bus socket Arg (a path or a unix:path=
-	// address) and authenticates.
+	// address; "" for DBUS_SESSION_BUS_ADDRESS) and authenticates.
 	DBus = "dbus"
 	// UserNS starts the server's own program in a new user namespace.
 	UserNS = "userns"
@@ -186,7 +186,7 @@ func try(ctx context.Context, attack, arg string) (string, error) {
 	case UserNS:
 		return userns(ctx)
 	case Setuid:
-		out, err := exec.CommandContext(ctx, arg).CombinedOutput()
+		out, err := exec.CommandContext(ctx, arg, EuidMode).CombinedOutput()
 		if err != nil {
 			return string(out), err
 		}
@@ -373,6 +373,9 @@ func ptrace(pid int) (string, error) {
 }
 
 func dbus(arg string) (string, error) {
+	if arg == "" {
+		arg = os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	}
 	p := strings.TrimPrefix(arg, "unix:path=")
 	p, _, _ = strings.Cut(p, ",")
 	c, err := net.DialTimeout("unix", p, 3*time.Second)

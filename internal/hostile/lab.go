@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -77,6 +79,24 @@ func serveTCP(t testing.TB, ln net.Listener, log *Log) string {
 			c.Close()
 		}
 	}()
+	return a
+}
+
+// ListenHTTP serves plain HTTP on addr: every request gets "the declared
+// API at <addr>", recorded in log.
+func ListenHTTP(t testing.TB, addr string, log *Log) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add("http %s %s %s from %s", a, r.Method, r.URL, r.RemoteAddr)
+		fmt.Fprintf(w, "the declared API at %s\n", a)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
 	return a
 }
 
