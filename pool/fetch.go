@@ -108,6 +108,10 @@ func isolateFetch(root, id string, f *runtimefetch.Fetch, sp *spawnSpec) error {
 	}
 	sp.env = overrideEnv(sp.env, env)
 	sp.dir = dir
+	for _, name := range fetchConfigs {
+		sp.fetchRead = append(sp.fetchRead, filepath.Join(root, name))
+	}
+	sp.fetchWrite = []string{dir}
 	sp.cleanup = func() { os.RemoveAll(dir) }
 	return nil
 }

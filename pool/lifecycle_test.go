@@ -487,7 +487,7 @@ while :; do sleep 0.05; done`
 	if err != nil {
 		t.Skip(err)
 	}
-	proc, err := startProcess(&spawnSpec{path: sh, argv: []string{"sh", "-c", script}, env: []string{"OUT=" + out, "PATH=/usr/bin:/bin"}, dir: dir}, newOutput(filepath.Join(dir, "log")))
+	proc, err := startProcess("demo__srv", &spawnSpec{path: sh, argv: []string{"sh", "-c", script}, env: []string{"OUT=" + out, "PATH=/usr/bin:/bin"}, dir: dir}, newOutput(filepath.Join(dir, "log")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,8 +523,8 @@ func TestStopKillsGroupAfterLeaderExits(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	proc, err := startProcess(&spawnSpec{path: sh, argv: []string{"sh", "-c", `sleep 1000 & echo $! > "$OUT"; cat > /dev/null`},
-		env: []string{"OUT=" + out, "PATH=/usr/bin:/bin"}, dir: dir}, newOutput(filepath.Join(dir, "log")))
+	proc, err := startProcess("demo__srv", &spawnSpec{path: sh, argv: []string{"sh", "-c", `sleep 1000 & echo $! > "$OUT"; cat > /dev/null`},
+		env: []string{"OUT=" + out, "PATH=/usr/bin:/bin"}, dir: dir}, newOutput(filepath.Join(dir, "log")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

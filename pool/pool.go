@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
@@ -118,6 +119,7 @@ type Pool struct {
 	plugins map[string]*plugin
 	retired []*plugin // replaced, possibly still stopping; Close waits for them
 	policy  []store.PolicyRule
+	sandbox store.SandboxSettings // the operator's, as the last reconcile read them
 	idx     *index
 	closed  bool
 
@@ -393,6 +395,7 @@ func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 		return errClosed
 	}
 	p.policy = slices.Clone(cfg.ToolPolicy)
+	p.sandbox = cfg.SandboxOf()
 	for name, pl := range p.plugins {
 		en := enabled[name]
 		switch {
@@ -774,6 +777,9 @@ type ServerStatus struct {
 	// Sources are its fromEnv sources as its last start resolved them:
 	// whether each was set and where from, never a value.
 	Sources []SourceStatus `json:"sources,omitempty"`
+	// Sandbox is the confinement of a local server's last start
+	// (docs/sandbox.md §Status); nil for a remote or before a start.
+	Sandbox *sandbox.Enforcement `json:"sandbox,omitempty"`
 	// SignIn is, for a remote that signs in with OAuth (auth.oauth),
 	// who is signed in and until when, or the command that signs in.
 	SignIn *SignInStatus `json:"signIn,omitempty"`
@@ -798,7 +804,7 @@ func (p *Pool) Status() []ServerStatus {
 			s.mu.Lock()
 			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, Kind: KindServer, State: s.state, Transport: s.kind,
 				Restarts: s.restarts, RestartsInRow: s.inRow, GaveUp: s.gaveUp, Err: s.lastErr,
-				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources)}
+				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources), Sandbox: s.enforcement}
 			if s.native != nil {
 				st.Kind = KindNative
 			}

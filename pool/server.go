@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 )
@@ -125,6 +126,8 @@ type server struct {
 	templates []*mcp.ResourceTemplate
 	listedAt  struct{ prompts, resources bool }
 	sources   []SourceStatus // as the last start resolved them
+	// enforcement is the confinement of the last start (nil before one).
+	enforcement *sandbox.Enforcement
 }
 
 // newServer sets up the supervisor of an MCP server; pinned is its
@@ -477,8 +480,19 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		proc, err := startProcess(sp, s.out)
+		conf, err := s.confine(sp.path, envValue(sp.env, "PATH"), sp.fetchRead, sp.fetchWrite, false)
 		if err != nil {
+			if sp.cleanup != nil {
+				sp.cleanup()
+			}
+			return nil, err
+		}
+		proc, err := startProcess(s.id, sp, s.out, conf)
+		s.setEnforcement(&conf.enf)
+		if err != nil {
+			if errors.Is(err, sandbox.ErrNotEnforced) {
+				return nil, permanent("server %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
+			}
 			return nil, permanent("server %s: cannot start %s: %v", s.id, sp.path, err)
 		}
 		c.proc = proc

@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/procgroup"
+	"github.com/berth-mcp/berth/sandbox"
 )
 
 // baseEnvNames are the host variables every stdio server receives: a
@@ -40,6 +41,20 @@ type spawnSpec struct {
 	// cleanup, when set, runs once the process has exited or failed to
 	// start (it removes a runtime fetcher's directory; see fetch.go).
 	cleanup func()
+	// fetchRead and fetchWrite are what a runtime fetcher needs of
+	// berth's own files under confinement: its package managers'
+	// configuration (read) and its run directory (write).
+	fetchRead, fetchWrite []string
+}
+
+// envValue returns the value of name in env ("NAME=value" entries).
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // permanentError marks a start failure that retrying cannot fix (a missing
@@ -167,15 +182,29 @@ type process struct {
 // startProcess starts the server with pipes created here, so that exec
 // runs no copying goroutines and Wait never closes berth's ends: the
 // process's exit is noticed even when a grandchild keeps the pipes open.
-func startProcess(sp *spawnSpec, out *output) (*process, error) {
+//
+// conf confines it (sandbox.Wrap) unless its policy is nil; conf's
+// variables (TMPDIR, XDG_CACHE_HOME) override the spec's; a listener the
+// launch returns for a host list is served as the server's egress proxy
+// until the process exits. conf's cleanup runs when the process has
+// exited or failed to start.
+func startProcess(id string, sp *spawnSpec, out *output, conf *confinement) (*process, error) {
+	cleanup := func() {
+		if sp.cleanup != nil {
+			sp.cleanup()
+		}
+		conf.done()
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
+		cleanup()
 		return nil, err
 	}
 	errR, errW, err := os.Pipe()
@@ -184,20 +213,48 @@ func startProcess(sp *spawnSpec, out *output) (*process, error) {
 		inW.Close()
 		outR.Close()
 		outW.Close()
+		cleanup()
 		return nil, err
 	}
-	cmd := &exec.Cmd{Path: sp.path, Args: sp.argv, Env: sp.env, Dir: sp.dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: procgroup.Attr()}
-	err = cmd.Start()
+	env := sp.env
+	if conf != nil {
+		env = overrideEnv(sp.env, conf.env)
+	}
+	cmd := &exec.Cmd{Path: sp.path, Args: sp.argv, Env: env, Dir: sp.dir, Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: procgroup.Attr()}
+	var launch *sandbox.Launch
+	if conf != nil && conf.policy != nil {
+		launch, err = sandbox.Wrap(cmd, conf.policy, conf.opts)
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	var egress *egressProxy
+	if launch != nil {
+		conf.enf = launch.Enforcement
+		ln, lerr := launch.Started(err)
+		if err == nil && lerr != nil {
+			err = lerr
+			procgroup.Kill(cmd.Process.Pid)
+			cmd.Wait()
+		}
+		if err == nil && ln != nil {
+			if egress, err = newEgressProxy(id, conf.policy.Hosts, conf.upstream, out.event); err == nil {
+				egress.serve(ln)
+			} else {
+				ln.Close()
+				procgroup.Kill(cmd.Process.Pid)
+				cmd.Wait()
+			}
+		}
+	}
 	if err != nil {
 		inW.Close()
 		outR.Close()
 		errR.Close()
-		if sp.cleanup != nil {
-			sp.cleanup()
-		}
+		cleanup()
 		return nil, err
 	}
 	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), stderrDone: make(chan struct{})}
@@ -208,9 +265,10 @@ func startProcess(sp *spawnSpec, out *output) (*process, error) {
 	}()
 	go func() {
 		p.waitErr = cmd.Wait()
-		if sp.cleanup != nil {
-			sp.cleanup()
+		if egress != nil {
+			egress.close()
 		}
+		cleanup()
 		close(p.exited)
 	}()
 	return p, nil

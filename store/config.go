@@ -28,6 +28,9 @@ type Config struct {
 	// keyed by "plugin__server" (oauthclient.go): change them with
 	// SetOAuthClient and ForgetOAuthClients.
 	OAuthClients map[string]OAuthClient `json:"oauthClients,omitempty"`
+	// Sandbox are the operator's confinement settings (sandboxcfg.go,
+	// docs/sandbox.md §Configuration): change them with SetSandbox.
+	Sandbox *SandboxSettings `json:"sandbox,omitempty"`
 }
 
 // Signer returns the signer named name.
@@ -53,6 +56,9 @@ func (s *Store) Config() (*Config, error) {
 	}
 	if ps := c.check(); len(ps) > 0 {
 		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "keep one rule per pattern and one confirmed value per plugin, signer and name: remove the others by hand (berth policy list shows the rules berth uses; berth enable PLUGIN --confirm NAME confirms a value again)"}
+	}
+	if ps := c.checkSandbox(); len(ps) > 0 {
+		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "set the value again with berth config set KEY VALUE (docs/sandbox.md §Configuration)"}
 	}
 	if ps := c.checkOAuthClients(); len(ps) > 0 {
 		return nil, &FileError{Path: s.paths.Config(), Problems: ps, Fix: "correct or remove the entry of \"oauthClients\" by hand, then set it again with berth login PLUGIN__SERVER --client-id ID (docs/signin.md)"}

@@ -27,6 +27,8 @@ import (
 //	audit.log                      approval decisions and lifted revocations, JSON lines
 //	fetchers/                      runtime fetchers' config (npmrc, uv.toml, ...) and run/ directories
 //	catalogs/                      verified copies of added catalogs (package marketplace)
+//	servers/<plugin>/<server>/cache/   a local server's own cache (XDG_CACHE_HOME), kept between starts
+//	servers/<plugin>/<server>/tmp/     a local server's own temp directory (TMPDIR), emptied at each start
 type Paths struct {
 	Root string
 }
@@ -112,6 +114,23 @@ func (p Paths) Approvals() string { return filepath.Join(p.Root, "approvals") }
 // runtime-fetched servers (the operator's to edit: a mirror registry),
 // and run/, their empty working directories.
 func (p Paths) Fetchers() string { return filepath.Join(p.Root, "fetchers") }
+
+// Servers holds the local servers' own writable directories: each
+// server's cache and temp directory, private to the operator (0700).
+func (p Paths) Servers() string { return filepath.Join(p.Root, "servers") }
+
+// ServerCache is the cache directory of one local server or native-tool
+// provider (its XDG_CACHE_HOME), kept between starts. plugin and server
+// are validated names of a manifest (no separator, no "..").
+func (p Paths) ServerCache(plugin, server string) string {
+	return filepath.Join(p.Servers(), plugin, server, "cache")
+}
+
+// ServerTmp is the temp directory of one local server or native-tool
+// provider (its TMPDIR), emptied at each start.
+func (p Paths) ServerTmp(plugin, server string) string {
+	return filepath.Join(p.Servers(), plugin, server, "tmp")
+}
 
 // Audit is the append-only log of approval decisions.
 func (p Paths) Audit() string { return filepath.Join(p.Root, "audit.log") }

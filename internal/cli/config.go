@@ -3,37 +3,78 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace/repo"
+	"github.com/berth-mcp/berth/store"
 )
 
 // configKeys are the settings berth config sets, with what each means.
 var configKeys = map[string]string{
-	"min-release-age": "the cooldown of catalog installs: versions released less long ago are skipped (a Go duration like 72h, or days like 3d; 0 for none)",
+	"min-release-age":                 "the cooldown of catalog installs: versions released less long ago are skipped (a Go duration like 72h, or days like 3d; 0 for none)",
+	store.SandboxKeyUndeclaredNetwork: "open or none (default open): the network of a local server that declares none in its sandbox",
+	store.SandboxKeyRequire:           "on or off (default off): on refuses to start a local server that declares no sandbox or that this host cannot confine in full",
+	store.SandboxKeyUnconfined:        "the servers (PLUGIN__SERVER, comma-separated) the operator runs unconfined, with the operator's rights; \"\" clears it",
+	store.SandboxKeyUpstreamProxy:     "http://HOST:PORT: the proxy berth's egress proxy connects through for servers with a host list; \"\" for none",
 }
 
-// configJSON is what config get --json prints.
+// configKeyOrder is the order berth config lists its keys in.
+var configKeyOrder = append([]string{"min-release-age"}, store.SandboxKeys...)
+
+// configHelp lists every key with its meaning, for the commands' help.
+func configHelp() string {
+	var b strings.Builder
+	for _, k := range configKeyOrder {
+		fmt.Fprintf(&b, "  %-27s %s\n", k, configKeys[k])
+	}
+	return b.String()
+}
+
+// configJSON is what config get --json and config set --json print
+// (docs/sandbox.md §Configuration for the sandbox fields).
 type configJSON struct {
 	// MinReleaseAge is the cooldown, a Go duration; "0s" means none.
 	MinReleaseAge string `json:"minReleaseAge"`
+	// SandboxUndeclaredNetwork is "open" or "none".
+	SandboxUndeclaredNetwork string `json:"sandboxUndeclaredNetwork"`
+	// SandboxRequire is whether every local server must declare a sandbox
+	// and be confined in full.
+	SandboxRequire bool `json:"sandboxRequire"`
+	// SandboxUnconfined are the servers the operator runs unconfined.
+	SandboxUnconfined []string `json:"sandboxUnconfined"`
+	// SandboxUpstreamProxy is the egress proxy's upstream, "" for none.
+	SandboxUpstreamProxy string `json:"sandboxUpstreamProxy"`
+}
+
+func newConfigJSON(d time.Duration, sb store.SandboxSettings) configJSON {
+	un := sb.Unconfined
+	if un == nil {
+		un = []string{}
+	}
+	return configJSON{MinReleaseAge: d.String(), SandboxUndeclaredNetwork: sb.Value(store.SandboxKeyUndeclaredNetwork),
+		SandboxRequire: sb.Require, SandboxUnconfined: un, SandboxUpstreamProxy: sb.UpstreamProxy}
 }
 
 func newConfigCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
-		Short: "Set the operator's settings in config.json (min-release-age)",
+		Short: "Set the operator's settings in config.json (min-release-age, sandbox-*)",
 		Long: `Config reads and sets the operator's settings kept in $BERTH_HOME/config.json:
 
-  min-release-age   ` + configKeys["min-release-age"] + `
-
+` + configHelp() + `
+The sandbox keys are explained in docs/sandbox.md (Configuration).
 Signers and the tool policy have their own commands (berth signers,
 berth policy).`,
 		Example: `  berth config set min-release-age 3d
   berth config get min-release-age
-  berth config set min-release-age 0`,
+  berth config set min-release-age 0
+  berth config set sandbox-undeclared-network none
+  berth config set sandbox-require on
+  berth config set sandbox-unconfined notes__legacy
+  berth config set sandbox-upstream-proxy http://proxy.internal:3128`,
 		Args: exactArgs(0, "a subcommand: set or get"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
@@ -55,9 +96,11 @@ func newConfigSetCmd(a *app) *cobra.Command {
 		Long: `Set sets KEY to VALUE in config.json, under berth's lock; running berth
 processes pick it up. Keys:
 
-  min-release-age   ` + configKeys["min-release-age"],
+` + configHelp(),
 		Example: `  berth config set min-release-age 72h
-  berth config set min-release-age 7d`,
+  berth config set min-release-age 7d
+  berth config set sandbox-require on
+  berth config set sandbox-unconfined ""`,
 		Args: exactArgs(2, "KEY and VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Key, opts.Value = args[0], args[1]
@@ -69,8 +112,11 @@ processes pick it up. Keys:
 }
 
 func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
+	if _, ok := configKeys[opts.Key]; !ok {
+		return usagef("%q is not a setting; berth config set knows %s", opts.Key, strings.Join(configKeyOrder, ", "))
+	}
 	if opts.Key != "min-release-age" {
-		return usagef("%q is not a setting; berth config set knows min-release-age", opts.Key)
+		return runConfigSetSandbox(ctx, a, opts)
 	}
 	d := time.Duration(0)
 	if opts.Value != "0" {
@@ -87,7 +133,11 @@ func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
+		cfg, err := st.Config()
+		if err != nil {
+			return err
+		}
+		return writeJSON(a.stdout, newConfigJSON(d, cfg.SandboxOf()))
 	}
 	if d == 0 {
 		fmt.Fprintln(a.stdout, "min-release-age is off: berth install may pick a version released a moment ago.")
@@ -121,8 +171,10 @@ func newConfigGetCmd(a *app) *cobra.Command {
 }
 
 func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
-	if len(opts.Keys) == 1 && opts.Keys[0] != "min-release-age" {
-		return usagef("%q is not a setting; berth config knows min-release-age", opts.Keys[0])
+	if len(opts.Keys) == 1 {
+		if _, ok := configKeys[opts.Keys[0]]; !ok {
+			return usagef("%q is not a setting; berth config knows %s", opts.Keys[0], strings.Join(configKeyOrder, ", "))
+		}
 	}
 	st, err := a.store()
 	if err != nil {
@@ -136,13 +188,80 @@ func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
 	if err != nil {
 		return err
 	}
+	sb := cfg.SandboxOf()
 	if opts.JSON {
-		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
+		return writeJSON(a.stdout, newConfigJSON(d, sb))
+	}
+	value := func(k string) string {
+		if k == "min-release-age" {
+			return d.String()
+		}
+		return sb.Value(k)
 	}
 	if len(opts.Keys) == 1 {
-		fmt.Fprintln(a.stdout, d)
+		fmt.Fprintln(a.stdout, value(opts.Keys[0]))
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "min-release-age  %s\n", d)
+	for _, k := range configKeyOrder {
+		v := value(k)
+		if v == "" {
+			v = `""`
+		}
+		fmt.Fprintf(a.stdout, "%-27s %s\n", k, v)
+	}
+	return nil
+}
+
+// runConfigSetSandbox sets one sandbox-* key.
+func runConfigSetSandbox(ctx context.Context, a *app, opts *configSetOptions) error {
+	probe := store.SandboxSettings{}
+	if err := store.ParseSandboxSetting(&probe, opts.Key, opts.Value); err != nil {
+		return usagef("%v", err)
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	sb, err := st.SetSandbox(ctx, opts.Key, opts.Value)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		cfg, err := st.Config()
+		if err != nil {
+			return err
+		}
+		d, err := cfg.ReleaseCooldown()
+		if err != nil {
+			return err
+		}
+		return writeJSON(a.stdout, newConfigJSON(d, sb))
+	}
+	switch opts.Key {
+	case store.SandboxKeyUndeclaredNetwork:
+		if sb.UndeclaredNetwork == "none" {
+			fmt.Fprintln(a.stdout, "sandbox-undeclared-network is none: a local server that declares no network gets none (a namespace with only loopback) from its next start.")
+		} else {
+			fmt.Fprintln(a.stdout, "sandbox-undeclared-network is open: a local server that declares no network keeps the host's network (shown as undeclared by berth status).")
+		}
+	case store.SandboxKeyRequire:
+		if sb.Require {
+			fmt.Fprintln(a.stdout, "sandbox-require is on: a local server that declares no sandbox, or that this host cannot confine in full, is refused from its next start (berth status says which).")
+		} else {
+			fmt.Fprintln(a.stdout, "sandbox-require is off: servers without a declaration run under the default profile.")
+		}
+	case store.SandboxKeyUnconfined:
+		if len(sb.Unconfined) == 0 {
+			fmt.Fprintln(a.stdout, "sandbox-unconfined is empty: every local server runs confined.")
+		} else {
+			fmt.Fprintf(a.stdout, "sandbox-unconfined is %s: these servers run with your rights, unconfined, from their next start.\n", strings.Join(sb.Unconfined, ","))
+		}
+	case store.SandboxKeyUpstreamProxy:
+		if sb.UpstreamProxy == "" {
+			fmt.Fprintln(a.stdout, "sandbox-upstream-proxy is unset: berth's egress proxy connects directly.")
+		} else {
+			fmt.Fprintf(a.stdout, "sandbox-upstream-proxy is %s: berth's egress proxy connects through it.\n", sb.UpstreamProxy)
+		}
+	}
 	return nil
 }

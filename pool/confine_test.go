@@ -1,0 +1,233 @@
+package pool
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/sandbox"
+	"github.com/berth-mcp/berth/store"
+)
+
+// policyFixture lays out a home with a runtime (home/.rt/bin/node), a
+// workspace and a sibling project under it, a staged bundle and the
+// server's own directories.
+type policyFixture struct {
+	root, home, ws, sibling, bundleDir, node, cache, tmp string
+}
+
+func newPolicyFixture(t *testing.T) *policyFixture {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &policyFixture{root: root, home: filepath.Join(root, "home")}
+	f.ws = filepath.Join(f.home, "proj")
+	f.sibling = filepath.Join(f.home, "other")
+	f.bundleDir = filepath.Join(root, "berth", "store", "abc")
+	f.node = filepath.Join(f.home, ".rt", "bin", "node")
+	f.cache = filepath.Join(root, "berth", "servers", "p", "s", "cache")
+	f.tmp = filepath.Join(root, "berth", "servers", "p", "s", "tmp", "run-1")
+	for _, d := range []string{f.ws, f.sibling, f.bundleDir, filepath.Dir(f.node), f.cache, f.tmp, filepath.Join(f.home, ".config", "tool")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(f.node, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *policyFixture) input(decl *bundle.Sandbox) *policyInput {
+	return &policyInput{id: "p__s", decl: decl, bundleDir: f.bundleDir, workspace: f.ws, program: f.node,
+		home: f.home, cache: f.cache, tmp: f.tmp}
+}
+
+func TestPolicyDefaultProfile(t *testing.T) {
+	f := newPolicyFixture(t)
+	p, err := buildPolicy(f.input(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &sandbox.Policy{
+		Exec:    []string{f.bundleDir, filepath.Join(f.home, ".rt")},
+		Write:   []string{f.cache, f.tmp, f.ws},
+		Network: sandbox.NetworkOpen,
+	}
+	slices.Sort(want.Exec)
+	slices.Sort(want.Write)
+	if !equalPolicy(p, want) {
+		t.Fatalf("default profile:\n got %+v\nwant %+v", p, want)
+	}
+	for _, l := range [][]string{p.Exec, p.Read, p.Write} {
+		for _, d := range l {
+			if d == f.home || d == f.sibling || within(f.sibling, d) || within(f.home, d) {
+				t.Errorf("the default profile reaches %s (home %s)", d, f.home)
+			}
+		}
+	}
+}
+
+func equalPolicy(a, b *sandbox.Policy) bool {
+	return slices.Equal(a.Exec, b.Exec) && slices.Equal(a.Read, b.Read) && slices.Equal(a.Write, b.Write) &&
+		a.Network == b.Network && slices.Equal(a.Hosts, b.Hosts) && a.UnixSockets == b.UnixSockets
+}
+
+func TestPolicyDeclared(t *testing.T) {
+	f := newPolicyFixture(t)
+	decl := &bundle.Sandbox{
+		Filesystem: &bundle.SandboxFilesystem{Read: []string{"${bundle}", "${home}/.config/tool", "${home}/.missing"}, Write: []string{"${cache}", "${tmp}"}},
+		Network:    &bundle.SandboxNetwork{Mode: bundle.NetworkHosts, Hosts: []string{"api.example.com:443"}},
+	}
+	p, err := buildPolicy(f.input(decl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(p.Write, f.ws) || slices.Contains(p.Read, f.ws) {
+		t.Errorf("the workspace is in a policy that does not declare it: %+v", p)
+	}
+	if !slices.Equal(p.Read, []string{filepath.Join(f.home, ".config", "tool")}) {
+		t.Errorf("Read = %v, want only the declared home path", p.Read)
+	}
+	if p.Network != sandbox.NetworkHosts || !slices.Equal(p.Hosts, []string{"api.example.com:443"}) {
+		t.Errorf("network = %s %v", p.Network, p.Hosts)
+	}
+	decl.Network.Mode = bundle.NetworkNone
+	if p, _ = buildPolicy(f.input(decl)); p.Network != sandbox.NetworkNone {
+		t.Errorf("declared none: %s", p.Network)
+	}
+	decl.Network.Mode = bundle.NetworkUnrestricted
+	if p, _ = buildPolicy(f.input(decl)); p.Network != sandbox.NetworkOpen {
+		t.Errorf("declared unrestricted: %s", p.Network)
+	}
+	for _, bad := range []string{"${home}", "${home}/../x", "/etc", "${workspace}/../other", "${nope}/x"} {
+		decl.Filesystem.Read = []string{bad}
+		if _, err := buildPolicy(f.input(decl)); err == nil {
+			t.Errorf("declared path %q accepted", bad)
+		}
+	}
+	decl.Filesystem.Read = nil
+	decl.Filesystem.Write = []string{"${bundle}"}
+	if _, err := buildPolicy(f.input(decl)); err == nil {
+		t.Error("a writable bundle accepted")
+	}
+}
+
+func TestPolicyUndeclaredNetwork(t *testing.T) {
+	f := newPolicyFixture(t)
+	in := f.input(nil)
+	in.undeclaredNone = true
+	if p, err := buildPolicy(in); err != nil || p.Network != sandbox.NetworkNone {
+		t.Fatalf("sandbox-undeclared-network none: %v %v", p, err)
+	}
+	in.decl = &bundle.Sandbox{Network: &bundle.SandboxNetwork{Mode: bundle.NetworkUnrestricted, Reason: "it calls any URL it is given"}}
+	if p, err := buildPolicy(in); err != nil || p.Network != sandbox.NetworkOpen {
+		t.Fatalf("declared unrestricted under undeclared none: %v %v", p, err)
+	}
+}
+
+func TestPolicyWorkspaceNeverExecutable(t *testing.T) {
+	f := newPolicyFixture(t)
+	prog := filepath.Join(f.ws, "bin", "server")
+	if err := os.MkdirAll(filepath.Dir(prog), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.program = prog
+	_, err := buildPolicy(in)
+	if err == nil || !strings.Contains(err.Error(), "never executable") {
+		t.Fatalf("a program in the workspace: %v", err)
+	}
+	// A symlink outside the workspace to a program inside it is refused too.
+	link := filepath.Join(f.root, "link")
+	if err := os.Symlink(prog, link); err != nil {
+		t.Fatal(err)
+	}
+	in.program = link
+	if _, err := buildPolicy(in); err == nil {
+		t.Fatal("a symlink to a program in the workspace was accepted")
+	}
+}
+
+func TestPolicyPrefixNeverHoldsWorkspaceOrHome(t *testing.T) {
+	f := newPolicyFixture(t)
+	prog := filepath.Join(f.home, "bin", "tool") // prefix would be the home itself
+	if err := os.MkdirAll(filepath.Dir(prog), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.program = prog
+	p, err := buildPolicy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Exec, filepath.Dir(prog)) || slices.Contains(p.Exec, f.home) {
+		t.Fatalf("Exec = %v: want the program's own directory, never the home", p.Exec)
+	}
+}
+
+func TestScriptInterpreter(t *testing.T) {
+	f := newPolicyFixture(t)
+	script := filepath.Join(f.bundleDir, "server.js")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env -S node --no-warnings\nconsole.log(1)\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := scriptInterpreter(script, filepath.Dir(f.node)); got != f.node {
+		t.Fatalf("scriptInterpreter = %q, want %q", got, f.node)
+	}
+	in := f.input(nil)
+	in.program, in.interpreter = script, f.node
+	p, err := buildPolicy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Exec, filepath.Join(f.home, ".rt")) {
+		t.Fatalf("the interpreter's prefix is not executable: %v", p.Exec)
+	}
+}
+
+func TestServerDirs(t *testing.T) {
+	paths, err := store.NewPaths(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(paths.Root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cache, tmp, cleanup, err := serverDirs(paths, "p", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cache != paths.ServerCache("p", "s") || filepath.Dir(tmp) != paths.ServerTmp("p", "s") {
+		t.Fatalf("dirs %s %s", cache, tmp)
+	}
+	os.WriteFile(filepath.Join(tmp, "left"), nil, 0o600)
+	_, tmp2, cleanup2, err := serverDirs(paths, "p", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup2()
+	if ents, _ := os.ReadDir(tmp2); len(ents) != 0 || tmp2 == tmp {
+		t.Fatalf("a second start's temp directory is not new and empty: %s %v", tmp2, ents)
+	}
+	for _, d := range []string{cache, tmp, paths.Servers()} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v %v, want 0700", d, fi.Mode(), err)
+		}
+	}
+	cleanup()
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the temp directory outlived its start: %v", err)
+	}
+}
