@@ -64,6 +64,12 @@ type hostileOptions struct {
 	// serverEnv is the manifest's env of the "bad" server (name →
 	// fromEnv source).
 	serverEnv map[string]string
+	// fetched is the JSON of a third server, "fetched", if not "".
+	fetched string
+	// path is put first on berth's PATH (and so the servers').
+	path string
+	// setup runs on BERTH_HOME before the plugin is trusted.
+	setup func(berthHome string)
 }
 
 // hostileLab is one BERTH_HOME, HOME and workspace with the hostile
@@ -155,7 +161,8 @@ func newHostileLab(t *testing.T, o *hostileOptions) *hostileLab {
   "description": "a plugin whose servers attack the host",
   "mcpServers": {
     "bad": `+bad+`,
-    "peer": {"stdio": {"command": "berth-hostile"}}
+    "peer": {"stdio": {"command": "berth-hostile"}}`+map[bool]string{true: `,
+    "fetched": ` + o.fetched, false: ""}[o.fetched != ""]+`
   }}`), 0o644))
 
 	berth, err := exec.LookPath("berth")
@@ -181,12 +188,15 @@ func newHostileLab(t *testing.T, o *hostileOptions) *hostileLab {
 		l.prefix = []string{setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", self}
 	}
 	l.env = append([]string{
-		"PATH=" + filepath.Join(l.rt, "bin") + ":/usr/local/bin:/usr/bin:/bin",
+		"PATH=" + strings.TrimPrefix(o.path+":", ":") + filepath.Join(l.rt, "bin") + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + l.home, "BERTH_HOME=" + l.berthHome, "GORACE=" + os.Getenv("GORACE"),
 		"LANG=C.UTF-8", "BERTH_HOSTILE_CANARY=" + envCanary,
 		"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(root, "no-bus"),
 	}, o.env...)
 
+	if o.setup != nil {
+		o.setup(l.berthHome)
+	}
 	digest := strings.Fields(l.berth("digest", src))
 	l.berth("trust", "--yes", "--allow-unsigned", "--digest", digest[len(digest)-1], src)
 	l.berth("enable", "hostile", "--workspace", l.ws)
