@@ -31,6 +31,11 @@ type Config struct {
 	// Sandbox are the operator's confinement settings (sandboxcfg.go,
 	// docs/sandbox.md §Configuration): change them with SetSandbox.
 	Sandbox *SandboxSettings `json:"sandbox,omitempty"`
+	// FetchAllowScripts names the npm packages whose install scripts may
+	// run, confined, when a fetched server is resolved at trust
+	// (docs/sandbox.md); any other package with one is refused. Set it
+	// with SetFetchAllowScripts.
+	FetchAllowScripts []string `json:"fetchAllowScripts,omitempty"`
 }
 
 // Signer returns the signer named name.
