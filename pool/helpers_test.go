@@ -20,6 +20,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -27,6 +28,8 @@ import (
 // second berth process: the tests run it through symlinks named
 // berth-testserver and berth-disable.
 func TestMain(m *testing.M) {
+	// A test binary re-executed as the sandbox launcher never runs tests.
+	sandbox.Main()
 	switch filepath.Base(os.Args[0]) {
 	case "berth-testserver":
 		os.Exit(testserver.Main(os.Args[1:]))
