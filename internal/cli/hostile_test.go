@@ -258,6 +258,16 @@ func (l *hostileLab) serve() {
 	l.berthPid = cmd.Process.Pid
 }
 
+// diag is berth's status and the server's log, for a failure.
+func (l *hostileLab) diag(server string) string {
+	var b strings.Builder
+	for _, args := range [][]string{{"status", "--workspace", l.ws}, {"logs", "hostile__" + server}} {
+		out, _ := l.command(args...).CombinedOutput()
+		fmt.Fprintf(&b, "berth %s:\n%s\n", strings.Join(args, " "), out)
+	}
+	return b.String()
+}
+
 // try calls server's tool try: the attack made from inside berth.
 func (l *hostileLab) try(t *testing.T, server, attack, arg string) *hostile.Result {
 	t.Helper()
@@ -265,7 +275,7 @@ func (l *hostileLab) try(t *testing.T, server, attack, arg string) *hostile.Resu
 	defer cancel()
 	res, err := l.cs.CallTool(ctx, &mcp.CallToolParams{Name: "hostile__" + server + "__try", Arguments: map[string]any{"attack": attack, "arg": arg}})
 	if err != nil {
-		t.Fatalf("calling %s's try %s: %v\nberth serve's stderr:\n%s", server, attack, err, l.serveErr)
+		t.Fatalf("calling %s's try %s: %v\nberth serve's stderr:\n%s\n%s", server, attack, err, l.serveErr, l.diag(server))
 	}
 	var text strings.Builder
 	for _, c := range res.Content {
@@ -296,7 +306,7 @@ func denied(t *testing.T, r *hostile.Result, want ...string) {
 	t.Fatalf("the hostile server's %s %s failed with %q, not for the confinement's reason (%s)", r.Attack, r.Arg, r.Error, strings.Join(want, " or "))
 }
 
-var (
+const (
 	eacces = "permission denied"
 	eperm  = "operation not permitted"
 )
@@ -427,8 +437,8 @@ func TestHostileDeclaredNetwork(t *testing.T) {
 	log.Reset()
 	ns.Log.Reset()
 	t.Run("loopback-port", func(t *testing.T) {
-		denied(t, l.try(t, "bad", hostile.TCP, other), "connection refused")
-		denied(t, l.try(t, "bad", hostile.TCP, api), "connection refused")
+		denied(t, l.try(t, "bad", hostile.TCP, other), "connection refused", eacces)
+		denied(t, l.try(t, "bad", hostile.TCP, api), "connection refused", eacces)
 	})
 	t.Run("proxy-undeclared-host", func(t *testing.T) {
 		denied(t, l.try(t, "bad", hostile.ProxyConnect, otherHost), "403")
@@ -440,7 +450,7 @@ func TestHostileDeclaredNetwork(t *testing.T) {
 		denied(t, l.try(t, "bad", hostile.ProxyGet, "http://"+other+"/"), "403")
 	})
 	t.Run("other-network", func(t *testing.T) {
-		denied(t, l.try(t, "bad", hostile.TCP, ns.TCP), "network is unreachable")
+		denied(t, l.try(t, "bad", hostile.TCP, ns.TCP), "network is unreachable", eacces)
 	})
 	t.Run("udp", func(t *testing.T) {
 		denied(t, l.try(t, "bad", hostile.UDP, ns.UDP), "network is unreachable")
@@ -467,10 +477,10 @@ func TestHostileNetworkNone(t *testing.T) {
 		denied(t, l.try(t, "bad", hostile.ProxyGet, "http://"+api+"/"), "no proxy in the environment")
 	})
 	t.Run("loopback", func(t *testing.T) {
-		denied(t, l.try(t, "bad", hostile.TCP, api), "connection refused")
+		denied(t, l.try(t, "bad", hostile.TCP, api), "connection refused", eacces)
 	})
 	t.Run("other-network", func(t *testing.T) {
-		denied(t, l.try(t, "bad", hostile.TCP, ns.TCP), "network is unreachable")
+		denied(t, l.try(t, "bad", hostile.TCP, ns.TCP), "network is unreachable", eacces)
 	})
 	t.Run("udp-dns", func(t *testing.T) {
 		denied(t, l.try(t, "bad", hostile.UDP, ns.UDP), "network is unreachable")

@@ -319,6 +319,9 @@ func proxyConnect(ctx context.Context, target string) (string, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return "", fmt.Errorf("the proxy refused: %s %s", resp.Status, strings.TrimSpace(string(b)))
 	}
+	// A listener that greets answers at once; an HTTP service answers
+	// this request.
+	fmt.Fprintf(c, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", target)
 	line, err := br.ReadString('\n')
 	if line == "" {
 		return "", fmt.Errorf("tunnel open, read nothing: %v", err)
