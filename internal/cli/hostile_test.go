@@ -179,7 +179,7 @@ func newHostileLab(t *testing.T, o *hostileOptions) *hostileLab {
 		setuid := filepath.Join(l.rt, "bin", "euid-root")
 		must(t, copyFile(prog, setuid, 0o755))
 		must(t, os.Chown(setuid, 0, 0))
-		must(t, os.Chmod(setuid, 0o4755))
+		must(t, os.Chmod(setuid, 0o755|os.ModeSetuid))
 		for _, d := range []string{l.home, filepath.Join(root, "projects"), l.outside, filepath.Join(root, "src")} {
 			if out, err := exec.Command("chown", "-R", "nobody:nogroup", d).CombinedOutput(); err != nil {
 				t.Fatalf("chown %s: %v %s", d, err, out)
@@ -507,6 +507,9 @@ func TestHostileAsNobody(t *testing.T) {
 		}
 		if !strings.Contains(r.Got, "euid=65534") {
 			t.Fatalf("the setuid-root program did not run, so the test proves nothing: %+v", r)
+		}
+		if fi, err := os.Stat(filepath.Join(l.rt, "bin", "euid-root")); err != nil || fi.Mode()&os.ModeSetuid == 0 {
+			t.Fatalf("the program is not setuid (%v), so the test proves nothing", err)
 		}
 	})
 	t.Run("user-namespace", func(t *testing.T) {
