@@ -222,6 +222,11 @@ func NewNetNS(t testing.TB) *NetNS {
 		t.Fatalf("the test's own network namespace %s is not reachable from the host: %v", n.Name, err)
 	}
 	c.Close()
+	// The listener logs the probe on its own goroutine: wait for it
+	// before forgetting it.
+	if !testkit.Within(5*time.Second, func() bool { return len(n.Log.Got()) > 0 }) {
+		t.Fatalf("the listener in %s did not see the test's own connection", n.Name)
+	}
 	n.Log.Reset()
 	return n
 }
