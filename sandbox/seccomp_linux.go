@@ -58,6 +58,14 @@ func seccompPolicy(p *Policy, abi int, netns bool) seccomp.Policy {
 		cond("socket", arg(1, seccomp.GreaterThan, above32)),
 		cond("socket", arg(2, seccomp.GreaterThan, above32)),
 	}
+	// ioctl(TIOCSTI) types into a terminal berth shares with it (its
+	// stderr), TIOCLINUX pastes on a console; the command is an unsigned
+	// int, hence the guard on the upper half
+	conds = append(conds,
+		cond("ioctl", arg(1, seccomp.Equal, unix.TIOCSTI)),
+		cond("ioctl", arg(1, seccomp.Equal, unix.TIOCLINUX)),
+		cond("ioctl", arg(1, seccomp.GreaterThan, above32)),
+	)
 	for _, typ := range []uint64{unix.SOCK_RAW, unix.SOCK_PACKET} {
 		for _, fl := range []uint64{0, unix.SOCK_NONBLOCK, unix.SOCK_CLOEXEC, unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC} {
 			conds = append(conds, cond("socket", arg(1, seccomp.Equal, typ|fl)))

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,7 +46,18 @@ func main() {
 	case "write":
 		err = os.WriteFile(arg, []byte("written by probe\n"), 0o755)
 	case "exec":
-		err = exec.Command(arg).Run()
+		// runs a program with the rest of the arguments
+		out, rerr := exec.Command(arg, os.Args[3:]...).CombinedOutput()
+		if rerr != nil {
+			err = fmt.Errorf("%v: %s", rerr, out)
+		}
+	case "read-some":
+		var f *os.File
+		f, err = os.Open(arg)
+		if err == nil {
+			_, err = f.Read(make([]byte, 16))
+			f.Close()
+		}
 	case "env":
 		fmt.Println(os.Getenv(arg))
 		return
@@ -92,8 +104,54 @@ func main() {
 		if err == nil {
 			err = unix.PtraceAttach(pid)
 			if err == nil {
+				// the tracee stops; detaching lets it go on
+				var ws unix.WaitStatus
+				_, _ = unix.Wait4(pid, &ws, unix.WALL, nil)
 				_ = unix.PtraceDetach(pid)
 			}
+		}
+	case "ptrace-child":
+		// ptrace a child of its own (same sandbox: only seccomp stops it)
+		child := exec.Command("/proc/self/exe", "echo")
+		stdin, _ := child.StdinPipe()
+		if err = child.Start(); err == nil {
+			err = unix.PtraceAttach(child.Process.Pid)
+			if err == nil {
+				var ws unix.WaitStatus
+				_, _ = unix.Wait4(child.Process.Pid, &ws, 0, nil)
+				_ = unix.PtraceDetach(child.Process.Pid)
+			}
+			stdin.Close()
+			_ = child.Wait()
+		}
+	case "listen":
+		var ln net.Listener
+		ln, err = net.Listen("tcp4", "127.0.0.1:0")
+		if err == nil {
+			ln.Close()
+		}
+	case "proxy":
+		// connects to the proxy its environment names and says hello
+		u := strings.TrimPrefix(os.Getenv("HTTPS_PROXY"), "http://")
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", u, 2*time.Second)
+		if err == nil {
+			_, err = fmt.Fprintln(c, "hello from inside")
+			c.Close()
+		}
+	case "udp":
+		var c net.Conn
+		c, err = net.Dial("udp", arg)
+		if err == nil {
+			_, err = c.Write([]byte("exfiltrated"))
+			c.Close()
+		}
+	case "tiocsti":
+		// pushes a character into the input of the terminal on stdin
+		c := byte('#')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if e != 0 {
+			err = e
 		}
 	case "unshare":
 		err = unix.Unshare(unix.CLONE_NEWUSER)
