@@ -58,8 +58,10 @@ func TestTypeScriptSDKRelayThroughServerEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	w.path = append([]string{filepath.Dir(node)}, w.path...)
-	w.plugin("everything", "srv", "node", filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "stdio")
+	// Through the package's npm bin link: its npm tree is the program's
+	// runtime prefix, all a confined server may run and read of it.
+	w.path = append([]string{filepath.Join(dir, "node_modules", ".bin"), filepath.Dir(node)}, w.path...)
+	w.plugin("everything", "srv", "mcp-server-everything", "stdio")
 	const prefix = "everything__srv__"
 	w.policy("everything__*", "allow")
 	s := w.serve(1, "--http", "127.0.0.1:0", "--approval-timeout", "2s")

@@ -607,8 +607,9 @@ func TestListIsNotHeldByAServerThatHangs(t *testing.T) {
 	}
 	// The sync worker heard list_changed and now waits for the server.
 	testkit.Eventually(t, 20*time.Second, "the server's tools/list to be asked for after its list_changed", func() bool {
-		_, err := os.Stat(filepath.Join(e.paths.Root, "tools-list-stalled"))
-		return err == nil
+		// In the server's own temp directory (TMPDIR), under BERTH_HOME.
+		m, _ := filepath.Glob(filepath.Join(e.paths.Servers(), "demo", "*", "tmp", "*", "tools-list-stalled"))
+		return len(m) > 0
 	})
 	for i := range 2 {
 		start := time.Now()

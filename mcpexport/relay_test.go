@@ -340,8 +340,11 @@ func TestRelayLogging(t *testing.T) {
 // each audited; a client without the capability, a denying policy, and a
 // request outside any call are refused with an MCP error saying why.
 func TestRelaySamplingAndElicitation(t *testing.T) {
-	wire := filepath.Join(t.TempDir(), "plugin-wire")
-	e := newRelayEnvIn(t, "", []string{testrelay.WireEnv + "=" + wire}, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
+	// The plugin server records its wire in the workspace, the one
+	// place outside its own directories it may write (confined).
+	ws := t.TempDir()
+	wire := filepath.Join(ws, "plugin-wire")
+	e := newRelayEnvIn(t, ws, []string{testrelay.WireEnv + "=" + wire}, true, store.PolicyRule{Pattern: "rly__elicitation", Action: store.ActionAsk})
 	rc := e.client("2025-11-25", clientCaps{sampling: true, elicitation: true})
 	if got := rc.call(t, "sample", nil, nil); got != "sampled: Paris" {
 		t.Fatalf("sample: %q", got)

@@ -410,8 +410,10 @@ func TestTranscripts(t *testing.T) {
 		checkTranscript(t, "approval-queue", "A call approved in the queue: a 2025-11-25 client that cannot elicit waits while `berth approve` allows the call.", wireFile(w.transcript(t, ss.ID(), []string{id})))
 	})
 	t.Run("relayed-sampling", func(t *testing.T) {
-		pluginWire := filepath.Join(t.TempDir(), "plugin-wire")
-		e := newRelayEnvIn(t, transcriptWorkspace(t), []string{testrelay.WireEnv + "=" + pluginWire}, true)
+		// In the workspace: the confined plugin server may write there.
+		ws := transcriptWorkspace(t)
+		pluginWire := filepath.Join(ws, "plugin-wire")
+		e := newRelayEnvIn(t, ws, []string{testrelay.WireEnv + "=" + pluginWire}, true)
 		cs, ss, w := recordedClient(t, e.srv, legacy, &mcp.ClientOptions{
 			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 				return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "Paris"}}, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -52,6 +55,16 @@ type LaunchOptions struct {
 	// StartTimeout bounds the start and handshake; zero means
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Sandbox, when set, confines the plugin (sandbox.Wrap): go-plugin's
+	// socket directory is added to its Write paths and Unix sockets are
+	// allowed, since the plugin listens on one. Nil runs it unconfined.
+	Sandbox *sandbox.Policy
+	// SandboxOptions are Wrap's options.
+	SandboxOptions *sandbox.Options
+	// Egress serves the listener a launch with a host list returns (the
+	// caller's egress proxy); it owns ln. Required when Sandbox.Network is
+	// sandbox.NetworkHosts.
+	Egress func(ln net.Listener)
 }
 
 // Client is a running native tool provider. Its methods are safe for
@@ -120,7 +133,10 @@ func Launch(ctx context.Context, exe string, checksum [32]byte, opts *LaunchOpti
 		Level:  hclog.Debug,
 		Output: out,
 	})
-	r := &procRunner{exe: exe, checksum: checksum, env: env, dir: dir}
+	if opts.Sandbox != nil && opts.Sandbox.Network == sandbox.NetworkHosts && opts.Egress == nil {
+		return nil, fmt.Errorf("nativetool: the sandbox of %s has a host list but LaunchOptions.Egress is nil: nothing would serve its proxy", exe)
+	}
+	r := &procRunner{exe: exe, checksum: checksum, env: env, dir: dir, policy: opts.Sandbox, sbOpts: opts.SandboxOptions, egress: opts.Egress}
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  handshake(),
 		Plugins:          plugin.PluginSet{PluginName: &grpcPlugin{}},
@@ -184,6 +200,18 @@ func launchEnv(opts *LaunchOptions) ([]string, error) {
 		env = append(env, EnvWorkspace+"="+opts.Workspace)
 	}
 	return env, nil
+}
+
+// Enforcement is the confinement in effect for the plugin; nil when it
+// runs unconfined (LaunchOptions.Sandbox nil).
+func (c *Client) Enforcement() *sandbox.Enforcement {
+	c.runner.mu.Lock()
+	defer c.runner.mu.Unlock()
+	if c.runner.launch == nil {
+		return nil
+	}
+	e := c.runner.launch.Enforcement
+	return &e
 }
 
 // Pid returns the plugin's process ID, which is also its process group ID

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"github.com/berth-mcp/berth/internal/procgroup"
+	"github.com/berth-mcp/berth/sandbox"
 )
 
 // errAborted is returned by a launch whose context ended before the
@@ -37,6 +40,9 @@ type procRunner struct {
 	checksum [32]byte
 	env      []string
 	dir      string
+	policy   *sandbox.Policy // nil: unconfined
+	sbOpts   *sandbox.Options
+	egress   func(net.Listener)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -44,6 +50,7 @@ type procRunner struct {
 	stderr  io.ReadCloser
 	pid     int // 0 until started
 	aborted bool
+	launch  *sandbox.Launch // set by build when confined
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -88,6 +95,20 @@ func (r *procRunner) build(_ hclog.Logger, spec *exec.Cmd, tmpDir string) (runne
 	if r.stderr, err = cmd.StderrPipe(); err != nil {
 		return fail(err)
 	}
+	if r.policy != nil {
+		p := *r.policy
+		sock, err := filepath.EvalSymlinks(tmpDir)
+		if err != nil {
+			return fail(fmt.Errorf("nativetool: the socket directory %s: %w", tmpDir, err))
+		}
+		p.Write = append(slices.Clone(p.Write), sock)
+		p.UnixSockets = true
+		if r.launch, err = sandbox.Wrap(cmd, &p, r.sbOpts); err != nil {
+			_ = r.stdout.Close()
+			_ = r.stderr.Close()
+			return fail(fmt.Errorf("nativetool: confining %s: %w", r.exe, err))
+		}
+	}
 	r.cmd = cmd
 	return r, nil
 }
@@ -100,7 +121,19 @@ func (r *procRunner) Start(context.Context) error {
 		_ = r.stderr.Close()
 		return errAborted
 	}
-	if err := r.cmd.Start(); err != nil {
+	err := r.cmd.Start()
+	if r.launch != nil {
+		ln, lerr := r.launch.Started(err)
+		if err == nil && lerr != nil {
+			procgroup.Kill(r.cmd.Process.Pid)
+			_ = r.cmd.Wait()
+			return fmt.Errorf("nativetool: confining %s: %w", r.exe, lerr)
+		}
+		if err == nil && ln != nil {
+			r.egress(ln)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("nativetool: starting %s: %w", r.exe, err)
 	}
 	r.pid = r.cmd.Process.Pid

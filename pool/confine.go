@@ -38,6 +38,11 @@ type policyInput struct {
 	// extraRead and extraWrite are berth's own additions for this start
 	// (a runtime fetcher's configuration files and run directory).
 	extraRead, extraWrite []string
+	// pathList is the server's PATH: its directories are readable and
+	// executable (pathExec), so that a wrapper can run what it names.
+	pathList string
+	// state is BERTH_HOME: no writable path may hold it.
+	state string
 	// undeclaredNone is the operator's sandbox-undeclared-network none.
 	undeclaredNone bool
 	unixSockets    bool
@@ -67,6 +72,7 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		}
 		p.Exec = append(p.Exec, prefixes...)
 	}
+	p.Exec = append(p.Exec, pathExec(in.pathList, ws, in.home)...)
 	for _, f := range in.fetched {
 		d, err := realDir(f)
 		if err != nil {
@@ -140,6 +146,15 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 	case in.undeclaredNone:
 		p.Network = sandbox.NetworkNone
 	}
+	if in.state != "" {
+		if st, err := filepath.EvalSymlinks(in.state); err == nil {
+			for _, w := range p.Write {
+				if within(st, w) {
+					return nil, permanent("server %s: berth's state directory %s is inside %s, which the server may write: it could change berth's own configuration and records; move BERTH_HOME out of the workspace [%s]", in.id, st, w, RuleSandboxStateWritable)
+				}
+			}
+		}
+	}
 	for _, l := range []*[]string{&p.Exec, &p.Read, &p.Write, &p.Hosts} {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
@@ -198,7 +213,7 @@ func filepathValid(rest string) bool {
 
 // runtimePrefixes returns what of prog's installation the server may read
 // and execute: the prefix of the program as found (the parent of its bin
-// directory, else its directory) and, when it is a symlink, that of its
+// directory, or of an npm tree's node_modules/.bin, else its directory) and, when it is a symlink, that of its
 // target (npx → npm's own tree). A prefix that would hold the workspace,
 // the home directory itself or the whole file system narrows to the
 // program's own directory; a program inside the workspace is refused (the
@@ -221,7 +236,7 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 			continue // the bundle is executable already
 		}
 		cands := []string{d}
-		if filepath.Base(d) == "bin" {
+		if b := filepath.Base(d); b == "bin" || b == ".bin" { // .bin: an npm tree's node_modules/.bin
 			cands = []string{filepath.Dir(d), d}
 		}
 		chosen := ""
@@ -238,6 +253,63 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 		out = append(out, chosen)
 	}
 	return out, nil
+}
+
+// maxPathEntries bounds how many entries of one PATH directory pathExec
+// looks at for symlinks.
+const maxPathEntries = 4096
+
+// pathExec returns what of the server's PATH it may read and execute: each
+// absolute directory on it (symlinks resolved), and the directory of each
+// symlinked program in it (~/.local/bin/tool → the tool's own directory),
+// never a directory that is or holds the workspace or the home
+// directory, nor one inside the workspace, nor /. The base set (/usr,
+// /bin, ...) is the launcher's already.
+func pathExec(pathList, ws, home string) []string {
+	var out []string
+	ok := func(d string) bool {
+		return d != filepath.Dir(d) && !within(ws, d) && !within(d, ws) && (home == "" || !within(home, d))
+	}
+	for _, e := range filepath.SplitList(pathList) {
+		if e == "" || !filepath.IsAbs(e) {
+			continue
+		}
+		d, err := realDir(e)
+		if err != nil || !ok(d) || inBase(d) {
+			continue
+		}
+		out = append(out, d)
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		if len(ents) > maxPathEntries {
+			ents = ents[:maxPathEntries]
+		}
+		for _, ent := range ents {
+			if ent.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			t, err := filepath.EvalSymlinks(filepath.Join(d, ent.Name()))
+			if err != nil {
+				continue
+			}
+			if td := filepath.Dir(t); ok(td) && !inBase(td) && !within(td, d) {
+				out = append(out, td)
+			}
+		}
+	}
+	return out
+}
+
+// inBase reports whether d is under the launcher's base set of programs.
+func inBase(d string) bool {
+	for _, b := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		if within(d, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // within reports whether path is dir or below it (both clean, absolute).
@@ -360,13 +432,22 @@ func unconfined(why string) sandbox.Enforcement {
 // sandbox-require.
 const RuleSandboxRequired = "sandbox-required"
 
+// RuleSandboxStateWritable is the rule of a server whose writable paths
+// (the workspace) hold berth's state directory.
+const RuleSandboxStateWritable = "sandbox-state-writable"
+
+// RuleSandboxFetchAtStart is the rule of a runtime-fetched server that
+// would fetch its package at start: under confinement it runs only from a
+// tree staged at trust.
+const RuleSandboxFetchAtStart = "sandbox-fetch-at-start"
+
 // confine decides how one start of s is confined. prog is the resolved
 // program, pathList the server's PATH; extraRead and extraWrite are
 // berth's own additions (a runtime fetcher's files). A server the operator
 // listed in sandbox-unconfined runs unconfined; with sandbox-require on, a
 // server without a declaration, or on a host that cannot confine, is
 // refused.
-func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, unixSockets bool) (*confinement, error) {
+func (s *server) confine(prog, pathList string, extraRead, extraWrite, fetchedTrees []string, unixSockets bool) (*confinement, error) {
 	set := s.p.sandboxSettings()
 	var decl *bundle.Sandbox
 	if s.spec != nil {
@@ -406,11 +487,9 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, 
 		}
 	}
 	in := &policyInput{id: s.id, decl: decl, bundleDir: s.pl.dir, workspace: s.p.workspace, program: prog,
-		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite,
+		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite, pathList: pathList, fetched: fetchedTrees, state: s.p.paths.Root,
 		undeclaredNone: set.UndeclaredNetwork == "none", unixSockets: unixSockets}
-	if within(prog, s.pl.dir) || strings.HasPrefix(prog, s.pl.dir+string(filepath.Separator)) {
-		in.interpreter = scriptInterpreter(prog, pathList)
-	}
+	in.interpreter = scriptInterpreter(prog, pathList)
 	pol, err := buildPolicy(in)
 	if err != nil {
 		cleanup()
@@ -418,8 +497,11 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite []string, 
 	}
 	env := map[string]string{"TMPDIR": tmp, "XDG_CACHE_HOME": cache}
 	if len(extraWrite) > 0 {
-		// A runtime fetcher: npm's cache is ~/.npm, which the server may
-		// not write; uv and pip follow XDG_CACHE_HOME.
+		// A runtime fetcher that fetches at start (one not staged at
+		// trust): npm's cache is ~/.npm, which the server may not write.
+		// uv and pip follow XDG_CACHE_HOME. What it fetches there is not
+		// executable (the launcher keeps writable paths non-executable):
+		// such a server runs from the tree staged at trust instead.
 		env["npm_config_cache"] = filepath.Join(cache, "npm")
 	}
 	return &confinement{policy: pol, opts: &sandbox.Options{Require: set.Require}, upstream: set.UpstreamProxy, cleanup: cleanup, env: env}, nil
@@ -440,3 +522,37 @@ func (s *server) setEnforcement(e *sandbox.Enforcement) {
 	s.enforcement = e
 	s.mu.Unlock()
 }
+
+// SandboxStatus is a local server's confinement as berth status shows it:
+// the enforcement of its last start and what its manifest declares.
+type SandboxStatus struct {
+	sandbox.Enforcement
+	// Declared is whether the manifest declares a sandbox; false means the
+	// default profile.
+	Declared bool `json:"declared"`
+	// NetworkDeclared is whether it declares its network; false means the
+	// network is undeclared (open unless sandbox-undeclared-network is
+	// none).
+	NetworkDeclared bool `json:"networkDeclared"`
+}
+
+// sandboxStatusLocked is Status's view of s's confinement; s.mu is held.
+func (s *server) sandboxStatusLocked() *SandboxStatus {
+	if s.enforcement == nil {
+		return nil
+	}
+	var decl *bundle.Sandbox
+	if s.spec != nil {
+		decl = s.spec.Sandbox
+	} else if s.native != nil {
+		decl = s.native.Sandbox
+	}
+	st := &SandboxStatus{Enforcement: *s.enforcement, Declared: decl != nil, NetworkDeclared: decl != nil && decl.Network != nil}
+	st.ProxyHosts = slices.Clone(st.ProxyHosts)
+	st.NotEnforced = slices.Clone(st.NotEnforced)
+	return st
+}
+
+// SandboxSettings returns the operator's sandbox settings as the pool
+// applies them.
+func (p *Pool) SandboxSettings() store.SandboxSettings { return p.sandboxSettings() }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,5 +230,62 @@ func TestServerDirs(t *testing.T) {
 	cleanup()
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Errorf("the temp directory outlived its start: %v", err)
+	}
+}
+
+func TestSandboxRequireRefusesUndeclared(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"srv": testServer("-tools", "echo")})
+	if _, err := f.store.SetSandbox(context.Background(), store.SandboxKeyRequire, "on"); err != nil {
+		t.Fatal(err)
+	}
+	p := f.open(nil)
+	st := status(t, p, "demo__srv")
+	if st.State != StateFailed || !st.GaveUp {
+		t.Fatalf("a server without a declaration under sandbox-require: %s (gave up %v), want failed for good", st.State, st.GaveUp)
+	}
+	for _, want := range []string{"demo__srv", "declares no sandbox", RuleSandboxRequired, "sandbox-unconfined demo__srv", "sandbox-require off"} {
+		if !strings.Contains(st.LastError, want) {
+			t.Errorf("the refusal %q does not say %q", st.LastError, want)
+		}
+	}
+	if st.PID != 0 {
+		t.Errorf("the refused server runs as pid %d", st.PID)
+	}
+}
+
+func TestSandboxUnconfinedByOperator(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("demo", map[string]any{"srv": testServer("-tools", "echo")})
+	ctx := context.Background()
+	for k, v := range map[string]string{store.SandboxKeyRequire: "on", store.SandboxKeyUnconfined: "demo__srv"} {
+		if _, err := f.store.SetSandbox(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := f.open(nil)
+	st := status(t, p, "demo__srv")
+	if st.State != StateRunning {
+		t.Fatalf("a server the operator runs unconfined: %s %s", st.State, st.LastError)
+	}
+	if st.Sandbox == nil || st.Sandbox.Confined || !strings.Contains(st.Sandbox.Unconfined, "sandbox-unconfined") {
+		t.Fatalf("its status: %+v, want unconfined by the operator", st.Sandbox)
+	}
+}
+
+func TestPolicyRefusesStateInWorkspace(t *testing.T) {
+	f := newPolicyFixture(t)
+	in := f.input(nil)
+	in.state = filepath.Join(f.ws, ".berth-home")
+	if err := os.MkdirAll(in.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := buildPolicy(in)
+	if err == nil || !strings.Contains(err.Error(), RuleSandboxStateWritable) || !strings.Contains(err.Error(), "BERTH_HOME") {
+		t.Fatalf("BERTH_HOME inside the workspace: %v, want refused", err)
+	}
+	in.state = filepath.Join(f.root, "berth")
+	if _, err := buildPolicy(in); err != nil {
+		t.Fatalf("BERTH_HOME beside the workspace: %v", err)
 	}
 }

@@ -25,14 +25,16 @@ func TestServerEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	for _, mode := range []string{"stdio", "sse", "streamable-http"} {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t)
 			var srv map[string]any
 			switch mode {
 			case "stdio":
-				srv = map[string]any{"stdio": map[string]any{"command": "node", "args": []string{entry, "stdio"}}}
+				// Through the package's bin link, so that its npm tree is
+				// the program's runtime prefix (docs/pool.md): confined, the
+				// server reads nothing outside it.
+				srv = map[string]any{"stdio": map[string]any{"command": "mcp-server-everything", "args": []string{"stdio"}}}
 			default:
 				port := freePort(t)
 				arg, path := "sse", "/sse"
@@ -51,7 +53,7 @@ func TestServerEverything(t *testing.T) {
 			}
 			f.plugin("everything", map[string]any{"ev": srv})
 			p := f.open(func(o *Options) {
-				o.BaseEnv = []string{"PATH=" + filepath.Dir(node) + ":/usr/bin:/bin", "HOME=" + f.home}
+				o.BaseEnv = []string{"PATH=" + filepath.Join(dir, "node_modules", ".bin") + ":" + filepath.Dir(node) + ":/usr/bin:/bin", "HOME=" + f.home}
 			})
 			st := status(t, p, "everything__ev")
 			if st.State != StateRunning {

@@ -19,6 +19,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/procgroup"
 	"github.com/berth-mcp/berth/nativetool"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -70,15 +71,53 @@ func (s *server) connectNative(c *conn) ([]*mcp.Tool, error) {
 		hook(exe)
 	}
 	w := &lineWriter{out: s.out}
-	cl, err := nativetool.Launch(c.ctx, exe, sum, &nativetool.LaunchOptions{
-		Env:          slices.Clone(s.p.baseEnv),
+	conf, err := s.confine(exe, envValue(s.p.baseEnv, "PATH"), nil, nil, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var egress *egressProxy
+	lo := &nativetool.LaunchOptions{
+		Env:          overrideEnv(slices.Clone(s.p.baseEnv), conf.env),
 		Workspace:    s.p.workspace,
 		Dir:          s.pl.dir,
 		Stderr:       w,
 		StartTimeout: s.startup,
-	})
+	}
+	if conf.policy != nil {
+		lo.Sandbox, lo.SandboxOptions = conf.policy, conf.opts
+		if conf.policy.Network == sandbox.NetworkHosts {
+			egress, err = newEgressProxy(s.id, conf.policy.Hosts, conf.upstream, s.out.event)
+			if err != nil {
+				conf.done()
+				return nil, permanent("native tool provider %s: %v", s.id, err)
+			}
+			lo.Egress = egress.serve
+		}
+	}
+	cl, err := nativetool.Launch(c.ctx, exe, sum, lo)
+	release := func() {
+		if egress != nil {
+			egress.close()
+		}
+		conf.done()
+	}
+	if err == nil {
+		if e := cl.Enforcement(); e != nil {
+			conf.enf = *e
+		}
+		s.setEnforcement(&conf.enf)
+		context.AfterFunc(c.ctx, release)
+	} else {
+		release()
+		if conf.policy == nil {
+			s.setEnforcement(&conf.enf)
+		}
+	}
 	if err != nil {
 		w.flush()
+		if errors.Is(err, sandbox.ErrNotEnforced) {
+			return nil, permanent("native tool provider %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
+		}
 		var ce *nativetool.ChecksumError
 		if errors.As(err, &ce) {
 			return nil, &launchDriftError{plugin: s.pl.name + "@" + s.pl.version, err: ce}

@@ -266,17 +266,21 @@ func TestNativeEnvironment(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR"} {
+	for _, k := range []string{"PATH", "HOME", "LANG"} {
 		if env[k] != host[k] {
 			t.Errorf("%s=%q, want %q", k, env[k], host[k])
 		}
+	}
+	// Its own temp and cache directories, never the host's.
+	if filepath.Dir(env["TMPDIR"]) != f.paths.ServerTmp("acme", "tp") || env["XDG_CACHE_HOME"] != f.paths.ServerCache("acme", "tp") {
+		t.Errorf("TMPDIR=%q XDG_CACHE_HOME=%q, want the provider's own under %s", env["TMPDIR"], env["XDG_CACHE_HOME"], f.paths.Servers())
 	}
 	if env[nativetool.EnvWorkspace] != f.ws {
 		t.Errorf("%s=%q, want %q", nativetool.EnvWorkspace, env[nativetool.EnvWorkspace], f.ws)
 	}
 	for k := range env {
 		switch {
-		case k == "PATH", k == "HOME", k == "LANG", k == "TMPDIR", k == nativetool.EnvWorkspace, k == nativetool.MagicCookieKey, strings.HasPrefix(k, "PLUGIN_"):
+		case k == "PATH", k == "HOME", k == "LANG", k == "TMPDIR", k == "XDG_CACHE_HOME", k == nativetool.EnvWorkspace, k == nativetool.MagicCookieKey, strings.HasPrefix(k, "PLUGIN_"):
 		default:
 			t.Errorf("unexpected variable %s in the provider's environment", k)
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
-	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
@@ -779,7 +778,7 @@ type ServerStatus struct {
 	Sources []SourceStatus `json:"sources,omitempty"`
 	// Sandbox is the confinement of a local server's last start
 	// (docs/sandbox.md §Status); nil for a remote or before a start.
-	Sandbox *sandbox.Enforcement `json:"sandbox,omitempty"`
+	Sandbox *SandboxStatus `json:"sandbox,omitempty"`
 	// SignIn is, for a remote that signs in with OAuth (auth.oauth),
 	// who is signed in and until when, or the command that signs in.
 	SignIn *SignInStatus `json:"signIn,omitempty"`
@@ -804,7 +803,7 @@ func (p *Pool) Status() []ServerStatus {
 			s.mu.Lock()
 			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, Kind: KindServer, State: s.state, Transport: s.kind,
 				Restarts: s.restarts, RestartsInRow: s.inRow, GaveUp: s.gaveUp, Err: s.lastErr,
-				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources), Sandbox: s.enforcement}
+				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources), Sandbox: s.sandboxStatusLocked()}
 			if s.native != nil {
 				st.Kind = KindNative
 			}

@@ -55,13 +55,14 @@ func TestStdioServer(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "always fails") {
 		t.Fatalf("fail: %v %+v", err, res)
 	}
-	// The environment is the base plus the declared variable, nothing else.
+	// The environment is the base plus the declared variable and the
+	// server's own temp and cache directories, nothing else.
 	env := strings.Split(callText(t, p, "demo__main__env", "{}"), "\n")
 	var names []string
 	for _, kv := range env {
 		names = append(names, strings.SplitN(kv, "=", 2)[0])
 	}
-	if want := []string{"DEMO_TOKEN", "HOME", "LANG", "PATH"}; !slices.Equal(names, want) {
+	if want := []string{"DEMO_TOKEN", "HOME", "LANG", "PATH", "TMPDIR", "XDG_CACHE_HOME"}; !slices.Equal(names, want) {
 		t.Fatalf("env names %v, want %v", names, want)
 	}
 	if !slices.Contains(env, "DEMO_TOKEN=s3cret") {

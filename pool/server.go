@@ -480,7 +480,11 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		conf, err := s.confine(sp.path, envValue(sp.env, "PATH"), sp.fetchRead, sp.fetchWrite, false)
+		conf, err := s.confine(sp.path, envValue(sp.env, "PATH"), sp.fetchRead, sp.fetchWrite, sp.fetchedTrees, false)
+		if err == nil && conf.policy != nil && sp.fetchWrite != nil {
+			conf.done()
+			err = permanent("server %s fetches its package when it starts (%s), and what a confined server writes is never executable; re-trust the plugin with a berth that stages the package at trust (docs/sandbox.md), or run it unconfined with berth config set sandbox-unconfined %s [%s]", s.id, sp.argv[0], s.id, RuleSandboxFetchAtStart)
+		}
 		if err != nil {
 			if sp.cleanup != nil {
 				sp.cleanup()

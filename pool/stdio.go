@@ -45,6 +45,11 @@ type spawnSpec struct {
 	// berth's own files under confinement: its package managers'
 	// configuration (read) and its run directory (write).
 	fetchRead, fetchWrite []string
+	// fetchedTrees are the staged fetched trees (fetched.Lock) a
+	// runtime-fetched server starts from: readable and executable under
+	// confinement. The start from a staged tree sets them and leaves
+	// fetchWrite nil (nothing is fetched at start).
+	fetchedTrees []string
 }
 
 // envValue returns the value of name in env ("NAME=value" entries).

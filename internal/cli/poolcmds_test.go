@@ -52,7 +52,9 @@ func TestPoolScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("FIXTURES", fixtures)
-			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
+			// Beside the workspace ($WORK), never in it: berth refuses to
+			// confine a server whose writable workspace holds its state.
+			env.Setenv("BERTH_HOME", env.WorkDir+".berth-home")
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("NATIVE_BIN", bin)
 			return nil
@@ -78,7 +80,9 @@ func TestKeychainScripts(t *testing.T) {
 		UpdateScripts:       *updateScripts,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
+			// Beside the workspace ($WORK), never in it: berth refuses to
+			// confine a server whose writable workspace holds its state.
+			env.Setenv("BERTH_HOME", env.WorkDir+".berth-home")
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("DBUS_SESSION_BUS_ADDRESS", svc.Address)
 			return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
 )
@@ -29,7 +30,9 @@ for each variable a server reads (fromEnv) whether it was set when the
 server started and where from (the environment or berth's secret store),
 never its value, and for each remote that signs in with OAuth who is
 signed in, at which authorization server, with which scopes and until
-when (never a token). A remote that asked for a sign-in berth could not
+when (never a token), and for each local server the confinement in effect
+(Landlock ABI, seccomp, namespaces, the proxy's hosts, or "UNCONFINED" and
+why) with the operator's sandbox settings (docs/sandbox.md). A remote that asked for a sign-in berth could not
 give it waits for one and shows "needs sign-in: berth login
 PLUGIN__SERVER"; one that has not asked (a server that may ask, as
 registry remotes imported with "oauth": {}, and works without a token)
@@ -69,7 +72,7 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 		if sts == nil {
 			sts = []pool.ServerStatus{}
 		}
-		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir()}); err != nil {
+		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings())}); err != nil {
 			return err
 		}
 		return verdict
@@ -102,6 +105,7 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	}
 	a.statusSources(sts)
 	a.statusSignIns(sts, time.Now())
+	a.statusSandbox(sts, p.SandboxSettings())
 	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
 }
@@ -269,4 +273,114 @@ func oneLine(s string, n int) string {
 type statusJSON struct {
 	Servers   []pool.ServerStatus `json:"servers"`
 	Workspace string              `json:"workspace"`
+	// Sandbox are the operator's sandbox settings and what this host can
+	// enforce (docs/sandbox.md §Status).
+	Sandbox statusSandboxJSON `json:"sandbox"`
+}
+
+// statusSandboxJSON is the "sandbox" object of status --json.
+type statusSandboxJSON struct {
+	UndeclaredNetwork string           `json:"undeclaredNetwork"`
+	Require           bool             `json:"require"`
+	Unconfined        []string         `json:"unconfined"`
+	UpstreamProxy     string           `json:"upstreamProxy"`
+	Host              *sandbox.Support `json:"host"`
+}
+
+func newStatusSandbox(sb store.SandboxSettings) statusSandboxJSON {
+	un := sb.Unconfined
+	if un == nil {
+		un = []string{}
+	}
+	return statusSandboxJSON{UndeclaredNetwork: sb.Value(store.SandboxKeyUndeclaredNetwork), Require: sb.Require,
+		Unconfined: un, UpstreamProxy: sb.UpstreamProxy, Host: sandbox.Probe()}
+}
+
+// statusSandbox prints the confinement of every local server and the
+// operator's sandbox settings.
+func (a *app) statusSandbox(sts []pool.ServerStatus, sb store.SandboxSettings) {
+	w := a.stdout
+	sup := sandbox.Probe()
+	fmt.Fprintf(w, "\nConfinement (docs/sandbox.md). This host: %s.\n", hostSupport(sup))
+	fmt.Fprintf(w, "  settings: sandbox-undeclared-network %s, sandbox-require %s, sandbox-unconfined %s, sandbox-upstream-proxy %s\n",
+		sb.Value(store.SandboxKeyUndeclaredNetwork), sb.Value(store.SandboxKeyRequire), orQuoted(sb.Value(store.SandboxKeyUnconfined)), orQuoted(sb.UpstreamProxy))
+	for _, s := range sts {
+		if s.Transport != pool.TransportStdio && s.Transport != pool.TransportNative {
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s\n", s.ID, enforcementLine(s.Sandbox))
+	}
+}
+
+func orQuoted(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// hostSupport says what this host can enforce, for a person.
+func hostSupport(s *sandbox.Support) string {
+	var parts []string
+	if s.LandlockABI > 0 {
+		parts = append(parts, fmt.Sprintf("Landlock ABI %d", s.LandlockABI))
+	}
+	if s.Seccomp {
+		parts = append(parts, "seccomp")
+	}
+	if s.UserNamespaces {
+		parts = append(parts, "user and network namespaces")
+	}
+	if s.Seatbelt {
+		parts = append(parts, "Seatbelt")
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no confinement ("+s.OS+")")
+	}
+	out := strings.Join(parts, ", ")
+	if len(s.Notes) > 0 {
+		out += "; " + strings.Join(s.Notes, "; ")
+	}
+	return out
+}
+
+// enforcementLine is one server's confinement, for a person.
+func enforcementLine(e *pool.SandboxStatus) string {
+	if e == nil {
+		return "not started yet"
+	}
+	if !e.Confined {
+		return "UNCONFINED (runs with your rights): " + e.Unconfined
+	}
+	var parts []string
+	switch {
+	case e.Mechanism == "landlock":
+		parts = append(parts, fmt.Sprintf("landlock ABI %d", e.LandlockABI))
+	default:
+		parts = append(parts, e.Mechanism)
+	}
+	if e.Seccomp {
+		parts = append(parts, "seccomp")
+	}
+	if e.NoNewPrivs {
+		parts = append(parts, "no_new_privs")
+	}
+	profile := "declared"
+	if !e.Declared {
+		profile = "default profile"
+	}
+	net := "network " + e.Network
+	switch {
+	case e.Network == sandbox.NetworkHosts:
+		net = "network through berth's proxy to " + strings.Join(e.ProxyHosts, ", ")
+	case e.Network == sandbox.NetworkNone:
+		net = "no network"
+	case !e.NetworkDeclared:
+		net = "network open (undeclared)"
+	}
+	line := fmt.Sprintf("confined (%s): %s; %s", profile, strings.Join(parts, ", "), net)
+	if len(e.NotEnforced) > 0 {
+		line += "; NOT ENFORCED on this host: " + strings.Join(e.NotEnforced, "; ")
+	}
+	return line
 }

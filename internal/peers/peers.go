@@ -4,7 +4,9 @@
 // and benchmarks run against, and builds commands that run them.
 //
 // The peers are npm packages pinned in testdata/peers/package.json and
-// package-lock.json: @modelcontextprotocol/server-everything, the inspector
+// package-lock.json: @modelcontextprotocol/server-everything,
+// @modelcontextprotocol/server-filesystem (run from node_modules/.bin by the
+// confinement tests of package pool), the inspector
 // CLI, two versions of the conformance suite, the TypeScript SDK,
 // supergateway, mcp-proxy, npm (for its npx), oidc-provider (the
 // authorization server of internal/oidctest), and a Node.js 22 binary

@@ -25,16 +25,16 @@ type textArgs struct {
 // resource, demo://up/static, and a template, demo://up/item/{id}.
 // echo of the text "stall tools/list" makes the server hang: it adds a
 // tool "late" (so its client hears tools/list_changed) and answers no
-// tools/list from then on, creating $HOME/tools-list-stalled when one
-// arrives.
+// tools/list from then on, creating $TMPDIR/tools-list-stalled when one
+// arrives (the server's own temp directory, which berth gives it).
 func Main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
 	var stall atomic.Bool
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/list" && stall.Load() {
-				// Tell the test a list hangs: $HOME/tools-list-stalled.
-				os.WriteFile(filepath.Join(os.Getenv("HOME"), "tools-list-stalled"), nil, 0o600)
+				// Tell the test a list hangs: $TMPDIR/tools-list-stalled.
+				os.WriteFile(filepath.Join(os.TempDir(), "tools-list-stalled"), nil, 0o600)
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}

@@ -16,6 +16,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,6 +71,41 @@ type slowArgs struct {
 }
 
 type empty struct{}
+
+type readArgs struct {
+	Path string `json:"path"`
+}
+
+type fetchArgs struct {
+	URL string `json:"url"`
+}
+
+// fetch GETs u through the proxy of the environment, which Go's own
+// ProxyFromEnvironment would skip for loopback hosts; without one it
+// connects directly.
+func fetch(ctx context.Context, u string) string {
+	tr := &http.Transport{}
+	for _, k := range []string{"HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
+		if v := os.Getenv(k); v != "" {
+			if pu, err := url.Parse(v); err == nil {
+				tr.Proxy = http.ProxyURL(pu)
+				break
+			}
+		}
+	}
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	resp, err := c.Do(r)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return fmt.Sprintf("%d %s", resp.StatusCode, b)
+}
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -184,6 +221,22 @@ func NewServer(cfg *Config) *mcp.Server {
 			func(ctx context.Context, req *mcp.CallToolRequest, in empty) (*mcp.CallToolResult, any, error) {
 				wd, _ := os.Getwd()
 				b, _ := json.Marshal(map[string]any{"cwd": wd, "args": os.Args[1:]})
+				return text(string(b)), nil, nil
+			})
+	}
+	if slices.Contains(cfg.Tools, "fetch") { // only when named: it reaches the network
+		mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "GETs a URL through the proxy HTTP_PROXY names (for every host, loopback too), and returns the status and body."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in fetchArgs) (*mcp.CallToolResult, any, error) {
+				return text(fetch(ctx, in.URL)), nil, nil
+			})
+	}
+	if slices.Contains(cfg.Tools, "readfile") { // only when named: it reads any path
+		mcp.AddTool(s, &mcp.Tool{Name: "readfile", Description: "Returns the content of a file, or the error reading it."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in readArgs) (*mcp.CallToolResult, any, error) {
+				b, err := os.ReadFile(in.Path)
+				if err != nil {
+					return text("error: " + err.Error()), nil, nil
+				}
 				return text(string(b)), nil, nil
 			})
 	}
