@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // echoServer is the probe's echo mode started under p (nil: unconfined),
@@ -16,6 +18,10 @@ type echoServer struct {
 	in  io.WriteCloser
 	out *bufio.Reader
 }
+
+// benchLauncher is the launcher the benchmarks use: "" (this test binary)
+// or the berth binary BenchmarkStartBerth builds.
+var benchLauncher string
 
 func startEcho(b *testing.B, p *Policy) *echoServer {
 	cmd := exec.Command(probePath(), "echo")
@@ -32,7 +38,7 @@ func startEcho(b *testing.B, p *Policy) *echoServer {
 			b.Fatal(err)
 		}
 	} else {
-		l, err := Wrap(cmd, p, nil)
+		l, err := Wrap(cmd, p, &Options{Launcher: benchLauncher})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -71,6 +77,16 @@ func benchPolicies(b *testing.B) map[string]*Policy {
 	}
 	Probe() // cached before any timing
 	return map[string]*Policy{"unconfined": nil, "open": p(NetworkOpen), "none": p(NetworkNone), "hosts": p(NetworkHosts)}
+}
+
+// BenchmarkStartBerth is BenchmarkStart with the berth binary as the
+// launcher, as berth runs it: its package initialisation is part of the
+// cost.
+func BenchmarkStartBerth(b *testing.B) {
+	dir := b.TempDir()
+	benchLauncher = testkit.Program(b, dir, "github.com/berth-mcp/berth/cmd/berth")
+	defer func() { benchLauncher = "" }()
+	BenchmarkStart(b)
 }
 
 // BenchmarkStart is the start-up cost of confinement: start the echo server,

@@ -172,7 +172,12 @@ func (l *Launch) Started(startErr error) (net.Listener, error) { return l.starte
 
 // Main runs the launcher when this process was started as one, and never
 // returns then; otherwise it returns at once. cmd/berth's main and the
-// TestMain of every package whose tests start servers call it first.
+// TestMain of every package whose tests start servers call it first. On
+// Linux the launcher already runs in the initialisation of a package that
+// package sandbox imports (before berth's other packages initialise, which
+// keeps a confined start cheap), so a launcher never reaches Main; the call
+// states the contract and keeps a program that could be a launcher from
+// doing anything else first.
 func Main() { launcherMain() }
 
 // launcherEnv is the variable that tells Main it runs as the launcher; its

@@ -1,7 +1,10 @@
 package sandbox
 
 import (
+	"encoding/binary"
+
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,11 +96,23 @@ func seccompPolicy(p *Policy, abi int, netns bool) seccomp.Policy {
 	}
 }
 
-// loadSeccomp installs the filter on every thread (TSYNC).
-func loadSeccomp(p *Policy, abi int, netns bool) error {
-	return seccomp.LoadFilter(seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy:     seccompPolicy(p, abi, netns),
-	})
+// seccompProgram is the assembled filter for p, as the launcher loads it:
+// 8-byte sock_filter entries, little-endian.
+func seccompProgram(p *Policy, abi int, netns bool) ([]byte, error) {
+	pol := seccompPolicy(p, abi, netns)
+	insts, err := pol.Assemble()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, 8*len(raw))
+	for _, r := range raw {
+		out = binary.LittleEndian.AppendUint16(out, r.Op)
+		out = append(out, r.Jt, r.Jf)
+		out = binary.LittleEndian.AppendUint32(out, r.K)
+	}
+	return out, nil
 }

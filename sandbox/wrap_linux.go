@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,26 +16,9 @@ import (
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
-)
 
-// launchSpec is what berth tells the launcher, as JSON on an inherited
-// pipe (never argv, never the environment).
-type launchSpec struct {
-	// Path, Args and Env are the server's program, argv and environment.
-	Path string   `json:"path"`
-	Args []string `json:"args"`
-	Env  []string `json:"env"`
-	// Policy is the server's authority.
-	Policy Policy `json:"policy"`
-	// NetNS is set when the launcher runs in its own user and network
-	// namespace (Policy.Network none or hosts on a host with namespaces).
-	NetNS bool `json:"netns"`
-	// ABI is the Landlock ABI berth reported in the Enforcement; the
-	// launcher refuses to run with less.
-	ABI int `json:"abi"`
-	// Seccomp is whether berth reported seccomp in the Enforcement.
-	Seccomp bool `json:"seccomp"`
-}
+	"github.com/berth-mcp/berth/sandbox/internal/launcher"
+)
 
 // startTimeout bounds the wait for the launcher to exec the server.
 const startTimeout = 30 * time.Second
@@ -46,24 +29,46 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := launchSpec{
-		Path:    cmd.Path,
-		Args:    append([]string(nil), cmd.Args...),
-		Env:     cmd.Environ(),
-		Policy:  *p,
-		NetNS:   e.NetworkNamespace,
-		ABI:     e.LandlockABI,
-		Seccomp: e.Seccomp,
+	netns := e.NetworkNamespace
+	bridge := netns && p.Network == NetworkHosts
+	env := withoutEnv(cmd.Environ(), launcherEnv)
+	if bridge {
+		env = proxyEnv(env, launcher.BridgePort)
 	}
-	body, err := json.Marshal(&spec)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: encoding the launch: %w", err)
+	var flags uint32
+	if netns {
+		flags |= launcher.FlagNetNS
+	}
+	if bridge {
+		flags |= launcher.FlagBridge
 	}
 	l := &Launch{Enforcement: e, cmd: cmd}
 	fail := func(err error) (*Launch, error) {
 		l.closeAll()
 		return nil, err
 	}
+	var ruleset *os.File
+	var llFlags uint32
+	if e.LandlockABI > 0 {
+		fd, fl, err := landlockRuleset(p, e.LandlockABI, netns, bridge)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: Landlock ruleset: %w", err)
+		}
+		ruleset = os.NewFile(uintptr(fd), "sandbox-ruleset")
+		l.closeAfterStart = append(l.closeAfterStart, ruleset)
+		llFlags = fl
+		flags |= launcher.FlagLandlock
+	}
+	var prog []byte
+	if e.Seccomp {
+		prog, err = seccompProgram(p, e.LandlockABI, netns)
+		if err != nil {
+			return fail(fmt.Errorf("sandbox: seccomp program: %w", err))
+		}
+		flags |= launcher.FlagSeccomp
+	}
+	body := encodeSpec(flags, llFlags, cmd.Path, cmd.Args, env, prog)
+
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return fail(fmt.Errorf("sandbox: a pipe for the launcher: %w", err))
@@ -76,20 +81,26 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 	}
 	l.status = statusR
 	l.closeAfterStart = append(l.closeAfterStart, statusW)
-	first := 3 + len(cmd.ExtraFiles)
+	next := 3 + len(cmd.ExtraFiles)
 	files := []*os.File{specR, statusW}
-	bridgeFD := -1
-	if e.NetworkNamespace && p.Network == NetworkHosts {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds := []int{next, next + 1, -1, -1}
+	next += 2
+	if bridge {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			specW.Close()
 			return fail(fmt.Errorf("sandbox: a socket pair for the egress bridge: %w", err))
 		}
-		l.bridge = os.NewFile(uintptr(fds[0]), "sandbox-bridge")
-		child := os.NewFile(uintptr(fds[1]), "sandbox-bridge-child")
+		l.bridge = os.NewFile(uintptr(pair[0]), "sandbox-bridge")
+		child := os.NewFile(uintptr(pair[1]), "sandbox-bridge-child")
 		l.closeAfterStart = append(l.closeAfterStart, child)
 		files = append(files, child)
-		bridgeFD = first + 2
+		fds[2] = next
+		next++
+	}
+	if ruleset != nil {
+		files = append(files, ruleset)
+		fds[3] = next
 	}
 	go func() {
 		// The pipe may be smaller than the spec; Started closes the read
@@ -99,7 +110,7 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 	}()
 
 	cmd.ExtraFiles = append(cmd.ExtraFiles, files...)
-	cmd.Env = []string{fmt.Sprintf("%s=%d,%d,%d", launcherEnv, first, first+1, bridgeFD)}
+	cmd.Env = []string{fmt.Sprintf("%s=%d,%d,%d,%d", launcherEnv, fds[0], fds[1], fds[2], fds[3])}
 	cmd.Path = o.Launcher
 	if cmd.Path == "" {
 		cmd.Path = "/proc/self/exe"
@@ -110,11 +121,44 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 		a := *cmd.SysProcAttr
 		attr = &a
 	}
-	if e.NetworkNamespace {
+	if netns {
 		nsAttr(attr)
 	}
 	cmd.SysProcAttr = attr
 	return l, nil
+}
+
+// encodeSpec is the launcher's wire format (package launcher's doc).
+func encodeSpec(flags, llFlags uint32, path string, argv, env []string, prog []byte) []byte {
+	var b []byte
+	u32 := func(v uint32) { b = binary.LittleEndian.AppendUint32(b, v) }
+	str := func(s string) { u32(uint32(len(s))); b = append(b, s...) }
+	strs := func(ss []string) {
+		u32(uint32(len(ss)))
+		for _, s := range ss {
+			str(s)
+		}
+	}
+	u32(flags)
+	u32(llFlags)
+	str(path)
+	strs(argv)
+	strs(env)
+	str(string(prog))
+	return b
+}
+
+// proxyEnv points every proxy variable at the bridged egress proxy.
+func proxyEnv(env []string, port int) []string {
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	names := []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"}
+	for _, n := range append(names, "NO_PROXY", "no_proxy") {
+		env = withoutEnv(env, n)
+	}
+	for _, n := range names {
+		env = append(env, n+"="+url)
+	}
+	return env
 }
 
 // nsAttr makes the child a new user and network namespace, mapped to the
@@ -260,18 +304,7 @@ func probeNamespaces() error {
 	return fmt.Errorf("cannot be created here (%v)", err)
 }
 
-// parseMarker reads the launcher's descriptor numbers from launcherEnv.
-func parseMarker(v string) (spec, status, bridge int, err error) {
-	parts := strings.Split(v, ",")
-	if len(parts) != 3 {
-		return 0, 0, 0, fmt.Errorf("%s=%q: want three descriptor numbers", launcherEnv, v)
-	}
-	var n [3]int
-	for i, s := range parts {
-		n[i], err = strconv.Atoi(s)
-		if err != nil || n[i] < -1 || (i < 2 && n[i] < 3) {
-			return 0, 0, 0, fmt.Errorf("%s=%q: bad descriptor %q", launcherEnv, v, s)
-		}
-	}
-	return n[0], n[1], n[2], nil
-}
+// launcherMain is Main on Linux: the launcher itself runs in the init of
+// package launcher, before berth's other packages initialise, and never
+// returns into main; this reference keeps it linked in.
+func launcherMain() { _ = launcher.Active() }
