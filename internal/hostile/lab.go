@@ -164,6 +164,9 @@ func NewNetNS(t testing.TB) *NetNS {
 	testkit.NeedRoot(t, "to make a network namespace with ip netns")
 	ipCmd, err := exec.LookPath("ip")
 	if err != nil {
+		if os.Getenv(testkit.RequireRootEnv) != "" {
+			t.Fatalf("needs the ip command (iproute2): %v; %s is set, which makes this a failure", err, testkit.RequireRootEnv)
+		}
 		t.Skipf("needs the ip command (iproute2): %v", err)
 	}
 	ip := func(args ...string) {
@@ -271,4 +274,35 @@ func inNetNS(name string, f func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// StartBus starts a private D-Bus session bus (dbus-daemon) for the test
+// and returns its address, or "" and why not when dbus-daemon is missing.
+func StartBus(t testing.TB) (addr, why string) {
+	t.Helper()
+	daemon, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		return "", "dbus-daemon is not on PATH (the Debian package dbus)"
+	}
+	dir, err := os.MkdirTemp("", "berth-bus-") // short: a socket path is short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "bus")
+	cmd := exec.Command(daemon, "--session", "--nofork", "--nopidfile", "--address=unix:path="+sock)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if !testkit.Within(10*time.Second, func() bool {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}) {
+		t.Fatalf("dbus-daemon did not listen on %s within 10s", sock)
+	}
+	return "unix:path=" + sock, ""
 }
