@@ -34,12 +34,14 @@ var hostileBuild struct {
 	err  error
 }
 
-// hostileProgram builds berth-hostile once for the package's tests.
+// hostileProgram builds berth-hostile once for the package's tests, into
+// one directory per user and race mode that every run reuses (each lab
+// copies the program, so no test needs it to outlive the run).
 func hostileProgram(t *testing.T) string {
 	t.Helper()
 	hostileBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "berth-hostile-build-")
-		if err != nil {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("berth-hostile-build-%d-race-%v", os.Getuid(), testkit.Race))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			hostileBuild.err = err
 			return
 		}
