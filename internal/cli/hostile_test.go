@@ -20,6 +20,7 @@ import (
 	"github.com/berth-mcp/berth/internal/hostile"
 	"github.com/berth-mcp/berth/internal/keyringtest"
 	"github.com/berth-mcp/berth/internal/testkit"
+	"github.com/berth-mcp/berth/sandbox"
 )
 
 // The attack suite of docs/sandbox.md: berth-hostile (internal/hostile)
@@ -123,6 +124,14 @@ func (s *syncBuffer) String() string {
 
 func newHostileLab(t *testing.T, o *hostileOptions) *hostileLab {
 	t.Helper()
+	if sup := sandbox.Probe(); sup.LandlockABI < 6 || !sup.Seccomp || !sup.UserNamespaces {
+		msg := fmt.Sprintf("this host cannot confine what the attack suite attacks (Landlock ABI %d, want 6 or later; seccomp %v; user namespaces %v; %s)",
+			sup.LandlockABI, sup.Seccomp, sup.UserNamespaces, strings.Join(sup.Notes, "; "))
+		if os.Getenv(testkit.RequireRootEnv) != "" {
+			t.Fatalf("%s; %s is set, which makes this a failure", msg, testkit.RequireRootEnv)
+		}
+		t.Skip(msg)
+	}
 	prog := hostileProgram(t)
 	root, err := os.MkdirTemp("", "berth-h-")
 	if err != nil {
