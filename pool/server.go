@@ -492,7 +492,11 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			return nil, err
 		}
 		proc, err := startProcess(s.id, sp, s.out, conf)
-		s.setEnforcement(&conf.enf)
+		if err == nil || conf.policy == nil {
+			s.setEnforcement(&conf.enf) // a refused launch has none: its error says why
+		} else {
+			s.setEnforcement(nil)
+		}
 		if err != nil {
 			if errors.Is(err, sandbox.ErrNotEnforced) {
 				return nil, permanent("server %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
