@@ -89,7 +89,3 @@ func Resolve(ctx context.Context, server string, f *runtimefetch.Fetch, dir stri
 func resolveNPM(ctx context.Context, server string, f *runtimefetch.Fetch, dir string, o *Options) (*Lock, error) {
 	return nil, errors.New("fetched: npm not implemented")
 }
-
-func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir string, o *Options) (*Lock, error) {
-	return nil, errors.New("fetched: pypi not implemented")
-}
