@@ -429,6 +429,9 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if lock.Program, err = pypiProgram(dir, name, version, f); err != nil {
 		return nil, err
 	}
+	if err := checkPyPI(dir, lock); err != nil {
+		return nil, fmt.Errorf("pip installed %s into a tree berth cannot tie to what it resolved: %w", req, err)
+	}
 	return lock, nil
 }
 
@@ -645,4 +648,94 @@ func parseConsoleScripts(data []byte) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// checkPyPI ties a staged PyPI tree to its lock, offline: the tree's
+// dist-info directories are exactly the lock's packages (each name and
+// version, from its METADATA), and its program is a console script pip
+// wrote.
+func checkPyPI(dir string, l *Lock) error {
+	infos, err := filepath.Glob(filepath.Join(dir, "*.dist-info"))
+	if err != nil {
+		return err
+	}
+	got := map[string]string{}
+	for _, d := range infos {
+		data, err := os.ReadFile(filepath.Join(d, "METADATA"))
+		if err != nil {
+			return fmt.Errorf("the tree's %s has no METADATA: %w", filepath.Base(d), err)
+		}
+		name, version, err := parseMetadata(data)
+		if err != nil {
+			return fmt.Errorf("the tree's %s: %w", filepath.Base(d), err)
+		}
+		if _, dup := got[normPy(name)]; dup {
+			return fmt.Errorf("the tree holds %s twice", name)
+		}
+		got[normPy(name)] = version
+	}
+	want := map[string]string{}
+	for _, p := range l.Packages {
+		want[normPy(p.Name)] = p.Version
+	}
+	var diffs []string
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		if v, ok := got[n]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s %s is missing", n, want[n]))
+		} else if v != want[n] {
+			diffs = append(diffs, fmt.Sprintf("%s is %s, not %s", n, v, want[n]))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[n]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s %s is not in the lock", n, got[n]))
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("the tree's packages are not the lock's: %s", strings.Join(diffs, "; "))
+	}
+	script, ok := strings.CutPrefix(l.Program, "bin/")
+	if !ok || !consoleScript.MatchString(script) {
+		return fmt.Errorf("the lock's program %q is not bin/<console script>", l.Program)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "bin", script)); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("the tree has no program %s", l.Program)
+	}
+	return nil
+}
+
+// parseMetadata reads Name and Version from the header of a dist-info's
+// METADATA (the core metadata, an email-style header written by the
+// wheel's builder: untrusted input).
+func parseMetadata(data []byte) (name, version string, err error) {
+	if len(data) > 4<<20 {
+		return "", "", errors.New("METADATA is larger than 4 MiB")
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" {
+			break // the body (the description) follows
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue // a continuation line
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "name":
+			if name == "" {
+				name = strings.TrimSpace(v)
+			}
+		case "version":
+			if version == "" {
+				version = strings.TrimSpace(v)
+			}
+		}
+	}
+	if !pyProject.MatchString(name) || len(name) > 200 {
+		return "", "", fmt.Errorf("METADATA names the package %q, which is not a package name", printable(name))
+	}
+	if !pyLooseVersion.MatchString(version) {
+		return "", "", fmt.Errorf("METADATA gives %s the version %q, which is not a version", name, printable(version))
+	}
+	return name, version, nil
 }

@@ -320,6 +320,20 @@ func TestResolvePyPI(t *testing.T) {
 		t.Errorf("Interpreter = %q, %v", py, err)
 	}
 
+	if err := checkPyPI(dir, l); err != nil {
+		t.Errorf("checkPyPI of the tree as installed: %v", err)
+	}
+	changed := *l
+	changed.Packages = slices.Clone(l.Packages)
+	changed.Packages[1].Version = "2.1"
+	if err := checkPyPI(dir, &changed); err == nil || !strings.Contains(err.Error(), "mcpgreet is 2.0, not 2.1") {
+		t.Errorf("checkPyPI of a lock with another version: %v", err)
+	}
+	changed.Packages = changed.Packages[:1]
+	if err := checkPyPI(dir, &changed); err == nil || !strings.Contains(err.Error(), "mcpgreet 2.0 is not in the lock") {
+		t.Errorf("checkPyPI of a lock without a package: %v", err)
+	}
+
 	w.stopGood() // offline from here
 	if got := runPyServer(t, l, dir, w.env); !strings.Contains(got, "greeted by mcpgreet 2.0 of the configured index") {
 		t.Errorf("the staged server answered %q", got)
@@ -519,6 +533,28 @@ func FuzzParseShebang(f *testing.F) {
 		py, ok := parseShebang(line)
 		if ok && (!filepath.IsAbs(py) || strings.ContainsAny(py, " \t\n\x00")) {
 			t.Fatalf("accepted %q from %q", py, line)
+		}
+	})
+}
+
+func TestParseMetadata(t *testing.T) {
+	n, v, err := parseMetadata([]byte("Metadata-Version: 2.1\r\nName: Mcp_Demo\r\nVersion: 1.0.0\r\nSummary: x\r\n  more\r\n\r\nName: body\n"))
+	if err != nil || n != "Mcp_Demo" || v != "1.0.0" {
+		t.Fatalf("%q %q %v", n, v, err)
+	}
+	for _, bad := range []string{"Version: 1\n", "Name: a\n", "Name: ../a\nVersion: 1\n", "\nName: a\nVersion: 1\n"} {
+		if _, _, err := parseMetadata([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func FuzzParseMetadata(f *testing.F) {
+	f.Add([]byte("Metadata-Version: 2.1\nName: a\nVersion: 1.0\n\nbody"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, v, err := parseMetadata(data)
+		if err == nil && (!pyProject.MatchString(n) || !pyLooseVersion.MatchString(v)) {
+			t.Fatalf("accepted %q %q", n, v)
 		}
 	})
 }
