@@ -106,7 +106,7 @@ func Interpreter(l *Lock, tree string) (string, error) {
 func parseShebang(line string) (string, bool) {
 	line = strings.TrimRight(line, "\r\n")
 	py, ok := strings.CutPrefix(line, "#!")
-	if !ok || !filepath.IsAbs(py) || strings.ContainsAny(py, " \t\x00") || !strings.Contains(path.Base(py), "python") {
+	if !ok || !filepath.IsAbs(py) || strings.ContainsAny(py, " \t\r\n\x00") || !strings.Contains(path.Base(py), "python") {
 		return "", false
 	}
 	return py, true
