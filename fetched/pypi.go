@@ -399,20 +399,12 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 		return nil, fmt.Errorf("downloading the %d wheels of %s from %s: %w", len(items), req, redactURL(index), err)
 	}
 	lock := &Lock{Server: server, Ecosystem: runtimefetch.EcosystemPyPI, Package: f.Package}
-	var install strings.Builder
-	for _, it := range items {
-		sum, err := fileSHA256(filepath.Join(dl, it.File))
-		if err != nil {
-			return nil, fmt.Errorf("pip did not download %s (%s): %w", it.File, redactURL(it.URL), err)
-		}
-		if it.SHA256 != "" && it.SHA256 != sum {
-			return nil, fmt.Errorf("%s %s: the file %s has sha256 %s but the index %s says sha256 %s; berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator", it.Name, it.Version, it.File, sum, redactURL(index), it.SHA256)
-		}
-		fmt.Fprintf(&install, "%s==%s --hash=sha256:%s\n", it.Name, it.Version, sum)
-		lock.Packages = append(lock.Packages, Package{Name: it.Name, Version: it.Version, Resolved: redactURL(it.URL), Integrity: "sha256:" + sum})
+	if lock.Packages, err = hashDownloads(dl, index, items); err != nil {
+		return nil, err
 	}
-	if ents, err := os.ReadDir(dl); err != nil || len(ents) != len(items) {
-		return nil, fmt.Errorf("pip downloaded %d files for the %d wheels of %s", len(ents), len(items), req)
+	var install strings.Builder
+	for _, p := range lock.Packages {
+		fmt.Fprintf(&install, "%s==%s --hash=sha256:%s\n", p.Name, p.Version, strings.TrimPrefix(p.Integrity, "sha256:"))
 	}
 
 	// 3. offline, by hash
@@ -433,6 +425,28 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 		return nil, fmt.Errorf("pip installed %s into a tree berth cannot tie to what it resolved: %w", req, err)
 	}
 	return lock, nil
+}
+
+// hashDownloads takes the sha256 of each file that pip downloaded into dl
+// and refuses one whose hash is not the index's; the packages it returns
+// have that hash as their integrity. dl must hold those files and no
+// other.
+func hashDownloads(dl, index string, items []pipItem) ([]Package, error) {
+	var out []Package
+	for _, it := range items {
+		sum, err := fileSHA256(filepath.Join(dl, it.File))
+		if err != nil {
+			return nil, fmt.Errorf("pip did not download %s (%s): %w", it.File, redactURL(it.URL), err)
+		}
+		if it.SHA256 != "" && it.SHA256 != sum {
+			return nil, fmt.Errorf("%s %s: the file %s has sha256 %s but the index %s says sha256 %s; berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator", it.Name, it.Version, it.File, sum, redactURL(index), it.SHA256)
+		}
+		out = append(out, Package{Name: it.Name, Version: it.Version, Resolved: redactURL(it.URL), Integrity: "sha256:" + sum})
+	}
+	if ents, err := os.ReadDir(dl); err != nil || len(ents) != len(items) {
+		return nil, fmt.Errorf("pip downloaded %d files for the %d wheels", len(ents), len(items))
+	}
+	return out, nil
 }
 
 func fileSHA256(name string) (string, error) {

@@ -378,15 +378,17 @@ func TestResolvePyPITamperedHash(t *testing.T) {
 }
 
 // An index that serves other bytes for a file once pip has resolved the
-// tree (the #sha256= of its page unchanged) is refused by berth's own
-// hash of what it downloaded, before anything is installed.
+// tree (the #sha256= of its page unchanged) is refused before anything is
+// installed: by berth's own hash of what pip downloaded (pip 23.2), or by
+// pip itself when its dry run read the file twice (Debian's pip 23.0).
+// TestHashDownloads is the check alone.
 func TestResolvePyPISwappedFile(t *testing.T) {
 	requirePip(t)
 	w := newPyWorld(t)
 	_, hostile, _ := pyWheel(t, "mcpgreet", "2.0", map[string]string{"mcpgreet/__init__.py": "GREETING = 'SWAPPED'\n"}, nil, nil)
 	w.good.swap["mcpgreet-2.0-py3-none-any.whl"] = hostile
 	_, dir, err := w.resolve(t, pipx("mcpdemo==1.0.0"))
-	if err == nil || !strings.Contains(err.Error(), "mcpgreet 2.0: the file mcpgreet-2.0-py3-none-any.whl has sha256") || !strings.Contains(err.Error(), "tampered") {
+	if err == nil || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), "tampered") {
 		t.Fatalf("a file swapped after resolution: %v", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
@@ -557,4 +559,31 @@ func FuzzParseMetadata(f *testing.F) {
 			t.Fatalf("accepted %q %q", n, v)
 		}
 	})
+}
+
+// berth's own hash of each downloaded file is the lock's integrity, and a
+// file whose hash is not the index's is refused.
+func TestHashDownloads(t *testing.T) {
+	dl := t.TempDir()
+	os.WriteFile(filepath.Join(dl, "a-1.0-py3-none-any.whl"), []byte("wheel a"), 0o600)
+	sum := sha256.Sum256([]byte("wheel a"))
+	good := hex.EncodeToString(sum[:])
+	it := pipItem{Name: "a", Version: "1.0", URL: "https://user:tok@files.example/a-1.0-py3-none-any.whl", File: "a-1.0-py3-none-any.whl", SHA256: good}
+	pkgs, err := hashDownloads(dl, "https://idx.example/simple/", []pipItem{it})
+	if err != nil || len(pkgs) != 1 || pkgs[0].Integrity != "sha256:"+good || pkgs[0].Resolved != "https://files.example/a-1.0-py3-none-any.whl" {
+		t.Fatalf("%+v, %v", pkgs, err)
+	}
+	it.SHA256 = ""
+	if pkgs, err := hashDownloads(dl, "https://idx.example/simple/", []pipItem{it}); err != nil || pkgs[0].Integrity != "sha256:"+good {
+		t.Errorf("an index without hashes: %+v, %v", pkgs, err)
+	}
+	it.SHA256 = strings.Repeat("0", 64)
+	if _, err := hashDownloads(dl, "https://idx.example/simple/", []pipItem{it}); err == nil || !strings.Contains(err.Error(), "the index https://idx.example/simple/ says sha256 "+it.SHA256) {
+		t.Errorf("a mismatch: %v", err)
+	}
+	it.SHA256 = good
+	os.WriteFile(filepath.Join(dl, "b-1.0-py3-none-any.whl"), nil, 0o600)
+	if _, err := hashDownloads(dl, "https://idx.example/simple/", []pipItem{it}); err == nil {
+		t.Error("a file that is not in the report was accepted")
+	}
 }
