@@ -8,9 +8,15 @@ package fetched
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
@@ -22,6 +28,10 @@ type Lock struct {
 	Ecosystem string `json:"ecosystem"`
 	// Package is the package exactly as the manifest names it.
 	Package string `json:"package"`
+	// Registry is the registry the tree was resolved from (the
+	// operator's configuration for berth, or the ecosystem's default):
+	// every package's Resolved is under it.
+	Registry string `json:"registry"`
 	// Program is the executable the server runs, a slash path relative
 	// to the tree (npm: "node_modules/.bin/<bin>"; pip: "bin/<script>").
 	Program string `json:"program"`
@@ -54,7 +64,25 @@ type Package struct {
 
 // Digest is the lock's own digest, "sha256:<hex>" of its canonical JSON
 // without Tree, Files and Size: what the review shows as "the lock".
-func (l *Lock) Digest() string { return "" }
+func (l *Lock) Digest() string {
+	pkgs := l.Packages
+	if pkgs == nil {
+		pkgs = []Package{}
+	}
+	data, err := json.Marshal(struct {
+		Server    string    `json:"server"`
+		Ecosystem string    `json:"ecosystem"`
+		Package   string    `json:"package"`
+		Registry  string    `json:"registry"`
+		Program   string    `json:"program"`
+		Packages  []Package `json:"packages"`
+	}{l.Server, l.Ecosystem, l.Package, l.Registry, l.Program, pkgs})
+	if err != nil {
+		panic(err) // strings and bools only
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
 
 // Options are the optional settings of Resolve; nil means defaults.
 type Options struct {
@@ -65,8 +93,16 @@ type Options struct {
 	// (confined) at trust; any other package with one is refused.
 	AllowScripts []string
 	// Env is the base environment of the package manager (PATH, HOME,
-	// LANG, TMPDIR).
+	// LANG, TMPDIR); nil means this process's PATH, HOME, LANG and
+	// TMPDIR. The package manager is looked up on its PATH.
 	Env []string
+	// Launcher is sandbox.Options.Launcher for the confined install
+	// scripts: "" means this process's own executable.
+	Launcher string
+	// Output, when not nil, is given the package manager's output as it
+	// runs (a person watching a slow resolution); its gist is in the error
+	// of a failed resolution either way.
+	Output func(line string)
 }
 
 // ErrNotStaged is returned by Resolve for an ecosystem berth does not
@@ -76,6 +112,14 @@ var ErrNotStaged = errors.New("fetched: this ecosystem is not staged at trust")
 // Resolve resolves f's package and its whole dependency tree into dir (an
 // empty directory the caller created) and returns the lock, with Tree,
 // Files and Size of dir as installed.
+//
+// A resolver of an ecosystem fills the whole Lock: Server, Ecosystem and
+// Package from its arguments, Program (slash path in dir of what the
+// server runs), Packages (sorted with SortPackages, each with its
+// integrity), and Tree, Files and Size with Measure(dir) once nothing
+// more is written to dir. It writes only inside dir (its caches go to a
+// temp dir it removes), and what it leaves in dir is what starts the
+// server, offline: the caller stages dir as it is, read-only.
 func Resolve(ctx context.Context, server string, f *runtimefetch.Fetch, dir string, o *Options) (*Lock, error) {
 	switch f.Ecosystem {
 	case runtimefetch.EcosystemNPM:
@@ -86,6 +130,43 @@ func Resolve(ctx context.Context, server string, f *runtimefetch.Fetch, dir stri
 	return nil, fmt.Errorf("%w: %s", ErrNotStaged, f.Ecosystem)
 }
 
-func resolveNPM(ctx context.Context, server string, f *runtimefetch.Fetch, dir string, o *Options) (*Lock, error) {
-	return nil, errors.New("fetched: npm not implemented")
+// Check re-reads the lock file that the staged tree at dir holds (npm's
+// package-lock.json) and refuses a tree whose packages, or program, are
+// not l's: with the tree's digest checked, it ties the record's lock to
+// the staged files, offline (berth verify).
+func Check(dir string, l *Lock) error {
+	switch l.Ecosystem {
+	case runtimefetch.EcosystemNPM:
+		return checkNPM(dir, l)
+	case runtimefetch.EcosystemPyPI:
+		return checkPyPI(dir, l)
+	}
+	return fmt.Errorf("%w: %s", ErrNotStaged, l.Ecosystem)
+}
+
+// Measure returns the digest (bundle's canonical listing digest), file
+// count and total size of the tree at dir, refusing a tree that breaks the
+// bundle tree rules (a special file, a symlink out of the tree).
+func Measure(ctx context.Context, dir string) (tree string, files int, size int64, err error) {
+	t, ps, err := bundle.ReadTree(ctx, dir, nil)
+	if err != nil {
+		return "", 0, 0, err
+	}
+	if len(ps) > 0 {
+		return "", 0, 0, fmt.Errorf("the installed tree breaks a rule of staged trees: %s", ps[0])
+	}
+	if t.Listing == nil {
+		return "", 0, 0, errors.New("the installed tree is too large to stage")
+	}
+	return t.Listing.Digest(), len(t.Listing.Entries), t.Listing.TotalSize(), nil
+}
+
+// SortPackages sorts packages by Path, then Name.
+func SortPackages(p []Package) {
+	slices.SortFunc(p, func(a, b Package) int {
+		if c := strings.Compare(a.Path, b.Path); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }

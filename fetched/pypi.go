@@ -187,7 +187,7 @@ func normPy(name string) string {
 // PATH, or python3.X for uvx --python 3.X (which must be that version).
 func pythonFor(ctx context.Context, f *runtimefetch.Fetch, env []string) (string, error) {
 	want := ""
-	opts := fetchOptions(f)
+	opts := f.Options
 	for i, o := range opts {
 		switch {
 		case o == "--python" || o == "-p":
@@ -205,7 +205,7 @@ func pythonFor(ctx context.Context, f *runtimefetch.Fetch, env []string) (string
 			name = "python" + parts[0] + "." + parts[1]
 		}
 	}
-	py, err := lookPath(name, envValue(env, "PATH"))
+	py, err := lookPath(name, env)
 	if err != nil {
 		fix := "install Python 3 (with its pip module) on berth's PATH"
 		if want != "" {
@@ -223,29 +223,6 @@ func pythonFor(ctx context.Context, f *runtimefetch.Fetch, env []string) (string
 		}
 	}
 	return py, nil
-}
-
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
-}
-
-func lookPath(name, pathList string) (string, error) {
-	for _, d := range filepath.SplitList(pathList) {
-		if d == "" || !filepath.IsAbs(d) {
-			continue // never the working directory
-		}
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
 }
 
 // pipEnv is the environment pip runs with: o.Env without the variables
@@ -302,11 +279,11 @@ type pipError struct {
 }
 
 func (e *pipError) Error() string {
-	return fmt.Sprintf("pip %s failed (%v):\n%s", e.args[0], e.err, gist(e.out))
+	return fmt.Sprintf("pip %s failed (%v):\n%s", e.args[0], e.err, pipGist(e.out))
 }
 
-// gist is the last lines of pip's output, which say what failed.
-func gist(out string) string {
+// pipGist is the last lines of pip's output, which say what failed.
+func pipGist(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) > 12 {
 		lines = lines[len(lines)-12:]
@@ -360,10 +337,10 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 		var pe *pipError
 		if errors.As(err, &pe) {
 			if strings.Contains(pe.out, "DO NOT MATCH THE HASHES") {
-				return nil, fmt.Errorf("a file of %s's tree on %s does not have the sha256 that the index gives for it (its #sha256= fragment); berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator\n%s", req, redactURL(index), gist(pe.out))
+				return nil, fmt.Errorf("a file of %s's tree on %s does not have the sha256 that the index gives for it (its #sha256= fragment); berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator\n%s", req, redactURL(index), pipGist(pe.out))
 			}
 			if m := noWheel.FindStringSubmatch(pe.out); m != nil {
-				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle\n%s", m[1], python, redactURL(index), gist(pe.out))
+				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle\n%s", m[1], python, redactURL(index), pipGist(pe.out))
 			}
 		}
 		return nil, fmt.Errorf("resolving %s on %s: %w", req, redactURL(index), err)
@@ -398,7 +375,7 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err := pipRun(ctx, python, work, env, args...); err != nil {
 		return nil, fmt.Errorf("downloading the %d wheels of %s from %s: %w", len(items), req, redactURL(index), err)
 	}
-	lock := &Lock{Server: server, Ecosystem: runtimefetch.EcosystemPyPI, Package: f.Package}
+	lock := &Lock{Server: server, Ecosystem: runtimefetch.EcosystemPyPI, Package: f.Package, Registry: redactURL(index)}
 	if lock.Packages, err = hashDownloads(dl, index, items); err != nil {
 		return nil, err
 	}
@@ -417,12 +394,15 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err := pipRun(ctx, python, work, env, args...); err != nil {
 		return nil, fmt.Errorf("installing the %d wheels of %s: %w", len(items), req, err)
 	}
-	slices.SortFunc(lock.Packages, func(a, b Package) int { return strings.Compare(a.Name, b.Name) })
+	SortPackages(lock.Packages)
 	if lock.Program, err = pypiProgram(dir, name, version, f); err != nil {
 		return nil, err
 	}
 	if err := checkPyPI(dir, lock); err != nil {
 		return nil, fmt.Errorf("pip installed %s into a tree berth cannot tie to what it resolved: %w", req, err)
+	}
+	if lock.Tree, lock.Files, lock.Size, err = Measure(ctx, dir); err != nil {
+		return nil, fmt.Errorf("the tree pip installed for %s: %w", req, err)
 	}
 	return lock, nil
 }
@@ -574,7 +554,7 @@ func printable(s string) string {
 // as uvx and pipx pick it, from entry_points.txt of the package's
 // dist-info in dir. The script must be in dir/bin, where pip wrote it.
 func pypiProgram(dir, name, version string, f *runtimefetch.Fetch) (string, error) {
-	want := fetchProgram(f)
+	want := f.Program
 	infos, err := filepath.Glob(filepath.Join(dir, "*.dist-info"))
 	if err != nil {
 		return "", err

@@ -290,7 +290,10 @@ func TestResolvePyPI(t *testing.T) {
 	if h := w.hostile.asked(); len(h) > 0 {
 		t.Errorf("the hostile index was asked for %q", h)
 	}
-	if l.Program != "bin/mcpdemo" || l.Ecosystem != "pypi" || l.Package != "mcpdemo==1.0.0" || l.Server != "demo" {
+	if tree, files, size, err := Measure(context.Background(), dir); err != nil || l.Tree != tree || !strings.HasPrefix(tree, "sha256:") || l.Files != files || l.Size != size || files < 6 {
+		t.Errorf("lock's tree %s %d %d, the tree's %s %d %d (%v)", l.Tree, l.Files, l.Size, tree, files, size, err)
+	}
+	if l.Program != "bin/mcpdemo" || l.Ecosystem != "pypi" || l.Package != "mcpdemo==1.0.0" || l.Server != "demo" || l.Registry != w.goodURL+"/simple/" {
 		t.Errorf("lock %+v", l)
 	}
 	if len(l.Packages) != 2 {

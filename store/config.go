@@ -28,6 +28,11 @@ type Config struct {
 	// keyed by "plugin__server" (oauthclient.go): change them with
 	// SetOAuthClient and ForgetOAuthClients.
 	OAuthClients map[string]OAuthClient `json:"oauthClients,omitempty"`
+	// FetchAllowScripts names the npm packages whose install scripts may
+	// run, confined, when a fetched server is resolved at trust
+	// (docs/sandbox.md); any other package with one is refused. Set it
+	// with SetFetchAllowScripts.
+	FetchAllowScripts []string `json:"fetchAllowScripts,omitempty"`
 }
 
 // Signer returns the signer named name.

@@ -115,6 +115,14 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *trust.Verifier) *Ver
 		rep.Err = err
 		return rep
 	}
+	if err := s.verifyFetched(ctx, rec); err != nil {
+		var de *DriftError
+		if errors.As(err, &de) {
+			rep.Drift = de
+		}
+		rep.Err = err
+		return rep
+	}
 	if rec.Unsigned {
 		return rep
 	}

@@ -34,6 +34,8 @@ type verified struct {
 	catalog *CatalogOrigin
 	// stageProgress is told how far staging has got; nil reports nothing.
 	stageProgress StageProgress
+	// fetched are the resolved trees of the runtime-fetched servers.
+	fetched resolvedFetches
 }
 
 // record stages the bundle and writes its trust record, under the lock: a
@@ -119,9 +121,10 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 		// A version trusted by hand and now installed from a catalog is
 		// recorded again, with its origin.
 		if r.Version == version && r.Signer.identity() == ref.identity() && (v.catalog == nil || r.Catalog != nil) {
-			// Already trusted, unless the snapshot drifted: then it is
-			// staged afresh below.
-			if _, err := s.checkSnapshot(ctx, digest); err == nil {
+			// Already trusted, unless the snapshot drifted or the fetched
+			// trees are other ones (an older berth recorded none): then it
+			// is staged afresh below.
+			if _, err := s.checkSnapshot(ctx, digest); err == nil && s.sameFetched(ctx, r.Fetched, v.fetched) {
 				res.Record, res.Already, res.Reused = r, true, true
 				res.Snapshot = s.paths.Snapshot(digest)
 				return res, nil
@@ -131,6 +134,12 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 	if res.Reused, err = s.stageLocked(ctx, b, digest, v.stageProgress); err != nil {
 		return nil, err
 	}
+	for _, f := range v.fetched {
+		if err := s.stageTreeLocked(ctx, f.dir, f.lock.Tree); err != nil {
+			return nil, fmt.Errorf("staging the fetched tree of server %s: %w", f.lock.Server, err)
+		}
+	}
+	s.hook("fetched-staged")
 	if v.signature != nil {
 		if err := atomicfile.WriteFile(s.paths.Signature(name, version), v.signature, 0o600); err != nil {
 			return nil, err
@@ -149,6 +158,7 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 		Source:     v.source,
 		TrustedAt:  s.now().UTC().Truncate(time.Second),
 		Catalog:    v.catalog,
+		Fetched:    v.fetched.locks(),
 	}
 	if b.Import != nil {
 		rec.Pinned = b.Import.Pinned

@@ -107,6 +107,11 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 		if d, err := ParseDigest(r.Digest); err == nil {
 			keep[d.hex] = true
 		}
+		for _, l := range r.Fetched {
+			if d, err := ParseDigest(l.Tree); err == nil {
+				keep[d.hex] = true
+			}
+		}
 	}
 	res := &GCResult{Snapshots: []string{}, Leftovers: []string{}}
 	// Temp files of atomic writes that a crash cut short: of state.json

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -77,6 +78,13 @@ type TrustOptions struct {
 	// StageProgress, when set, is told how far copying the bundle into
 	// the store has got (StageProgress). nil reports nothing.
 	StageProgress StageProgress
+	// Fetch tunes how the bundle's runtime-fetched servers are resolved
+	// before the review (fetched.Resolve): the package managers' base
+	// environment, the launcher of confined install scripts, their
+	// output. Fetchers and AllowScripts are the store's ($BERTH_HOME/
+	// fetchers, config.json's fetchAllowScripts) whatever it says. nil
+	// means defaults.
+	Fetch *fetched.Options
 }
 
 // StageProgress is told, while a bundle is copied into the store, how
@@ -99,6 +107,9 @@ type Candidate struct {
 	// TrustOptions.ProposedSigners: the signer, scoped to this plugin,
 	// that Trust adds to the policy if Confirm accepts.
 	NewSigner *trust.Signer
+	// Fetched are the trees of the bundle's runtime-fetched servers,
+	// resolved before Confirm and staged with the record.
+	Fetched []*fetched.Lock
 }
 
 // TrustResult reports what Trust did.
@@ -215,8 +226,14 @@ func (s *Store) Trust(ctx context.Context, source string, opts *TrustOptions) (*
 	}
 	d := review.New(b)
 	v.reviewHash = d.Hash()
+	rs, err := s.resolveFetches(ctx, b, opts.Fetch)
+	defer rs.remove()
+	if err != nil {
+		return nil, err
+	}
+	v.fetched = rs
 	if opts.Confirm != nil {
-		c := &Candidate{Bundle: b, Review: d, Verification: v.result, NewSigner: v.newSigner}
+		c := &Candidate{Bundle: b, Review: d, Verification: v.result, NewSigner: v.newSigner, Fetched: rs.locks()}
 		if v.result != nil {
 			c.Signer = refOf(v.result)
 		}

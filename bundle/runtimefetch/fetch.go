@@ -31,6 +31,15 @@ type Fetch struct {
 	// "https://pypi.org/simple/", "https://proxy.golang.org/", or the
 	// image's registry host ("docker.io", "ghcr.io").
 	Registry string
+	// Options are the runner's own options before the package, as
+	// written ("-y", "--bun"), without the package option.
+	Options []string
+	// Program is the program named after a package option (npx
+	// --package=pkg@1.0.0 prog), "" when the package itself runs.
+	Program string
+	// Args are the arguments after the package (or after Program): what
+	// the server's program is given.
+	Args []string
 }
 
 // Ecosystems of a Fetch.
@@ -519,6 +528,18 @@ func (r *runner) parse(args []string) (*Fetch, []string, error) {
 		return nil, nil, e
 	}
 	f := &Fetch{Tool: r.tool, Package: pkg, Ecosystem: r.eco, Registry: defaultRegistry[r.eco]}
+	for j, a := range args[:i] {
+		optOrValue := fromOpt && (j == pkgArg || (pkgPrefix == "" && j == pkgArg-1))
+		if a != "--" && !optOrValue {
+			f.Options = append(f.Options, a)
+		}
+	}
+	if run := args[i:]; len(run) > 0 {
+		if fromOpt {
+			f.Program = run[0]
+		}
+		f.Args = append([]string{}, run[1:]...)
+	}
 	switch r.eco {
 	case EcosystemOCI:
 		f.Registry = imageRegistry(pkg)

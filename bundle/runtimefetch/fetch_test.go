@@ -228,3 +228,29 @@ func TestPackages(t *testing.T) {
 		t.Fatalf("Packages(sh) = %v, %v", isFetch, err)
 	}
 }
+
+// Read gives the runner's options, the program named after a package
+// option and the arguments after the package: what a staged server runs.
+func TestReadArgs(t *testing.T) {
+	for _, c := range []struct {
+		cmd  string
+		args []string
+		opts []string
+		prog string
+		rest []string
+	}{
+		{"npx", []string{"-y", "@acme/notes@1.2.3", "--root", "/x"}, []string{"-y"}, "", []string{"--root", "/x"}},
+		{"npx", []string{"-y", "--package", "@acme/notes@1.2.3", "notes-cli", "serve"}, []string{"-y"}, "notes-cli", []string{"serve"}},
+		{"npx", []string{"--package=@acme/notes@1.2.3", "-y", "notes-cli"}, []string{"-y"}, "notes-cli", []string{}},
+		{"npm", []string{"exec", "-y", "--", "a@1.0.0", "b"}, []string{"-y"}, "", []string{"b"}},
+		{"bunx", []string{"--bun", "a@1.0.0"}, []string{"--bun"}, "", []string{}},
+	} {
+		f, err := Read(c.cmd, c.args)
+		if err != nil || f == nil {
+			t.Fatalf("%s %q: %v", c.cmd, c.args, err)
+		}
+		if strings.Join(f.Options, " ") != strings.Join(c.opts, " ") || f.Program != c.prog || strings.Join(f.Args, " ") != strings.Join(c.rest, " ") {
+			t.Errorf("%s %q: options %q program %q args %q, want %q %q %q", c.cmd, c.args, f.Options, f.Program, f.Args, c.opts, c.prog, c.rest)
+		}
+	}
+}
