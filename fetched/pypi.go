@@ -44,11 +44,9 @@ import (
 // names the python that installed it, with PYTHONPATH set to the tree
 // (RunEnv): no pip, no index, no network at start.
 
-// PyPIRunEnv is the environment a server of a PyPI tree runs with, on top
+// pypiRunEnv is the environment a server of a PyPI tree runs with, on top
 // of its own: the tree on Python's path, no user site, no bytecode written
-// (the tree is read-only). Every other PYTHON* variable of berth's
-// environment (PYTHONHOME, PYTHONSTARTUP, PYTHONINSPECT, ...) is removed
-// by RunEnv.
+// (the tree is read-only), not the working directory on the path.
 func pypiRunEnv(tree string) map[string]string {
 	return map[string]string{
 		"PYTHONPATH":              tree,
@@ -58,17 +56,25 @@ func pypiRunEnv(tree string) map[string]string {
 	}
 }
 
+// pythonKept are the PYTHON* variables a server of a PyPI tree keeps
+// (they change its output, not what code runs).
+var pythonKept = map[string]bool{"PYTHONUNBUFFERED": true, "PYTHONIOENCODING": true, "PYTHONUTF8": true}
+
 // RunEnv returns env (NAME=value entries) as a server of the lock's tree,
-// staged at tree, runs with it: for a PyPI tree, with the variables that
-// put the tree on Python's path and without the other PYTHON* variables;
-// for an npm tree, env unchanged.
+// staged at tree, runs with it. For a PyPI tree: with the variables that
+// put the tree on Python's path (PYTHONPATH, PYTHONNOUSERSITE,
+// PYTHONDONTWRITEBYTECODE, PYTHONSAFEPATH) and without any other PYTHON*
+// variable (PYTHONHOME, PYTHONSTARTUP, PYTHONINSPECT, ...) but
+// PYTHONUNBUFFERED, PYTHONIOENCODING and PYTHONUTF8. For an npm tree, env
+// unchanged.
 func RunEnv(l *Lock, tree string, env []string) []string {
 	if l.Ecosystem != runtimefetch.EcosystemPyPI {
 		return env
 	}
 	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
-		return strings.HasPrefix(strings.ToUpper(k), "PYTHON")
+		k = strings.ToUpper(k)
+		return strings.HasPrefix(k, "PYTHON") && !pythonKept[k]
 	})
 	set := pypiRunEnv(tree)
 	for _, k := range slices.Sorted(maps.Keys(set)) {

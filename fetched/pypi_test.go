@@ -590,3 +590,92 @@ func TestHashDownloads(t *testing.T) {
 		t.Error("a file that is not in the report was accepted")
 	}
 }
+
+func TestRunEnv(t *testing.T) {
+	l := &Lock{Ecosystem: "pypi"}
+	env := RunEnv(l, "/t", []string{"PATH=/bin", "PYTHONPATH=/evil", "pythonhome=/x", "PYTHONSTARTUP=/s.py", "PYTHONUNBUFFERED=1"})
+	want := []string{"PATH=/bin", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1", "PYTHONPATH=/t", "PYTHONSAFEPATH=1"}
+	if !slices.Equal(env, want) {
+		t.Errorf("RunEnv = %q, want %q", env, want)
+	}
+	npm := []string{"PYTHONPATH=/x"}
+	if got := RunEnv(&Lock{Ecosystem: "npm"}, "/t", npm); !slices.Equal(got, npm) {
+		t.Errorf("RunEnv of an npm tree = %q", got)
+	}
+}
+
+// uvx --python 3.X resolves with python3.X on PATH, which must be that
+// version.
+func TestPythonFor(t *testing.T) {
+	bin := t.TempDir()
+	fake := func(name, version string) {
+		os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\necho 'Python "+version+"'\n"), 0o755)
+	}
+	fake("python3", "3.11.7")
+	fake("python3.12", "3.12.4")
+	fake("python3.10", "3.9.1")
+	env := []string{"PATH=.:" + bin}
+	read := func(args ...string) *runtimefetch.Fetch {
+		f, err := runtimefetch.Read("uvx", args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	ctx := context.Background()
+	if py, err := pythonFor(ctx, read("a==1.0"), env); err != nil || py != filepath.Join(bin, "python3") {
+		t.Errorf("no --python: %q, %v", py, err)
+	}
+	for _, v := range []string{"3.12", "3.12.4"} {
+		if py, err := pythonFor(ctx, read("--python", v, "a==1.0"), env); err != nil || py != filepath.Join(bin, "python3.12") {
+			t.Errorf("--python %s: %q, %v", v, py, err)
+		}
+	}
+	if _, err := pythonFor(ctx, read("--python", "3.12.5", "a==1.0"), env); err == nil || !strings.Contains(err.Error(), `is Python "3.12.4", not 3.12.5`) {
+		t.Errorf("--python 3.12.5 with 3.12.4: %v", err)
+	}
+	if _, err := pythonFor(ctx, read("--python", "3.10", "a==1.0"), env); err == nil {
+		t.Error("a python3.10 that is 3.9 was accepted")
+	}
+	if _, err := pythonFor(ctx, read("--python=3.13", "a==1.0"), env); err == nil || !strings.Contains(err.Error(), "install python3.13") {
+		t.Errorf("--python 3.13 missing: %v", err)
+	}
+	// the working directory is never searched
+	t.Chdir(t.TempDir())
+	os.WriteFile("python3.9", []byte("#!/bin/sh\necho 'Python 3.9.0'\n"), 0o755)
+	if _, err := pythonFor(ctx, read("--python", "3.9", "a==1.0"), env); err == nil {
+		t.Error("python3.9 in the working directory was used")
+	}
+}
+
+// The console script named with pipx run --spec, or uvx --from, is the
+// program; uvx resolves against uv.toml's index, not pip.conf's.
+func TestResolvePyPIFrom(t *testing.T) {
+	requirePip(t)
+	w := newPyWorld(t)
+	l, dir, err := w.resolve(t, mustRead(t, "pipx", "run", "--spec", "mcpdemo==1.0.0", "mcpdemo-admin", "--flag"))
+	if err != nil || l.Program != "bin/mcpdemo-admin" {
+		t.Fatalf("pipx run --spec: %+v, %v", l, err)
+	}
+	if err := checkPyPI(dir, l); err != nil {
+		t.Error(err)
+	}
+	os.WriteFile(filepath.Join(w.fetchers, "uv.toml"), []byte("index-url = \""+w.goodURL+"/simple/\"\n"), 0o600)
+	os.WriteFile(filepath.Join(w.fetchers, "pip.conf"), []byte("[global]\nindex-url = http://127.0.0.1:1/simple/\n"), 0o600)
+	l, _, err = w.resolve(t, mustRead(t, "uvx", "--from", "mcpdemo==1.0.0", "mcpdemo-admin"))
+	if err != nil || l.Program != "bin/mcpdemo-admin" || l.Registry != w.goodURL+"/simple/" {
+		t.Fatalf("uvx --from: %+v, %v", l, err)
+	}
+	if _, _, err := w.resolve(t, mustRead(t, "uvx", "--from", "mcpdemo==1.0.0", "nosuch")); err == nil || !strings.Contains(err.Error(), `no console script "nosuch"; it has mcpdemo, mcpdemo-admin`) {
+		t.Errorf("uvx --from with a script the package lacks: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, cmd string, args ...string) *runtimefetch.Fetch {
+	t.Helper()
+	f, err := runtimefetch.Read(cmd, args)
+	if err != nil || f == nil {
+		t.Fatalf("%s %q: %v", cmd, args, err)
+	}
+	return f
+}
