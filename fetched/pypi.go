@@ -359,6 +359,13 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(index, "https:") {
+		for _, it := range items {
+			if !strings.HasPrefix(it.URL, "https:") {
+				return nil, fmt.Errorf("%s %s: the index %s gives the file's URL %s without TLS; berth refuses to download a file of an https index over plain http", it.Name, it.Version, redactURL(index), redactURL(it.URL))
+			}
+		}
+	}
 	main := slices.IndexFunc(items, func(it pipItem) bool { return normPy(it.Name) == normPy(name) })
 	if main < 0 || items[main].Version != version {
 		return nil, fmt.Errorf("pip resolved %s without %s==%s itself", req, name, version)
