@@ -359,12 +359,8 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(index, "https:") {
-		for _, it := range items {
-			if !strings.HasPrefix(it.URL, "https:") {
-				return nil, fmt.Errorf("%s %s: the index %s gives the file's URL %s without TLS; berth refuses to download a file of an https index over plain http", it.Name, it.Version, redactURL(index), redactURL(it.URL))
-			}
-		}
+	if err := noDowngrade(index, items); err != nil {
+		return nil, err
 	}
 	main := slices.IndexFunc(items, func(it pipItem) bool { return normPy(it.Name) == normPy(name) })
 	if main < 0 || items[main].Version != version {
@@ -418,6 +414,19 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 		return nil, fmt.Errorf("the tree pip installed for %s: %w", req, err)
 	}
 	return lock, nil
+}
+
+// noDowngrade refuses a file of an https index whose URL is plain http.
+func noDowngrade(index string, items []pipItem) error {
+	if !strings.HasPrefix(index, "https:") {
+		return nil
+	}
+	for _, it := range items {
+		if !strings.HasPrefix(it.URL, "https:") {
+			return fmt.Errorf("%s %s: the index %s gives the file's URL %s without TLS; berth refuses to download a file of an https index over plain http", it.Name, it.Version, redactURL(index), redactURL(it.URL))
+		}
+	}
+	return nil
 }
 
 // hashDownloads takes the sha256 of each file that pip downloaded into dl

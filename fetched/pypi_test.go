@@ -679,3 +679,16 @@ func mustRead(t *testing.T, cmd string, args ...string) *runtimefetch.Fetch {
 	}
 	return f
 }
+
+func TestNoDowngrade(t *testing.T) {
+	items := []pipItem{{Name: "a", Version: "1", URL: "https://files.example/a-1-py3-none-any.whl"}, {Name: "b", Version: "1", URL: "http://files.example/b-1-py3-none-any.whl"}}
+	if err := noDowngrade("https://idx.example/simple/", items); err == nil || !strings.Contains(err.Error(), "b 1:") {
+		t.Errorf("an http file of an https index: %v", err)
+	}
+	if err := noDowngrade("http://127.0.0.1:9/simple/", items); err != nil {
+		t.Errorf("an http index: %v", err)
+	}
+	if err := noDowngrade("https://idx.example/simple/", items[:1]); err != nil {
+		t.Errorf("https files: %v", err)
+	}
+}
