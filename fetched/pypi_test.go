@@ -118,6 +118,8 @@ func newPyIndex() *pyIndex {
 }
 
 func (x *pyIndex) add(project, file string, data []byte, meta string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.files[project] == nil {
 		x.files[project] = map[string][]byte{}
 	}
@@ -127,10 +129,21 @@ func (x *pyIndex) add(project, file string, data []byte, meta string) {
 	}
 }
 
+// tamper sets the index's lie or swap for file under its lock.
+func (x *pyIndex) tamper(file string, swap []byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if swap == nil {
+		x.lie[file] = true
+	} else {
+		x.swap[file] = swap
+	}
+}
+
 func (x *pyIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.hits = append(x.hits, r.URL.Path)
-	x.mu.Unlock()
 	p := r.URL.Path
 	if proj, ok := strings.CutPrefix(p, "/simple/"); ok && x.files[strings.TrimSuffix(proj, "/")] != nil {
 		files := x.files[strings.TrimSuffix(proj, "/")]
@@ -158,12 +171,10 @@ func (x *pyIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, files := range x.files {
 			if data, ok := files[fn]; ok {
-				x.mu.Lock()
 				x.served[fn]++
 				if x.swap[fn] != nil && x.served[fn] > 1 {
 					data = x.swap[fn]
 				}
-				x.mu.Unlock()
 				w.Header().Set("Content-Type", "application/octet-stream")
 				w.Write(data)
 				return
@@ -370,7 +381,7 @@ func runPyServer(t *testing.T, l *Lock, dir string, env []string) string {
 func TestResolvePyPITamperedHash(t *testing.T) {
 	requirePip(t)
 	w := newPyWorld(t)
-	w.good.lie["mcpgreet-2.0-py3-none-any.whl"] = true
+	w.good.tamper("mcpgreet-2.0-py3-none-any.whl", nil)
 	_, dir, err := w.resolve(t, pipx("mcpdemo==1.0.0"))
 	if err == nil || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), "tampered") {
 		t.Fatalf("a tampered hash: %v", err)
@@ -389,7 +400,7 @@ func TestResolvePyPISwappedFile(t *testing.T) {
 	requirePip(t)
 	w := newPyWorld(t)
 	_, hostile, _ := pyWheel(t, "mcpgreet", "2.0", map[string]string{"mcpgreet/__init__.py": "GREETING = 'SWAPPED'\n"}, nil, nil)
-	w.good.swap["mcpgreet-2.0-py3-none-any.whl"] = hostile
+	w.good.tamper("mcpgreet-2.0-py3-none-any.whl", hostile)
 	_, dir, err := w.resolve(t, pipx("mcpdemo==1.0.0"))
 	if err == nil || !strings.Contains(err.Error(), "sha256") || !strings.Contains(err.Error(), "tampered") {
 		t.Fatalf("a file swapped after resolution: %v", err)
