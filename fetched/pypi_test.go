@@ -660,7 +660,8 @@ func TestPythonFor(t *testing.T) {
 }
 
 // The console script named with pipx run --spec, or uvx --from, is the
-// program; uvx resolves against uv.toml's index, not pip.conf's.
+// program; uvx resolves against uv.toml's index, not pip.conf's; the same
+// package resolved again is the same tree (digest).
 func TestResolvePyPIFrom(t *testing.T) {
 	requirePip(t)
 	w := newPyWorld(t)
@@ -671,11 +672,15 @@ func TestResolvePyPIFrom(t *testing.T) {
 	if err := checkPyPI(dir, l); err != nil {
 		t.Error(err)
 	}
+	first := l.Tree
 	os.WriteFile(filepath.Join(w.fetchers, "uv.toml"), []byte("index-url = \""+w.goodURL+"/simple/\"\n"), 0o600)
 	os.WriteFile(filepath.Join(w.fetchers, "pip.conf"), []byte("[global]\nindex-url = http://127.0.0.1:1/simple/\n"), 0o600)
 	l, _, err = w.resolve(t, mustRead(t, "uvx", "--from", "mcpdemo==1.0.0", "mcpdemo-admin"))
 	if err != nil || l.Program != "bin/mcpdemo-admin" || l.Registry != w.goodURL+"/simple/" {
 		t.Fatalf("uvx --from: %+v, %v", l, err)
+	}
+	if l.Tree != first {
+		t.Errorf("the same package resolved twice gave the trees %s and %s: a re-trust would see a change", first, l.Tree)
 	}
 	if _, _, err := w.resolve(t, mustRead(t, "uvx", "--from", "mcpdemo==1.0.0", "nosuch")); err == nil || !strings.Contains(err.Error(), `no console script "nosuch"; it has mcpdemo, mcpdemo-admin`) {
 		t.Errorf("uvx --from with a script the package lacks: %v", err)
