@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/cli"
 	"github.com/berth-mcp/berth/internal/testupstream"
+	"github.com/berth-mcp/berth/sandbox"
 )
 
 // TestMain lets the test binary act as the berth CLI, through a symlink
@@ -17,6 +18,8 @@ import (
 // testupstream.Name: the berth under test is the same code, race detector
 // included, that `go test -race` builds.
 func TestMain(m *testing.M) {
+	// A test binary re-executed as the sandbox launcher never runs tests.
+	sandbox.Main()
 	switch filepath.Base(os.Args[0]) {
 	case berthName:
 		os.Exit(cli.Main())

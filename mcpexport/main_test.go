@@ -18,12 +18,15 @@ import (
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/store"
 )
 
 // TestMain lets the test binary act as the upstream MCP server of the
 // tests, run through a symlink named berth-export-upstream.
 func TestMain(m *testing.M) {
+	// A test binary re-executed as the sandbox launcher never runs tests.
+	sandbox.Main()
 	if filepath.Base(os.Args[0]) == testupstream.Name {
 		testupstream.Main()
 		return

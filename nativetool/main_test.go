@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/internal/testkit"
+	"github.com/berth-mcp/berth/sandbox"
 )
 
 // The test binary doubles as two helper programs (the self-exec pattern):
@@ -31,6 +32,8 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	// A test binary re-executed as the sandbox launcher never runs tests.
+	sandbox.Main()
 	switch {
 	case os.Getenv(envTestSleeper) == "1":
 		time.Sleep(5 * time.Minute)

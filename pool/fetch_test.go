@@ -134,9 +134,11 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 // node_modules/berth-probe at that very version (tool from_workspace), a
 // package.json that depends on it, and an .npmrc that points npm at
 // another registry and makes node load the workspace's inject.js. The
-// bundle carries the same trap. The package that runs is the registry's, fetched
-// from the registry the operator configured in $BERTH_HOME/fetchers/npmrc;
-// the workspace's copy, its .npmrc and inject.js are never used.
+// bundle carries the same trap. The package that runs is the registry's,
+// resolved at trust from the registry the operator configured in
+// $BERTH_HOME/fetchers/npmrc and staged; it starts from the staged tree
+// without asking the registry again; the workspace's copy, its .npmrc and
+// inject.js are never used.
 func TestFetcherNeverUsesTheWorkspace(t *testing.T) {
 	dir := peers.Require(t)
 	node, err := peers.Node22()
@@ -170,6 +172,7 @@ func TestFetcherNeverUsesTheWorkspace(t *testing.T) {
 	src := f.bundleDir("probe", map[string]any{"main": map[string]any{"stdio": stdio}}, nil)
 	plantProbe(t, src, "from_bundle", evil.URL)
 	ctx := context.Background()
+	f.fetchEnv = []string{"PATH=" + filepath.Join(dir, "node_modules", ".bin") + ":" + filepath.Dir(node) + ":/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
 	f.install(src)
 	if _, err := Enable(ctx, f.store, f.ws, "probe", ""); err != nil {
 		t.Fatal(err)
@@ -193,14 +196,17 @@ func TestFetcherNeverUsesTheWorkspace(t *testing.T) {
 	if err := json.Unmarshal([]byte(callText(t, p, "probe__main__from_registry", `{}`)), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got.Cwd, filepath.Join(fetchers, "run")+string(filepath.Separator)) {
-		t.Errorf("the fetched server runs in %s, not in a directory of berth's under %s", got.Cwd, fetchers)
+	if !strings.HasPrefix(got.Cwd, f.paths.Store()+string(filepath.Separator)) {
+		t.Errorf("the fetched server runs in %s, not in its staged tree under %s", got.Cwd, f.paths.Store())
 	}
 	if got.NodeOptions != "" {
 		t.Errorf("the fetched server got NODE_OPTIONS=%q", got.NodeOptions)
 	}
-	if good.hits.Load() == before {
-		t.Errorf("the operator's registry was not asked")
+	if before == 0 {
+		t.Errorf("the operator's registry was not asked at trust")
+	}
+	if n := good.hits.Load(); n != before {
+		t.Errorf("the registry was asked %d times when the server started; it runs from its staged tree", n-before)
 	}
 	if n := evilHits.Load(); n != 0 {
 		t.Errorf("the registry of a .npmrc in the workspace or bundle was asked %d times", n)

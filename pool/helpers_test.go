@@ -18,8 +18,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -27,6 +29,8 @@ import (
 // second berth process: the tests run it through symlinks named
 // berth-testserver and berth-disable.
 func TestMain(m *testing.M) {
+	// A test binary re-executed as the sandbox launcher never runs tests.
+	sandbox.Main()
 	switch filepath.Base(os.Args[0]) {
 	case "berth-testserver":
 		os.Exit(testserver.Main(os.Args[1:]))
@@ -62,6 +66,9 @@ type fixture struct {
 	bin   string
 	paths store.Paths
 	store *store.Store
+	// fetchEnv, when set, is the package managers' environment at trust
+	// (a fetched server's tree is resolved then).
+	fetchEnv []string
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -140,7 +147,7 @@ func mergeFiles(a, b map[string]string) map[string]string {
 func (f *fixture) install(dir string) *store.Record {
 	f.t.Helper()
 	ctx := context.Background()
-	res, err := f.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digestOf(f.t, dir)})
+	res, err := f.store.Trust(ctx, dir, &store.TrustOptions{UnsignedUnsafe: true, Digest: digestOf(f.t, dir), Fetch: &fetched.Options{Env: f.fetchEnv}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

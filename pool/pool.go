@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
@@ -150,7 +151,12 @@ type plugin struct {
 	dir       string
 	listing   *bundle.Listing // the staged listing: checksums of native tool executables
 	drift     *store.DriftChecker
-	servers   []*server // MCP servers, then native tool providers
+	// fetched are the record's locks of runtime-fetched servers and
+	// trees their staged trees' drift checkers, in the same order
+	// (fetched.go).
+	fetched []*fetched.Lock
+	trees   []*store.DriftChecker
+	servers []*server // MCP servers, then native tool providers
 	// signer is the identity of the signer of the enabled version's trust
 	// record (store.Record.SignerIdentity): an allow rule applies only
 	// to versions from the signer it was set for.
@@ -493,6 +499,9 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement)
 		return fail(fmt.Errorf("%s@%s: %w", name, en.Version, err))
 	}
 	pl.drift = dc
+	if err := pl.openTrees(recs[0]); err != nil {
+		return fail(err)
+	}
 	m, err := pl.manifest(ctx)
 	if err != nil {
 		return fail(err)
@@ -587,7 +596,7 @@ func (pl *plugin) checkDrift(ctx context.Context) error {
 	}
 	err := pl.drift.Check(ctx)
 	if err == nil {
-		return nil
+		return pl.checkTrees(ctx)
 	}
 	if !errors.Is(err, store.ErrDrift) {
 		return fmt.Errorf("checking the staged copy of %s@%s for drift: %w", pl.name, pl.version, err)
@@ -636,6 +645,7 @@ func (pl *plugin) stop(why error) {
 	if pl.drift != nil {
 		pl.drift.Close()
 	}
+	pl.closeTrees()
 }
 
 // recordSurface pins a server's surface in the state, unless another
@@ -777,6 +787,9 @@ type ServerStatus struct {
 	// SignIn is, for a remote that signs in with OAuth (auth.oauth),
 	// who is signed in and until when, or the command that signs in.
 	SignIn *SignInStatus `json:"signIn,omitempty"`
+	// Fetched is set for a runtime-fetched server: whether it runs from
+	// the tree staged at trust (fetched.go).
+	Fetched *FetchStatus `json:"fetched,omitempty"`
 	// Err is LastError as an error.
 	Err error `json:"-"`
 }
@@ -801,6 +814,8 @@ func (p *Pool) Status() []ServerStatus {
 				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources)}
 			if s.native != nil {
 				st.Kind = KindNative
+			} else {
+				st.Fetched = pl.fetchStatus(s.name, s.spec)
 			}
 			if s.lastErr != nil {
 				st.LastError = s.lastErr.Error()

@@ -472,7 +472,13 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	var transport mcp.Transport
 	if s.spec.Stdio != nil {
 		src := s.p.sources(c.ctx, s.pl)
-		sp, err := s.p.stdioSpawn(s.id, s.spec.Stdio, s.pl.dir, src)
+		var sp *spawnSpec
+		var err error
+		if l := s.pl.lockOf(s.name); l != nil {
+			sp, err = s.p.stagedSpawn(s.id, s.spec.Stdio, s.pl.dir, l, src)
+		} else {
+			sp, err = s.p.stdioSpawn(s.id, s.spec.Stdio, s.pl.dir, src)
+		}
 		s.recordSources(src)
 		if err != nil {
 			return nil, err

@@ -40,6 +40,10 @@ type spawnSpec struct {
 	// cleanup, when set, runs once the process has exited or failed to
 	// start (it removes a runtime fetcher's directory; see fetch.go).
 	cleanup func()
+	// fetchedTrees are the staged fetched trees (fetched.Lock) a
+	// runtime-fetched server starts from: readable and executable under
+	// confinement (sandbox Policy.Exec; fetched.go).
+	fetchedTrees []string
 }
 
 // permanentError marks a start failure that retrying cannot fix (a missing

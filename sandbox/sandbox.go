@@ -8,8 +8,13 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 )
 
 // Network modes of a Policy.
@@ -62,8 +67,18 @@ type Support struct {
 }
 
 // Probe reports what this host can enforce. It is cheap after the first
-// call.
-func Probe() *Support { return &Support{OS: "unknown", Notes: []string{"not implemented"}} }
+// call (the result is cached for the life of the process).
+func Probe() *Support {
+	probeOnce.Do(func() { probed = probe() })
+	c := *probed
+	c.Notes = append([]string(nil), probed.Notes...)
+	return &c
+}
+
+var (
+	probeOnce sync.Once
+	probed    *Support
+)
 
 // Enforcement is what is in effect for one server, as berth status shows
 // it (field names documented in docs/sandbox.md).
@@ -104,29 +119,183 @@ type Options struct {
 var ErrNotEnforced = errors.New("sandbox: this host cannot enforce the server's declared limits")
 
 // Launch is one wrapped command, between Wrap and the end of its start.
+//
+// A Launch is used by one goroutine.
 type Launch struct {
 	// Enforcement is what will be in effect once the command starts.
 	Enforcement Enforcement
+
+	cmd *exec.Cmd
+	// closeAfterStart are the launcher's ends of the descriptors Wrap
+	// passed; status and bridge are berth's ends (Linux).
+	closeAfterStart []*os.File
+	status          *os.File
+	bridge          *os.File
+	// proxy is the egress listener opened in berth (macOS).
+	proxy net.Listener //lint:ignore U1000 used on macOS
+	done  bool
 }
 
 // Wrap rewrites cmd (Path, Args, Env, Dir, stdio and SysProcAttr already
 // set by the caller) so that it starts the launcher, which confines itself
 // to p and execs the original program. Call Started after cmd.Start (and
-// after a failed Start, to release what Wrap opened).
+// after a failed Start, to release what Wrap opened); when Started returns
+// an error the launcher has exited or been killed, and the caller still
+// waits for cmd.
+//
+// The paths of p must be absolute and exist; an Exec path and a Write path
+// must not contain one another (the workspace is never executable, the
+// bundle never writable). A policy this host cannot enforce in full is run
+// with what it can (Enforcement.NotEnforced says what is missing) unless
+// o.Require is set, when Wrap returns an error wrapping ErrNotEnforced.
 func Wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
-	return nil, errors.New("sandbox: not implemented")
+	if cmd == nil || p == nil {
+		panic("sandbox.Wrap: nil cmd or policy")
+	}
+	if o == nil {
+		o = &Options{}
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	return wrap(cmd, p, o)
 }
 
 // Started finishes the launch after cmd.Start: for NetworkHosts it returns
 // the listener the launcher opened on the namespace's loopback, which the
 // caller serves as the egress proxy (HTTP CONNECT and plain HTTP
-// requests); nil otherwise. startErr is cmd.Start's result.
-func (l *Launch) Started(startErr error) (net.Listener, error) { return nil, startErr }
+// requests); nil otherwise. startErr is cmd.Start's result. It waits until
+// the launcher has execed the server (or failed: then it returns the
+// launcher's error, naming what failed and the fix), so a server is never
+// reported started before its confinement is in place.
+func (l *Launch) Started(startErr error) (net.Listener, error) { return l.started(startErr) }
 
 // Main runs the launcher when this process was started as one, and never
 // returns then; otherwise it returns at once. cmd/berth's main and the
 // TestMain of every package whose tests start servers call it first.
-func Main() {}
+func Main() { launcherMain() }
 
-// SeatbeltProfile is the macOS sandbox-exec profile (SBPL) for p.
-func SeatbeltProfile(p *Policy) string { return "" }
+// launcherEnv is the variable that tells Main it runs as the launcher; its
+// value names the inherited descriptors (see launcher_linux.go). The
+// launcher removes it before it execs the server.
+const launcherEnv = "BERTH_SANDBOX_LAUNCHER"
+
+// check validates p before anything starts.
+func (p *Policy) check() error {
+	var errs []error
+	switch p.Network {
+	case NetworkOpen, NetworkNone, NetworkHosts:
+	default:
+		errs = append(errs, fmt.Errorf("sandbox: network %q is not one of open, none, hosts", p.Network))
+	}
+	if p.Network != NetworkHosts && len(p.Hosts) > 0 {
+		errs = append(errs, fmt.Errorf("sandbox: hosts %v given with network %q (only network hosts has a host list)", p.Hosts, p.Network))
+	}
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"exec", p.Exec}, {"read", p.Read}, {"write", p.Write}} {
+		for _, path := range l.paths {
+			if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+				errs = append(errs, fmt.Errorf("sandbox: %s path %q is not absolute and clean; resolve it before Wrap", l.name, path))
+				continue
+			}
+			if _, err := os.Stat(path); err != nil {
+				errs = append(errs, fmt.Errorf("sandbox: %s path %s: %w (create it or remove it from the policy)", l.name, path, err))
+			}
+		}
+	}
+	for _, x := range p.Exec {
+		for _, w := range p.Write {
+			if within(w, x) || within(x, w) {
+				errs = append(errs, fmt.Errorf("sandbox: exec path %s and write path %s overlap: the write path would be executable or the exec path writable; keep them apart", x, w))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	if path == dir || dir == "/" {
+		return true
+	}
+	return strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// enforcement is what a Wrap of p gives on a host with s.
+func enforcement(p *Policy, s *Support, o *Options) (Enforcement, error) {
+	e := Enforcement{Network: p.Network}
+	if p.Network == NetworkHosts {
+		e.ProxyHosts = append([]string(nil), p.Hosts...)
+	}
+	switch s.OS {
+	case "linux":
+		e.Mechanism = "landlock"
+		e.NoNewPrivs = true
+		e.Seccomp = s.Seccomp
+		e.LandlockABI = min(s.LandlockABI, maxABI)
+		if e.LandlockABI == 0 {
+			e.NotEnforced = append(e.NotEnforced, "filesystem: the kernel has no Landlock (enable CONFIG_SECURITY_LANDLOCK and add landlock to the lsm= boot parameter)")
+		} else {
+			e.Confined = true
+		}
+		if !s.Seccomp {
+			e.NotEnforced = append(e.NotEnforced, "ptrace, mount, bpf, keyctl, new namespaces, raw sockets: the kernel has no seccomp filters")
+		}
+		if e.LandlockABI < 6 {
+			e.NotEnforced = append(e.NotEnforced, "abstract Unix sockets and signals outside the sandbox: Landlock ABI 6 needed (Linux 6.12)")
+		}
+		if e.LandlockABI < unixABI && p.UnixSockets {
+			e.NotEnforced = append(e.NotEnforced, "pathname Unix sockets: not blocked below Landlock ABI 9 (the policy allows the server Unix sockets)")
+		} else if e.LandlockABI < unixABI && !s.Seccomp {
+			e.NotEnforced = append(e.NotEnforced, "pathname Unix sockets: neither Landlock ABI 9 nor seccomp")
+		}
+		if p.Network != NetworkOpen {
+			if s.UserNamespaces {
+				e.NetworkNamespace = true
+				if e.LandlockABI < 4 {
+					e.NotEnforced = append(e.NotEnforced, "TCP port rules inside the network namespace: Landlock ABI 4 needed")
+				}
+			} else {
+				e.NotEnforced = append(e.NotEnforced, "network "+p.Network+": no user and network namespaces here, so the network is open (allow unprivileged user namespaces: sysctl kernel.unprivileged_userns_clone=1 or the AppArmor userns restriction)")
+			}
+		}
+	case "darwin":
+		e.Mechanism = "seatbelt"
+		if s.Seatbelt {
+			e.Confined = true
+		} else {
+			e.NotEnforced = append(e.NotEnforced, "everything: sandbox-exec is missing")
+		}
+	default:
+		e.Mechanism = "none"
+		e.NotEnforced = append(e.NotEnforced, "everything: berth cannot confine a server on "+s.OS)
+	}
+	if !e.Confined {
+		e.Unconfined = "the server runs with your user's rights: " + strings.Join(e.NotEnforced, "; ")
+	}
+	if o.Require && len(e.NotEnforced) > 0 {
+		return e, fmt.Errorf("%w: %s (or set the server's confinement to not required)", ErrNotEnforced, strings.Join(e.NotEnforced, "; "))
+	}
+	return e, nil
+}
+
+// maxABI is the highest Landlock ABI berth asks for; unixABI the first
+// with the rule for pathname Unix sockets.
+const (
+	maxABI  = 9
+	unixABI = 9
+)
+
+// withoutEnv drops every name= entry from env.
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

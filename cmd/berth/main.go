@@ -6,6 +6,13 @@ import (
 	"os"
 
 	"github.com/berth-mcp/berth/internal/cli"
+	"github.com/berth-mcp/berth/sandbox"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() {
+	// berth re-executes itself as the sandbox launcher of a local server
+	// (docs/sandbox.md): then Main confines the process and execs the
+	// server, and never returns.
+	sandbox.Main()
+	os.Exit(cli.Main())
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,13 +13,16 @@ import (
 
 // configKeys are the settings berth config sets, with what each means.
 var configKeys = map[string]string{
-	"min-release-age": "the cooldown of catalog installs: versions released less long ago are skipped (a Go duration like 72h, or days like 3d; 0 for none)",
+	"min-release-age":     "the cooldown of catalog installs: versions released less long ago are skipped (a Go duration like 72h, or days like 3d; 0 for none)",
+	"fetch-allow-scripts": "the npm packages (NAME[,NAME...]; none for none) whose install scripts run, confined, when a fetched server's tree is resolved at trust",
 }
 
 // configJSON is what config get --json prints.
 type configJSON struct {
 	// MinReleaseAge is the cooldown, a Go duration; "0s" means none.
 	MinReleaseAge string `json:"minReleaseAge"`
+	// FetchAllowScripts are the packages whose install scripts may run.
+	FetchAllowScripts []string `json:"fetchAllowScripts"`
 }
 
 func newConfigCmd(a *app) *cobra.Command {
@@ -27,7 +31,8 @@ func newConfigCmd(a *app) *cobra.Command {
 		Short: "Set the operator's settings in config.json (min-release-age)",
 		Long: `Config reads and sets the operator's settings kept in $BERTH_HOME/config.json:
 
-  min-release-age   ` + configKeys["min-release-age"] + `
+  min-release-age       ` + configKeys["min-release-age"] + `
+  fetch-allow-scripts   ` + configKeys["fetch-allow-scripts"] + `
 
 Signers and the tool policy have their own commands (berth signers,
 berth policy).`,
@@ -55,7 +60,8 @@ func newConfigSetCmd(a *app) *cobra.Command {
 		Long: `Set sets KEY to VALUE in config.json, under berth's lock; running berth
 processes pick it up. Keys:
 
-  min-release-age   ` + configKeys["min-release-age"],
+  min-release-age       ` + configKeys["min-release-age"] + `
+  fetch-allow-scripts   ` + configKeys["fetch-allow-scripts"],
 		Example: `  berth config set min-release-age 72h
   berth config set min-release-age 7d`,
 		Args: exactArgs(2, "KEY and VALUE"),
@@ -69,8 +75,11 @@ processes pick it up. Keys:
 }
 
 func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
+	if opts.Key == "fetch-allow-scripts" {
+		return runConfigSetAllowScripts(ctx, a, opts)
+	}
 	if opts.Key != "min-release-age" {
-		return usagef("%q is not a setting; berth config set knows min-release-age", opts.Key)
+		return usagef("%q is not a setting; berth config set knows min-release-age and fetch-allow-scripts", opts.Key)
 	}
 	d := time.Duration(0)
 	if opts.Value != "0" {
@@ -87,7 +96,11 @@ func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
+		cfg, err := st.Config()
+		if err != nil {
+			return err
+		}
+		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String(), FetchAllowScripts: nonNilStrings(cfg.FetchAllowScripts)})
 	}
 	if d == 0 {
 		fmt.Fprintln(a.stdout, "min-release-age is off: berth install may pick a version released a moment ago.")
@@ -121,8 +134,8 @@ func newConfigGetCmd(a *app) *cobra.Command {
 }
 
 func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
-	if len(opts.Keys) == 1 && opts.Keys[0] != "min-release-age" {
-		return usagef("%q is not a setting; berth config knows min-release-age", opts.Keys[0])
+	if len(opts.Keys) == 1 && configKeys[opts.Keys[0]] == "" {
+		return usagef("%q is not a setting; berth config knows min-release-age and fetch-allow-scripts", opts.Keys[0])
 	}
 	st, err := a.store()
 	if err != nil {
@@ -136,13 +149,53 @@ func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
 	if err != nil {
 		return err
 	}
+	allow := "none"
+	if len(cfg.FetchAllowScripts) > 0 {
+		allow = strings.Join(cfg.FetchAllowScripts, ",")
+	}
 	if opts.JSON {
-		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String()})
+		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String(), FetchAllowScripts: nonNilStrings(cfg.FetchAllowScripts)})
 	}
 	if len(opts.Keys) == 1 {
-		fmt.Fprintln(a.stdout, d)
+		if opts.Keys[0] == "fetch-allow-scripts" {
+			fmt.Fprintln(a.stdout, allow)
+		} else {
+			fmt.Fprintln(a.stdout, d)
+		}
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "min-release-age  %s\n", d)
+	fmt.Fprintf(a.stdout, "min-release-age      %s\nfetch-allow-scripts  %s\n", d, allow)
+	return nil
+}
+
+// runConfigSetAllowScripts sets fetch-allow-scripts: NAME[,NAME...], or
+// none.
+func runConfigSetAllowScripts(ctx context.Context, a *app, opts *configSetOptions) error {
+	var names []string
+	if v := strings.TrimSpace(opts.Value); v != "none" && v != "" {
+		for n := range strings.SplitSeq(v, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	cfg, err := st.SetFetchAllowScripts(ctx, names)
+	if err != nil {
+		return usagef("fetch-allow-scripts: %v (NAME[,NAME...] of npm packages, or none)", err)
+	}
+	d, err := cfg.ReleaseCooldown()
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, configJSON{MinReleaseAge: d.String(), FetchAllowScripts: nonNilStrings(cfg.FetchAllowScripts)})
+	}
+	if len(cfg.FetchAllowScripts) == 0 {
+		fmt.Fprintln(a.stdout, "fetch-allow-scripts is none: a fetched package with an install script is refused at trust.")
+	} else {
+		fmt.Fprintf(a.stdout, "fetch-allow-scripts is %s: their install scripts run at trust, confined to their tree with no network; any other package with one is refused.\n", strings.Join(cfg.FetchAllowScripts, ","))
+	}
 	return nil
 }

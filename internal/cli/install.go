@@ -308,6 +308,7 @@ func (a *app) showCandidate(ic *marketplace.InstallCandidate, full bool) {
 	w := a.stdout
 	if full {
 		ic.Review.WriteText(w)
+		review.WriteFetched(w, ic.Fetched)
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "The review matches what catalog %s says about %s %s (digest %s).\n", ic.Catalog.Name, ic.Plugin.Name, ic.Version.Version, ic.Version.Digest)
 	}
@@ -533,6 +534,7 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		Confirm: func(cand *store.Candidate) error {
 			if !u.json {
 				cand.Review.WriteText(a.stdout)
+				review.WriteFetched(a.stdout, cand.Fetched)
 				fmt.Fprintln(a.stdout)
 				fmt.Fprintf(a.stdout, "UNSIGNED: nobody signed this entry of catalog %s; it is trusted only because its digest is %s, as you pinned.\n", u.catalog, cand.Bundle.Digest)
 			}

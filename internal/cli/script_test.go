@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/berth-mcp/berth/sandbox"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 var updateScripts = flag.Bool("update", false, "update testscript golden output in place")
 
 func TestMain(m *testing.M) {
+	// A test binary re-executed as the sandbox launcher never runs tests.
+	sandbox.Main()
 	// A race-enabled berth would sleep a second at every exit; the many
 	// berth processes these tests start need not.
 	if os.Getenv("GORACE") == "" {

@@ -92,6 +92,9 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 			if err := c.Review.WriteText(a.stdout); err != nil {
 				return err
 			}
+			if err := review.WriteFetched(a.stdout, c.Fetched); err != nil {
+				return err
+			}
 			fmt.Fprintln(a.stdout)
 			if c.Signer != nil {
 				fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", c.Signer)
@@ -111,7 +114,7 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Staged: res.Snapshot})
+		return writeJSON(a.stdout, trustJSON{Already: res.Already, Record: res.Record, Review: res.Review, Fetched: review.Fetched(res.Record.Fetched), Staged: res.Snapshot})
 	}
 	if res.Already {
 		fmt.Fprintf(a.stdout, "%s is already trusted with this digest; nothing changed.\n", res.Record.ID())
@@ -126,5 +129,8 @@ type trustJSON struct {
 	Already bool               `json:"already"`
 	Record  *store.Record      `json:"record"`
 	Review  *review.Disclosure `json:"review"`
-	Staged  string             `json:"staged"`
+	// Fetched are the runtime-fetched servers' trees resolved and staged
+	// at trust.
+	Fetched []review.FetchedTree `json:"fetched"`
+	Staged  string               `json:"staged"`
 }

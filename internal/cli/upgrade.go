@@ -187,6 +187,10 @@ type upgradeEntry struct {
 	// on stderr: a catalog that changed the review summary of the
 	// installed version since it published it.
 	Warnings []string `json:"warnings,omitempty"`
+	// Fetched are the packages of the runtime-fetched servers' trees
+	// that the upgrade added, removed or changed the version of (known
+	// once the new version's trees are resolved, at its trust).
+	Fetched []review.PackageChange `json:"fetched,omitempty"`
 }
 
 // upgradeJSON is what upgrade --json prints.
@@ -382,6 +386,10 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 	}
 	req := marketplace.InstallRequest{Name: o.Name, Catalog: o.Catalog, Constraint: o.Constraint, AllowStale: opts.AllowStale, AllowSignerChange: opts.AllowSignerChange, Resolve: ro}
 	res, err := a.installOne(ctx, st, c, req, installShow{quiet: asJSON}, func(ic *marketplace.InstallCandidate) error {
+		e.Fetched = review.FetchedChanges(o.Record().Fetched, ic.Fetched)
+		if !asJSON {
+			review.WriteFetchedChanges(a.stdout, e.Fetched)
+		}
 		if ic.NewSigner == nil {
 			return nil
 		}

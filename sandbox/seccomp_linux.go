@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"golang.org/x/sys/unix"
+)
+
+// deniedSyscalls are refused with EPERM whatever their arguments; each is
+// justified in docs/sandbox.md §Enforcement.
+var deniedSyscalls = []string{
+	// other processes' memory and registers
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
+	// the mount table, and file handles that bypass path checks
+	"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
+	"fsconfig", "fspick", "mount_setattr", "open_by_handle_at",
+	// kernel programs, keyrings, namespaces
+	"bpf", "keyctl", "add_key", "request_key", "unshare", "setns",
+	// io_uring runs socket, connect and open outside seccomp's view
+	"io_uring_setup", "io_uring_enter", "io_uring_register",
+	// kernel and machine control
+	"perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "userfaultfd", "iopl", "ioperm", "acct", "swapon", "swapoff", "reboot",
+}
+
+// Values the argument rules compare with.
+const (
+	cloneNewMask = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+		unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
+	readImpliesExec = 0x0400000
+	ipprotoMPTCP    = 262
+	// above32 matches an int argument with any of its upper 32 bits set:
+	// the kernel ignores them, so an Equal rule on the low half alone
+	// could be dodged with them.
+	above32 = 0xffffffff
+)
+
+// seccompPolicy is the filter for p: default allow, the listed calls
+// refused.
+func seccompPolicy(p *Policy, abi int, netns bool) seccomp.Policy {
+	eperm := seccomp.ActionErrno | seccomp.Action(unix.EPERM)
+	enosys := seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)
+	cond := func(name string, cs ...seccomp.Condition) seccomp.NameWithConditions {
+		return seccomp.NameWithConditions{Name: name, Conditions: cs}
+	}
+	arg := func(n uint32, op seccomp.Operation, v uint64) seccomp.Condition {
+		return seccomp.Condition{Argument: n, Operation: op, Value: v}
+	}
+	conds := []seccomp.NameWithConditions{
+		// clone with any CLONE_NEW* flag (BitsSet reads the low half, where
+		// the kernel reads the flags)
+		cond("clone", arg(0, seccomp.BitsSet, cloneNewMask)),
+		// personality(READ_IMPLIES_EXEC), except the query 0xffffffff
+		cond("personality", arg(0, seccomp.BitsSet, readImpliesExec), arg(0, seccomp.NotEqual, 0xffffffff)),
+		// socket(): packet sockets, raw and SOCK_PACKET types with any
+		// SOCK_NONBLOCK/SOCK_CLOEXEC, any int argument with upper bits set
+		cond("socket", arg(0, seccomp.Equal, unix.AF_PACKET)),
+		cond("socket", arg(0, seccomp.GreaterThan, above32)),
+		cond("socket", arg(1, seccomp.GreaterThan, above32)),
+		cond("socket", arg(2, seccomp.GreaterThan, above32)),
+	}
+	for _, typ := range []uint64{unix.SOCK_RAW, unix.SOCK_PACKET} {
+		for _, fl := range []uint64{0, unix.SOCK_NONBLOCK, unix.SOCK_CLOEXEC, unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC} {
+			conds = append(conds, cond("socket", arg(1, seccomp.Equal, typ|fl)))
+		}
+	}
+	if !p.UnixSockets && abi < unixABI {
+		// Pathname Unix sockets (the session bus, the keychain, Docker):
+		// Landlock sees them from ABI 9; below it no AF_UNIX socket at all.
+		// socketpair stays allowed.
+		conds = append(conds, cond("socket", arg(0, seccomp.Equal, unix.AF_UNIX)))
+	}
+	if netns {
+		// Multipath TCP is not seen by Landlock's TCP rules.
+		conds = append(conds, cond("socket", arg(2, seccomp.Equal, ipprotoMPTCP)))
+	}
+	return seccomp.Policy{
+		DefaultAction: seccomp.ActionAllow,
+		Syscalls: []seccomp.SyscallGroup{
+			// clone3 passes its flags in memory seccomp cannot read: ENOSYS
+			// makes glibc and Go fall back to clone.
+			{Names: []string{"clone3"}, Action: enosys},
+			{Names: deniedSyscalls, Action: eperm},
+			{NamesWithCondtions: conds, Action: eperm},
+		},
+	}
+}
+
+// loadSeccomp installs the filter on every thread (TSYNC).
+func loadSeccomp(p *Policy, abi int, netns bool) error {
+	return seccomp.LoadFilter(seccomp.Filter{
+		NoNewPrivs: true,
+		Flag:       seccomp.FilterFlagTSync,
+		Policy:     seccompPolicy(p, abi, netns),
+	})
+}
