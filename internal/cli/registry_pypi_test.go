@@ -338,6 +338,9 @@ func TestRegistryPyPIPipx(t *testing.T) {
 	if !strings.Contains(out, "pipx run mcpcap==0.4.4") || strings.Contains(out, "uvx") {
 		t.Errorf("the review of the pipx entry does not run pipx run mcpcap==0.4.4:\n%s", out)
 	}
+	if !strings.Contains(out, "fetched  pypi: mcpcap==0.4.4: 1 package, ") || !strings.Contains(out, "staged at trust, starts offline (from "+w.goodSrv.URL+"/simple/)") {
+		t.Errorf("the review does not say what was resolved:\n%s", out)
+	}
 	w.checkLock(t, mapped, version, version)
 	w.goodSrv.Close() // the server starts offline, from the tree staged at trust
 	w.callEcho(t, mapped, version)
