@@ -130,6 +130,19 @@ func Resolve(ctx context.Context, server string, f *runtimefetch.Fetch, dir stri
 	return nil, fmt.Errorf("%w: %s", ErrNotStaged, f.Ecosystem)
 }
 
+// Stages reports whether Resolve stages f's form at all (npm runners that
+// run the package with node; PyPI runners): a record without a lock for
+// such a server was trusted by an older berth.
+func Stages(f *runtimefetch.Fetch) bool {
+	switch f.Ecosystem {
+	case runtimefetch.EcosystemNPM:
+		return npmStaged(f) == nil
+	case runtimefetch.EcosystemPyPI:
+		return true
+	}
+	return false
+}
+
 // Check re-reads the lock file that the staged tree at dir holds (npm's
 // package-lock.json) and refuses a tree whose packages, or program, are
 // not l's: with the tree's digest checked, it ties the record's lock to

@@ -50,7 +50,7 @@ const npmPackageJSON = `{
 // scripts off, no audit or funding requests, no devDependencies, a lock
 // written (berth reads it), no workspaces, links installed as copies.
 var npmInstallArgs = []string{"install", "--ignore-scripts", "--no-audit", "--no-fund", "--omit=dev",
-	"--package-lock=true", "--workspaces=false", "--install-links=false", "--bin-links=true", "--loglevel=warn"}
+	"--package-lock=true", "--workspaces=false", "--install-links=false", "--bin-links=true", "--omit-lockfile-registry-resolved=false", "--loglevel=warn"}
 
 func npmStaged(f *runtimefetch.Fetch) error {
 	if !npmStagedTools[f.Tool] {
@@ -344,11 +344,13 @@ func gist(out []byte) string {
 	return s
 }
 
-// baseEnv is env, or this process's PATH, HOME, LANG and TMPDIR, without
-// any npm_config_* variable (npm reads them in any letter case).
+// baseEnv is env, or this process's PATH, HOME, LANG and TMPDIR and the
+// operator's certificate settings (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE,
+// SSL_CERT_DIR: a CA of a proxy or a private registry), without any
+// npm_config_* variable (npm reads them in any letter case).
 func baseEnv(env []string) []string {
 	if env == nil {
-		for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR"} {
+		for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"} {
 			if v, ok := os.LookupEnv(k); ok {
 				env = append(env, k+"="+v)
 			}

@@ -55,7 +55,9 @@ type npmEnv struct {
 	fetchers string
 }
 
-func newNPMEnv(t *testing.T) *npmEnv {
+func newNPMEnv(t *testing.T) *npmEnv { return newNPMEnvB(t) }
+
+func newNPMEnvB(t testing.TB) *npmEnv {
 	t.Helper()
 	bin := testkit.PeersBin(t)
 	reg := testkit.NewNPMRegistry(t, testPackages()...)
@@ -73,6 +75,14 @@ func newNPMEnv(t *testing.T) *npmEnv {
 	}
 	env := []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home, "LANG=C", "TMPDIR=" + os.TempDir()}
 	return &npmEnv{reg: reg, home: home, bin: bin, fetchers: fetchers, opts: &Options{Fetchers: fetchers, Env: env}}
+}
+
+func resolveForBench(b *testing.B, e *npmEnv, dir string) (*Lock, error) {
+	f, err := runtimefetch.Read("npx", []string{"-y", "@acme/hello-mcp@1.0.0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return Resolve(context.Background(), "hello", f, dir, e.opts)
 }
 
 func (e *npmEnv) resolve(t *testing.T, args ...string) (*Lock, string, error) {

@@ -49,10 +49,10 @@ func (pl *plugin) fetchStatus(name string, spec *bundle.Server) *FetchStatus {
 		return &FetchStatus{Package: f.Package, Staged: true, Lock: l.Digest(), Tree: l.Tree}
 	}
 	st := &FetchStatus{Package: f.Package}
-	if f.Ecosystem == runtimefetch.EcosystemNPM || f.Ecosystem == runtimefetch.EcosystemPyPI {
-		st.Note = "fetched from the registry at every start: trusted by a berth that did not stage fetched servers, or not stageable; re-trust it (berth trust, berth upgrade) to stage its tree"
+	if fetched.Stages(f) {
+		st.Note = "fetched from the registry at every start: trusted by a berth that did not stage fetched servers; re-trust it (berth trust, berth upgrade) to stage its tree"
 	} else {
-		st.Note = "fetched from the registry at every start: berth stages npm and PyPI packages only"
+		st.Note = "fetched from the registry at every start: berth stages npm packages run with node and PyPI packages only (not " + f.Tool + ")"
 	}
 	return st
 }

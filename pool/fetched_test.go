@@ -4,6 +4,7 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -83,5 +84,39 @@ func TestStagedFetchedServer(t *testing.T) {
 	}
 	if ts, _ := p.Tools(context.Background()); len(ts) != 0 {
 		t.Errorf("a drifted plugin's tools are offered: %v", ts)
+	}
+}
+
+// A record of an older berth has no lock, and deno is not staged: such a
+// server fetches at start, and status says so and, for npm, how to stage
+// it.
+func TestUnstagedFetchStatus(t *testing.T) {
+	bin := testkit.PeersBin(t)
+	reg := testkit.NewNPMRegistry(t, testkit.NPMPackage{Name: "hello-mcp", Version: "1.0.0", Bin: "s.js", Files: map[string]string{"s.js": testkit.MCPServerJS("")}})
+	f := newFixture(t)
+	os.MkdirAll(f.paths.Fetchers(), 0o700)
+	os.WriteFile(filepath.Join(f.paths.Fetchers(), "npmrc"), []byte("registry="+reg.URL()+"\n"), 0o600)
+	f.fetchEnv = []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + f.home, "LANG=C"}
+	rec := f.plugin("old", map[string]any{"main": map[string]any{"stdio": map[string]any{"command": "npx", "args": []string{"-y", "hello-mcp@1.0.0"}}}})
+	if rec.LockOf("main") == nil {
+		t.Fatal("no lock")
+	}
+	// As an older berth wrote it: no lock.
+	rec.Fetched = nil
+	data, _ := json.Marshal(rec)
+	if err := os.WriteFile(f.paths.Record("old", "1.0.0"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.plugin("denoed", map[string]any{"main": map[string]any{"stdio": map[string]any{"command": "deno", "args": []string{"run", "npm:hello-mcp@1.0.0"}}}})
+	p, err := Open(context.Background(), f.store, f.ws, f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	for id, want := range map[string]string{"old__main": "re-trust it", "denoed__main": "not deno run"} {
+		st := status(t, p, id)
+		if st.Fetched == nil || st.Fetched.Staged || !strings.Contains(st.Fetched.Note, "fetched from the registry at every start") || !strings.Contains(st.Fetched.Note, want) {
+			t.Errorf("%s: status fetched %+v", id, st.Fetched)
+		}
 	}
 }

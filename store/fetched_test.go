@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/internal/testkit"
@@ -146,5 +147,29 @@ func TestTrustFetchFailureNamesServer(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(s.paths.Fetchers(), "stage", "*")); len(m) != 0 {
 		t.Errorf("leftovers %v", m)
+	}
+}
+
+// GC removes a resolution a crash left in fetchers/stage once it is a day
+// old, never one that may still be resolving.
+func TestGCRemovesStaleStageDirs(t *testing.T) {
+	s := newStore(t)
+	stage := filepath.Join(s.paths.Fetchers(), "stage")
+	old, fresh := filepath.Join(stage, "main-1"), filepath.Join(stage, "main-2")
+	for _, d := range []string{old, fresh} {
+		if err := os.MkdirAll(filepath.Join(d, "node_modules"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	day := s.now().Add(-25 * time.Hour)
+	os.Chtimes(old, day, day)
+	if _, err := s.GC(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Error("a day-old stage directory was kept")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Error("a fresh stage directory was removed")
 	}
 }

@@ -151,6 +151,18 @@ func (s *Store) GC(ctx context.Context) (*GCResult, error) {
 			temps = append(temps, p)
 		}
 	}
+	// Trees resolved at trust are staged from fetchers/stage, without the
+	// lock while they resolve: only those a day old are a crash's.
+	if stale, err := filepath.Glob(filepath.Join(s.paths.Fetchers(), "stage", "*")); err == nil {
+		for _, p := range stale {
+			if fi, err := os.Lstat(p); err == nil && s.now().Sub(fi.ModTime()) > 24*time.Hour {
+				if err := atomicfile.RemoveTree(p); err != nil {
+					return nil, err
+				}
+				res.Leftovers = append(res.Leftovers, p)
+			}
+		}
+	}
 	for _, p := range temps {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err

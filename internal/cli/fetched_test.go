@@ -89,6 +89,9 @@ func TestFetchedServerStagedAtTrust(t *testing.T) {
 	if len(st) != 1 || st[0].Fetched == nil || !st[0].Fetched.Staged || !strings.HasPrefix(st[0].Fetched.Lock, "sha256:") {
 		t.Errorf("status --json: %s", raw)
 	}
+	if out := run("status", "--workspace", ws); !strings.Contains(out, "hello__main  @acme/hello-mcp@1.0.0: staged at trust, starts offline (lock sha256:") {
+		t.Errorf("status does not say the server runs staged:\n%s", out)
+	}
 	run("verify")
 	// A changed file of the staged tree.
 	trees, _ := filepath.Glob(filepath.Join(home, "store", "sha256", "*", "node_modules", "dep", "index.js"))
@@ -137,5 +140,67 @@ func TestFetchedInstallScriptRefused(t *testing.T) {
 	}
 	if out, _ := berthCmd(home, env, "config", "get", "fetch-allow-scripts").CombinedOutput(); strings.TrimSpace(string(out)) != "scripted" {
 		t.Errorf("config get: %s", out)
+	}
+}
+
+// berth upgrade lists the packages of the fetched tree that the new
+// version adds, removes or changes.
+func TestFetchedUpgradeListsPackages(t *testing.T) {
+	bin := testkit.PeersBin(t)
+	reg := testkit.NewNPMRegistry(t,
+		testkit.NPMPackage{Name: "dep", Version: "1.0.0", Files: map[string]string{"index.js": `module.exports = "v1";`}},
+		testkit.NPMPackage{Name: "dep", Version: "1.1.0", Files: map[string]string{"index.js": `module.exports = "v2";`}},
+		testkit.NPMPackage{Name: "old-extra", Version: "1.0.0", Files: map[string]string{"index.js": ``}},
+		testkit.NPMPackage{Name: "new-extra", Version: "2.0.0", Files: map[string]string{"index.js": ``}},
+		testkit.NPMPackage{Name: "hello-mcp", Version: "1.0.0", Dependencies: map[string]string{"dep": "1.0.0", "old-extra": "1.0.0"},
+			Bin: "bin/server.js", Files: map[string]string{"bin/server.js": testkit.MCPServerJS("dep")}},
+		testkit.NPMPackage{Name: "hello-mcp", Version: "1.1.0", Dependencies: map[string]string{"dep": "1.1.0", "new-extra": "2.0.0"},
+			Bin: "bin/server.js", Files: map[string]string{"bin/server.js": testkit.MCPServerJS("dep")}},
+	)
+	dir := t.TempDir()
+	curator, home := filepath.Join(dir, "curator"), filepath.Join(dir, "home")
+	repo, keys := filepath.Join(dir, "repo"), filepath.Join(dir, "keys")
+	env := []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	run := func(home string, args ...string) string {
+		t.Helper()
+		out, err := berthCmd(home, env, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("berth %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	version := func(v string) string {
+		d := filepath.Join(dir, "hello-"+v)
+		os.MkdirAll(d, 0o755)
+		m := `{"manifestVersion": 1, "name": "hello", "version": "` + v + `", "description": "a fetched server",
+  "publisher": {"name": "Acme"},
+  "mcpServers": {"main": {"stdio": {"command": "npx", "args": ["-y", "hello-mcp@` + v + `"]}}}}`
+		if err := os.WriteFile(filepath.Join(d, "berth.json"), []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(curator, "sign", d, "--key", filepath.Join(dir, "k.key"))
+		run(curator, "catalog", "add", repo, d, "--keys", keys)
+		return d
+	}
+	run(curator, "catalog", "init", repo, "--keys", keys, "--name", "acme")
+	run(curator, "keygen", "--out", filepath.Join(dir, "k"))
+	run(curator, "signers", "add-key", "k", filepath.Join(dir, "k.pub"))
+	version("1.0.0")
+	run(home, "marketplace", "add", "acme", repo, "--root", filepath.Join(repo, "1.root.json"))
+	t.Cleanup(func() { makeWritable(home) })
+	os.MkdirAll(filepath.Join(home, "fetchers"), 0o700)
+	os.WriteFile(filepath.Join(home, "fetchers", "npmrc"), []byte("registry="+reg.URL()+"\n"), 0o600)
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(home, "install", "hello", "--enable", "--workspace", ws, "--yes")
+	version("1.1.0")
+	run(home, "marketplace", "update")
+	out := run(home, "upgrade", "--workspace", ws, "--yes")
+	for _, w := range []string{"fetched main: ~ dep 1.0.0 -> 1.1.0", "fetched main: ~ hello-mcp 1.0.0 -> 1.1.0", "fetched main: + new-extra 2.0.0 (added)", "fetched main: - old-extra 1.0.0 (removed)"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("upgrade does not say %q:\n%s", w, out)
+		}
 	}
 }

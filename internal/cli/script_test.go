@@ -58,6 +58,7 @@ func TestScripts(t *testing.T) {
 			"serve-requests": serveRequestsCmd,
 			"typein":         typeinCmd,
 			"serve-registry": serveRegistryCmd,
+			"npmreg":         npmregCmd,
 		},
 	})
 }

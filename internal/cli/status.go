@@ -101,6 +101,7 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 		a.statusDetail(s)
 	}
 	a.statusSources(sts)
+	a.statusFetched(sts)
 	a.statusSignIns(sts, time.Now())
 	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
@@ -269,4 +270,27 @@ func oneLine(s string, n int) string {
 type statusJSON struct {
 	Servers   []pool.ServerStatus `json:"servers"`
 	Workspace string              `json:"workspace"`
+}
+
+// statusFetched prints, per runtime-fetched server, whether it runs from
+// the tree staged at trust or fetches when it starts, and why.
+func (a *app) statusFetched(sts []pool.ServerStatus) {
+	var lines []string
+	for _, s := range sts {
+		f := s.Fetched
+		switch {
+		case f == nil:
+		case f.Staged:
+			lines = append(lines, fmt.Sprintf("  %s  %s: staged at trust, starts offline (lock %s)", s.ID, review.Printable(f.Package), f.Lock))
+		default:
+			lines = append(lines, fmt.Sprintf("  %s  %s: %s", s.ID, review.Printable(f.Package), review.Printable(f.Note)))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(a.stdout, "\nFetched servers:")
+	for _, l := range lines {
+		fmt.Fprintln(a.stdout, l)
+	}
 }

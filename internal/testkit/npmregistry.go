@@ -59,13 +59,24 @@ type npmVersion struct {
 // test ends.
 func NewNPMRegistry(t testing.TB, pkgs ...NPMPackage) *NPMRegistry {
 	t.Helper()
-	r := &NPMRegistry{versions: map[string][]npmVersion{}}
-	for _, p := range pkgs {
-		r.Add(t, p)
+	r, err := StartNPMRegistry(pkgs...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// StartNPMRegistry starts a registry serving pkgs; the caller closes it.
+func StartNPMRegistry(pkgs ...NPMPackage) (*NPMRegistry, error) {
+	r := &NPMRegistry{versions: map[string][]npmVersion{}}
+	for _, p := range pkgs {
+		if err := r.add(p); err != nil {
+			return nil, err
+		}
+	}
+	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	return r, nil
 }
 
 // URL is the registry's URL, ending in "/".
@@ -74,13 +85,23 @@ func (r *NPMRegistry) URL() string { return r.Server.URL + "/" }
 // Add serves another package version.
 func (r *NPMRegistry) Add(t testing.TB, p NPMPackage) {
 	t.Helper()
-	tgz := npmTarball(t, p)
+	if err := r.add(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *NPMRegistry) add(p NPMPackage) error {
+	tgz, err := npmTarball(p)
+	if err != nil {
+		return err
+	}
 	s512 := sha512.Sum512(tgz)
 	s1 := sha1.Sum(tgz)
 	v := npmVersion{pkg: p, tgz: tgz, integrity: "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), shasum: hex.EncodeToString(s1[:])}
 	r.mu.Lock()
 	r.versions[p.Name] = append(r.versions[p.Name], v)
 	r.mu.Unlock()
+	return nil
 }
 
 // Integrity is the sha512 SRI of a served version's tarball.
@@ -161,11 +182,10 @@ func npmManifest(p NPMPackage) map[string]any {
 	return m
 }
 
-func npmTarball(t testing.TB, p NPMPackage) []byte {
-	t.Helper()
+func npmTarball(p NPMPackage) ([]byte, error) {
 	pj, err := json.MarshalIndent(npmManifest(p), "", "  ")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	files := map[string]string{"package.json": string(pj)}
 	for k, v := range p.Files {
@@ -185,17 +205,17 @@ func npmTarball(t testing.TB, p NPMPackage) []byte {
 			mode = 0o755
 		}
 		if err := tw.WriteHeader(&tar.Header{Name: "package/" + n, Mode: mode, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		tw.Write([]byte(files[n]))
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := gz.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // PeersBin is the directory of the npm test peers' programs
