@@ -305,6 +305,18 @@ func pipGist(out string) string {
 	return strings.Join(lines, "\n")
 }
 
+// unreachable is pip's output when it could not connect to the index.
+var unreachable = regexp.MustCompile(`NewConnectionError|Failed to establish a new connection|Could not fetch URL|Max retries exceeded|ProxyError|SSLError`)
+
+// indexFile is the file of $BERTH_HOME/fetchers that names the index of a
+// form.
+func indexFile(tool string) string {
+	if strings.HasPrefix(tool, "uv") {
+		return "uv.toml"
+	}
+	return "pip.conf"
+}
+
 var noWheel = regexp.MustCompile(`No matching distribution found for ([A-Za-z0-9._-]+)`)
 
 // resolvePyPI resolves f (a PyPI fetch) into dir with the operator's
@@ -345,8 +357,11 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 			if strings.Contains(pe.out, "DO NOT MATCH THE HASHES") {
 				return nil, fmt.Errorf("a file of %s's tree on %s does not have the sha256 that the index gives for it (its #sha256= fragment); berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator\n%s", req, redactURL(index), pipGist(pe.out))
 			}
+			if unreachable.MatchString(pe.out) {
+				return nil, fmt.Errorf("pip could not reach the index %s to resolve %s; check the network, or name a mirror in %s\n%s", redactURL(index), req, filepath.Join(o.Fetchers, indexFile(f.Tool)), pipGist(pe.out))
+			}
 			if m := noWheel.FindStringSubmatch(pe.out); m != nil {
-				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle\n%s", m[1], python, redactURL(index), pipGist(pe.out))
+				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle (or, if the index could not be reached, check the network or name a mirror in %s)\n%s", m[1], python, redactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), pipGist(pe.out))
 			}
 		}
 		return nil, fmt.Errorf("resolving %s on %s: %w", req, redactURL(index), err)

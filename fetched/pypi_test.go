@@ -708,3 +708,16 @@ func TestNoDowngrade(t *testing.T) {
 		t.Errorf("https files: %v", err)
 	}
 }
+
+// An index that cannot be reached: pip's quiet output says only that it
+// found nothing, so the refusal names both causes and the file to fix.
+func TestResolvePyPIUnreachable(t *testing.T) {
+	requirePip(t)
+	w := newPyWorld(t)
+	w.stopGood()
+	os.WriteFile(filepath.Join(w.fetchers, "pip.conf"), []byte("[global]\nindex-url = "+w.goodURL+"/simple/\nretries = 0\n"), 0o600)
+	_, _, err := w.resolve(t, pipx("mcpdemo==1.0.0"))
+	if err == nil || !(strings.Contains(err.Error(), "pip could not reach the index") || strings.Contains(err.Error(), "if the index could not be reached, check the network or name a mirror in "+filepath.Join(w.fetchers, "pip.conf"))) {
+		t.Fatalf("an index that is down: %v", err)
+	}
+}
