@@ -237,6 +237,7 @@ func TestRegistryShowInstall(t *testing.T) {
 	}
 
 	st := store.Open(store.Paths{Root: filepath.Join(dir, "home")}, nil)
+	npmRegistryFor(t, st.Paths().Root, "@acme/weather-mcp@1.4.0")
 	req := UnsignedInstallRequest{Catalog: "reg", Name: "io.github.acme/weather"}
 	_, err = c.InstallUnsigned(ctx, st, req)
 	var pe *UnsignedPinError
@@ -478,6 +479,7 @@ func TestRegistryVPrefixInstall(t *testing.T) {
 		t.Fatalf("show: %+v %v", sh, err)
 	}
 	st := store.Open(store.Paths{Root: filepath.Join(t.TempDir(), "home")}, nil)
+	npmRegistryFor(t, st.Paths().Root, "@acme/weather-mcp@1.4.0")
 	req := UnsignedInstallRequest{Catalog: "reg", Name: "io.github.acme/weather", Constraint: "1.4.0", AllowUnsigned: true}
 	req.Digest, _ = store.ParseDigest(sh.Digest)
 	res, err := c.InstallUnsigned(ctx, st, req)

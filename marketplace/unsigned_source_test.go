@@ -35,6 +35,7 @@ func TestUnsignedInstallRefusesAnotherSourcesPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := store.Open(store.Paths{Root: filepath.Join(t.TempDir(), "state")}, nil)
+	npmRegistryFor(t, st.Paths().Root, "@evil/tools@9.0.0")
 	req := UnsignedInstallRequest{Catalog: "reg", Name: "io.github.acme/tiny", AllowUnsigned: true, Bundle: bopts}
 	req.Digest, _ = store.ParseDigest(sh.Digest)
 	if _, err := c.InstallUnsigned(ctx, st, req); err != nil {
