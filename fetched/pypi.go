@@ -211,24 +211,39 @@ func pythonFor(ctx context.Context, f *runtimefetch.Fetch, env []string) (string
 			name = "python" + parts[0] + "." + parts[1]
 		}
 	}
-	py, err := lookPath(name, env)
-	if err != nil {
+	// Every python<name> on PATH in turn (absolute entries only): a
+	// pyenv shim of a version that is not selected fails its --version,
+	// and a later entry may hold the asked version.
+	var found []string
+	for _, d := range filepath.SplitList(envValue(env, "PATH")) {
+		if p, err := lookPath(name, []string{"PATH=" + d}); err == nil && !slices.Contains(found, p) {
+			found = append(found, p)
+		}
+	}
+	if len(found) == 0 {
 		fix := "install Python 3 (with its pip module) on berth's PATH"
 		if want != "" {
 			fix = fmt.Sprintf("the form asks for Python %s (%s --python %s): install %s with its pip module on berth's PATH", want, f.Tool, want, name)
 		}
 		return "", fmt.Errorf("berth resolves a PyPI package with %s, which is not on PATH: %s", name, fix)
 	}
-	if want != "" {
+	if want == "" {
+		return found[0], nil
+	}
+	var firstErr error
+	for _, py := range found {
 		cmd := exec.CommandContext(ctx, py, "--version")
 		cmd.Env = env
 		out, err := cmd.Output()
 		got := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "Python "))
-		if err != nil || (got != want && !strings.HasPrefix(got, want+".")) {
-			return "", fmt.Errorf("%s --python %s: %s on PATH is Python %q, not %s; install Python %s as %s on berth's PATH", f.Tool, want, py, got, want, want, name)
+		if err == nil && (got == want || strings.HasPrefix(got, want+".")) {
+			return py, nil
+		}
+		if firstErr == nil {
+			firstErr = fmt.Errorf("%s --python %s: %s on PATH is Python %q, not %s; install Python %s as %s on berth's PATH", f.Tool, want, py, got, want, want, name)
 		}
 	}
-	return py, nil
+	return "", firstErr
 }
 
 // pipEnv is the environment pip runs with: o.Env without the variables

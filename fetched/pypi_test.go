@@ -651,6 +651,14 @@ func TestPythonFor(t *testing.T) {
 	if _, err := pythonFor(ctx, read("--python=3.13", "a==1.0"), env); err == nil || !strings.Contains(err.Error(), "install python3.13") {
 		t.Errorf("--python 3.13 missing: %v", err)
 	}
+	// a python3.11 that does not run (a pyenv shim of a version not
+	// selected) is passed over for a later one on PATH
+	bin2 := t.TempDir()
+	os.WriteFile(filepath.Join(bin2, "python3.11"), []byte("#!/bin/sh\nexit 127\n"), 0o755)
+	fake("python3.11", "3.11.7")
+	if py, err := pythonFor(ctx, read("--python", "3.11", "a==1.0"), []string{"PATH=" + bin2 + ":" + bin}); err != nil || py != filepath.Join(bin, "python3.11") {
+		t.Errorf("--python 3.11 after a shim that fails: %q, %v", py, err)
+	}
 	// the working directory is never searched
 	t.Chdir(t.TempDir())
 	os.WriteFile("python3.9", []byte("#!/bin/sh\necho 'Python 3.9.0'\n"), 0o755)
