@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runPython runs /usr/bin/python3 -c script (args after it) under p (nil:
+// unconfined) and returns its output and whether it printed "ok" last.
+func runPython(t *testing.T, p *Policy, script string, args ...string) (string, bool) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("needs /usr/bin/python3")
+	}
+	cmd := exec.Command("/usr/bin/python3", append([]string{"-c", script}, args...)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if p != nil {
+		l, err := Wrap(cmd, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := l.Started(cmd.Start())
+		if err != nil {
+			_ = cmd.Wait()
+			t.Fatalf("start: %v", err)
+		}
+		if ln != nil {
+			defer ln.Close()
+		}
+	} else if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	s := strings.TrimSpace(out.String())
+	return s, err == nil && strings.HasSuffix(s, "ok")
+}
+
+// memfdExec copies a file the server wrote (argv[1]) into a memfd and
+// executes it: code that was never reviewed, and that Landlock's execute
+// right on the write paths was meant to keep from running.
+const memfdExec = `
+import os, sys
+data = open(sys.argv[1], 'rb').read()
+fd = os.memfd_create('x', 0)
+os.write(fd, data)
+os.execv('/proc/self/fd/%d' % fd, ['dropped', 'true'])
+`
+
+// TestAttack22MemfdExec: the workspace and the server's cache and temp are
+// "never executable" (TestExecFromWritePath), but a server copies what it
+// wrote there into memfd_create's anonymous file and executes that
+// (execve of /proc/self/fd/N, or execveat with AT_EMPTY_PATH): Landlock
+// does not see a memfd as a path under any rule. The launcher's seccomp
+// filter allows memfd_create (and execveat) for every server.
+func TestAttack22MemfdExec(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	data, err := os.ReadFile(probePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := filepath.Join(w.ws, "dropped")
+	if err := os.WriteFile(dropped, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := runPython(t, nil, memfdExec, dropped); !ok {
+		t.Fatalf("unconfined memfd exec failed, so the test proves nothing: %s", out)
+	}
+	// control: the dropped file itself is refused
+	if out, ok := run(t, w.policy(), "exec", dropped, "true"); ok {
+		t.Fatalf("exec of the dropped file worked: %s", out)
+	}
+	if out, ok := runPython(t, w.policy(), memfdExec, dropped); ok {
+		t.Fatalf("confined server executed a file it wrote to its workspace through memfd_create: %s", out)
+	}
+}
