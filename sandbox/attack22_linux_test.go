@@ -78,3 +78,33 @@ func TestAttack22MemfdExec(t *testing.T) {
 		t.Fatalf("confined server executed a file it wrote to its workspace through memfd_create: %s", out)
 	}
 }
+
+// vsockSocket creates an AF_VSOCK stream socket and connects nowhere.
+const vsockSocket = `
+import socket
+s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
+print('ok')
+`
+
+// TestAttack22VsockEscapesNetworkNamespace: a server with network "none"
+// (or "hosts") runs in a network namespace of its own, but AF_VSOCK is not
+// namespaced on this kernel (no net.vsock sysctls): from inside such a
+// namespace a vsock connect to CID 2 reaches the hypervisor host (on this
+// machine, "unshare -Urn" then connect((2, 1)) is answered with a reset
+// from the host). The seccomp filter refuses AF_PACKET and raw sockets but
+// no other family that escapes the namespace (AF_VSOCK; AF_BLUETOOTH and
+// others fail on their own outside the initial namespace). The test never
+// connects: creating the socket is the hole.
+func TestAttack22VsockEscapesNetworkNamespace(t *testing.T) {
+	needLandlock(t, 4)
+	needNamespaces(t)
+	if out, ok := runPython(t, nil, vsockSocket); !ok {
+		t.Skipf("this kernel has no AF_VSOCK: %s", out)
+	}
+	w := newWorld(t)
+	p := w.policy()
+	p.Network = NetworkNone
+	if out, ok := runPython(t, p, vsockSocket); ok {
+		t.Fatalf("a server with network none created an AF_VSOCK socket, which its network namespace does not contain: %s", out)
+	}
+}
