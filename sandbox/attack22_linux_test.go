@@ -4,7 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -106,5 +108,46 @@ func TestAttack22VsockEscapesNetworkNamespace(t *testing.T) {
 	p.Network = NetworkNone
 	if out, ok := runPython(t, p, vsockSocket); ok {
 		t.Fatalf("a server with network none created an AF_VSOCK socket, which its network namespace does not contain: %s", out)
+	}
+}
+
+// readInheritedFD reads from descriptor argv[1], which the server never
+// opened: Landlock checks paths at open, not descriptors it is handed.
+const readInheritedFD = `
+import os, sys
+print(os.pread(int(sys.argv[1]), 64, 0).decode())
+print('ok')
+`
+
+// TestAttack22InheritedDescriptors: berth's own descriptors that are not
+// close-on-exec (inherited from whatever started berth: an MCP client, a
+// shell, a service manager; here one the test opens like that) pass
+// through the launcher into the server. The launcher marks only its four
+// descriptors close-on-exec and never closes the rest (close_range(3, ~0)
+// but the server's ExtraFiles), so a confined server reads a secret
+// through a descriptor it was never given (seen on this machine: the
+// harness's fds 10 and 251 reach the server).
+func TestAttack22InheritedDescriptors(t *testing.T) {
+	needLandlock(t, 1)
+	w := newWorld(t)
+	secret := filepath.Join(w.secret, "id_ed25519")
+	opened, err := syscall.Open(secret, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(opened)
+	// a descriptor above the ones exec.Cmd and the launcher place, not
+	// close-on-exec, as an inherited one is
+	const fd = 300
+	if err := syscall.Dup2(opened, fd); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	arg := strconv.Itoa(fd)
+	if out, ok := runPython(t, nil, readInheritedFD, arg); !ok || !strings.Contains(out, "PRIVATE KEY") {
+		t.Fatalf("unconfined read of the inherited descriptor failed, so the test proves nothing: %s", out)
+	}
+	if out, ok := runPython(t, w.policy(), readInheritedFD, arg); ok || strings.Contains(out, "PRIVATE KEY") {
+		t.Fatalf("a confined server read %s through berth's inherited descriptor %d: %s", secret, fd, out)
 	}
 }
