@@ -76,3 +76,61 @@ func TestAttack22StateReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack22PrefixHoldsCredentials: a program installed with cargo
+// install lives in ~/.cargo/bin, so runtimePrefixes makes ~/.cargo the
+// server's runtime prefix, readable: with it ~/.cargo/credentials.toml,
+// the operator's crates.io token. A plugin need not ship such a program:
+// it names any command the operator's PATH resolves there ("cargo" is
+// ~/.cargo/bin/cargo on every rustup install). The same holds for every
+// ~/.X/bin whose ~/.X keeps secrets (~/.docker/bin and config.json).
+func TestAttack22PrefixHoldsCredentials(t *testing.T) {
+	f := newPolicyFixture(t)
+	bin := filepath.Join(f.home, ".cargo", "bin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(bin, "mcp-tool")
+	if err := os.WriteFile(prog, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(f.home, ".cargo", "credentials.toml")
+	if err := os.WriteFile(token, []byte("[registry]\ntoken = \"cio-secret\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.program = prog
+	p, err := buildPolicy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range policyPaths(p) {
+		if within(token, path) {
+			t.Fatalf("the runtime prefix %s of %s grants %s (crates.io token)", path, prog, token)
+		}
+	}
+}
+
+// TestAttack22GitHooksWritable: the default profile makes the whole
+// workspace writable, its .git included. A confined server writes
+// .git/hooks/pre-commit (or core.hooksPath / core.fsmonitor in
+// .git/config) and the operator's next git command runs it unconfined,
+// with every right the sandbox withheld. Anthropic's sandbox-runtime keeps
+// such files read-only inside a writable directory; berth's policy has no
+// way to (Landlock rules only add rights).
+func TestAttack22GitHooksWritable(t *testing.T) {
+	f := newPolicyFixture(t)
+	hooks := filepath.Join(f.ws, ".git", "hooks")
+	if err := os.MkdirAll(hooks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := buildPolicy(f.input(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range p.Write {
+		if within(filepath.Join(hooks, "pre-commit"), path) || within(filepath.Join(f.ws, ".git", "config"), path) {
+			t.Fatalf("the default profile makes %s writable, so .git/hooks and .git/config are: a server plants a hook the operator's git runs unconfined", path)
+		}
+	}
+}
