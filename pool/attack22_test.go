@@ -134,3 +134,28 @@ func TestAttack22GitHooksWritable(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack22WorkspaceIsHome: the default profile makes the workspace
+// writable, and nothing refuses a workspace that is the home directory
+// (or holds it: /, /home), which is what berth gets when a client starts
+// it from ~ with no --workspace. The promised "nothing else under $HOME"
+// becomes all of it, writable: ~/.ssh, ~/.bashrc, the browser profiles.
+// (With the default BERTH_HOME, ~/.local/share/berth, the state check
+// refuses it by accident; with BERTH_HOME elsewhere, as here, nothing
+// does.)
+func TestAttack22WorkspaceIsHome(t *testing.T) {
+	f := newPolicyFixture(t)
+	in := f.input(nil)
+	in.workspace = f.home
+	in.state = filepath.Join(f.root, "berth")
+	in.program = "/bin/sh"
+	p, err := buildPolicy(in)
+	if err != nil {
+		return // refusing the start (or narrowing the workspace) is a fix
+	}
+	for _, path := range policyPaths(p) {
+		if within(f.home, path) {
+			t.Fatalf("the default profile grants %s, which holds the home directory %s (the workspace is home)", path, f.home)
+		}
+	}
+}
