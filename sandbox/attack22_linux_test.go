@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // runPython runs /usr/bin/python3 -c script (args after it) under p (nil:
@@ -149,5 +151,58 @@ func TestAttack22InheritedDescriptors(t *testing.T) {
 	}
 	if out, ok := runPython(t, w.policy(), readInheritedFD, arg); ok || strings.Contains(out, "PRIVATE KEY") {
 		t.Fatalf("a confined server read %s through berth's inherited descriptor %d: %s", secret, fd, out)
+	}
+}
+
+// dgramToPath sends a datagram to the pathname Unix socket argv[1] from
+// one end of a socketpair: socket(AF_UNIX) is what the seccomp filter
+// refuses, socketpair is allowed, and an AF_UNIX datagram socket, even a
+// connected one, sends to any address sendto names.
+const dgramToPath = `
+import socket, sys
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.sendto(b'from the sandbox', sys.argv[1])
+print('ok')
+`
+
+// TestAttack22UnixDatagramThroughSocketpair: below Landlock ABI 9 a server
+// without Unix sockets must not reach pathname sockets (the session bus,
+// journald, syslog, sd_notify, any datagram service of the operator's).
+// The seccomp filter refuses socket(AF_UNIX, ...) but not socketpair, and
+// sendto on an AF_UNIX datagram socket of a pair reaches any pathname
+// datagram socket the operator can write (/dev/log, journald's socket: log
+// injection as the operator; a user service's datagram socket).
+func TestAttack22UnixDatagramThroughSocketpair(t *testing.T) {
+	needLandlock(t, 1)
+	if Probe().LandlockABI >= unixABI {
+		t.Skip("Landlock governs pathname Unix sockets here")
+	}
+	w := newWorld(t)
+	path := filepath.Join(w.secret, "service.sock")
+	srv, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	got := make(chan string, 4)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, _, err := srv.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	if out, ok := runPython(t, nil, dgramToPath, path); !ok {
+		t.Fatalf("unconfined send failed, so the test proves nothing: %s", out)
+	}
+	<-got
+	out, _ := runPython(t, w.policy(), dgramToPath, path)
+	select {
+	case m := <-got:
+		t.Fatalf("a confined server without Unix sockets sent %q to the pathname socket %s (%s)", m, path, out)
+	case <-time.After(500 * time.Millisecond):
 	}
 }
