@@ -159,3 +159,40 @@ func TestAttack22WorkspaceIsHome(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack22HomeUnknownFailsOpen: when berth's HOME is unset or not
+// absolute (a client or service manager that starts berth with a bare
+// environment), confine passes home "" and every "never the home
+// directory" rule of runtimePrefixes and pathExec is skipped: a program
+// in ~/bin makes the whole home directory the runtime prefix, readable
+// and executable, ~/.ssh included. The account's home (getpwuid) is known
+// all the same.
+func TestAttack22HomeUnknownFailsOpen(t *testing.T) {
+	f := newPolicyFixture(t)
+	bin := filepath.Join(f.home, "bin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(bin, "mcp-tool")
+	if err := os.WriteFile(prog, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(f.root, "srv", "proj") // a workspace outside home
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.workspace = ws
+	in.program = prog
+	in.home = "" // HOME unset in berth's environment
+	in.pathList = bin + ":/usr/bin:/bin"
+	p, err := buildPolicy(in)
+	if err != nil {
+		return // refusing the start is a fix
+	}
+	for _, path := range policyPaths(p) {
+		if within(f.home, path) {
+			t.Fatalf("with HOME unset the policy grants %s, which is the home directory %s itself", path, f.home)
+		}
+	}
+}
