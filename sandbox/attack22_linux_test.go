@@ -206,3 +206,53 @@ func TestAttack22UnixDatagramThroughSocketpair(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// streamToPath connects to the pathname stream socket argv[1] (the shape
+// of the session bus, the keychain's agent, Docker's socket).
+const streamToPath = `
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b'from the sandbox')
+print('ok')
+`
+
+// TestAttack22NativeProviderReachesUnixSockets: a native tool provider's
+// policy has UnixSockets (go-plugin's listener in its socket directory),
+// and below Landlock ABI 9 that lifts the whole AF_UNIX refusal: the
+// provider connects to any pathname socket the operator can, the session
+// bus (so the keychain) and /var/run/docker.sock (root) included. The
+// issue asks for these to be blocked (a mount namespace hiding them, or
+// seccomp); docs/sandbox.md lists it as not covered, status says
+// "pathname Unix sockets: not blocked", and without sandbox-require the
+// provider starts anyway: by default every native tool provider has it.
+func TestAttack22NativeProviderReachesUnixSockets(t *testing.T) {
+	needLandlock(t, 1)
+	if Probe().LandlockABI >= unixABI {
+		t.Skip("Landlock governs pathname Unix sockets here")
+	}
+	w := newWorld(t)
+	path := filepath.Join(w.secret, "bus")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if out, ok := runPython(t, nil, streamToPath, path); !ok {
+		t.Fatalf("unconfined connect failed, so the test proves nothing: %s", out)
+	}
+	p := w.policy()
+	p.UnixSockets = true // as nativetool/runner.go sets it
+	if out, ok := runPython(t, p, streamToPath, path); ok {
+		t.Fatalf("a confined native tool provider connected to the pathname socket %s outside its policy: %s", path, out)
+	}
+}
