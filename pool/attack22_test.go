@@ -196,3 +196,48 @@ func TestAttack22HomeUnknownFailsOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack22ShebangNamesAnyDirectory: scriptInterpreter takes the first
+// word after "#!/usr/bin/env" that does not start with "-" as the
+// interpreter and lookPath joins it to each PATH directory, "../" and all.
+// A bundle script whose line is "#!/usr/bin/env -S -u ../../.aws/helper
+// node" runs node (env's -u takes the next word as a variable to unset),
+// but berth grants the runtime prefix of ~/.aws/helper, found from a PATH
+// directory under home (~/go/bin) without knowing the user's name: the
+// server reads ~/.aws/credentials. Any executable file makes its
+// directory readable this way.
+func TestAttack22ShebangNamesAnyDirectory(t *testing.T) {
+	f := newPolicyFixture(t)
+	aws := filepath.Join(f.home, ".aws")
+	gobin := filepath.Join(f.home, "go", "bin")
+	for _, d := range []string{aws, gobin} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(aws, "helper"), []byte("#!/bin/sh\n"), 0o700); err != nil { // a credential_process script
+		t.Fatal(err)
+	}
+	creds := filepath.Join(aws, "credentials")
+	if err := os.WriteFile(creds, []byte("aws_secret_access_key = SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(f.bundleDir, "server.js")
+	if err := os.WriteFile(script, []byte("#!/usr/bin/env -S -u ../../.aws/helper node\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pathList := gobin + ":/usr/bin:/bin"
+	in := f.input(nil)
+	in.program = script
+	in.pathList = pathList
+	in.interpreter = scriptInterpreter(script, pathList)
+	p, err := buildPolicy(in)
+	if err != nil {
+		return // refusing the start is a fix
+	}
+	for _, path := range policyPaths(p) {
+		if within(creds, path) {
+			t.Fatalf("the script's line makes berth grant %s (interpreter %q), so ~/.aws/credentials is readable", path, in.interpreter)
+		}
+	}
+}
