@@ -159,7 +159,25 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		slices.Sort(*l)
 		*l = slices.Compact(*l)
 	}
+	p.ReadOnly = gitReadOnly(ws, p.Write)
 	return p, nil
+}
+
+// gitReadOnly is the workspace's .git (resolved) when a write path holds
+// it: its hooks and config run with the operator's rights at the next git
+// command, so the launcher keeps it read-only (docs/sandbox.md §Default
+// profile).
+func gitReadOnly(ws string, write []string) []string {
+	git, err := filepath.EvalSymlinks(filepath.Join(ws, ".git"))
+	if err != nil {
+		return nil
+	}
+	for _, w := range write {
+		if within(git, w) {
+			return []string{git}
+		}
+	}
+	return nil
 }
 
 // expandSandboxPath expands one declared path: a variable, then an

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -76,7 +78,17 @@ func benchPolicies(b *testing.B) map[string]*Policy {
 		return &Policy{Exec: []string{probeDir}, Write: []string{ws}, Network: mode}
 	}
 	Probe() // cached before any timing
-	return map[string]*Policy{"unconfined": nil, "open": p(NetworkOpen), "none": p(NetworkNone), "hosts": p(NetworkHosts)}
+	git := filepath.Join(ws, ".git")
+	if err := os.Mkdir(git, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	ro := func(mode string) *Policy {
+		q := p(mode)
+		q.ReadOnly = []string{git} // the default profile's workspace .git
+		return q
+	}
+	return map[string]*Policy{"unconfined": nil, "open": p(NetworkOpen), "none": p(NetworkNone), "hosts": p(NetworkHosts),
+		"open-git": ro(NetworkOpen), "hosts-git": ro(NetworkHosts)}
 }
 
 // BenchmarkStartBerth is BenchmarkStart with the berth binary as the
@@ -93,7 +105,7 @@ func BenchmarkStartBerth(b *testing.B) {
 // one round trip (it is up and answering), stop it. It reports the median
 // per start in ms-median alongside the mean ns/op.
 func BenchmarkStart(b *testing.B) {
-	for _, name := range []string{"unconfined", "open", "none", "hosts"} {
+	for _, name := range []string{"unconfined", "open", "none", "hosts", "open-git", "hosts-git"} {
 		p := benchPolicies(b)[name]
 		b.Run(name, func(b *testing.B) {
 			var d []time.Duration

@@ -45,6 +45,12 @@ type Policy struct {
 	Network string
 	// Hosts are the host:port pairs the egress proxy allows (NetworkHosts).
 	Hosts []string
+	// ReadOnly paths stay read-only even inside a Write path (the
+	// workspace's .git, whose hooks and config the operator's git runs):
+	// the launcher enters a new user and mount namespace and binds each
+	// read-only over itself before Landlock (Enforcement.MountNamespace;
+	// NotEnforced without user namespaces).
+	ReadOnly []string
 	// UnixSockets lets the server create Unix sockets (a native-tool
 	// provider's go-plugin listener); otherwise socket(AF_UNIX) is refused.
 	UnixSockets bool
@@ -95,6 +101,11 @@ type Enforcement struct {
 	// NetworkNamespace is set when the server has its own network
 	// namespace (NetworkNone, NetworkHosts).
 	NetworkNamespace bool `json:"networkNamespace"`
+	// MountNamespace is set when the server has its own mount namespace,
+	// in which the policy's read-only paths are bound read-only.
+	MountNamespace bool `json:"mountNamespace"`
+	// ReadOnly are the paths kept read-only inside write paths.
+	ReadOnly []string `json:"readOnly,omitempty"`
 	// Network is the Policy's network mode.
 	Network string `json:"network"`
 	// ProxyHosts are the hosts the egress proxy allows (NetworkHosts).
@@ -199,7 +210,7 @@ func (p *Policy) check() error {
 	for _, l := range []struct {
 		name  string
 		paths []string
-	}{{"exec", p.Exec}, {"read", p.Read}, {"write", p.Write}} {
+	}{{"exec", p.Exec}, {"read", p.Read}, {"write", p.Write}, {"read-only", p.ReadOnly}} {
 		for _, path := range l.paths {
 			if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 				errs = append(errs, fmt.Errorf("sandbox: %s path %q is not absolute and clean; resolve it before Wrap", l.name, path))
@@ -255,6 +266,14 @@ func enforcement(p *Policy, s *Support, o *Options) (Enforcement, error) {
 			e.NotEnforced = append(e.NotEnforced, "pathname Unix sockets: not blocked below Landlock ABI 9 (the policy allows the server Unix sockets)")
 		} else if e.LandlockABI < unixABI && !s.Seccomp {
 			e.NotEnforced = append(e.NotEnforced, "pathname Unix sockets: neither Landlock ABI 9 nor seccomp")
+		}
+		if len(p.ReadOnly) > 0 {
+			if s.UserNamespaces {
+				e.MountNamespace = true
+				e.ReadOnly = append([]string(nil), p.ReadOnly...)
+			} else {
+				e.NotEnforced = append(e.NotEnforced, "read-only "+strings.Join(p.ReadOnly, ", ")+": no user and mount namespaces here, so they are writable (allow unprivileged user namespaces)")
+			}
 		}
 		if p.Network != NetworkOpen {
 			if s.UserNamespaces {

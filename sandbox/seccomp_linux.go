@@ -35,7 +35,17 @@ const (
 	// the kernel ignores them, so an Equal rule on the low half alone
 	// could be dodged with them.
 	above32 = 0xffffffff
+	// mfdNoexecSeal is MFD_NOEXEC_SEAL (Linux 6.3): a memfd that can
+	// never be made executable.
+	mfdNoexecSeal = 0x8
 )
+
+// allowedFamilies are the only socket families a server may create: the
+// ones a network namespace holds (and Landlock's TCP rules see), and
+// netlink, which runtimes use to list interfaces. AF_VSOCK, AF_BLUETOOTH,
+// AF_CAN and the rest are refused with EPERM; AF_UNIX is listed but refused separately below ABI 9
+// unless the policy allows Unix sockets.
+var allowedFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
 
 // seccompPolicy is the filter for p: default allow, the listed calls
 // refused.
@@ -77,13 +87,38 @@ func seccompPolicy(p *Policy, abi int, netns bool) seccomp.Policy {
 	if !p.UnixSockets && abi < unixABI {
 		// Pathname Unix sockets (the session bus, the keychain, Docker):
 		// Landlock sees them from ABI 9; below it no AF_UNIX socket at all.
-		// socketpair stays allowed.
 		conds = append(conds, cond("socket", arg(0, seccomp.Equal, unix.AF_UNIX)))
 	}
+	if abi < unixABI {
+		// socketpair: stream and seqpacket pairs only (child stdio); a
+		// datagram socket of a pair sends to any pathname address sendto
+		// names, which Landlock sees only from ABI 9.
+		notStream := []seccomp.Condition{arg(1, seccomp.LessOrEqual, above32)}
+		for _, typ := range []uint64{unix.SOCK_STREAM, unix.SOCK_SEQPACKET} {
+			for _, fl := range []uint64{0, unix.SOCK_NONBLOCK, unix.SOCK_CLOEXEC, unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC} {
+				notStream = append(notStream, arg(1, seccomp.NotEqual, typ|fl))
+			}
+		}
+		conds = append(conds,
+			cond("socketpair", notStream...),
+			cond("socketpair", arg(1, seccomp.GreaterThan, above32)),
+		)
+	}
+	// memfd_create without MFD_NOEXEC_SEAL: a memfd is no path Landlock
+	// sees, so an executable one would run what the server wrote (the
+	// write paths are never executable). The flags are an unsigned int.
+	conds = append(conds, cond("memfd_create", arg(1, seccomp.BitsNotSet, mfdNoexecSeal)))
 	if netns {
 		// Multipath TCP is not seen by Landlock's TCP rules.
 		conds = append(conds, cond("socket", arg(2, seccomp.Equal, ipprotoMPTCP)))
 	}
+	// every other socket family (one syscall's conditions must sit in one
+	// group: the filter takes the first group naming the call)
+	otherFamily := []seccomp.Condition{arg(0, seccomp.LessOrEqual, above32)}
+	for _, f := range allowedFamilies {
+		otherFamily = append(otherFamily, arg(0, seccomp.NotEqual, f))
+	}
+	conds = append(conds, cond("socket", otherFamily...), cond("socketpair", otherFamily...))
 	return seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{

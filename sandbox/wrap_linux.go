@@ -30,6 +30,7 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 		return nil, err
 	}
 	netns := e.NetworkNamespace
+	mntns := e.MountNamespace
 	bridge := netns && p.Network == NetworkHosts
 	env := withoutEnv(cmd.Environ(), launcherEnv)
 	if bridge {
@@ -41,6 +42,9 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 	}
 	if bridge {
 		flags |= launcher.FlagBridge
+	}
+	if mntns {
+		flags |= launcher.FlagMountNS
 	}
 	l := &Launch{Enforcement: e, cmd: cmd}
 	fail := func(err error) (*Launch, error) {
@@ -67,7 +71,11 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 		}
 		flags |= launcher.FlagSeccomp
 	}
-	body := encodeSpec(flags, llFlags, cmd.Path, cmd.Args, env, prog)
+	var readOnly []string
+	if mntns {
+		readOnly = p.ReadOnly
+	}
+	body := encodeSpec(flags, llFlags, cmd.Path, cmd.Args, env, prog, readOnly)
 
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -121,15 +129,15 @@ func wrap(cmd *exec.Cmd, p *Policy, o *Options) (*Launch, error) {
 		a := *cmd.SysProcAttr
 		attr = &a
 	}
-	if netns {
-		nsAttr(attr)
+	if netns || mntns {
+		nsAttr(attr, netns, mntns)
 	}
 	cmd.SysProcAttr = attr
 	return l, nil
 }
 
 // encodeSpec is the launcher's wire format (package launcher's doc).
-func encodeSpec(flags, llFlags uint32, path string, argv, env []string, prog []byte) []byte {
+func encodeSpec(flags, llFlags uint32, path string, argv, env []string, prog []byte, readOnly []string) []byte {
 	var b []byte
 	u32 := func(v uint32) { b = binary.LittleEndian.AppendUint32(b, v) }
 	str := func(s string) { u32(uint32(len(s))); b = append(b, s...) }
@@ -145,6 +153,7 @@ func encodeSpec(flags, llFlags uint32, path string, argv, env []string, prog []b
 	strs(argv)
 	strs(env)
 	str(string(prog))
+	strs(readOnly)
 	return b
 }
 
@@ -161,15 +170,24 @@ func proxyEnv(env []string, port int) []string {
 	return env
 }
 
-// nsAttr makes the child a new user and network namespace, mapped to the
-// caller's own uid and gid, with CAP_NET_ADMIN there so the launcher can
-// bring loopback up (it drops it before the exec).
-func nsAttr(attr *syscall.SysProcAttr) {
-	attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+// nsAttr makes the child a new user namespace, mapped to the caller's own
+// uid and gid, and a new network namespace (netns: with CAP_NET_ADMIN
+// there so the launcher can bring loopback up) and mount namespace (mntns:
+// with CAP_SYS_ADMIN there for the read-only binds); the launcher drops
+// both before the exec.
+func nsAttr(attr *syscall.SysProcAttr, netns, mntns bool) {
+	attr.Cloneflags |= syscall.CLONE_NEWUSER
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
-	attr.AmbientCaps = []uintptr{unix.CAP_NET_ADMIN}
+	if netns {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_NET_ADMIN)
+	}
+	if mntns {
+		attr.Cloneflags |= syscall.CLONE_NEWNS
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SYS_ADMIN)
+	}
 }
 
 func (l *Launch) closeAll() {
@@ -284,13 +302,13 @@ func probe() *Support {
 	return s
 }
 
-// probeNamespaces really creates a user and network namespace once, the way
-// Wrap will: it forks a child with the same clone flags, id maps and
+// probeNamespaces really creates a user, network and mount namespace once,
+// the way Wrap will: it forks a child with the same clone flags, id maps and
 // ambient capability and has it exec a path that does not exist, so no
 // program runs. ENOENT means everything before the exec worked.
 func probeNamespaces() error {
 	attr := &syscall.SysProcAttr{}
-	nsAttr(attr)
+	nsAttr(attr, true, true)
 	pid, err := syscall.ForkExec("/nonexistent/berth-sandbox-probe", []string{"probe"}, &syscall.ProcAttr{Sys: attr})
 	if err == nil {
 		// Something exists at that path: it ran; reap it and call it a yes.

@@ -8,6 +8,7 @@
 //
 // Wire format of the spec pipe, little-endian: u32 flags, u32 Landlock
 // restrict flags, string path, u32 count + strings argv, u32 count +
-// strings env, bytes seccomp program (8-byte sock_filter entries); a string
+// strings env, bytes seccomp program (8-byte sock_filter entries), u32
+// count + strings of read-only paths (FlagMountNS); a string
 // or bytes is a u32 length and its bytes.
 package launcher

@@ -18,6 +18,7 @@ const (
 	FlagBridge               // listen on BridgePort and send the socket to berth
 	FlagLandlock             // enforce the ruleset descriptor
 	FlagSeccomp              // load the seccomp program
+	FlagMountNS              // bind the read-only paths read-only: it is in a new mount namespace
 )
 
 // BridgePort is the loopback port of the egress bridge inside a server's
@@ -35,10 +36,13 @@ func init() {
 		_, _ = unix.Write(2, []byte("berth sandbox launcher: bad "+Env+"\n"))
 		unix.Exit(126)
 	}
-	for _, fd := range fds {
-		if fd >= 0 {
-			unix.CloseOnExec(fd)
-		}
+	// Every descriptor from the spec's up is the launcher's own or one
+	// berth inherited without close-on-exec (an MCP client's pipe, a
+	// shell's redirect): none may reach the server. Below it are the
+	// server's stdio and the caller's ExtraFiles.
+	if msg := closeFrom(fds[0]); msg != "" {
+		_, _ = unix.Write(2, []byte("berth sandbox launcher: "+msg+"\n"))
+		unix.Exit(126)
 	}
 	msg := launch(fds[0], fds[2], fds[3])
 	// launch returns only when the server could not be started confined.
@@ -46,6 +50,56 @@ func init() {
 		_, _ = unix.Write(2, []byte("berth sandbox launcher: "+msg+"\n"))
 	}
 	unix.Exit(126)
+}
+
+// closeFrom marks every descriptor from low up close-on-exec
+// (close_range with CLOSE_RANGE_CLOEXEC, Linux 5.11; else each descriptor
+// listed in /proc/self/fd), so they close at the server's exec and the
+// launcher keeps its own until then.
+func closeFrom(low int) string {
+	_, _, e := unix.Syscall(unix.SYS_CLOSE_RANGE, uintptr(low), ^uintptr(0), unix.CLOSE_RANGE_CLOEXEC)
+	if e == 0 {
+		return ""
+	}
+	dir, err := unix.Open("/proc/self/fd", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "listing open descriptors (close_range: " + e.Error() + "; /proc/self/fd: " + err.Error() + ")"
+	}
+	defer unix.Close(dir)
+	buf := make([]byte, 8192)
+	for {
+		n, err := unix.Getdents(dir, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "listing open descriptors: " + err.Error()
+		}
+		if n == 0 {
+			return ""
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(b[16]) | int(b[17])<<8
+			if reclen < 19 || reclen > len(b) {
+				return "listing open descriptors: malformed directory entry"
+			}
+			fd, ok := 0, false
+			for _, c := range b[19:reclen] {
+				if c == 0 {
+					break
+				}
+				if c < '0' || c > '9' || fd > 1<<24 {
+					ok = false
+					break
+				}
+				fd, ok = fd*10+int(c-'0'), true
+			}
+			if ok && fd >= low && fd != dir {
+				unix.CloseOnExec(fd)
+			}
+			b = b[reclen:]
+		}
+	}
 }
 
 // Active reports whether this process is a launcher (then init never
@@ -166,6 +220,7 @@ func launch(specFD, bridgeFD, rulesetFD int) string {
 	argv := r.strings()
 	env := r.strings()
 	prog := r.bytes()
+	readOnly := r.strings()
 	if r.bad || path == "" || len(argv) == 0 {
 		return "the launch from berth is malformed"
 	}
@@ -173,6 +228,13 @@ func launch(specFD, bridgeFD, rulesetFD int) string {
 		if err := loopbackUp(); err != nil {
 			return errMsg("bringing up loopback in the server's network namespace", err)
 		}
+	}
+	if flags&FlagMountNS != 0 {
+		if msg := readOnlyBinds(readOnly); msg != "" {
+			return msg
+		}
+	} else if len(readOnly) > 0 {
+		return "read-only paths without a mount namespace"
 	}
 	if flags&FlagBridge != 0 {
 		if bridgeFD < 0 {
@@ -224,6 +286,42 @@ func launch(specFD, bridgeFD, rulesetFD int) string {
 	}
 	err := syscall.Exec(path, argv, env)
 	return "starting " + path + ": " + err.Error() + " (the program must be under one of the policy's exec paths or the base set: /usr, /bin, /sbin, /lib*)"
+}
+
+// readOnlyBinds makes the whole mount tree private (nothing done here
+// propagates back to the host's namespace) and binds each path read-only
+// over itself, with the mounts below it. It runs before Landlock, which
+// forbids mount changes.
+func readOnlyBinds(paths []string) string {
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return errMsg("making the server's mount namespace private", err)
+	}
+	for _, p := range paths {
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return errMsg("binding read-only path "+p, err)
+		}
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+		err := unix.MountSetattr(unix.AT_FDCWD, p, unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW, &attr)
+		if err == unix.ENOSYS {
+			// before Linux 5.12: remount the bind (top mount only) read-only,
+			// keeping the flags the kernel locks for a user namespace
+			var st unix.Statfs_t
+			if err = unix.Statfs(p, &st); err == nil {
+				var keep uintptr
+				for _, f := range [][2]uintptr{{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+					{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME}} {
+					if uintptr(st.Flags)&f[0] != 0 {
+						keep |= f[1]
+					}
+				}
+				err = unix.Mount("none", p, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|keep, "")
+			}
+		}
+		if err != nil {
+			return errMsg("making "+p+" read-only", err)
+		}
+	}
+	return ""
 }
 
 // loopbackUp sets IFF_UP on lo (a new network namespace starts with it

@@ -29,7 +29,7 @@ func FuzzParseFDs(f *testing.F) {
 }
 
 func FuzzSpec(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 'x', 1, 0, 0, 0, 1, 0, 0, 0, 'x', 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 'x', 1, 0, 0, 0, 1, 0, 0, 0, 'x', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := &reader{b: b}
 		r.u32()
@@ -38,5 +38,6 @@ func FuzzSpec(f *testing.F) {
 		r.strings()
 		r.strings()
 		r.bytes()
+		r.strings() // read-only paths
 	})
 }
