@@ -105,7 +105,8 @@ func (pl *plugin) closeTrees() {
 
 // stagedSpawn resolves a server that runs from its staged tree: the
 // lock's program (or node and the program, when the program has no exec
-// bit) with the manifest's arguments after the package, in the tree.
+// bit; for a PyPI tree, its python and the program) with the manifest's
+// arguments after the package, in the tree.
 func (p *Pool) stagedSpawn(id string, st *bundle.Stdio, snapshot string, l *fetched.Lock, src *sources) (*spawnSpec, error) {
 	f, err := runtimefetch.Read(st.Command, st.Args)
 	if err != nil || f == nil || f.Package != l.Package {
@@ -116,6 +117,12 @@ func (p *Pool) stagedSpawn(id string, st *bundle.Stdio, snapshot string, l *fetc
 	bare := bundle.Stdio{Command: prog, Args: f.Args, Env: st.Env, Cwd: tree}
 	if fi, err := os.Stat(prog); err != nil {
 		return nil, permanent("server %s: the staged program %s is missing (%v); run berth verify, then re-trust the plugin", id, l.Program, err)
+	} else if l.Ecosystem == runtimefetch.EcosystemPyPI {
+		py, err := pypiInterpreter(id, l, tree)
+		if err != nil {
+			return nil, err
+		}
+		bare.Command, bare.Args = py, append([]string{prog}, f.Args...)
 	} else if fi.Mode().Perm()&0o111 == 0 {
 		bare.Command, bare.Args = "node", append([]string{prog}, f.Args...)
 	}
@@ -123,8 +130,25 @@ func (p *Pool) stagedSpawn(id string, st *bundle.Stdio, snapshot string, l *fetc
 	if err != nil {
 		return nil, err
 	}
+	sp.env = fetched.RunEnv(l, tree, sp.env)
 	sp.fetchedTrees = append(sp.fetchedTrees, tree)
 	return sp, nil
+}
+
+// pypiInterpreter is the python a PyPI tree runs with: the one whose
+// absolute path pip wrote on the program's first line at trust (the tree's
+// digest covers it). The server runs "<python> <tree>/bin/<script>" with
+// the tree on PYTHONPATH (fetched.RunEnv), never a python found on PATH
+// now, so that what runs is what was resolved for.
+func pypiInterpreter(id string, l *fetched.Lock, tree string) (string, error) {
+	py, err := fetched.Interpreter(l, tree)
+	if err != nil {
+		return "", permanent("server %s: its staged program: %v; run berth verify, then re-trust the plugin", id, err)
+	}
+	if fi, err := os.Stat(py); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return "", permanent("server %s: the python its tree of %s was installed with at trust, %s, is gone or not executable; re-trust the plugin (berth trust) to resolve it with the python on PATH now", id, l.Package, py)
+	}
+	return py, nil
 }
 
 func treeDigest(s string) store.Digest {

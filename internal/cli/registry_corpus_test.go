@@ -111,6 +111,20 @@ func TestRegistryCorpusInstall(t *testing.T) {
 	if out := run("marketplace", "add", "reg", srv.URL, "--registry"); !strings.Contains(out, "Added MCP Registry reg") {
 		t.Fatalf("add: %s", out)
 	}
+	// The PyPI entry (uvx mcpcap==0.4.4) is resolved at trust: the
+	// operator's uv.toml for berth names a loopback index serving a wheel
+	// the test builds under that name (PyPI is not reachable here).
+	idx := &simpleIndex{project: "mcpcap", wheels: map[string][]byte{}}
+	fn, data := buildWheel(t, "mcpcap", "0.4.4", "mcpcap 0.4.4 of the loopback index")
+	idx.wheels[fn] = data
+	idxSrv := httptest.NewServer(idx)
+	defer idxSrv.Close()
+	if err := os.MkdirAll(filepath.Join(home, "fetchers"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "fetchers", "uv.toml"), []byte("index-url = \""+idxSrv.URL+"/simple/\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	digestRe := regexp.MustCompile(`"digest": "(sha256:[0-9a-f]{64})"`)
 	for _, p := range corpusPicks {
 		mapped, _ := importer.RegistryPluginName(p.name)

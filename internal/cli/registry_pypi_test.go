@@ -25,6 +25,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/internal/registrytest"
+	"github.com/berth-mcp/berth/store"
 )
 
 // mcpServerPy is the wheel's whole program: an MCP server over stdio in
@@ -118,6 +119,9 @@ func buildWheel(t *testing.T, name, version, origin string) (string, []byte) {
 type simpleIndex struct {
 	project string
 	wheels  map[string][]byte // file name → bytes
+	// lie makes the HTML page's #sha256= fragments not the wheels' own
+	// (a tampered index or mirror).
+	lie bool
 
 	mu   sync.Mutex
 	hits []string
@@ -126,6 +130,7 @@ type simpleIndex struct {
 func (x *simpleIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.mu.Lock()
 	x.hits = append(x.hits, r.URL.Path)
+	lie := x.lie
 	x.mu.Unlock()
 	accept := r.Header.Get("Accept")
 	switch {
@@ -152,6 +157,9 @@ func (x *simpleIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<!DOCTYPE html>\n<html><body>\n")
 		for _, fn := range slices.Sorted(maps.Keys(x.wheels)) {
 			sum := sha256.Sum256(x.wheels[fn])
+			if lie {
+				sum = sha256.Sum256(append(slices.Clone(x.wheels[fn]), '!'))
+			}
 			fmt.Fprintf(w, "<a href=\"../../files/%s#sha256=%s\">%s</a><br>\n", html.EscapeString(fn), hex.EncodeToString(sum[:]), html.EscapeString(fn))
 		}
 		fmt.Fprintf(w, "</body></html>\n")
@@ -201,6 +209,7 @@ type pipxWorld struct {
 	home, ws      string
 	env           []string
 	good, hostile *simpleIndex
+	goodSrv       *httptest.Server
 }
 
 func newPipxWorld(t *testing.T, l *registrytest.Listing) *pipxWorld {
@@ -219,6 +228,7 @@ func newPipxWorld(t *testing.T, l *registrytest.Listing) *pipxWorld {
 	}
 	goodSrv := httptest.NewServer(w.good)
 	t.Cleanup(goodSrv.Close)
+	w.goodSrv = goodSrv
 	hostileSrv := httptest.NewServer(w.hostile)
 	t.Cleanup(hostileSrv.Close)
 
@@ -328,7 +338,39 @@ func TestRegistryPyPIPipx(t *testing.T) {
 	if !strings.Contains(out, "pipx run mcpcap==0.4.4") || strings.Contains(out, "uvx") {
 		t.Errorf("the review of the pipx entry does not run pipx run mcpcap==0.4.4:\n%s", out)
 	}
+	if !strings.Contains(out, "fetched  pypi: mcpcap==0.4.4: 1 package, ") || !strings.Contains(out, "staged at trust, starts offline (from "+w.goodSrv.URL+"/simple/)") {
+		t.Errorf("the review does not say what was resolved:\n%s", out)
+	}
+	w.checkLock(t, mapped, version, version)
+	w.goodSrv.Close() // the server starts offline, from the tree staged at trust
 	w.callEcho(t, mapped, version)
+	w.run(t, "verify", mapped)
+}
+
+// checkLock reads the trust record of plugin@pluginVersion: its one
+// fetched lock is the PyPI tree of mcpcap==version, with the configured index's
+// wheel and its sha256, run by its console script.
+func (w *pipxWorld) checkLock(t *testing.T, plugin, pluginVersion, version string) {
+	t.Helper()
+	data, err := os.ReadFile(store.Paths{Root: w.home}.Record(plugin, pluginVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec store.Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Fetched) != 1 {
+		t.Fatalf("the record has %d fetched locks: %s", len(rec.Fetched), data)
+	}
+	l := rec.Fetched[0]
+	fn := "mcpcap-" + version + "-py3-none-any.whl"
+	sum := sha256.Sum256(w.good.wheels[fn])
+	if l.Ecosystem != "pypi" || l.Package != "mcpcap=="+version || l.Program != "bin/mcpcap" || len(l.Packages) != 1 ||
+		l.Packages[0].Name != "mcpcap" || l.Packages[0].Version != version || l.Packages[0].Integrity != "sha256:"+hex.EncodeToString(sum[:]) ||
+		l.Packages[0].Resolved != w.goodSrv.URL+"/files/"+fn || !strings.HasPrefix(l.Tree, "sha256:") {
+		t.Errorf("the fetched lock: %+v", l)
+	}
 }
 
 // berth install --pin of a pipx entry that asks for "latest": berth
@@ -354,6 +396,8 @@ func TestRegistryPyPIPipxPin(t *testing.T) {
 	if !strings.Contains(out, "pipx run mcpcap==0.9.0") {
 		t.Errorf("the review of the pinned pipx entry:\n%s", out)
 	}
+	w.checkLock(t, mapped, version, "0.9.0")
+	w.goodSrv.Close()
 	w.callEcho(t, mapped, "0.9.0")
 }
 
@@ -380,4 +424,29 @@ func pipxVariant(t *testing.T, entry, version, pkgVersion string) *registrytest.
 		t.Fatalf("found %d entries %s@%s in the recording", found, entry, version)
 	}
 	return l
+}
+
+// An index whose #sha256= is not its wheel's: the trust is refused at
+// install, naming the server and the tampered hash, and nothing is
+// recorded.
+func TestRegistryPyPIPipxTamperedIndex(t *testing.T) {
+	requirePipx(t)
+	const entry, version = "ai.mcpcap/mcpcap", "0.4.4"
+	w := newPipxWorld(t, pipxVariant(t, entry, version, version))
+	w.good.mu.Lock()
+	w.good.lie = true
+	w.good.mu.Unlock()
+	mapped, _ := importer.RegistryPluginName(entry)
+	js := w.run(t, "show", mapped+"@"+version, "--catalog", "reg", "--json")
+	m := regexp.MustCompile(`"digest": "(sha256:[0-9a-f]{64})"`).FindStringSubmatch(js)
+	if m == nil {
+		t.Fatalf("show --json has no digest: %s", js)
+	}
+	out, err := berthCmd(w.home, w.env, "install", mapped+"@"+version, "--catalog", "reg", "--yes", "--allow-unsigned", "--digest", m[1]).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "server pypi: mcpcap==0.4.4") || !strings.Contains(string(out), "tampered") {
+		t.Fatalf("install from a tampered index: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(store.Paths{Root: w.home}.Record(mapped, version)); err == nil {
+		t.Error("a record was written")
+	}
 }

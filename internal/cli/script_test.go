@@ -59,6 +59,7 @@ func TestScripts(t *testing.T) {
 			"typein":         typeinCmd,
 			"serve-registry": serveRegistryCmd,
 			"npmreg":         npmregCmd,
+			"pyreg":          pyregCmd,
 		},
 	})
 }
