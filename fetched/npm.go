@@ -272,17 +272,49 @@ func listOr(s []string) string {
 }
 
 // runScripts runs the install scripts of the named packages with npm
-// rebuild, confined (sandbox.Wrap, required in full): the tree and a temp
-// directory writable, npm and node readable and executable, no network.
+// rebuild, confined (sandbox.Wrap, required in full): the tree and a
+// scratch directory writable, npm and node readable and executable, no
+// network. npm reads a copy of berth's npm configuration stripped of every
+// credential (scriptConfig), never $BERTH_HOME/fetchers itself: npm
+// exports its configuration to the scripts it runs, and a script could
+// read the file npm_config_userconfig names and copy it into the tree,
+// which the server reads at every start. The environment is rebuilt from
+// a short list (scriptEnv), so no token of the operator's reaches the
+// script either.
 func runScripts(ctx context.Context, npm, dir string, env []string, o *Options, names []string) error {
+	scratch, err := os.MkdirTemp("", "berth-npm-scripts-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	conf, work := filepath.Join(scratch, "config"), filepath.Join(scratch, "work")
+	for _, d := range []string{conf, filepath.Join(work, "cache"), filepath.Join(work, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, n := range []string{NPMUserConfig, NPMGlobalConfig} {
+		data, err := os.ReadFile(filepath.Join(o.Fetchers, n))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(conf, n), scriptConfig(data), 0o400); err != nil {
+			return err
+		}
+	}
+	env = scriptEnv(env, map[string]string{
+		"npm_config_userconfig":   filepath.Join(conf, NPMUserConfig),
+		"npm_config_globalconfig": filepath.Join(conf, NPMGlobalConfig),
+		"npm_config_cache":        filepath.Join(work, "cache"),
+		"TMPDIR":                  filepath.Join(work, "tmp"),
+	})
 	args := append([]string{"rebuild", "--ignore-scripts=false", "--foreground-scripts", "--loglevel=warn"}, names...)
 	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	scratch := envValue(env, "npm_config_cache")
-	pol := &sandbox.Policy{Write: []string{dir, filepath.Dir(scratch)}, Read: []string{o.Fetchers}, Network: sandbox.NetworkNone}
+	pol := &sandbox.Policy{Write: []string{dir, work}, Read: []string{conf}, Network: sandbox.NetworkNone}
 	for _, prog := range []string{npm, mustLook("node", env)} {
 		if prog == "" {
 			continue
@@ -304,6 +336,64 @@ func runScripts(ctx context.Context, npm, dir string, env []string, o *Options, 
 	}
 	return nil
 }
+
+// scriptEnvKeys are the variables of berth's environment an install
+// script gets (scriptEnv); the rest (a NODE_AUTH_TOKEN, an NPM_TOKEN a
+// configuration refers to as ${NPM_TOKEN}, any secret) is left out.
+var scriptEnvKeys = []string{"PATH", "HOME", "LANG", "LC_ALL", "TERM", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+
+// scriptEnv is env reduced to scriptEnvKeys, with set set.
+func scriptEnv(env []string, set map[string]string) []string {
+	var keep []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(scriptEnvKeys, k) {
+			keep = append(keep, kv)
+		}
+	}
+	return setEnv(keep, set)
+}
+
+// scriptConfig is an npm configuration (ini) without its credentials:
+// every per-registry entry ("//host/path/:key", which is where npm keeps
+// _authToken, _auth, username, _password, certfile, keyfile), every
+// unscoped credential key (scriptConfigSecret), every value that expands
+// a variable (${…}), and everything from the first [section] on (npm's ini
+// nests it; berth does not try to read it). The registry, scoped
+// registries and a CA (ca, cafile, strict-ssl) are kept: npm rebuild needs
+// no registry, but a script may look at them.
+func scriptConfig(data []byte) []byte {
+	var out []string
+	for line := range strings.SplitSeq(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || t[0] == ';' || t[0] == '#' {
+			continue
+		}
+		if t[0] == '[' {
+			break
+		}
+		k, v, _ := strings.Cut(t, "=")
+		k = strings.Trim(strings.TrimSpace(k), `"'`)
+		k = strings.TrimSuffix(k, "[]")
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "//") || strings.Contains(lk, ":_") || strings.Contains(v, "${") || slices.Contains(scriptConfigSecret, lk) {
+			continue
+		}
+		if i := strings.LastIndex(lk, ":"); i >= 0 && slices.Contains(scriptConfigSecret, lk[i+1:]) {
+			continue
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return []byte(strings.Join(out, "\n") + "\n")
+}
+
+// scriptConfigSecret are the npm configuration keys that hold or name a
+// credential (lower case).
+var scriptConfigSecret = []string{"_auth", "_authtoken", "_password", "password", "username", "email",
+	"certfile", "keyfile", "cert", "key", "otp", "always-auth", "tokenhelper"}
 
 func runNPM(ctx context.Context, npm, dir string, env []string, o *Options, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, npm, args...)

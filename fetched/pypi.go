@@ -440,10 +440,39 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err := checkPyPI(dir, lock); err != nil {
 		return nil, fmt.Errorf("pip installed %s into a tree berth cannot tie to what it resolved: %w", req, err)
 	}
+	// The server runs with the python on its program's first line
+	// (Interpreter), whose prefix it may read and execute: it must be the
+	// python that installed the tree, never one a wheel chose by shipping
+	// its own bin/<script> (a .data/scripts file, which pip copies as it is
+	// when it does not generate the console script itself).
+	if err := samePython(ctx, python, env, lock, dir); err != nil {
+		return nil, fmt.Errorf("%s: %w", req, err)
+	}
 	if lock.Tree, lock.Files, lock.Size, err = Measure(ctx, dir); err != nil {
 		return nil, fmt.Errorf("the tree pip installed for %s: %w", req, err)
 	}
 	return lock, nil
+}
+
+// samePython refuses a tree whose program does not start with
+// #!<python's sys.executable>, the line pip writes into the console
+// scripts it generates.
+func samePython(ctx context.Context, python string, env []string, l *Lock, dir string) error {
+	cmd := exec.CommandContext(ctx, python, "-s", "-c", "import sys; print(sys.executable)")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("asking %s for its executable: %v", python, err)
+	}
+	exe := strings.TrimSpace(string(out))
+	py, err := Interpreter(l, dir)
+	if err != nil {
+		return fmt.Errorf("the program pip installed: %v; berth runs a PyPI server by the console script pip writes", err)
+	}
+	if py != exe {
+		return fmt.Errorf("the program %s starts with #!%s, not with the python that installed it (%s): the wheel ships its own %s (a .data/scripts file, or a console_scripts entry pip did not read) and so would choose the python the server runs with; berth refuses it", l.Program, printable(py), exe, l.Program)
+	}
+	return nil
 }
 
 // noDowngrade refuses a file of an https index whose URL is plain http.

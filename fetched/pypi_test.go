@@ -108,6 +108,9 @@ type pyIndex struct {
 	// download on (an index that changes a file after pip resolved it).
 	swap   map[string][]byte
 	served map[string]int
+	// redirect sends a file's download elsewhere (an index that redirects
+	// to another host).
+	redirect map[string]string
 
 	mu   sync.Mutex
 	hits []string
@@ -165,6 +168,10 @@ func (x *pyIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fn, ok := strings.CutPrefix(p, "/files/"); ok {
+		if to := x.redirect[fn]; to != "" {
+			http.Redirect(w, r, to, http.StatusFound)
+			return
+		}
 		if m, ok := strings.CutSuffix(fn, ".metadata"); ok && x.meta[m] != "" {
 			w.Write([]byte(x.meta[m]))
 			return

@@ -303,6 +303,14 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return nil, c.rpcError(ctx, fmt.Sprintf("calling %q", name), err)
 	}
+	// A result that comes after the caller's deadline (or cancellation) is
+	// not returned: the plugin's context ends at the same deadline, so its
+	// answer is then typically the isError result of a handler that gave
+	// up, and a late timer in this process must not turn that into a
+	// success.
+	if err := ctxErr(ctx); err != nil {
+		return nil, fmt.Errorf("nativetool: %s: calling %q: %w", c.exe, name, err)
+	}
 	res, err := decodeCallResult(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: the result of %q: %v", ErrProtocol, c.exe, name, err)
@@ -322,8 +330,8 @@ func (c *Client) rpcError(ctx context.Context, what string, err error) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("nativetool: %s: %s: %w", c.exe, what, context.Cause(ctx))
+	if err := ctxErr(ctx); err != nil {
+		return fmt.Errorf("nativetool: %s: %s: %w", c.exe, what, err)
 	}
 	if c.killed() {
 		return fmt.Errorf("%w: %s was stopped during %s", ErrExited, c.exe, what)
@@ -340,6 +348,20 @@ func (c *Client) rpcError(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("nativetool: %s: %s: %v", c.exe, what, st.Message())
 	}
 	return fmt.Errorf("nativetool: %s: %s: %w", c.exe, what, err)
+}
+
+// ctxErr is ctx's cause once ctx has ended, or context.DeadlineExceeded
+// once its deadline has passed even if its timer has not fired yet (under
+// load it can fire well after the deadline, after gRPC has already given
+// up or the plugin's answer has come).
+func ctxErr(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // lost reports whether the plugin is gone, after giving go-plugin a moment

@@ -341,6 +341,58 @@ func TestCallCancelled(t *testing.T) {
 	}
 }
 
+// lateTimerCtx has a deadline whose timer never fires: Done stays open and
+// Err nil after the deadline, as a context's timer can lag under load
+// (the cause of a flake of TestCallCancelled in a full test run).
+type lateTimerCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c lateTimerCtx) Deadline() (time.Time, bool) { return c.dl, true }
+
+// A call whose deadline passes reports DeadlineExceeded even when the
+// context's timer has not fired: neither the plugin's answer to its own
+// ended context (an isError result, which came back as a success) nor
+// gRPC's DeadlineExceeded status (which came back as another error) may
+// stand for it.
+func TestCallDeadlinePassedTimerLate(t *testing.T) {
+	c := launchSelf(t, nil)
+	ctx := lateTimerCtx{context.Background(), time.Now().Add(200 * time.Millisecond)}
+	if r, err := c.CallTool(ctx, "hang", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("CallTool(hang) after its deadline, timer late = %+v, %v; want DeadlineExceeded", r, err)
+	}
+	ctx = lateTimerCtx{context.Background(), time.Now().Add(-time.Millisecond)}
+	if r, err := c.CallTool(ctx, "echo", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("CallTool(echo) past its deadline, timer late = %+v, %v; want DeadlineExceeded", r, err)
+	}
+	// The plugin's answer comes after the caller's deadline (here the
+	// deadline is hidden from gRPC until it has passed, so the plugin
+	// answers; in the flake the plugin's isError answer to its own ended
+	// context beat its RST_STREAM): it is not returned as a success.
+	ctx2 := hiddenDeadlineCtx{context.Background(), time.Now().Add(100 * time.Millisecond)}
+	if r, err := c.CallTool(ctx2, "slow_ok", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("CallTool(slow_ok) answered after its deadline, timer late = %+v, %v; want DeadlineExceeded", r, err)
+	}
+	if r, err := c.CallTool(context.Background(), "echo", nil); err != nil || r.IsError {
+		t.Fatalf("echo after: %v", err)
+	}
+}
+
+// hiddenDeadlineCtx reports its deadline only once it has passed, and its
+// timer never fires.
+type hiddenDeadlineCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c hiddenDeadlineCtx) Deadline() (time.Time, bool) {
+	if time.Now().Before(c.dl) {
+		return time.Time{}, false
+	}
+	return c.dl, true
+}
+
 // The plugin gets exactly the environment it is given (plus go-plugin's
 // handshake variables), stdin from /dev/null and the working directory.
 func TestEnvironmentStdinAndDir(t *testing.T) {

@@ -75,6 +75,10 @@ func testTools() []Tool {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}},
+		{Name: "slow_ok", Handler: func(context.Context, json.RawMessage) (*Result, error) {
+			time.Sleep(300 * time.Millisecond)
+			return Text("done"), nil
+		}},
 		{Name: "hang_hard", Handler: func(context.Context, json.RawMessage) (*Result, error) {
 			time.Sleep(time.Hour)
 			return nil, nil
