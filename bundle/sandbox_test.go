@@ -232,7 +232,8 @@ func FuzzParseSandboxHost(f *testing.F) {
 }
 
 // TestProgramPrefix: the runtime prefix is the parent of a bin directory,
-// never "/", the home directory or ~/.local.
+// never "/"; under home the program's own directory only, unless in a
+// runtime manager's install tree.
 func TestProgramPrefix(t *testing.T) {
 	for _, c := range []struct{ program, want string }{
 		{"/usr/bin/node", "/usr"},
@@ -242,6 +243,11 @@ func TestProgramPrefix(t *testing.T) {
 		{"/bin/node", "/bin"},
 		{"/home/u/bin/node", "/home/u/bin"},
 		{"/home/u/.local/bin/uvx", "/home/u/.local/bin"},
+		{"/home/u/.cargo/bin/cargo", "/home/u/.cargo/bin"},
+		{"/home/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo", "/home/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu"},
+		{"/home/u/.pyenv/shims/python3", "/home/u/.pyenv"},
+		{"/home/u/.docker/bin/tool", "/home/u/.docker/bin"},
+		{"/home/u/x/bin/tool", "/home/u/x/bin"},
 	} {
 		if got := ProgramPrefix(c.program, "/home/u"); got != c.want {
 			t.Errorf("ProgramPrefix(%q) = %q; want %q", c.program, got, c.want)
