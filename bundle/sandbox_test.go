@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -252,5 +253,29 @@ func TestProgramPrefix(t *testing.T) {
 		if got := ProgramPrefix(c.program, "/home/u"); got != c.want {
 			t.Errorf("ProgramPrefix(%q) = %q; want %q", c.program, got, c.want)
 		}
+	}
+}
+
+// TestPathDirs: PATH directories under home are granted only inside a
+// runtime manager's install tree (sandbox-home-prefix); never home, "/"
+// or the base set.
+func TestPathDirs(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	opt := filepath.Join(root, "opt", "bin")
+	gobin := filepath.Join(home, "go", "bin")
+	nvm := filepath.Join(home, ".nvm", "versions", "node", "v22.1.0")
+	for _, d := range []string{opt, gobin, filepath.Join(nvm, "bin")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := PathDirs(strings.Join([]string{opt, gobin, filepath.Join(nvm, "bin"), home, "/", "/usr/bin", "relative"}, string(os.PathListSeparator)), home)
+	want := []string{opt, nvm}
+	if !slices.Equal(got, want) {
+		t.Fatalf("PathDirs = %v; want %v", got, want)
 	}
 }
