@@ -398,9 +398,8 @@ func (d *Disclosure) JSON() []byte {
 // was accepted. The notes, the MCPB signature block, when fetches were
 // pinned and whether importedFrom is only claimed describe how the source
 // was read, not the bundle, and are left out: a .mcpb and the bundle
-// berth import writes from it have the same hash. So are a runtime prefix
-// and the PATH directories LocateRuntimes found: they describe the
-// reviewer's machine.
+// berth import writes from it have the same hash. So is a runtime prefix
+// LocateRuntimes found: it describes the reviewer's machine.
 func (d *Disclosure) Hash() string {
 	c := *d
 	c.Notes, c.MCPBSignature, c.ImportedFromClaimed = nil, nil, false
@@ -409,19 +408,11 @@ func (d *Disclosure) Hash() string {
 	// describes the machine, not the bundle.
 	c.Servers = slices.Clone(d.Servers)
 	for i, s := range c.Servers {
-		if s.Stdio != nil && s.Stdio.Sandbox != nil && (s.Stdio.Sandbox.RuntimePrefix != "" || s.Stdio.Sandbox.PathDirs != nil) {
+		if s.Stdio != nil && s.Stdio.Sandbox != nil && s.Stdio.Sandbox.RuntimePrefix != "" {
 			st, sb := *s.Stdio, *s.Stdio.Sandbox
-			sb.RuntimePrefix, sb.PathDirs = "", nil
+			sb.RuntimePrefix = ""
 			st.Sandbox = &sb
 			c.Servers[i].Stdio = &st
-		}
-	}
-	c.NativeTools = slices.Clone(d.NativeTools)
-	for i, nt := range c.NativeTools {
-		if nt.Sandbox != nil && nt.Sandbox.PathDirs != nil {
-			sb := *nt.Sandbox
-			sb.PathDirs = nil
-			c.NativeTools[i].Sandbox = &sb
 		}
 	}
 	data, err := json.Marshal(&c)

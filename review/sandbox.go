@@ -42,12 +42,6 @@ type Sandbox struct {
 	// when the server starts. It describes the machine, not the bundle,
 	// and is left out of Hash.
 	RuntimePrefix string `json:"runtimePrefix,omitempty"`
-	// PathDirs are the directories of the reviewer's PATH that a confined
-	// server may read and execute (bundle.PathDirs: none under the home
-	// directory but runtime managers' install trees), when LocateRuntimes
-	// found them; like RuntimePrefix, it describes the machine and is left
-	// out of Hash.
-	PathDirs []string `json:"pathDirs,omitempty"`
 }
 
 // Filesystem kinds of a Sandbox.
@@ -135,11 +129,9 @@ func (p *printer) sandbox(s *Sandbox, runtime string) {
 		p.field("writes", strings.Join(s.Write, ", ")+"; nothing else")
 	}
 	p.field("network", s.NetworkWords())
-	path := "the directories on its PATH outside your home (runtime managers' install trees excepted)"
-	if len(s.PathDirs) > 0 {
-		path += " (here: " + strings.Join(s.PathDirs, ", ") + ")"
-	}
-	p.field("executes", runtime+", "+path+", and the system's base set (docs/sandbox.md); never the workspace")
+	// The PATH directories (bundle.PathDirs) are the server's PATH at
+	// start, so the review names the rule, not a list of this machine's.
+	p.field("executes", runtime+", the directories on its PATH outside your home (runtime managers' install trees excepted), and the system's base set (docs/sandbox.md); never the workspace")
 }
 
 // runtimeWords says where a stdio server's programs may be executed from.
@@ -160,27 +152,13 @@ func runtimeWords(st *Stdio) string {
 // at trust for sure, so the prefix is shown as "here", and left out of
 // Hash.
 func (d *Disclosure) LocateRuntimes() {
-	home, _ := os.UserHomeDir()
-	var dirs []string
-	if filepath.IsAbs(home) {
-		dirs = bundle.PathDirs(os.Getenv("PATH"), home)
-	}
 	for i := range d.Servers {
 		st := d.Servers[i].Stdio
-		if st == nil || st.Sandbox == nil || st.Sandbox.NotStated {
-			continue
-		}
-		st.Sandbox.PathDirs = slices.Clone(dirs)
-		if st.Program != ProgramHost {
+		if st == nil || st.Program != ProgramHost || st.Sandbox == nil || st.Sandbox.NotStated {
 			continue
 		}
 		if prefix, ok := RuntimePrefix(st.Command); ok {
 			st.Sandbox.RuntimePrefix = prefix
-		}
-	}
-	for i := range d.NativeTools {
-		if sb := d.NativeTools[i].Sandbox; sb != nil && !sb.NotStated {
-			sb.PathDirs = slices.Clone(dirs)
 		}
 	}
 }
