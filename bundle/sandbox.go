@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -223,15 +224,24 @@ func splitSandboxPath(decl string) (name, rel string, ok bool) {
 // ProgramPrefix is the runtime prefix of the program at the absolute,
 // symlink-free path program, which the launcher lets a confined server
 // read and execute and the review shows: the parent of the program's
-// directory when that is named bin ("/usr" for /usr/bin/node,
-// "~/.nvm/versions/node/v22.1.0" for nvm's node), else its directory. A
-// parent that would open far more than a runtime is never the prefix:
-// "/", the home directory home and home/.local ("~/bin/node" and
-// "~/.local/bin/uvx" give their bin directory only). home may be "". It
-// is berth's one rule for the prefix (review.RuntimePrefix finds the
-// program on PATH first).
+// directory when that is named bin ("/usr" for /usr/bin/node), else its
+// directory. A parent that would open far more than a runtime is never the
+// prefix: "/" gives the bin directory only. Under the home directory home
+// (rule sandbox-home-prefix, docs/sandbox.md) the prefix is the program's
+// own directory ("~/.cargo/bin/x" gives ~/.cargo/bin, never ~/.cargo with
+// its credentials.toml), except inside the pure install tree of a known
+// runtime manager (RuntimeManagerTree: "~/.nvm/versions/node/v22.1.0" for
+// nvm's node). home may be "". It is berth's one rule for the prefix
+// (review.RuntimePrefix finds the program on PATH first; the pool applies
+// it to the program and its symlink target).
 func ProgramPrefix(program, home string) string {
 	dir := filepath.Dir(program)
+	if home != "" && underDir(dir, filepath.Clean(home)) {
+		if t := RuntimeManagerTree(dir, home); t != "" {
+			return t
+		}
+		return dir
+	}
 	if filepath.Base(dir) != "bin" {
 		return dir
 	}
@@ -239,13 +249,137 @@ func ProgramPrefix(program, home string) string {
 	if parent == dir || parent == string(filepath.Separator) {
 		return dir
 	}
-	if home != "" {
-		h := filepath.Clean(home)
-		if parent == h || parent == filepath.Join(h, ".local") {
-			return dir
+	return parent
+}
+
+// runtimeManagerTrees are the install trees of runtime managers below the
+// home directory that hold installed runtimes only, never credentials, as
+// slash paths relative to home ("*" one element). The first that holds a
+// directory wins; keep the list short and in docs/sandbox.md.
+var runtimeManagerTrees = []string{
+	".nvm/versions/node/*",
+	".pyenv/versions/*",
+	".pyenv", // pyenv's shims run pyenv's own scripts, which read its root (versions, libexec, plugins, version)
+	".rustup/toolchains/*",
+	".local/share/fnm/node-versions/*",
+	".local/share/mise/installs/*/*",
+	".local/share/asdf/installs/*/*",
+}
+
+// RuntimeManagerTree returns the runtime manager's install tree (from
+// runtimeManagerTrees) that holds the absolute, clean directory dir below
+// home, or "" when none does.
+func RuntimeManagerTree(dir, home string) string {
+	home = filepath.Clean(home)
+	rel, err := filepath.Rel(home, dir)
+	if err != nil || !filepath.IsLocal(rel) || rel == "." {
+		return ""
+	}
+	els := strings.Split(filepath.ToSlash(rel), "/")
+	for _, t := range runtimeManagerTrees {
+		pat := strings.Split(t, "/")
+		if len(els) < len(pat) {
+			continue
+		}
+		match := true
+		for i, pe := range pat {
+			if pe != "*" && pe != els[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return filepath.Join(home, filepath.FromSlash(strings.Join(els[:len(pat)], "/")))
 		}
 	}
-	return parent
+	return ""
+}
+
+// underDir reports whether the clean absolute path p is dir or below it.
+func underDir(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// maxPathEntries bounds how many entries of one PATH directory PathDirs
+// looks at for symlinks.
+const maxPathEntries = 4096
+
+// baseSet is the launcher's base set of programs (package sandbox), which
+// every confined server may read and execute already.
+var baseSet = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// InBaseSet reports whether the clean absolute directory d is under the
+// launcher's base set of programs (/usr, /bin, /sbin, /lib...).
+func InBaseSet(d string) bool {
+	for _, b := range baseSet {
+		if underDir(d, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// PathDirs returns what of a server's PATH (pathList) berth lets it read
+// and execute, beyond its runtime prefix and the base set: each absolute
+// directory on it (symlinks resolved), and the directory of each
+// symlinked program in it (/opt/x/bin/tool → the tool's own directory).
+// Never "/", the home directory home or one holding it, nor a directory
+// below home outside a runtime manager's install tree (rule
+// sandbox-home-prefix: ~/go/bin, ~/.cargo/bin, ~/.local/bin are left out;
+// ~/.pyenv/shims gives pyenv's root, whose scripts it runs). home must be
+// absolute. The pool grants these (less the workspace) and the review
+// shows them (docs/sandbox.md, "Default profile").
+func PathDirs(pathList, home string) []string {
+	home = filepath.Clean(home)
+	ok := func(d string) bool {
+		if d == filepath.Dir(d) || underDir(home, d) || InBaseSet(d) {
+			return false
+		}
+		return !underDir(d, home) || RuntimeManagerTree(d, home) != ""
+	}
+	var out []string
+	add := func(d string) {
+		if t := RuntimeManagerTree(d, home); t != "" {
+			d = t
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	for _, e := range filepath.SplitList(pathList) {
+		if e == "" || !filepath.IsAbs(e) {
+			continue
+		}
+		d, err := filepath.EvalSymlinks(e)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || !ok(d) {
+			continue
+		}
+		add(d)
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		if len(ents) > maxPathEntries {
+			ents = ents[:maxPathEntries]
+		}
+		for _, ent := range ents {
+			if ent.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			t, err := filepath.EvalSymlinks(filepath.Join(d, ent.Name()))
+			if err != nil {
+				continue
+			}
+			if td := filepath.Dir(t); ok(td) && !underDir(td, d) {
+				add(td)
+			}
+		}
+	}
+	return out
 }
 
 // dnsLabel is one label of a host name: letters, digits and inner

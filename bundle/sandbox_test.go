@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -232,7 +233,8 @@ func FuzzParseSandboxHost(f *testing.F) {
 }
 
 // TestProgramPrefix: the runtime prefix is the parent of a bin directory,
-// never "/", the home directory or ~/.local.
+// never "/"; under home the program's own directory only, unless in a
+// runtime manager's install tree.
 func TestProgramPrefix(t *testing.T) {
 	for _, c := range []struct{ program, want string }{
 		{"/usr/bin/node", "/usr"},
@@ -242,9 +244,38 @@ func TestProgramPrefix(t *testing.T) {
 		{"/bin/node", "/bin"},
 		{"/home/u/bin/node", "/home/u/bin"},
 		{"/home/u/.local/bin/uvx", "/home/u/.local/bin"},
+		{"/home/u/.cargo/bin/cargo", "/home/u/.cargo/bin"},
+		{"/home/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu/bin/cargo", "/home/u/.rustup/toolchains/stable-x86_64-unknown-linux-gnu"},
+		{"/home/u/.pyenv/shims/python3", "/home/u/.pyenv"},
+		{"/home/u/.docker/bin/tool", "/home/u/.docker/bin"},
+		{"/home/u/x/bin/tool", "/home/u/x/bin"},
 	} {
 		if got := ProgramPrefix(c.program, "/home/u"); got != c.want {
 			t.Errorf("ProgramPrefix(%q) = %q; want %q", c.program, got, c.want)
 		}
+	}
+}
+
+// TestPathDirs: PATH directories under home are granted only inside a
+// runtime manager's install tree (sandbox-home-prefix); never home, "/"
+// or the base set.
+func TestPathDirs(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	opt := filepath.Join(root, "opt", "bin")
+	gobin := filepath.Join(home, "go", "bin")
+	nvm := filepath.Join(home, ".nvm", "versions", "node", "v22.1.0")
+	for _, d := range []string{opt, gobin, filepath.Join(nvm, "bin")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := PathDirs(strings.Join([]string{opt, gobin, filepath.Join(nvm, "bin"), home, "/", "/usr/bin", "relative"}, string(os.PathListSeparator)), home)
+	want := []string{opt, nvm}
+	if !slices.Equal(got, want) {
+		t.Fatalf("PathDirs = %v; want %v", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,7 +31,7 @@ type policyInput struct {
 	// program a ${bundle} script's "#!/usr/bin/env NAME" line names,
 	// found on the server's PATH ("" for none).
 	program, interpreter string
-	home                 string // the operator's home directory ("" if unknown)
+	home                 string // the operator's home directory, symlinks resolved ("": unknown, refused)
 	cache, tmp           string // the server's own directories (created)
 	// fetched are staged fetched trees (H4: fetched.Lock's directories),
 	// readable and executable.
@@ -41,7 +42,7 @@ type policyInput struct {
 	// pathList is the server's PATH: its directories are readable and
 	// executable (pathExec), so that a wrapper can run what it names.
 	pathList string
-	// state is BERTH_HOME: no writable path may hold it.
+	// state is BERTH_HOME: no path the server may reach may hold it.
 	state string
 	// undeclaredNone is the operator's sandbox-undeclared-network none.
 	undeclaredNone bool
@@ -60,19 +61,26 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 	if err != nil {
 		return nil, permanent("server %s: the staged bundle %s: %v", in.id, in.bundleDir, err)
 	}
+	if in.home == "" || !filepath.IsAbs(in.home) {
+		return nil, permanent("server %s: berth knows no home directory (HOME is unset or not absolute, and the user database has none for this account), so it cannot keep the server out of it [%s]; set HOME to your home directory", in.id, RuleSandboxHomeUnknown)
+	}
+	home := in.home
+	if ws == filepath.Dir(ws) || within(home, ws) {
+		return nil, permanent("server %s: the workspace %s is the whole file system, the home directory %s or holds it, and the server may write its workspace [%s]; start berth with --workspace naming a project's directory", in.id, ws, home, RuleSandboxWorkspaceHome)
+	}
 	p := &sandbox.Policy{UnixSockets: in.unixSockets}
 	p.Exec = append(p.Exec, bdir)
 	for _, prog := range []string{in.program, in.interpreter} {
 		if prog == "" {
 			continue
 		}
-		prefixes, err := runtimePrefixes(in.id, prog, ws, bdir, in.home)
+		prefixes, err := runtimePrefixes(in.id, prog, ws, bdir, home)
 		if err != nil {
 			return nil, err
 		}
 		p.Exec = append(p.Exec, prefixes...)
 	}
-	p.Exec = append(p.Exec, pathExec(in.pathList, ws, in.home)...)
+	p.Exec = append(p.Exec, pathExec(in.pathList, ws, home)...)
 	for _, f := range in.fetched {
 		d, err := realDir(f)
 		if err != nil {
@@ -80,11 +88,13 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		}
 		p.Exec = append(p.Exec, d)
 	}
+	own := map[string]string{}
 	for _, d := range []string{in.cache, in.tmp} {
 		r, err := realDir(d)
 		if err != nil {
 			return nil, permanent("server %s: its own directory %s: %v", in.id, d, err)
 		}
+		own[d] = r
 		p.Write = append(p.Write, r)
 	}
 	for _, f := range in.extraRead {
@@ -98,28 +108,21 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		}
 	}
 
-	vars := map[string]string{"${bundle}": bdir, "${workspace}": ws, "${cache}": in.cache, "${tmp}": in.tmp}
 	if in.decl != nil && in.decl.Filesystem != nil {
-		for _, e := range in.decl.Filesystem.Read {
-			r, ok, err := expandSandboxPath(in.id, e, vars, in.home)
-			if err != nil {
-				return nil, err
-			}
-			if ok && r != bdir {
+		paths, err := declaredPaths(in.id, in.decl, bundle.SandboxVars{Bundle: bdir, Workspace: ws, Cache: own[in.cache], Tmp: own[in.tmp], Home: home})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range paths.Read {
+			if r != bdir {
 				p.Read = append(p.Read, r)
 			}
 		}
-		for _, e := range in.decl.Filesystem.Write {
-			r, ok, err := expandSandboxPath(in.id, e, vars, in.home)
-			if err != nil {
-				return nil, err
+		for _, r := range paths.Write {
+			if r == bdir {
+				return nil, permanent("server %s: its sandbox declares %s writable, but the bundle is read-only always; the bundle was trusted under earlier rules: update it and trust it again", in.id, r)
 			}
-			if ok && r == bdir {
-				return nil, permanent("server %s: its sandbox declares %s writable, but the bundle is read-only always; the bundle was trusted under earlier rules: update it and trust it again", in.id, e)
-			}
-			if ok {
-				p.Write = append(p.Write, r)
-			}
+			p.Write = append(p.Write, r)
 		}
 	} else {
 		p.Write = append(p.Write, ws) // the default profile
@@ -134,8 +137,8 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 		case bundle.NetworkHosts:
 			p.Network = sandbox.NetworkHosts
 			for _, h := range in.decl.Network.Hosts {
-				if _, err := parseHostRule(h); err != nil {
-					return nil, permanent("server %s: its sandbox's network host %q: %v; the bundle was trusted under earlier rules: update it and trust it again", in.id, h, err)
+				if _, _, why := bundle.ParseSandboxHost(h); why != "" {
+					return nil, permanent("server %s: its sandbox's network host %q: %s; the bundle was trusted under earlier rules: update it and trust it again", in.id, h, why)
 				}
 				p.Hosts = append(p.Hosts, strings.ToLower(h))
 			}
@@ -151,6 +154,14 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 			for _, w := range p.Write {
 				if within(st, w) {
 					return nil, permanent("server %s: berth's state directory %s is inside %s, which the server may write: it could change berth's own configuration and records; move BERTH_HOME out of the workspace [%s]", in.id, st, w, RuleSandboxStateWritable)
+				}
+			}
+			// The server's own cache and tmp, its staged bundle and
+			// fetched trees lie below the state directory: allowed, as
+			// they do not hold it.
+			for _, r := range slices.Concat(p.Read, p.Exec) {
+				if within(st, r) {
+					return nil, permanent("server %s: berth's state directory %s is inside %s, which the server may read: it could read berth's records, configuration and sign-in tokens [%s]; remove that path from the sandbox declaration or PATH, or move BERTH_HOME out of it", in.id, st, r, RuleSandboxStateReadable)
 				}
 			}
 		}
@@ -180,60 +191,68 @@ func gitReadOnly(ws string, write []string) []string {
 	return nil
 }
 
-// expandSandboxPath expands one declared path: a variable, then an
-// optional clean relative path. A ${home}/ path needs a home directory. A
-// path that does not exist is left out (ok false): nothing can be reached
-// through it.
-func expandSandboxPath(id, e string, vars map[string]string, home string) (string, bool, error) {
-	bad := func(why string) (string, bool, error) {
-		return "", false, permanent("server %s: its sandbox path %q %s; write ${bundle}, ${workspace}, ${cache}, ${tmp} or ${home}/<path>, optionally followed by /<path>; the bundle was trusted under earlier rules: update it and trust it again", id, e, why)
-	}
-	v, rest, _ := strings.Cut(e, "/")
-	base, known := vars[v]
-	if v == "${home}" {
-		if rest == "" {
-			return bad("names the whole home directory")
-		}
-		if home == "" {
-			return "", false, permanent("server %s: its sandbox names %s, but berth knows no home directory (HOME is unset); set HOME", id, e)
-		}
-		base, known = home, true
-	}
-	if !known {
-		return bad("does not start with a variable")
-	}
-	if rest != "" {
-		if !filepathValid(rest) {
-			return bad("is not a clean path below its variable")
-		}
-		base = filepath.Join(base, filepath.FromSlash(rest))
-	}
-	r, err := filepath.EvalSymlinks(base)
-	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
-	}
+// declaredPaths expands a declaration's paths with bundle's Resolve (the
+// same expansion the review shows) and resolves their symlinks. A path
+// that does not exist is left out: nothing can be reached through it. A
+// path whose symlinks lead out of its variable's directory is refused
+// (rule sandbox-path-escapes): a server may plant a link in its own cache
+// or workspace at one start to be granted its target at the next. A
+// ${home}/ path must stay below home and never be home itself.
+func declaredPaths(id string, decl *bundle.Sandbox, v bundle.SandboxVars) (bundle.SandboxPaths, error) {
+	paths, err := decl.Resolve(v)
 	if err != nil {
-		return "", false, permanent("server %s: its sandbox path %s (%s): %v", id, e, base, err)
+		return bundle.SandboxPaths{}, permanent("server %s: its sandbox: %v; write ${bundle}, ${workspace}, ${cache}, ${tmp} or ${home}/<path>, optionally followed by /<path>; the bundle was trusted under earlier rules: update it and trust it again", id, err)
 	}
-	return r, true, nil
-}
-
-// filepathValid reports whether rest is a clean relative slash path
-// without "..", "." or empty elements.
-func filepathValid(rest string) bool {
-	for el := range strings.SplitSeq(rest, "/") {
-		if el == "" || el == "." || el == ".." {
-			return false
+	// The variable a path came from is the deepest one holding it (the
+	// cache below the home directory is the cache).
+	bases := []string{v.Bundle, v.Workspace, v.Cache, v.Tmp, v.Home}
+	slices.SortFunc(bases, func(a, b string) int { return len(b) - len(a) })
+	resolve := func(list []string) ([]string, error) {
+		var out []string
+		for _, e := range list {
+			base := ""
+			for _, b := range bases {
+				if within(e, b) {
+					base = b
+					break
+				}
+			}
+			if base == "" {
+				return nil, permanent("server %s: its sandbox path %s is under none of berth's variables [%s]", id, e, RuleSandboxPathEscapes)
+			}
+			r, err := filepath.EvalSymlinks(e)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, permanent("server %s: its sandbox path %s: %v", id, e, err)
+			}
+			if !within(r, base) || (base == v.Home && r == v.Home) {
+				return nil, permanent("server %s: its sandbox path %s is a symbolic link (or lies below one) that leads to %s, out of %s: berth never follows a link out of a variable's directory [%s]; remove the link %s", id, e, r, base, RuleSandboxPathEscapes, e)
+			}
+			out = append(out, r)
 		}
+		return out, nil
 	}
-	return true
+	var out bundle.SandboxPaths
+	if out.Read, err = resolve(paths.Read); err != nil {
+		return bundle.SandboxPaths{}, err
+	}
+	if out.Write, err = resolve(paths.Write); err != nil {
+		return bundle.SandboxPaths{}, err
+	}
+	return out, nil
 }
 
 // runtimePrefixes returns what of prog's installation the server may read
-// and execute: the prefix of the program as found (the parent of its bin
-// directory, or of an npm tree's node_modules/.bin, else its directory) and, when it is a symlink, that of its
-// target (npx → npm's own tree). A prefix that would hold the workspace,
-// the home directory itself or the whole file system narrows to the
+// and execute: the prefix of the program as found and, when it is a
+// symlink, that of its target (npx → npm's own tree), each by
+// bundle.ProgramPrefix (so the review and the policy agree; under the home
+// directory the program's own directory only, unless in a runtime
+// manager's install tree: rule sandbox-home-prefix). Pool's one addition:
+// outside home, an npm tree's node_modules/.bin gives its node_modules
+// (the packages its links point into). A prefix that would hold the
+// workspace, the home directory or the whole file system narrows to the
 // program's own directory; a program inside the workspace is refused (the
 // workspace is never executable).
 func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
@@ -253,16 +272,13 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 		if within(d, bdir) {
 			continue // the bundle is executable already
 		}
-		cands := []string{d}
-		if b := filepath.Base(d); b == "bin" || b == ".bin" { // .bin: an npm tree's node_modules/.bin
-			cands = []string{filepath.Dir(d), d}
+		pre := bundle.ProgramPrefix(filepath.Join(d, filepath.Base(prog)), home)
+		if filepath.Base(d) == ".bin" && !within(d, home) {
+			pre = filepath.Dir(d)
 		}
 		chosen := ""
-		for _, c := range cands {
-			// Never "/", the home directory or ~/.local (~/.local/bin/uvx gives
-			// its bin directory only: ~/.local/share holds keyrings), as
-			// bundle.ProgramPrefix says on integ.
-			if within(ws, c) || (home != "" && (within(home, c) || c == filepath.Join(home, ".local"))) || c == filepath.Dir(c) {
+		for _, c := range []string{pre, d} {
+			if within(ws, c) || within(home, c) || c == filepath.Dir(c) {
 				continue
 			}
 			chosen = c
@@ -276,62 +292,22 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 	return out, nil
 }
 
-// maxPathEntries bounds how many entries of one PATH directory pathExec
-// looks at for symlinks.
-const maxPathEntries = 4096
-
-// pathExec returns what of the server's PATH it may read and execute: each
-// absolute directory on it (symlinks resolved), and the directory of each
-// symlinked program in it (~/.local/bin/tool → the tool's own directory),
-// never a directory that is or holds the workspace or the home
-// directory, nor one inside the workspace, nor /. The base set (/usr,
-// /bin, ...) is the launcher's already.
+// pathExec returns what of the server's PATH it may read and execute:
+// bundle.PathDirs (the same list the review shows, rule
+// sandbox-home-prefix applied), less any directory that is, holds or lies
+// inside the workspace, which is never executable.
 func pathExec(pathList, ws, home string) []string {
 	var out []string
-	ok := func(d string) bool {
-		return d != filepath.Dir(d) && !within(ws, d) && !within(d, ws) && (home == "" || !within(home, d))
-	}
-	for _, e := range filepath.SplitList(pathList) {
-		if e == "" || !filepath.IsAbs(e) {
-			continue
-		}
-		d, err := realDir(e)
-		if err != nil || !ok(d) || inBase(d) {
-			continue
-		}
-		out = append(out, d)
-		ents, err := os.ReadDir(d)
-		if err != nil {
-			continue
-		}
-		if len(ents) > maxPathEntries {
-			ents = ents[:maxPathEntries]
-		}
-		for _, ent := range ents {
-			if ent.Type()&os.ModeSymlink == 0 {
-				continue
-			}
-			t, err := filepath.EvalSymlinks(filepath.Join(d, ent.Name()))
-			if err != nil {
-				continue
-			}
-			if td := filepath.Dir(t); ok(td) && !inBase(td) && !within(td, d) {
-				out = append(out, td)
-			}
+	for _, d := range bundle.PathDirs(pathList, home) {
+		if !within(ws, d) && !within(d, ws) {
+			out = append(out, d)
 		}
 	}
 	return out
 }
 
 // inBase reports whether d is under the launcher's base set of programs.
-func inBase(d string) bool {
-	for _, b := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		if within(d, b) {
-			return true
-		}
-	}
-	return false
-}
+func inBase(d string) bool { return bundle.InBaseSet(d) }
 
 // within reports whether path is dir or below it (both clean, absolute).
 func within(path, dir string) bool {
@@ -364,9 +340,13 @@ func realDir(d string) (string, error) {
 }
 
 // scriptInterpreter returns the program a script's "#!/usr/bin/env NAME"
-// line names, found on pathList, or "" when prog is no such script (a
-// binary, or "#!" with an absolute interpreter, which the base set or the
-// program's prefix covers when it is a system one).
+// or "#!/usr/bin/env -S NAME args" line names, found on pathList, or ""
+// when prog is no such script (a binary, or "#!" with an absolute
+// interpreter, which the base set or the program's prefix covers when it
+// is a system one; any other absolute interpreter grants nothing). Any other env line (an option besides -S: -u, -C, -P,
+// --chdir, ...; a NAME holding a "/" or "=") grants nothing extra: berth
+// does not model env's options, and a word it misread would name any
+// executable's directory.
 func scriptInterpreter(prog, pathList string) string {
 	f, err := os.Open(prog)
 	if err != nil {
@@ -384,20 +364,29 @@ func scriptInterpreter(prog, pathList string) string {
 	if len(fields) == 0 {
 		return ""
 	}
+	if !filepath.IsAbs(fields[0]) {
+		return ""
+	}
 	if filepath.Base(fields[0]) != "env" {
-		if filepath.IsAbs(fields[0]) {
-			return fields[0]
+		if c := filepath.Clean(fields[0]); inBase(filepath.Dir(c)) {
+			return c
 		}
 		return ""
 	}
-	for _, a := range fields[1:] {
-		if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
-			continue
-		}
-		if p, err := lookPath(a, pathList); err == nil {
-			return p
-		}
+	var name string
+	switch {
+	case len(fields) == 2:
+		name = fields[1]
+	case len(fields) >= 3 && fields[1] == "-S":
+		name = fields[2]
+	default:
 		return ""
+	}
+	if name == "" || strings.HasPrefix(name, "-") || strings.ContainsAny(name, "=/\\") {
+		return ""
+	}
+	if p, err := lookPath(name, pathList); err == nil {
+		return p
 	}
 	return ""
 }
@@ -457,6 +446,43 @@ const RuleSandboxRequired = "sandbox-required"
 // (the workspace) hold berth's state directory.
 const RuleSandboxStateWritable = "sandbox-state-writable"
 
+// RuleSandboxStateReadable is the rule of a server whose readable or
+// executable paths hold berth's state directory.
+const RuleSandboxStateReadable = "sandbox-state-readable"
+
+// RuleSandboxPathEscapes is the rule of a declared path whose symlinks
+// lead out of its variable's directory.
+const RuleSandboxPathEscapes = "sandbox-path-escapes"
+
+// RuleSandboxWorkspaceHome is the rule of a workspace that is /, the home
+// directory or an ancestor of it.
+const RuleSandboxWorkspaceHome = "sandbox-workspace-home"
+
+// RuleSandboxHomeUnknown is the rule of a start when berth knows no home
+// directory: every "nothing under home" rule would fail open.
+const RuleSandboxHomeUnknown = "sandbox-home-unknown"
+
+// operatorHome is the operator's home directory, symlinks resolved: HOME
+// when it is set and absolute, else the account's home from the user
+// database (os/user), else "" (buildPolicy then refuses the start).
+func operatorHome(lookupEnv func(string) (string, bool)) string {
+	h, ok := lookupEnv("HOME")
+	if !ok || !filepath.IsAbs(h) {
+		h = ""
+		if u, err := user.Current(); err == nil && filepath.IsAbs(u.HomeDir) {
+			h = u.HomeDir
+		}
+	}
+	if h == "" {
+		return ""
+	}
+	r, err := filepath.EvalSymlinks(h)
+	if err != nil {
+		return filepath.Clean(h) // a home that does not exist still bounds the rules
+	}
+	return r
+}
+
 // RuleSandboxFetchAtStart is the rule of a runtime-fetched server that
 // would fetch its package at start: under confinement it runs only from a
 // tree staged at trust.
@@ -501,12 +527,7 @@ func (s *server) confine(prog, pathList string, extraRead, extraWrite, fetchedTr
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", what, s.id, err)
 	}
-	home := ""
-	if h, ok := s.p.lookupEnv("HOME"); ok && filepath.IsAbs(h) {
-		if r, err := filepath.EvalSymlinks(h); err == nil {
-			home = r
-		}
-	}
+	home := operatorHome(s.p.lookupEnv)
 	in := &policyInput{id: s.id, decl: decl, bundleDir: s.pl.dir, workspace: s.p.workspace, program: prog,
 		home: home, cache: cache, tmp: tmp, extraRead: extraRead, extraWrite: extraWrite, pathList: pathList, fetched: fetchedTrees, state: s.p.paths.Root,
 		undeclaredNone: set.UndeclaredNetwork == "none", unixSockets: unixSockets}

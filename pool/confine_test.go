@@ -56,7 +56,7 @@ func TestPolicyDefaultProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &sandbox.Policy{
-		Exec:    []string{f.bundleDir, filepath.Join(f.home, ".rt")},
+		Exec:    []string{f.bundleDir, filepath.Join(f.home, ".rt", "bin")}, // under home: the program's own directory
 		Write:   []string{f.cache, f.tmp, f.ws},
 		Network: sandbox.NetworkOpen,
 	}
@@ -193,7 +193,7 @@ func TestScriptInterpreter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(p.Exec, filepath.Join(f.home, ".rt")) {
+	if !slices.Contains(p.Exec, filepath.Join(f.home, ".rt", "bin")) { // under home: its own directory (sandbox-home-prefix)
 		t.Fatalf("the interpreter's prefix is not executable: %v", p.Exec)
 	}
 }
@@ -307,5 +307,82 @@ func TestPolicyPrefixNeverDotLocal(t *testing.T) {
 	}
 	if slices.Contains(p.Exec, filepath.Join(f.home, ".local")) || !slices.Contains(p.Exec, filepath.Dir(prog)) {
 		t.Fatalf("Exec = %v: want ~/.local/bin only, never ~/.local", p.Exec)
+	}
+}
+
+// TestPolicyHomePrefix: under home the runtime prefix is the program's own
+// directory, except in a runtime manager's install tree; PATH directories
+// under home outside such a tree are not granted (sandbox-home-prefix).
+func TestPolicyHomePrefix(t *testing.T) {
+	f := newPolicyFixture(t)
+	nvm := filepath.Join(f.home, ".nvm", "versions", "node", "v22.1.0")
+	gobin := filepath.Join(f.home, "go", "bin")
+	shims := filepath.Join(f.home, ".pyenv", "shims")
+	for _, d := range []string{filepath.Join(nvm, "bin"), gobin, shims} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := filepath.Join(nvm, "bin", "node")
+	if err := os.WriteFile(node, []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.program = node
+	in.pathList = gobin + ":" + shims + ":/usr/bin"
+	p, err := buildPolicy(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Exec, nvm) || !slices.Contains(p.Exec, filepath.Join(f.home, ".pyenv")) {
+		t.Fatalf("Exec = %v: want nvm's version tree and pyenv's root", p.Exec)
+	}
+	if slices.Contains(p.Exec, gobin) {
+		t.Fatalf("Exec = %v: ~/go/bin on PATH is granted", p.Exec)
+	}
+}
+
+// TestPolicyStateReadableDeclared: a ${home}/ read path that holds
+// BERTH_HOME is refused (sandbox-state-readable), without any symlink.
+func TestPolicyStateReadableDeclared(t *testing.T) {
+	f := newPolicyFixture(t)
+	state := filepath.Join(f.home, ".config", "tool", "berth")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(&bundle.Sandbox{Filesystem: &bundle.SandboxFilesystem{Read: []string{"${home}/.config/tool"}}})
+	in.state = state
+	if _, err := buildPolicy(in); err == nil || !strings.Contains(err.Error(), RuleSandboxStateReadable) {
+		t.Fatalf("buildPolicy = %v; want a refusal naming %s", err, RuleSandboxStateReadable)
+	}
+}
+
+// TestScriptInterpreterLines: only "env NAME" and "env -S NAME args" name
+// an interpreter.
+func TestScriptInterpreterLines(t *testing.T) {
+	f := newPolicyFixture(t)
+	dir := filepath.Dir(f.node)
+	for line, want := range map[string]string{
+		"#!/usr/bin/env node":               f.node,
+		"#!/usr/bin/env -S node --x":        f.node,
+		"#!/usr/bin/env -S -u X node":       "",
+		"#!/usr/bin/env -u X node":          "",
+		"#!/usr/bin/env -C /tmp node":       "",
+		"#!/usr/bin/env --chdir=/tmp node":  "",
+		"#!/usr/bin/env ../bin/node":        "",
+		"#!/usr/bin/env -S ../.rt/bin/node": "",
+		"#!/usr/bin/env A=1 node":           "",
+		"#!/usr/bin/env node extra":         "",
+		"#!/bin/sh":                         "/bin/sh",
+		"#!" + f.node:                       "",
+		"#!relative/env node":               "",
+	} {
+		script := filepath.Join(f.bundleDir, "s")
+		if err := os.WriteFile(script, []byte(line+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if got := scriptInterpreter(script, dir); got != want {
+			t.Errorf("%q: scriptInterpreter = %q; want %q", line, got, want)
+		}
 	}
 }

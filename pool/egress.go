@@ -51,6 +51,10 @@ type hostRule struct {
 
 // parseHostRule parses a declared "host:port" ("[v6]:port" for an IPv6
 // literal; "*.example.com:443" for every name below example.com).
+// Whether an entry is allowed at all is bundle.ParseSandboxHost's to say
+// (validation at trust, and buildPolicy at each start); this parse stays
+// the pool's because the proxy needs the normalized form it matches
+// requests against (bundle.NormalizeHost, the wildcard as a suffix).
 func parseHostRule(s string) (hostRule, error) {
 	h, port, err := net.SplitHostPort(s)
 	if err != nil {

@@ -150,8 +150,13 @@ func bundlePathValue(id, key string, paths []string, snapshot string) (string, e
 }
 
 // lookPath finds a program on the server's PATH (not berth's). Relative
-// PATH entries are ignored.
+// PATH entries are ignored, and so is a name holding a path separator
+// (exec.LookPath never searches one; joined to a PATH entry, "../x" would
+// leave it).
 func lookPath(name, pathList string) (string, error) {
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return "", fs.ErrNotExist
+	}
 	exts := []string{""}
 	if runtime.GOOS == "windows" {
 		exts = []string{".exe", ".cmd", ".bat", ""}

@@ -129,7 +129,9 @@ func (p *printer) sandbox(s *Sandbox, runtime string) {
 		p.field("writes", strings.Join(s.Write, ", ")+"; nothing else")
 	}
 	p.field("network", s.NetworkWords())
-	p.field("executes", runtime+", and the system's base set (docs/sandbox.md); never the workspace")
+	// The PATH directories (bundle.PathDirs) are the server's PATH at
+	// start, so the review names the rule, not a list of this machine's.
+	p.field("executes", runtime+", the directories on its PATH outside your home (runtime managers' install trees excepted), and the system's base set (docs/sandbox.md); never the workspace")
 }
 
 // runtimeWords says where a stdio server's programs may be executed from.
