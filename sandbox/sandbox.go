@@ -300,7 +300,10 @@ func enforcement(p *Policy, s *Support, o *Options) (Enforcement, error) {
 		e.Unconfined = "the server runs with your user's rights: " + strings.Join(e.NotEnforced, "; ")
 	}
 	if o.Require && len(e.NotEnforced) > 0 {
-		return e, fmt.Errorf("%w: %s (or set the server's confinement to not required)", ErrNotEnforced, strings.Join(e.NotEnforced, "; "))
+		// no fix named here: the caller knows it (the pool: berth config
+		// set sandbox-require off, or sandbox-unconfined ID; install
+		// scripts: fetch-allow-scripts)
+		return e, fmt.Errorf("%w: %s", ErrNotEnforced, strings.Join(e.NotEnforced, "; "))
 	}
 	return e, nil
 }

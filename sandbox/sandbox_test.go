@@ -27,6 +27,9 @@ func TestSeatbeltProfile(t *testing.T) {
 		{"none", func(p *Policy) { p.Network = NetworkNone }, 0},
 		{"hosts", func(p *Policy) { p.Network, p.Hosts = NetworkHosts, []string{"api.example.com:443"} }, 41234},
 		{"unix", func(p *Policy) { p.Network, p.UnixSockets = NetworkNone, true }, 0},
+		{"readonly", func(p *Policy) {
+			p.Network, p.ReadOnly = NetworkOpen, []string{"/Users/me/src/project/.git"}
+		}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := base
@@ -51,6 +54,18 @@ func TestSeatbeltProfile(t *testing.T) {
 			// never executable where it may write
 			if !strings.Contains(got, `(deny process-exec (subpath "/Users/me/src/project")`) {
 				t.Error("the workspace is not denied process-exec")
+			}
+			// read-only paths denied writes after (so over) the write allow
+			for _, ro := range p.ReadOnly {
+				deny := strings.Index(got, `(deny file-write* (subpath `+sbplString(ro)+`))`)
+				allow := strings.Index(got, `(allow file-read* file-write* `)
+				if deny < 0 || deny < allow {
+					t.Errorf("%s is not denied file-write* after the write allow", ro)
+				}
+			}
+			// only the listed devices, not all of /dev
+			if strings.Contains(got, `(subpath "/dev")`) {
+				t.Error("the profile allows all of /dev")
 			}
 		})
 	}
@@ -89,6 +104,11 @@ func TestEnforcementLinux(t *testing.T) {
 	}
 	if _, err := enforcement(p, nons, &Options{Require: true}); !errors.Is(err, ErrNotEnforced) || !strings.Contains(err.Error(), "namespaces") {
 		t.Errorf("Require without namespaces: %v", err)
+	}
+	// no invented setting: the callers name the real fix (sandbox-require
+	// off, sandbox-unconfined ID, fetch-allow-scripts)
+	if _, err := enforcement(p, nons, &Options{Require: true}); err == nil || strings.Contains(err.Error(), "not required") {
+		t.Errorf("Require's error names a setting that does not exist: %v", err)
 	}
 
 	// no Landlock: unconfined, said why

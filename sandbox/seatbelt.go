@@ -9,8 +9,9 @@ import (
 // programs and libraries, its configuration, and the harmless devices.
 var (
 	seatbeltBaseExec = []string{"/usr", "/bin", "/sbin", "/System", "/Library/Apple", "/private/var/select"}
-	seatbeltBaseRead = []string{"/etc", "/private/etc", "/private/var/db/timezone", "/Library/Preferences/Logging", "/dev"}
-	seatbeltDevices  = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/dtracehelper"}
+	seatbeltBaseRead = []string{"/etc", "/private/etc", "/private/var/db/timezone", "/Library/Preferences/Logging", "/dev/fd"}
+	// the only devices: no /dev subpath (disks, terminals, the rest)
+	seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/dtracehelper"}
 )
 
 // SeatbeltProfile is the macOS sandbox-exec profile (SBPL) for p. For
@@ -60,6 +61,11 @@ func seatbeltProfile(p *Policy, proxyPort int) string {
 		line(";; write: read and write, never execute")
 		line("(allow file-read* file-write* %s)", paths(p.Write))
 		line("(deny process-exec %s)", paths(p.Write))
+	}
+	if len(p.ReadOnly) > 0 {
+		// after the write allow: in SBPL the last matching rule wins
+		line(";; read-only inside a write path (.git)")
+		line("(deny file-write* %s)", paths(p.ReadOnly))
 	}
 	switch p.Network {
 	case NetworkOpen:

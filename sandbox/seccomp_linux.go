@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"fmt"
+	"runtime"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/net/bpf"
@@ -139,7 +141,11 @@ func seccompProgram(p *Policy, abi int, netns bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := bpf.Assemble(insts)
+	prelude, err := archPrelude(runtime.GOARCH)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(append(prelude, insts...))
 	if err != nil {
 		return nil, err
 	}
@@ -150,4 +156,29 @@ func seccompProgram(p *Policy, abi int, netns bool) ([]byte, error) {
 		out = binary.LittleEndian.AppendUint32(out, r.K)
 	}
 	return out, nil
+}
+
+// nativeArch is the AUDIT_ARCH of each GOARCH the filter is built for.
+var nativeArch = map[string]uint32{
+	"amd64": unix.AUDIT_ARCH_X86_64,
+	"arm64": unix.AUDIT_ARCH_AARCH64,
+}
+
+// seccompDataArch is the offset of seccomp_data.arch.
+const seccompDataArch = 4
+
+// archPrelude kills the process on any syscall made through another ABI than
+// the native one (i386's int $0x80 on x86_64, arm32 on arm64). The assembled
+// go-seccomp-bpf program applies its default action, Allow, to a foreign
+// arch, so without this every rule is bypassed through the compat ABI.
+func archPrelude(goarch string) ([]bpf.Instruction, error) {
+	arch, ok := nativeArch[goarch]
+	if !ok {
+		return nil, fmt.Errorf("no native audit arch known for GOARCH %s, so the filter cannot refuse foreign ABIs: berth confines servers with seccomp on amd64 and arm64 only", goarch)
+	}
+	return []bpf.Instruction{
+		bpf.LoadAbsolute{Off: seccompDataArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_KILL_PROCESS},
+	}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,6 +103,7 @@ func main() {
 		var pid int
 		pid, err = strconv.Atoi(arg)
 		if err == nil {
+			runtime.LockOSThread()
 			err = unix.PtraceAttach(pid)
 			if err == nil {
 				// the tracee stops; detaching lets it go on
@@ -111,7 +113,10 @@ func main() {
 			}
 		}
 	case "ptrace-child":
-		// ptrace a child of its own (same sandbox: only seccomp stops it)
+		// ptrace a child of its own (same sandbox: only seccomp stops it).
+		// The tracer is a thread: attach and detach from the same one, or
+		// the child stays stopped and Wait never returns.
+		runtime.LockOSThread()
 		child := exec.Command("/proc/self/exe", "echo")
 		stdin, _ := child.StdinPipe()
 		if err = child.Start(); err == nil {
