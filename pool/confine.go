@@ -579,6 +579,17 @@ func (p *Pool) sandboxSettings() store.SandboxSettings {
 func (s *server) setEnforcement(e *sandbox.Enforcement) {
 	s.mu.Lock()
 	s.enforcement = e
+	s.refused = ""
+	s.mu.Unlock()
+}
+
+// setRefused records that berth refused to start s and why (the error
+// names the rule), so Status never shows a previous start's confinement
+// for a server that does not run.
+func (s *server) setRefused(err error) {
+	s.mu.Lock()
+	s.enforcement = &sandbox.Enforcement{Unconfined: "refused: " + err.Error(), Mechanism: "none", Network: sandbox.NetworkOpen}
+	s.refused = err.Error()
 	s.mu.Unlock()
 }
 
@@ -593,6 +604,9 @@ type SandboxStatus struct {
 	// network is undeclared (open unless sandbox-undeclared-network is
 	// none).
 	NetworkDeclared bool `json:"networkDeclared"`
+	// Refused is set when berth refused the last start: why, naming the
+	// rule and the fix. The server does not run.
+	Refused string `json:"refused,omitempty"`
 }
 
 // sandboxStatusLocked is Status's view of s's confinement; s.mu is held.
@@ -606,7 +620,7 @@ func (s *server) sandboxStatusLocked() *SandboxStatus {
 	} else if s.native != nil {
 		decl = s.native.Sandbox
 	}
-	st := &SandboxStatus{Enforcement: *s.enforcement, Declared: decl != nil, NetworkDeclared: decl != nil && decl.Network != nil}
+	st := &SandboxStatus{Enforcement: *s.enforcement, Declared: decl != nil, NetworkDeclared: decl != nil && decl.Network != nil, Refused: s.refused}
 	st.ProxyHosts = slices.Clone(st.ProxyHosts)
 	st.NotEnforced = slices.Clone(st.NotEnforced)
 	return st

@@ -252,6 +252,11 @@ func TestSandboxRequireRefusesUndeclared(t *testing.T) {
 	if st.PID != 0 {
 		t.Errorf("the refused server runs as pid %d", st.PID)
 	}
+	// berth status says it was refused and why, never a previous start's
+	// confinement.
+	if st.Sandbox == nil || st.Sandbox.Confined || !strings.Contains(st.Sandbox.Refused, RuleSandboxRequired) || !strings.HasPrefix(st.Sandbox.Unconfined, "refused: ") {
+		t.Errorf("the refused server's sandbox status: %+v, want refused naming %s", st.Sandbox, RuleSandboxRequired)
+	}
 }
 
 func TestSandboxUnconfinedByOperator(t *testing.T) {
