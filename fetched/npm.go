@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/sandbox"
 )
@@ -314,15 +315,9 @@ func runScripts(ctx context.Context, npm, dir string, env []string, o *Options, 
 	cmd.Env = env
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
-	pol := &sandbox.Policy{Write: []string{dir, work}, Read: []string{conf}, Network: sandbox.NetworkNone}
-	for _, prog := range []string{npm, mustLook("node", env)} {
-		if prog == "" {
-			continue
-		}
-		pol.Read = append(pol.Read, filepath.Dir(prog))
-		if real, err := filepath.EvalSymlinks(prog); err == nil {
-			pol.Exec = append(pol.Exec, filepath.Dir(filepath.Dir(real)))
-		}
+	pol, err := scriptPolicy([]string{npm, mustLook("node", env)}, dir, work, conf, scriptHome(env), filepath.Dir(o.Fetchers))
+	if err != nil {
+		return fmt.Errorf("the install scripts of %s: %v", strings.Join(names, ", "), err)
 	}
 	launch, err := sandbox.Wrap(cmd, pol, &sandbox.Options{Launcher: o.Launcher, Require: true})
 	if err != nil {
@@ -529,4 +524,78 @@ func ensureConfig(name string) error {
 		return fmt.Errorf("%s may be written by other users (mode %04o); make it yours alone: chmod go-w %s", name, fi.Mode().Perm(), name)
 	}
 	return nil
+}
+
+// scriptHome is the operator's home directory for the install scripts'
+// policy: HOME of env when absolute, else the account's, symlinks
+// resolved; "" when none is known.
+func scriptHome(env []string) string {
+	h := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			h = v
+		}
+	}
+	if !filepath.IsAbs(h) {
+		h, _ = os.UserHomeDir()
+	}
+	if !filepath.IsAbs(h) {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(h); err == nil {
+		return r
+	}
+	return filepath.Clean(h)
+}
+
+// scriptPolicy is the install scripts' policy: the tree and the scratch
+// directory writable, the stripped configuration readable, no network,
+// and each of progs (npm, node) readable and executable by its runtime
+// prefix, as found and as its symlinks resolve, by bundle.ProgramPrefix:
+// the same rule as a server's (sandbox-home-prefix: under home, the
+// program's own directory or a runtime manager's install tree, never
+// ~/.local or home itself). A prefix that holds home or is / narrows to
+// the program's directory. Like pool's, it refuses a readable path that
+// is or holds berth's state directory (sandbox-state-readable).
+func scriptPolicy(progs []string, dir, work, conf, home, state string) (*sandbox.Policy, error) {
+	pol := &sandbox.Policy{Write: []string{dir, work}, Read: []string{conf}, Network: sandbox.NetworkNone}
+	for _, prog := range progs {
+		if prog == "" {
+			continue
+		}
+		cands := []string{prog}
+		if real, err := filepath.EvalSymlinks(prog); err == nil && real != prog {
+			cands = append(cands, real)
+		}
+		for _, c := range cands {
+			pre := bundle.ProgramPrefix(c, home)
+			if pre == filepath.Dir(pre) || (home != "" && holds(pre, home)) {
+				pre = filepath.Dir(c)
+			}
+			if pre == filepath.Dir(pre) || (home != "" && holds(pre, home)) {
+				return nil, fmt.Errorf("the directory of %s holds your home directory or is /, which berth never makes readable to an install script [sandbox-home-prefix]; install it in a directory of its own", c)
+			}
+			pol.Exec = append(pol.Exec, pre)
+		}
+	}
+	if state != "" {
+		st := state
+		if r, err := filepath.EvalSymlinks(state); err == nil {
+			st = r
+		}
+		for _, r := range pol.Exec {
+			if holds(r, st) {
+				return nil, fmt.Errorf("berth's state directory %s is inside %s, which the install script would read: it could read berth's records, configuration and sign-in tokens [sandbox-state-readable]; move BERTH_HOME out of it, or install npm and node elsewhere", st, r)
+			}
+		}
+	}
+	slices.Sort(pol.Exec)
+	pol.Exec = slices.Compact(pol.Exec)
+	return pol, nil
+}
+
+// holds reports whether dir is path or one of its ancestors.
+func holds(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

@@ -55,11 +55,11 @@ type policyInput struct {
 func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 	ws, err := realDir(in.workspace)
 	if err != nil {
-		return nil, permanent("server %s: the workspace %s: %v", in.id, in.workspace, err)
+		return nil, permanent("server %s: berth cannot resolve its workspace %s: %v [%s]; check that it exists and that you may read it, or start berth with --workspace naming a project's directory", in.id, in.workspace, err, RuleSandboxPathUnresolved)
 	}
 	bdir, err := realDir(in.bundleDir)
 	if err != nil {
-		return nil, permanent("server %s: the staged bundle %s: %v", in.id, in.bundleDir, err)
+		return nil, permanent("server %s: berth cannot resolve its staged bundle %s: %v [%s]; run berth verify, then re-trust the plugin", in.id, in.bundleDir, err, RuleSandboxPathUnresolved)
 	}
 	if in.home == "" || !filepath.IsAbs(in.home) {
 		return nil, permanent("server %s: berth knows no home directory (HOME is unset or not absolute, and the user database has none for this account), so it cannot keep the server out of it [%s]; set HOME to your home directory", in.id, RuleSandboxHomeUnknown)
@@ -84,7 +84,7 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 	for _, f := range in.fetched {
 		d, err := realDir(f)
 		if err != nil {
-			return nil, permanent("server %s: its staged fetched tree %s: %v; run berth verify", in.id, f, err)
+			return nil, permanent("server %s: berth cannot resolve its staged fetched tree %s: %v [%s]; run berth verify, then re-trust the plugin", in.id, f, err, RuleSandboxPathUnresolved)
 		}
 		p.Exec = append(p.Exec, d)
 	}
@@ -92,7 +92,7 @@ func buildPolicy(in *policyInput) (*sandbox.Policy, error) {
 	for _, d := range []string{in.cache, in.tmp} {
 		r, err := realDir(d)
 		if err != nil {
-			return nil, permanent("server %s: its own directory %s: %v", in.id, d, err)
+			return nil, permanent("server %s: berth cannot resolve its own directory %s: %v [%s]; check the permissions of %s and of BERTH_HOME (berth makes it there at each start)", in.id, d, err, RuleSandboxPathUnresolved, filepath.Dir(d))
 		}
 		own[d] = r
 		p.Write = append(p.Write, r)
@@ -225,7 +225,7 @@ func declaredPaths(id string, decl *bundle.Sandbox, v bundle.SandboxVars) (bundl
 				continue
 			}
 			if err != nil {
-				return nil, permanent("server %s: its sandbox path %s: %v", id, e, err)
+				return nil, permanent("server %s: berth cannot resolve its sandbox path %s: %v [%s]; check the permissions of %s and the directories above it", id, e, err, RuleSandboxPathUnresolved, e)
 			}
 			if !within(r, base) || (base == v.Home && r == v.Home) {
 				return nil, permanent("server %s: its sandbox path %s is a symbolic link (or lies below one) that leads to %s, out of %s: berth never follows a link out of a variable's directory [%s]; remove the link %s", id, e, r, base, RuleSandboxPathEscapes, e)
@@ -258,16 +258,16 @@ func declaredPaths(id string, decl *bundle.Sandbox, v bundle.SandboxVars) (bundl
 func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 	dir, err := realDir(filepath.Dir(prog))
 	if err != nil {
-		return nil, permanent("server %s: the program %s: %v", id, prog, err)
+		return nil, permanent("server %s: berth cannot resolve its program %s: %v [%s]; check that it exists and that you may read the directories above it", id, prog, err, RuleSandboxPathUnresolved)
 	}
 	real, err := filepath.EvalSymlinks(prog)
 	if err != nil {
-		return nil, permanent("server %s: the program %s: %v", id, prog, err)
+		return nil, permanent("server %s: berth cannot resolve its program %s: %v [%s]; check that it exists and that you may read the directories above it", id, prog, err, RuleSandboxPathUnresolved)
 	}
 	var out []string
 	for _, d := range []string{dir, filepath.Dir(real)} {
 		if within(d, ws) {
-			return nil, permanent("server %s: its program %s is inside the workspace %s, and the workspace is never executable; install the program outside the workspace (or ship it in the bundle) and point the manifest's command at it [sandbox-workspace-exec]", id, real, ws)
+			return nil, permanent("server %s: its program %s is inside the workspace %s, and the workspace is never executable; install the program outside the workspace (or ship it in the bundle) and point the manifest's command at it [%s]", id, real, ws, RuleSandboxWorkspaceExec)
 		}
 		if within(d, bdir) {
 			continue // the bundle is executable already
@@ -285,7 +285,11 @@ func runtimePrefixes(id, prog, ws, bdir, home string) ([]string, error) {
 			break
 		}
 		if chosen == "" {
-			return nil, permanent("server %s: the directory of its program %s holds the workspace or the home directory, which berth never makes executable; install the program in a directory of its own", id, real)
+			rule := RuleSandboxHomePrefix
+			if within(ws, d) && !within(home, d) {
+				rule = RuleSandboxWorkspaceExec
+			}
+			return nil, permanent("server %s: the directory of its program %s holds the workspace or the home directory, which berth never makes executable [%s]; install the program in a directory of its own", id, real, rule)
 		}
 		out = append(out, chosen)
 	}
@@ -450,6 +454,19 @@ const RuleSandboxStateWritable = "sandbox-state-writable"
 // executable paths hold berth's state directory.
 const RuleSandboxStateReadable = "sandbox-state-readable"
 
+// RuleSandboxPathUnresolved is the rule of a path a server's policy needs
+// (its workspace, staged bundle or fetched tree, own cache or tmp, a
+// declared path, its program) that berth cannot resolve.
+const RuleSandboxPathUnresolved = "sandbox-path-unresolved"
+
+// RuleSandboxHomePrefix is the rule of a program whose directory holds the
+// home directory (or is /): berth never makes home executable.
+const RuleSandboxHomePrefix = "sandbox-home-prefix"
+
+// RuleSandboxWorkspaceExec is the rule of a program in (or whose directory
+// holds) the workspace, which is never executable.
+const RuleSandboxWorkspaceExec = "sandbox-workspace-exec"
+
 // RuleSandboxPathEscapes is the rule of a declared path whose symlinks
 // lead out of its variable's directory.
 const RuleSandboxPathEscapes = "sandbox-path-escapes"
@@ -562,6 +579,17 @@ func (p *Pool) sandboxSettings() store.SandboxSettings {
 func (s *server) setEnforcement(e *sandbox.Enforcement) {
 	s.mu.Lock()
 	s.enforcement = e
+	s.refused = ""
+	s.mu.Unlock()
+}
+
+// setRefused records that berth refused to start s and why (the error
+// names the rule), so Status never shows a previous start's confinement
+// for a server that does not run.
+func (s *server) setRefused(err error) {
+	s.mu.Lock()
+	s.enforcement = &sandbox.Enforcement{Unconfined: "refused: " + err.Error(), Mechanism: "none", Network: sandbox.NetworkOpen}
+	s.refused = err.Error()
 	s.mu.Unlock()
 }
 
@@ -576,6 +604,9 @@ type SandboxStatus struct {
 	// network is undeclared (open unless sandbox-undeclared-network is
 	// none).
 	NetworkDeclared bool `json:"networkDeclared"`
+	// Refused is set when berth refused the last start: why, naming the
+	// rule and the fix. The server does not run.
+	Refused string `json:"refused,omitempty"`
 }
 
 // sandboxStatusLocked is Status's view of s's confinement; s.mu is held.
@@ -589,7 +620,7 @@ func (s *server) sandboxStatusLocked() *SandboxStatus {
 	} else if s.native != nil {
 		decl = s.native.Sandbox
 	}
-	st := &SandboxStatus{Enforcement: *s.enforcement, Declared: decl != nil, NetworkDeclared: decl != nil && decl.Network != nil}
+	st := &SandboxStatus{Enforcement: *s.enforcement, Declared: decl != nil, NetworkDeclared: decl != nil && decl.Network != nil, Refused: s.refused}
 	st.ProxyHosts = slices.Clone(st.ProxyHosts)
 	st.NotEnforced = slices.Clone(st.NotEnforced)
 	return st

@@ -252,6 +252,11 @@ func TestSandboxRequireRefusesUndeclared(t *testing.T) {
 	if st.PID != 0 {
 		t.Errorf("the refused server runs as pid %d", st.PID)
 	}
+	// berth status says it was refused and why, never a previous start's
+	// confinement.
+	if st.Sandbox == nil || st.Sandbox.Confined || !strings.Contains(st.Sandbox.Refused, RuleSandboxRequired) || !strings.HasPrefix(st.Sandbox.Unconfined, "refused: ") {
+		t.Errorf("the refused server's sandbox status: %+v, want refused naming %s", st.Sandbox, RuleSandboxRequired)
+	}
 }
 
 func TestSandboxUnconfinedByOperator(t *testing.T) {
@@ -384,5 +389,46 @@ func TestScriptInterpreterLines(t *testing.T) {
 		if got := scriptInterpreter(script, dir); got != want {
 			t.Errorf("%q: scriptInterpreter = %q; want %q", line, got, want)
 		}
+	}
+}
+
+// TestPolicyRefusalsNameRuleAndFix: each path buildPolicy cannot resolve
+// is refused naming the thing, the rule and the fix, and a program whose
+// directory holds the home directory names sandbox-home-prefix.
+func TestPolicyRefusalsNameRuleAndFix(t *testing.T) {
+	f := newPolicyFixture(t)
+	missing := filepath.Join(f.root, "gone")
+	for _, c := range []struct {
+		name  string
+		set   func(*policyInput)
+		thing string
+		fix   string
+	}{
+		{"workspace", func(in *policyInput) { in.workspace = missing }, "its workspace " + missing, "--workspace"},
+		{"bundle", func(in *policyInput) { in.bundleDir = missing }, "its staged bundle " + missing, "run berth verify, then re-trust"},
+		{"tree", func(in *policyInput) { in.fetched = []string{missing} }, "its staged fetched tree " + missing, "run berth verify, then re-trust"},
+		{"own dir", func(in *policyInput) { in.cache = missing }, "its own directory " + missing, "check the permissions of"},
+		{"program", func(in *policyInput) { in.program = filepath.Join(missing, "node") }, "its program " + filepath.Join(missing, "node"), "check that it exists"},
+	} {
+		in := f.input(nil)
+		c.set(in)
+		_, err := buildPolicy(in)
+		if err == nil {
+			t.Fatalf("%s missing: accepted", c.name)
+		}
+		for _, w := range []string{"p__s", c.thing, "[" + RuleSandboxPathUnresolved + "]", c.fix} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s missing: %q does not say %q", c.name, err, w)
+			}
+		}
+	}
+	prog := filepath.Join(f.root, "tool") // its directory holds the home
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := f.input(nil)
+	in.program = prog
+	if _, err := buildPolicy(in); err == nil || !strings.Contains(err.Error(), "["+RuleSandboxHomePrefix+"]") {
+		t.Fatalf("a program whose directory holds home: %v, want [%s]", err, RuleSandboxHomePrefix)
 	}
 }

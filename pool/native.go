@@ -73,6 +73,7 @@ func (s *server) connectNative(c *conn) ([]*mcp.Tool, error) {
 	w := &lineWriter{out: s.out}
 	conf, err := s.confine(exe, envValue(s.p.baseEnv, "PATH"), nil, nil, nil, true)
 	if err != nil {
+		s.setRefused(err)
 		return nil, err
 	}
 	var egress *egressProxy
@@ -116,7 +117,9 @@ func (s *server) connectNative(c *conn) ([]*mcp.Tool, error) {
 	if err != nil {
 		w.flush()
 		if errors.Is(err, sandbox.ErrNotEnforced) {
-			return nil, permanent("native tool provider %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
+			err = permanent("native tool provider %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
+			s.setRefused(err)
+			return nil, err
 		}
 		var ce *nativetool.ChecksumError
 		if errors.As(err, &ce) {

@@ -128,6 +128,8 @@ type server struct {
 	sources   []SourceStatus // as the last start resolved them
 	// enforcement is the confinement of the last start (nil before one).
 	enforcement *sandbox.Enforcement
+	// refused is why berth refused the last start, "" when it did not.
+	refused string
 }
 
 // newServer sets up the supervisor of an MCP server; pinned is its
@@ -495,6 +497,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			if sp.cleanup != nil {
 				sp.cleanup()
 			}
+			s.setRefused(err)
 			return nil, err
 		}
 		proc, err := startProcess(s.id, sp, s.out, conf)
@@ -505,7 +508,9 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		}
 		if err != nil {
 			if errors.Is(err, sandbox.ErrNotEnforced) {
-				return nil, permanent("server %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
+				err = permanent("server %s: %v [%s]; berth status shows what this host lacks; run it unconfined with berth config set sandbox-unconfined %s, or turn the requirement off with berth config set sandbox-require off", s.id, err, RuleSandboxRequired, s.id)
+				s.setRefused(err)
+				return nil, err
 			}
 			return nil, permanent("server %s: cannot start %s: %v", s.id, sp.path, err)
 		}

@@ -123,10 +123,16 @@ func (p *printer) sandbox(s *Sandbox, runtime string) {
 	switch {
 	case s.Filesystem == FilesystemDefault:
 		p.field("writes", strings.Join(s.Write, ", ")+" (the default profile: the workspace, its own cache and temp); nothing else under your home")
-	case len(s.Write) == 0:
-		p.field("writes", "nothing")
 	default:
-		p.field("writes", strings.Join(s.Write, ", ")+"; nothing else")
+		// berth always grants the server its own ${cache} and ${tmp}
+		// (pool's buildPolicy), declared or not.
+		write := slices.Clone(s.Write)
+		for _, v := range []string{bundle.VarCache, bundle.VarTmp} {
+			if !slices.Contains(write, v) {
+				write = append(write, v)
+			}
+		}
+		p.field("writes", strings.Join(write, ", ")+" (its own cache and temp, always granted); nothing else")
 	}
 	p.field("network", s.NetworkWords())
 	// The PATH directories (bundle.PathDirs) are the server's PATH at

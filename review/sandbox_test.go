@@ -72,17 +72,18 @@ func TestRuntimePrefix(t *testing.T) {
 }
 
 // TestSandboxDisclosure: the review states the declared authority, or the
-// default profile, in place of "runs as you".
+// default profile, in place of "runs as you", and never says a server
+// writes nothing: berth always grants its own ${cache} and ${tmp}.
 func TestSandboxDisclosure(t *testing.T) {
 	for _, c := range []struct {
 		sb   *bundle.Sandbox
 		want []string
 	}{
 		{nil, []string{"default profile", "reads        ${bundle} (read-only)", "writes       ${workspace}, ${cache}, ${tmp}", "nothing else under your home", "network      not declared: any host (default profile)", "never the workspace"}},
-		{&bundle.Sandbox{Network: &bundle.SandboxNetwork{Mode: bundle.NetworkNone}, Filesystem: &bundle.SandboxFilesystem{}}, []string{"authority it declares", "reads        ${bundle} (read-only)\n", "writes       nothing", "network      none: no network at all"}},
+		{&bundle.Sandbox{Network: &bundle.SandboxNetwork{Mode: bundle.NetworkNone}, Filesystem: &bundle.SandboxFilesystem{}}, []string{"authority it declares", "reads        ${bundle} (read-only)\n", "writes       ${cache}, ${tmp} (its own cache and temp, always granted); nothing else\n", "network      none: no network at all"}},
 		{&bundle.Sandbox{Network: &bundle.SandboxNetwork{Mode: bundle.NetworkHosts, Hosts: []string{"api.example.com:443"}}}, []string{"network      only api.example.com:443, through berth's egress proxy"}},
 		{&bundle.Sandbox{Network: &bundle.SandboxNetwork{Mode: bundle.NetworkUnrestricted, Reason: "crawls"}}, []string{`network      any host, because "crawls"`}},
-		{&bundle.Sandbox{Filesystem: &bundle.SandboxFilesystem{Read: []string{"${home}/.config/a"}, Write: []string{"${cache}"}}}, []string{"reads        ${bundle} (read-only), ${home}/.config/a", "writes       ${cache}; nothing else", "network      not declared"}},
+		{&bundle.Sandbox{Filesystem: &bundle.SandboxFilesystem{Read: []string{"${home}/.config/a"}, Write: []string{"${cache}"}}}, []string{"reads        ${bundle} (read-only), ${home}/.config/a", "writes       ${cache}, ${tmp} (its own cache and temp, always granted); nothing else\n", "network      not declared"}},
 	} {
 		d := &Disclosure{Servers: []Server{{Name: "s", Kind: KindStdio, Stdio: &Stdio{Program: ProgramBundled, Command: "${bundle}/s", Sandbox: NewSandbox(c.sb)}}}}
 		d.Servers[0].Stdio.Authority = d.Servers[0].Stdio.Sandbox.Authority()

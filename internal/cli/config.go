@@ -265,7 +265,7 @@ func runConfigSetSandbox(ctx context.Context, a *app, opts *configSetOptions) er
 		}
 	case store.SandboxKeyUnconfined:
 		if len(sb.Unconfined) == 0 {
-			fmt.Fprintln(a.stdout, "sandbox-unconfined is empty: every local server runs confined.")
+			fmt.Fprintln(a.stdout, "sandbox-unconfined is empty: every local server runs confined where this host can (berth status says what is in effect).")
 		} else {
 			fmt.Fprintf(a.stdout, "sandbox-unconfined is %s: these servers run with your rights, unconfined, from their next start.\n", strings.Join(sb.Unconfined, ","))
 		}

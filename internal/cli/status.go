@@ -350,6 +350,9 @@ func enforcementLine(e *pool.SandboxStatus) string {
 	if e == nil {
 		return "not started yet"
 	}
+	if e.Refused != "" {
+		return "REFUSED (not running): " + e.Refused
+	}
 	if !e.Confined {
 		return "UNCONFINED (runs with your rights): " + e.Unconfined
 	}
