@@ -432,3 +432,30 @@ func TestPolicyRefusalsNameRuleAndFix(t *testing.T) {
 		t.Fatalf("a program whose directory holds home: %v, want [%s]", err, RuleSandboxHomePrefix)
 	}
 }
+
+// A confined server of an ecosystem berth does not stage at trust (go
+// run) would fetch at start: it is refused, and the refusal says it is
+// not staged (re-trusting would not help) and names the operator's way on.
+func TestFetchAtStartUnstagedRefused(t *testing.T) {
+	f := newFixture(t)
+	// A stand-in go on the servers' PATH: the refusal comes before any run.
+	if err := os.WriteFile(filepath.Join(f.bin, "go"), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.plugin("demo", map[string]any{"srv": map[string]any{"stdio": map[string]any{
+		"command": "go", "args": []string{"run", "golang.org/x/tools/gopls@v0.16.0"},
+	}}})
+	p := f.open(nil)
+	st := status(t, p, "demo__srv")
+	if st.State != StateFailed {
+		t.Fatalf("a confined go run server: %s %s, want failed", st.State, st.LastError)
+	}
+	for _, want := range []string{RuleSandboxFetchAtStart, "berth does not stage go run packages", "sandbox-unconfined demo__srv"} {
+		if !strings.Contains(st.LastError, want) {
+			t.Errorf("the refusal %q does not say %q", st.LastError, want)
+		}
+	}
+	if strings.Contains(st.LastError, "re-trust") {
+		t.Errorf("the refusal %q tells the operator to re-trust, which cannot stage go run", st.LastError)
+	}
+}

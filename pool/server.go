@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
@@ -491,7 +493,11 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		conf, err := s.confine(sp.path, envValue(sp.env, "PATH"), sp.fetchRead, sp.fetchWrite, sp.fetchedTrees, false)
 		if err == nil && conf.policy != nil && sp.fetchWrite != nil {
 			conf.done()
-			err = permanent("server %s fetches its package when it starts (%s), and what a confined server writes is never executable; re-trust the plugin with a berth that stages the package at trust (docs/sandbox.md), or run it unconfined with berth config set sandbox-unconfined %s [%s]", s.id, sp.argv[0], s.id, RuleSandboxFetchAtStart)
+			fix := "re-trust the plugin (berth trust, install or upgrade) so that its package is staged at trust (docs/sandbox.md)"
+			if f, ferr := runtimefetch.Read(s.spec.Stdio.Command, s.spec.Stdio.Args); ferr == nil && f != nil && !fetched.Stages(f) {
+				fix = "berth does not stage " + f.Tool + " packages at trust"
+			}
+			err = permanent("server %s fetches its package when it starts (%s), and what a confined server writes is never executable; %s; or run it unconfined with berth config set sandbox-unconfined %s [%s]", s.id, sp.argv[0], fix, s.id, RuleSandboxFetchAtStart)
 		}
 		if err != nil {
 			if sp.cleanup != nil {
