@@ -19,28 +19,7 @@ func runPython(t *testing.T, p *Policy, script string, args ...string) (string, 
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("needs /usr/bin/python3")
 	}
-	cmd := exec.Command("/usr/bin/python3", append([]string{"-c", script}, args...)...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if p != nil {
-		l, err := Wrap(cmd, p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := l.Started(cmd.Start())
-		if err != nil {
-			_ = cmd.Wait()
-			t.Fatalf("start: %v", err)
-		}
-		if ln != nil {
-			defer ln.Close()
-		}
-	} else if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	s := strings.TrimSpace(out.String())
-	return s, err == nil && strings.HasSuffix(s, "ok")
+	return runCmd(t, exec.Command("/usr/bin/python3", append([]string{"-c", script}, args...)...), p)
 }
 
 // memfdExec copies a file the server wrote (argv[1]) into a memfd and

@@ -81,7 +81,14 @@ func (w *world) policy() *Policy {
 // output and whether it said ok.
 func run(t *testing.T, p *Policy, args ...string) (string, bool) {
 	t.Helper()
-	cmd := exec.Command(probePath(), args...)
+	return runCmd(t, exec.Command(probePath(), args...), p)
+}
+
+// runCmd runs cmd under p (nil: unconfined, the control that shows an
+// attack works without the sandbox) and returns its output and whether it
+// ended with "ok".
+func runCmd(t *testing.T, cmd *exec.Cmd, p *Policy) (string, bool) {
+	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if p != nil {
@@ -98,8 +105,6 @@ func run(t *testing.T, p *Policy, args ...string) (string, bool) {
 			defer ln.Close()
 		}
 	} else if err := cmd.Start(); err != nil {
-		// unconfined: the control that shows the attack works without the
-		// sandbox
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
