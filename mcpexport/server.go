@@ -80,6 +80,9 @@ type Options struct {
 	// SupportedProtocolVersions narrows the protocol versions offered
 	// (nil: all that go-sdk speaks).
 	SupportedProtocolVersions []string
+	// View is what the Server offers: a profile, the tools mode (nil: the
+	// whole workspace, every tool listed).
+	View *View
 }
 
 // Server exports one pool. It is safe for concurrent use: many sessions
@@ -89,6 +92,7 @@ type Options struct {
 type Server struct {
 	pool    *pool.Pool
 	store   *store.Store
+	view    View // Options.View; the zero View is the whole workspace in full mode
 	ms      *mcp.Server
 	queue   *Queue
 	audit   *Audit
@@ -160,6 +164,9 @@ func New(p *pool.Pool, opts *Options) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if opts.View != nil {
+		s.view = *opts.View
 	}
 	s.states = newStateBox(s.timeout + time.Minute)
 	s.pending = &pendingLimits{maxSession: opts.MaxPendingPerSession, maxTotal: opts.MaxPending, hints: opts.Hints}

@@ -35,6 +35,8 @@ type State struct {
 type Workspace struct {
 	// Plugins maps a plugin name to its enablement.
 	Plugins map[string]*Enablement `json:"plugins"`
+	// Profiles maps a profile name to what it offers (berth profile).
+	Profiles map[string]*Profile `json:"profiles,omitempty"`
 }
 
 // Enablement attaches one trusted version of a plugin to a workspace.

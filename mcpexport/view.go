@@ -1,0 +1,80 @@
+package mcpexport
+
+import (
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/store"
+)
+
+// The names of berth's meta-tools, listed in lazy mode instead of the
+// workspace's tools (docs/profiles.md). An exported tool name always holds
+// "__" (<plugin>__<server>__<tool>), so neither can collide with one.
+const (
+	MetaFindTools = "berth_find_tools"
+	MetaCallTool  = "berth_call_tool"
+)
+
+// View is what a Server offers its sessions: the whole workspace or one
+// profile of it, in full or lazy mode. A nil *View is the whole workspace
+// in full mode.
+type View struct {
+	// Profile names the workspace's profile (store.Profile) the view
+	// offers; "" offers the whole workspace. The profile is read from the
+	// state at every catalog boundary: a change to it applies as a policy
+	// change does, and a removed profile offers nothing.
+	Profile string
+	// Mode overrides the profile's tools mode when set (berth serve
+	// --tools); "" keeps the profile's, and full without a profile.
+	Mode store.ToolsMode
+	// Always adds glob patterns of tools listed directly in lazy mode
+	// (berth serve --always) to the profile's.
+	Always []string
+}
+
+// MetaTools are the definitions of the two meta-tools, as lazy mode
+// lists them: stable, small and documented in docs/profiles.md. The call
+// meta-tool carries no annotations, so a client that approves on
+// readOnlyHint or idempotentHint cannot approve every tool through it.
+func MetaTools() []*mcp.Tool {
+	return []*mcp.Tool{
+		{
+			Name:  MetaFindTools,
+			Title: "Find tools",
+			Description: "Search this berth workspace's tools by words (what the tool does, its name, its parameters, its plugin). " +
+				"Returns the best matches, each with its name, description, annotations and input schema. " +
+				"Call a match with " + MetaCallTool + ".",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"query": map[string]any{"type": "string", "description": "Words describing the task, e.g. \"read a file in the project\"."},
+					"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxFindLimit, "description": "How many matches to return (default 5)."},
+				},
+				"required":             []any{"query"},
+				"additionalProperties": false,
+			},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
+		},
+		{
+			Name:  MetaCallTool,
+			Title: "Call a tool",
+			Description: "Call one of this berth workspace's tools by the name " + MetaFindTools + " returned, with its arguments. " +
+				"The call is the tool's own: the same policy and approval apply.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"name":      map[string]any{"type": "string", "description": "The tool's name, as " + MetaFindTools + " returned it."},
+					"arguments": map[string]any{"type": "object", "description": "The tool's arguments, as its input schema describes them."},
+				},
+				"required":             []any{"name"},
+				"additionalProperties": false,
+			},
+		},
+	}
+}
+
+// MaxFindLimit caps the matches berth_find_tools returns.
+const MaxFindLimit = 20
+
+// DefaultFindLimit is the matches berth_find_tools returns without a
+// limit.
+const DefaultFindLimit = 5
