@@ -43,3 +43,34 @@ func TestLoad(t *testing.T) {
 	}
 	t.Logf("%d recordings, %d tools", len(recs), len(tools))
 }
+
+// TestQueries checks the labelled query set names recorded tools only.
+func TestQueries(t *testing.T) {
+	tools, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tl := range tools {
+		names[tl.Name] = true
+	}
+	qs, err := Queries(Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) < 60 {
+		t.Errorf("%d queries, want at least 60", len(qs))
+	}
+	seen := map[string]bool{}
+	for _, q := range qs {
+		if q.Query == "" || seen[q.Query] {
+			t.Errorf("query %q empty or twice", q.Query)
+		}
+		seen[q.Query] = true
+		for _, n := range append([]string{q.Tool}, q.Alternatives...) {
+			if !names[n] {
+				t.Errorf("query %q: %s is not a recorded tool", q.Query, n)
+			}
+		}
+	}
+}
