@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -185,5 +186,34 @@ func TestEmptyWorkspace(t *testing.T) {
 	w.Profiles = map[string]*Profile{"work": {Mode: ToolsFull}}
 	if w.Empty() {
 		t.Fatal("a workspace with a profile is Empty")
+	}
+}
+
+// TestProfileRulesDocumented: every rule ID CheckProfile names has its row
+// in docs/state.md, and the table names no rule CheckProfile lacks.
+func TestProfileRulesDocumented(t *testing.T) {
+	src, err := os.ReadFile("profile.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/state.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := regexp.MustCompile(`\((profile-[a-z]+)\)`).FindAllStringSubmatch(string(src), -1)
+	if len(ids) < 6 {
+		t.Fatalf("found %d rule IDs in profile.go", len(ids))
+	}
+	inCode := map[string]bool{}
+	for _, m := range ids {
+		inCode[m[1]] = true
+		if !strings.Contains(string(doc), "| `"+m[1]+"` |") {
+			t.Errorf("docs/state.md has no row for rule %s", m[1])
+		}
+	}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(profile-[a-z]+)` \\|").FindAllStringSubmatch(string(doc), -1) {
+		if !inCode[m[1]] {
+			t.Errorf("docs/state.md documents rule %s, which CheckProfile does not name", m[1])
+		}
 	}
 }
