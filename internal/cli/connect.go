@@ -367,7 +367,7 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 		}
 		p.entry.Args = append(p.entry.Args, "--profile", f.Profile)
 	}
-	if p.missing, p.warnings, err = a.missingSources(s.workspace, p.entry.Env); err != nil {
+	if p.missing, p.warnings, err = a.missingSources(s.workspace, f.Profile, p.entry.Env); err != nil {
 		return nil, err
 	}
 	if f.Portable && f.Profile != "" {
