@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
@@ -140,6 +141,7 @@ func runProfileCreate(ctx context.Context, a *app, opts *profileCreateOptions) e
 	}
 	out := newProfileJSON(ws, opts.Name, stored, state)
 	out.Replaced = old != nil
+	out.Warnings = unmatchedPatterns(state.Workspaces[ws], stored)
 	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
@@ -151,7 +153,52 @@ func runProfileCreate(ctx context.Context, a *app, opts *profileCreateOptions) e
 	fmt.Fprintf(a.stdout, "Serve it with: berth serve --profile %s --workspace %s\n", opts.Name, ws)
 	fmt.Fprintf(a.stdout, "Give a client an entry for it with: berth connect CLIENT --profile %s --workspace %s\n", opts.Name, ws)
 	fmt.Fprintln(a.stdout, "The tool policy applies to it unchanged (berth policy list).")
+	a.printWarnings(out.Warnings)
 	return nil
+}
+
+// unmatchedPatterns warns about each tool or always pattern of p that
+// matches none of the tools pinned for its plugin in w (the surfaces
+// recorded when its servers first ran): most likely a typo. A plugin
+// whose servers have not run yet has no pinned tools and is not checked.
+func unmatchedPatterns(w *store.Workspace, p *store.Profile) []string {
+	if w == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range []struct {
+		flag     string
+		patterns []string
+	}{{"--tool", p.Tools}, {"--always", p.Always}} {
+		for _, pat := range f.patterns {
+			plugin, err := store.PatternPlugin(pat)
+			e := w.Plugins[plugin]
+			if err != nil || e == nil || len(e.Surfaces) == 0 {
+				continue
+			}
+			names := pinnedNames(plugin, e)
+			if !slices.ContainsFunc(names, func(n string) bool { return bundle.MatchGlob(pat, n) }) {
+				out = append(out, fmt.Sprintf("%s %s matches none of the %d tools pinned for %s (berth tools lists them); it offers nothing until a tool of that name appears", f.flag, pat, len(names), plugin))
+			}
+		}
+	}
+	return out
+}
+
+// pinnedNames are the exported names of the tools pinned for a plugin's
+// servers and native tool providers.
+func pinnedNames(plugin string, e *store.Enablement) []string {
+	var names []string
+	for key, sf := range e.Surfaces {
+		if sf == nil {
+			continue
+		}
+		provider := strings.TrimPrefix(key, pool.NativeSurfaceKey(""))
+		for tool := range sf.Tools {
+			names = append(names, pool.ExportName(plugin, provider, tool))
+		}
+	}
+	return names
 }
 
 // profileFlagWords rewords the field names of store.CheckProfile's
@@ -203,6 +250,9 @@ type profileJSON struct {
 	Offered []profilePluginJSON `json:"offered"`
 	// Replaced is true when create --replace replaced a profile.
 	Replaced bool `json:"replaced,omitempty"`
+	// Warnings (create) name each pattern that matches none of the tools
+	// pinned for its plugin.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // profilePluginJSON is one plugin of a profile and its state in the
