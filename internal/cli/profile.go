@@ -159,7 +159,8 @@ func runProfileCreate(ctx context.Context, a *app, opts *profileCreateOptions) e
 
 // unmatchedPatterns warns about each tool or always pattern of p that
 // matches none of the tools pinned for its plugin in w (the surfaces
-// recorded when its servers first ran): most likely a typo. A plugin
+// recorded when its servers first ran): most likely a typo; and about an
+// always pattern whose tools the profile's tool patterns leave out. A plugin
 // whose servers have not run yet has no pinned tools and is not checked.
 func unmatchedPatterns(w *store.Workspace, p *store.Profile) []string {
 	if w == nil {
@@ -177,8 +178,12 @@ func unmatchedPatterns(w *store.Workspace, p *store.Profile) []string {
 				continue
 			}
 			names := pinnedNames(plugin, e)
-			if !slices.ContainsFunc(names, func(n string) bool { return bundle.MatchGlob(pat, n) }) {
+			match := func(n string) bool { return bundle.MatchGlob(pat, n) }
+			switch {
+			case !slices.ContainsFunc(names, match):
 				out = append(out, fmt.Sprintf("%s %s matches none of the %d tools pinned for %s (berth tools lists them); it offers nothing until a tool of that name appears", f.flag, pat, len(names), plugin))
+			case f.flag == "--always" && !slices.ContainsFunc(names, func(n string) bool { return match(n) && p.Includes(plugin, n) }):
+				out = append(out, fmt.Sprintf("--always %s matches only tools of %s that the profile's --tool patterns leave out, so it lists none", pat, plugin))
 			}
 		}
 	}

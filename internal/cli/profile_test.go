@@ -21,12 +21,13 @@ func TestUnmatchedPatterns(t *testing.T) {
 	p := &store.Profile{
 		Tools:  []string{"acme__notes__read_*", "acme__clock__now", "acme__notes__raed_*", "fresh__x__*"},
 		Mode:   store.ToolsLazy,
-		Always: []string{"acme__notes__search", "acme__notes__serch"},
+		Always: []string{"acme__notes__read_note", "acme__notes__serch", "acme__notes__search"},
 	}
 	got := unmatchedPatterns(w, p)
 	want := []string{
 		"--tool acme__notes__raed_* matches none of the 3 tools pinned for acme (berth tools lists them); it offers nothing until a tool of that name appears",
 		"--always acme__notes__serch matches none of the 3 tools pinned for acme",
+		"--always acme__notes__search matches only tools of acme that the profile's --tool patterns leave out, so it lists none",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %q", got)
