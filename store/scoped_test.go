@@ -175,12 +175,14 @@ func TestMarkRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := res.Record
-	ws1, ws2 := t.TempDir(), t.TempDir()
+	ws1, ws2, ws3 := t.TempDir(), t.TempDir(), t.TempDir()
 	if _, err := s.Update(ctx, func(st *State) error {
-		for _, ws := range []string{ws1, ws2} {
+		for _, ws := range []string{ws1, ws2, ws3} {
 			st.Workspace(ws).Plugins["acme-notes"] = &Enablement{Version: rec.Version, Digest: rec.Digest}
 		}
 		st.Workspace(ws2).Plugins["other"] = &Enablement{Version: "1.0.0", Digest: rec.Digest}
+		// A workspace whose last plugin is revoked keeps its profiles.
+		st.Workspace(ws3).Profiles = map[string]*Profile{"notes": {Plugins: []string{"acme-notes"}, Mode: ToolsFull}}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -191,11 +193,12 @@ func TestMarkRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	mr, err := s.MarkRevoked(ctx, Revocation{Name: "acme-notes", Version: "1.4.2", Digest: rec.Digest, Catalog: "acme", Reason: "leaked a token"})
-	if err != nil || mr.Already || len(mr.Disabled) != 2 {
+	if err != nil || mr.Already || len(mr.Disabled) != 3 {
 		t.Fatalf("%+v %v", mr, err)
 	}
 	st, _ := s.State()
-	if st.Generation <= before || st.Workspaces[ws1] != nil || st.Workspaces[ws2].Plugins["acme-notes"] != nil || st.Workspaces[ws2].Plugins["other"] == nil {
+	if st.Generation <= before || st.Workspaces[ws1] != nil || st.Workspaces[ws2].Plugins["acme-notes"] != nil || st.Workspaces[ws2].Plugins["other"] == nil ||
+		st.Workspaces[ws3] == nil || len(st.Workspaces[ws3].Plugins) != 0 || st.ProfileOf(ws3, "notes") == nil {
 		t.Fatalf("state after revocation: %+v", st)
 	}
 	v, _ := trust.NewVerifier([]trust.Signer{acme.signer}, nil)

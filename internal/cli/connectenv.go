@@ -93,8 +93,9 @@ func addUses(uses map[string][]string, name string, m *bundle.Manifest) {
 // missingSources lists the fromEnv sources of the plugins enabled in ws
 // that are neither in berth's secret store nor in env, the environment
 // the entry gives berth. Plugins whose manifest cannot be read are named
-// in the warnings.
-func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, []string, error) {
+// in the warnings. With a profile, only the plugins it offers are
+// checked: the entry's berth runs no other.
+func (a *app) missingSources(ws, profile string, env map[string]string) ([]missingJSON, []string, error) {
 	st, err := a.store()
 	if err != nil {
 		return nil, nil, err
@@ -115,7 +116,16 @@ func (a *app) missingSources(ws string, env map[string]string) ([]missingJSON, [
 	users := map[string][]string{} // the plugins that read each variable
 	signers := map[string]string{} // the signer of each enabled version
 	var warnings []string
+	var prof *store.Profile
+	if profile != "" {
+		if prof = state.ProfileOf(ws, profile); prof == nil {
+			return []missingJSON{}, nil, nil
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(w.Plugins)) {
+		if !prof.IncludesPlugin(name) {
+			continue
+		}
 		m, err := stagedManifest(st, w.Plugins[name])
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("cannot read the manifest of %s to check the variables it reads: %v", name, err))
