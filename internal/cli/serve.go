@@ -27,6 +27,10 @@ other clients launch it (berth connect writes that entry for you).
 
 --http ADDR serves Streamable HTTP at /mcp (stateful; --stateless for the
 2026-07-28 era); --sse ADDR serves the legacy HTTP+SSE transport at /sse.
+Each profile of the workspace (berth profile list) is served beside it at
+/profiles/NAME/mcp (/profiles/NAME/sse), every path with sessions of its
+own; --max-sessions counts the sessions of all paths, and berth status
+shows which profile each session uses.
 An ADDR without a host (":8931") listens on 127.0.0.1. Every request, on
 every address, loopback included, must carry "Authorization: Bearer
 <token>": the token of --token-file, else of $BERTH_HOME/serve.token (made
@@ -202,7 +206,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		go trimMemory(tctx, p)
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
-	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints})
+	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, RecordSessions: true})
 	defer srv.Close()
 	if len(lns) == 0 {
 		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir())
@@ -321,7 +325,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, opts *serveOptions, srv *m
 			where = []any{"url", "http://localhost" + path, "socket", sock}
 		}
 		check := mcpexport.PeerCheck(ln)
-		where = append(where, "workspace", ws, "stateless", l.o.Stateless, "peer_check", peerCheckText(check))
+		where = append(where, "profiles", "/profiles/NAME"+path, "workspace", ws, "stateless", l.o.Stateless, "peer_check", peerCheckText(check))
 		switch {
 		case unsafeNoToken:
 			log.Info("berth serve: listening", append(where, "token", "none")...)
