@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-		"io/fs"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
