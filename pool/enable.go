@@ -91,7 +91,9 @@ func Disable(ctx context.Context, st *store.Store, workspace, name string) (*sto
 		}
 		gone = w.Plugins[name]
 		delete(w.Plugins, name)
-		if len(w.Plugins) == 0 {
+		// Its profiles stay: one naming the plugin offers nothing of
+		// it until it is enabled again.
+		if w.Empty() {
 			delete(state.Workspaces, ws)
 		}
 		return nil

@@ -184,7 +184,7 @@ func (s *Store) MarkRevoked(ctx context.Context, r Revocation) (*MarkRevokedResu
 			if e := w.Plugins[r.Name]; e != nil && e.Version == r.Version && e.Digest == r.Digest {
 				delete(w.Plugins, r.Name)
 				res.Disabled = append(res.Disabled, path)
-				if len(w.Plugins) == 0 {
+				if w.Empty() {
 					delete(st.Workspaces, path)
 				}
 			}

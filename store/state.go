@@ -123,7 +123,7 @@ func (s *Store) State() (*State, error) {
 }
 
 // check applies the rules that typing cannot: names, digests, versions
-// and paths.
+// and paths, and the rules of profiles (CheckProfile).
 func (st *State) check() []string {
 	var ps []string
 	for _, ws := range slices.Sorted(maps.Keys(st.Workspaces)) {
@@ -147,6 +147,12 @@ func (st *State) check() []string {
 				if key == "" {
 					ps = append(ps, pp+".surfaces: a surface without a server name")
 				}
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(st.Workspaces[ws].Profiles)) {
+			pp := jsonPath(wp+".profiles", name)
+			for _, p := range CheckProfile(name, st.Workspaces[ws].Profiles[name]) {
+				ps = append(ps, pp+": "+p)
 			}
 		}
 	}

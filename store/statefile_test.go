@@ -143,6 +143,8 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add([]byte(`{"generation": 0}`))
 	f.Add([]byte(`{"generation": 1, "workspaces": {"/w": {"plugins": {"x": null}}}}`))
 	f.Add([]byte(`{"generation": 1, "generation": 2, "Workspaces": {}}`))
+	f.Add([]byte(stateWithProfile(goodProfile)))
+	f.Add([]byte(`{"generation": 1, "workspaces": {"/w": {"plugins": {}, "profiles": {"a": {"mode": "full", "createdAt": "2026-01-02T03:04:05Z"}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		roundTrip(t, data, func() checker { return &State{} })
 	})

@@ -37,6 +37,33 @@ type connectOptions struct {
 	User, Force, Print, JSON bool
 	NoPath, Portable         bool
 	Env                      []string
+	// Profile is --profile: the entry serves that profile, and is named
+	// berth-PROFILE unless --name says otherwise.
+	Profile string
+}
+
+// profileEntryName is the default name of the entry of a profile, so that
+// entries of several profiles sit side by side in one client beside the
+// plain "berth".
+func profileEntryName(profile string) string { return "berth-" + profile }
+
+// profileFlag adds --profile to connect or disconnect, and returns the
+// check RunE makes before the command runs: the profile's name is valid,
+// and names the entry unless --name was given.
+func profileFlag(cmd *cobra.Command, f *connectOptions, usage string) func() error {
+	cmd.Flags().StringVar(&f.Profile, "profile", "", usage)
+	return func() error {
+		if f.Profile == "" {
+			return nil
+		}
+		if err := store.CheckProfileName(f.Profile); err != nil {
+			return usagef("--profile: %v", err)
+		}
+		if !cmd.Flags().Changed("name") {
+			f.Name = profileEntryName(f.Profile)
+		}
+		return nil
+	}
 }
 
 // clientSetup is what connect and disconnect work out before touching a
@@ -138,6 +165,8 @@ func temporaryBuild(exe string) bool {
 type connectJSON struct {
 	// Workspace is the workspace whose plugins were checked (connect).
 	Workspace string `json:"workspace,omitempty"`
+	// Profile is the profile the entry serves (--profile).
+	Profile string `json:"profile,omitempty"`
 	// Path is the PATH recorded in the entry; empty with --no-path.
 	Path string `json:"path,omitempty"`
 	// Missing are the variables the enabled plugins read that the
@@ -201,6 +230,12 @@ in the secret store nor in the entry, with the command that fixes it. A file tha
 left untouched. An existing entry of the same name that differs is kept
 unless --force. Running connect again changes nothing.
 
+--profile NAME writes an entry that runs 'berth serve --workspace DIR
+--profile NAME', named berth-NAME (unless --name), so entries of several
+profiles sit side by side in one client beside the plain "berth". The
+profile must exist in the workspace (berth profile list); disconnect
+--profile NAME removes that entry.
+
 The client reads its file when it starts: quit it fully and start it again.
 See docs/connect.md.
 
@@ -212,18 +247,24 @@ func newConnectCmd(a *app) *cobra.Command {
 		Use: "connect CLIENT",
 		Example: `  berth connect claude-desktop
   berth connect cursor --workspace ~/src/project --portable
-  berth connect vscode --env NODE_OPTIONS --print`,
+  berth connect vscode --env NODE_OPTIONS --print
+  berth connect claude-desktop --profile desktop
+  berth connect claude-code --profile code`,
 		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
 		Long:  connectLong,
 		Args:  exactArgs(1, "one CLIENT"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.Client = args[0]
-			return runConnect(cmd.Context(), a, f)
-		},
+	}
+	checkProfile := profileFlag(cmd, f, "serve the workspace's profile `NAME` (berth profile list); the entry is named berth-NAME unless --name")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		f.Client = args[0]
+		if err := checkProfile(); err != nil {
+			return err
+		}
+		return runConnect(cmd.Context(), a, f)
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Workspace, "workspace", "", "the directory berth serves (default: the current directory)")
-	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client")
+	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client (default with --profile: berth-NAME)")
 	fl.BoolVar(&f.User, "user", false, "edit the user's configuration instead of the workspace's")
 	fl.BoolVar(&f.Force, "force", false, "replace a different entry of the same name")
 	fl.BoolVar(&f.Print, "print", false, "print the entry and the file it would go to; write nothing")
@@ -279,7 +320,7 @@ func runConnect(ctx context.Context, a *app, f *connectOptions) error {
 	}
 	if f.JSON {
 		out := reportJSON(s.client, f.Name, edits, p.running, warnings)
-		out.Entry, out.Workspace, out.Path, out.Missing = entry, s.workspace, p.path, p.missing
+		out.Entry, out.Workspace, out.Path, out.Missing, out.Profile = entry, s.workspace, p.path, p.missing, f.Profile
 		return writeJSON(a.stdout, out)
 	}
 	changed := a.printConnected(f.Name, edits)
@@ -320,8 +361,17 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.NoPath); err != nil {
 		return nil, err
 	}
+	if f.Profile != "" {
+		if err := a.needProfile(s.workspace, f.Profile); err != nil {
+			return nil, err
+		}
+		p.entry.Args = append(p.entry.Args, "--profile", f.Profile)
+	}
 	if p.missing, p.warnings, err = a.missingSources(s.workspace, p.entry.Env); err != nil {
 		return nil, err
+	}
+	if f.Portable && f.Profile != "" {
+		p.warnings = append(p.warnings, fmt.Sprintf("the portable entry serves profile %s, which lives in your berth's state: others who open the project need a profile of that name in theirs (berth profile create %s)", f.Profile, f.Profile))
 	}
 	if f.Portable {
 		for _, k := range []string{"PATH", "BERTH_HOME"} {
@@ -335,6 +385,22 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 	}
 	p.running = clientconfig.Running(ctx, s.client, s.env)
 	return p, nil
+}
+
+// needProfile refuses a profile the workspace ws does not have.
+func (a *app) needProfile(ws, name string) error {
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	state, err := st.State()
+	if err != nil {
+		return err
+	}
+	if state.ProfileOf(ws, name) == nil {
+		return fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s makes it", ws, name, ws, name)
+	}
+	return nil
 }
 
 // connectEntry is the entry that runs exe for wsArg, with the variables
@@ -376,7 +442,7 @@ func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]s
 func (a *app) printConnect(f *connectOptions, p *connectPlan) error {
 	s, entry := p.s, p.entry
 	if f.JSON {
-		return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Path: p.path, Missing: p.missing, Client: string(s.client), File: s.targets[0].Path, Name: f.Name,
+		return writeJSON(a.stdout, connectJSON{Workspace: s.workspace, Profile: f.Profile, Path: p.path, Missing: p.missing, Client: string(s.client), File: s.targets[0].Path, Name: f.Name,
 			Entry: entry, Running: p.running, Warnings: p.warnings, Additional: printAdditional(s.targets)})
 	}
 	for _, t := range s.targets {
@@ -419,11 +485,13 @@ func newDisconnectCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "disconnect CLIENT",
 		Example: `  berth disconnect claude-desktop
-  berth disconnect cursor --workspace ~/src/project --json`,
+  berth disconnect cursor --workspace ~/src/project --json
+  berth disconnect claude-desktop --profile desktop`,
 		Short: "Remove berth's entry from an MCP client's configuration",
-		Long: `Disconnect removes the server entry named --name (default "berth") from the
-MCP configuration of CLIENT (the same file connect writes, chosen by
---workspace and --user), and nothing else. The old file is first copied to
+		Long: `Disconnect removes the server entry named --name (default "berth"; with
+--profile NAME, "berth-NAME") from the MCP configuration of CLIENT (the
+same file connect writes, chosen by --workspace and --user), and nothing
+else. The old file is first copied to
 $BERTH_HOME/backups/ (the last five copies of each file are kept). An entry of that name that does not run 'berth serve'
 is kept unless --force.
 
@@ -432,14 +500,18 @@ the client is not connected, which is what was asked.
 
 Exit codes: 0 removed or not there, 1 refused or failed, 2 usage.`,
 		Args: exactArgs(1, "one CLIENT"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.Client = args[0]
-			return runDisconnect(cmd.Context(), a, f)
-		},
+	}
+	checkProfile := profileFlag(cmd, f, "remove the entry of profile `NAME` (berth-NAME unless --name); the profile need not exist any more")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		f.Client = args[0]
+		if err := checkProfile(); err != nil {
+			return err
+		}
+		return runDisconnect(cmd.Context(), a, f)
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Workspace, "workspace", "", "the workspace whose configuration to edit (default: the current directory)")
-	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client")
+	fl.StringVar(&f.Name, "name", "berth", "the server's name in the client (default with --profile: berth-NAME)")
 	fl.BoolVar(&f.User, "user", false, "edit the user's configuration instead of the workspace's")
 	fl.BoolVar(&f.Force, "force", false, "remove the entry even if it does not run berth")
 	a.jsonFlag(cmd, &f.JSON, connectJSON{})

@@ -59,6 +59,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newLogsCmd(a),
 		newAcceptCmd(a),
 		newPolicyCmd(a),
+		newProfileCmd(a),
 		newServeCmd(a),
 		newApprovalsCmd(a),
 		newApproveCmd(a, true),

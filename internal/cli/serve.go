@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,9 +29,11 @@ other clients launch it (berth connect writes that entry for you).
 --http ADDR serves Streamable HTTP at /mcp (stateful; --stateless for the
 2026-07-28 era); --sse ADDR serves the legacy HTTP+SSE transport at /sse.
 Each profile of the workspace (berth profile list) is served beside it at
-/profiles/NAME/mcp (/profiles/NAME/sse), every path with sessions of its
-own; --max-sessions counts the sessions of all paths, and berth status
-shows which profile each session uses.
+/profiles/NAME/mcp (/profiles/NAME/sse) in its own tools mode, every path
+with sessions of its own; --max-sessions counts the sessions of all
+paths, and berth status shows which profile each session uses. --tools
+and --always shape /mcp only; with --profile NAME, /mcp serves NAME and
+other profiles' paths are refused.
 An ADDR without a host (":8931") listens on 127.0.0.1. Every request, on
 every address, loopback included, must carry "Authorization: Bearer
 <token>": the token of --token-file, else of $BERTH_HOME/serve.token (made
@@ -55,7 +58,19 @@ human approves it: in the client (elicitation or input requests), or with
 'berth approve ID' while it waits in the queue (--approval-timeout, then it
 is refused). A call whose client gives up, ends its session or goes away is
 withdrawn from the queue. Decisions go to $BERTH_HOME/audit.log. Logs go to
-stderr. docs/serve.md has the details.`
+stderr. docs/serve.md has the details.
+
+--profile NAME serves one profile of the workspace (berth profile create):
+its plugins, the tools its patterns let through, in its tools mode; over
+HTTP, every session of the listener gets it. A profile only narrows: the
+policy applies unchanged. It is read again at every boundary, so a
+changed profile applies to running sessions and a removed one offers
+nothing. --tools full|lazy sets the tools mode: lazy lists two
+meta-tools, berth_find_tools and berth_call_tool, instead of every tool;
+an explicit --tools overrides the profile's mode (without --tools the
+profile's mode holds; full without a profile). --always PATTERN (lazy mode
+only; repeatable) also lists the tools matching PATTERN directly, beside
+the profile's own. docs/profiles.md has the details.`
 
 // serveOptions are the inputs of berth serve.
 type serveOptions struct {
@@ -64,16 +79,27 @@ type serveOptions struct {
 	ApprovalTimeout                         time.Duration
 	MaxPendingPerSession, MaxPending        int
 	HTTP                                    mcpexport.HTTPOptions
+	// Profile is --profile: the workspace's profile to serve ("" the
+	// whole workspace).
+	Profile string
+	// Tools is --tools: "" (the profile's mode; full without one), full
+	// or lazy.
+	Tools string
+	// Always is --always: patterns of tools listed directly in lazy
+	// mode, beside the profile's.
+	Always []string
 }
 
 func newServeCmd(a *app) *cobra.Command {
 	opts := &serveOptions{}
 	cmd := &cobra.Command{
-		Use: "serve [--workspace DIR] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
+		Use: "serve [--workspace DIR] [--profile NAME] [--tools full|lazy [--always PATTERN]...] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
 		Example: `  berth serve --workspace ~/src/project
   berth serve --http 127.0.0.1:8931
   berth serve --http unix:$XDG_RUNTIME_DIR/berth/serve.sock
-  berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token`,
+  berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token
+  berth serve --profile docs
+  berth serve --tools lazy --always 'acme-notes__notes__search'`,
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long:  serveLong,
 		Args:  exactArgs(0, "no arguments"),
@@ -97,6 +123,9 @@ func newServeCmd(a *app) *cobra.Command {
 	f.DurationVar(&hopts.ReadTimeout, "read-timeout", mcpexport.DefaultReadTimeout, "time a client has to send a request's headers, and again its body")
 	f.DurationVar(&hopts.WriteIdleTimeout, "write-idle-timeout", mcpexport.DefaultWriteIdleTimeout, "cut a response the client has not read for this long")
 	f.DurationVar(&hopts.KeepAliveTimeout, "keepalive-timeout", mcpexport.DefaultKeepAliveTimeout, "close an idle keep-alive connection after this long")
+	f.StringVar(&opts.Profile, "profile", "", "serve the workspace's profile `NAME` (berth profile list) instead of the whole workspace")
+	f.StringVar(&opts.Tools, "tools", "", "the tools `MODE`: full lists every tool, lazy lists berth_find_tools and berth_call_tool instead (default: the profile's mode, else full)")
+	f.StringArrayVar(&opts.Always, "always", nil, "in lazy mode, also list the tools matching `PATTERN` directly (repeatable)")
 	return cmd
 }
 
@@ -122,7 +151,77 @@ func (o *serveOptions) check() error {
 	if (o.TokenFile != "" || o.UnsafeNoToken) && !o.listening() {
 		return usagef("--token-file and --unsafe-no-token apply to --http and --sse only")
 	}
+	return o.checkView()
+}
+
+// checkView checks --profile, --tools and --always on their own (usage
+// errors); resolveView checks them against the state.
+func (o *serveOptions) checkView() error {
+	if o.Profile != "" {
+		if err := store.CheckProfileName(o.Profile); err != nil {
+			return usagef("--profile: %v", err)
+		}
+	}
+	switch store.ToolsMode(o.Tools) {
+	case "", store.ToolsFull, store.ToolsLazy:
+	default:
+		return usagef("--tools: %q is not a tools mode; use full or lazy", o.Tools)
+	}
+	if len(o.Always) > 0 && (store.ToolsMode(o.Tools) == store.ToolsFull || o.Tools == "" && o.Profile == "") {
+		return usagef("--always lists tools beside the meta-tools of lazy mode; add --tools lazy (in full mode every tool is listed)")
+	}
+	for _, pat := range o.Always {
+		if err := store.CheckPolicySyntax(pat, store.ActionAsk); err != nil {
+			return usagef("--always: %v", err)
+		}
+		if _, err := store.PatternPlugin(pat); err != nil {
+			return usagef("--always: the pattern %q does not name one plugin: start it with the plugin's name and '__', as in 'acme-notes__*'", pat)
+		}
+	}
 	return nil
+}
+
+// resolveView checks --profile against the state of st (the profile
+// must exist in the workspace; --always without --tools needs it to be
+// lazy; an --always pattern must name one of its plugins) and returns
+// the view to serve (nil for the whole workspace in full mode) and the
+// tools mode it starts in, for the start log.
+func (o *serveOptions) resolveView(st *store.Store, workspace string) (*mcpexport.View, store.ToolsMode, error) {
+	mode := store.ToolsMode(o.Tools)
+	if mode == "" {
+		mode = store.ToolsFull
+	}
+	if o.Profile == "" && o.Tools == "" && len(o.Always) == 0 {
+		return nil, mode, nil
+	}
+	v := &mcpexport.View{Profile: o.Profile, Mode: store.ToolsMode(o.Tools), Always: o.Always}
+	if o.Profile == "" {
+		return v, mode, nil
+	}
+	ws, err := pool.Workspace(workspace)
+	if err != nil {
+		return nil, "", err
+	}
+	state, err := st.State()
+	if err != nil {
+		return nil, "", err
+	}
+	p := state.ProfileOf(ws, o.Profile)
+	if p == nil {
+		return nil, "", fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s makes it", ws, o.Profile, ws, o.Profile)
+	}
+	if len(o.Always) > 0 && o.Tools == "" && p.Mode != store.ToolsLazy {
+		return nil, "", usagef("--always lists tools beside the meta-tools of lazy mode, and profile %s is in %s mode; add --tools lazy", o.Profile, p.Mode)
+	}
+	for _, pat := range o.Always {
+		if plugin, _ := store.PatternPlugin(pat); !p.IncludesPlugin(plugin) {
+			return nil, "", usagef("--always: the pattern %q names plugin %s, which profile %s does not offer (it offers %s), so it can match no tool", pat, plugin, o.Profile, strings.Join(p.Plugins, ", "))
+		}
+	}
+	if o.Tools == "" {
+		mode = p.Mode
+	}
+	return v, mode, nil
 }
 
 // listening reports whether serve listens on HTTP (else it serves stdio).
@@ -164,6 +263,19 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		debug.SetGCPercent(400)
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	workspace := opts.Workspace
+	if workspace == "" {
+		workspace = "."
+	}
+	// An unknown profile is refused before anything starts.
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	view, mode, err := opts.resolveView(st, workspace)
+	if err != nil {
+		return err
+	}
 	// Check the addresses and the token first: a refused listener
 	// fails before anything starts.
 	lns := opts.listeners()
@@ -175,14 +287,6 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	}
 	if err != nil {
 		return err
-	}
-	st, err := a.store()
-	if err != nil {
-		return err
-	}
-	workspace := opts.Workspace
-	if workspace == "" {
-		workspace = "."
 	}
 	sec, err := a.secrets()
 	if err != nil {
@@ -206,10 +310,10 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		go trimMemory(tctx, p)
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
-	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, RecordSessions: true})
+	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true})
 	defer srv.Close()
 	if len(lns) == 0 {
-		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir())
+		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir(), "profile", opts.Profile, "tools", mode)
 		err := srv.ServeStdio(ctx)
 		if errors.Is(err, context.Canceled) {
 			return nil
