@@ -19,9 +19,9 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-// setProfile writes the profile name of e's workspace to the state, as
+// putProfile writes the profile name of e's workspace to the state, as
 // berth profile create does.
-func (e *env) setProfile(name string, p *store.Profile) {
+func (e *env) putProfile(name string, p *store.Profile) {
 	e.t.Helper()
 	ws := e.pool.WorkspaceDir()
 	if _, err := e.store.Update(context.Background(), func(st *store.State) error {
@@ -43,8 +43,8 @@ func (e *env) setProfile(name string, p *store.Profile) {
 // twoProfiles sets the profiles "a" (the echo tool only) and "b" (the
 // wipe tool only).
 func (e *env) twoProfiles() {
-	e.setProfile("a", &store.Profile{Tools: []string{echoTool}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()})
-	e.setProfile("b", &store.Profile{Tools: []string{wipeTool}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()})
+	e.putProfile("a", &store.Profile{Tools: []string{echoTool}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()})
+	e.putProfile("b", &store.Profile{Tools: []string{wipeTool}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()})
 }
 
 // listen serves e's Handler(o) on a loopback listener and returns its
@@ -206,11 +206,11 @@ func TestProfilePathsAreGuarded(t *testing.T) {
 	// A profile removed while serving: its path is refused from the next
 	// request, its session included; one created is served.
 	sid := rawInit(t, base+"/profiles/a/mcp")
-	e.setProfile("a", nil)
+	e.putProfile("a", nil)
 	if code, body := rawStatus(t, base+"/profiles/a/mcp", sid, listBody, nil); code != http.StatusNotFound || !strings.Contains(body, "berth profile list") {
 		t.Errorf("a removed profile's session: %d %s, want 404", code, body)
 	}
-	e.setProfile("c", &store.Profile{Mode: store.ToolsFull})
+	e.putProfile("c", &store.Profile{Mode: store.ToolsFull})
 	if code, body := rawStatus(t, base+"/profiles/c/mcp", "", initBody, nil); code != http.StatusOK {
 		t.Errorf("a profile made while serving: %d %s", code, body)
 	}
