@@ -33,6 +33,10 @@ type AuditEntry struct {
 	// (Pending.Transport, Pending.Authenticated).
 	Transport     string `json:"transport,omitempty"`
 	Authenticated bool   `json:"authenticated"`
+	// Profile is the profile the client's session was offered (berth
+	// serve --profile, /profiles/NAME/mcp); absent for the whole
+	// workspace.
+	Profile string `json:"profile,omitempty"`
 	// ArgumentsDigest is "sha256:" and the hex SHA-256 of the canonical
 	// arguments the decision was made on (and the server received).
 	ArgumentsDigest string `json:"argumentsDigest,omitempty"`

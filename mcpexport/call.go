@@ -270,7 +270,7 @@ func (c *call) enqueue(ctx context.Context, r *pool.ApprovalRequest) (*Pending, 
 		Workspace: c.s.pool.WorkspaceDir(),
 		Arguments: r.Arguments, Annotations: annotationsOf(r.Annotations),
 		Client: c.entry.Client, Transport: c.origin.Transport, Authenticated: c.origin.Authenticated,
-		Session: c.s.sessionTag(c.req.Session), CreatedAt: now.UTC(), Deadline: deadline.UTC(),
+		Profile: c.s.view.Profile, Session: c.s.sessionTag(c.req.Session), CreatedAt: now.UTC(), Deadline: deadline.UTC(),
 	})
 	if err != nil {
 		return nil, nil, nil, err
@@ -368,6 +368,7 @@ func (c *call) writeAudit() {
 	if c.entry.Decision == "" && c.entry.Outcome == "" {
 		return
 	}
+	c.entry.Profile = c.s.view.Profile
 	if err := c.s.audit.Append(c.entry); err != nil {
 		c.s.log.Error("cannot write the audit log", "error", err)
 	}

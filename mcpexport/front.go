@@ -23,25 +23,39 @@ import (
 // request's header). A client cannot set it: front replaces it.
 const requestHeader = "Berth-Internal-Request"
 
-// front sits between the guard and go-sdk's handler of one listener. It
-// bounds what a client can hold: the time to send a body, a response that
-// cannot be written, the number of sessions and their idle time. It
-// checks request bodies for ambiguous JSON before go-sdk decodes them,
-// and it records each POST's context, so that a call whose HTTP request
-// went away is withdrawn.
+// front sits between the guard and go-sdk's handler of one path of one
+// listener (/mcp, /profiles/NAME/mcp, or their /sse). It bounds what a
+// client can hold: the time to send a body, a response that cannot be
+// written, the number of sessions (with every other path of the
+// listener: sessionCap) and their idle time. It checks request bodies for
+// ambiguous JSON before go-sdk decodes them, and it records each POST's
+// context, so that a call whose HTTP request went away is withdrawn. Each
+// path has a go-sdk handler of its own, so a session made at one path is
+// unknown at every other.
 type front struct {
-	s   *Server
-	o   *HTTPOptions
-	sdk http.Handler
-
-	mu       sync.Mutex
-	sessions map[string]*sessionUse // by session ID (streamable) or sessionid (SSE)
-	reserved int                    // sessions being created
+	s    *Server
+	o    *HTTPOptions
+	sdk  http.Handler
+	path string
+	cap  *sessionCap
 }
+
+// sessionCap is what the paths of one listener share: their sessions,
+// which HTTPOptions.MaxSessions counts together.
+type sessionCap struct {
+	mu       sync.Mutex
+	sessions map[sessionAt]*sessionUse
+	reserved int // sessions being created
+}
+
+// sessionAt names a session: the path it was made at and its session ID
+// (streamable) or sessionid (SSE).
+type sessionAt struct{ path, id string }
 
 // sessionUse is what front knows of one session: requests in flight and
 // the last activity, for the idle timeout and eviction.
 type sessionUse struct {
+	f     *front // the path the session was made at
 	id    string
 	busy  int
 	last  time.Time
@@ -137,9 +151,9 @@ func (f *front) refuse(w http.ResponseWriter, r *http.Request, ids []jsonrpc.ID,
 func (f *front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		if r.Method == http.MethodDelete {
-			f.mu.Lock()
-			u := f.sessions[sid]
-			f.mu.Unlock()
+			f.cap.mu.Lock()
+			u := f.cap.sessions[sessionAt{f.path, sid}]
+			f.cap.mu.Unlock()
 			if u != nil && u.life != nil {
 				u.life.end(errSessionEnded)
 			}
@@ -164,14 +178,14 @@ func (f *front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	life := newLife()
 	r = r.WithContext(context.WithValue(r.Context(), lifeKey{}, life))
 	f.sdk.ServeHTTP(w, r)
-	f.mu.Lock()
-	f.reserved--
+	f.cap.mu.Lock()
+	f.cap.reserved--
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-		if _, ok := f.sessions[id]; !ok {
-			f.sessions[id] = &sessionUse{id: id, last: time.Now(), life: life}
+		if _, ok := f.cap.sessions[sessionAt{f.path, id}]; !ok {
+			f.cap.sessions[sessionAt{f.path, id}] = &sessionUse{f: f, id: id, last: time.Now(), life: life}
 		}
 	}
-	f.mu.Unlock()
+	f.cap.mu.Unlock()
 }
 
 func (f *front) serveSSE(w http.ResponseWriter, r *http.Request) {
@@ -193,31 +207,31 @@ func (f *front) serveSSE(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	ctx, life := withLife(ctx, errSessionGone)
-	u := &sessionUse{last: time.Now(), stop: cancel, life: life}
+	u := &sessionUse{f: f, last: time.Now(), stop: cancel, life: life}
 	u.timer = time.AfterFunc(f.o.SessionIdleTimeout, cancel)
 	defer u.timer.Stop()
 	sw := &endpointSniffer{ResponseWriter: w, found: func(id string) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
+		f.cap.mu.Lock()
+		defer f.cap.mu.Unlock()
 		u.id = id
-		f.sessions[id] = u
-		f.reserved--
+		f.cap.sessions[sessionAt{f.path, id}] = u
+		f.cap.reserved--
 	}}
 	f.sdk.ServeHTTP(sw, r.WithContext(ctx))
-	f.mu.Lock()
+	f.cap.mu.Lock()
 	if u.id == "" {
-		f.reserved--
-	} else if f.sessions[u.id] == u {
-		delete(f.sessions, u.id)
+		f.cap.reserved--
+	} else if f.cap.sessions[sessionAt{f.path, u.id}] == u {
+		delete(f.cap.sessions, sessionAt{f.path, u.id})
 	}
-	f.mu.Unlock()
+	f.cap.mu.Unlock()
 }
 
 // begin and end bracket a request of a session.
 func (f *front) begin(id string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if u := f.sessions[id]; u != nil {
+	f.cap.mu.Lock()
+	defer f.cap.mu.Unlock()
+	if u := f.cap.sessions[sessionAt{f.path, id}]; u != nil {
 		u.busy++
 		if u.timer != nil {
 			u.timer.Stop()
@@ -226,9 +240,9 @@ func (f *front) begin(id string) {
 }
 
 func (f *front) end(id string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if u := f.sessions[id]; u != nil {
+	f.cap.mu.Lock()
+	defer f.cap.mu.Unlock()
+	if u := f.cap.sessions[sessionAt{f.path, id}]; u != nil {
 		u.busy--
 		u.last = time.Now()
 		if u.busy == 0 && u.timer != nil {
@@ -260,43 +274,49 @@ func (e *SessionLimitError) Error() string {
 }
 
 // makeRoom reserves a place for a new session: when the listener is at
-// its cap it closes the session idle the longest, and fails when every
-// session is busy.
+// its cap (the sessions of all its paths) it closes the session idle the
+// longest, of whichever path, and fails when every session is busy.
 func (f *front) makeRoom() error {
-	f.mu.Lock()
+	f.cap.mu.Lock()
 	if !f.o.SSE {
-		// Sessions go away on their own (idle timeout, DELETE): forget those.
-		live := map[string]bool{}
-		for ss := range f.s.ms.Sessions() {
-			if id := ss.ID(); id != "" {
-				live[id] = true
+		// Sessions go away on their own (idle timeout, DELETE): forget
+		// those. Each path's sessions live in its Server's go-sdk server.
+		live := map[*Server]map[string]bool{}
+		for at, u := range f.cap.sessions {
+			ids := live[u.f.s]
+			if ids == nil {
+				ids = map[string]bool{}
+				for ss := range u.f.s.ms.Sessions() {
+					if id := ss.ID(); id != "" {
+						ids[id] = true
+					}
+				}
+				live[u.f.s] = ids
 			}
-		}
-		for id := range f.sessions {
-			if !live[id] {
-				delete(f.sessions, id)
+			if !ids[at.id] {
+				delete(f.cap.sessions, at)
 			}
 		}
 	}
-	if len(f.sessions)+f.reserved < f.o.MaxSessions {
-		f.reserved++
-		f.mu.Unlock()
+	if len(f.cap.sessions)+f.cap.reserved < f.o.MaxSessions {
+		f.cap.reserved++
+		f.cap.mu.Unlock()
 		return nil
 	}
 	var oldest *sessionUse
-	for _, u := range f.sessions {
+	for _, u := range f.cap.sessions {
 		if u.busy == 0 && (oldest == nil || u.last.Before(oldest.last)) {
 			oldest = u
 		}
 	}
 	if oldest == nil {
-		f.mu.Unlock()
+		f.cap.mu.Unlock()
 		return errTooManySessions
 	}
-	delete(f.sessions, oldest.id)
-	f.reserved++
-	f.mu.Unlock()
-	f.s.log.Info("closing the session idle the longest, to make room for a new one", "idle", time.Since(oldest.last).Round(time.Second).String(), "max_sessions", f.o.MaxSessions)
+	delete(f.cap.sessions, sessionAt{oldest.f.path, oldest.id})
+	f.cap.reserved++
+	f.cap.mu.Unlock()
+	f.s.log.Info("closing the session idle the longest, to make room for a new one", "idle", time.Since(oldest.last).Round(time.Second).String(), "max_sessions", f.o.MaxSessions, "path", oldest.f.path)
 	if oldest.life != nil {
 		oldest.life.end(errSessionEnded)
 	}
@@ -304,7 +324,7 @@ func (f *front) makeRoom() error {
 		oldest.stop()
 		return nil
 	}
-	for ss := range f.s.ms.Sessions() {
+	for ss := range oldest.f.s.ms.Sessions() {
 		if ss.ID() == oldest.id {
 			ss.Close()
 		}

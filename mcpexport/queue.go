@@ -66,6 +66,10 @@ type Pending struct {
 	// that started berth serve. A session of a listener that runs without
 	// a token (--unsafe-no-token) is not authenticated.
 	Authenticated bool `json:"authenticated"`
+	// Profile is the profile the client's session is offered (berth
+	// serve --profile, /profiles/NAME/mcp); absent for the whole
+	// workspace.
+	Profile string `json:"profile,omitempty"`
 	// Session tells the client's sessions apart (a short tag, not the
 	// session's ID).
 	Session   string    `json:"session,omitempty"`
@@ -225,7 +229,7 @@ func ValidID(id string) bool {
 }
 
 func hashPending(p *Pending) string {
-	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Version, p.Server, p.Workspace, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID})
+	data, _ := json.Marshal([]any{p.ID, p.Kind, p.Tool, p.URI, p.Plugin, p.Version, p.Server, p.Workspace, p.ArgumentsDigest, p.Client, p.Transport, p.Authenticated, p.Session, p.CreatedAt.UnixNano(), p.PID, p.Profile})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
 }

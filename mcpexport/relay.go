@@ -196,6 +196,7 @@ func (r *callRelay) audit(from pool.Origin, kind pool.RequestKind, m store.Polic
 		e.DecidedBy, e.Decision = ByBerth, VerdictDeny
 	}
 	e.Outcome, e.Reason = outcome, reason
+	e.Profile = r.s.view.Profile
 	if err := r.s.audit.Append(e); err != nil {
 		r.s.log.Error("cannot write the audit log", "error", err)
 	}
@@ -269,8 +270,9 @@ func (s *Server) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		s.levels.set(ss, p.Level)
+		// The levels are the family's: every sibling's sessions count.
 		live := map[*mcp.ServerSession]bool{}
-		for l := range s.ms.Sessions() {
+		for _, l := range s.fam.sessions() {
 			live[l] = true
 		}
 		s.pool.SetLogLevel(s.levels.lowest(live))

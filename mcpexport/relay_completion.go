@@ -58,12 +58,15 @@ func sessionKey(ss *mcp.ServerSession) any {
 }
 
 // relayUpdated passes a subscribed resource's update to the sessions
-// go-sdk holds subscribed to it.
+// go-sdk holds subscribed to it, of every Server of the family (the pool
+// has one sink).
 func (s *Server) relayUpdated(_ context.Context, uri string, _ []any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.ms.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-		s.log.Debug("relaying a resource update", "uri", uri, "error", err)
+	for _, m := range s.fam.servers() {
+		if err := m.ms.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			s.log.Debug("relaying a resource update", "uri", uri, "error", err)
+		}
 	}
 }
 

@@ -114,9 +114,15 @@ func (o *HTTPOptions) withDefaults() *HTTPOptions {
 }
 
 // Handler returns the HTTP handler of one transport: /mcp (or /sse and
-// its message endpoint) behind the origin and token guard, and /healthz.
-// go-sdk's DNS-rebinding protection stays on. It panics when o sets
-// neither Token nor UnsafeNoToken, or both.
+// its message endpoint) for the Server's own view, and /profiles/NAME/mcp
+// (or /profiles/NAME/sse) for each profile of the workspace, served by a
+// sibling of the Server made on first use (WithView), all behind the
+// origin and token guard; and /healthz. Each path keeps its own
+// sessions; MaxSessions counts those of every path. A NAME the state does
+// not hold at the time of a request is refused (404), and so is every
+// other profile when the Server's view is a profile. go-sdk's
+// DNS-rebinding protection stays on. It panics when o sets neither Token
+// nor UnsafeNoToken, or both.
 func (s *Server) Handler(o *HTTPOptions) http.Handler {
 	if o == nil {
 		o = &HTTPOptions{}
@@ -125,27 +131,37 @@ func (s *Server) Handler(o *HTTPOptions) http.Handler {
 		panic("mcpexport: HTTPOptions needs a Token, or UnsafeNoToken (loopback only), not both")
 	}
 	o = o.withDefaults()
-	get := func(*http.Request) *mcp.Server { return s.ms }
-	f := &front{s: s, o: o, sessions: map[string]*sessionUse{}}
+	rt := &router{s: s, o: o, cap: &sessionCap{sessions: map[sessionAt]*sessionUse{}}, fronts: map[string]*front{}}
+	transport, endpoint := TransportHTTP, "/mcp"
+	switch {
+	case o.SSE:
+		transport, endpoint = TransportSSE, "/sse"
+	case o.Stateless:
+		transport = TransportStateless
+	}
+	rt.endpoint = endpoint
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", healthz)
+	mux.Handle(endpoint, guard(rt.front(endpoint, s), o, transport, o.TokenSource))
+	mux.Handle(profilesPrefix, guard(http.HandlerFunc(rt.serveProfile), o, transport, o.TokenSource))
+	return mux
+}
+
+// newFront makes the front of one path, with a go-sdk handler of its own.
+func (s *Server) newFront(o *HTTPOptions, path string, c *sessionCap) *front {
+	get := func(*http.Request) *mcp.Server { return s.ms }
+	f := &front{s: s, o: o, path: path, cap: c}
 	if o.SSE {
 		f.sdk = mcp.NewSSEHandler(get, &mcp.SSEOptions{})
-		mux.Handle("/sse", guard(f, o, TransportSSE, o.TokenSource))
-	} else {
-		transport := TransportHTTP
-		if o.Stateless {
-			transport = TransportStateless
-		}
-		f.sdk = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
-			Stateless:                    o.Stateless,
-			SessionTimeout:               o.SessionIdleTimeout,
-			Logger:                       s.log,
-			PropagateRequestCancellation: true,
-		})
-		mux.Handle("/mcp", guard(f, o, transport, o.TokenSource))
+		return f
 	}
-	return mux
+	f.sdk = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{
+		Stateless:                    o.Stateless,
+		SessionTimeout:               o.SessionIdleTimeout,
+		Logger:                       s.log,
+		PropagateRequestCancellation: true,
+	})
+	return f
 }
 
 // ErrTokenRequired refuses a listener without a token.

@@ -83,6 +83,11 @@ type Options struct {
 	// View is what the Server offers: a profile, the tools mode (nil: the
 	// whole workspace, every tool listed).
 	View *View
+	// RecordSessions keeps the registry of this process's sessions (their
+	// profile, mode, transport, client) in a file of the store's Serving
+	// directory, <pid>.json, removed by Close; berth status reads it
+	// (ReadServing). One Server per process may set it.
+	RecordSessions bool
 }
 
 // Server exports one pool. It is safe for concurrent use: many sessions
@@ -101,26 +106,33 @@ type Server struct {
 	hints   Hints
 	// requests are the HTTP requests in flight, for withdrawing the calls
 	// whose request went away.
-	requests liveRequests
+	requests *liveRequests
 	timeout  time.Duration
 	log      *slog.Logger
+	// protocols is Options.SupportedProtocolVersions.
+	protocols []string
+	// fam is the Server made by New and its siblings (WithView): what
+	// they share, and who closes whom (family.go).
+	fam *family
 
 	syncCh      chan struct{} // wakes the sync worker; holds at most one wake-up
 	stopSync    context.CancelFunc
 	syncDone    chan struct{}
 	unsubscribe func()
 	closeOnce   sync.Once
+	stopOnce    sync.Once
 	closeErr    error
 	// handling counts the requests whose handler runs (recoverMiddleware):
 	// Close waits for them, and so do tests before they remove the home.
 	handling inflight
 
 	notices listNotices // which list_changed notifications go out
-	levels  logLevels   // the log level each legacy session set (relay.go)
-	signIns signInAsks  // the sign-ins asked through clients (signin.go)
-	// signInFlows are the sign-ins asked as input requests
-	// (signin_input.go).
-	signInFlows signInFlows
+	// The rest is shared by the siblings of a family: the log level each
+	// legacy session set (relay.go), the sign-ins asked through clients
+	// (signin.go) and those asked as input requests (signin_input.go).
+	levels      *logLevels
+	signIns     *signInAsks
+	signInFlows *signInFlows
 
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
@@ -176,6 +188,23 @@ func New(p *pool.Pool, opts *Options) *Server {
 	if s.pending.maxTotal <= 0 {
 		s.pending.maxTotal = DefaultMaxPending
 	}
+	s.requests, s.levels, s.signIns, s.signInFlows = &liveRequests{}, &logLevels{}, &signInAsks{}, &signInFlows{}
+	s.protocols = opts.SupportedProtocolVersions
+	s.fam = &family{root: s, profiles: map[string]*Server{}}
+	if opts.RecordSessions {
+		s.fam.registry = newRegistry(st.Paths().Serving(), p.WorkspaceDir(), s.log)
+	}
+	s.start()
+	p.SetLogSink(s.relayLog)
+	p.SetResourceUpdatedSink(s.relayUpdated)
+	return s
+}
+
+// start makes the Server's own go-sdk server and starts its background
+// work: the sync worker, the wait for the pool's first start, the
+// subscription to the pool's changes.
+func (s *Server) start() {
+	p := s.pool
 	s.ms = mcp.NewServer(&mcp.Implementation{Name: "berth", Title: "berth", Version: bundle.BerthVersion}, &mcp.ServerOptions{
 		Instructions: "Tools of the berth workspace " + p.WorkspaceDir() + ". Calls run only when the operator's policy allows them or a human approves them.",
 		Capabilities: &mcp.ServerCapabilities{
@@ -185,23 +214,20 @@ func New(p *pool.Pool, opts *Options) *Server {
 			//lint:ignore SA1019 legacy sessions still get MCP logging during the SEP-2577 deprecation window
 			Logging: &mcp.LoggingCapabilities{},
 		},
-		SupportedProtocolVersions: opts.SupportedProtocolVersions,
+		SupportedProtocolVersions: s.protocols,
 		Logger:                    s.log,
 		// Relayed to the plugin servers (relay_completion.go).
 		CompletionHandler:  s.complete,
 		SubscribeHandler:   s.subscribeResource,
 		UnsubscribeHandler: s.unsubscribeResource,
 	})
-	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.capsMiddleware, s.levelMiddleware, s.boundaryMiddleware)
+	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.sessionsMiddleware, s.capsMiddleware, s.levelMiddleware, s.boundaryMiddleware)
 	s.ms.AddSendingMiddleware(s.sendingMiddleware)
-	p.SetLogSink(s.relayLog)
-	p.SetResourceUpdatedSink(s.relayUpdated)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
 	go s.waitFirstStart(ctx)
 	s.unsubscribe = p.OnChange(s.syncSoon)
-	return s
 }
 
 // Close stops the server's background work (the pool subscription and
@@ -213,19 +239,42 @@ func New(p *pool.Pool, opts *Options) *Server {
 // call that ends after Close is not audited: its append fails with
 // ErrAuditClosed, and the failure is logged. It is safe to call more than
 // once.
+//
+// Closing the Server that New made closes its siblings (WithView) too,
+// all at once, before the audit log they share; closing a sibling stops
+// its own background work only.
 func (s *Server) Close() error {
+	if s.fam == nil || s.fam.root != s {
+		s.stopWork()
+		return nil
+	}
 	s.closeOnce.Do(func() {
-		s.unsubscribe()
+		sibs := s.fam.close()
 		s.pool.SetLogSink(nil)
 		s.pool.SetResourceUpdatedSink(nil)
-		s.stopSync()
-		<-s.syncDone
-		if n := s.handling.wait(CloseWait); n > 0 {
-			s.log.Warn("closing the audit log while requests still run; what they decide is not audited", "requests", n)
+		var wg sync.WaitGroup
+		for _, c := range sibs {
+			wg.Go(c.stopWork)
 		}
+		s.stopWork()
+		wg.Wait()
+		s.fam.registry.close()
 		s.closeErr = s.audit.Close()
 	})
 	return s.closeErr
+}
+
+// stopWork stops one Server's own background work and waits up to
+// CloseWait for its requests in flight. It is safe to call more than once.
+func (s *Server) stopWork() {
+	s.stopOnce.Do(func() {
+		s.unsubscribe()
+		s.stopSync()
+		<-s.syncDone
+		if n := s.handling.wait(CloseWait); n > 0 {
+			s.log.Warn("closing the audit log while requests still run; what they decide is not audited", "requests", n, "profile", s.view.Profile)
+		}
+	})
 }
 
 // CloseWait bounds how long Server.Close waits for the requests in flight
@@ -829,7 +878,12 @@ func lineSpace(r rune) rune {
 // clientName is how approvals and the audit log name the client: what it
 // says it is, made printable and cut to a line.
 func clientName(req *mcp.CallToolRequest) string {
-	ci := req.ClientInfo()
+	return printableClient(req.ClientInfo())
+}
+
+// printableClient is a client's name and version, made printable and cut
+// to a line; "unknown client" when it gave none.
+func printableClient(ci *mcp.Implementation) string {
 	if ci == nil {
 		return "unknown client"
 	}

@@ -240,6 +240,7 @@ func (s *Server) askSignIn(ctx context.Context, ss *mcp.ServerSession, entry Aud
 const SignInWait = 5 * time.Minute
 
 func (s *Server) appendAudit(e AuditEntry) {
+	e.Profile = s.view.Profile
 	if err := s.audit.Append(e); err != nil {
 		s.log.Error("cannot write the audit log", "error", err)
 	}

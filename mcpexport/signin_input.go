@@ -146,7 +146,7 @@ func (c *call) signInInputRequest(ctx context.Context, ne *signin.NeedSignInErro
 	s := c.s
 	t := ne.Target
 	owner := signInOwner(c.req.Session)
-	fl := s.signInFlows.flowFor(t, &s.signIns, owner, func(fl *signInFlow) {
+	fl := s.signInFlows.flowFor(t, s.signIns, owner, func(fl *signInFlow) {
 		fctx, cancel := context.WithTimeout(context.Background(), SignInWait+time.Minute)
 		defer cancel()
 		ask := func(_ context.Context, p signin.Prompt) error {

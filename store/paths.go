@@ -151,6 +151,10 @@ func (p Paths) Catalogs() string { return filepath.Join(p.Root, "catalogs") }
 // --token-file is given: created on first use (mode 0600), then reused.
 func (p Paths) ServeToken() string { return filepath.Join(p.Root, "serve.token") }
 
+// Serving holds one file per running `berth serve`, <pid>.json: the
+// sessions it serves (mcpexport.ServeRecord), read by berth status.
+func (p Paths) Serving() string { return filepath.Join(p.Root, "serving") }
+
 // Digest is a bundle digest: "sha256:" and 64 lower-case hex digits.
 // Only a Digest names a snapshot's path, and the only way to make one is
 // ParseDigest, so a damaged file on disk can never make a path outside the

@@ -87,9 +87,9 @@ func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTOOL\tVERSION\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tAGE\tTIMES OUT\tWORKSPACE")
+	fmt.Fprintln(tw, "ID\tTOOL\tVERSION\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tPROFILE\tAGE\tTIMES OUT\tWORKSPACE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), review.Printable(orUnknown(p.Version)), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), p.Age(now), p.Deadline.Local().Format(time.TimeOnly), review.Printable(orUnknown(p.Workspace)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), review.Printable(orUnknown(p.Version)), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), review.Printable(profileOf(p)), p.Age(now), p.Deadline.Local().Format(time.TimeOnly), review.Printable(orUnknown(p.Workspace)))
 	}
 	tw.Flush()
 	for _, p := range list {
@@ -105,8 +105,8 @@ func (a *app) showPending(p *mcpexport.Pending, whole bool) {
 	if !whole {
 		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
 	}
-	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  plugin:      %s %s\n  workspace:   %s\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
-		p.ID, pendingWhat(p), p.Server, review.Printable(orUnknown(p.Plugin)), review.Printable(orUnknown(p.Version)), review.Printable(orUnknown(p.Workspace)), p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  plugin:      %s %s\n  workspace:   %s\n  profile:     %s\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
+		p.ID, pendingWhat(p), p.Server, review.Printable(orUnknown(p.Plugin)), review.Printable(orUnknown(p.Version)), review.Printable(orUnknown(p.Workspace)), review.Printable(profileOf(p)), p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
 }
 
 // pendingWhat names what a pending request asks for: a tool by its
@@ -124,6 +124,15 @@ func pendingWhat(p *mcpexport.Pending) string {
 // maxListedArgs is how many bytes of pretty-printed arguments `berth
 // approvals` shows per call before it summarizes them.
 const maxListedArgs = 4000
+
+// profileOf names the profile a waiting call's session is offered:
+// "workspace" for the whole workspace.
+func profileOf(p *mcpexport.Pending) string {
+	if p.Profile == "" {
+		return mcpexport.WorkspaceView
+	}
+	return p.Profile
+}
 
 func orUnknown(s string) string {
 	if s == "" {

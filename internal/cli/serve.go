@@ -28,6 +28,12 @@ other clients launch it (berth connect writes that entry for you).
 
 --http ADDR serves Streamable HTTP at /mcp (stateful; --stateless for the
 2026-07-28 era); --sse ADDR serves the legacy HTTP+SSE transport at /sse.
+Each profile of the workspace (berth profile list) is served beside it at
+/profiles/NAME/mcp (/profiles/NAME/sse) in its own tools mode, every path
+with sessions of its own; --max-sessions counts the sessions of all
+paths, and berth status shows which profile each session uses. --tools
+and --always shape /mcp only; with --profile NAME, /mcp serves NAME and
+other profiles' paths are refused.
 An ADDR without a host (":8931") listens on 127.0.0.1. Every request, on
 every address, loopback included, must carry "Authorization: Bearer
 <token>": the token of --token-file, else of $BERTH_HOME/serve.token (made
@@ -304,7 +310,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		go trimMemory(tctx, p)
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
-	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view})
+	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true})
 	defer srv.Close()
 	if len(lns) == 0 {
 		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir(), "profile", opts.Profile, "tools", mode)
@@ -423,7 +429,7 @@ func serveHTTP(ctx context.Context, log *slog.Logger, opts *serveOptions, srv *m
 			where = []any{"url", "http://localhost" + path, "socket", sock}
 		}
 		check := mcpexport.PeerCheck(ln)
-		where = append(where, "workspace", ws, "stateless", l.o.Stateless, "peer_check", peerCheckText(check))
+		where = append(where, "profiles", "/profiles/NAME"+path, "workspace", ws, "stateless", l.o.Stateless, "peer_check", peerCheckText(check))
 		switch {
 		case unsafeNoToken:
 			log.Info("berth serve: listening", append(where, "token", "none")...)

@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/sandbox"
@@ -68,17 +70,19 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	defer p.Close()
 	sts := p.Status()
 	verdict := statusVerdict(sts)
+	sessions, serveErr := serveSessions(p.Store().Paths(), p.WorkspaceDir())
 	if opts.JSON {
 		if sts == nil {
 			sts = []pool.ServerStatus{}
 		}
-		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings())}); err != nil {
+		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings()), Sessions: sessions}); err != nil {
 			return err
 		}
 		return verdict
 	}
 	if len(sts) == 0 {
 		fmt.Fprintf(a.stdout, "Nothing is enabled in %s. Enable a trusted plugin with: berth enable NAME\n", p.WorkspaceDir())
+		a.statusSessions(sessions, serveErr)
 		fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 		return nil
 	}
@@ -107,8 +111,45 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	a.statusFetched(sts)
 	a.statusSignIns(sts, time.Now())
 	a.statusSandbox(sts, p.SandboxSettings())
+	a.statusSessions(sessions, serveErr)
 	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
+}
+
+// serveSessions are the sessions of every berth serve of the workspace ws
+// that runs now, from the registry in $BERTH_HOME/serving (the oldest
+// first). A registry that cannot be read gives none and the error.
+func serveSessions(paths store.Paths, ws string) ([]mcpexport.ServeSession, error) {
+	recs, err := mcpexport.ReadServing(paths.Serving())
+	out := []mcpexport.ServeSession{}
+	for _, r := range recs {
+		if r.Workspace == ws {
+			out = append(out, r.Sessions...)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
+	return out, err
+}
+
+// statusSessions prints which profile each session of a running berth
+// serve of the workspace uses.
+func (a *app) statusSessions(sessions []mcpexport.ServeSession, err error) {
+	w := a.stdout
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "\nSessions: cannot read the sessions of berth serve: %v\n", err)
+		return
+	case len(sessions) == 0:
+		fmt.Fprintln(w, "\nSessions: no client is connected to a berth serve of this workspace.")
+		return
+	}
+	fmt.Fprintln(w, "\nSessions of berth serve (the client names itself; nothing checks it):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  PROFILE\tMODE\tTRANSPORT\tCLIENT\tSINCE\tPID")
+	for _, s := range sessions {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\n", review.Printable(s.Profile), review.Printable(string(s.Mode)), review.Printable(s.Transport), oneLine(review.Printable(s.Client), 40), s.Since.Local().Format(time.DateTime), s.PID)
+	}
+	tw.Flush()
 }
 
 // statusDetail prints what the table cuts: whole errors, stderr tails,
@@ -277,6 +318,10 @@ type statusJSON struct {
 	// Sandbox are the operator's sandbox settings and what this host can
 	// enforce (docs/sandbox.md §Status).
 	Sandbox statusSandboxJSON `json:"sandbox"`
+	// Sessions are the sessions of every berth serve of the workspace that
+	// runs now, the oldest first: which profile each uses
+	// (docs/profiles.md §Serving profiles over HTTP).
+	Sessions []mcpexport.ServeSession `json:"sessions"`
 }
 
 // statusSandboxJSON is the "sandbox" object of status --json.

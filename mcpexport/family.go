@@ -1,0 +1,125 @@
+package mcpexport
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A family is the Server New made (its root) and the siblings made from
+// it (WithView): one Server per view of the workspace, each with its own
+// go-sdk server, catalog, list_changed notices and sync worker, sharing
+// the pool, the approval queue, the audit log (one writer), the pending
+// limits (MaxPending counts the calls of every view), the approval
+// states, the HTTP requests in flight, the sign-ins, the log levels and
+// the log, and the registry of sessions.
+type family struct {
+	root *Server
+
+	mu       sync.Mutex
+	closed   bool
+	members  []*Server          // the siblings, in the order they were made
+	profiles map[string]*Server // the siblings Handler made, by profile
+	registry *registry          // nil unless Options.RecordSessions
+}
+
+// ErrClosed refuses a sibling of a Server that was closed.
+var ErrClosed = errors.New("mcpexport: the server is closed")
+
+// WithView returns a sibling of s that offers the view v (nil: the whole
+// workspace in full mode): a Server of its own for its sessions, over the
+// same pool, sharing s's approval queue, audit log, pending limits,
+// approval states, sign-ins and log (docs/profiles.md §Serving profiles
+// over HTTP). Closing the Server New made closes every sibling; closing a
+// sibling stops its own work only. It fails once that Server is closed.
+func (s *Server) WithView(v *View) (*Server, error) {
+	f := s.fam
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	c := f.root.sibling(v)
+	f.members = append(f.members, c)
+	return c, nil
+}
+
+// profileServer is the sibling that serves the profile name to the
+// handlers' /profiles/NAME paths, made on first use and then kept.
+func (s *Server) profileServer(name string) (*Server, error) {
+	f := s.fam
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	if c := f.profiles[name]; c != nil {
+		return c, nil
+	}
+	c := f.root.sibling(&View{Profile: name})
+	f.members = append(f.members, c)
+	f.profiles[name] = c
+	return c, nil
+}
+
+// sibling makes a Server for v that shares what root shares. The caller
+// holds the family's lock.
+func (root *Server) sibling(v *View) *Server {
+	c := &Server{
+		pool:        root.pool,
+		store:       root.store,
+		queue:       root.queue,
+		audit:       root.audit,
+		states:      root.states,
+		pending:     root.pending,
+		hints:       root.hints,
+		requests:    root.requests,
+		timeout:     root.timeout,
+		log:         root.log,
+		protocols:   root.protocols,
+		fam:         root.fam,
+		levels:      root.levels,
+		signIns:     root.signIns,
+		signInFlows: root.signInFlows,
+		tools:       map[string]string{},
+		prompts:     map[string]string{},
+		resources:   map[string]string{},
+		templates:   map[string]string{},
+		syncSem:     make(chan struct{}, 1),
+		catchUp:     root.catchUp,
+	}
+	if v != nil {
+		c.view = *v
+		c.view.Always = slices.Clone(v.Always)
+	}
+	c.start()
+	return c
+}
+
+// close marks the family closed and returns the siblings to stop.
+func (f *family) close() []*Server {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return slices.Clone(f.members)
+}
+
+// servers are the root and every sibling.
+func (f *family) servers() []*Server {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*Server{f.root}, f.members...)
+}
+
+// sessions are the live sessions of every Server of the family.
+func (f *family) sessions() []*mcp.ServerSession {
+	var out []*mcp.ServerSession
+	for _, s := range f.servers() {
+		for ss := range s.ms.Sessions() {
+			out = append(out, ss)
+		}
+	}
+	return out
+}

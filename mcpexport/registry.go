@@ -1,0 +1,270 @@
+package mcpexport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/atomicfile"
+	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/store"
+)
+
+// WorkspaceView is the profile a ServeSession names when it is offered
+// the whole workspace rather than a profile.
+const WorkspaceView = "workspace"
+
+// ServeRecord is the registry file of one running berth serve
+// (store.Paths.Serving, <pid>.json): which sessions it serves and what
+// each is offered. docs/profiles.md documents every field.
+type ServeRecord struct {
+	// PID is the process of the berth serve.
+	PID int `json:"pid"`
+	// Workspace is the directory of the workspace it serves.
+	Workspace string `json:"workspace"`
+	// StartedAt is when it started serving.
+	StartedAt time.Time `json:"startedAt"`
+	// Sessions are its live sessions, the oldest first.
+	Sessions []ServeSession `json:"sessions"`
+}
+
+// ServeSession is one session of a running berth serve.
+type ServeSession struct {
+	// Profile is the profile the session is offered, or "workspace"
+	// (WorkspaceView) for the whole workspace.
+	Profile string `json:"profile"`
+	// Mode is the tools mode of the session's view when it began: "full"
+	// or "lazy".
+	Mode store.ToolsMode `json:"mode"`
+	// Transport is how the client reached berth (TransportStdio,
+	// TransportSSE, TransportHTTP; "in-process" for a Server embedded in
+	// another program).
+	Transport string `json:"transport"`
+	// Client is the name and version the client gave itself: the client
+	// chooses it, nothing checks it.
+	Client string `json:"client"`
+	// Since is when the session began (its first request).
+	Since time.Time `json:"since"`
+	// PID is the process of the berth serve that holds the session.
+	PID int `json:"pid"`
+}
+
+// registry keeps the ServeRecord of this process in its file: rewritten
+// atomically (mode 0600) at every session that begins or ends, removed at
+// Close. A nil *registry records nothing.
+type registry struct {
+	path string
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	rec    ServeRecord
+	m      map[*mcp.ServerSession]*ServeSession
+}
+
+// newRegistry starts the record of this process in dir. When dir cannot
+// be made private, the sessions are not recorded, and that is logged.
+func newRegistry(dir, workspace string, log *slog.Logger) *registry {
+	r := &registry{log: log, m: map[*mcp.ServerSession]*ServeSession{},
+		rec: ServeRecord{PID: os.Getpid(), Workspace: workspace, StartedAt: time.Now().UTC(), Sessions: []ServeSession{}}}
+	if err := fsx.EnsurePrivateDir(dir); err != nil {
+		log.Warn("berth serve: not recording the sessions for berth status", "dir", dir, "error", err)
+		return r
+	}
+	r.path = filepath.Join(dir, strconv.Itoa(r.rec.PID)+".json")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writeLocked()
+	return r
+}
+
+// has reports whether ss is recorded.
+func (r *registry) has(ss *mcp.ServerSession) bool {
+	if r == nil {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.m[ss]
+	return ok || r.closed
+}
+
+// add records ss, and forgets it when it ends.
+func (r *registry) add(ss *mcp.ServerSession, e ServeSession) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[ss]; ok || r.closed {
+		return
+	}
+	r.m[ss] = &e
+	r.writeLocked()
+	go func() {
+		_ = ss.Wait()
+		r.remove(ss)
+	}()
+}
+
+func (r *registry) remove(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[ss]; !ok || r.closed {
+		return
+	}
+	delete(r.m, ss)
+	r.writeLocked()
+}
+
+// close removes the file.
+func (r *registry) close() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.path != "" {
+		if err := os.Remove(r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.log.Warn("berth serve: cannot remove its sessions file", "file", r.path, "error", err)
+		}
+	}
+}
+
+func (r *registry) writeLocked() {
+	if r.path == "" || r.closed {
+		return
+	}
+	list := make([]ServeSession, 0, len(r.m))
+	for _, e := range r.m {
+		list = append(list, *e)
+	}
+	sort.SliceStable(list, func(i, j int) bool { return list[i].Since.Before(list[j].Since) })
+	r.rec.Sessions = list
+	if err := atomicfile.WriteJSON(r.path, &r.rec, 0o600); err != nil {
+		r.log.Warn("berth serve: cannot record its sessions for berth status", "file", r.path, "error", err)
+	}
+}
+
+// sessionsMiddleware records each session in the registry at its first
+// request (initialize for the legacy protocol): the profile and tools
+// mode of this Server's view, the transport, the client's name.
+// Stateless requests have no session and are not recorded.
+func (s *Server) sessionsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r := s.fam.registry
+		ss := sessionOf(req)
+		if r == nil || err != nil || ss == nil || r.has(ss) {
+			return res, err
+		}
+		o := originOf(ctx)
+		if o.Transport == TransportStateless {
+			return res, err
+		}
+		var ci *mcp.Implementation
+		if ir, ok := req.(*mcp.InitializeRequest); ok && ir.Params != nil {
+			ci = ir.Params.ClientInfo
+		} else if x, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok {
+			ci = x.ClientInfo()
+		}
+		r.add(ss, ServeSession{Profile: s.viewProfile(), Mode: s.viewMode(), Transport: o.Transport, Client: printableClient(ci), Since: time.Now().UTC(), PID: os.Getpid()})
+		return res, err
+	}
+}
+
+// viewProfile is the profile of s's view as the registry, the approval
+// queue and the audit log name it: "" for the whole workspace in the
+// last two, WorkspaceView in the first.
+func (s *Server) viewProfile() string {
+	if s.view.Profile == "" {
+		return WorkspaceView
+	}
+	return s.view.Profile
+}
+
+// viewMode is the tools mode of s's view as the state has it now: the
+// view's own (berth serve --tools), else its profile's, else full.
+func (s *Server) viewMode() store.ToolsMode {
+	if s.view.Mode != "" {
+		return s.view.Mode
+	}
+	if s.view.Profile != "" {
+		if p, err := findProfile(s.store, s.pool.WorkspaceDir(), s.view.Profile); err == nil && p != nil && p.Mode != "" {
+			return p.Mode
+		}
+	}
+	return store.ToolsFull
+}
+
+// findProfile is the profile name of the workspace ws as the state has
+// it now; nil, nil when the state has no such profile.
+func findProfile(st *store.Store, ws, name string) (*store.Profile, error) {
+	state, err := st.State()
+	if err != nil {
+		return nil, err
+	}
+	if w := state.Workspaces[ws]; w != nil {
+		if p := w.Profiles[name]; p != nil {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// ReadServing returns the records of the berth serve processes that run
+// now, from the registry directory dir (store.Paths.Serving), ordered
+// by PID. The file of a process that no longer runs is removed (a serve
+// that was killed could not remove its own); a file that cannot be read
+// is skipped. A missing dir is no serve.
+func ReadServing(dir string) ([]ServeRecord, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ServeRecord
+	for _, e := range ents {
+		base, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		pid, err := strconv.Atoi(base)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if !alive(pid) {
+			os.Remove(path)
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var rec ServeRecord
+		if json.Unmarshal(data, &rec) != nil || rec.PID != pid {
+			continue
+		}
+		if rec.Sessions == nil {
+			rec.Sessions = []ServeSession{}
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out, nil
+}
