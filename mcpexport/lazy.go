@@ -320,7 +320,7 @@ func findArgs(raw json.RawMessage) (string, int, error) {
 		return "", 0, fmt.Errorf("query holds no words; %s", want)
 	}
 	if len(query) > maxQuery {
-		return "", 0, fmt.Errorf("query is %d bytes, more than the %d it may have; send a few words", len(query), maxQuery)
+		return "", 0, fmt.Errorf("query is %d bytes, more than the %d it may have (a few words are enough); %s", len(query), maxQuery, want)
 	}
 	limit := DefaultFindLimit
 	if l, ok := m["limit"]; ok {
