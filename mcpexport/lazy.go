@@ -204,7 +204,7 @@ func (s *Server) callThrough(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		// policy, sign-in), or that it is unknown.
 		s.refresh(ctx, "tools/call "+MetaCallTool)
 		if s.offeredTool(name) == nil {
-			res, err, how := s.unlistedCall(ctx, inner, name, MetaCallTool)
+			res, how, err := s.unlistedCall(ctx, inner, name, MetaCallTool)
 			switch how {
 			case unlistedAnswered:
 				return res, err
