@@ -70,6 +70,7 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 			err = safely(func() { scratch.AddTool(def, nopTool) })
 		}
 		if err != nil {
+			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
 			continue
 		}
 		out = append(out, t)

@@ -590,3 +590,53 @@ func TestLazyDriftAndTheView(t *testing.T) {
 		t.Fatalf("direct call of a tool outside the profile, its plugin drifted: %v", err)
 	}
 }
+
+// lazyOAuthEnv is newOAuthEnv served in lazy mode.
+func lazyOAuthEnv(t *testing.T, login bool) *oauthEnv {
+	o := newOAuthEnv(t, login)
+	o.srv.Close() // replaced by a lazy one
+	o.mu.Lock()
+	o.srv = New(o.pool, lazy())
+	o.mu.Unlock()
+	return o
+}
+
+// A call through berth_call_tool whose server waits for a sign-in signs
+// in as a direct call does: the error naming berth login for a client
+// that cannot open a link, the URL elicitation on a legacy session, the
+// input request and its retry (requestState) on a 2026-07-28 session.
+func TestLazyCallSignsIn(t *testing.T) {
+	t.Run("never signed in", func(t *testing.T) {
+		o := lazyOAuthEnv(t, false)
+		form := o.client(legacy, nil)
+		text, isErr := callMeta(t, form, whoamiTool, nil)
+		if !isErr || !strings.Contains(text, "berth login demo__up") || !strings.Contains(text, "did not declare URL-mode elicitation") {
+			t.Fatalf("%q %v", text, isErr)
+		}
+		for _, proto := range []string{legacy, ""} {
+			bc := o.browserClientOn(proto, "accept")
+			if text, isErr := callMeta(t, bc.cs, whoamiTool, nil); isErr || text != "signed in as alice" {
+				t.Fatalf("%s: %q %v (status %+v)", proto, text, isErr, o.pool.Status())
+			}
+		}
+	})
+	t.Run("expired, modern", func(t *testing.T) {
+		o := lazyOAuthEnv(t, true)
+		o.waitRunning()
+		o.f.revokeAll()
+		bc := o.browserClientOn("", "accept")
+		if text, isErr := callMeta(t, bc.cs, whoamiTool, nil); isErr || text != "signed in as alice" {
+			t.Fatalf("%q %v", text, isErr)
+		}
+		if asked := bc.elicitations(); len(asked) != 1 || asked[0].Mode != "url" {
+			t.Fatalf("elicitations %+v", asked)
+		}
+		var via []string
+		for _, a := range readAudit(t, o.paths) {
+			via = append(via, string(a.Kind)+":"+a.Via)
+		}
+		if !slices.Contains(via, string(KindSignIn)+":"+MetaCallTool) || !slices.Contains(via, ":"+MetaCallTool) {
+			t.Fatalf("audit kinds and via: %v", via)
+		}
+	})
+}

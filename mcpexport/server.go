@@ -403,7 +403,7 @@ func (s *Server) unlistedCall(ctx context.Context, cr *mcp.CallToolRequest, name
 	// The policy before any sign-in (signin_policy.go).
 	var pe *SignInPolicyError
 	if err = s.policyBeforeSignIn(pool.RequestTool, name, err); errors.As(err, &pe) {
-		s.refusedBeforeSignIn(ctx, cr, pe)
+		s.refusedBeforeSignIn(ctx, cr, pe, via)
 		return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", name, pe)), unlistedAnswered, nil
 	}
 	// Its server did not start for want of a sign-in (signin.go): sign
