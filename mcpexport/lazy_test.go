@@ -640,3 +640,29 @@ func TestLazyCallSignsIn(t *testing.T) {
 		}
 	})
 }
+
+// The meta-tools' argument parsers never panic, and what they accept is
+// what their schemas say: a non-empty query and a limit in range; a
+// non-empty name and arguments absent or one JSON object.
+func FuzzMetaArgs(f *testing.F) {
+	for _, s := range []string{`{"query":"read a file","limit":3}`, `{"query":"x"}`, `{"query":"x","limit":1e1}`, `{"name":"a__b__c","arguments":{"x":[1,{"y":null}]}}`,
+		`{"name":"a","arguments":null}`, `{"name":"a","name":"b"}`, `{"query":"\ud800"}`, `[]`, `{"limit":-0}`, ` {"name":"a", "arguments" : {} } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if q, limit, err := findArgs(raw); err == nil {
+			if strings.TrimSpace(q) == "" || len(q) > maxQuery || limit < 1 || limit > MaxFindLimit {
+				t.Fatalf("findArgs accepted %q: %q %d", raw, q, limit)
+			}
+		} else if !strings.Contains(err.Error(), "send {") {
+			t.Fatalf("findArgs error does not say what to send: %v", err)
+		}
+		if name, args, err := callArgs(raw); err == nil {
+			if name == "" || args != nil && (!json.Valid(args) || args[0] != '{') {
+				t.Fatalf("callArgs accepted %q: %q %q", raw, name, args)
+			}
+		} else if !strings.Contains(err.Error(), "send {") {
+			t.Fatalf("callArgs error does not say what to send: %v", err)
+		}
+	})
+}
