@@ -662,24 +662,15 @@ func safely(f func()) (err error) {
 	return nil
 }
 
-// addTool registers one tool of the pool, its upstream definition passed
-// through (annotations included), the description capped.
+// addTool registers one tool of the pool: listedDefinition, the
+// definition ToolCost measures.
 func (s *Server) addTool(t *pool.Tool) error {
-	def := *t.Definition
-	if len(def.Description) > maxDescription {
-		cut := maxDescription
-		for cut > 0 && !utf8Start(def.Description[cut]) {
-			cut--
-		}
-		def.Description = def.Description[:cut] + "…"
-	}
-	if m, ok := def.InputSchema.(map[string]any); !ok || m["type"] != "object" {
-		if raw, err := json.Marshal(def.InputSchema); err != nil || !isObjectSchema(raw) {
-			return fmt.Errorf("its input schema is not a JSON object schema")
-		}
+	def, err := listedDefinition(t)
+	if err != nil {
+		return err
 	}
 	name := t.Name
-	return safely(func() { s.ms.AddTool(&def, s.toolHandler(name)) })
+	return safely(func() { s.ms.AddTool(def, s.toolHandler(name)) })
 }
 
 func isObjectSchema(raw json.RawMessage) bool {
