@@ -38,6 +38,13 @@ PLUGIN__SERVER"; one that has not asked (a server that may ask, as
 registry remotes imported with "oauth": {}, and works without a token)
 shows "not signed in; the server has not asked for a sign-in".
 
+A Context section gives what the tools cost in a model's context: per
+plugin, the bytes of its tools' tools/list entries as berth lists them and
+the tokens estimated from them (bytes / 4, rounded up), with the catalog's
+own contextTokens estimate beside it for a plugin installed from a catalog;
+the workspace in full mode and in lazy mode (berth serve --tools lazy);
+and each profile in its mode (docs/profiles.md §Context cost).
+
 Exit codes: 0 every enabled server runs, 1 a server failed or waits for
 a sign-in, 5 a plugin drifted from what was reviewed (drift wins over a
 failure). --json prints the state of every server either way (signIn.
@@ -68,11 +75,16 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	defer p.Close()
 	sts := p.Status()
 	verdict := statusVerdict(sts)
+	cost, costErr := statusContext(ctx, p)
 	if opts.JSON {
 		if sts == nil {
 			sts = []pool.ServerStatus{}
 		}
-		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings())}); err != nil {
+		out := statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings()), Context: cost}
+		if costErr != nil {
+			out.ContextError = costErr.Error()
+		}
+		if err := writeJSON(a.stdout, out); err != nil {
 			return err
 		}
 		return verdict
@@ -107,6 +119,11 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	a.statusFetched(sts)
 	a.statusSignIns(sts, time.Now())
 	a.statusSandbox(sts, p.SandboxSettings())
+	if costErr != nil {
+		fmt.Fprintf(a.stdout, "\nContext: not measured: %s\n", review.PrintableLines(costErr.Error()))
+	} else {
+		writeContext(a.stdout, *cost)
+	}
 	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
 }
@@ -277,6 +294,27 @@ type statusJSON struct {
 	// Sandbox are the operator's sandbox settings and what this host can
 	// enforce (docs/sandbox.md §Status).
 	Sandbox statusSandboxJSON `json:"sandbox"`
+	// Context is the context cost of the tools the workspace lists, per
+	// plugin, in full and lazy mode and per profile (docs/profiles.md
+	// §Context cost); nil when the tools could not be listed, and
+	// ContextError says why.
+	Context      *contextJSON `json:"context,omitempty"`
+	ContextError string       `json:"contextError,omitempty"`
+}
+
+// statusContext measures the context cost of the pool's tools; an error
+// (the catalog cannot be assembled, a plugin drifted) is reported beside
+// the servers' states, never instead of them.
+func statusContext(ctx context.Context, p *pool.Pool) (*contextJSON, error) {
+	tools, err := p.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := workspaceContext(p.Store(), p.WorkspaceDir(), tools)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // statusSandboxJSON is the "sandbox" object of status --json.
