@@ -53,6 +53,10 @@ type AuditEntry struct {
 	// Outcome is what came of the call.
 	Outcome Outcome `json:"outcome"`
 	Reason  string  `json:"reason,omitempty"`
+	// Via names the meta-tool a tool call came through in lazy mode
+	// ("berth_call_tool"); empty for a direct call. Tool is the real
+	// tool's name either way.
+	Via string `json:"via,omitempty"`
 }
 
 // DecidedBy is who or what decided a call (AuditEntry.DecidedBy).

@@ -49,6 +49,9 @@ type call struct {
 	// retry after a sign-in (2026-07-28 input requests) is not asked
 	// again; preApproved is that approval, handed to the retry.
 	approved, preApproved *signInApproval
+	// viewRefused is why the view does not offer what the pool routed
+	// the request to (Server.viewRefusal), set by Approve.
+	viewRefused error
 }
 
 // signInApproval is a human's approval of one call, remembered across the
@@ -88,6 +91,12 @@ var errInputRequired = errors.New("waiting for the client's answer to an input r
 // when it is the same call: same session, request, tool surface and
 // arguments. Anything else is asked again.
 func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {
+	// The view first: nothing outside it is asked about or sent,
+	// whatever path the request took.
+	if err := c.s.viewRefusal(c.kind, r.Plugin, r.Tool); err != nil {
+		c.viewRefused = err
+		return pool.Decision{}, err
+	}
 	if pa := c.preApproved; pa != nil {
 		c.preApproved = nil
 		if pa.binding == c.approvalBinding(r) && r.Policy.Action != store.ActionDeny {

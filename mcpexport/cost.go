@@ -55,28 +55,6 @@ func EstimateTokens(n int) int {
 	return (n + BytesPerToken - 1) / BytesPerToken
 }
 
-// listedDefinition is the definition berth lists for t: its upstream's,
-// passed through (annotations included), with the description capped at
-// maxDescription. An input schema that is not a JSON object schema is
-// refused: berth does not list that tool. addTool registers exactly this
-// definition, and ToolCost measures it.
-func listedDefinition(t *pool.Tool) (*mcp.Tool, error) {
-	def := *t.Definition
-	if len(def.Description) > maxDescription {
-		cut := maxDescription
-		for cut > 0 && !utf8Start(def.Description[cut]) {
-			cut--
-		}
-		def.Description = def.Description[:cut] + "…"
-	}
-	if m, ok := def.InputSchema.(map[string]any); !ok || m["type"] != "object" {
-		if raw, err := json.Marshal(def.InputSchema); err != nil || !isObjectSchema(raw) {
-			return nil, fmt.Errorf("its input schema is not a JSON object schema")
-		}
-	}
-	return &def, nil
-}
-
 // EntryBytes is the size of def's entry in a tools/list result, as go-sdk
 // writes the result: encoding/json, compact, without HTML escaping.
 func EntryBytes(def *mcp.Tool) (int, error) {
@@ -89,11 +67,20 @@ func EntryBytes(def *mcp.Tool) (int, error) {
 	return len(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }
 
-// ToolCost is the cost of t's entry as berth lists it. ok is false when
-// berth does not list t (its input schema is not an object schema), which
-// then costs nothing.
+// ToolCost is the cost of t's entry as berth lists it (exportedDef, the
+// definition addTool registers). ok is false when berth does not list t
+// (its input schema is not an object schema, or go-sdk refuses the
+// definition), which then costs nothing.
 func ToolCost(t *pool.Tool) (c Cost, ok bool) {
-	def, err := listedDefinition(t)
+	return toolCost(mcp.NewServer(&mcp.Implementation{Name: "scratch"}, nil), t)
+}
+
+// toolCost is ToolCost, trying the definition on scratch.
+func toolCost(scratch *mcp.Server, t *pool.Tool) (Cost, bool) {
+	def, err := exportedDef(t)
+	if err == nil {
+		err = safely(func() { scratch.AddTool(def, nopTool) })
+	}
 	if err != nil {
 		return Cost{}, false
 	}
@@ -147,24 +134,31 @@ func MeasureView(tools []*pool.Tool, profile *store.Profile, mode store.ToolsMod
 		}
 	}
 	v := ViewCost{Mode: mode, Plugins: map[string]Cost{}}
+	// The selection of applyTools: what the view offers, and in lazy mode
+	// what it lists directly.
+	view := &viewNow{profile: profile, lazy: mode == store.ToolsLazy}
+	if profile != nil {
+		view.always = append(view.always, profile.Always...)
+	}
+	view.always = append(view.always, always...)
+	scratch := mcp.NewServer(&mcp.Implementation{Name: "scratch"}, nil)
 	var direct Cost
-	extra := &store.Profile{Always: always}
 	for _, t := range tools {
-		if !profile.Includes(t.Plugin, t.Name) {
+		if !view.offersTool(t.Plugin, t.Name) {
 			continue
 		}
-		c, ok := ToolCost(t)
+		c, ok := toolCost(scratch, t)
 		if !ok {
 			continue
 		}
 		v.Offered = v.Offered.Plus(c)
 		v.Plugins[t.Plugin] = v.Plugins[t.Plugin].Plus(c)
-		if profile.ListsAlways(t.Name) || extra.ListsAlways(t.Name) {
+		if view.listsAlways(t.Name) {
 			direct = direct.Plus(c)
 		}
 	}
 	v.Listed = v.Offered
-	if mode == store.ToolsLazy {
+	if view.lazy {
 		v.Listed = MetaCost().Plus(direct)
 	}
 	return v

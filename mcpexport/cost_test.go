@@ -265,3 +265,25 @@ func TestEstimateTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestViewCostOfLazyMode: in lazy mode, with --always, the entries berth
+// lists to a go-sdk client are what MeasureView says that view lists.
+func TestViewCostOfLazyMode(t *testing.T) {
+	e := newEnv(t, &Options{View: &View{Mode: store.ToolsLazy, Always: []string{echoTool}}})
+	_, entries, listed := listToolsWire(t, e.srv.ms)
+	tools, err := e.pool.Tools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, en := range entries {
+		n += len(en)
+	}
+	v := MeasureView(tools, nil, store.ToolsLazy, []string{echoTool})
+	if len(listed) != 3 || v.Listed.Tools != 3 || v.Listed.Bytes != n {
+		t.Errorf("lazy mode listed %d tools in %d bytes; MeasureView says %+v", len(listed), n, v.Listed)
+	}
+	if v.Offered.Tools != len(tools) || v.Offered.Bytes <= v.Listed.Bytes-MetaCost().Bytes {
+		t.Errorf("offered %+v of %d tools", v.Offered, len(tools))
+	}
+}

@@ -20,6 +20,9 @@ import (
 // resources.subscribe only when a running plugin server offers them.
 
 func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	if err := s.completionInView(ctx, req.Params); err != nil {
+		return nil, relayError("completion/complete", err)
+	}
 	res, err := s.pool.Complete(ctx, req.Params)
 	if err != nil {
 		return nil, relayError("completion/complete", err)
@@ -39,6 +42,12 @@ func dropCompletionIdentity(res *mcp.CompleteResult) {
 }
 
 func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest) error {
+	if s.view.Profile != "" && !s.hasResource(req.Params.URI) {
+		// A profile's session subscribes only to what it lists.
+		if s.refresh(ctx, "resources/subscribe"); !s.hasResource(req.Params.URI) {
+			return relayError("resources/subscribe", &notInViewError{what: req.Params.URI, profile: s.view.Profile})
+		}
+	}
 	if err := s.pool.Subscribe(ctx, req.Params.URI, sessionKey(req.Session)); err != nil {
 		return relayError("resources/subscribe", err)
 	}
@@ -111,4 +120,32 @@ func (s *Server) capsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// completionInView refuses a completion of a prompt or resource template
+// the view's profile does not offer.
+func (s *Server) completionInView(ctx context.Context, p *mcp.CompleteParams) error {
+	if s.view.Profile == "" || p == nil || p.Ref == nil {
+		return nil
+	}
+	switch p.Ref.Type {
+	case "ref/prompt":
+		if !s.promptInView(p.Ref.Name) {
+			return &notInViewError{what: "the prompt " + p.Ref.Name, profile: s.view.Profile}
+		}
+	case "ref/resource":
+		if !s.hasTemplate(p.Ref.URI) && !s.hasResource(p.Ref.URI) {
+			if s.refresh(ctx, "completion/complete"); !s.hasTemplate(p.Ref.URI) && !s.hasResource(p.Ref.URI) {
+				return &notInViewError{what: "the resource template " + p.Ref.URI, profile: s.view.Profile}
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) hasTemplate(t string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	_, ok := s.templates[t]
+	return ok
 }

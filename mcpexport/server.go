@@ -129,6 +129,7 @@ type Server struct {
 	catchUp   time.Duration // catchUpWait; shorter in tests
 	syncMu    sync.Mutex
 	tools     map[string]string
+	offered   *offeredTools // what full mode would list (lazy.go)
 	prompts   map[string]string
 	resources map[string]string
 	templates map[string]string
@@ -310,44 +311,12 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// without listing first: assemble the catalog once.
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.hasTool(p.Name) {
 				s.refresh(ctx, method)
-				if !s.hasTool(p.Name) {
-					// Not in the catalog: if that is because its plugin
-					// drifted, say so as a tool error; an unknown name stays
-					// a protocol error. The approver refuses, so nothing can
-					// run from here.
-					_, err := s.pool.Call(ctx, p.Name, p.Arguments, refuseAll)
-					if errors.Is(err, store.ErrDrift) {
-						return toolError(fmt.Sprintf("berth refused to run %s: %v", p.Name, err)), nil
-					}
-					// The policy before any sign-in (signin_policy.go).
-					var pe *SignInPolicyError
-					if err = s.policyBeforeSignIn(pool.RequestTool, p.Name, err); errors.As(err, &pe) {
-						s.refusedBeforeSignIn(ctx, req, pe)
-						return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", p.Name, pe)), nil
-					}
-					// Its server did not start for want of a sign-in
-					// (signin.go): sign in through the client if it can
-					// be asked, else say which command signs it in.
-					if cr, ok := req.(*mcp.CallToolRequest); ok {
-						if err = s.signInToStart(ctx, cr, err); err == nil {
-							break
+				if cr, ok := req.(*mcp.CallToolRequest); ok && !s.hasTool(p.Name) {
+					if res, err, how := s.unlistedCall(ctx, cr, p.Name, ""); how == unlistedAnswered {
+						if err != nil {
+							return nil, err
 						}
-						if _, ok := needsInputSignIn(err, cr); ok || strings.HasPrefix(p.RequestState, signInStatePrefix) {
-							// A 2026-07-28 client: the tool handler asks
-							// with an input request (signin_input.go), or
-							// runs the call after the sign-in.
-							res, err := s.toolHandler(p.Name)(ctx, cr)
-							switch {
-							case err != nil:
-								return nil, err
-							case res.InputRequests != nil:
-								return markInputRequired(res)
-							}
-							return res, nil
-						}
-						if msg, ok := needSignIn(err, cr.Session, cr.ClientCapabilities(), cr.ProtocolVersion(), clientName(cr)); ok {
-							return toolError(fmt.Sprintf("berth could not run %s: %s", p.Name, msg)), nil
-						}
+						return res, nil
 					}
 				}
 			}
@@ -355,7 +324,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// As for tools/call: a prompt asked for before any list.
 			if p, ok := req.GetParams().(*mcp.GetPromptParams); ok && !s.hasPrompt(p.Name) {
 				s.refresh(ctx, method)
-				if !s.hasPrompt(p.Name) {
+				if !s.hasPrompt(p.Name) && s.promptInView(p.Name) {
 					// Not offered: a denied prompt is refused (and
 					// audited) with the reason; an unknown one stays
 					// go-sdk's protocol error.
@@ -390,6 +359,77 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// unlisted is what unlistedCall made of a call of a name the catalog does
+// not list.
+type unlisted int
+
+const (
+	// unlistedUnknown: nothing to say; the name is unknown to this view.
+	unlistedUnknown unlisted = iota
+	// unlistedAnswered: the result or error is the answer.
+	unlistedAnswered
+	// unlistedSignedIn: its server was signed in to; the call can go on.
+	unlistedSignedIn
+)
+
+// unlistedCall answers a call of a name the catalog does not list (after
+// a re-assembly), when it is a name of this view: if its plugin drifted,
+// the policy denies it before any sign-in, or its server waits for a
+// sign-in, it says so or signs in; anything else is unknown. A name
+// outside the view (its profile's plugins and tool patterns), or any
+// name while the view's profile is removed, is never signed in to nor
+// run: unknown, or the removed profile's tool error. via is the
+// meta-tool the call came through ("" for a direct call).
+func (s *Server) unlistedCall(ctx context.Context, cr *mcp.CallToolRequest, name, via string) (*mcp.CallToolResult, error, unlisted) {
+	v, verr := s.current()
+	if verr != nil {
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, verr)), nil, unlistedAnswered
+	}
+	if err := s.removedErr(v); err != nil {
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil, unlistedAnswered
+	}
+	if plugin, _, _, ok := pool.ParseName(name); !ok || !v.offersTool(plugin, name) {
+		return nil, nil, unlistedUnknown
+	}
+	// Not in the catalog: if that is because its plugin drifted, say so
+	// as a tool error; an unknown name stays unknown. The approver
+	// refuses, so nothing can run from here.
+	_, err := s.pool.Call(ctx, name, cr.Params.Arguments, refuseAll)
+	if errors.Is(err, store.ErrDrift) {
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil, unlistedAnswered
+	}
+	// The policy before any sign-in (signin_policy.go).
+	var pe *SignInPolicyError
+	if err = s.policyBeforeSignIn(pool.RequestTool, name, err); errors.As(err, &pe) {
+		s.refusedBeforeSignIn(ctx, cr, pe)
+		return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", name, pe)), nil, unlistedAnswered
+	}
+	// Its server did not start for want of a sign-in (signin.go): sign
+	// in through the client if it can be asked, else say which command
+	// signs it in.
+	if err = s.signInToStart(ctx, cr, err); err == nil {
+		return nil, nil, unlistedSignedIn
+	}
+	if _, ok := needsInputSignIn(err, cr); ok || strings.HasPrefix(cr.Params.RequestState, signInStatePrefix) {
+		// A 2026-07-28 client: the tool handler asks with an input
+		// request (signin_input.go), or runs the call after the sign-in.
+		res, err := s.runTool(ctx, cr, name, via)
+		switch {
+		case err != nil:
+			return nil, err, unlistedAnswered
+		case res.InputRequests != nil && via == "":
+			// Returned from the middleware, where go-sdk does not mark it.
+			res, err = markInputRequired(res)
+			return res, err, unlistedAnswered
+		}
+		return res, nil, unlistedAnswered
+	}
+	if msg, ok := needSignIn(err, cr.Session, cr.ClientCapabilities(), cr.ProtocolVersion(), clientName(cr)); ok {
+		return toolError(fmt.Sprintf("berth could not run %s: %s", name, msg)), nil, unlistedAnswered
+	}
+	return nil, nil, unlistedUnknown
 }
 
 // refresh waits for the servers' first start and re-assembles the
@@ -445,6 +485,13 @@ func dropUpstreamIdentity(res mcp.Result) {
 	if len(*meta) == 0 {
 		*meta = nil
 	}
+}
+
+// promptInView reports whether a prompt's name is of a plugin the view
+// offers (a prompt outside it is unknown, whatever the policy says of it).
+func (s *Server) promptInView(name string) bool {
+	plugin, _, _, ok := pool.ParseName(name)
+	return ok && s.viewRefusal(pool.RequestPrompt, plugin, name) == nil
 }
 
 func (s *Server) hasPrompt(name string) bool {
@@ -511,9 +558,11 @@ func (s *Server) syncWorker(ctx context.Context) {
 	}
 }
 
-// Sync makes the server's catalog the pool's: tools (deny never listed),
-// prompts, resources and templates. Registering and removing notifies
-// every session (list_changed).
+// Sync makes the server's catalog the pool's, as the view offers it
+// (view.go): tools (deny never listed; in lazy mode the meta-tools and
+// the Always tools instead of every tool), prompts, resources and
+// templates, those of the plugins outside the view's profile left out.
+// Registering and removing notifies every session (list_changed).
 func (s *Server) Sync(ctx context.Context) error {
 	select {
 	case s.syncSem <- struct{}{}:
@@ -526,31 +575,64 @@ func (s *Server) Sync(ctx context.Context) error {
 	if s.notices.started.Load() {
 		defer s.notices.baselined.Store(true)
 	}
+	// The view's profile, read afresh: what this boundary offers.
+	v, err := s.current()
+	if err != nil {
+		return err
+	}
 	tools, err := s.pool.Tools(ctx)
 	if err != nil {
 		return err
 	}
-	s.applyTools(tools)
+	s.applyTools(v, tools)
 	prompts, err := s.pool.Prompts(ctx)
 	if err != nil {
 		return err
 	}
-	s.applyPrompts(prompts)
+	s.applyPrompts(v, prompts)
 	resources, err := s.pool.Resources(ctx)
 	if err != nil {
 		return err
 	}
-	s.applyResources(resources)
+	s.applyResources(v, resources)
 	return nil
 }
 
 // applyTools, applyPrompts and applyResources register what the pool
-// listed and remove what it no longer lists. The caller holds syncSem.
-func (s *Server) applyTools(tools []*pool.Tool) {
+// listed and the view offers, and remove the rest. The caller holds
+// syncSem.
+func (s *Server) applyTools(v *viewNow, tools []*pool.Tool) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	want := map[string]string{}
+	offered := make([]*pool.Tool, 0, len(tools))
 	for _, t := range tools {
+		if v.offersTool(t.Plugin, t.Name) {
+			offered = append(offered, t)
+		}
+	}
+	// What full mode would list is what berth_find_tools searches and
+	// berth_call_tool calls (lazy.go).
+	offered = s.setOffered(offered)
+	want := map[string]string{}
+	if v.lazy && !v.removed {
+		for _, m := range MetaTools() {
+			want[m.Name] = metaHash
+			if s.tools[m.Name] == metaHash {
+				continue
+			}
+			s.notices.changed(listTools)
+			s.ms.AddTool(m, s.metaHandler(m.Name))
+			s.tools[m.Name] = metaHash
+		}
+		always := offered[:0:0]
+		for _, t := range offered {
+			if v.listsAlways(t.Name) {
+				always = append(always, t)
+			}
+		}
+		offered = always
+	}
+	for _, t := range offered {
 		h := t.Hash + "|" + string(t.Policy.Action)
 		want[t.Name] = h
 		if s.tools[t.Name] == h {
@@ -570,11 +652,14 @@ func (s *Server) applyTools(tools []*pool.Tool) {
 	}
 }
 
-func (s *Server) applyPrompts(prompts []*pool.Prompt) {
+func (s *Server) applyPrompts(v *viewNow, prompts []*pool.Prompt) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	want := map[string]string{}
 	for _, p := range prompts {
+		if !v.offersPlugin(p.Plugin) {
+			continue
+		}
 		h := jsonHash(p.Definition)
 		want[p.Name] = h
 		if s.prompts[p.Name] != h {
@@ -590,12 +675,15 @@ func (s *Server) applyPrompts(prompts []*pool.Prompt) {
 	}
 }
 
-func (s *Server) applyResources(resources []*pool.Resource) {
+func (s *Server) applyResources(v *viewNow, resources []*pool.Resource) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	wantR, wantT := map[string]string{}, map[string]string{}
 	read := s.readResource
 	for _, r := range resources {
+		if !v.offersPlugin(r.Plugin) {
+			continue
+		}
 		switch {
 		case r.Resource != nil:
 			h := jsonHash(r.Resource)
@@ -662,15 +750,35 @@ func safely(f func()) (err error) {
 	return nil
 }
 
-// addTool registers one tool of the pool: listedDefinition, the
-// definition ToolCost measures.
+// addTool registers one tool of the pool: exportedDef, the definition
+// ToolCost measures.
 func (s *Server) addTool(t *pool.Tool) error {
-	def, err := listedDefinition(t)
+	def, err := exportedDef(t)
 	if err != nil {
 		return err
 	}
 	name := t.Name
 	return safely(func() { s.ms.AddTool(def, s.toolHandler(name)) })
+}
+
+// exportedDef is a tool's definition as berth lists it (and
+// berth_find_tools returns it): the upstream definition, the description
+// capped; an error when the input schema is not a JSON object schema.
+func exportedDef(t *pool.Tool) (*mcp.Tool, error) {
+	def := *t.Definition
+	if len(def.Description) > maxDescription {
+		cut := maxDescription
+		for cut > 0 && !utf8Start(def.Description[cut]) {
+			cut--
+		}
+		def.Description = def.Description[:cut] + "…"
+	}
+	if m, ok := def.InputSchema.(map[string]any); !ok || m["type"] != "object" {
+		if raw, err := json.Marshal(def.InputSchema); err != nil || !isObjectSchema(raw) {
+			return nil, fmt.Errorf("its input schema is not a JSON object schema")
+		}
+	}
+	return &def, nil
 }
 
 func isObjectSchema(raw json.RawMessage) bool {
@@ -684,118 +792,148 @@ func isObjectSchema(raw json.RawMessage) bool {
 // was approved. Failures come back as tool errors that say what happened
 // and what to run.
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-		var header http.Header
-		if req.Extra != nil {
-			header = req.Extra.Header
-		}
-		ctx, stop := s.requests.bind(ctx, header)
-		defer stop()
-		ctx, stopLife := bindLife(ctx)
-		defer stopLife()
-		c := &call{s: s, req: req, tool: name, origin: originOf(ctx)}
-		c.entry = AuditEntry{Tool: name, Client: clientName(req), Transport: c.origin.Transport, Authenticated: c.origin.Authenticated}
-		defer func() {
-			if r := recover(); r != nil {
-				s.log.Error("panic in a tool call; only this call fails", "tool", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-				res, err = toolError(fmt.Sprintf("berth: internal error while calling %s (logged on berth's stderr); nothing else was affected", name)), nil
-				c.entry.Outcome, c.entry.Reason = OutcomeFailed, "panic"
-				c.writeAudit()
-			}
-		}()
-		args, decoded, aerr := canonicalArguments(req.Params.Arguments)
-		if aerr != nil {
-			c.entry.Arguments = "refused"
-			c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, aerr.Error()
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.runTool(ctx, req, name, "")
+	}
+}
+
+// runTool is one call of the tool exported as name, made directly
+// (via "") or through the meta-tool via (berth_call_tool, whose req
+// carries the real name and arguments: lazy.go). Both are the same call:
+// the view, the arguments' canonical encoding, policy and approval, the
+// pool's boundaries, sign-in, relay and audit; the audit entry names the
+// meta-tool in Via.
+func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, via string) (res *mcp.CallToolResult, err error) {
+	var header http.Header
+	if req.Extra != nil {
+		header = req.Extra.Header
+	}
+	ctx, stop := s.requests.bind(ctx, header)
+	defer stop()
+	ctx, stopLife := bindLife(ctx)
+	defer stopLife()
+	c := &call{s: s, req: req, tool: name, origin: originOf(ctx)}
+	c.entry = AuditEntry{Tool: name, Client: clientName(req), Transport: c.origin.Transport, Authenticated: c.origin.Authenticated, Via: via}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("panic in a tool call; only this call fails", "tool", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res, err = toolError(fmt.Sprintf("berth: internal error while calling %s (logged on berth's stderr); nothing else was affected", name)), nil
+			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "panic"
 			c.writeAudit()
-			s.logRefused("tools/call", aerr)
-			return nil, refusedParams("tools/call", aerr)
 		}
-		sum := sha256.Sum256(args)
-		c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
-		c.entry.Arguments = shapeOf(decoded)
-		signedIn := false
-		if strings.HasPrefix(req.Params.RequestState, signInStatePrefix) {
-			// The retry of a call that waited for a sign-in (signin_input.go).
-			signedIn = true
-			if serr := c.signInRetry(ctx, name, args); serr != nil {
-				defer c.writeAudit()
-				c.entry.Outcome = OutcomeFailed
-				if !c.signInFailed(serr) {
-					c.entry.Reason = shortErr(serr)
-				}
-				return toolError(fmt.Sprintf("berth could not run %s: %s", name, c.entry.Reason)), nil
-			}
-		}
-		c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
-		sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
-		res, err = s.pool.Call(sctx, name, args, c)
-		s.signInDone(sctx, req.Session, err)
-		if err != nil && c.entry.Decision == "" {
-			// Its server is down for want of a sign-in (nothing was
-			// decided, nothing ran): unless the policy denies the name
-			// (signin_policy.go), sign in through the client if it can
-			// be asked, and call once more.
-			if err = s.policyBeforeSignIn(pool.RequestTool, name, err); errors.Is(err, pool.ErrDenied) {
-				c.entry.Policy = policyOf(err)
-			} else if serr := s.signInToStart(ctx, req, err); serr == nil {
-				res, err = s.pool.Call(sctx, name, args, c)
-			} else {
-				err = serr
-			}
-		}
-		if ne, ok := needsInputSignIn(err, req); ok && !signedIn {
-			// A 2026-07-28 client that can open a link: the sign-in
-			// goes to it as an input request (once per call: a server
-			// that still asks after the sign-in gets the error).
-			ir, ierr := c.signInInputRequest(ctx, ne, name, args)
+	}()
+	// The view as the state has it now (a registered tool its profile
+	// no longer offers is unknown, as at the next tools/list); the pool's
+	// routing is checked again before anyone is asked (call.Approve).
+	if plugin, _, _, ok := pool.ParseName(name); ok {
+		if verr := s.viewRefusal(pool.RequestTool, plugin, name); verr != nil {
+			var nv *notInViewError
 			switch {
-			case ierr != nil:
-				err = ierr
-			case ir != nil:
-				return ir, nil
-			default: // signed in meanwhile: on the approval just given
-				c.preApproved = c.approved
-				res, err = s.pool.Call(sctx, name, args, c)
+			case errors.As(verr, &nv) && via == "":
+				return nil, unknownTool(name)
+			case errors.As(verr, &nv):
+				return toolError(notOffered(name)), nil
 			}
+			return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", name, verr)), nil
 		}
-		if err == nil && res.InputRequests != nil {
-			return c.relayInputRequests(res), nil
-		}
-		if c.inputRequired != nil {
-			return c.inputRequired, nil
-		}
-		defer c.writeAudit()
-		switch {
-		case c.withdrawn:
-			c.entry.Outcome = OutcomeWithdrawn
-			return toolError(fmt.Sprintf("berth did not run %s: the call was %s. Nothing was run.", name, c.denied)), nil
-		case err == nil && res.IsError:
-			c.entry.Outcome = OutcomeToolError
-			return res, nil
-		case err == nil:
-			c.entry.Outcome = OutcomeRan
-			return res, nil
-		case errors.Is(err, pool.ErrDenied):
-			c.entry.Outcome = OutcomeRefused
-			if c.entry.Decision == "" {
-				c.entry.Decision, c.entry.DecidedBy = VerdictDeny, ByPolicy
-			}
-			return toolError(refusal(name, c.reason(err))), nil
-		case errors.Is(err, store.ErrDrift):
-			c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
-			return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
-		case c.signInFailed(err):
+	}
+	args, decoded, aerr := canonicalArguments(req.Params.Arguments)
+	if aerr != nil {
+		c.entry.Arguments = "refused"
+		c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, aerr.Error()
+		c.writeAudit()
+		s.logRefused("tools/call", aerr)
+		return nil, refusedParams("tools/call", aerr)
+	}
+	sum := sha256.Sum256(args)
+	c.entry.ArgumentsDigest = "sha256:" + hex.EncodeToString(sum[:])
+	c.entry.Arguments = shapeOf(decoded)
+	signedIn := false
+	if strings.HasPrefix(req.Params.RequestState, signInStatePrefix) {
+		// The retry of a call that waited for a sign-in (signin_input.go).
+		signedIn = true
+		if serr := c.signInRetry(ctx, name, args); serr != nil {
+			defer c.writeAudit()
 			c.entry.Outcome = OutcomeFailed
+			if !c.signInFailed(serr) {
+				c.entry.Reason = shortErr(serr)
+			}
 			return toolError(fmt.Sprintf("berth could not run %s: %s", name, c.entry.Reason)), nil
-		case c.relay != nil && c.relay.modern && upstreamRPCError(name, err) != nil:
-			// The plugin server's own answer, about this client's request.
-			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
-			return nil, upstreamRPCError(name, err)
-		default:
-			c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
-			return toolError(fmt.Sprintf("berth could not run %s: %v", name, err)), nil
 		}
+	}
+	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
+	res, err = s.pool.Call(sctx, name, args, c)
+	s.signInDone(sctx, req.Session, err)
+	if err != nil && c.entry.Decision == "" {
+		// Its server is down for want of a sign-in (nothing was
+		// decided, nothing ran): unless the policy denies the name
+		// (signin_policy.go), sign in through the client if it can
+		// be asked, and call once more.
+		if err = s.policyBeforeSignIn(pool.RequestTool, name, err); errors.Is(err, pool.ErrDenied) {
+			c.entry.Policy = policyOf(err)
+		} else if serr := s.signInToStart(ctx, req, err); serr == nil {
+			res, err = s.pool.Call(sctx, name, args, c)
+		} else {
+			err = serr
+		}
+	}
+	if ne, ok := needsInputSignIn(err, req); ok && !signedIn {
+		// A 2026-07-28 client that can open a link: the sign-in
+		// goes to it as an input request (once per call: a server
+		// that still asks after the sign-in gets the error).
+		ir, ierr := c.signInInputRequest(ctx, ne, name, args)
+		switch {
+		case ierr != nil:
+			err = ierr
+		case ir != nil:
+			return ir, nil
+		default: // signed in meanwhile: on the approval just given
+			c.preApproved = c.approved
+			res, err = s.pool.Call(sctx, name, args, c)
+		}
+	}
+	if err == nil && res.InputRequests != nil {
+		return c.relayInputRequests(res), nil
+	}
+	if c.inputRequired != nil {
+		return c.inputRequired, nil
+	}
+	defer c.writeAudit()
+	switch {
+	case c.withdrawn:
+		c.entry.Outcome = OutcomeWithdrawn
+		return toolError(fmt.Sprintf("berth did not run %s: the call was %s. Nothing was run.", name, c.denied)), nil
+	case err == nil && res.IsError:
+		c.entry.Outcome = OutcomeToolError
+		return res, nil
+	case err == nil:
+		c.entry.Outcome = OutcomeRan
+		return res, nil
+	case errors.Is(err, pool.ErrDenied):
+		c.entry.Outcome = OutcomeRefused
+		if c.entry.Decision == "" {
+			c.entry.Decision, c.entry.DecidedBy = VerdictDeny, ByPolicy
+		}
+		return toolError(refusal(name, c.reason(err))), nil
+	case errors.Is(err, store.ErrDrift):
+		c.entry.Outcome, c.entry.Reason = OutcomeRefused, "drift"
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil
+	case c.viewRefused != nil:
+		// The view changed while the call was on its way: refused
+		// before anyone was asked, nothing ran.
+		c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, c.viewRefused.Error()
+		return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", name, c.viewRefused)), nil
+	case c.signInFailed(err):
+		c.entry.Outcome = OutcomeFailed
+		return toolError(fmt.Sprintf("berth could not run %s: %s", name, c.entry.Reason)), nil
+	case c.relay != nil && c.relay.modern && upstreamRPCError(name, err) != nil:
+		// The plugin server's own answer, about this client's request.
+		c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
+		return nil, upstreamRPCError(name, err)
+	default:
+		c.entry.Outcome, c.entry.Reason = OutcomeFailed, "error"
+		return toolError(fmt.Sprintf("berth could not run %s: %v", name, err)), nil
 	}
 }
 

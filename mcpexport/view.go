@@ -1,8 +1,11 @@
 package mcpexport
 
 import (
+	"fmt"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -78,3 +81,89 @@ const MaxFindLimit = 20
 // DefaultFindLimit is the matches berth_find_tools returns without a
 // limit.
 const DefaultFindLimit = 5
+
+// viewNow is a Server's view as the state has it at one boundary: the
+// profile read afresh, the effective tools mode and Always patterns.
+type viewNow struct {
+	// profile is the profile offered; nil offers the whole workspace.
+	profile *store.Profile
+	// removed is set when the view names a profile the workspace no
+	// longer has: the view then offers nothing.
+	removed bool
+	lazy    bool
+	always  []string
+}
+
+// current reads the view's profile from the state: at every catalog
+// boundary and before every call, so that a change to the profile applies
+// as a change of policy does. A view of the whole workspace reads nothing.
+func (s *Server) current() (*viewNow, error) {
+	v := &viewNow{}
+	mode := store.ToolsFull
+	if name := s.view.Profile; name != "" {
+		st, err := s.store.State()
+		if err != nil {
+			return nil, fmt.Errorf("reading the profile %s: %w", name, err)
+		}
+		var p *store.Profile
+		if ws := st.Workspaces[s.pool.WorkspaceDir()]; ws != nil {
+			p = ws.Profiles[name]
+		}
+		if p == nil {
+			v.removed = true
+			return v, nil
+		}
+		v.profile = p
+		if p.Mode != "" {
+			mode = p.Mode
+		}
+		v.always = append(v.always, p.Always...)
+	}
+	if s.view.Mode != "" {
+		mode = s.view.Mode
+	}
+	v.lazy = mode == store.ToolsLazy
+	v.always = append(v.always, s.view.Always...)
+	return v, nil
+}
+
+// offersTool reports whether the view offers the tool exported as name,
+// of plugin (the policy still decides whether it is listed and runs).
+func (v *viewNow) offersTool(plugin, name string) bool {
+	return !v.removed && v.profile.Includes(plugin, name)
+}
+
+// offersPlugin reports whether the view offers plugin's prompts and
+// resources.
+func (v *viewNow) offersPlugin(plugin string) bool {
+	return !v.removed && v.profile.IncludesPlugin(plugin)
+}
+
+// listsAlways reports whether a tool is listed directly in lazy mode.
+func (v *viewNow) listsAlways(name string) bool {
+	for _, pat := range v.always {
+		if bundle.MatchGlob(pat, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// RemovedProfileError refuses a request of a view whose profile the
+// workspace no longer has.
+type RemovedProfileError struct {
+	Profile, Workspace string
+}
+
+func (e *RemovedProfileError) Error() string {
+	return fmt.Sprintf("the profile %s this berth serve offers was removed from the workspace %s, so it offers nothing; create it again with `berth profile create %s`, or serve another profile (`berth profile list`)", e.Profile, e.Workspace, e.Profile)
+}
+
+// removedErr is the refusal of a request when the view's profile is gone,
+// nil when it is not.
+func (s *Server) removedErr(v *viewNow) error {
+	if v == nil || !v.removed {
+		return nil
+	}
+	return &RemovedProfileError{Profile: s.view.Profile, Workspace: s.pool.WorkspaceDir()}
+}

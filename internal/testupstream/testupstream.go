@@ -26,7 +26,8 @@ type textArgs struct {
 // echo of the text "stall tools/list" makes the server hang: it adds a
 // tool "late" (so its client hears tools/list_changed) and answers no
 // tools/list from then on, creating $TMPDIR/tools-list-stalled when one
-// arrives (the server's own temp directory, which berth gives it).
+// arrives (the server's own temp directory, which berth gives it). echo
+// of "add a tool" adds a tool "extra" (a change of the pinned surface).
 func Main() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
 	var stall atomic.Bool
@@ -57,6 +58,12 @@ func Main() {
 				s.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
 					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 						return &mcp.CallToolResult{}, nil
+					})
+			}
+			if in.Text == "add a tool" {
+				s.AddTool(&mcp.Tool{Name: "extra", Description: "an extra tool added after the surface was pinned", InputSchema: map[string]any{"type": "object"}},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "extra ran"}}}, nil
 					})
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
