@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 		testupstream.Main()
 		return
 	}
+	if filepath.Base(os.Args[0]) == replayName {
+		replayMain()
+		return
+	}
 	if filepath.Base(os.Args[0]) == testrelay.Name {
 		testrelay.Main()
 		return
