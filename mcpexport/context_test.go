@@ -3,12 +3,9 @@ package mcpexport
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testkit/recorded"
@@ -16,30 +13,9 @@ import (
 	"github.com/berth-mcp/berth/store"
 )
 
-// replayName is the program name under which the test binary replays a
-// recording (replayMain).
+// replayName is the program name under which the test binary replays
+// recordings: replayserver.Main, the test plugin of the context figure.
 const replayName = "berth-replay-upstream"
-
-// replayMain serves, over stdio, the tools of the recording whose file is
-// its one argument (testdata/tools-recorded), as the real server listed
-// them; a call answers that it was replayed.
-func replayMain() {
-	r, err := recorded.LoadFile(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	s := mcp.NewServer(&mcp.Implementation{Name: r.Package, Version: r.Version}, nil)
-	for _, t := range r.Tools {
-		s.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "replayed " + t.Name}}}, nil
-		})
-	}
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
 
 // MinContextTools is the fewest recorded real tools the context figure
 // is measured over (issue 23).
@@ -61,7 +37,7 @@ type contextFigures struct {
 
 // measureRecorded enables one plugin per recording of
 // testdata/tools-recorded, each with one stdio server that replays it
-// (the test binary as replayName, the recording copied into the bundle),
+// (replayserver as replayName, the recording copied into the bundle),
 // and lists the tools through berth in full and in lazy mode.
 func measureRecorded(t testing.TB) contextFigures {
 	t.Helper()
@@ -84,10 +60,10 @@ func measureRecorded(t testing.TB) contextFigures {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, "recording.json"), data, 0o644)
+		os.WriteFile(filepath.Join(dir, r.File), data, 0o644)
 		manifest, _ := json.Marshal(map[string]any{
 			"manifestVersion": 1, "name": r.Plugin, "version": "1.0.0", "description": "replays " + r.Package + "@" + r.Version,
-			"mcpServers": map[string]any{r.Server: map[string]any{"stdio": map[string]any{"command": replayName, "args": []string{"recording.json"}}}},
+			"mcpServers": map[string]any{r.Server: map[string]any{"stdio": map[string]any{"command": replayName, "args": []string{"-dir", ".", r.File}}}},
 		})
 		os.WriteFile(filepath.Join(dir, "berth.json"), manifest, 0o644)
 		b, err := bundle.Open(ctx, dir, nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testkit"
+	"github.com/berth-mcp/berth/internal/testkit/replayserver"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
@@ -32,8 +33,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	if filepath.Base(os.Args[0]) == replayName {
-		replayMain()
-		return
+		os.Exit(replayserver.Main(os.Args[1:]))
 	}
 	if filepath.Base(os.Args[0]) == testrelay.Name {
 		testrelay.Main()
