@@ -70,6 +70,7 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 			err = safely(func() { scratch.AddTool(def, nopTool) })
 		}
 		if err != nil {
+			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
 			continue
 		}
 		out = append(out, t)
@@ -204,7 +205,7 @@ func (s *Server) callThrough(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		// policy, sign-in), or that it is unknown.
 		s.refresh(ctx, "tools/call "+MetaCallTool)
 		if s.offeredTool(name) == nil {
-			res, err, how := s.unlistedCall(ctx, inner, name, MetaCallTool)
+			res, how, err := s.unlistedCall(ctx, inner, name, MetaCallTool)
 			switch how {
 			case unlistedAnswered:
 				return res, err

@@ -590,3 +590,79 @@ func TestLazyDriftAndTheView(t *testing.T) {
 		t.Fatalf("direct call of a tool outside the profile, its plugin drifted: %v", err)
 	}
 }
+
+// lazyOAuthEnv is newOAuthEnv served in lazy mode.
+func lazyOAuthEnv(t *testing.T, login bool) *oauthEnv {
+	o := newOAuthEnv(t, login)
+	o.srv.Close() // replaced by a lazy one
+	o.mu.Lock()
+	o.srv = New(o.pool, lazy())
+	o.mu.Unlock()
+	return o
+}
+
+// A call through berth_call_tool whose server waits for a sign-in signs
+// in as a direct call does: the error naming berth login for a client
+// that cannot open a link, the URL elicitation on a legacy session, the
+// input request and its retry (requestState) on a 2026-07-28 session.
+func TestLazyCallSignsIn(t *testing.T) {
+	t.Run("never signed in", func(t *testing.T) {
+		o := lazyOAuthEnv(t, false)
+		form := o.client(legacy, nil)
+		text, isErr := callMeta(t, form, whoamiTool, nil)
+		if !isErr || !strings.Contains(text, "berth login demo__up") || !strings.Contains(text, "did not declare URL-mode elicitation") {
+			t.Fatalf("%q %v", text, isErr)
+		}
+		for _, proto := range []string{legacy, ""} {
+			bc := o.browserClientOn(proto, "accept")
+			if text, isErr := callMeta(t, bc.cs, whoamiTool, nil); isErr || text != "signed in as alice" {
+				t.Fatalf("%s: %q %v (status %+v)", proto, text, isErr, o.pool.Status())
+			}
+		}
+	})
+	t.Run("expired, modern", func(t *testing.T) {
+		o := lazyOAuthEnv(t, true)
+		o.waitRunning()
+		o.f.revokeAll()
+		bc := o.browserClientOn("", "accept")
+		if text, isErr := callMeta(t, bc.cs, whoamiTool, nil); isErr || text != "signed in as alice" {
+			t.Fatalf("%q %v", text, isErr)
+		}
+		if asked := bc.elicitations(); len(asked) != 1 || asked[0].Mode != "url" {
+			t.Fatalf("elicitations %+v", asked)
+		}
+		var via []string
+		for _, a := range readAudit(t, o.paths) {
+			via = append(via, string(a.Kind)+":"+a.Via)
+		}
+		if !slices.Contains(via, string(KindSignIn)+":"+MetaCallTool) || !slices.Contains(via, ":"+MetaCallTool) {
+			t.Fatalf("audit kinds and via: %v", via)
+		}
+	})
+}
+
+// The meta-tools' argument parsers never panic, and what they accept is
+// what their schemas say: a non-empty query and a limit in range; a
+// non-empty name and arguments absent or one JSON object.
+func FuzzMetaArgs(f *testing.F) {
+	for _, s := range []string{`{"query":"read a file","limit":3}`, `{"query":"x"}`, `{"query":"x","limit":1e1}`, `{"name":"a__b__c","arguments":{"x":[1,{"y":null}]}}`,
+		`{"name":"a","arguments":null}`, `{"name":"a","name":"b"}`, `{"query":"\ud800"}`, `[]`, `{"limit":-0}`, ` {"name":"a", "arguments" : {} } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if q, limit, err := findArgs(raw); err == nil {
+			if strings.TrimSpace(q) == "" || len(q) > maxQuery || limit < 1 || limit > MaxFindLimit {
+				t.Fatalf("findArgs accepted %q: %q %d", raw, q, limit)
+			}
+		} else if !strings.Contains(err.Error(), "send {") {
+			t.Fatalf("findArgs error does not say what to send: %v", err)
+		}
+		if name, args, err := callArgs(raw); err == nil {
+			if name == "" || args != nil && (!json.Valid(args) || args[0] != '{') {
+				t.Fatalf("callArgs accepted %q: %q %q", raw, name, args)
+			}
+		} else if !strings.Contains(err.Error(), "send {") {
+			t.Fatalf("callArgs error does not say what to send: %v", err)
+		}
+	})
+}

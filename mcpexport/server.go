@@ -312,7 +312,7 @@ func (s *Server) boundaryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && !s.hasTool(p.Name) {
 				s.refresh(ctx, method)
 				if cr, ok := req.(*mcp.CallToolRequest); ok && !s.hasTool(p.Name) {
-					if res, err, how := s.unlistedCall(ctx, cr, p.Name, ""); how == unlistedAnswered {
+					if res, how, err := s.unlistedCall(ctx, cr, p.Name, ""); how == unlistedAnswered {
 						if err != nil {
 							return nil, err
 						}
@@ -382,35 +382,35 @@ const (
 // name while the view's profile is removed, is never signed in to nor
 // run: unknown, or the removed profile's tool error. via is the
 // meta-tool the call came through ("" for a direct call).
-func (s *Server) unlistedCall(ctx context.Context, cr *mcp.CallToolRequest, name, via string) (*mcp.CallToolResult, error, unlisted) {
+func (s *Server) unlistedCall(ctx context.Context, cr *mcp.CallToolRequest, name, via string) (*mcp.CallToolResult, unlisted, error) {
 	v, verr := s.current()
 	if verr != nil {
-		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, verr)), nil, unlistedAnswered
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, verr)), unlistedAnswered, nil
 	}
 	if err := s.removedErr(v); err != nil {
-		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil, unlistedAnswered
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), unlistedAnswered, nil
 	}
 	if plugin, _, _, ok := pool.ParseName(name); !ok || !v.offersTool(plugin, name) {
-		return nil, nil, unlistedUnknown
+		return nil, unlistedUnknown, nil
 	}
 	// Not in the catalog: if that is because its plugin drifted, say so
 	// as a tool error; an unknown name stays unknown. The approver
 	// refuses, so nothing can run from here.
 	_, err := s.pool.Call(ctx, name, cr.Params.Arguments, refuseAll)
 	if errors.Is(err, store.ErrDrift) {
-		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), nil, unlistedAnswered
+		return toolError(fmt.Sprintf("berth refused to run %s: %v", name, err)), unlistedAnswered, nil
 	}
 	// The policy before any sign-in (signin_policy.go).
 	var pe *SignInPolicyError
 	if err = s.policyBeforeSignIn(pool.RequestTool, name, err); errors.As(err, &pe) {
-		s.refusedBeforeSignIn(ctx, cr, pe)
-		return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", name, pe)), nil, unlistedAnswered
+		s.refusedBeforeSignIn(ctx, cr, pe, via)
+		return toolError(fmt.Sprintf("berth refused to run %s: %v. Nothing was run.", name, pe)), unlistedAnswered, nil
 	}
 	// Its server did not start for want of a sign-in (signin.go): sign
 	// in through the client if it can be asked, else say which command
 	// signs it in.
 	if err = s.signInToStart(ctx, cr, err); err == nil {
-		return nil, nil, unlistedSignedIn
+		return nil, unlistedSignedIn, nil
 	}
 	if _, ok := needsInputSignIn(err, cr); ok || strings.HasPrefix(cr.Params.RequestState, signInStatePrefix) {
 		// A 2026-07-28 client: the tool handler asks with an input
@@ -418,18 +418,18 @@ func (s *Server) unlistedCall(ctx context.Context, cr *mcp.CallToolRequest, name
 		res, err := s.runTool(ctx, cr, name, via)
 		switch {
 		case err != nil:
-			return nil, err, unlistedAnswered
+			return nil, unlistedAnswered, err
 		case res.InputRequests != nil && via == "":
 			// Returned from the middleware, where go-sdk does not mark it.
 			res, err = markInputRequired(res)
-			return res, err, unlistedAnswered
+			return res, unlistedAnswered, err
 		}
-		return res, nil, unlistedAnswered
+		return res, unlistedAnswered, nil
 	}
 	if msg, ok := needSignIn(err, cr.Session, cr.ClientCapabilities(), cr.ProtocolVersion(), clientName(cr)); ok {
-		return toolError(fmt.Sprintf("berth could not run %s: %s", name, msg)), nil, unlistedAnswered
+		return toolError(fmt.Sprintf("berth could not run %s: %s", name, msg)), unlistedAnswered, nil
 	}
-	return nil, nil, unlistedUnknown
+	return nil, unlistedUnknown, nil
 }
 
 // refresh waits for the servers' first start and re-assembles the

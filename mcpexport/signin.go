@@ -369,7 +369,8 @@ func (s *Server) signInToStart(ctx context.Context, cr *mcp.CallToolRequest, err
 		return serr
 	}
 	s.refresh(ctx, "tools/call")
-	if !s.hasTool(cr.Params.Name) {
+	// Listed, or offered through berth_call_tool in lazy mode (lazy.go).
+	if !s.hasTool(cr.Params.Name) && s.offeredTool(cr.Params.Name) == nil {
 		return fmt.Errorf("%s signed in and started, and has no tool %s; berth tools lists the catalog", ne.Target.ID(), cr.Params.Name)
 	}
 	return nil

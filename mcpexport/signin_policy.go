@@ -64,8 +64,9 @@ func policyOf(err error) string {
 }
 
 // refusedBeforeSignIn audits a call outside the catalog that the policy
-// refused before any sign-in.
-func (s *Server) refusedBeforeSignIn(ctx context.Context, req mcp.Request, pe *SignInPolicyError) {
+// refused before any sign-in; via is the meta-tool it came through ("" for
+// a direct call).
+func (s *Server) refusedBeforeSignIn(ctx context.Context, req mcp.Request, pe *SignInPolicyError, via string) {
 	if cr, ok := req.(*mcp.CallToolRequest); ok {
 		var stop func()
 		ctx, stop = s.bindRequest(ctx, cr.Extra)
@@ -73,7 +74,7 @@ func (s *Server) refusedBeforeSignIn(ctx context.Context, req mcp.Request, pe *S
 	}
 	o := originOf(ctx)
 	e := AuditEntry{Tool: pe.Name, Plugin: pe.Target.Plugin, Server: pe.Target.Server, Transport: o.Transport, Authenticated: o.Authenticated, Policy: pe.Policy.String(),
-		Decision: VerdictDeny, DecidedBy: ByPolicy, Outcome: OutcomeRefused, Reason: pe.Error()}
+		Decision: VerdictDeny, DecidedBy: ByPolicy, Outcome: OutcomeRefused, Reason: pe.Error(), Via: via}
 	if cr, ok := req.(*mcp.CallToolRequest); ok {
 		e.Client = clientName(cr)
 	}
