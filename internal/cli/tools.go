@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -184,5 +185,14 @@ func (a *app) toolsContext(p *pool.Pool, tools []*pool.Tool, profile *store.Prof
 	v := mcpexport.MeasureView(tools, profile, "", nil)
 	writePluginCosts(a.stdout, plugins, v.Offered, "profile "+name)
 	fmt.Fprintf(a.stdout, "Profile %s is in %s mode: a client of it is listed %s.\n", name, v.Mode, costWords(v.Listed))
+	if v.Mode == store.ToolsLazy {
+		direct := []string{mcpexport.MetaFindTools, mcpexport.MetaCallTool}
+		for _, t := range tools {
+			if profile.ListsAlways(t.Name) {
+				direct = append(direct, t.Name)
+			}
+		}
+		fmt.Fprintf(a.stdout, "Listed: %s; the other tools through %s.\n", strings.Join(direct, ", "), mcpexport.MetaFindTools)
+	}
 	return nil
 }
