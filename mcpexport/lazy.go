@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,12 +32,20 @@ import (
 const metaHash = "meta"
 
 // offeredTools is what full mode would list at the last boundary, and the
-// search index over it, rebuilt only when it changed.
+// search index over it, built at the first search after it changed.
 type offeredTools struct {
 	key    string
 	byName map[string]*pool.Tool
 	defs   []*mcp.Tool // by Doc index
+	docs   []toolsearch.Doc
+	once   sync.Once
 	index  *toolsearch.Index
+}
+
+// search is the index over the tools, built once.
+func (o *offeredTools) search() *toolsearch.Index {
+	o.once.Do(func() { o.index = toolsearch.New(o.docs) })
+	return o.index
 }
 
 // setOffered records the tools the view offers at this boundary (the
@@ -62,7 +71,6 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 	// it is not found either.
 	scratch := mcp.NewServer(&mcp.Implementation{Name: "scratch"}, nil)
 	o := &offeredTools{key: key, byName: map[string]*pool.Tool{}}
-	var docs []toolsearch.Doc
 	var out []*pool.Tool
 	for _, t := range tools {
 		def, err := exportedDef(t)
@@ -76,9 +84,8 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 		out = append(out, t)
 		o.byName[t.Name] = t
 		o.defs = append(o.defs, def)
-		docs = append(docs, searchDoc(t, def))
+		o.docs = append(o.docs, searchDoc(t, def))
 	}
-	o.index = toolsearch.New(docs)
 	s.offered = o
 	return out
 }
@@ -167,7 +174,7 @@ func (s *Server) findTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	s.syncMu.Unlock()
 	out := FindResult{Tools: []FoundTool{}}
 	if o != nil {
-		for _, h := range o.index.Search(query, limit) {
+		for _, h := range o.search().Search(query, limit) {
 			if h.Doc < 0 || h.Doc >= len(o.defs) {
 				continue
 			}

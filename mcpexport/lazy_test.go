@@ -666,3 +666,28 @@ func FuzzMetaArgs(f *testing.F) {
 		}
 	})
 }
+
+// The search index is kept while the offered tools stay the same, and
+// made afresh when they change.
+func TestLazyIndexRebuiltOnlyOnChange(t *testing.T) {
+	e := newEnv(t, lazy(), allowDemo...)
+	cs := e.client(legacy, nil)
+	find(t, cs, "echo", 1)
+	offered := func() *offeredTools {
+		e.srv.syncMu.Lock()
+		defer e.srv.syncMu.Unlock()
+		return e.srv.offered
+	}
+	first := offered()
+	find(t, cs, "wipe", 1)
+	toolNames(t, cs)
+	if offered() != first || first.index == nil {
+		t.Fatal("the index was made again, or not at all, with nothing changed")
+	}
+	if err := e.store.SetPolicy(context.Background(), store.PolicyRule{Pattern: wipeTool, Action: store.ActionDeny}); err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := find(t, cs, "wipe everything", 1); len(names) != 0 || offered() == first {
+		t.Fatalf("after denying wipe: %v, index kept: %v", names, offered() == first)
+	}
+}
