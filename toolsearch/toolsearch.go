@@ -144,8 +144,9 @@ func New(docs []Doc) *Index {
 	for f := range numFields {
 		avg[f] = total[f] / float64(n)
 	}
+	tf := map[string]float64{}
 	for i := range docs {
-		tf := map[string]float64{}
+		clear(tf)
 		for f := range numFields {
 			toks := fields[i][f]
 			if len(toks) == 0 {
@@ -318,37 +319,39 @@ func capTokens(toks []string) []string {
 func Tokens(text string) []string {
 	text = truncate(text, MaxFieldBytes)
 	var out []string
-	var word []rune
-	flush := func() {
-		if len(word) == 0 {
+	start := -1 // the current word's first byte, -1 outside a word
+	flush := func(end int) {
+		if start < 0 {
 			return
 		}
-		w := strings.ToLower(string(word))
-		word = word[:0]
-		if Stopword(w) {
-			return
+		w := strings.ToLower(text[start:end])
+		start = -1
+		if !Stopword(w) {
+			out = append(out, Stem(w))
 		}
-		out = append(out, Stem(w))
 	}
 	var prev rune
-	runes := []rune(text)
-	for i, r := range runes {
+	for i, r := range text {
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush()
+			flush(i)
 			prev = r
 			continue
 		}
-		if unicode.IsUpper(r) && len(word) > 0 {
+		if start >= 0 && unicode.IsUpper(r) {
 			if unicode.IsLower(prev) || unicode.IsDigit(prev) {
-				flush()
-			} else if unicode.IsUpper(prev) && i+1 < len(runes) && unicode.IsLower(runes[i+1]) {
-				flush()
+				flush(i)
+			} else if unicode.IsUpper(prev) {
+				if next, _ := utf8.DecodeRuneInString(text[i+utf8.RuneLen(r):]); unicode.IsLower(next) {
+					flush(i)
+				}
 			}
 		}
-		word = append(word, r)
+		if start < 0 {
+			start = i
+		}
 		prev = r
 	}
-	flush()
+	flush(len(text))
 	return out
 }
 
