@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testkit"
+	"github.com/berth-mcp/berth/internal/testkit/replayserver"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
@@ -30,6 +31,9 @@ func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == testupstream.Name {
 		testupstream.Main()
 		return
+	}
+	if filepath.Base(os.Args[0]) == replayName {
+		os.Exit(replayserver.Main(os.Args[1:]))
 	}
 	if filepath.Base(os.Args[0]) == testrelay.Name {
 		testrelay.Main()

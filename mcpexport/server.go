@@ -799,8 +799,8 @@ func safely(f func()) (err error) {
 	return nil
 }
 
-// addTool registers one tool of the pool, its upstream definition passed
-// through (annotations included), the description capped.
+// addTool registers one tool of the pool: exportedDef, the definition
+// ToolCost measures.
 func (s *Server) addTool(t *pool.Tool) error {
 	def, err := exportedDef(t)
 	if err != nil {

@@ -89,7 +89,7 @@ func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTOOL\tVERSION\tCLIENT (SELF-DECLARED)\tTRANSPORT\tAUTHENTICATED\tSESSION\tPROFILE\tAGE\tTIMES OUT\tWORKSPACE")
 	for _, p := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), review.Printable(orUnknown(p.Version)), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), review.Printable(profileOf(p)), p.Age(now), p.Deadline.Local().Format(time.TimeOnly), review.Printable(orUnknown(p.Workspace)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, pendingWhat(p), review.Printable(orUnknown(p.Version)), p.Client, orUnknown(p.Transport), authenticated(p), orUnknown(p.Session), review.Printable(pendingProfile(p)), p.Age(now), p.Deadline.Local().Format(time.TimeOnly), review.Printable(orUnknown(p.Workspace)))
 	}
 	tw.Flush()
 	for _, p := range list {
@@ -106,7 +106,7 @@ func (a *app) showPending(p *mcpexport.Pending, whole bool) {
 		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
 	}
 	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  plugin:      %s %s\n  workspace:   %s\n  profile:     %s\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
-		p.ID, pendingWhat(p), p.Server, review.Printable(orUnknown(p.Plugin)), review.Printable(orUnknown(p.Version)), review.Printable(orUnknown(p.Workspace)), review.Printable(profileOf(p)), p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
+		p.ID, pendingWhat(p), p.Server, review.Printable(orUnknown(p.Plugin)), review.Printable(orUnknown(p.Version)), review.Printable(orUnknown(p.Workspace)), review.Printable(pendingProfile(p)), p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
 }
 
 // pendingWhat names what a pending request asks for: a tool by its
@@ -125,9 +125,9 @@ func pendingWhat(p *mcpexport.Pending) string {
 // approvals` shows per call before it summarizes them.
 const maxListedArgs = 4000
 
-// profileOf names the profile a waiting call's session is offered:
+// pendingProfile names the profile a waiting call's session is offered:
 // "workspace" for the whole workspace.
-func profileOf(p *mcpexport.Pending) string {
+func pendingProfile(p *mcpexport.Pending) string {
 	if p.Profile == "" {
 		return mcpexport.WorkspaceView
 	}

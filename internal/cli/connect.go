@@ -398,7 +398,7 @@ func (a *app) needProfile(ws, name string) error {
 		return err
 	}
 	if state.ProfileOf(ws, name) == nil {
-		return fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s makes it", ws, name, ws, name)
+		return noProfile(ws, name)
 	}
 	return nil
 }

@@ -449,7 +449,7 @@ func runProfileShow(_ context.Context, a *app, opts *profileNameOptions) error {
 }
 
 func noProfile(ws, name string) error {
-	return fmt.Errorf("%s has no profile %s; berth profile list --workspace %s shows its profiles", ws, name, ws)
+	return fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s makes it", ws, name, ws, name)
 }
 
 // profileRmJSON is what profile rm --json prints.

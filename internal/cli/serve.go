@@ -208,7 +208,7 @@ func (o *serveOptions) resolveView(st *store.Store, workspace string) (*mcpexpor
 	}
 	p := state.ProfileOf(ws, o.Profile)
 	if p == nil {
-		return nil, "", fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s makes it", ws, o.Profile, ws, o.Profile)
+		return nil, "", noProfile(ws, o.Profile)
 	}
 	if len(o.Always) > 0 && o.Tools == "" && p.Mode != store.ToolsLazy {
 		return nil, "", usagef("--always lists tools beside the meta-tools of lazy mode, and profile %s is in %s mode; add --tools lazy", o.Profile, p.Mode)

@@ -40,6 +40,13 @@ PLUGIN__SERVER"; one that has not asked (a server that may ask, as
 registry remotes imported with "oauth": {}, and works without a token)
 shows "not signed in; the server has not asked for a sign-in".
 
+A Context section gives what the tools cost in a model's context: per
+plugin, the bytes of its tools' tools/list entries as berth lists them and
+the tokens estimated from them (bytes / 4, rounded up), with the catalog's
+own contextTokens estimate beside it for a plugin installed from a catalog;
+the workspace in full mode and in lazy mode (berth serve --tools lazy);
+and each profile in its mode (docs/profiles.md §Context cost).
+
 Exit codes: 0 every enabled server runs, 1 a server failed or waits for
 a sign-in, 5 a plugin drifted from what was reviewed (drift wins over a
 failure). --json prints the state of every server either way (signIn.
@@ -71,11 +78,16 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	sts := p.Status()
 	verdict := statusVerdict(sts)
 	sessions, serveErr := serveSessions(p.Store().Paths(), p.WorkspaceDir())
+	cost, costErr := statusContext(ctx, p)
 	if opts.JSON {
 		if sts == nil {
 			sts = []pool.ServerStatus{}
 		}
-		if err := writeJSON(a.stdout, statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings()), Sessions: sessions}); err != nil {
+		out := statusJSON{Servers: sts, Workspace: p.WorkspaceDir(), Sandbox: newStatusSandbox(p.SandboxSettings()), Sessions: sessions, Context: cost}
+		if costErr != nil {
+			out.ContextError = costErr.Error()
+		}
+		if err := writeJSON(a.stdout, out); err != nil {
 			return err
 		}
 		return verdict
@@ -111,6 +123,11 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 	a.statusFetched(sts)
 	a.statusSignIns(sts, time.Now())
 	a.statusSandbox(sts, p.SandboxSettings())
+	if costErr != nil {
+		fmt.Fprintf(a.stdout, "\nContext: not measured: %s\n", review.PrintableLines(costErr.Error()))
+	} else {
+		writeContext(a.stdout, *cost)
+	}
 	a.statusSessions(sessions, serveErr)
 	fmt.Fprintf(a.stdout, "\n%s\n", serveListenersNote())
 	return verdict
@@ -322,6 +339,27 @@ type statusJSON struct {
 	// runs now, the oldest first: which profile each uses
 	// (docs/profiles.md §Serving profiles over HTTP).
 	Sessions []mcpexport.ServeSession `json:"sessions"`
+	// Context is the context cost of the tools the workspace lists, per
+	// plugin, in full and lazy mode and per profile (docs/profiles.md
+	// §Context cost); nil when the tools could not be listed, and
+	// ContextError says why.
+	Context      *contextJSON `json:"context,omitempty"`
+	ContextError string       `json:"contextError,omitempty"`
+}
+
+// statusContext measures the context cost of the pool's tools; an error
+// (the catalog cannot be assembled, a plugin drifted) is reported beside
+// the servers' states, never instead of them.
+func statusContext(ctx context.Context, p *pool.Pool) (*contextJSON, error) {
+	tools, err := p.Tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := workspaceContext(p.Store(), p.WorkspaceDir(), tools)
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // statusSandboxJSON is the "sandbox" object of status --json.

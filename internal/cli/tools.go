@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 )
 
 // toolJSON is one tool of tools --json: the catalog entry and whether a
@@ -20,6 +23,11 @@ type toolJSON struct {
 	Asks bool `json:"asks"`
 	// AsksWhy says why a call asks although a glob allows the tool.
 	AsksWhy string `json:"asksWhy,omitempty"`
+	// ContextBytes is the size of the tool's tools/list entry as berth
+	// lists it, and ContextTokens the tokens estimated from it (bytes / 4,
+	// rounded up; docs/profiles.md §Context cost).
+	ContextBytes  int `json:"contextBytes"`
+	ContextTokens int `json:"contextTokens"`
 }
 
 func newToolsCmd(a *app) *cobra.Command {
@@ -37,9 +45,19 @@ they were pinned, or because their names collide, are counted; 'berth
 status' says why.
 
 With PLUGIN, only that plugin's tools; a PLUGIN that is not enabled in the
-workspace is an error (exit 1), found before any server starts.`,
+workspace is an error (exit 1), found before any server starts.
+
+Below the tools, their context cost: per plugin, the bytes of its tools'
+tools/list entries exactly as berth serve lists them, the tokens estimated
+from those bytes (bytes / 4, rounded up: an estimate, since each model has
+its own tokenizer), and, for a plugin installed from a catalog, that
+catalog's own contextTokens estimate beside it; then the total, and what
+lazy mode (berth serve --tools lazy) lists instead. With --profile NAME,
+only the tools the workspace's profile NAME offers, and what that profile
+lists in its mode (docs/profiles.md §Context cost).`,
 		Example: `  berth tools
-  berth tools acme-notes --json`,
+  berth tools acme-notes --json
+  berth tools --profile desktop`,
 		Args: rangeArgs(0, 1, "at most one PLUGIN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Args = args
@@ -47,6 +65,7 @@ workspace is an error (exit 1), found before any server starts.`,
 		},
 	}
 	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().StringVar(&opts.Profile, "profile", "", "only the tools of the workspace's profile `NAME`, and its context cost in its mode")
 	a.jsonFlag(cmd, &opts.JSON, []toolJSON{})
 	return cmd
 }
@@ -57,6 +76,8 @@ type toolsOptions struct {
 	Args      []string
 	JSON      bool
 	Workspace string
+	// Profile names the workspace's profile whose tools are listed.
+	Profile string
 }
 
 func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
@@ -65,25 +86,44 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 			return err
 		}
 	}
+	var profile *store.Profile
+	if opts.Profile != "" {
+		ws, err := pool.Workspace(opts.Workspace)
+		if err != nil {
+			return fmt.Errorf("workspace %s: %v; pass --workspace with an existing directory", opts.Workspace, unwrapPath(err))
+		}
+		st, err := a.store()
+		if err != nil {
+			return err
+		}
+		if profile, err = profileOf(st, ws, opts.Profile); err != nil {
+			return err
+		}
+	}
 	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	tools, err := p.Tools(ctx)
+	all, err := p.Tools(ctx)
 	if err != nil {
 		return err
 	}
+	var tools []*pool.Tool
+	for _, t := range all {
+		if (len(opts.Args) == 0 || t.Plugin == opts.Args[0]) && profile.Includes(t.Plugin, t.Name) {
+			tools = append(tools, t)
+		}
+	}
 	out := []toolJSON{}
 	for _, t := range tools {
-		if len(opts.Args) == 0 || t.Plugin == opts.Args[0] {
-			j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false)}
-			if globAsks(t.Policy, t.Definition.Annotations) {
-				j.Asks = true
-				j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
-			}
-			out = append(out, j)
+		c, _ := mcpexport.ToolCost(t)
+		j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false), ContextBytes: c.Bytes, ContextTokens: c.Tokens}
+		if globAsks(t.Policy, t.Definition.Annotations) {
+			j.Asks = true
+			j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
 		}
+		out = append(out, j)
 	}
 	if opts.JSON {
 		return writeJSON(a.stdout, out)
@@ -103,18 +143,56 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
 		}
 		tw.Flush()
+		if err := a.toolsContext(p, tools, profile, opts.Profile); err != nil {
+			return err
+		}
 	}
 	if destructive > 0 {
 		fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
 	}
 	withheld := 0
 	for _, s := range p.Status() {
-		if len(opts.Args) == 0 || s.Plugin == opts.Args[0] {
+		if (len(opts.Args) == 0 || s.Plugin == opts.Args[0]) && profile.IncludesPlugin(s.Plugin) {
 			withheld += len(s.Changes) + len(s.Collisions)
 		}
 	}
 	if withheld > 0 {
 		fmt.Fprintf(a.stdout, "%d tool(s) withheld; berth status shows why.\n", withheld)
+	}
+	return nil
+}
+
+// toolsContext prints the context cost of the tools berth tools listed:
+// per plugin and in all, then what lazy mode lists instead, or what the
+// profile lists in its mode.
+func (a *app) toolsContext(p *pool.Pool, tools []*pool.Tool, profile *store.Profile, name string) error {
+	c, err := workspaceContext(p.Store(), p.WorkspaceDir(), tools)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\nContext cost of these tools: the bytes of their tools/list entries as berth lists them; tokens %s.\n", tokenEstimate)
+	var plugins []contextPluginJSON
+	for _, pl := range c.Plugins {
+		if pl.Tools > 0 {
+			plugins = append(plugins, pl)
+		}
+	}
+	if profile == nil {
+		writePluginCosts(a.stdout, plugins, c.Full, "total")
+		fmt.Fprintf(a.stdout, "In lazy mode (berth serve --tools lazy) a client is listed instead: %s.\n", costWords(c.Lazy))
+		return nil
+	}
+	v := mcpexport.MeasureView(tools, profile, "", nil)
+	writePluginCosts(a.stdout, plugins, v.Offered, "profile "+name)
+	fmt.Fprintf(a.stdout, "Profile %s is in %s mode: a client of it is listed %s.\n", name, v.Mode, costWords(v.Listed))
+	if v.Mode == store.ToolsLazy {
+		direct := []string{mcpexport.MetaFindTools, mcpexport.MetaCallTool}
+		for _, t := range tools {
+			if profile.ListsAlways(t.Name) {
+				direct = append(direct, t.Name)
+			}
+		}
+		fmt.Fprintf(a.stdout, "Listed: %s; the other tools through %s.\n", strings.Join(direct, ", "), mcpexport.MetaFindTools)
 	}
 	return nil
 }
