@@ -1,0 +1,102 @@
+//lint:file-ignore SA1019 the relay carries MCP logging during its deprecation window
+
+package mcpexport
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/store"
+)
+
+// Attacks on issue 23 (profiles, lazy mode, the serve-session registry).
+// Each test fails while the hole is open.
+
+// A profile is what one client is offered: a plugin outside it must not
+// reach that client by any path. A plugin server's log messages are
+// relayed to every legacy session of the family that set a level
+// (relayLog over the shared logLevels), so a client of a profile that
+// leaves the plugin out reads what that plugin logs while another client
+// uses it: the profile leaks.
+func TestAttack23LogsOfPluginsOutsideTheProfile(t *testing.T) {
+	e := newRelayEnv(t, true)
+	st := store.Open(e.paths, nil)
+	ws := e.pool.WorkspaceDir()
+	// The profile "other" offers the plugin "other" only: nothing of rly.
+	if _, err := st.Update(context.Background(), func(s *store.State) error {
+		w := s.Workspaces[ws]
+		w.Profiles = map[string]*store.Profile{"other": {Plugins: []string{"other"}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC().Truncate(time.Second)}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sib, err := e.srv.WithView(&View{Profile: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sib.Close() })
+	pe := *e
+	pe.srv = sib
+	outside := pe.client("2025-11-25", clientCaps{})
+	if err := outside.cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	// The profile's client is offered nothing of rly.
+	tools, err := outside.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 0 {
+		t.Fatalf("the profile other lists %d tools, want none", len(tools.Tools))
+	}
+	// Another client, of the whole workspace, uses rly, which logs.
+	rc := e.client("2025-11-25", clientCaps{})
+	rc.setLevel(t, "info")
+	rc.call(t, "log", nil, nil)
+	waitFor(10*time.Second, func() bool { return lenOf(rc, &rc.logs) >= 3 })
+	time.Sleep(300 * time.Millisecond)
+	outside.mu.Lock()
+	defer outside.mu.Unlock()
+	if n := len(outside.logs); n != 0 {
+		raw, _ := json.Marshal(outside.logs[0])
+		t.Fatalf("a client of the profile other (no rly) got %d log messages of rly, e.g. %s", n, raw)
+	}
+}
+
+func waitFor(d time.Duration, f func() bool) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) && !f() {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ReadServing trusts a registry file as long as some process has its
+// PID: a berth serve that was killed (SIGKILL, OOM, power loss) cannot
+// remove its file, and once the PID is reused (after a reboot PIDs are
+// reused at once) berth status shows the dead serve's clients and
+// profiles as connected, for as long as that other process lives. Here
+// the PID is the test's parent (go test), which is no berth serve.
+func TestAttack23ServingRecordOfReusedPID(t *testing.T) {
+	dir := t.TempDir()
+	pid := os.Getppid()
+	rec := ServeRecord{PID: pid, Workspace: "/w", StartedAt: time.Now().UTC().Add(-time.Hour),
+		Sessions: []ServeSession{{Profile: "desktop", Mode: store.ToolsLazy, Transport: TransportStdio, Client: "claude-ai 1", Since: time.Now().UTC().Add(-time.Hour), PID: pid}}}
+	data, _ := json.Marshal(rec)
+	if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(pid)+".json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadServing(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 0 {
+		t.Fatalf("ReadServing reports %d berth serve(s) with %d session(s) from the file of a serve that no longer runs (its PID %d is another process now)", len(recs), len(recs[0].Sessions), pid)
+	}
+}
