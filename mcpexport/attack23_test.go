@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -98,5 +99,62 @@ func TestAttack23ServingRecordOfReusedPID(t *testing.T) {
 	}
 	if len(recs) != 0 {
 		t.Fatalf("ReadServing reports %d berth serve(s) with %d session(s) from the file of a serve that no longer runs (its PID %d is another process now)", len(recs), len(recs[0].Sessions), pid)
+	}
+}
+
+// A profile is read at every boundary, "a change to it applies as a
+// policy change does". A session of a profile that subscribed to a
+// resource of a plugin keeps getting that plugin's updates after the
+// profile stops offering the plugin (and after the catalog boundary that
+// removed the resource from its list): the subscription, checked only
+// when it was made, outlives the profile it was made under, and berth
+// stays subscribed upstream for it.
+func TestAttack23SubscriptionOutlivesTheProfile(t *testing.T) {
+	e := newRelayEnv(t, false)
+	st := store.Open(e.paths, nil)
+	ws := e.pool.WorkspaceDir()
+	put := func(plugins ...string) {
+		t.Helper()
+		if _, err := st.Update(context.Background(), func(s *store.State) error {
+			s.Workspaces[ws].Profiles = map[string]*store.Profile{"p": {Plugins: plugins, Mode: store.ToolsFull, CreatedAt: time.Now().UTC().Truncate(time.Second)}}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("rly")
+	sib, err := e.srv.WithView(&View{Profile: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sib.Close() })
+	pe := *e
+	pe.srv = sib
+	sub := pe.client("2025-11-25", clientCaps{})
+	ctx := context.Background()
+	if err := sub.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: testrelay.WatchedURI}); err != nil {
+		t.Fatal(err)
+	}
+	// The profile no longer offers rly; the session's next list is a
+	// boundary that applies it.
+	put("other")
+	res, err := sub.cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Resources) != 0 {
+		t.Fatalf("the narrowed profile still lists %d resources", len(res.Resources))
+	}
+	if _, err := sub.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: testrelay.WatchedURI}); err == nil {
+		t.Fatal("the narrowed profile still reads rly's resource")
+	}
+	// Another client, of the whole workspace, has rly update it.
+	rc := e.client("2025-11-25", clientCaps{})
+	rc.call(t, "touch", nil, nil)
+	waitFor(3*time.Second, func() bool { return lenOf(sub, &sub.updated) > 0 })
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if len(sub.updated) != 0 {
+		t.Fatalf("a session of profile p, which no longer offers rly, got rly's updates: %v", sub.updated)
 	}
 }
