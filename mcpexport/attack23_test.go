@@ -158,3 +158,58 @@ func TestAttack23SubscriptionOutlivesTheProfile(t *testing.T) {
 		t.Fatalf("a session of profile p, which no longer offers rly, got rly's updates: %v", sub.updated)
 	}
 }
+
+// A profile is read "before every call", and the pool checks its own
+// state again once an approval came ("Approval may have taken a while:
+// check again": a tool denied meanwhile does not run). The view is not
+// checked again: a call of a profile's session that waits in the queue
+// runs after `berth approve` although the profile was removed meanwhile
+// (the operator removed it to cut that client off, or narrowed it to
+// leave the tool out). Nothing outside the view may run.
+func TestAttack23ProfileRemovedWhileTheCallWaits(t *testing.T) {
+	e := newEnv(t, nil, allowDemo...)
+	e.setProfile("p", &store.Profile{Tools: []string{wipeTool}})
+	sib, err := e.srv.WithView(&View{Profile: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sib.Close() })
+	ctx := context.Background()
+	ct, stp := mcp.NewInMemoryTransports()
+	if _, err := sib.Connect(ctx, stp); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "profile-client", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: wipeTool, Arguments: map[string]any{"text": "hi"}})
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		done <- textOf(res)
+	}()
+	var p *Pending
+	waitFor(20*time.Second, func() bool {
+		list, _ := e.srv.queue.List()
+		if len(list) == 1 {
+			p = list[0]
+		}
+		return p != nil
+	})
+	if p == nil {
+		t.Fatal("the call did not wait in the queue")
+	}
+	// The operator removes the profile, then the entry is approved.
+	e.setProfile("p", nil)
+	if _, err := e.srv.queue.Decide(p.ID, true, false, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got == "wiped hi" {
+		t.Fatalf("the call of a removed profile's session ran after the approval: %q", got)
+	}
+}
