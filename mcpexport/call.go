@@ -108,10 +108,33 @@ func (c *call) Approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decis
 		}
 	}
 	d, err := c.approve(ctx, r)
+	if err == nil && d.Allow {
+		// The decision may have taken a while (a form, an input
+		// request, the queue): the view again, before the pool
+		// dispatches. A profile removed or narrowed meanwhile stops the
+		// call as a policy change does.
+		if verr := c.s.viewRefusal(c.kind, r.Plugin, r.Tool); verr != nil {
+			c.viewRefused = &viewChangedError{by: DecidedBy(d.By), err: verr}
+			return pool.Decision{}, c.viewRefused
+		}
+	}
 	if err == nil && d.Allow && DecidedBy(d.By) != ByPolicy {
 		c.approved = &signInApproval{binding: c.approvalBinding(r), by: DecidedBy(d.By)}
 	}
 	return d, err
+}
+
+// viewChangedError refuses a request the view stopped offering while it
+// was being decided (Server.viewRefusal after the decision): it was
+// allowed (by), and nothing runs. It does not wrap pool.ErrNotFound: the
+// client is told why, and the refusal is audited.
+type viewChangedError struct {
+	by  DecidedBy
+	err error
+}
+
+func (e *viewChangedError) Error() string {
+	return fmt.Sprintf("it was allowed (decided by %s), but the view changed while it waited: %v", e.by, e.err)
 }
 
 func (c *call) approve(ctx context.Context, r *pool.ApprovalRequest) (pool.Decision, error) {

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -77,10 +78,7 @@ func ToolCost(t *pool.Tool) (c Cost, ok bool) {
 
 // toolCost is ToolCost, trying the definition on scratch.
 func toolCost(scratch *mcp.Server, t *pool.Tool) (Cost, bool) {
-	def, err := exportedDef(t)
-	if err == nil {
-		err = safely(func() { scratch.AddTool(def, nopTool) })
-	}
+	def, err := listable(scratch, t, nopTool)
 	if err != nil {
 		return Cost{}, false
 	}
@@ -127,12 +125,7 @@ type ViewCost struct {
 // tool) in mode ("": the profile's mode, full without one), always adding
 // patterns of tools listed directly in lazy mode.
 func MeasureView(tools []*pool.Tool, profile *store.Profile, mode store.ToolsMode, always []string) ViewCost {
-	if mode == "" {
-		mode = store.ToolsFull
-		if profile != nil && profile.Mode != "" {
-			mode = profile.Mode
-		}
-	}
+	mode = EffectiveMode(mode, profile)
 	v := ViewCost{Mode: mode, Plugins: map[string]Cost{}}
 	// The selection of applyTools: what the view offers, and in lazy mode
 	// what it lists directly.
@@ -166,10 +159,5 @@ func MeasureView(tools []*pool.Tool, profile *store.Profile, mode store.ToolsMod
 
 // PluginNames are the names of v.Plugins, sorted.
 func (v ViewCost) PluginNames() []string {
-	names := make([]string, 0, len(v.Plugins))
-	for n := range v.Plugins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(v.Plugins))
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 // A family is the Server New made (its root) and the siblings made from
@@ -23,6 +25,23 @@ type family struct {
 	members  []*Server          // the siblings, in the order they were made
 	profiles map[string]*Server // the siblings Handler made, by profile
 	registry *registry          // nil unless Options.RecordSessions
+	// watch is the generation watch the views read the state through
+	// (Server.current), made at the first read and closed with the family.
+	watch *store.GenerationWatch
+}
+
+// state is the berth state as the family's generation watch has it now
+// (one watch for every view: no read of state.json while the generation
+// stands).
+func (f *family) state(st *store.Store) (*store.State, error) {
+	f.mu.Lock()
+	if f.watch == nil {
+		f.watch = st.WatchGeneration()
+	}
+	w := f.watch
+	f.mu.Unlock()
+	state, _, err := w.Check()
+	return state, err
 }
 
 // ErrClosed refuses a sibling of a Server that was closed.
@@ -47,7 +66,12 @@ func (s *Server) WithView(v *View) (*Server, error) {
 }
 
 // profileServer is the sibling that serves the profile name to the
-// handlers' /profiles/NAME paths, made on first use and then kept.
+// handlers' /profiles/NAME paths, made on first use and then kept. It is
+// kept even when the profile is removed: its view then offers nothing
+// (every request is refused with RemovedProfileError), and a profile made
+// again under that name is served by it again. The siblings are bounded
+// by the profiles a workspace ever had while this berth serve runs (the
+// router serves only names the state holds), and Close stops them.
 func (s *Server) profileServer(name string) (*Server, error) {
 	f := s.fam
 	f.mu.Lock()
@@ -104,6 +128,16 @@ func (f *family) close() []*Server {
 	defer f.mu.Unlock()
 	f.closed = true
 	return slices.Clone(f.members)
+}
+
+// closeWatch releases the generation watch; a later state read stats.
+func (f *family) closeWatch() {
+	f.mu.Lock()
+	w := f.watch
+	f.mu.Unlock()
+	if w != nil {
+		w.Close()
+	}
 }
 
 // servers are the root and every sibling.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,10 +74,7 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 	o := &offeredTools{key: key, byName: map[string]*pool.Tool{}}
 	var out []*pool.Tool
 	for _, t := range tools {
-		def, err := exportedDef(t)
-		if err == nil {
-			err = safely(func() { scratch.AddTool(def, nopTool) })
-		}
+		def, err := listable(scratch, t, nopTool)
 		if err != nil {
 			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
 			continue
@@ -228,7 +226,7 @@ func (s *Server) callThrough(ctx context.Context, req *mcp.CallToolRequest) (*mc
 // notOffered is the tool error of berth_call_tool for a name it cannot
 // call.
 func notOffered(name string) string {
-	return fmt.Sprintf("berth has no tool %q to call here: no tool of that name is offered (it is unknown, outside this profile, denied by the operator's policy, or withheld until its change is reviewed). Search with %s and call a name it returns.", name, MetaFindTools)
+	return fmt.Sprintf("berth has no tool %q to call here: no tool of that name is offered (it is unknown, outside this profile, or denied by the operator's policy). Search with %s and call a name it returns.", name, MetaFindTools)
 }
 
 // notInViewError refuses a request for something outside the view's
@@ -291,7 +289,7 @@ func metaArgs(raw json.RawMessage, known ...string) (map[string]json.RawMessage,
 	}
 	var unknown []string
 	for k := range m {
-		if !contains(known, k) {
+		if !slices.Contains(known, k) {
 			unknown = append(unknown, strconv.Quote(k))
 		}
 	}
@@ -300,15 +298,6 @@ func metaArgs(raw json.RawMessage, known ...string) (map[string]json.RawMessage,
 		return nil, fmt.Errorf("unknown argument %s (it takes only %s)", strings.Join(unknown, ", "), strings.Join(known, " and "))
 	}
 	return m, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // findArgs reads berth_find_tools' arguments: query, a string with a

@@ -76,6 +76,14 @@ func (s *Server) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if k, ok := listChangedKind[method]; ok && !s.notices.real[k].Load() {
 			return nil, nil
 		}
+		if method == "notifications/resources/updated" {
+			// Only to a session berth holds subscribed, whose view
+			// offers the resource now (relay_completion.go).
+			p, _ := req.GetParams().(*mcp.ResourceUpdatedNotificationParams)
+			if ss := sessionOf(req); p == nil || ss == nil || !s.subscribedNow(p.URI, ss) {
+				return nil, nil
+			}
+		}
 		res, err := next(ctx, method, req)
 		if err != nil && strings.HasPrefix(method, "notifications/") && closedStream(err) {
 			s.log.Debug("notification to a closed stream or session dropped", "method", method, "error", err)

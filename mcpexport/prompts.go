@@ -146,6 +146,12 @@ func (c *call) settle(err error) error {
 		c.entry.Outcome = OutcomeRan
 		c.writeAudit()
 		return nil
+	case errors.As(err, new(*viewChangedError)):
+		// Allowed, then the view changed while it waited: refused,
+		// nothing sent.
+		c.entry.Decision, c.entry.DecidedBy, c.entry.Outcome, c.entry.Reason = VerdictDeny, ByBerth, OutcomeRefused, c.viewRefused.Error()
+		c.writeAudit()
+		return fmt.Errorf("berth refused %s: %v. Nothing was sent to the plugin's server", what, c.viewRefused)
 	case errors.Is(err, pool.ErrNotFound):
 		return err // not a decision: nothing is audited
 	case errors.Is(err, pool.ErrDenied):

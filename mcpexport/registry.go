@@ -195,33 +195,14 @@ func (s *Server) viewProfile() string {
 	return s.view.Profile
 }
 
-// viewMode is the tools mode of s's view as the state has it now: the
-// view's own (berth serve --tools), else its profile's, else full.
+// viewMode is the tools mode of s's view as the state has it now
+// (EffectiveMode).
 func (s *Server) viewMode() store.ToolsMode {
-	if s.view.Mode != "" {
-		return s.view.Mode
+	var p *store.Profile
+	if v, err := s.current(); err == nil {
+		p = v.profile
 	}
-	if s.view.Profile != "" {
-		if p, err := findProfile(s.store, s.pool.WorkspaceDir(), s.view.Profile); err == nil && p != nil && p.Mode != "" {
-			return p.Mode
-		}
-	}
-	return store.ToolsFull
-}
-
-// findProfile is the profile name of the workspace ws as the state has
-// it now; nil, nil when the state has no such profile.
-func findProfile(st *store.Store, ws, name string) (*store.Profile, error) {
-	state, err := st.State()
-	if err != nil {
-		return nil, err
-	}
-	if w := state.Workspaces[ws]; w != nil {
-		if p := w.Profiles[name]; p != nil {
-			return p, nil
-		}
-	}
-	return nil, nil
+	return EffectiveMode(s.view.Mode, p)
 }
 
 // ReadServing returns the records of the berth serve processes that run

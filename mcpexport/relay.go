@@ -202,10 +202,17 @@ func (r *callRelay) audit(from pool.Origin, kind pool.RequestKind, m store.Polic
 	}
 }
 
-// logLevels is the log level each legacy session set (logging/setLevel).
+// logLevels is the log level each legacy session set (logging/setLevel),
+// and the Server (view) the session is of, so that a plugin's log
+// messages reach only the sessions whose view offers the plugin.
 type logLevels struct {
 	mu sync.Mutex
-	m  map[*mcp.ServerSession]mcp.LoggingLevel
+	m  map[*mcp.ServerSession]sessionLevel
+}
+
+type sessionLevel struct {
+	level mcp.LoggingLevel
+	srv   *Server
 }
 
 func (l *logLevels) of(ss *mcp.ServerSession) mcp.LoggingLevel {
@@ -214,16 +221,16 @@ func (l *logLevels) of(ss *mcp.ServerSession) mcp.LoggingLevel {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.m[ss]
+	return l.m[ss].level
 }
 
-func (l *logLevels) set(ss *mcp.ServerSession, level mcp.LoggingLevel) {
+func (l *logLevels) set(ss *mcp.ServerSession, level mcp.LoggingLevel, srv *Server) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
-		l.m = map[*mcp.ServerSession]mcp.LoggingLevel{}
+		l.m = map[*mcp.ServerSession]sessionLevel{}
 	}
-	l.m[ss] = level
+	l.m[ss] = sessionLevel{level: level, srv: srv}
 }
 
 // lowest forgets sessions that are gone and returns the lowest level of
@@ -232,24 +239,25 @@ func (l *logLevels) lowest(live map[*mcp.ServerSession]bool) mcp.LoggingLevel {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var low mcp.LoggingLevel
-	for ss, lv := range l.m {
+	for ss, e := range l.m {
 		if !live[ss] {
 			delete(l.m, ss)
 			continue
 		}
-		if low == "" || levelRank[lv] < levelRank[low] {
-			low = lv
+		if low == "" || levelRank[e.level] < levelRank[low] {
+			low = e.level
 		}
 	}
 	return low
 }
 
-func (l *logLevels) sessions() []*mcp.ServerSession {
+// sessions are the sessions that set a level, with the Server of each.
+func (l *logLevels) sessions() map[*mcp.ServerSession]*Server {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]*mcp.ServerSession, 0, len(l.m))
-	for ss := range l.m {
-		out = append(out, ss)
+	out := make(map[*mcp.ServerSession]*Server, len(l.m))
+	for ss, e := range l.m {
+		out[ss] = e.srv
 	}
 	return out
 }
@@ -269,7 +277,7 @@ func (s *Server) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok || ss == nil {
 			return res, err
 		}
-		s.levels.set(ss, p.Level)
+		s.levels.set(ss, p.Level, s)
 		// The levels are the family's: every sibling's sessions count.
 		live := map[*mcp.ServerSession]bool{}
 		for _, l := range s.fam.sessions() {
@@ -283,11 +291,16 @@ func (s *Server) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // relayLog delivers a plugin server's log message: to every legacy
 // session that set a level (go-sdk drops what is below it), and to the
 // 2026-07-28 requests open with the server, on their own streams, at the
-// level each asked for.
+// level each asked for; in both cases only to a session whose view offers
+// the plugin as the state has it now (a profile that leaves the plugin
+// out, or was removed, gets none of its messages).
 func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
 	done := map[*mcp.ServerSession]bool{}
-	for _, ss := range s.levels.sessions() {
+	for ss, srv := range s.levels.sessions() {
 		done[ss] = true
+		if srv == nil || !srv.offersPluginNow(m.From.Plugin) {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = ss.Log(ctx, m.Params)
 		cancel()
@@ -298,6 +311,9 @@ func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
 			continue
 		}
 		done[r.ss] = true
+		if !r.s.offersPluginNow(m.From.Plugin) {
+			continue
+		}
 		_ = r.ss.Log(r.ctx, m.Params)
 	}
 }

@@ -57,13 +57,13 @@ func (rt *router) serveProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws := rt.s.pool.WorkspaceDir()
-	p, err := findProfile(rt.s.store, ws, name)
+	st, err := rt.s.fam.state(rt.s.store)
 	if err != nil {
 		rt.s.log.Warn("cannot read the state to serve a profile", "profile", name, "error", err)
 		refuseProfile(w, http.StatusServiceUnavailable, fmt.Sprintf("berth: cannot read the state to serve the profile %q: %v", name, err))
 		return
 	}
-	if p == nil {
+	if st.ProfileOf(ws, name) == nil {
 		refuseProfile(w, http.StatusNotFound, fmt.Sprintf("berth: the workspace %s has no profile %q; list its profiles with: berth profile list --workspace %s", ws, name, fsx.ShellQuote(ws)))
 		return
 	}

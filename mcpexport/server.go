@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,6 +146,15 @@ type Server struct {
 	prompts   map[string]string
 	resources map[string]string
 	templates map[string]string
+	// resPlugins is the plugin of each resource URI and template of the
+	// catalog (applyResources); subs are the resource subscriptions of
+	// this Server's sessions that berth holds in the pool
+	// (relay_completion.go). subMu guards subs.
+	resPlugins map[string]string
+	subMu      sync.Mutex
+	subs       map[string]map[*mcp.ServerSession]bool
+	// viewCache is the view as last resolved from the state (view.go).
+	viewCache viewCache
 }
 
 // New builds the MCP server of a pool. Its approval queue, audit log and
@@ -180,6 +190,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 	}
 	if opts.View != nil {
 		s.view = *opts.View
+		s.view.Always = slices.Clone(opts.View.Always)
 	}
 	s.states = newStateBox(s.timeout + time.Minute)
 	s.pending = &pendingLimits{maxSession: opts.MaxPendingPerSession, maxTotal: opts.MaxPending, hints: opts.Hints}
@@ -260,6 +271,7 @@ func (s *Server) Close() error {
 		s.stopWork()
 		wg.Wait()
 		s.fam.registry.close()
+		s.fam.closeWatch()
 		s.closeErr = s.audit.Close()
 	})
 	return s.closeErr
@@ -644,6 +656,7 @@ func (s *Server) Sync(ctx context.Context) error {
 		return err
 	}
 	s.applyResources(v, resources)
+	s.endStaleSubs(ctx)
 	return nil
 }
 
@@ -689,7 +702,9 @@ func (s *Server) applyTools(v *viewNow, tools []*pool.Tool) {
 		}
 		s.notices.changed(listTools)
 		if err := s.addTool(t); err != nil {
-			s.log.Warn("not offering a tool", "tool", t.Name, "error", err)
+			// setOffered tried the same definition and warned of any it
+			// refused: this one passed there.
+			s.log.Error("go-sdk refused a tool definition it accepted before", "tool", t.Name, "error", err)
 			delete(want, t.Name)
 			continue
 		}
@@ -729,12 +744,14 @@ func (s *Server) applyResources(v *viewNow, resources []*pool.Resource) {
 	defer s.syncMu.Unlock()
 	wantR, wantT := map[string]string{}, map[string]string{}
 	read := s.readResource
+	s.resPlugins = map[string]string{}
 	for _, r := range resources {
 		if !v.offersPlugin(r.Plugin) {
 			continue
 		}
 		switch {
 		case r.Resource != nil:
+			s.resPlugins[r.Resource.URI] = r.Plugin
 			h := jsonHash(r.Resource)
 			wantR[r.Resource.URI] = h
 			if s.resources[r.Resource.URI] != h {
@@ -747,6 +764,7 @@ func (s *Server) applyResources(v *viewNow, resources []*pool.Resource) {
 				s.resources[r.Resource.URI] = h
 			}
 		case r.Template != nil:
+			s.resPlugins[r.Template.URITemplate] = r.Plugin
 			h := jsonHash(r.Template)
 			wantT[r.Template.URITemplate] = h
 			if s.templates[r.Template.URITemplate] != h {
@@ -799,15 +817,27 @@ func safely(f func()) (err error) {
 	return nil
 }
 
-// addTool registers one tool of the pool: exportedDef, the definition
-// ToolCost measures.
+// addTool registers one tool of the pool on the Server's go-sdk server
+// (listable).
 func (s *Server) addTool(t *pool.Tool) error {
+	_, err := listable(s.ms, t, s.toolHandler(t.Name))
+	return err
+}
+
+// listable is the one check of whether berth can list a tool: its
+// definition as berth lists it (exportedDef), added to srv with h (go-sdk
+// panics on a definition it cannot serve: an error here). setOffered and
+// ToolCost try it on a scratch server, addTool on the Server's own, so
+// what is measured, searched and listed cannot drift apart.
+func listable(srv *mcp.Server, t *pool.Tool, h mcp.ToolHandler) (*mcp.Tool, error) {
 	def, err := exportedDef(t)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	name := t.Name
-	return safely(func() { s.ms.AddTool(def, s.toolHandler(name)) })
+	if err := safely(func() { srv.AddTool(def, h) }); err != nil {
+		return nil, err
+	}
+	return def, nil
 }
 
 // exportedDef is a tool's definition as berth lists it (and

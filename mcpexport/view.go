@@ -2,10 +2,11 @@ package mcpexport
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -94,37 +95,77 @@ type viewNow struct {
 	always  []string
 }
 
+// EffectiveMode is the tools mode that wins: override (berth serve
+// --tools) when set, else the profile's, else full.
+func EffectiveMode(override store.ToolsMode, p *store.Profile) store.ToolsMode {
+	switch {
+	case override != "":
+		return override
+	case p != nil && p.Mode != "":
+		return p.Mode
+	}
+	return store.ToolsFull
+}
+
+// resolveView is the view v as the state st has it, for the workspace ws.
+func resolveView(v View, st *store.State, ws string) *viewNow {
+	out := &viewNow{}
+	if v.Profile != "" {
+		out.profile = st.ProfileOf(ws, v.Profile)
+		if out.profile == nil {
+			out.removed = true
+			return out
+		}
+		out.always = append(out.always, out.profile.Always...)
+	}
+	out.lazy = EffectiveMode(v.Mode, out.profile) == store.ToolsLazy
+	out.always = append(out.always, v.Always...)
+	return out
+}
+
+// viewCache is a Server's view as resolved from the state of one
+// generation: it is resolved again only when the generation moved (every
+// change to the state bumps it, as the pool's boundaries rely on).
+type viewCache struct {
+	mu  sync.Mutex
+	gen uint64
+	v   *viewNow
+}
+
 // current reads the view's profile from the state: at every catalog
 // boundary and before every call, so that a change to the profile applies
-// as a change of policy does. A view of the whole workspace reads nothing.
+// as a change of policy does. The state comes from the family's
+// generation watch (store.GenerationWatch: no read while the generation
+// stands, a write of this process seen at once, another's at its
+// file-system event or within a second), and the view resolved from it is
+// kept until the generation moves. A view of the whole workspace reads
+// nothing. The viewNow returned is shared: callers must not change it.
 func (s *Server) current() (*viewNow, error) {
-	v := &viewNow{}
-	mode := store.ToolsFull
-	if name := s.view.Profile; name != "" {
-		st, err := s.store.State()
-		if err != nil {
-			return nil, fmt.Errorf("reading the profile %s: %w", name, err)
-		}
-		var p *store.Profile
-		if ws := st.Workspaces[s.pool.WorkspaceDir()]; ws != nil {
-			p = ws.Profiles[name]
-		}
-		if p == nil {
-			v.removed = true
-			return v, nil
-		}
-		v.profile = p
-		if p.Mode != "" {
-			mode = p.Mode
-		}
-		v.always = append(v.always, p.Always...)
+	if s.view.Profile == "" {
+		return resolveView(s.view, nil, ""), nil
 	}
-	if s.view.Mode != "" {
-		mode = s.view.Mode
+	st, err := s.fam.state(s.store)
+	if err != nil {
+		return nil, fmt.Errorf("reading the profile %s: %w", s.view.Profile, err)
 	}
-	v.lazy = mode == store.ToolsLazy
-	v.always = append(v.always, s.view.Always...)
-	return v, nil
+	c := &s.viewCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.v == nil || c.gen != st.Generation {
+		c.gen, c.v = st.Generation, resolveView(s.view, st, s.pool.WorkspaceDir())
+	}
+	return c.v, nil
+}
+
+// offersPluginNow reports whether the view, as the state has it now,
+// offers plugin (its prompts, resources, log messages and resource
+// updates); an unreadable state offers nothing.
+func (s *Server) offersPluginNow(plugin string) bool {
+	if s.view.Profile == "" {
+		return true
+	}
+	v, err := s.current()
+	return err == nil && v.offersPlugin(plugin)
 }
 
 // offersTool reports whether the view offers the tool exported as name,
@@ -139,14 +180,10 @@ func (v *viewNow) offersPlugin(plugin string) bool {
 	return !v.removed && v.profile.IncludesPlugin(plugin)
 }
 
-// listsAlways reports whether a tool is listed directly in lazy mode.
+// listsAlways reports whether a tool is listed directly in lazy mode:
+// the view's Always patterns, matched as a profile's are.
 func (v *viewNow) listsAlways(name string) bool {
-	for _, pat := range v.always {
-		if bundle.MatchGlob(pat, name) {
-			return true
-		}
-	}
-	return false
+	return (&store.Profile{Always: v.always}).ListsAlways(name)
 }
 
 // RemovedProfileError refuses a request of a view whose profile the
@@ -156,7 +193,8 @@ type RemovedProfileError struct {
 }
 
 func (e *RemovedProfileError) Error() string {
-	return fmt.Sprintf("the profile %s this berth serve offers was removed from the workspace %s, so it offers nothing; create it again with `berth profile create %s`, or serve another profile (`berth profile list`)", e.Profile, e.Workspace, e.Profile)
+	ws := fsx.ShellQuote(e.Workspace)
+	return fmt.Sprintf("the profile %s this berth serve offers was removed from the workspace %s, so it offers nothing; create it again with `berth profile create %s --workspace %s --plugin PLUGIN`, or serve another profile (`berth profile list --workspace %s`)", e.Profile, ws, e.Profile, ws, ws)
 }
 
 // removedErr is the refusal of a request when the view's profile is gone,

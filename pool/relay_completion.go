@@ -104,7 +104,16 @@ func (p *Pool) routeTemplate(ctx context.Context, t string) (*server, error) {
 // Offers reports whether any running MCP server declared completions
 // (what == "completions") or resource subscriptions ("subscribe").
 func (p *Pool) Offers(what string) bool {
+	return p.OffersFor(what, nil)
+}
+
+// OffersFor is Offers over the servers of the plugins for which plugin
+// reports true (nil: every plugin), e.g. those a profile offers.
+func (p *Pool) OffersFor(what string, plugin func(name string) bool) bool {
 	for _, s := range p.servers() {
+		if plugin != nil && !plugin(s.pl.name) {
+			continue
+		}
 		c := s.live()
 		if c == nil || c.cs == nil {
 			continue

@@ -58,6 +58,9 @@ var (
 	cancelled atomic.Int32
 	later     atomic.Value // string: what the late sampling request got
 	level     atomic.Value // string: the last logging/setLevel
+	// subscribed counts the subscriptions to relay://watched berth holds
+	// (subscribe minus unsubscribe).
+	subscribed atomic.Int32
 )
 
 func text(s string) *mcp.CallToolResult {
@@ -84,7 +87,9 @@ func text(s string) *mcp.CallToolResult {
 //   - touch-burst {n}: n updates of relay://item/0, 1 and 2 in turn, at
 //     once;
 //   - level: the logging level berth last set (logging/setLevel), which
-//     it sends asynchronously: the event a test waits for.
+//     it sends asynchronously: the event a test waits for;
+//   - subscribed: how many subscriptions to relay://watched berth holds
+//     on this server (subscribe minus unsubscribe).
 //
 // A prompt greet {name} and a template relay://item/{id} complete their
 // arguments; relay://watched can be subscribed to.
@@ -93,8 +98,18 @@ func Main() {
 		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{r.Params.Ref.Type + ":" + r.Params.Ref.Name + r.Params.Ref.URI + ":" + r.Params.Argument.Value + "-done"}}}, nil
 		},
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SubscribeHandler: func(_ context.Context, r *mcp.SubscribeRequest) error {
+			if r.Params.URI == WatchedURI {
+				subscribed.Add(1)
+			}
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, r *mcp.UnsubscribeRequest) error {
+			if r.Params.URI == WatchedURI {
+				subscribed.Add(-1)
+			}
+			return nil
+		},
 	})
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -238,6 +253,9 @@ func Main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "level", Description: "the logging level berth set", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
 		v, _ := level.Load().(string)
 		return text(v), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "subscribed", Description: "how many subscriptions to relay://watched berth holds", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return text(fmt.Sprint(subscribed.Load())), nil, nil
 	})
 	var t mcp.Transport = &mcp.StdioTransport{}
 	if path := os.Getenv(WireEnv); path != "" {
