@@ -299,7 +299,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, Profile: opts.Profile})
 	if err != nil {
 		return err
 	}
