@@ -217,15 +217,11 @@ func (s *Server) viewProfile() string {
 // viewMode is the tools mode of s's view as the state has it now: the
 // view's own (berth serve --tools), else its profile's, else full.
 func (s *Server) viewMode() store.ToolsMode {
-	if s.view.Mode != "" {
-		return s.view.Mode
+	var p *store.Profile
+	if s.view.Mode == "" && s.view.Profile != "" {
+		p, _ = findProfile(s.store, s.pool.WorkspaceDir(), s.view.Profile)
 	}
-	if s.view.Profile != "" {
-		if p, err := findProfile(s.store, s.pool.WorkspaceDir(), s.view.Profile); err == nil && p != nil && p.Mode != "" {
-			return p.Mode
-		}
-	}
-	return store.ToolsFull
+	return store.EffectiveMode(s.view.Mode, p)
 }
 
 // findProfile is the profile name of the workspace ws as the state has
@@ -235,12 +231,7 @@ func findProfile(st *store.Store, ws, name string) (*store.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w := state.Workspaces[ws]; w != nil {
-		if p := w.Profiles[name]; p != nil {
-			return p, nil
-		}
-	}
-	return nil, nil
+	return state.ProfileOf(ws, name), nil
 }
 
 // maxServeRecord is the largest registry file ReadServing reads: a
