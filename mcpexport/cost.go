@@ -125,7 +125,7 @@ type ViewCost struct {
 // tool) in mode ("": the profile's mode, full without one), always adding
 // patterns of tools listed directly in lazy mode.
 func MeasureView(tools []*pool.Tool, profile *store.Profile, mode store.ToolsMode, always []string) ViewCost {
-	mode = EffectiveMode(mode, profile)
+	mode = store.EffectiveMode(mode, profile)
 	v := ViewCost{Mode: mode, Plugins: map[string]Cost{}}
 	// The selection of applyTools: what the view offers, and in lazy mode
 	// what it lists directly.

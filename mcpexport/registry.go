@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -62,10 +64,15 @@ type ServeSession struct {
 
 // registry keeps the ServeRecord of this process in its file: rewritten
 // atomically (mode 0600) at every session that begins or ends, removed at
-// Close. A nil *registry records nothing.
+// Close. The exclusive lock on <pid>.lock beside it is held for the
+// serve's whole life: it, not the PID, tells a reader that the record is
+// live (a PID is reused by another process once this one is gone, and is
+// another number in another PID namespace). A nil *registry records
+// nothing.
 type registry struct {
-	path string
-	log  *slog.Logger
+	path    string
+	release func() // gives the record's lock back
+	log     *slog.Logger
 
 	mu     sync.Mutex
 	closed bool
@@ -82,7 +89,15 @@ func newRegistry(dir, workspace string, log *slog.Logger) *registry {
 		log.Warn("berth serve: not recording the sessions for berth status", "dir", dir, "error", err)
 		return r
 	}
-	r.path = filepath.Join(dir, strconv.Itoa(r.rec.PID)+".json")
+	base := filepath.Join(dir, strconv.Itoa(r.rec.PID))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	release, err := fsx.HoldLock(ctx, base+".lock")
+	if err != nil {
+		log.Warn("berth serve: not recording the sessions for berth status: cannot lock its record", "file", base+".lock", "error", err)
+		return r
+	}
+	r.path, r.release = base+".json", release
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.writeLocked()
@@ -128,18 +143,22 @@ func (r *registry) remove(ss *mcp.ServerSession) {
 	r.writeLocked()
 }
 
-// close removes the file.
+// close removes the file, then gives its lock back.
 func (r *registry) close() {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
 	r.closed = true
 	if r.path != "" {
 		if err := os.Remove(r.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.log.Warn("berth serve: cannot remove its sessions file", "file", r.path, "error", err)
 		}
+		r.release()
 	}
 }
 
@@ -196,20 +215,27 @@ func (s *Server) viewProfile() string {
 }
 
 // viewMode is the tools mode of s's view as the state has it now
-// (EffectiveMode).
+// (store.EffectiveMode).
 func (s *Server) viewMode() store.ToolsMode {
 	var p *store.Profile
 	if v, err := s.current(); err == nil {
 		p = v.profile
 	}
-	return EffectiveMode(s.view.Mode, p)
+	return store.EffectiveMode(s.view.Mode, p)
 }
+
+// maxServeRecord is the largest registry file ReadServing reads: a
+// record of thousands of sessions is far smaller.
+const maxServeRecord = 1 << 20
 
 // ReadServing returns the records of the berth serve processes that run
 // now, from the registry directory dir (store.Paths.Serving), ordered
-// by PID. The file of a process that no longer runs is removed (a serve
-// that was killed could not remove its own); a file that cannot be read
-// is skipped. A missing dir is no serve.
+// by PID. A record is live while its serve holds the lock on <pid>.lock
+// beside it; a record whose lock is free is stale (its serve was killed
+// and could not remove it) and is removed with its lock file. The PID
+// alone is never trusted. A file that cannot be read or parsed is
+// skipped; a file over 1 MiB is skipped and named in the error, which
+// comes with the records that could be read. A missing dir is no serve.
 func ReadServing(dir string) ([]ServeRecord, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -219,6 +245,7 @@ func ReadServing(dir string) ([]ServeRecord, error) {
 		return nil, err
 	}
 	var out []ServeRecord
+	var errs []error
 	for _, e := range ents {
 		base, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || !e.Type().IsRegular() {
@@ -229,23 +256,49 @@ func ReadServing(dir string) ([]ServeRecord, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		if !alive(pid) {
-			os.Remove(path)
-			continue
-		}
-		data, err := os.ReadFile(path)
+		rec, err := readServeRecord(path, filepath.Join(dir, base+".lock"), pid)
 		if err != nil {
-			continue
+			errs = append(errs, err)
 		}
-		var rec ServeRecord
-		if json.Unmarshal(data, &rec) != nil || rec.PID != pid {
-			continue
+		if rec != nil {
+			out = append(out, *rec)
 		}
-		if rec.Sessions == nil {
-			rec.Sessions = []ServeSession{}
-		}
-		out = append(out, rec)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// readServeRecord reads the record path of pid if its serve holds lock,
+// and removes a stale one. nil, nil is a record to skip quietly.
+func readServeRecord(path, lock string, pid int) (*ServeRecord, error) {
+	release, held, err := fsx.TryLock(lock)
+	if err != nil {
+		return nil, nil
+	}
+	if !held {
+		os.Remove(path)
+		os.Remove(lock)
+		release()
+		return nil, nil
+	}
+	f, err := fsx.OpenNoFollow(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxServeRecord+1))
+	if err != nil {
+		return nil, nil
+	}
+	if len(data) > maxServeRecord {
+		return nil, fmt.Errorf("skipped %s: it is over %d bytes, more than any berth serve writes; remove it if no berth serve of PID %d runs", path, maxServeRecord, pid)
+	}
+	var rec ServeRecord
+	if json.Unmarshal(data, &rec) != nil || rec.PID != pid {
+		return nil, nil
+	}
+	if rec.Sessions == nil {
+		rec.Sessions = []ServeSession{}
+	}
+	return &rec, nil
 }

@@ -95,18 +95,6 @@ type viewNow struct {
 	always  []string
 }
 
-// EffectiveMode is the tools mode that wins: override (berth serve
-// --tools) when set, else the profile's, else full.
-func EffectiveMode(override store.ToolsMode, p *store.Profile) store.ToolsMode {
-	switch {
-	case override != "":
-		return override
-	case p != nil && p.Mode != "":
-		return p.Mode
-	}
-	return store.ToolsFull
-}
-
 // resolveView is the view v as the state st has it, for the workspace ws.
 func resolveView(v View, st *store.State, ws string) *viewNow {
 	out := &viewNow{}
@@ -118,7 +106,7 @@ func resolveView(v View, st *store.State, ws string) *viewNow {
 		}
 		out.always = append(out.always, out.profile.Always...)
 	}
-	out.lazy = EffectiveMode(v.Mode, out.profile) == store.ToolsLazy
+	out.lazy = store.EffectiveMode(v.Mode, out.profile) == store.ToolsLazy
 	out.always = append(out.always, v.Always...)
 	return out
 }

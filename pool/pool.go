@@ -67,6 +67,14 @@ type Options struct {
 	// a legacy client. berth serve sets it when every listener serves the
 	// legacy protocol only (stateful Streamable HTTP, SSE).
 	LegacyUpstream bool
+	// Profile, when set, makes the pool run only the enabled plugins that
+	// this profile of the workspace offers (store.Profile.IncludesPlugin):
+	// the servers of every other plugin never start. The profile is read
+	// from the state at every boundary, as enablement is, so a profile
+	// changed or removed while the pool runs starts and stops plugins
+	// at the next one; a profile the state does not have runs nothing.
+	// berth serve --profile sets it (docs/pool.md §Profiles).
+	Profile string
 	// SignIns is the secret store whose sign-ins (package signin) the
 	// remotes that declare auth.oauth use: berth's secret store. Without
 	// it such a remote does not start.
@@ -383,10 +391,7 @@ func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 			return fmt.Errorf("the tool policy in %s has an unusable rule: %w; fix it with `berth policy set`, or remove it with `berth policy unset` (berth runs no tool under a policy it cannot read)", p.paths.Config(), err)
 		}
 	}
-	enabled := map[string]*store.Enablement{}
-	if w := st.Workspaces[p.workspace]; w != nil {
-		enabled = w.Plugins
-	}
+	enabled, outside := p.runnable(st)
 	type stopping struct {
 		pl      *plugin
 		replace bool
@@ -432,7 +437,9 @@ func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 		why := fmt.Errorf("%s was replaced by %s@%s in %s", x.pl.name, x.pl.name, x.version, p.workspace)
 		if !x.replace {
 			why = fmt.Errorf("%s was disabled in %s", x.pl.name, p.workspace)
-			if _, err := p.store.Find(x.pl.name, x.pl.version); errors.Is(err, store.ErrNotTrusted) {
+			if outside[x.pl.name] {
+				why = fmt.Errorf("%s is not offered by profile %s of %s, which this berth serves", x.pl.name, p.opts.Profile, p.workspace)
+			} else if _, err := p.store.Find(x.pl.name, x.pl.version); errors.Is(err, store.ErrNotTrusted) {
 				why = fmt.Errorf("%s@%s was revoked (berth revoke)", x.pl.name, x.pl.version)
 			}
 		}
@@ -472,6 +479,31 @@ func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 }
 
 var errClosed = errors.New("the pool is closed")
+
+// runnable are the enabled plugins of the workspace in st that the pool
+// runs: all of them, or with Options.Profile those the profile offers
+// (none when the state has no such profile). outside are the enabled
+// plugins the profile leaves out.
+func (p *Pool) runnable(st *store.State) (enabled map[string]*store.Enablement, outside map[string]bool) {
+	enabled = map[string]*store.Enablement{}
+	if w := st.Workspaces[p.workspace]; w != nil {
+		enabled = w.Plugins
+	}
+	if p.opts.Profile == "" {
+		return enabled, nil
+	}
+	prof := st.ProfileOf(p.workspace, p.opts.Profile)
+	kept := map[string]*store.Enablement{}
+	outside = map[string]bool{}
+	for name, en := range enabled {
+		if prof != nil && prof.IncludesPlugin(name) {
+			kept[name] = en
+		} else {
+			outside[name] = true
+		}
+	}
+	return kept, outside
+}
 
 // newPlugin sets up an enabled plugin: its trust record, drift checker
 // and manifest (read from the staged snapshot once it passed the drift

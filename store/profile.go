@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 )
 
 // ToolsMode is how a view of the workspace lists its tools
@@ -134,14 +135,9 @@ func CheckProfile(name string, p *Profile) []string {
 		}
 		seen[n] = true
 	}
-	for _, f := range []struct {
-		field    string
-		patterns []string
-	}{{"tools", p.Tools}, {"always", p.Always}} {
-		for _, pat := range f.patterns {
-			if err := checkProfilePattern(pat, p.Plugins); err != nil {
-				ps = append(ps, fmt.Sprintf("%s: %v (profile-pattern)", f.field, err))
-			}
+	for _, pat := range p.Tools {
+		if err := checkProfilePattern(pat, p.Plugins); err != nil {
+			ps = append(ps, fmt.Sprintf("tools: %v (profile-pattern)", err))
 		}
 	}
 	switch p.Mode {
@@ -149,10 +145,44 @@ func CheckProfile(name string, p *Profile) []string {
 	default:
 		ps = append(ps, fmt.Sprintf("mode: %q is not a tools mode; use full or lazy (profile-mode)", p.Mode))
 	}
-	if len(p.Always) > 0 && p.Mode != ToolsLazy {
-		ps = append(ps, "always: tools listed beside the meta-tools need lazy mode; in full mode every tool is listed (profile-always)")
+	bad, lazy := CheckAlways(p.Always, p.Mode, p.Plugins)
+	for _, err := range bad {
+		ps = append(ps, fmt.Sprintf("always: %v (profile-pattern)", err))
+	}
+	if lazy != nil {
+		ps = append(ps, fmt.Sprintf("always: %v (profile-always)", lazy))
 	}
 	return ps
+}
+
+// CheckAlways checks always patterns (a profile's, or berth serve
+// --always) against the view they apply to: each must be a name or glob
+// of one plugin that plugins names (none: any plugin), and they need
+// lazy mode (in full mode every tool is listed anyway). bad are the
+// patterns' problems; needsLazy is non-nil when mode is not lazy. berth
+// profile create (through CheckProfile) and berth serve share it.
+func CheckAlways(always []string, mode ToolsMode, plugins []string) (bad []error, needsLazy error) {
+	for _, pat := range always {
+		if err := checkProfilePattern(pat, plugins); err != nil {
+			bad = append(bad, err)
+		}
+	}
+	if len(always) > 0 && mode != ToolsLazy {
+		needsLazy = errors.New("tools listed beside the meta-tools need lazy mode; in full mode every tool is listed")
+	}
+	return bad, needsLazy
+}
+
+// EffectiveMode is the tools mode of a view: override (berth serve
+// --tools) when set, else the profile's (p may be nil), else full.
+func EffectiveMode(override ToolsMode, p *Profile) ToolsMode {
+	switch {
+	case override != "":
+		return override
+	case p != nil && p.Mode != "":
+		return p.Mode
+	}
+	return ToolsFull
 }
 
 // checkProfilePattern checks one tool or always pattern of a profile
@@ -207,7 +237,7 @@ func (s *Store) SetProfile(ctx context.Context, ws, name string, p *Profile, rep
 	_, err := s.Update(ctx, func(st *State) error {
 		w := st.Workspaces[ws]
 		if w == nil || len(w.Plugins) == 0 {
-			return fmt.Errorf("no plugin is enabled in %s, so a profile there would offer nothing; enable one first: berth enable NAME --workspace %s", ws, ws)
+			return fmt.Errorf("no plugin is enabled in %s, so a profile there would offer nothing; enable one first: berth enable NAME --workspace %s", ws, fsx.ShellQuote(ws))
 		}
 		need := slices.Clone(p.Plugins)
 		for _, pat := range append(slices.Clone(p.Tools), p.Always...) {
@@ -217,12 +247,13 @@ func (s *Store) SetProfile(ctx context.Context, ws, name string, p *Profile, rep
 		}
 		for _, n := range need {
 			if w.Plugins[n] == nil {
-				return fmt.Errorf("%s is not enabled in %s: a profile only narrows what is enabled; enable it first (berth enable %s --workspace %s), or leave it out", n, ws, n, ws)
+				return fmt.Errorf("%s is not enabled in %s: a profile only narrows what is enabled; enable it first (berth enable %s --workspace %s), or leave it out", n, ws, n, fsx.ShellQuote(ws))
 			}
 		}
 		old = w.Profiles[name]
 		if old != nil && !replace {
-			return fmt.Errorf("%s already has a profile %s: %w; replace it with berth profile create %s --replace, or remove it with berth profile rm %s", ws, name, ErrProfileExists, name, name)
+			q := fsx.ShellQuote(ws)
+			return fmt.Errorf("%s already has a profile %s: %w; replace it with berth profile create %s --workspace %s --replace, or remove it with berth profile rm %s --workspace %s", ws, name, ErrProfileExists, name, q, name, q)
 		}
 		q := *p
 		q.CreatedAt = time.Now().UTC().Truncate(time.Second)
@@ -248,7 +279,7 @@ func (s *Store) RemoveProfile(ctx context.Context, ws, name string) (*Profile, e
 	_, err := s.Update(ctx, func(st *State) error {
 		w := st.Workspaces[ws]
 		if w == nil || w.Profiles[name] == nil {
-			return fmt.Errorf("%s has no profile %s: %w; berth profile list --workspace %s shows its profiles", ws, name, ErrNoProfile, ws)
+			return fmt.Errorf("%s has no profile %s: %w; berth profile list --workspace %s shows its profiles", ws, name, ErrNoProfile, fsx.ShellQuote(ws))
 		}
 		gone = w.Profiles[name]
 		delete(w.Profiles, name)

@@ -73,6 +73,7 @@ func TestStateProfiles(t *testing.T) {
 		{"pattern of no plugin", strings.Replace(goodProfile, `"demo__main__*"`, `"*"`, 1), `tools: the pattern "*" does not name one plugin`},
 		{"pattern of a plugin not offered", strings.Replace(goodProfile, `"demo__main__*"`, `"other__*"`, 1), `tools: the pattern "other__*" names plugin other, which the profile does not offer (it offers demo), so it can match no tool (profile-pattern)`},
 		{"bad always", strings.Replace(goodProfile, `"demo__main__echo"`, `"demo-*"`, 1), `always: the pattern "demo-*" does not name one plugin`},
+		{"missing createdAt", strings.Replace(goodProfile, `, "createdAt": "2026-01-02T03:04:07Z"`, ``, 1), `work.createdAt: is missing`},
 		{"unknown field", strings.Replace(goodProfile, `"mode"`, `"widen": true, "mode"`, 1), `work.widen: unknown field "widen"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +127,7 @@ func TestSetProfile(t *testing.T) {
 
 	// An existing name is refused unless replace; nothing is written.
 	_, err := s.SetProfile(ctx, "/w", "work", &Profile{Mode: ToolsFull}, false)
-	if !errors.Is(err, ErrProfileExists) || !strings.Contains(err.Error(), "berth profile create work --replace") {
+	if !errors.Is(err, ErrProfileExists) || !strings.Contains(err.Error(), "berth profile create work --workspace /w --replace") {
 		t.Fatalf("create again: %v", err)
 	}
 	if g := gen(); g != g0+1 {
@@ -215,5 +216,21 @@ func TestProfileRulesDocumented(t *testing.T) {
 		if !inCode[m[1]] {
 			t.Errorf("docs/state.md documents rule %s, which CheckProfile does not name", m[1])
 		}
+	}
+}
+
+// The commands SetProfile's and RemoveProfile's errors suggest name the
+// workspace, quoted for a shell.
+func TestProfileErrorsQuoteTheWorkspace(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	p := &Profile{Mode: ToolsFull}
+	_, err := s.SetProfile(ctx, "/my notes", "work", p, false)
+	if err == nil || !strings.Contains(err.Error(), "berth enable NAME --workspace '/my notes'") {
+		t.Fatalf("set: %v", err)
+	}
+	_, err = s.RemoveProfile(ctx, "/my notes", "work")
+	if err == nil || !strings.Contains(err.Error(), "berth profile list --workspace '/my notes' shows its profiles") {
+		t.Fatalf("remove: %v", err)
 	}
 }

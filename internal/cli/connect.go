@@ -305,6 +305,7 @@ func runConnect(ctx context.Context, a *app, f *connectOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Profile = f.Profile
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
 		if edits[i], err = clientconfig.PrepareConnect(ctx, t, f.Name, entry, opts); err != nil {
@@ -362,7 +363,7 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 		return nil, err
 	}
 	if f.Profile != "" {
-		if err := a.needProfile(s.workspace, f.Profile); err != nil {
+		if _, err := a.profile(s.workspace, f.Profile); err != nil {
 			return nil, err
 		}
 		p.entry.Args = append(p.entry.Args, "--profile", f.Profile)
@@ -385,22 +386,6 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 	}
 	p.running = clientconfig.Running(ctx, s.client, s.env)
 	return p, nil
-}
-
-// needProfile refuses a profile the workspace ws does not have.
-func (a *app) needProfile(ws, name string) error {
-	st, err := a.store()
-	if err != nil {
-		return err
-	}
-	state, err := st.State()
-	if err != nil {
-		return err
-	}
-	if state.ProfileOf(ws, name) == nil {
-		return noProfile(ws, name)
-	}
-	return nil
 }
 
 // connectEntry is the entry that runs exe for wsArg, with the variables
@@ -493,7 +478,8 @@ func newDisconnectCmd(a *app) *cobra.Command {
 same file connect writes, chosen by --workspace and --user), and nothing
 else. The old file is first copied to
 $BERTH_HOME/backups/ (the last five copies of each file are kept). An entry of that name that does not run 'berth serve'
-is kept unless --force.
+is kept unless --force; with --profile NAME, so is one that does not run
+'berth serve ... --profile NAME' (the entry connect --profile writes).
 
 When there is no such entry (or no file), disconnect says so and exits 0:
 the client is not connected, which is what was asked.
@@ -527,6 +513,7 @@ func runDisconnect(ctx context.Context, a *app, f *connectOptions) error {
 	if err != nil {
 		return err
 	}
+	opts.Profile = f.Profile
 	edits := make([]*clientconfig.Edit, len(s.targets))
 	for i, t := range s.targets {
 		if edits[i], err = clientconfig.PrepareDisconnect(ctx, t, f.Name, opts); err != nil {

@@ -175,24 +175,16 @@ func writeContext(w io.Writer, c contextJSON) {
 	fmt.Fprintf(w, "\nContext: the tools/list entries a client is listed, in bytes as berth lists them; tokens %s.\n", tokenEstimate)
 	writePluginCosts(w, c.Plugins, c.Full, "workspace, full")
 	fmt.Fprintf(w, "  workspace, lazy (berth serve --tools lazy): %s\n", costWords(c.Lazy))
-	for _, p := range c.Profiles {
+	writeProfileCosts(w, c.Profiles)
+}
+
+// writeProfileCosts prints what each profile lists in its mode.
+func writeProfileCosts(w io.Writer, profiles []contextProfileJSON) {
+	for _, p := range profiles {
 		line := fmt.Sprintf("  profile %s (%s): %s", p.Name, p.Mode, costWords(p.Listed))
 		if p.Mode == store.ToolsLazy {
 			line += fmt.Sprintf("; its %d tool(s) in full: %d bytes, ~%d tokens", p.Offered.Tools, p.Offered.Bytes, p.Offered.Tokens)
 		}
 		fmt.Fprintln(w, line)
 	}
-}
-
-// profileOf returns the profile name of workspace ws, or an error naming
-// it and how to list and make profiles.
-func profileOf(st *store.Store, ws, name string) (*store.Profile, error) {
-	state, err := st.State()
-	if err != nil {
-		return nil, err
-	}
-	if p := state.ProfileOf(ws, name); p != nil {
-		return p, nil
-	}
-	return nil, noProfile(ws, name)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
@@ -113,9 +114,6 @@ func newProfileCreateCmd(a *app) *cobra.Command {
 
 func runProfileCreate(ctx context.Context, a *app, opts *profileCreateOptions) error {
 	p := &store.Profile{Plugins: opts.Plugins, Tools: opts.Tools, Mode: store.ToolsMode(opts.Mode), Always: opts.Always}
-	if len(p.Always) > 0 && p.Mode != store.ToolsLazy {
-		return usagef("--always lists tools beside the meta-tools of lazy mode; add --tools lazy (in full mode every tool offered is listed)")
-	}
 	if ps := store.CheckProfile(opts.Name, p); len(ps) > 0 {
 		return usagef("profile %s: %s", opts.Name, strings.Join(profileFlagWords(ps), "; "))
 	}
@@ -412,9 +410,9 @@ func runProfileShow(_ context.Context, a *app, opts *profileNameOptions) error {
 	if err != nil {
 		return err
 	}
-	p := state.ProfileOf(ws, opts.Name)
-	if p == nil {
-		return noProfile(ws, opts.Name)
+	p, err := profileIn(state, ws, opts.Name)
+	if err != nil {
+		return err
 	}
 	out := newProfileJSON(ws, opts.Name, p, state)
 	if opts.JSON {
@@ -448,8 +446,31 @@ func runProfileShow(_ context.Context, a *app, opts *profileNameOptions) error {
 	return nil
 }
 
+// noProfile is the error for a profile name the workspace ws does not
+// have: the commands it suggests name the workspace, quoted for a shell.
 func noProfile(ws, name string) error {
-	return fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s makes it", ws, name, ws, name)
+	q := fsx.ShellQuote(ws)
+	return fmt.Errorf("%s has no profile %s: berth profile list --workspace %s shows its profiles, berth profile create %s --workspace %s --plugin P makes it", ws, name, q, name, q)
+}
+
+// profile returns the profile name of the workspace (as --workspace
+// gives it) as the state has it now, or noProfile. Every command that
+// needs an existing profile looks it up here.
+func (a *app) profile(workspace, name string) (*store.Profile, error) {
+	ws, state, err := a.profileState(workspace)
+	if err != nil {
+		return nil, err
+	}
+	return profileIn(state, ws, name)
+}
+
+// profileIn is the profile name of the workspace ws (absolute) in state,
+// or noProfile.
+func profileIn(state *store.State, ws, name string) (*store.Profile, error) {
+	if p := state.ProfileOf(ws, name); p != nil {
+		return p, nil
+	}
+	return nil, noProfile(ws, name)
 }
 
 // profileRmJSON is what profile rm --json prints.

@@ -41,3 +41,13 @@ func TestUnmatchedPatterns(t *testing.T) {
 		t.Fatal("a workspace without plugins warned")
 	}
 }
+
+// noProfile's commands name the workspace quoted for a shell, so they run
+// as printed for a path with a space.
+func TestNoProfileQuotesTheWorkspace(t *testing.T) {
+	got := noProfile("/home/me/my notes", "desk").Error()
+	want := "/home/me/my notes has no profile desk: berth profile list --workspace '/home/me/my notes' shows its profiles, berth profile create desk --workspace '/home/me/my notes' --plugin P makes it"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}

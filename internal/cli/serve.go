@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -167,16 +166,28 @@ func (o *serveOptions) checkView() error {
 	default:
 		return usagef("--tools: %q is not a tools mode; use full or lazy", o.Tools)
 	}
-	if len(o.Always) > 0 && (store.ToolsMode(o.Tools) == store.ToolsFull || o.Tools == "" && o.Profile == "") {
-		return usagef("--always lists tools beside the meta-tools of lazy mode; add --tools lazy (in full mode every tool is listed)")
+	// Without a profile the mode is known now; with one and no --tools,
+	// resolveView checks it against the profile's.
+	mode := store.ToolsLazy
+	if o.Tools != "" || o.Profile == "" {
+		mode = store.EffectiveMode(store.ToolsMode(o.Tools), nil)
 	}
-	for _, pat := range o.Always {
-		if err := store.CheckPolicySyntax(pat, store.ActionAsk); err != nil {
-			return usagef("--always: %v", err)
+	return checkAlways(o.Always, mode, nil, "")
+}
+
+// checkAlways checks --always against the mode and the plugins of the
+// profile (none: any) it applies to, with store.CheckAlways (the rules
+// of a profile's own always): usage errors.
+func checkAlways(always []string, mode store.ToolsMode, plugins []string, profile string) error {
+	bad, lazy := store.CheckAlways(always, mode, plugins)
+	if lazy != nil {
+		if profile != "" {
+			return usagef("--always: %v, and profile %s is in %s mode; add --tools lazy", lazy, profile, mode)
 		}
-		if _, err := store.PatternPlugin(pat); err != nil {
-			return usagef("--always: the pattern %q does not name one plugin: start it with the plugin's name and '__', as in 'acme-notes__*'", pat)
-		}
+		return usagef("--always: %v; add --tools lazy", lazy)
+	}
+	if len(bad) > 0 {
+		return usagef("--always: %v", bad[0])
 	}
 	return nil
 }
@@ -187,10 +198,7 @@ func (o *serveOptions) checkView() error {
 // the view to serve (nil for the whole workspace in full mode) and the
 // tools mode it starts in, for the start log.
 func (o *serveOptions) resolveView(st *store.Store, workspace string) (*mcpexport.View, store.ToolsMode, error) {
-	mode := store.ToolsMode(o.Tools)
-	if mode == "" {
-		mode = store.ToolsFull
-	}
+	mode := store.EffectiveMode(store.ToolsMode(o.Tools), nil)
 	if o.Profile == "" && o.Tools == "" && len(o.Always) == 0 {
 		return nil, mode, nil
 	}
@@ -206,20 +214,13 @@ func (o *serveOptions) resolveView(st *store.Store, workspace string) (*mcpexpor
 	if err != nil {
 		return nil, "", err
 	}
-	p := state.ProfileOf(ws, o.Profile)
-	if p == nil {
-		return nil, "", noProfile(ws, o.Profile)
+	p, err := profileIn(state, ws, o.Profile)
+	if err != nil {
+		return nil, "", err
 	}
-	if len(o.Always) > 0 && o.Tools == "" && p.Mode != store.ToolsLazy {
-		return nil, "", usagef("--always lists tools beside the meta-tools of lazy mode, and profile %s is in %s mode; add --tools lazy", o.Profile, p.Mode)
-	}
-	for _, pat := range o.Always {
-		if plugin, _ := store.PatternPlugin(pat); !p.IncludesPlugin(plugin) {
-			return nil, "", usagef("--always: the pattern %q names plugin %s, which profile %s does not offer (it offers %s), so it can match no tool", pat, plugin, o.Profile, strings.Join(p.Plugins, ", "))
-		}
-	}
-	if o.Tools == "" {
-		mode = p.Mode
+	mode = store.EffectiveMode(store.ToolsMode(o.Tools), p)
+	if err := checkAlways(o.Always, mode, p.Plugins, o.Profile); err != nil {
+		return nil, "", err
 	}
 	return v, mode, nil
 }
@@ -299,7 +300,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, Profile: opts.Profile})
 	if err != nil {
 		return err
 	}

@@ -87,6 +87,9 @@ func runStatus(ctx context.Context, a *app, opts *statusOptions) error {
 		if costErr != nil {
 			out.ContextError = costErr.Error()
 		}
+		if serveErr != nil {
+			out.SessionsError = serveErr.Error()
+		}
 		if err := writeJSON(a.stdout, out); err != nil {
 			return err
 		}
@@ -149,13 +152,16 @@ func serveSessions(paths store.Paths, ws string) ([]mcpexport.ServeSession, erro
 }
 
 // statusSessions prints which profile each session of a running berth
-// serve of the workspace uses.
+// serve of the workspace uses, and why that list is incomplete, if it is.
 func (a *app) statusSessions(sessions []mcpexport.ServeSession, err error) {
 	w := a.stdout
+	if err != nil {
+		fmt.Fprintf(w, "\nSessions: cannot read all the sessions of berth serve: %s\n", review.PrintableLines(err.Error()))
+		if len(sessions) == 0 {
+			return
+		}
+	}
 	switch {
-	case err != nil:
-		fmt.Fprintf(w, "\nSessions: cannot read the sessions of berth serve: %v\n", err)
-		return
 	case len(sessions) == 0:
 		fmt.Fprintln(w, "\nSessions: no client is connected to a berth serve of this workspace.")
 		return
@@ -339,6 +345,10 @@ type statusJSON struct {
 	// runs now, the oldest first: which profile each uses
 	// (docs/profiles.md §Serving profiles over HTTP).
 	Sessions []mcpexport.ServeSession `json:"sessions"`
+	// SessionsError says why the sessions are incomplete: the registry
+	// could not be read (Sessions is then empty), or some of its files
+	// were skipped.
+	SessionsError string `json:"sessionsError,omitempty"`
 	// Context is the context cost of the tools the workspace lists, per
 	// plugin, in full and lazy mode and per profile (docs/profiles.md
 	// §Context cost); nil when the tools could not be listed, and

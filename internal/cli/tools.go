@@ -24,10 +24,11 @@ type toolJSON struct {
 	// AsksWhy says why a call asks although a glob allows the tool.
 	AsksWhy string `json:"asksWhy,omitempty"`
 	// ContextBytes is the size of the tool's tools/list entry as berth
-	// lists it, and ContextTokens the tokens estimated from it (bytes / 4,
-	// rounded up; docs/profiles.md §Context cost).
-	ContextBytes  int `json:"contextBytes"`
-	ContextTokens int `json:"contextTokens"`
+	// lists it, and EstimatedTokens the tokens estimated from it (bytes /
+	// 4, rounded up; docs/profiles.md §Context cost). Not a catalog's
+	// contextTokens, which is the curator's estimate.
+	ContextBytes    int `json:"contextBytes"`
+	EstimatedTokens int `json:"estimatedTokens"`
 }
 
 func newToolsCmd(a *app) *cobra.Command {
@@ -52,7 +53,8 @@ tools/list entries exactly as berth serve lists them, the tokens estimated
 from those bytes (bytes / 4, rounded up: an estimate, since each model has
 its own tokenizer), and, for a plugin installed from a catalog, that
 catalog's own contextTokens estimate beside it; then the total, and what
-lazy mode (berth serve --tools lazy) lists instead. With --profile NAME,
+lazy mode (berth serve --tools lazy) lists instead; without PLUGIN, what
+each profile of the workspace lists in its mode. With --profile NAME,
 only the tools the workspace's profile NAME offers, and what that profile
 lists in its mode (docs/profiles.md §Context cost).`,
 		Example: `  berth tools
@@ -81,24 +83,9 @@ type toolsOptions struct {
 }
 
 func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
-	if len(opts.Args) == 1 {
-		if _, err := a.requireEnabled(opts.Workspace, opts.Args[0], "it has no tools here"); err != nil {
-			return err
-		}
-	}
-	var profile *store.Profile
-	if opts.Profile != "" {
-		ws, err := pool.Workspace(opts.Workspace)
-		if err != nil {
-			return fmt.Errorf("workspace %s: %v; pass --workspace with an existing directory", opts.Workspace, unwrapPath(err))
-		}
-		st, err := a.store()
-		if err != nil {
-			return err
-		}
-		if profile, err = profileOf(st, ws, opts.Profile); err != nil {
-			return err
-		}
+	profile, err := a.toolsProfile(opts)
+	if err != nil {
+		return err
 	}
 	p, err := a.openPool(ctx, opts.Workspace, !opts.JSON)
 	if err != nil {
@@ -115,40 +102,12 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 			tools = append(tools, t)
 		}
 	}
-	out := []toolJSON{}
-	for _, t := range tools {
-		c, _ := mcpexport.ToolCost(t)
-		j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false), ContextBytes: c.Bytes, ContextTokens: c.Tokens}
-		if globAsks(t.Policy, t.Definition.Annotations) {
-			j.Asks = true
-			j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
-		}
-		out = append(out, j)
-	}
+	out := toolRows(tools)
 	if opts.JSON {
 		return writeJSON(a.stdout, out)
 	}
-	destructive := 0
-	if len(out) == 0 {
-		fmt.Fprintln(a.stdout, "No tools. berth status shows the state of each server.")
-	} else {
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
-		for _, t := range out {
-			policy := t.Policy.String()
-			if t.AsksWhy != "" {
-				policy += ", asks: destructive"
-				destructive++
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
-		}
-		tw.Flush()
-		if err := a.toolsContext(p, tools, profile, opts.Profile); err != nil {
-			return err
-		}
-	}
-	if destructive > 0 {
-		fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
+	if err := a.printTools(p, out, tools, profile, opts); err != nil {
+		return err
 	}
 	withheld := 0
 	for _, s := range p.Status() {
@@ -162,10 +121,69 @@ func runTools(ctx context.Context, a *app, opts *toolsOptions) error {
 	return nil
 }
 
+// toolsProfile checks PLUGIN and --profile against the state before any
+// server starts, and returns the profile (nil without --profile).
+func (a *app) toolsProfile(opts *toolsOptions) (*store.Profile, error) {
+	if len(opts.Args) == 1 {
+		if _, err := a.requireEnabled(opts.Workspace, opts.Args[0], "it has no tools here"); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Profile == "" {
+		return nil, nil
+	}
+	return a.profile(opts.Workspace, opts.Profile)
+}
+
+// toolRows are the tools as tools --json prints them.
+func toolRows(tools []*pool.Tool) []toolJSON {
+	out := []toolJSON{}
+	for _, t := range tools {
+		c, _ := mcpexport.ToolCost(t)
+		j := toolJSON{Tool: t, Asks: !t.Policy.Allows(false), ContextBytes: c.Bytes, EstimatedTokens: c.Tokens}
+		if globAsks(t.Policy, t.Definition.Annotations) {
+			j.Asks = true
+			j.AsksWhy = fmt.Sprintf("destructive (destructiveHint): the glob allow %s still asks; berth policy set %s allow skips that", t.Policy.Pattern, t.Name)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// printTools prints the table of tools, their context cost and the note
+// on destructive tools.
+func (a *app) printTools(p *pool.Pool, out []toolJSON, tools []*pool.Tool, profile *store.Profile, opts *toolsOptions) error {
+	if len(out) == 0 {
+		fmt.Fprintln(a.stdout, "No tools. berth status shows the state of each server.")
+		return nil
+	}
+	destructive := 0
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
+	for _, t := range out {
+		policy := t.Policy.String()
+		if t.AsksWhy != "" {
+			policy += ", asks: destructive"
+			destructive++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
+	}
+	tw.Flush()
+	if err := a.toolsContext(p, tools, profile, opts); err != nil {
+		return err
+	}
+	if destructive > 0 {
+		fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
+	}
+	return nil
+}
+
 // toolsContext prints the context cost of the tools berth tools listed:
-// per plugin and in all, then what lazy mode lists instead, or what the
-// profile lists in its mode.
-func (a *app) toolsContext(p *pool.Pool, tools []*pool.Tool, profile *store.Profile, name string) error {
+// per plugin and in all, then what lazy mode lists instead and what each
+// profile lists in its mode (for the whole workspace: without PLUGIN),
+// or, with --profile, what that profile lists in its mode.
+func (a *app) toolsContext(p *pool.Pool, tools []*pool.Tool, profile *store.Profile, opts *toolsOptions) error {
+	name := opts.Profile
 	c, err := workspaceContext(p.Store(), p.WorkspaceDir(), tools)
 	if err != nil {
 		return err
@@ -180,6 +198,9 @@ func (a *app) toolsContext(p *pool.Pool, tools []*pool.Tool, profile *store.Prof
 	if profile == nil {
 		writePluginCosts(a.stdout, plugins, c.Full, "total")
 		fmt.Fprintf(a.stdout, "In lazy mode (berth serve --tools lazy) a client is listed instead: %s.\n", costWords(c.Lazy))
+		if len(opts.Args) == 0 {
+			writeProfileCosts(a.stdout, c.Profiles)
+		}
 		return nil
 	}
 	v := mcpexport.MeasureView(tools, profile, "", nil)

@@ -34,6 +34,12 @@ type Options struct {
 	// ($BERTH_HOME/backups): not beside a file that is probably committed.
 	// Apply of an edit that replaces a file panics without it.
 	BackupDir string
+	// Profile, for disconnect, is the profile whose entry is removed: an
+	// entry of that name is removed (without Force) only when it runs
+	// `berth serve … --profile Profile`, the entry connect --profile
+	// writes; another entry that happens to bear the name, a plain
+	// `berth serve` among them, is kept.
+	Profile string
 }
 
 // Action says what an edit does to a file.
@@ -120,7 +126,7 @@ func PrepareDisconnect(ctx context.Context, t Target, name string, opts *Options
 	if d == nil {
 		return ed, nil
 	}
-	c, err := d.disconnect(name, ed.opts.Force)
+	c, err := d.disconnect(name, ed.opts.Force, ed.opts.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +178,7 @@ func (d *document) connect(name string, e Entry, force bool) (change, error) {
 }
 
 // disconnect computes the content without the entry name.
-func (d *document) disconnect(name string, force bool) (change, error) {
+func (d *document) disconnect(name string, force bool, profile string) (change, error) {
 	c := change{action: Absent}
 	servers, idx, err := d.lookup(name)
 	if err != nil {
@@ -187,6 +193,14 @@ func (d *document) disconnect(name string, force bool) (change, error) {
 	if !isBerthEntry(c.previous) && !force {
 		return c, fmt.Errorf("server %q in %s does not run `berth serve`, so berth connect did not write it: %s\n%w: nothing was changed; pass --force to remove it anyway, or --name to pick berth's entry",
 			name, d.t.Path, c.previous, ErrConflict)
+	}
+	if profile != "" && !force && servedProfile(c.previous) != profile {
+		what := "serves the whole workspace"
+		if p := servedProfile(c.previous); p != "" {
+			what = fmt.Sprintf("serves profile %q", p)
+		}
+		return c, fmt.Errorf("server %q in %s runs `berth serve` but %s, not profile %q, so berth connect --profile %s did not write it: %s\n%w: nothing was changed; pass --force to remove it anyway, or --name to pick the profile's entry",
+			name, d.t.Path, what, profile, profile, c.previous, ErrConflict)
 	}
 	c.action = Removed
 	c.data = d.apply(d.removeMember(servers, idx))
@@ -204,6 +218,26 @@ func isBerthEntry(raw []byte) bool {
 		return false
 	}
 	return e.Command != "" && len(e.Args) > 0 && e.Args[0] == "serve"
+}
+
+// servedProfile is the profile a berth entry (JSON) serves: the value of
+// its last --profile argument (berth's flags take the last), "" for none.
+func servedProfile(raw []byte) string {
+	var e struct {
+		Args []string `json:"args"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return ""
+	}
+	p := ""
+	for i, a := range e.Args {
+		if v, ok := strings.CutPrefix(a, "--profile="); ok {
+			p = v
+		} else if a == "--profile" && i+1 < len(e.Args) {
+			p = e.Args[i+1]
+		}
+	}
+	return p
 }
 
 // load reads and parses the file of t. A missing file, or one holding only

@@ -47,7 +47,7 @@ func FuzzEdit(f *testing.F) {
 		if err != nil {
 			t.Fatalf("connect output does not parse: %v\n%q", err, c.data)
 		}
-		c2, err := d2.disconnect("berth", true)
+		c2, err := d2.disconnect("berth", true, "")
 		if err != nil {
 			t.Fatalf("disconnect of connect output: %v\n%q", err, c.data)
 		}
