@@ -16,11 +16,14 @@ import (
 
 // tsProfiles is a program of two MCP clients written with the TypeScript
 // SDK (testdata/peers) that connect over Streamable HTTP to the profiles
-// a and b of one berth serve (argv[1] is its base URL, argv[2] the
-// token). It prints one line with the tools each lists, the HTTP status
-// of a's session ID sent to b's path, and the error of a connection to
-// an unknown profile; then client b calls demo__up__wipe (it cannot
-// elicit, so the call waits in berth's queue) and it prints the result.
+// a (lazy) and b (full) of one berth serve (argv[1] is its base URL,
+// argv[2] the token). It prints one line with the tools each lists, what
+// a's berth_find_tools finds for its own tool and for b's, the HTTP
+// status of a's session ID sent to b's path, and the error of a
+// connection to an unknown profile. Then client a calls demo__up__wipe
+// through berth_call_tool and client b calls it directly (neither can
+// elicit, so each call waits in berth's queue); it prints each result on
+// a line of its own.
 const tsProfiles = `
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -37,12 +40,17 @@ const a = await open('/profiles/a/mcp', 'ts-client-a');
 const b = await open('/profiles/b/mcp', 'ts-client-b');
 const names = async (x) => (await x.c.listTools()).tools.map((t) => t.name).sort();
 const out = { a: await names(a), b: await names(b) };
+const find = async (query) => (await a.c.callTool({ name: 'berth_find_tools', arguments: { query, limit: 10 } })).structuredContent.tools.map((t) => t.name);
+out.aFindsWipe = await find('wipe everything');
+out.aFindsEcho = await find('echo the text');
 const r = await fetch(base + '/profiles/b/mcp', { method: 'POST', headers: { ...headers, 'Content-Type': 'application/json',
   Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': a.t.sessionId, 'Mcp-Protocol-Version': '2025-11-25' },
   body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }) });
 out.cross = r.status;
 try { await open('/profiles/nope/mcp', 'ts-client-nope'); out.unknown = 'connected'; } catch (e) { out.unknown = String(e); }
 console.log(JSON.stringify(out));
+const viaMeta = await a.c.callTool({ name: 'berth_call_tool', arguments: { name: 'demo__up__wipe', arguments: { text: 'from a' } } }, undefined, { timeout: 120000 });
+console.log(JSON.stringify(viaMeta));
 const res = await b.c.callTool({ name: 'demo__up__wipe', arguments: { text: 'from b' } }, undefined, { timeout: 120000 });
 console.log(JSON.stringify(res));
 await a.c.close();
@@ -50,10 +58,13 @@ await b.c.close();
 `
 
 // TestTypeScriptSDKProfiles: two clients of one berth serve --http, built
-// on the TypeScript SDK, at two profiles' paths, are offered two tool
-// sets; a session of one path is unknown at the other; an unknown profile
-// is refused naming berth profile list; berth status shows each session
-// with its profile; berth approvals shows the profile of the waiting call.
+// on the TypeScript SDK, at two profiles' paths, one lazy and one full,
+// are offered two tool sets: the lazy one lists the meta-tools, finds its
+// profile's tool and not the other profile's, and calls it through
+// berth_call_tool once berth approve answers; a session of one path is
+// unknown at the other; an unknown profile is refused naming berth
+// profile list; berth status shows each session with its profile and
+// mode; berth approvals shows the profile of each waiting call.
 func TestTypeScriptSDKProfiles(t *testing.T) {
 	peers.Require(t)
 	w := newWorld(t)
@@ -63,8 +74,8 @@ func TestTypeScriptSDKProfiles(t *testing.T) {
 	if _, err := w.store.Update(ctx, func(st *store.State) error {
 		for _, ws := range st.Workspaces {
 			ws.Profiles = map[string]*store.Profile{
-				"a": {Tools: []string{demoEcho}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()},
-				"b": {Tools: []string{demoWipe}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()},
+				"a": {Tools: []string{demoWipe}, Mode: store.ToolsLazy, CreatedAt: time.Now().UTC()},
+				"b": {Tools: []string{demoEcho, demoWipe}, Mode: store.ToolsFull, CreatedAt: time.Now().UTC()},
 			}
 		}
 		return nil
@@ -90,15 +101,22 @@ func TestTypeScriptSDKProfiles(t *testing.T) {
 		t.Fatalf("TypeScript clients printed nothing: %s\nberth serve:\n%s", errb.String(), s.log)
 	}
 	var first struct {
-		A, B    []string
-		Cross   int
-		Unknown string
+		A, B                   []string
+		AFindsWipe, AFindsEcho []string
+		Cross                  int
+		Unknown                string
 	}
 	if err := json.Unmarshal(lines.Bytes(), &first); err != nil {
 		t.Fatalf("%q: %v", lines.Text(), err)
 	}
-	if !slices.Equal(first.A, []string{demoEcho}) || !slices.Equal(first.B, []string{demoWipe}) {
-		t.Errorf("profile a lists %v, profile b lists %v; want %s and %s", first.A, first.B, demoEcho, demoWipe)
+	if !slices.Equal(first.A, []string{mcpexport.MetaCallTool, mcpexport.MetaFindTools}) || !slices.Equal(first.B, []string{demoEcho, demoWipe}) {
+		t.Errorf("profile a lists %v, profile b lists %v; want the meta-tools and %s %s", first.A, first.B, demoEcho, demoWipe)
+	}
+	if !slices.Equal(first.AFindsWipe, []string{demoWipe}) {
+		t.Errorf("profile a finds %v for its own tool, want %s", first.AFindsWipe, demoWipe)
+	}
+	if slices.Contains(first.AFindsEcho, demoEcho) {
+		t.Errorf("profile a finds profile b's %s: %v", demoEcho, first.AFindsEcho)
 	}
 	if first.Cross != 404 {
 		t.Errorf("a's session ID at b's path: HTTP %d, want 404", first.Cross)
@@ -126,30 +144,32 @@ func TestTypeScriptSDKProfiles(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	if want := []string{"a full streamable-http ts-client-a 1.0.0", "b full streamable-http ts-client-b 1.0.0"}; !slices.Equal(got, want) {
+	if want := []string{"a lazy streamable-http ts-client-a 1.0.0", "b full streamable-http ts-client-b 1.0.0"}; !slices.Equal(got, want) {
 		t.Errorf("status sessions %q, want %q", got, want)
 	}
 	if out, err = w.berth(ctx, "status", "--workspace", w.ws); err != nil || !strings.Contains(out, "Sessions of berth serve") || !strings.Contains(out, "ts-client-a") {
 		t.Errorf("status: %v\n%s", err, out)
 	}
 
-	// berth approvals: the waiting call of client b names profile b.
-	var p *mcpexport.Pending
-	for p == nil && ctx.Err() == nil {
-		out, err := w.berth(ctx, "approvals", "--json")
-		if err != nil {
-			t.Fatalf("approvals: %v\n%s", err, out)
-		}
-		var list []*mcpexport.Pending
-		if err := json.Unmarshal([]byte(out), &list); err != nil {
-			t.Fatal(err)
-		}
-		if len(list) > 0 {
-			p = list[0]
-		}
-		time.Sleep(100 * time.Millisecond)
+	// Client a's call through berth_call_tool waits in the queue as a call
+	// of wipe by profile a; berth approve runs it.
+	p := w.pendingOf(ctx, t, "a")
+	if p.Tool != demoWipe || !strings.Contains(string(p.Arguments), "from a") {
+		t.Fatalf("pending %+v, want %s of profile a", p, demoWipe)
 	}
-	if p == nil || p.Profile != "b" || p.Tool != demoWipe {
+	if out, err := w.berth(ctx, "approve", p.ID); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	if !lines.Scan() || strings.Contains(lines.Text(), `"isError":true`) || !strings.Contains(lines.Text(), "wiped from a") {
+		t.Fatalf("the approved call through berth_call_tool: %q %s", lines.Text(), errb.String())
+	}
+	if a := w.auditOf(p.ID); a == nil || a.Profile != "a" || a.Tool != demoWipe || a.Via != mcpexport.MetaCallTool || a.Outcome != mcpexport.OutcomeRan {
+		t.Fatalf("audit of the approved call %+v, want %s of profile a via %s, ran", a, demoWipe, mcpexport.MetaCallTool)
+	}
+
+	// berth approvals: the waiting call of client b names profile b.
+	p = w.pendingOf(ctx, t, "b")
+	if p.Tool != demoWipe {
 		t.Fatalf("pending %+v, want %s of profile b", p, demoWipe)
 	}
 	if out, err := w.berth(ctx, "approvals"); err != nil || !strings.Contains(out, "profile:     b") {
@@ -164,4 +184,27 @@ func TestTypeScriptSDKProfiles(t *testing.T) {
 	if a := w.auditOf(p.ID); a == nil || a.Profile != "b" {
 		t.Fatalf("audit of the denied call %+v, want profile b", a)
 	}
+}
+
+// pendingOf waits for berth approvals --json to list a call of profile.
+func (w *world) pendingOf(ctx context.Context, t *testing.T, profile string) *mcpexport.Pending {
+	t.Helper()
+	for ctx.Err() == nil {
+		out, err := w.berth(ctx, "approvals", "--json")
+		if err != nil {
+			t.Fatalf("approvals: %v\n%s", err, out)
+		}
+		var list []*mcpexport.Pending
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list {
+			if p.Profile == profile {
+				return p
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no call of profile %s waits in berth approvals", profile)
+	return nil
 }

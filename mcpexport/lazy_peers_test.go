@@ -172,3 +172,155 @@ func TestTypeScriptSDKLazyMode(t *testing.T) {
 		t.Fatalf("audit of wipe: %v", vias)
 	}
 }
+
+// tsLazyBoundaries is a TypeScript SDK client in lazy mode that keeps one
+// session across three boundaries the test makes: it has demo's server
+// add a tool (a change of the pinned surface, withheld), searches and
+// calls it; the test accepts the change and the client searches and calls
+// it again; it finds wipe, the test revokes demo and the client searches
+// and calls wipe again. It prints each step's name, then waits for a line
+// on stdin before going on, and prints one JSON object at the end.
+const tsLazyBoundaries = `
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import readline from 'node:readline';
+
+const [url, token] = process.argv.slice(1);
+const rl = readline.createInterface({ input: process.stdin });
+const lines = rl[Symbol.asyncIterator]();
+const step = async (name) => { console.log(name); await lines.next(); };
+const client = new Client({ name: 'berth-ts-lazy-boundaries', version: '1.0.0' }, { capabilities: {} });
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: 'Bearer ' + token } } }));
+const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+const find = async (query) => (await client.callTool({ name: 'berth_find_tools', arguments: { query, limit: 10 } })).structuredContent.tools.map((t) => t.name);
+const call = async (name, args) => {
+  const r = await client.callTool({ name: 'berth_call_tool', arguments: { name, arguments: args } });
+  return { isError: !!r.isError, text: text(r) };
+};
+const extra = 'an extra tool added after the surface was pinned';
+const out = {};
+out.added = text(await client.callTool({ name: 'demo__up__echo', arguments: { text: 'add a tool' } }));
+await step('added');
+out.withheldFound = await find(extra);
+out.withheldCall = await call('demo__up__extra', {});
+await step('withheld');
+out.acceptedFound = await find(extra);
+out.acceptedCall = await call('demo__up__extra', {});
+out.wipeBefore = await find('wipe everything');
+await step('accepted');
+out.wipeAfter = await find('wipe everything');
+out.wipeCall = await call('demo__up__wipe', { text: 'x' });
+out.tools = (await client.listTools()).tools.map((t) => t.name);
+await client.close();
+rl.close();
+console.log(JSON.stringify(out));
+`
+
+type tsCallOutput struct {
+	IsError bool
+	Text    string
+}
+
+type tsBoundariesOutput struct {
+	Added                                               string
+	WithheldFound, AcceptedFound, WipeBefore, WipeAfter []string
+	WithheldCall, AcceptedCall, WipeCall                tsCallOutput
+	Tools                                               []string
+}
+
+// The TypeScript SDK client in lazy mode, one session: a tool added after
+// the surface was pinned is neither found nor callable until berth accept,
+// then it is both; wipe, found before demo is revoked, is neither found
+// nor callable after, nor listed.
+func TestTypeScriptSDKLazyBoundaries(t *testing.T) {
+	peers.Require(t)
+	const extra = "demo__up__extra"
+	e := newEnv(t, lazy(echoTool), allowDemo...)
+	hs := httptest.NewServer(e.srv.Handler(&HTTPOptions{Token: testToken}))
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := peers.Command(ctx, t, "node", "--input-type=module", "-e", tsLazyBoundaries, hs.URL+"/mcp", testToken)
+	var stdout syncBuffer
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	// await waits for the client to print step, then lets it go on after
+	// do.
+	await := func(step string, do func()) {
+		t.Helper()
+		testkit.Eventually(t, 60*time.Second, "the TypeScript client's step "+step, func() bool {
+			return slices.Contains(strings.Split(stdout.String(), "\n"), step)
+		})
+		do()
+		if _, err := stdin.Write([]byte("go\n")); err != nil {
+			t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	}
+	await("added", func() {
+		testkit.Eventually(t, 20*time.Second, "the added tool to be withheld", func() bool {
+			e.srv.Sync(context.Background())
+			for _, st := range e.pool.Status() {
+				for _, c := range st.Changes {
+					if c.Tool == "extra" {
+						return true
+					}
+				}
+			}
+			return false
+		})
+	})
+	await("withheld", func() { acceptChanges(t, e, "demo") })
+	await("accepted", func() {
+		recs, err := e.store.Find("demo", "1.0.0")
+		if err != nil || len(recs) != 1 {
+			t.Fatal(recs, err)
+		}
+		if _, err := e.store.MarkRevoked(ctx, store.Revocation{Name: "demo", Version: "1.0.0", Digest: recs[0].Digest, Catalog: "test", Reason: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the TypeScript client: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	var out tsBoundariesOutput
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &out); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	if out.Added != "echo: add a tool" {
+		t.Fatalf("echo: %q", out.Added)
+	}
+	if slices.Contains(out.WithheldFound, extra) {
+		t.Errorf("found the withheld %s: %v", extra, out.WithheldFound)
+	}
+	if c := out.WithheldCall; !c.IsError || strings.Contains(c.Text, "extra ran") || !strings.Contains(c.Text, "berth accept demo") {
+		t.Errorf("berth_call_tool of the withheld tool: %+v", c)
+	}
+	if !slices.Contains(out.AcceptedFound, extra) {
+		t.Errorf("after berth accept, %s not found: %v", extra, out.AcceptedFound)
+	}
+	if c := out.AcceptedCall; c.IsError || c.Text != "extra ran" {
+		t.Errorf("berth_call_tool of the accepted tool: %+v", c)
+	}
+	if !slices.Equal(out.WipeBefore[:min(1, len(out.WipeBefore))], []string{wipeTool}) {
+		t.Errorf("find wipe before the revocation: %v", out.WipeBefore)
+	}
+	if len(out.WipeAfter) != 0 {
+		t.Errorf("find after the revocation: %v", out.WipeAfter)
+	}
+	if c := out.WipeCall; !c.IsError || strings.Contains(c.Text, "wiped") {
+		t.Errorf("berth_call_tool of wipe after the revocation: %+v", c)
+	}
+	if sorted(out.Tools) != sorted([]string{MetaCallTool, MetaFindTools}) {
+		t.Errorf("tools/list after the revocation: %v", out.Tools)
+	}
+}

@@ -388,6 +388,33 @@ func TestLazySurfaceChangeWithheld(t *testing.T) {
 	if !isErr || strings.Contains(text, "extra ran") || !strings.Contains(text, "berth accept demo") {
 		t.Fatalf("berth_call_tool of a withheld tool: %q %v", text, isErr)
 	}
+	// The control: once the change is accepted, the same query finds the
+	// tool and berth_call_tool runs it.
+	acceptChanges(t, e, "demo")
+	if names, _ := find(t, cs, "an extra tool added after the surface was pinned", MaxFindLimit); !slices.Contains(names, extra) {
+		t.Fatalf("after berth accept, %s not found: %v", extra, names)
+	}
+	if text, isErr := callMeta(t, cs, extra, nil); isErr || text != "extra ran" {
+		t.Fatalf("berth_call_tool of the accepted tool: %q %v", text, isErr)
+	}
+}
+
+// acceptChanges does what berth accept plugin does: it records the live
+// surface the pool withholds as the pinned one.
+func acceptChanges(t *testing.T, e *env, plugin string) {
+	t.Helper()
+	var changes []pool.ToolChange
+	for _, st := range e.pool.Status() {
+		if st.Plugin == plugin {
+			changes = append(changes, st.Changes...)
+		}
+	}
+	if len(changes) == 0 {
+		t.Fatalf("%s has no change to accept", plugin)
+	}
+	if err := e.pool.Accept(context.Background(), plugin, changes); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A tool of a plugin disabled or revoked leaves berth_find_tools at the

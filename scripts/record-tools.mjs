@@ -6,7 +6,10 @@
 // no credentials, sends initialize, notifications/initialized and
 // tools/list (following nextCursor), and writes
 // testdata/tools-recorded/<package>@<version>.json with the raw `tools`
-// array exactly as the server sent it.
+// array exactly as the server sent it. Only these top-level versions are
+// pinned (no lockfile: dependencies resolve on the day of the run); the
+// committed recordings, not this script, are what the tests use
+// (testdata/tools-recorded/README.md, "What is pinned").
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
