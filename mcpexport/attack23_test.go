@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/store"
 )
@@ -61,20 +62,13 @@ func TestAttack23LogsOfPluginsOutsideTheProfile(t *testing.T) {
 	rc := e.client("2025-11-25", clientCaps{})
 	rc.setLevel(t, "info")
 	rc.call(t, "log", nil, nil)
-	waitFor(10*time.Second, func() bool { return lenOf(rc, &rc.logs) >= 3 })
+	_ = testkit.Within(10*time.Second, func() bool { return lenOf(rc, &rc.logs) >= 3 })
 	time.Sleep(300 * time.Millisecond)
 	outside.mu.Lock()
 	defer outside.mu.Unlock()
 	if n := len(outside.logs); n != 0 {
 		raw, _ := json.Marshal(outside.logs[0])
 		t.Fatalf("a client of the profile other (no rly) got %d log messages of rly, e.g. %s", n, raw)
-	}
-}
-
-func waitFor(d time.Duration, f func() bool) {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) && !f() {
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -151,7 +145,7 @@ func TestAttack23SubscriptionOutlivesTheProfile(t *testing.T) {
 	// Another client, of the whole workspace, has rly update it.
 	rc := e.client("2025-11-25", clientCaps{})
 	rc.call(t, "touch", nil, nil)
-	waitFor(3*time.Second, func() bool { return lenOf(sub, &sub.updated) > 0 })
+	_ = testkit.Within(3*time.Second, func() bool { return lenOf(sub, &sub.updated) > 0 })
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if len(sub.updated) != 0 {
@@ -184,26 +178,7 @@ func TestAttack23ProfileRemovedWhileTheCallWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	done := make(chan string, 1)
-	go func() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: wipeTool, Arguments: map[string]any{"text": "hi"}})
-		if err != nil {
-			done <- "error: " + err.Error()
-			return
-		}
-		done <- textOf(res)
-	}()
-	var p *Pending
-	waitFor(20*time.Second, func() bool {
-		list, _ := e.srv.queue.List()
-		if len(list) == 1 {
-			p = list[0]
-		}
-		return p != nil
-	})
-	if p == nil {
-		t.Fatal("the call did not wait in the queue")
-	}
+	p, done := e.callQueued(t, cs, wipeTool, map[string]any{"text": "hi"})
 	// The operator removes the profile, then the entry is approved.
 	e.setProfile("p", nil)
 	if _, err := e.srv.queue.Decide(p.ID, true, false, "test"); err != nil {

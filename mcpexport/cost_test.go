@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +15,6 @@ import (
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 )
-
-// wireBuffer keeps what a client read off the wire, as it came.
-type wireBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *wireBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *wireBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
 
 type teeReadCloser struct {
 	io.Reader
@@ -55,7 +36,7 @@ func listToolsWire(t testing.TB, ms *mcp.Server) (results []json.RawMessage, ent
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	wire := &wireBuffer{}
+	wire := &syncBuffer{} // what the client read off the wire, as it came
 	client := mcp.NewClient(&mcp.Implementation{Name: "cost-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: teeReadCloser{io.TeeReader(s2cR, wire), s2cR}, Writer: c2sW}, nil)
 	if err != nil {

@@ -82,7 +82,7 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 		out = append(out, t)
 		o.byName[t.Name] = t
 		o.defs = append(o.defs, def)
-		o.docs = append(o.docs, searchDoc(t, def))
+		o.docs = append(o.docs, toolsearch.ToolDoc(t.Name, t.Plugin, t.Server, def))
 	}
 	s.offered = o
 	return out
@@ -90,30 +90,6 @@ func (s *Server) setOffered(tools []*pool.Tool) []*pool.Tool {
 
 func nopTool(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{}, nil
-}
-
-// searchDoc is a tool as the index sees it.
-func searchDoc(t *pool.Tool, def *mcp.Tool) toolsearch.Doc {
-	d := toolsearch.Doc{Name: t.Name, Title: def.Title, Description: def.Description, Plugin: t.Plugin, Server: t.Server}
-	if d.Title == "" && def.Annotations != nil {
-		d.Title = def.Annotations.Title
-	}
-	var schema struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	}
-	if raw, err := json.Marshal(def.InputSchema); err == nil && json.Unmarshal(raw, &schema) == nil {
-		names := make([]string, 0, len(schema.Properties))
-		for n := range schema.Properties {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			d.Params = append(d.Params, toolsearch.Param{Name: n, Description: schema.Properties[n].Description})
-		}
-	}
-	return d
 }
 
 // offeredTool is the tool the view offered at the last boundary under

@@ -122,6 +122,31 @@ func textOf(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
+// callQueued starts a call of name with args from cs and waits until it
+// waits in e's approval queue: it returns the queue entry, and the
+// channel of the call's text ("error: …" for a protocol error).
+func (e *env) callQueued(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*Pending, <-chan string) {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		done <- textOf(res)
+	}()
+	var p *Pending
+	testkit.Eventually(t, 20*time.Second, "the call of "+name+" to wait in the queue", func() bool {
+		list, _ := e.srv.queue.List()
+		if len(list) == 1 {
+			p = list[0]
+		}
+		return p != nil
+	})
+	return p, done
+}
+
 func sorted(names []string) string {
 	s := slices.Clone(names)
 	sort.Strings(s)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
@@ -67,14 +68,14 @@ func TestProfileLogsFollowTheProfile(t *testing.T) {
 	rc := e.client("2025-11-25", clientCaps{})
 	rc.setLevel(t, "info")
 	rc.call(t, "log", nil, nil)
-	waitFor(10*time.Second, func() bool { return lenOf(mine, &mine.logs) >= 3 })
+	_ = testkit.Within(10*time.Second, func() bool { return lenOf(mine, &mine.logs) >= 3 })
 	if n := lenOf(mine, &mine.logs); n < 3 {
 		t.Fatalf("a client of the profile mine (rly) got %d of rly's 3 log messages", n)
 	}
 	e.putProfile(t, "mine", "other")
 	before := lenOf(rc, &rc.logs)
 	rc.call(t, "log", nil, nil)
-	waitFor(10*time.Second, func() bool { return lenOf(rc, &rc.logs) >= before+3 })
+	_ = testkit.Within(10*time.Second, func() bool { return lenOf(rc, &rc.logs) >= before+3 })
 	time.Sleep(300 * time.Millisecond)
 	if n := lenOf(mine, &mine.logs); n != 3 {
 		t.Fatalf("after the profile mine stopped offering rly, its client got %d log messages, want the 3 from before", n)
@@ -95,7 +96,7 @@ func TestSubscriptionEndsUpstreamWithTheProfile(t *testing.T) {
 	// stream, which the server sees a moment later: wait for the count.
 	upstream := func(want string) string {
 		var got string
-		waitFor(5*time.Second, func() bool { got = rc.call(t, "subscribed", nil, nil); return got == want })
+		_ = testkit.Within(5*time.Second, func() bool { got = rc.call(t, "subscribed", nil, nil); return got == want })
 		return got
 	}
 	if err := sub.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: testrelay.WatchedURI}); err != nil {
@@ -106,7 +107,7 @@ func TestSubscriptionEndsUpstreamWithTheProfile(t *testing.T) {
 	}
 	// Positive control: the profile's session gets the update.
 	rc.call(t, "touch", nil, nil)
-	waitFor(5*time.Second, func() bool { return lenOf(sub, &sub.updated) > 0 })
+	_ = testkit.Within(5*time.Second, func() bool { return lenOf(sub, &sub.updated) > 0 })
 	if lenOf(sub, &sub.updated) == 0 {
 		t.Fatal("the profile's session did not get the update of a resource it offers")
 	}
@@ -140,7 +141,7 @@ func TestSubscriptionEndsUpstreamWithTheProfile(t *testing.T) {
 	}
 	had := lenOf(sub, &sub.updated)
 	rc.call(t, "touch", nil, nil)
-	waitFor(5*time.Second, func() bool { return lenOf(rc, &rc.updated) > 0 })
+	_ = testkit.Within(5*time.Second, func() bool { return lenOf(rc, &rc.updated) > 0 })
 	if lenOf(rc, &rc.updated) == 0 {
 		t.Fatal("the whole workspace's session lost its subscription when the profile's ended")
 	}
@@ -179,26 +180,7 @@ func TestProfileRemovedWhileWaitingIsAudited(t *testing.T) {
 	t.Cleanup(func() { cs.Close() })
 	approveAfter := func(change func()) string {
 		t.Helper()
-		done := make(chan string, 1)
-		go func() {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: wipeTool, Arguments: map[string]any{"text": "hi"}})
-			if err != nil {
-				done <- "error: " + err.Error()
-				return
-			}
-			done <- textOf(res)
-		}()
-		var p *Pending
-		waitFor(20*time.Second, func() bool {
-			list, _ := e.srv.queue.List()
-			if len(list) == 1 {
-				p = list[0]
-			}
-			return p != nil
-		})
-		if p == nil {
-			t.Fatal("the call did not wait in the queue")
-		}
+		p, done := e.callQueued(t, cs, wipeTool, map[string]any{"text": "hi"})
 		change()
 		if _, err := e.srv.queue.Decide(p.ID, true, false, "test"); err != nil {
 			t.Fatal(err)
@@ -213,7 +195,7 @@ func TestProfileRemovedWhileWaitingIsAudited(t *testing.T) {
 		t.Fatalf("the call of a removed profile's session, approved: %q", got)
 	}
 	var last AuditEntry
-	waitFor(5*time.Second, func() bool {
+	_ = testkit.Within(5*time.Second, func() bool {
 		a := readAudit(t, e.paths)
 		if len(a) >= 2 {
 			last = a[len(a)-1]
