@@ -526,7 +526,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			<-proc.exited
 			c.cancel(&exitError{id: s.id, err: proc.waitErr, tail: s.out.tail()})
 		}()
-		transport = &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}
+		transport = &wireTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, c: c}
 	} else {
 		src := s.p.sources(c.ctx, s.pl)
 		g, err := newGuard(s.id, s.spec.Remote, src, s.p.opts.testNet)
