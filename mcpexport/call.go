@@ -52,6 +52,9 @@ type call struct {
 	// viewRefused is why the view does not offer what the pool routed
 	// the request to (Server.viewRefusal), set by Approve.
 	viewRefused error
+	// task is set when the call is task-augmented (tasks.go): the task,
+	// if one is made, runs on this call's approval.
+	task *pool.TaskCall
 }
 
 // signInApproval is a human's approval of one call, remembered across the
@@ -362,6 +365,9 @@ func (c *call) settled(ctx, wctx context.Context, p *Pending, d *QueueDecision) 
 
 func (c *call) decide(allow bool, by DecidedBy, reason string, always bool) pool.Decision {
 	c.entry.DecidedBy, c.entry.Always = by, always
+	if c.task != nil {
+		c.task.DecidedBy = string(by)
+	}
 	if allow {
 		c.entry.Decision = VerdictAllow
 	} else {

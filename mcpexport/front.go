@@ -71,8 +71,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	iw := &idleWriter{ResponseWriter: w, rc: rc, idle: f.o.WriteIdleTimeout}
 	defer iw.finish()
 	r.Header.Del(requestHeader)
+	var body []byte
 	if r.Method == http.MethodPost && r.Body != nil {
-		body, err := f.readBody(iw, r, rc)
+		var err error
+		body, err = f.readBody(iw, r, rc)
 		if err != nil {
 			return
 		}
@@ -89,7 +91,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case f.o.SSE:
 		f.serveSSE(iw, r)
 	case f.o.Stateless:
-		f.sdk.ServeHTTP(iw, r)
+		f.serveStateless(iw, r, body)
 	default:
 		f.serveStreamable(iw, r)
 	}

@@ -942,6 +942,11 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 	}
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
+	tc := c.taskCall(ctx)
+	if tc != nil {
+		c.task = tc
+		sctx = pool.WithTaskCall(sctx, tc)
+	}
 	res, err = s.pool.Call(sctx, name, args, c)
 	s.signInDone(sctx, req.Session, err)
 	if err != nil && c.entry.Decision == "" {
@@ -971,6 +976,12 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 			c.preApproved = c.approved
 			res, err = s.pool.Call(sctx, name, args, c)
 		}
+	}
+	if err == nil && tc != nil && tc.Created() != nil {
+		// The plugin server made a task of it (tasks.go).
+		defer c.writeAudit()
+		c.entry.Outcome, c.entry.Reason = OutcomeRan, "task created"
+		return taskCreated(tc.Created()), nil
 	}
 	if err == nil && res.InputRequests != nil {
 		return c.relayInputRequests(res), nil

@@ -143,6 +143,8 @@ type Pool struct {
 	// updatedSink gets the updates of subscribed resources.
 	updatedSink func(ctx context.Context, uri string, who []any)
 
+	tasks taskTable // the clients' tasks at plugin servers (tasks.go)
+
 	subMu   sync.Mutex // guards subs and nextSub
 	subs    map[int]func()
 	nextSub int

@@ -70,6 +70,9 @@ type conn struct {
 	resourcesDirty atomic.Bool
 
 	relays relaySet // the clients' requests open on it (relay.go)
+
+	wire  *wireConn // stdio only: the connection as berth reads it (wire.go)
+	tasks connTasks // the task surface on it (tasks.go)
 }
 
 // stopCause is why a server was stopped on purpose.
@@ -526,6 +529,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			<-proc.exited
 			c.cancel(&exitError{id: s.id, err: proc.waitErr, tail: s.out.tail()})
 		}()
+		c.tasks.srv = s
 		transport = &wireTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, c: c}
 	} else {
 		src := s.p.sources(c.ctx, s.pl)
@@ -610,6 +614,7 @@ func (s *server) setStateLocked() {
 
 // shutdown ends a connection and its process group.
 func (s *server) shutdown(c *conn) {
+	s.endTasks(c, s.tasksEndReason(c))
 	// A connection that died (or hung) is killed at once; a stop is
 	// graceful unless it is for drift.
 	hard := c.ctx.Err() != nil

@@ -30,7 +30,9 @@ func (t *wireTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &wireConn{Connection: inner, c: t.c}, nil
+	w := &wireConn{Connection: inner, c: t.c}
+	t.c.wire = w
+	return w, nil
 }
 
 // wireConn is the connection to a plugin server as berth reads it.
@@ -57,5 +59,5 @@ func (w *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // onRead sees a message the server sent, in wire order, before go-sdk
 // does; true consumes it (go-sdk never sees it).
 func (c *conn) onRead(msg jsonrpc.Message) bool {
-	return false
+	return c.tasksOnRead(msg)
 }

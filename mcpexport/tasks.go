@@ -1,0 +1,338 @@
+package mcpexport
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/pool"
+)
+
+// Tasks (io.modelcontextprotocol/tasks, SEP-2663) on the client side.
+// go-sdk v1.8.0's server knows nothing of them: it rejects tasks/get,
+// tasks/update and tasks/cancel as unknown methods, and its CallToolResult
+// cannot carry a CreateTaskResult. berth passes them through on
+// `berth serve --http --stateless` only, the front being the place:
+//
+//   - front.serveTasks answers tasks/get, tasks/update and tasks/cancel
+//     itself, before go-sdk: the request must declare the extension in its
+//     _meta clientCapabilities (else -32021) and carry Mcp-Method and
+//     Mcp-Name headers that match its body (else -32020); the pool passes
+//     it to the plugin server that has the task (pool.TaskRequest).
+//   - A tools/call whose request declares the extension goes through
+//     go-sdk and the same policy, approval and audit as any call
+//     (runTool), with a pool.TaskCall in its context. When the plugin
+//     server created a task, runTool returns a tool result whose _meta
+//     holds the CreateTaskResult under a key random to this process, and
+//     taskWriter puts the CreateTaskResult in its place on the way out.
+//   - taskWriter adds the extension to the capabilities of server/discover.
+//
+// A task's owner is the path of the listener it was created at (each
+// profile's path its own): stateless requests have no session, so the
+// task ID, 128 random bits only its creator is told, is the capability;
+// another path, or an ID berth did not give, is -32602 unknown.
+
+// taskResultKey is the _meta key of a CreateTaskResult on its way to
+// taskWriter: random, so that no plugin server or client can forge one.
+var taskResultKey = "berth-task-result-" + rand.Text()
+
+type taskOwnerKey struct{}
+
+// taskOwner is who may reach a task created through ctx's request; "" when
+// the request came some way tasks are not passed through.
+func taskOwner(ctx context.Context) string {
+	o, _ := ctx.Value(taskOwnerKey{}).(string)
+	return o
+}
+
+// declaresTasks reports whether a client's capabilities include the tasks
+// extension.
+func declaresTasks(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[pool.TasksExtension]
+	return ok
+}
+
+// taskCall returns the pool.TaskCall for a tools/call, or nil when the
+// call is not task-augmented: the client did not declare the extension,
+// or it came some way tasks are not passed through.
+func (c *call) taskCall(ctx context.Context) *pool.TaskCall {
+	owner := taskOwner(ctx)
+	if owner == "" || c.origin.Transport != TransportStateless || !declaresTasks(c.req.ClientCapabilities()) {
+		return nil
+	}
+	return &pool.TaskCall{Owner: owner, Tool: c.tool}
+}
+
+// taskCreated is the result that carries a created task to taskWriter.
+func taskCreated(raw json.RawMessage) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{}, Meta: mcp.Meta{taskResultKey: raw}}
+}
+
+// taskRequest is what serveTasks reads of a request.
+type taskRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// parseTaskRequest reads a body that is one request of the task surface
+// (tasks/get, tasks/update, tasks/cancel); ok is false for anything else.
+// The body is untrusted: FuzzParseTaskRequest.
+func parseTaskRequest(body []byte) (req taskRequest, taskID string, declared bool, ok bool) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return req, "", false, false
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return req, "", false, false
+	}
+	switch req.Method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return req, "", false, false
+	}
+	var p struct {
+		TaskID json.RawMessage `json:"taskId"`
+		Meta   struct {
+			Caps struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	}
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
+		return req, "", false, true
+	}
+	_ = json.Unmarshal(p.TaskID, &taskID)
+	_, declared = p.Meta.Caps.Extensions[pool.TasksExtension]
+	return req, taskID, declared, true
+}
+
+// serveTasks answers a request of the task surface; false leaves the
+// request to go-sdk.
+func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	req, taskID, declared, ok := parseTaskRequest(body)
+	if !ok {
+		return false
+	}
+	id := req.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	fail := func(status int, e *jsonrpc.Error) bool {
+		writeRPC(w, status, id, nil, e)
+		return true
+	}
+	if len(req.ID) == 0 || bytes.Equal(req.ID, []byte("null")) {
+		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: req.Method + " is a request: it needs an id"})
+	}
+	if m := strings.TrimSpace(r.Header.Get("Mcp-Method")); m != req.Method {
+		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Method header (%q) must name the body's method %q", m, req.Method)})
+	}
+	if n := strings.TrimSpace(r.Header.Get("Mcp-Name")); n != taskID {
+		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header (%q) must be the body's params.taskId (%q)", n, taskID)})
+	}
+	if !declared {
+		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: pool.CodeMissingRequiredCapability,
+			Message: fmt.Sprintf("%s needs the client capability %s: declare it in _meta %q", req.Method, pool.TasksExtension, mcp.MetaKeyClientCapabilities),
+			Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + pool.TasksExtension + `":{}}}}`)})
+	}
+	ctx, stop := f.s.requests.bind(r.Context(), r.Header)
+	defer stop()
+	res, err := f.s.pool.TaskRequest(ctx, f.taskOwner(), req.Method, req.Params)
+	if err != nil {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "berth: " + err.Error()}
+		}
+		return fail(http.StatusOK, werr)
+	}
+	writeRPC(w, http.StatusOK, id, withCompleteType(res), nil)
+	return true
+}
+
+// taskOwner is the owner of the tasks created at f (see the package
+// comment above).
+func (f *front) taskOwner() string { return "stateless " + f.path }
+
+// withCompleteType gives a result that has no resultType "complete".
+func withCompleteType(res json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(res, &m) != nil || m == nil {
+		return res
+	}
+	if _, ok := m["resultType"]; ok {
+		return res
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+func writeRPC(w http.ResponseWriter, status int, id, result json.RawMessage, e *jsonrpc.Error) {
+	msg := map[string]any{"jsonrpc": "2.0", "id": id}
+	if e != nil {
+		msg["error"] = e
+	} else {
+		msg["result"] = result
+	}
+	b, _ := json.Marshal(msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// taskWriter is go-sdk's response writer on the stateless front: it puts
+// a CreateTaskResult in place of the tool result that carries it, and the
+// tasks extension into server/discover's capabilities. JSON bodies are
+// held to the end (finish); SSE events pass one by one.
+type taskWriter struct {
+	http.ResponseWriter
+	sse     bool
+	held    bool
+	buf     []byte
+	written bool
+}
+
+func (w *taskWriter) WriteHeader(code int) {
+	if w.written {
+		return
+	}
+	w.written = true
+	ct := w.Header().Get("Content-Type")
+	w.sse = strings.HasPrefix(ct, "text/event-stream")
+	w.held = strings.HasPrefix(ct, "application/json")
+	if w.held || w.sse {
+		w.Header().Del("Content-Length")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *taskWriter) Write(p []byte) (int, error) {
+	if !w.written {
+		w.WriteHeader(http.StatusOK)
+	}
+	switch {
+	case w.held:
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	case w.sse:
+		w.buf = append(w.buf, p...)
+		for {
+			i := bytes.Index(w.buf, []byte("\n\n"))
+			if i < 0 {
+				return len(p), nil
+			}
+			ev := rewriteEvent(w.buf[:i+2])
+			w.buf = w.buf[i+2:]
+			if _, err := w.ResponseWriter.Write(ev); err != nil {
+				return 0, err
+			}
+		}
+	default:
+		return w.ResponseWriter.Write(p)
+	}
+}
+
+func (w *taskWriter) Flush() {
+	if w.held {
+		return
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *taskWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes what is held.
+func (w *taskWriter) finish() {
+	if len(w.buf) == 0 {
+		return
+	}
+	out := w.buf
+	if w.held && (bytes.Contains(out, []byte(taskResultKey)) || bytes.Contains(out, []byte(`"supportedVersions"`))) {
+		out = rewriteMessage(out)
+	}
+	w.buf = nil
+	_, _ = w.ResponseWriter.Write(out)
+}
+
+// rewriteEvent rewrites the data of one SSE event.
+func rewriteEvent(ev []byte) []byte {
+	if !bytes.Contains(ev, []byte(taskResultKey)) && !bytes.Contains(ev, []byte(`"supportedVersions"`)) {
+		return ev
+	}
+	lines := bytes.Split(ev, []byte("\n"))
+	for i, l := range lines {
+		if d, ok := bytes.CutPrefix(l, []byte("data: ")); ok {
+			lines[i] = append([]byte("data: "), rewriteMessage(d)...)
+		} else if d, ok := bytes.CutPrefix(l, []byte("data:")); ok {
+			lines[i] = append([]byte("data:"), rewriteMessage(d)...)
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+// rewriteMessage rewrites one JSON-RPC response: a tool result carrying a
+// CreateTaskResult becomes it; server/discover's capabilities get the
+// tasks extension. Anything else is returned as is.
+func rewriteMessage(b []byte) []byte {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(b, &msg) != nil {
+		return b
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(msg["result"], &res) != nil || res == nil {
+		return b
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(res["_meta"], &meta)
+	if created, ok := meta[taskResultKey]; ok {
+		msg["result"] = created
+	} else if _, ok := res["supportedVersions"]; ok {
+		var caps map[string]json.RawMessage
+		if json.Unmarshal(res["capabilities"], &caps) != nil || caps == nil {
+			return b
+		}
+		var ext map[string]json.RawMessage
+		_ = json.Unmarshal(caps["extensions"], &ext)
+		if ext == nil {
+			ext = map[string]json.RawMessage{}
+		}
+		ext[pool.TasksExtension] = json.RawMessage("{}")
+		caps["extensions"], _ = json.Marshal(ext)
+		res["capabilities"], _ = json.Marshal(caps)
+		msg["result"], _ = json.Marshal(res)
+	} else {
+		return b
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// serveStateless serves a request on the stateless front: the task
+// surface first, then go-sdk through taskWriter.
+func (f *front) serveStateless(w http.ResponseWriter, r *http.Request, body []byte) {
+	if body != nil && f.serveTasks(w, r, body) {
+		return
+	}
+	tw := &taskWriter{ResponseWriter: w}
+	defer tw.finish()
+	f.sdk.ServeHTTP(tw, r.WithContext(context.WithValue(r.Context(), taskOwnerKey{}, f.taskOwner())))
+}

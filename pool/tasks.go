@@ -1,0 +1,508 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tasks (the 2026-07-28 extension io.modelcontextprotocol/tasks, SEP-2663)
+// on the plugin side. go-sdk v1.8.0 has no tasks support: its client
+// drops the fields of a CreateTaskResult and has no way to send tasks/get,
+// tasks/update or tasks/cancel. berth handles them on the wire of a stdio
+// plugin server (wire.go), below go-sdk:
+//
+//   - A tools/call made for a client that negotiated the extension carries
+//     a *TaskCall in its context. Write adds the extension to the call's
+//     _meta clientCapabilities (the plugin server decides, per request,
+//     whether to create a task) and remembers the request's ID.
+//   - onRead sees the response first: a CreateTaskResult (resultType
+//     "task") is recorded in the pool's task table under a berth task ID
+//     (random, 128 bits; the plugin's ID never reaches the client), handed
+//     to the TaskCall, and replaced, for go-sdk, by an empty tool result.
+//   - Pool.TaskRequest sends tasks/get, tasks/update and tasks/cancel on
+//     the wire with IDs of berth's own ("berth-task-N", never one of
+//     go-sdk's integers) and onRead takes their responses before go-sdk.
+//   - notifications/tasks/status from the server update the table and are
+//     consumed (docs/relay.md §Tasks says where they go).
+//
+// A task belongs to the owner its TaskCall named: any other owner asking
+// for it gets -32602, as for a task that does not exist. When its
+// connection ends (the server is stopped, disabled, revoked, or dies) its
+// tasks are cancelled at the server while it can still be reached and end
+// as cancelled for their clients.
+
+// TasksExtension is the tasks extension's identifier.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// JSON-RPC error codes of the task surface.
+const (
+	CodeInvalidParams             = -32602
+	CodeMissingRequiredCapability = -32021
+)
+
+// maxLiveTasks bounds the task table: a client cannot make berth keep
+// more than this many tasks (ended ones are dropped first).
+const maxLiveTasks = 1024
+
+// taskKeep is how long an ended task stays in the table for tasks/get.
+const taskKeep = 10 * time.Minute
+
+// TaskCall is a tools/call from a client that negotiated the tasks
+// extension: what the pool needs to make it task-augmented, and what it
+// hands back when the plugin server created a task.
+type TaskCall struct {
+	// Owner is who may reach the task: the same Owner in TaskRequest.
+	Owner string
+	// Tool is the exported tool name, for the table and the docs.
+	Tool string
+	// DecidedBy is who allowed the call (policy, a human): the approval
+	// the task runs on, bound to it and ended with it.
+	DecidedBy string
+
+	mu      sync.Mutex
+	created json.RawMessage
+}
+
+// Created is the CreateTaskResult to give the client, with berth's task
+// ID, when the plugin server created a task; nil otherwise.
+func (tc *TaskCall) Created() json.RawMessage {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.created
+}
+
+type taskCallKey struct{}
+
+// WithTaskCall returns ctx carrying tc: a tools/call made with it is
+// task-augmented.
+func WithTaskCall(ctx context.Context, tc *TaskCall) context.Context {
+	return context.WithValue(ctx, taskCallKey{}, tc)
+}
+
+func taskCallFrom(ctx context.Context) *TaskCall {
+	tc, _ := ctx.Value(taskCallKey{}).(*TaskCall)
+	return tc
+}
+
+// connTasks is a connection's part of the task surface.
+type connTasks struct {
+	srv *server
+
+	mu      sync.Mutex
+	expect  map[int64]*TaskCall             // task-augmented tools/call in flight, by request ID
+	waiting map[string]chan *jsonrpc.Response // berth's own requests in flight
+}
+
+var rawSeq atomic.Uint64
+
+const rawPrefix = "berth-task-"
+
+// Write implements mcp.Connection: a task-augmented tools/call declares
+// the extension to the server.
+func (w *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() {
+		if tc := taskCallFrom(ctx); tc != nil {
+			id, isInt := req.ID.Raw().(int64)
+			params, err := withTasksExtension(req.Params)
+			if err != nil || !isInt {
+				return fmt.Errorf("making the call task-augmented: %v", err)
+			}
+			req.Params = params
+			t := &w.c.tasks
+			t.mu.Lock()
+			if t.expect == nil {
+				t.expect = map[int64]*TaskCall{}
+			}
+			t.expect[id] = tc
+			t.mu.Unlock()
+		}
+	}
+	return w.Connection.Write(ctx, msg)
+}
+
+// withTasksExtension adds the tasks extension to the clientCapabilities
+// in params._meta (go-sdk put them there).
+func withTasksExtension(params json.RawMessage) (json.RawMessage, error) {
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	var meta map[string]json.RawMessage
+	if raw, ok := p["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, err
+		}
+	}
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	var caps map[string]json.RawMessage
+	if raw, ok := meta[mcp.MetaKeyClientCapabilities]; ok && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &caps); err != nil {
+			return nil, err
+		}
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	var ext map[string]json.RawMessage
+	if raw, ok := caps["extensions"]; ok && !bytes.Equal(raw, []byte("null")) {
+		if err := json.Unmarshal(raw, &ext); err != nil {
+			return nil, err
+		}
+	}
+	if ext == nil {
+		ext = map[string]json.RawMessage{}
+	}
+	ext[TasksExtension] = json.RawMessage("{}")
+	var err error
+	if caps["extensions"], err = json.Marshal(ext); err != nil {
+		return nil, err
+	}
+	if meta[mcp.MetaKeyClientCapabilities], err = json.Marshal(caps); err != nil {
+		return nil, err
+	}
+	if p["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(p)
+}
+
+// tasksOnRead sees a message from the server before go-sdk does; true
+// consumes it.
+func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		t := &c.tasks
+		if s, ok := m.ID.Raw().(string); ok && strings.HasPrefix(s, rawPrefix) {
+			t.mu.Lock()
+			ch := t.waiting[s]
+			delete(t.waiting, s)
+			t.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			}
+			return true // berth's own: never go-sdk's
+		}
+		id, ok := m.ID.Raw().(int64)
+		if !ok {
+			return false
+		}
+		t.mu.Lock()
+		tc := t.expect[id]
+		delete(t.expect, id)
+		t.mu.Unlock()
+		if tc != nil && m.Error == nil {
+			if created := c.taskCreated(tc, m.Result); created != nil {
+				tc.mu.Lock()
+				tc.created = created
+				tc.mu.Unlock()
+				m.Result = json.RawMessage(`{"content":[]}`)
+			}
+		}
+		return false
+	case *jsonrpc.Request:
+		if m.IsCall() || (m.Method != "notifications/tasks/status" && m.Method != "notifications/tasks") {
+			return false
+		}
+		var n struct {
+			TaskID string `json:"taskId"`
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(m.Params, &n) == nil && c.tasks.srv != nil {
+			c.tasks.srv.p.tasks.noteStatus(c, n.TaskID, n.Status)
+		}
+		return true
+	}
+	return false
+}
+
+// taskCreated records a CreateTaskResult and returns it with berth's task
+// ID; nil when result is not one.
+func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil {
+		return nil
+	}
+	var rt, upstream, status string
+	_ = json.Unmarshal(m["resultType"], &rt)
+	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || c.tasks.srv == nil {
+		return nil
+	}
+	_ = json.Unmarshal(m["status"], &status)
+	lt := &liveTask{id: "berth-" + rand.Text(), upstream: upstream, owner: tc.Owner, tool: tc.Tool, by: tc.DecidedBy, srv: c.tasks.srv, c: c, status: status, updated: time.Now()}
+	_ = json.Unmarshal(m["createdAt"], &lt.createdAt)
+	if err := c.tasks.srv.p.tasks.add(lt); err != nil {
+		c.tasks.srv.out.event("refused a task of %s: %v", tc.Tool, err)
+		return nil
+	}
+	m["taskId"], _ = json.Marshal(lt.id)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// liveTask is one task in the pool's table.
+type liveTask struct {
+	id, upstream, owner, tool, by string
+	srv                           *server
+	c                             *conn
+	createdAt                     string
+
+	// guarded by taskTable.mu
+	status  string
+	updated time.Time
+	ended   string // why berth ended it (its server stopped); "" while the server has it
+}
+
+func taskTerminal(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
+
+// taskTable is the pool's tasks, by berth task ID.
+type taskTable struct {
+	mu sync.Mutex
+	m  map[string]*liveTask
+}
+
+func (tt *taskTable) add(lt *liveTask) error {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	if tt.m == nil {
+		tt.m = map[string]*liveTask{}
+	}
+	if len(tt.m) >= maxLiveTasks {
+		now := time.Now()
+		for id, t := range tt.m {
+			if (taskTerminal(t.status) || t.ended != "") && now.Sub(t.updated) > time.Second {
+				delete(tt.m, id)
+			}
+		}
+	}
+	if len(tt.m) >= maxLiveTasks {
+		return fmt.Errorf("berth keeps at most %d tasks; cancel or finish some first", maxLiveTasks)
+	}
+	tt.m[lt.id] = lt
+	return nil
+}
+
+// get returns the task id of owner, or nil; ended tasks past taskKeep are
+// dropped.
+func (tt *taskTable) get(owner, id string) *liveTask {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	t := tt.m[id]
+	if t == nil || t.owner != owner {
+		return nil
+	}
+	if (taskTerminal(t.status) || t.ended != "") && time.Since(t.updated) > taskKeep {
+		delete(tt.m, id)
+		return nil
+	}
+	return t
+}
+
+func (tt *taskTable) noteStatus(c *conn, upstream, status string) {
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for _, t := range tt.m {
+		if t.c == c && t.upstream == upstream && t.ended == "" {
+			t.status, t.updated = status, time.Now()
+		}
+	}
+}
+
+// Tasks counts the tasks in the table that a server still runs.
+func (p *Pool) Tasks() int {
+	p.tasks.mu.Lock()
+	defer p.tasks.mu.Unlock()
+	n := 0
+	for _, t := range p.tasks.m {
+		if t.ended == "" && !taskTerminal(t.status) {
+			n++
+		}
+	}
+	return n
+}
+
+// endTasks ends the tasks of a connection that is going: tasks/cancel to
+// the server while its process is still there (bounded by a second in
+// all), then each is cancelled for its client with why.
+func (s *server) endTasks(c *conn, why string) {
+	tt := &s.p.tasks
+	tt.mu.Lock()
+	var live []*liveTask
+	for _, t := range tt.m {
+		if t.c == c && t.ended == "" {
+			if !taskTerminal(t.status) {
+				live = append(live, t)
+			}
+			t.ended, t.updated = why, time.Now()
+		}
+	}
+	tt.mu.Unlock()
+	if len(live) == 0 || c.wire == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, t := range live {
+		wg.Go(func() {
+			_, _ = c.rawRequest(ctx, "tasks/cancel", map[string]any{"taskId": t.upstream})
+		})
+	}
+	wg.Wait()
+	s.out.event("cancelled %d task(s): %s", len(live), why)
+}
+
+// rawRequest sends a request of berth's own on the wire and waits for its
+// response.
+func (c *conn) rawRequest(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+	if c.wire == nil {
+		return nil, errors.New("tasks need a stdio plugin server")
+	}
+	meta := map[string]any{
+		mcp.MetaKeyProtocolVersion:    c.protocol,
+		mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}},
+	}
+	params["_meta"] = meta
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s%d", rawPrefix, rawSeq.Add(1))
+	ch := make(chan *jsonrpc.Response, 1)
+	t := &c.tasks
+	t.mu.Lock()
+	if t.waiting == nil {
+		t.waiting = map[string]chan *jsonrpc.Response{}
+	}
+	t.waiting[key] = ch
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		delete(t.waiting, key)
+		t.mu.Unlock()
+	}()
+	rid, err := jsonrpc.MakeID(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.wire.Connection.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: b}); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-c.ctx.Done():
+		return nil, fmt.Errorf("the server's connection ended: %w", context.Cause(c.ctx))
+	}
+}
+
+// unknownTask is the error for a task ID the asker may not reach.
+func unknownTask(id string) error {
+	return &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("unknown task %q", id)}
+}
+
+// TaskRequest passes tasks/get, tasks/update or tasks/cancel (method) of
+// owner to the plugin server that has the task, with the server's task
+// ID, and returns the result with berth's. A task of another owner, or
+// none, is -32602. A task berth ended (its server stopped) is answered by
+// berth: cancelled.
+func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params json.RawMessage) (json.RawMessage, error) {
+	switch method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+	default:
+		return nil, &jsonrpc.Error{Code: -32601, Message: fmt.Sprintf("method %q not found", method)}
+	}
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(params, &in); err != nil {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
+	}
+	var id string
+	if json.Unmarshal(in["taskId"], &id) != nil || id == "" {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: taskId must be a string"}
+	}
+	t := p.tasks.get(owner, id)
+	if t == nil {
+		return nil, unknownTask(id)
+	}
+	p.tasks.mu.Lock()
+	ended, status := t.ended, t.status
+	p.tasks.mu.Unlock()
+	if ended == "" && t.c.ctx.Err() != nil {
+		ended = "its server's connection ended"
+	}
+	if ended != "" {
+		if method != "tasks/get" {
+			return json.RawMessage(`{"resultType":"complete"}`), nil
+		}
+		if !taskTerminal(status) {
+			status = "cancelled"
+		}
+		return json.Marshal(map[string]any{"resultType": "complete", "taskId": t.id, "status": status,
+			"statusMessage": "berth ended the task: " + ended, "createdAt": t.createdAt, "lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano)})
+	}
+	out := map[string]any{"taskId": t.upstream}
+	if method == "tasks/update" {
+		out["inputResponses"] = in["inputResponses"]
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.srv.callTime)
+	defer cancel()
+	res, err := t.c.rawRequest(cctx, method, out)
+	if err != nil {
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			if werr.Code == CodeInvalidParams {
+				// The server forgot it (its TTL): so does berth.
+				return nil, unknownTask(id)
+			}
+			return nil, werr
+		}
+		return nil, fmt.Errorf("%s %s did not answer %s for task %s: %w", t.srv.noun(), t.srv.id, method, id, err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(res, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%s %s answered %s with something that is not an object", t.srv.noun(), t.srv.id, method)
+	}
+	if _, ok := m["taskId"]; ok {
+		m["taskId"], _ = json.Marshal(t.id)
+	}
+	var st string
+	if json.Unmarshal(m["status"], &st) == nil && st != "" {
+		p.tasks.mu.Lock()
+		t.status, t.updated = st, time.Now()
+		p.tasks.mu.Unlock()
+	}
+	return json.Marshal(m)
+}
+
+// tasksEndReason says why a connection's tasks end.
+func (s *server) tasksEndReason(c *conn) string {
+	if sc := s.stopped(); sc != nil {
+		return fmt.Sprintf("%s %s was stopped (%v)", s.noun(), s.id, sc.err)
+	}
+	if cause := context.Cause(c.ctx); cause != nil {
+		return fmt.Sprintf("%s %s stopped (%v)", s.noun(), s.id, cause)
+	}
+	return fmt.Sprintf("%s %s stopped", s.noun(), s.id)
+}
