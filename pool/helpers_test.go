@@ -20,14 +20,15 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/internal/testkit"
+	"github.com/berth-mcp/berth/internal/testkit/taskserver"
 	"github.com/berth-mcp/berth/pool/internal/testserver"
 	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/store"
 )
 
-// TestMain lets the test binary act as the MCP test server and as a
-// second berth process: the tests run it through symlinks named
-// berth-testserver and berth-disable.
+// TestMain lets the test binary act as the MCP test server, the tasks
+// fixture server and a second berth process: the tests run it through
+// symlinks named berth-testserver, berth-taskserver and berth-disable.
 func TestMain(m *testing.M) {
 	// A test binary re-executed as the sandbox launcher never runs tests.
 	sandbox.Main()
@@ -36,6 +37,8 @@ func TestMain(m *testing.M) {
 		os.Exit(testserver.Main(os.Args[1:]))
 	case "berth-disable":
 		os.Exit(disableMain(os.Args[1:]))
+	case "berth-taskserver":
+		os.Exit(taskserver.Main())
 	}
 	code := m.Run()
 	if nativeBuild.dir != "" {
@@ -87,7 +90,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"berth-testserver", "berth-disable"} {
+	for _, n := range []string{"berth-testserver", "berth-disable", "berth-taskserver"} {
 		if err := os.Symlink(exe, filepath.Join(f.bin, n)); err != nil {
 			t.Fatal(err)
 		}

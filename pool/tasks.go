@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/store"
 )
 
 // Tasks (the 2026-07-28 extension io.modelcontextprotocol/tasks, SEP-2663)
@@ -100,7 +102,7 @@ type connTasks struct {
 	srv *server
 
 	mu      sync.Mutex
-	expect  map[int64]*TaskCall             // task-augmented tools/call in flight, by request ID
+	expect  map[int64]*TaskCall               // task-augmented tools/call in flight, by request ID
 	waiting map[string]chan *jsonrpc.Response // berth's own requests in flight
 }
 
@@ -369,6 +371,27 @@ func (s *server) endTasks(c *conn, why string) {
 	s.out.event("cancelled %d task(s): %s", len(live), why)
 }
 
+// endTask ends one task of the server for why: tasks/cancel to the
+// server (bounded by a second), then cancelled for its client.
+func (s *server) endTask(t *liveTask, why string) {
+	tt := &s.p.tasks
+	tt.mu.Lock()
+	if t.ended != "" {
+		tt.mu.Unlock()
+		return
+	}
+	live := !taskTerminal(t.status)
+	t.ended, t.updated = why, time.Now()
+	tt.mu.Unlock()
+	if !live {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _ = t.c.rawRequest(ctx, "tasks/cancel", map[string]any{"taskId": t.upstream})
+	s.out.event("cancelled a task of %s: %s", t.tool, why)
+}
+
 // rawRequest sends a request of berth's own on the wire and waits for its
 // response.
 func (c *conn) rawRequest(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
@@ -446,6 +469,14 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 	if t == nil {
 		return nil, unknownTask(id)
 	}
+	// The task runs on the approval of the call that made it, which does
+	// not outlive the operator's policy: a tool the policy now denies has
+	// its tasks cancelled. (A revoke or disable stops the server: endTasks.)
+	if err := p.generation(ctx); err == nil {
+		if pm := p.policyFor(t.srv, t.tool); pm.Action == store.ActionDeny {
+			t.srv.endTask(t, fmt.Sprintf("the operator's policy now denies %s (rule %q)", t.tool, pm.Pattern))
+		}
+	}
 	p.tasks.mu.Lock()
 	ended, status := t.ended, t.status
 	p.tasks.mu.Unlock()
@@ -461,6 +492,9 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 		}
 		return json.Marshal(map[string]any{"resultType": "complete", "taskId": t.id, "status": status,
 			"statusMessage": "berth ended the task: " + ended, "createdAt": t.createdAt, "lastUpdatedAt": time.Now().UTC().Format(time.RFC3339Nano)})
+	}
+	if method == "tasks/update" && taskTerminal(status) {
+		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("task %s has ended (%s): the approval it ran on ended with it", id, status)}
 	}
 	out := map[string]any{"taskId": t.upstream}
 	if method == "tasks/update" {

@@ -466,6 +466,7 @@ func (t *task) cancel() {
 	n := t.setStatusLocked("cancelled")
 	t.mu.Unlock()
 	t.stop()
+	fmt.Fprintf(os.Stderr, "taskserver: task %s cancelled\n", t.id)
 	t.s.notify(n)
 }
 
