@@ -6,9 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +106,86 @@ func runScenario(ctx context.Context, t *testing.T, url, scenario string) []conf
 		t.Logf("conformance-next output:\n%s", tail(buf.String(), 40))
 	}
 	return checks
+}
+
+// taskPost sends one 2026-07-28 request to a stateless berth, declaring
+// the tasks extension, and returns its result or error.
+func taskPost(t *testing.T, url, method, name string, params map[string]any) (result, rpcErr map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-e2e", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+		var msg struct {
+			Result map[string]any `json:"result"`
+			Error  map[string]any `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &msg) == nil && (msg.Result != nil || msg.Error != nil) {
+			return msg.Result, msg.Error
+		}
+	}
+	t.Fatalf("%s: no response in %q", method, data)
+	return nil, nil
+}
+
+// A task's input requests (tasks/get) get what a call's get: the
+// elicitation is marked with its origin; when the plugin's elicitation
+// policy denies it, berth does not pass it on and the task is cancelled,
+// with why.
+func TestTaskInputRequestsUnderPolicy(t *testing.T) {
+	w := newWorld(t)
+	testkit.Program(t, w.bin, "github.com/berth-mcp/berth/internal/testkit/cmd/berth-taskserver")
+	w.plugin(confPlugin, confServer, "berth-taskserver")
+	w.policy(confPlugin+"__*", "allow")
+	s := w.serve(1, "--http", "127.0.0.1:0", "--stateless", "--approval-timeout", "5s")
+	url := withToken(t, s)
+	start := func() string {
+		res, e := taskPost(t, url, "tools/call", confPrefix+"confirm_delete", map[string]any{"name": confPrefix + "confirm_delete", "arguments": map[string]any{"filename": "a.txt"}})
+		id, _ := res["taskId"].(string)
+		if e != nil || res["resultType"] != "task" || !strings.HasPrefix(id, "berth-") {
+			t.Fatalf("tools/call: %v %v", res, e)
+		}
+		return id
+	}
+	waitInput := func(id string) map[string]any {
+		var got map[string]any
+		testkit.Eventually(t, 10*time.Second, "the task to ask", func() bool {
+			got, _ = taskPost(t, url, "tasks/get", id, map[string]any{"taskId": id})
+			return got["status"] != "working"
+		})
+		return got
+	}
+	id := start()
+	got := waitInput(id)
+	msg := fmt.Sprint(got["inputRequests"])
+	if got["status"] != "input_required" || !strings.Contains(msg, "[plugin conf, server srv] Delete a.txt?") || !strings.Contains(msg, "dev.berth/origin") {
+		t.Fatalf("tasks/get: %v, want the elicitation marked with its origin", got)
+	}
+	taskPost(t, url, "tasks/cancel", id, map[string]any{"taskId": id})
+
+	w.policy(confPlugin+"__elicitation", "deny")
+	id = start()
+	got = waitInput(id)
+	if got["status"] != "cancelled" || got["inputRequests"] != nil || !strings.Contains(fmt.Sprint(got["statusMessage"]), "policy denies elicitation") {
+		t.Fatalf("tasks/get under an elicitation deny: %v, want cancelled with why", got)
+	}
 }

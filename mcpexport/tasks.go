@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/store"
 )
 
 // Tasks (io.modelcontextprotocol/tasks, SEP-2663) on the client side.
@@ -157,6 +158,9 @@ func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) 
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "berth: " + err.Error()}
 		}
 		return fail(http.StatusOK, werr)
+	}
+	if req.Method == "tasks/get" {
+		res = f.checkTaskInput(ctx, f.taskOwner(), taskID, req.Params, res)
 	}
 	writeRPC(w, http.StatusOK, id, withCompleteType(res), nil)
 	return true
@@ -335,4 +339,101 @@ func (f *front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	tw := &taskWriter{ResponseWriter: w}
 	defer tw.finish()
 	f.sdk.ServeHTTP(tw, r.WithContext(context.WithValue(r.Context(), taskOwnerKey{}, f.taskOwner())))
+}
+
+// checkTaskInput applies to the input requests of a tasks/get result what
+// a tool call's input requests get (relay_input.go): the plugin's
+// sampling and elicitation policy, the client's declared capabilities, an
+// elicitation's message and schema escaped and marked with their origin,
+// each audited. When one is refused the task is cancelled (at the server
+// and for the client, with why) and the result says so.
+func (f *front) checkTaskInput(ctx context.Context, owner, taskID string, params, res json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(res, &m) != nil || len(m["inputRequests"]) == 0 || bytes.Equal(m["inputRequests"], []byte("null")) {
+		return res
+	}
+	from, tool, ok := f.s.pool.TaskOrigin(owner, taskID)
+	if !ok {
+		return res
+	}
+	var p struct {
+		Meta struct {
+			Caps *mcp.ClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
+			Info *mcp.Implementation     `json:"io.modelcontextprotocol/clientInfo"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	caps := p.Meta.Caps
+	o := originOf(ctx)
+	r := &callRelay{s: f.s, client: printableClient(p.Meta.Info), caps: caps, modern: true,
+		entry: AuditEntry{Tool: tool, Client: printableClient(p.Meta.Info), Transport: o.Transport, Authenticated: o.Authenticated}}
+	var reqs map[string]json.RawMessage
+	refused := json.Unmarshal(m["inputRequests"], &reqs)
+	for key, raw := range reqs {
+		if refused != nil {
+			break
+		}
+		var ir struct {
+			Method string         `json:"method"`
+			Params map[string]any `json:"params"`
+		}
+		if err := json.Unmarshal(raw, &ir); err != nil {
+			refused = fmt.Errorf("the input request %q is not one: %v", key, err)
+			break
+		}
+		var kind pool.RequestKind
+		declared := false
+		switch ir.Method {
+		case "elicitation/create":
+			kind, declared = pool.RequestElicitation, elicitsForms(caps)
+			method := fmt.Sprintf("the input request %q", key)
+			msg, _ := ir.Params["message"].(string)
+			msg, err := relayedMessage(from, method, msg)
+			var schema any
+			if err == nil {
+				schema, err = relayedSchema(from, method, ir.Params["requestedSchema"])
+			}
+			if err != nil {
+				r.audit(from, kind, f.s.pool.RelayPolicy(from.Plugin, kind), OutcomeRefused, err.Error())
+				refused = err
+				continue
+			}
+			ir.Params["message"], ir.Params["requestedSchema"] = msg, schema
+			meta, _ := ir.Params["_meta"].(map[string]any)
+			ir.Params["_meta"] = map[string]any(metaWithOrigin(mcp.Meta(meta), from))
+		case "sampling/createMessage":
+			kind, declared = pool.RequestSampling, caps != nil && caps.Sampling != nil
+		default:
+			refused = fmt.Errorf("the server asked for %q (%q) during the task, which berth does not pass on during a task", ir.Method, key)
+			continue
+		}
+		pm := f.s.pool.RelayPolicy(from.Plugin, kind)
+		switch {
+		case pm.Action == store.ActionDeny:
+			refused = fmt.Errorf("the operator's policy denies %s for plugin %s (rule %q); change it with `berth policy set %s ask`", kind, from.Plugin, pm.Pattern, pool.RelayPolicyName(from.Plugin, kind))
+			r.audit(from, kind, pm, OutcomeRefused, refused.Error())
+			continue
+		case !declared:
+			refused = fmt.Errorf("the server asked for %s (%q), and the client did not declare the %s capability", kind, key, kind)
+			r.audit(from, kind, pm, OutcomeRefused, refused.Error())
+			continue
+		}
+		r.audit(from, kind, pm, OutcomeRan, "passed to the client as an input request of a task")
+		reqs[key], _ = json.Marshal(ir)
+	}
+	if refused != nil {
+		why := "berth did not pass on what " + tool + " asked for: " + refused.Error()
+		f.s.pool.EndTask(owner, taskID, why)
+		out, err := f.s.pool.TaskRequest(ctx, owner, "tasks/get", params)
+		if err != nil {
+			return res
+		}
+		return out
+	}
+	m["inputRequests"], _ = json.Marshal(reqs)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return res
+	}
+	return out
 }

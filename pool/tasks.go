@@ -540,3 +540,21 @@ func (s *server) tasksEndReason(c *conn) string {
 	}
 	return fmt.Sprintf("%s %s stopped", s.noun(), s.id)
 }
+
+// TaskOrigin is the plugin server that has owner's task id, and the tool
+// whose call made it; ok is false for a task owner may not reach.
+func (p *Pool) TaskOrigin(owner, id string) (from Origin, tool string, ok bool) {
+	t := p.tasks.get(owner, id)
+	if t == nil {
+		return Origin{}, "", false
+	}
+	return Origin{Plugin: t.srv.pl.name, Server: t.srv.name, ID: t.srv.id}, t.tool, true
+}
+
+// EndTask ends owner's task id for why, as endTasks does: tasks/cancel to
+// the server, and cancelled, with why, for its owner.
+func (p *Pool) EndTask(owner, id, why string) {
+	if t := p.tasks.get(owner, id); t != nil {
+		t.srv.endTask(t, why)
+	}
+}
