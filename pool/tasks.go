@@ -484,8 +484,11 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 		ended = "its server's connection ended"
 	}
 	if ended != "" {
-		if method != "tasks/get" {
+		switch method {
+		case "tasks/cancel":
 			return json.RawMessage(`{"resultType":"complete"}`), nil
+		case "tasks/update":
+			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("task %s has ended (berth ended it: %s): the approval it ran on ended with it", id, ended)}
 		}
 		if !taskTerminal(status) {
 			status = "cancelled"

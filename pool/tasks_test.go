@@ -136,6 +136,13 @@ func TestTasksEndWithDisable(t *testing.T) {
 	if n := p.Tasks(); n != 0 {
 		t.Errorf("%d tasks still live", n)
 	}
+	params, _ := json.Marshal(map[string]any{"taskId": id, "inputResponses": map[string]any{}})
+	if _, err := p.TaskRequest(ctx, "alice", "tasks/update", params); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("tasks/update of a task berth ended: %v, want refused", err)
+	}
+	if res, err := p.TaskRequest(ctx, "alice", "tasks/cancel", params); err != nil || string(res) != `{"resultType":"complete"}` {
+		t.Errorf("tasks/cancel of a task berth ended: %s %v, want the empty acknowledgement", res, err)
+	}
 	p.tasks.mu.Lock()
 	upstream := p.tasks.m[id].upstream
 	p.tasks.mu.Unlock()
