@@ -133,11 +133,25 @@ func (w *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return w.Connection.Write(ctx, msg)
 }
 
+// foldTwin refuses an object with a key that differs from key only in
+// case: Go's decoder (go-sdk's, in the plugin server) would match either.
+func foldTwin(m map[string]json.RawMessage, key string) error {
+	for k := range m {
+		if k != key && strings.EqualFold(k, key) {
+			return fmt.Errorf("ambiguous keys %q and %q", k, key)
+		}
+	}
+	return nil
+}
+
 // withTasksExtension adds the tasks extension to the clientCapabilities
 // in params._meta (go-sdk put them there).
 func withTasksExtension(params json.RawMessage) (json.RawMessage, error) {
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	if err := foldTwin(p, "_meta"); err != nil {
 		return nil, err
 	}
 	var meta map[string]json.RawMessage
@@ -149,6 +163,9 @@ func withTasksExtension(params json.RawMessage) (json.RawMessage, error) {
 	if meta == nil {
 		meta = map[string]json.RawMessage{}
 	}
+	if err := foldTwin(meta, mcp.MetaKeyClientCapabilities); err != nil {
+		return nil, err
+	}
 	var caps map[string]json.RawMessage
 	if raw, ok := meta[mcp.MetaKeyClientCapabilities]; ok && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &caps); err != nil {
@@ -157,6 +174,9 @@ func withTasksExtension(params json.RawMessage) (json.RawMessage, error) {
 	}
 	if caps == nil {
 		caps = map[string]json.RawMessage{}
+	}
+	if err := foldTwin(caps, "extensions"); err != nil {
+		return nil, err
 	}
 	var ext map[string]json.RawMessage
 	if raw, ok := caps["extensions"]; ok && !bytes.Equal(raw, []byte("null")) {
