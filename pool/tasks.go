@@ -22,10 +22,11 @@ import (
 // on the plugin side. go-sdk v1.8.0 has no tasks support: its client
 // drops the fields of a CreateTaskResult and has no way to send tasks/get,
 // tasks/update or tasks/cancel. berth handles them on the wire of a stdio
-// plugin server (wire.go), below go-sdk:
+// plugin server (wire.go: Write calls tasksOnWrite, onRead tasksOnRead),
+// below go-sdk:
 //
 //   - A tools/call made for a client that negotiated the extension carries
-//     a *TaskCall in its context. Write adds the extension to the call's
+//     a *TaskCall in its context. tasksOnWrite adds the extension to the call's
 //     _meta clientCapabilities (the plugin server decides, per request,
 //     whether to create a task) and remembers the request's ID.
 //   - onRead sees the response first: a CreateTaskResult (resultType
@@ -110,10 +111,11 @@ var rawSeq atomic.Uint64
 
 const rawPrefix = "berth-task-"
 
-// Write implements mcp.Connection: a task-augmented tools/call declares
-// the extension to the server.
-func (w *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() {
+// tasksOnWrite sees a message before it is written to the server
+// (wireConn.Write): a task-augmented tools/call to a stdio server declares
+// the extension to it.
+func (c *conn) tasksOnWrite(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() && c.tasks.srv != nil {
 		if tc := taskCallFrom(ctx); tc != nil {
 			id, isInt := req.ID.Raw().(int64)
 			params, err := withTasksExtension(req.Params)
@@ -121,7 +123,7 @@ func (w *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 				return fmt.Errorf("making the call task-augmented: %v", err)
 			}
 			req.Params = params
-			t := &w.c.tasks
+			t := &c.tasks
 			t.mu.Lock()
 			if t.expect == nil {
 				t.expect = map[int64]*TaskCall{}
@@ -130,7 +132,7 @@ func (w *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			t.mu.Unlock()
 		}
 	}
-	return w.Connection.Write(ctx, msg)
+	return nil
 }
 
 // foldTwin refuses an object with a key that differs from key only in
