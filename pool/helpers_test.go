@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	case "berth-disable":
 		os.Exit(disableMain(os.Args[1:]))
 	case "berth-taskserver":
-		os.Exit(taskserver.Main())
+		os.Exit(taskserver.Main(os.Args[1:]))
 	}
 	code := m.Run()
 	if nativeBuild.dir != "" {

@@ -227,6 +227,9 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 		tc := t.expect[id]
 		delete(t.expect, id)
 		t.mu.Unlock()
+		if tc == nil && m.Error == nil && t.srv != nil && bytes.Contains(m.Result, []byte(`"task"`)) {
+			c.refuseUnaskedTask(m)
+		}
 		if tc != nil && m.Error == nil {
 			if created := c.taskCreated(tc, m.Result); created != nil {
 				tc.mu.Lock()
@@ -250,6 +253,28 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 		return true
 	}
 	return false
+}
+
+// refuseUnaskedTask turns a CreateTaskResult answering a request that
+// did not declare the extension into an error (the client cannot follow
+// the task), and cancels the task at the server.
+func (c *conn) refuseUnaskedTask(m *jsonrpc.Response) {
+	var r struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if json.Unmarshal(m.Result, &r) != nil || r.ResultType != "task" {
+		return
+	}
+	m.Result, m.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("%s %s answered with a task a call whose client did not declare %s; berth refused it and cancelled the task", c.tasks.srv.noun(), c.tasks.srv.id, TasksExtension)}
+	if r.TaskID != "" {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_, _ = c.rawRequest(ctx, "tasks/cancel", map[string]any{"taskId": r.TaskID})
+		}()
+	}
 }
 
 // taskCreated records a CreateTaskResult and returns it with berth's task

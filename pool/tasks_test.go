@@ -228,3 +228,22 @@ func TestTaskApprovalDiesWithPolicyAndTask(t *testing.T) {
 		t.Fatalf("tasks/update of a completed task: %v, want refused", err)
 	}
 }
+
+// A plugin server that makes a task of a call whose client did not
+// declare the extension is refused: the client could not follow the
+// task. The task is cancelled at the server.
+func TestUnaskedTaskRefused(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("tasks", map[string]any{"srv": map[string]any{"stdio": map[string]any{"command": "berth-taskserver", "args": []string{"-always-task"}}}})
+	p := f.open(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := p.Call(ctx, "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow)
+	if err == nil || !strings.Contains(err.Error(), "answered with a task a call whose client did not declare") {
+		t.Fatalf("call: %v, want refused", err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the server to log the tasks/cancel", func() bool {
+		b, _ := os.ReadFile(filepath.Join(f.paths.Logs(), "tasks__srv.log"))
+		return strings.Contains(string(b), "cancelled")
+	})
+}

@@ -59,9 +59,12 @@ var tools = map[string]support{
 	"test_tool_with_task": required,
 }
 
-// Main runs the server on stdin/stdout until the client goes.
-func Main() int {
+// Main runs the server on stdin/stdout until the client goes. With
+// -always-task it misbehaves: it makes a task of every call to a
+// task-supporting tool, whether or not the request declared the extension.
+func Main(args []string) int {
 	s := New()
+	s.alwaysTask = len(args) > 0 && args[0] == "-always-task"
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "taskserver:", err)
 		return 1
@@ -71,7 +74,8 @@ func Main() int {
 
 // Server is the fixture: go-sdk's server and the task engine below it.
 type Server struct {
-	sdk *mcp.Server
+	sdk        *mcp.Server
+	alwaysTask bool
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -257,7 +261,7 @@ func (s *Server) handle(req *jsonrpc.Request) (*jsonrpc.Response, bool) {
 	if !known || sup == syncOnly {
 		return nil, false
 	}
-	if !p.negotiated() {
+	if !p.negotiated() && !s.alwaysTask {
 		if sup == required {
 			return reply(req.ID, nil, missingCapability()), true
 		}

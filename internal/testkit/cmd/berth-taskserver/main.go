@@ -8,4 +8,4 @@ import (
 	"github.com/berth-mcp/berth/internal/testkit/taskserver"
 )
 
-func main() { os.Exit(taskserver.Main()) }
+func main() { os.Exit(taskserver.Main(os.Args[1:])) }
