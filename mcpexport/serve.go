@@ -12,13 +12,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/internal/sockpeer"
+	"github.com/berth-mcp/berth/internal/stdioframe"
 )
 
 // ServeStdio serves one client over the process's stdin and stdout until
 // the client closes them or ctx ends. Nothing else may write to stdout.
 func (s *Server) ServeStdio(ctx context.Context) error {
 	ctx, _ = withLife(withOrigin(ctx, origin{Transport: TransportStdio, Authenticated: true}), errSessionGone)
-	return s.ms.Run(ctx, s.checked(&mcp.StdioTransport{}))
+	// berth's framing of stdio (internal/stdioframe): go-sdk's
+	// StdioTransport, decoding each message once instead of three times.
+	return s.ms.Run(ctx, s.checked(stdioframe.Stdio()))
 }
 
 // Connect serves one client over t, as ServeStdio does over stdio: every

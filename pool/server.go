@@ -15,6 +15,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/fetched"
+	"github.com/berth-mcp/berth/internal/stdioframe"
 	"github.com/berth-mcp/berth/sandbox"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
@@ -531,7 +532,9 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			c.cancel(&exitError{id: s.id, err: proc.waitErr, tail: s.out.tail()})
 		}()
 		c.tasks.srv = s
-		transport = &wireTransport{Transport: &mcp.IOTransport{Reader: proc.stdout, Writer: proc.stdin}, c: c}
+		// berth's framing of the pipe (internal/stdioframe): go-sdk's
+		// IOTransport, decoding each message once instead of three times.
+		transport = &wireTransport{Transport: &stdioframe.Transport{Reader: proc.stdout, Writer: proc.stdin}, c: c}
 	} else {
 		src := s.p.sources(c.ctx, s.pl)
 		g, err := newGuard(s.id, s.spec.Remote, src, s.p.opts.testNet)
