@@ -695,7 +695,7 @@ func (s *Server) applyTools(v *viewNow, tools []*pool.Tool) {
 		offered = always
 	}
 	for _, t := range offered {
-		h := t.Hash + "|" + string(t.Policy.Action)
+		h := t.Hash + "|" + string(t.Policy.Action) + "|" + t.UI // a withheld UI template's link is dropped (pool/apps.go)
 		want[t.Name] = h
 		if s.tools[t.Name] == h {
 			continue
