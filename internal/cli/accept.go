@@ -83,7 +83,7 @@ func runAccept(ctx context.Context, a *app, opts *acceptOptions) error {
 	if !opts.JSON || !opts.Yes {
 		a.showChanges(changes)
 	}
-	if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), opts.Yes, "--yes"); err != nil {
+	if err := a.confirm(fmt.Sprintf("Accept these %d change(s) of %s?", len(changes), name), opts.Yes, "--yes"); err != nil {
 		return err
 	}
 	if err := p.Accept(ctx, name, changes); err != nil {
