@@ -314,6 +314,9 @@ func (c *call) enqueue(ctx context.Context, r *pool.ApprovalRequest) (*Pending, 
 	c.s.log.Info("a tool call waits for approval", "tool", c.tool, "approval", p.ID, "approve", "berth approve "+p.ID, "deny", "berth deny "+p.ID, "deadline", deadline.Format(time.TimeOnly))
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	go notifyWaiting(wctx, c.req, p.ID, deadline, now)
+	if f := c.s.onWaiting; f != nil {
+		go f(p)
+	}
 	return p, wctx, cancel, nil
 }
 

@@ -101,6 +101,7 @@ func (root *Server) sibling(v *View) *Server {
 		hints:       root.hints,
 		requests:    root.requests,
 		timeout:     root.timeout,
+		onWaiting:   root.onWaiting,
 		log:         root.log,
 		protocols:   root.protocols,
 		fam:         root.fam,

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 		testupstream.Main()
 		return
 	}
+	if filepath.Base(os.Args[0]) == appsName {
+		appsMain() // apps_test.go
+	}
 	if filepath.Base(os.Args[0]) == replayName {
 		os.Exit(replayserver.Main(os.Args[1:]))
 	}

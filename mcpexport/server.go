@@ -89,6 +89,10 @@ type Options struct {
 	// directory, <pid>.json, removed by Close; berth status reads it
 	// (ReadServing). One Server per process may set it.
 	RecordSessions bool
+	// OnWaiting, if set, is called in its own goroutine each time a call
+	// starts waiting in the approval queue (berth serve shows a desktop
+	// notification with it: notifydesktop.go).
+	OnWaiting func(*Pending)
 }
 
 // Server exports one pool. It is safe for concurrent use: many sessions
@@ -109,7 +113,9 @@ type Server struct {
 	// whose request went away.
 	requests *liveRequests
 	timeout  time.Duration
-	log      *slog.Logger
+	// onWaiting is Options.OnWaiting.
+	onWaiting func(*Pending)
+	log       *slog.Logger
 	// protocols is Options.SupportedProtocolVersions.
 	protocols []string
 	// fam is the Server made by New and its siblings (WithView): what
@@ -174,6 +180,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 		queue:     NewQueue(st.Paths().Approvals()),
 		audit:     NewAudit(st.Paths().Audit()),
 		timeout:   opts.ApprovalTimeout,
+		onWaiting: opts.OnWaiting,
 		hints:     opts.Hints,
 		log:       opts.Logger,
 		tools:     map[string]string{},
@@ -697,7 +704,7 @@ func (s *Server) applyTools(v *viewNow, tools []*pool.Tool) {
 		offered = always
 	}
 	for _, t := range offered {
-		h := t.Hash + "|" + string(t.Policy.Action)
+		h := t.Hash + "|" + string(t.Policy.Action) + "|" + t.UI // a withheld UI template's link is dropped (pool/apps.go)
 		want[t.Name] = h
 		if s.tools[t.Name] == h {
 			continue

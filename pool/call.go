@@ -225,6 +225,13 @@ func (e *SurfaceError) Error() string {
 	if e.Change.Kind == ChangeAdded {
 		what = "the server added it after the tool surface was pinned"
 	}
+	if e.Change.URI != "" {
+		what = "its contents changed"
+		if e.Change.Kind == ChangeAdded {
+			what = "it is not in the surface pinned"
+		}
+		return fmt.Sprintf("the UI template %s of %s is withheld: %s since the plugin was enabled; review and accept it with `berth accept %s`", printable(e.Change.URI), e.Change.ID, what, e.Change.Plugin)
+	}
 	return fmt.Sprintf("%s is withheld: %s since the plugin was enabled; review and accept it with `berth accept %s`", e.Tool, what, e.Change.Plugin)
 }
 
@@ -452,6 +459,11 @@ func (p *Pool) ReadResource(ctx context.Context, uri string, approver Approver) 
 	if err != nil {
 		s.classify(ctx, cctx, c, err)
 		return nil, fmt.Errorf("reading %s from %s: %w", uri, s.id, err)
+	}
+	if IsUIURI(uri) {
+		if err := s.checkUIRead(uri, res); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -29,6 +29,10 @@ type Tool struct {
 	Hash string `json:"hash"`
 	// Policy is the operator's policy for the tool (allow or ask).
 	Policy store.PolicyMatch `json:"policy"`
+	// UI is the ui:// template (MCP Apps) the tool links, when it is
+	// pinned and served; "" otherwise (a withheld template's link is
+	// taken out of Definition).
+	UI string `json:"ui,omitempty"`
 }
 
 type toolEntry struct {
@@ -57,6 +61,7 @@ type candidate struct {
 	def    *mcp.Tool
 	hash   string
 	change *ToolChange
+	uiOK   bool // its UI template, if it links one, is served
 }
 
 // index returns the current catalog, rebuilding it from the servers'
@@ -88,7 +93,8 @@ func (p *Pool) index() *index {
 					if byName[n] == nil {
 						names = append(names, n)
 					}
-					byName[n] = append(byName[n], candidate{name: n, s: s, def: t, hash: s.hashes[t.Name], change: changes[t.Name]})
+					link := UILink(t)
+					byName[n] = append(byName[n], candidate{name: n, s: s, def: t, hash: s.hashes[t.Name], change: changes[t.Name], uiOK: link != "" && s.ui.served(link)})
 				}
 			}
 			s.mu.Unlock()
@@ -116,7 +122,11 @@ func (p *Pool) index() *index {
 		}
 		def := *c.def
 		def.Name = n
-		t := &Tool{Name: n, Plugin: c.s.pl.name, Server: c.s.name, Native: c.s.native != nil, UpstreamName: c.def.Name, Definition: &def, Hash: c.hash, Policy: m}
+		ui := UILink(c.def)
+		if ui != "" && !c.uiOK {
+			def.Meta, ui = withoutUILink(def.Meta), ""
+		}
+		t := &Tool{Name: n, Plugin: c.s.pl.name, Server: c.s.name, Native: c.s.native != nil, UpstreamName: c.def.Name, Definition: &def, Hash: c.hash, UI: ui, Policy: m}
 		idx.tools[n] = &toolEntry{tool: t, s: c.s, def: c.def, policy: m}
 		idx.list = append(idx.list, t)
 		idx.perServer[c.s]++
@@ -392,6 +402,9 @@ func (p *Pool) routeResource(ctx context.Context, uri string) (*server, error) {
 					exact = append(exact, s)
 					break
 				}
+			}
+			if (len(exact) == 0 || exact[len(exact)-1] != s) && s.servesUILocked(uri) {
+				exact = append(exact, s)
 			}
 			for _, t := range s.templates {
 				if tp, err := uritemplate.New(t.URITemplate); err == nil && tp.Regexp().MatchString(uri) {

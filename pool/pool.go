@@ -415,6 +415,7 @@ func (p *Pool) reconcile(ctx context.Context, st *store.State) error {
 			for _, s := range pl.servers {
 				if sf := en.Surfaces[s.pinKey]; sf != nil {
 					s.setPinned(sf.Tools)
+					s.setPinnedUI(sf.UI)
 				}
 			}
 		case en == nil && pl.gone:
@@ -686,8 +687,8 @@ func (pl *plugin) stop(why error) {
 
 // recordSurface pins a server's surface in the state, unless another
 // process pinned it first (then that one is returned).
-func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]string) (map[string]string, error) {
-	var pinned map[string]string
+func (p *Pool) recordSurface(ctx context.Context, s *server, hashes, ui map[string]string) (map[string]string, map[string]string, error) {
+	var pinned, pinnedUI map[string]string
 	_, err := p.store.Update(ctx, func(st *store.State) error {
 		w := st.Workspaces[p.workspace]
 		if w == nil || w.Plugins[s.pl.name] == nil {
@@ -698,20 +699,23 @@ func (p *Pool) recordSurface(ctx context.Context, s *server, hashes map[string]s
 			return fmt.Errorf("%s was re-enabled in %s meanwhile", s.pl.name, p.workspace)
 		}
 		if sf := en.Surfaces[s.pinKey]; sf != nil {
-			pinned = sf.Tools
+			pinned, pinnedUI = sf.Tools, sf.UI
 			return store.ErrNoChange
 		}
 		if en.Surfaces == nil {
 			en.Surfaces = map[string]*store.Surface{}
 		}
-		pinned = hashes
-		en.Surfaces[s.pinKey] = &store.Surface{Tools: hashes, RecordedAt: time.Now().UTC().Truncate(time.Second)}
+		pinned, pinnedUI = hashes, ui
+		en.Surfaces[s.pinKey] = &store.Surface{Tools: hashes, UI: ui, RecordedAt: time.Now().UTC().Truncate(time.Second)}
 		return nil
 	})
 	if pinned == nil && err == nil {
 		pinned = map[string]string{}
 	}
-	return pinned, err
+	if pinnedUI == nil {
+		pinnedUI = map[string]string{}
+	}
+	return pinned, pinnedUI, err
 }
 
 // WaitStarted waits until every server's first start attempt is over
@@ -850,7 +854,7 @@ func (p *Pool) Status() []ServerStatus {
 			s.mu.Lock()
 			st := ServerStatus{ID: s.id, Plugin: pl.name, Server: s.name, Version: pl.version, Kind: KindServer, State: s.state, Transport: s.kind,
 				Restarts: s.restarts, RestartsInRow: s.inRow, GaveUp: s.gaveUp, Err: s.lastErr,
-				Changes: slices.Clone(s.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources), Sandbox: s.sandboxStatusLocked()}
+				Changes: slices.Concat(s.changes, s.ui.changes), Tools: idx.perServer[s], Collisions: idx.collisions[s], Sources: slices.Clone(s.sources), Sandbox: s.sandboxStatusLocked()}
 			if s.native != nil {
 				st.Kind = KindNative
 			} else {
@@ -908,13 +912,14 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 		return err
 	}
 	var live []ToolChange
-	surfaces := map[string]map[string]string{}
+	surfaces := map[string]*store.Surface{}
 	for _, s := range pl.servers {
 		s.refreshTools(ctx)
 		s.mu.Lock()
-		if len(s.changes) > 0 && s.conn != nil {
+		if (len(s.changes) > 0 || len(s.ui.changes) > 0) && s.conn != nil {
 			live = append(live, s.changes...)
-			surfaces[s.pinKey] = s.hashes
+			live = append(live, s.ui.changes...)
+			surfaces[s.pinKey] = &store.Surface{Tools: s.hashes, UI: maps.Clone(s.ui.live)}
 		}
 		s.mu.Unlock()
 	}
@@ -937,8 +942,9 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 			en.Surfaces = map[string]*store.Surface{}
 		}
 		now := time.Now().UTC().Truncate(time.Second)
-		for name, h := range surfaces {
-			en.Surfaces[name] = &store.Surface{Tools: h, RecordedAt: now}
+		for name, sf := range surfaces {
+			sf.RecordedAt = now
+			en.Surfaces[name] = sf
 		}
 		return nil
 	})
@@ -946,8 +952,9 @@ func (p *Pool) Accept(ctx context.Context, plugin string, seen []ToolChange) err
 		return err
 	}
 	for _, s := range pl.servers {
-		if h := surfaces[s.pinKey]; h != nil {
-			s.setPinned(h)
+		if sf := surfaces[s.pinKey]; sf != nil {
+			s.setPinned(sf.Tools)
+			s.setPinnedUI(sf.UI)
 		}
 	}
 	p.invalidate()

@@ -544,6 +544,7 @@ func (p *Pool) workspaceRoot() *mcp.Root {
 // answers roots/list with the workspace.
 func (s *server) relayOptions(c *conn, o *mcp.ClientOptions) {
 	o.Capabilities = &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
+	o.Capabilities.AddExtension(UIExtension, map[string]any{"mimeTypes": []any{UIMimeType}}) // apps.go
 	o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
 		c.relays.progress(r.Params)
 	}

@@ -128,6 +128,7 @@ type server struct {
 	hashes    map[string]string
 	pinned    map[string]string // nil until the surface is recorded
 	changes   []ToolChange
+	ui        uiSurface // MCP Apps templates (apps.go)
 	prompts   []*mcp.Prompt
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
@@ -163,7 +164,7 @@ func (s *server) init(pinned *store.Surface) *server {
 	s.done, s.settled, s.notify = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	s.kick = make(chan struct{}, 1)
 	if pinned != nil {
-		s.pinned = pinned.Tools
+		s.pinned, s.ui.pinned = pinned.Tools, pinned.UI
 	}
 	s.out = newOutput(s.p.paths.Log(s.id))
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
@@ -449,7 +450,7 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	if !timer.Stop() {
 		return failed(errors.New("startup timeout"))
 	}
-	if err := s.applyTools(c.ctx, tools); err != nil {
+	if err := s.applyTools(c.ctx, c, tools); err != nil {
 		return failed(err)
 	}
 	s.mu.Lock()
@@ -614,7 +615,7 @@ func (s *server) setStateLocked() {
 	if s.conn == nil || s.ctx.Err() != nil {
 		return
 	}
-	if len(s.changes) > 0 {
+	if len(s.changes) > 0 || len(s.ui.changes) > 0 {
 		s.state = StateChanged
 	} else {
 		s.state = StateRunning
@@ -650,7 +651,7 @@ func (s *server) shutdown(c *conn) {
 
 // applyTools filters a listing by the manifest, hashes it, pins the
 // surface on the first listing after enable, and computes what changed.
-func (s *server) applyTools(ctx context.Context, tools []*mcp.Tool) error {
+func (s *server) applyTools(ctx context.Context, c *conn, tools []*mcp.Tool) error {
 	var kept []*mcp.Tool
 	hashes := map[string]string{}
 	for _, t := range tools {
@@ -669,21 +670,23 @@ func (s *server) applyTools(ctx context.Context, tools []*mcp.Tool) error {
 		kept = append(kept, t)
 	}
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Name < kept[j].Name })
+	uiLive, uiDefs := s.readUI(ctx, c, kept)
 	s.mu.Lock()
-	pinned := s.pinned
+	pinned, pinnedUI := s.pinned, s.ui.pinned
 	s.mu.Unlock()
 	if pinned == nil {
 		var err error
-		if pinned, err = s.p.recordSurface(ctx, s, hashes); err != nil {
+		if pinned, pinnedUI, err = s.p.recordSurface(ctx, s, hashes, uiLive); err != nil {
 			return fmt.Errorf("recording the tool surface of %s: %w", s.id, err)
 		}
 	}
 	s.mu.Lock()
 	if s.pinned == nil {
-		s.pinned = pinned
+		s.pinned, s.ui.pinned = pinned, pinnedUI
 	}
 	s.tools, s.hashes = kept, hashes
 	s.changes = diffSurface(s, kept, hashes, s.pinned)
+	s.setUILocked(uiLive, uiDefs)
 	s.setStateLocked()
 	s.changedLocked()
 	s.mu.Unlock()
@@ -754,7 +757,7 @@ func (s *server) refreshTools(ctx context.Context) error {
 		s.classify(ctx, lctx, c, err)
 		return fmt.Errorf("re-listing the tools of %s: %w", s.id, err)
 	}
-	return s.applyTools(ctx, tools)
+	return s.applyTools(ctx, c, tools)
 }
 
 // classify marks a connection dead after a failed request when the

@@ -21,7 +21,10 @@ import (
 // where a missing schema is null, missing annotations are the same as
 // empty ones, the boolean hints default to false and the optional hints
 // (destructiveHint, openWorldHint) are null when absent, so that a server
-// that drops "destructiveHint": true changes its hash.
+// that drops "destructiveHint": true changes its hash. A tool that links
+// an MCP Apps template (_meta.ui, or the older _meta["ui/resourceUri"])
+// adds "ui" and "ui/resourceUri" with those values (null when absent);
+// a tool without either hashes as before.
 func ToolHash(t *mcp.Tool) (string, error) {
 	type annotations struct {
 		Title           string `json:"title"`
@@ -40,7 +43,17 @@ func ToolHash(t *mcp.Tool) (string, error) {
 	if a := t.Annotations; a != nil {
 		v.Annotations = annotations{a.Title, a.ReadOnlyHint, a.DestructiveHint, a.IdempotentHint, a.OpenWorldHint}
 	}
-	raw, err := json.Marshal(v)
+	var x any = v
+	ui, hasUI := t.Meta["ui"]
+	legacy, hasLegacy := t.Meta["ui/resourceUri"]
+	if hasUI || hasLegacy {
+		x = struct {
+			Tool   any `json:"tool"`
+			UI     any `json:"ui"`
+			Legacy any `json:"ui/resourceUri"`
+		}{v, ui, legacy}
+	}
+	raw, err := json.Marshal(x)
 	if err != nil {
 		return "", fmt.Errorf("tool %q has a surface berth cannot encode: %w", t.Name, err)
 	}
@@ -76,8 +89,13 @@ type ToolChange struct {
 	// what the server lists now.
 	Pinned string `json:"pinned,omitempty"`
 	Live   string `json:"live"`
-	// Definition is the tool as the server lists it now.
+	// Definition is the tool as the server lists it now (nil for a UI
+	// template).
 	Definition *mcp.Tool `json:"definition"`
+	// URI is set, and Tool empty, for an MCP Apps UI template (apps.go):
+	// its ui:// URI; Template is what it is now.
+	URI      string      `json:"uri,omitempty"`
+	Template *UITemplate `json:"template,omitempty"`
 }
 
 // diffSurface compares a live surface of the server s with a pinned one
@@ -100,7 +118,7 @@ func diffSurface(s *server, live []*mcp.Tool, hashes, pinned map[string]string) 
 
 func sameChanges(a, b []ToolChange) bool {
 	key := func(c ToolChange) string {
-		return c.Plugin + "\x00" + c.ID + "\x00" + c.Tool + "\x00" + string(c.Kind) + "\x00" + c.Live
+		return c.Plugin + "\x00" + c.ID + "\x00" + c.Tool + "\x00" + c.URI + "\x00" + string(c.Kind) + "\x00" + c.Live
 	}
 	if len(a) != len(b) {
 		return false

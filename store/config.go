@@ -36,6 +36,10 @@ type Config struct {
 	// (docs/sandbox.md); any other package with one is refused. Set it
 	// with SetFetchAllowScripts.
 	FetchAllowScripts []string `json:"fetchAllowScripts,omitempty"`
+	// ApprovalNotify turns on the desktop notification berth serve shows
+	// when a call starts waiting for approval. Set it with
+	// SetApprovalNotify.
+	ApprovalNotify bool `json:"approvalNotify,omitempty"`
 }
 
 // Signer returns the signer named name.

@@ -52,7 +52,10 @@ type Enablement struct {
 // Surface is a server's reviewed tool surface: per tool, the hash of its
 // canonical JSON (name, description, schemas, annotations).
 type Surface struct {
-	Tools      map[string]string `json:"tools"`
+	Tools map[string]string `json:"tools"`
+	// UI are the MCP Apps templates (ui:// URI → pool.UITemplateHash)
+	// its tools link or it lists; absent is none.
+	UI         map[string]string `json:"ui,omitempty"`
 	RecordedAt time.Time         `json:"recordedAt"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +18,10 @@ func newAcceptCmd(a *app) *cobra.Command {
 		Use:   "accept NAME",
 		Short: "Review and accept a plugin's changed tools",
 		Long: `Accept starts the plugin's servers in a workspace, shows every tool whose
-definition (description, schemas, annotations) differs from the surface
-pinned when the plugin was enabled, and every tool added since, asks for
+definition (description, schemas, annotations, MCP Apps UI link) differs
+from the surface pinned when the plugin was enabled, every tool added since,
+and every MCP Apps UI template (ui://) whose contents changed or that was
+not pinned, asks for
 confirmation (on a terminal; otherwise --yes is required, exit 2), and
 records the new surface. Until then those tools are withheld. A NAME that is
 not enabled in the workspace is an error at once (exit 1): no server starts.`,
@@ -80,7 +83,7 @@ func runAccept(ctx context.Context, a *app, opts *acceptOptions) error {
 	if !opts.JSON || !opts.Yes {
 		a.showChanges(changes)
 	}
-	if err := a.confirm(fmt.Sprintf("Accept these %d tool definition(s) of %s?", len(changes), name), opts.Yes, "--yes"); err != nil {
+	if err := a.confirm(fmt.Sprintf("Accept these %d change(s) of %s?", len(changes), name), opts.Yes, "--yes"); err != nil {
 		return err
 	}
 	if err := p.Accept(ctx, name, changes); err != nil {
@@ -100,6 +103,10 @@ func (a *app) showChanges(changes []pool.ToolChange) {
 		if id == "" {
 			id = pool.ServerID(c.Plugin, c.Server)
 		}
+		if c.URI != "" {
+			showTemplateChange(w, id, c)
+			continue
+		}
 		if c.Kind == pool.ChangeAdded {
 			fmt.Fprintf(w, "%s: new tool %s (not in the pinned surface)\n", id, review.PrintableLines(c.Tool))
 		} else {
@@ -114,6 +121,22 @@ func (a *app) showChanges(changes []pool.ToolChange) {
 			fmt.Fprintf(w, "  output schema: %s\n", review.PrintableLines(string(out)))
 		}
 		fmt.Fprintf(w, "  annotations:  %s\n", annotationText(d.Annotations))
+	}
+}
+
+// showTemplateChange shows a changed or new MCP Apps UI template.
+func showTemplateChange(w io.Writer, id string, c pool.ToolChange) {
+	if c.Kind == pool.ChangeAdded {
+		fmt.Fprintf(w, "%s: new UI template %s (not in the pinned surface)\n  now:    %s\n", id, review.PrintableLines(c.URI), c.Live)
+	} else {
+		fmt.Fprintf(w, "%s: UI template %s changed since it was pinned\n  pinned: %s\n  now:    %s\n", id, review.PrintableLines(c.URI), c.Pinned, c.Live)
+	}
+	if t := c.Template; t != nil {
+		fmt.Fprintf(w, "  mime type:    %s\n  size:         %d bytes\n", review.PrintableLines(t.MIMEType), t.Size)
+		if t.UI != nil {
+			ui, _ := json.Marshal(t.UI)
+			fmt.Fprintf(w, "  _meta.ui:     %s\n", review.PrintableLines(string(ui)))
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,10 +26,11 @@ func (a *app) queue() (*mcpexport.Queue, error) {
 func newApprovalsCmd(a *app) *cobra.Command {
 	opts := &approvalsOptions{}
 	cmd := &cobra.Command{
-		Use: "approvals [--full ID] [--json]",
+		Use: "approvals [--full ID] [--json] [--watch]",
 		Example: `  berth approvals
   berth approvals --full k7f3-9q2x
-  berth approvals --json`,
+  berth approvals --json
+  berth approvals --watch`,
 		Short: "List tool calls waiting for approval",
 		Long: `Approvals lists the tool calls waiting for approval: the tool, the
 plugin's version and the workspace whose berth serve asks, the client
@@ -37,7 +39,16 @@ over and whether its session is authenticated, and the arguments, exactly
 as the plugin's server would receive them. Arguments too long to list are
 shown key by key with their sizes; --full ID shows one call's whole.
 --json prints the calls with their arguments as JSON objects, whole (with
---full ID, that one call: one object of the list).`,
+--full ID, that one call: one object of the list).
+
+--watch stays on the terminal and shows each call as it arrives (what it
+runs, the plugin, the client, the profile, the arguments key by key) and
+takes one key: a approves once, A approves always (as berth approve
+--always), d denies, i shows the whole arguments, s skips to the next
+call, q or Ctrl-C quits (the calls still waiting stay waiting). It needs a
+terminal (stdin and stdout); off one it refuses (exit 1). With
+berth config set approval-notify on, berth serve also shows a desktop
+notification of each waiting call (docs/serve.md §Approvals).`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runApprovals(cmd.Context(), a, opts)
@@ -45,19 +56,27 @@ shown key by key with their sizes; --full ID shows one call's whole.
 	}
 	a.jsonFlag(cmd, &opts.JSON, []*mcpexport.Pending{})
 	cmd.Flags().StringVar(&opts.Full, "full", "", "show one pending call with its whole arguments")
+	cmd.Flags().BoolVar(&opts.Watch, "watch", false, "stay on the terminal: show each waiting call as it arrives and answer it with one key")
 	return cmd
 }
 
 // approvalsOptions are the inputs of berth approvals.
 type approvalsOptions struct {
-	JSON bool
-	Full string
+	JSON  bool
+	Full  string
+	Watch bool
 }
 
-func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
+func runApprovals(ctx context.Context, a *app, opts *approvalsOptions) error {
+	if opts.Watch && (opts.JSON || opts.Full != "") {
+		return usagef("--watch is interactive: it takes neither --json nor --full")
+	}
 	q, err := a.queue()
 	if err != nil {
 		return err
+	}
+	if opts.Watch {
+		return a.runWatch(ctx, q)
 	}
 	if opts.Full != "" {
 		p, err := q.Get(opts.Full)
@@ -100,12 +119,15 @@ func runApprovals(_ context.Context, a *app, opts *approvalsOptions) error {
 }
 
 // showPending prints one pending call; whole shows all of its arguments.
-func (a *app) showPending(p *mcpexport.Pending, whole bool) {
+func (a *app) showPending(p *mcpexport.Pending, whole bool) { a.showPendingTo(a.stdout, p, whole) }
+
+// showPendingTo is showPending to w.
+func (a *app) showPendingTo(w io.Writer, p *mcpexport.Pending, whole bool) {
 	args := mcpexport.PrettyArguments(p.Arguments)
 	if !whole {
 		args, _ = mcpexport.ShowArguments(p.Arguments, maxListedArgs, p.ID)
 	}
-	fmt.Fprintf(a.stdout, "\n%s  %s (%s)\n  plugin:      %s %s\n  workspace:   %s\n  profile:     %s\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
+	fmt.Fprintf(w, "\n%s  %s (%s)\n  plugin:      %s %s\n  workspace:   %s\n  profile:     %s\n  client:      %q (as it names itself), session %s\n  transport:   %s, %s\n  annotations: %s\n  arguments (%s):\n    %s\n",
 		p.ID, pendingWhat(p), p.Server, review.Printable(orUnknown(p.Plugin)), review.Printable(orUnknown(p.Version)), review.Printable(orUnknown(p.Workspace)), review.Printable(pendingProfile(p)), p.Client, orUnknown(p.Session), orUnknown(p.Transport), authWords(p), p.DescribeAnnotations(), p.ArgumentsDigest, strings.ReplaceAll(args, "\n", "\n    "))
 }
 
@@ -198,10 +220,7 @@ func runApprove(_ context.Context, a *app, opts *approveOptions) error {
 	if err != nil {
 		return err
 	}
-	by := "berth " + map[bool]string{true: "approve", false: "deny"}[opts.Allow]
-	if u := a.getenv("USER"); u != "" {
-		by += " (" + u + ")"
-	}
+	by := a.decider("berth " + map[bool]string{true: "approve", false: "deny"}[opts.Allow])
 	p, err := q.Decide(opts.ID, opts.Allow, opts.Always, by)
 	if err != nil {
 		return err

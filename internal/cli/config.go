@@ -16,6 +16,7 @@ import (
 var configKeys = map[string]string{
 	"min-release-age":                 "the cooldown of catalog installs: versions released less long ago are skipped (a Go duration like 72h, or days like 3d; 0 for none)",
 	"fetch-allow-scripts":             "the npm packages (NAME[,NAME...]; none for none) whose install scripts run, confined, when a fetched server's tree is resolved at trust",
+	"approval-notify":                 "on or off (default off): berth serve shows a desktop notification (notify-send; osascript on macOS) when a call starts waiting for approval, naming the tool, plugin and client, never the arguments",
 	store.SandboxKeyUndeclaredNetwork: "open or none (default open): the network of a local server that declares none in its sandbox",
 	store.SandboxKeyRequire:           "on or off (default off): on refuses to start a local server that declares no sandbox or that this host cannot confine in full",
 	store.SandboxKeyUnconfined:        "the servers (PLUGIN__SERVER, comma-separated) the operator runs unconfined, with the operator's rights; \"\" clears it",
@@ -23,7 +24,7 @@ var configKeys = map[string]string{
 }
 
 // configKeyOrder is the order berth config lists its keys in.
-var configKeyOrder = append([]string{"min-release-age", "fetch-allow-scripts"}, store.SandboxKeys...)
+var configKeyOrder = append([]string{"min-release-age", "fetch-allow-scripts", "approval-notify"}, store.SandboxKeys...)
 
 // configHelp lists every key with its meaning, for the commands' help.
 func configHelp() string {
@@ -51,13 +52,17 @@ type configJSON struct {
 	SandboxUnconfined []string `json:"sandboxUnconfined"`
 	// SandboxUpstreamProxy is the egress proxy's upstream, "" for none.
 	SandboxUpstreamProxy string `json:"sandboxUpstreamProxy"`
+	// ApprovalNotify is whether berth serve shows a desktop notification
+	// of each call that starts waiting for approval.
+	ApprovalNotify bool `json:"approvalNotify"`
 }
 
 func newConfigJSON(d time.Duration, cfg *store.Config) configJSON {
 	sb := cfg.SandboxOf()
 	return configJSON{MinReleaseAge: d.String(), FetchAllowScripts: nonNilStrings(cfg.FetchAllowScripts),
 		SandboxUndeclaredNetwork: sb.Value(store.SandboxKeyUndeclaredNetwork),
-		SandboxRequire:           sb.Require, SandboxUnconfined: nonNilStrings(sb.Unconfined), SandboxUpstreamProxy: sb.UpstreamProxy}
+		SandboxRequire:           sb.Require, SandboxUnconfined: nonNilStrings(sb.Unconfined), SandboxUpstreamProxy: sb.UpstreamProxy,
+		ApprovalNotify: cfg.ApprovalNotify}
 }
 
 func newConfigCmd(a *app) *cobra.Command {
@@ -74,6 +79,7 @@ berth policy).`,
   berth config get min-release-age
   berth config set min-release-age 0
   berth config set fetch-allow-scripts esbuild
+  berth config set approval-notify on
   berth config set sandbox-undeclared-network none
   berth config set sandbox-require on
   berth config set sandbox-unconfined notes__legacy
@@ -121,6 +127,8 @@ func runConfigSet(ctx context.Context, a *app, opts *configSetOptions) error {
 	switch opts.Key {
 	case "fetch-allow-scripts":
 		return runConfigSetAllowScripts(ctx, a, opts)
+	case "approval-notify":
+		return runConfigSetApprovalNotify(ctx, a, opts)
 	case "min-release-age":
 	default:
 		return runConfigSetSandbox(ctx, a, opts)
@@ -203,6 +211,8 @@ func runConfigGet(_ context.Context, a *app, opts *configGetOptions) error {
 		switch k {
 		case "min-release-age":
 			return d.String()
+		case "approval-notify":
+			return onOff(cfg.ApprovalNotify)
 		case "fetch-allow-scripts":
 			if len(cfg.FetchAllowScripts) == 0 {
 				return "none"
@@ -307,6 +317,46 @@ func runConfigSetAllowScripts(ctx context.Context, a *app, opts *configSetOption
 		fmt.Fprintln(a.stdout, "fetch-allow-scripts is none: a fetched package with an install script is refused at trust.")
 	} else {
 		fmt.Fprintf(a.stdout, "fetch-allow-scripts is %s: their install scripts run at trust, confined to their tree with no network; any other package with one is refused.\n", strings.Join(cfg.FetchAllowScripts, ","))
+	}
+	return nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// runConfigSetApprovalNotify sets approval-notify.
+func runConfigSetApprovalNotify(ctx context.Context, a *app, opts *configSetOptions) error {
+	var on bool
+	switch opts.Value {
+	case "on":
+		on = true
+	case "off":
+	default:
+		return usagef("approval-notify is on or off, not %q", opts.Value)
+	}
+	st, err := a.store()
+	if err != nil {
+		return err
+	}
+	cfg, err := st.SetApprovalNotify(ctx, on)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		d, err := cfg.ReleaseCooldown()
+		if err != nil {
+			return err
+		}
+		return writeJSON(a.stdout, newConfigJSON(d, cfg))
+	}
+	if on {
+		fmt.Fprintln(a.stdout, "approval-notify is on: berth serve shows a desktop notification when a call starts waiting for approval (restart berth serve to apply it).")
+	} else {
+		fmt.Fprintln(a.stdout, "approval-notify is off: berth serve shows no desktop notification.")
 	}
 	return nil
 }

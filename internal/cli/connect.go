@@ -40,6 +40,9 @@ type connectOptions struct {
 	// Profile is --profile: the entry serves that profile, and is named
 	// berth-PROFILE unless --name says otherwise.
 	Profile string
+	// HTTP is --http URL (connecthttp.go): an HTTP entry instead of a
+	// stdio one; TokenFile is --token-file.
+	HTTP, TokenFile string
 }
 
 // profileEntryName is the default name of the entry of a profile, so that
@@ -236,6 +239,14 @@ profiles sit side by side in one client beside the plain "berth". The
 profile must exist in the workspace (berth profile list); disconnect
 --profile NAME removes that entry.
 
+--http URL writes an HTTP entry instead, for a berth serve --http already
+listening at URL, without the bearer token in the file: Claude Code's entry
+gets the header from a headersHelper that runs 'berth token --header';
+Cursor's and VS Code's send "Bearer ${env:BERTH_TOKEN}", which the client
+expands from its environment. Claude Desktop's file takes stdio servers
+only, so --http refuses it. Plain http:// is refused unless the host is a
+loopback address.
+
 The client reads its file when it starts: quit it fully and start it again.
 See docs/connect.md.
 
@@ -249,7 +260,8 @@ func newConnectCmd(a *app) *cobra.Command {
   berth connect cursor --workspace ~/src/project --portable
   berth connect vscode --env NODE_OPTIONS --print
   berth connect claude-desktop --profile desktop
-  berth connect claude-code --profile code`,
+  berth connect claude-code --profile code
+  berth connect claude-code --http http://127.0.0.1:8931/mcp`,
 		Short: "Add berth to an MCP client: claude-desktop, claude-code, cursor or vscode",
 		Long:  connectLong,
 		Args:  exactArgs(1, "one CLIENT"),
@@ -271,6 +283,8 @@ func newConnectCmd(a *app) *cobra.Command {
 	fl.BoolVar(&f.NoPath, "no-path", false, "do not record this shell's PATH in the entry")
 	fl.BoolVar(&f.Portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
 	fl.StringArrayVar(&f.Env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
+	fl.StringVar(&f.HTTP, "http", "", "write an HTTP entry for the berth serve --http listening at `URL`, its token kept out of the file (claude-code, cursor, vscode)")
+	fl.StringVar(&f.TokenFile, "token-file", "", "with --http: the token file of that berth serve (default $BERTH_HOME/serve.token)")
 	a.jsonFlag(cmd, &f.JSON, connectJSON{})
 	return cmd
 }
@@ -287,7 +301,16 @@ type connectPlan struct {
 }
 
 func runConnect(ctx context.Context, a *app, f *connectOptions) error {
-	p, err := a.planConnect(ctx, f)
+	var p *connectPlan
+	var auth clientconfig.HTTPAuth
+	var err error
+	if f.HTTP != "" {
+		p, auth, err = a.planConnectHTTP(ctx, f)
+	} else if f.TokenFile != "" {
+		return usagef("--token-file is for --http entries")
+	} else {
+		p, err = a.planConnect(ctx, f)
+	}
 	if err != nil {
 		return err
 	}
@@ -325,7 +348,12 @@ func runConnect(ctx context.Context, a *app, f *connectOptions) error {
 		return writeJSON(a.stdout, out)
 	}
 	changed := a.printConnected(f.Name, edits)
-	fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
+	if f.HTTP != "" {
+		fmt.Fprintf(a.stdout, "It connects to: %s\n", entry.URL)
+		a.tokenAdvice(s.client, auth)
+	} else {
+		fmt.Fprintf(a.stdout, "It runs: %s %s\n", entry.Command, strings.Join(entry.Args, " "))
+	}
 	a.printWarnings(warnings)
 	a.printMissing(s.workspace, p.missing)
 	if changed {

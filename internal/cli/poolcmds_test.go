@@ -63,6 +63,7 @@ func TestPoolScripts(t *testing.T) {
 			"exitcode":        exitcodeCmd,
 			"waitcall":        waitCallCmd,
 			"waitcall-result": waitCallResultCmd,
+			"watchkeys":       watchkeysCmd,
 		},
 	})
 }

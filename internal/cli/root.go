@@ -65,6 +65,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newApproveCmd(a, true),
 		newApproveCmd(a, false),
 		newConnectCmd(a),
+		newTokenCmd(a),
 		newDisconnectCmd(a),
 		newSecretCmd(a),
 		newInitCmd(a),

@@ -311,7 +311,8 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		go trimMemory(tctx, p)
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
-	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true})
+	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true,
+		OnWaiting: a.approvalNotifier(st, log)})
 	defer srv.Close()
 	if len(lns) == 0 {
 		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir(), "profile", opts.Profile, "tools", mode)

@@ -205,8 +205,22 @@ func (a *app) statusDetail(s pool.ServerStatus) {
 		}
 	}
 	if len(s.Changes) > 0 {
-		fmt.Fprintf(w, "\n%s changed: %d tool(s) differ from the pinned surface and are withheld; review them with: berth accept %s\n", s.ID, len(s.Changes), s.Plugin)
+		tools := 0
 		for _, c := range s.Changes {
+			if c.URI == "" {
+				tools++
+			}
+		}
+		what := fmt.Sprintf("%d tool(s)", tools)
+		if n := len(s.Changes) - tools; n > 0 {
+			what += fmt.Sprintf(" and %d UI template(s)", n)
+		}
+		fmt.Fprintf(w, "\n%s changed: %s differ from the pinned surface and are withheld; review them with: berth accept %s\n", s.ID, what, s.Plugin)
+		for _, c := range s.Changes {
+			if c.URI != "" {
+				fmt.Fprintf(w, "  UI template %s (%s)\n", review.PrintableLines(c.URI), c.Kind)
+				continue
+			}
 			fmt.Fprintf(w, "  %s (%s)\n", review.PrintableLines(c.Tool), c.Kind)
 		}
 	}

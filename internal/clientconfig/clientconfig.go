@@ -267,11 +267,17 @@ func claudeDesktopTargets(env Env) []Target {
 // Command with Args. Field order is the order written.
 type Entry struct {
 	// Type is "stdio" for the clients whose files name the transport
-	// (Claude Code, VS Code); empty otherwise.
+	// (Claude Code, VS Code); "http" for an HTTP entry there; empty
+	// otherwise.
 	Type    string            `json:"type,omitempty"`
-	Command string            `json:"command"`
-	Args    []string          `json:"args"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// URL, Headers and HeadersHelper make an HTTP entry (NewHTTPEntry):
+	// no Command then.
+	URL           string            `json:"url,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	HeadersHelper string            `json:"headersHelper,omitempty"`
 }
 
 // windowsChildEnv are the variables a stdio child of Claude Desktop on

@@ -208,14 +208,15 @@ func (d *document) disconnect(name string, force bool, profile string) (change, 
 }
 
 // isBerthEntry reports whether a server entry (JSON) looks like one berth
-// connect writes: a command whose first argument is "serve".
+// connect writes: a command whose first argument is "serve", or an HTTP
+// entry whose token comes from berth (NewHTTPEntry).
 func isBerthEntry(raw []byte) bool {
-	var e struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	}
+	var e Entry
 	if json.Unmarshal(raw, &e) != nil {
 		return false
+	}
+	if e.URL != "" {
+		return isBerthHTTPAuth(e)
 	}
 	return e.Command != "" && len(e.Args) > 0 && e.Args[0] == "serve"
 }

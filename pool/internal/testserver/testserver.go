@@ -52,6 +52,10 @@ type Config struct {
 	HangStart bool
 	// Extras registers a prompt ("greet") and resources.
 	Extras bool
+	// UIFile, when set, registers an MCP Apps UI template
+	// ui://<name>/widget whose HTML is the file's contents at each read,
+	// and a tool "show" that links it (_meta.ui.resourceUri).
+	UIFile string
 }
 
 // AllTools are the tools the server can register.
@@ -122,6 +126,9 @@ func NewServer(cfg *Config) *mcp.Server {
 	}
 	if cfg.Legacy {
 		opts.SupportedProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	}
+	if cfg.Extras || cfg.UIFile != "" {
+		opts.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true}
 	}
 	if cfg.Extras {
 		opts.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
@@ -260,7 +267,29 @@ func NewServer(cfg *Config) *mcp.Server {
 				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + req.Params.URI}}}, nil
 			})
 	}
+	if cfg.UIFile != "" {
+		addUI(s, name, cfg.UIFile)
+	}
 	return s
+}
+
+// addUI registers the MCP Apps template and the tool that links it.
+func addUI(s *mcp.Server, name, file string) {
+	const mime = "text/html;profile=mcp-app"
+	uri := "ui://" + name + "/widget"
+	meta := mcp.Meta{"ui": map[string]any{"csp": map[string]any{"connectDomains": []any{"https://api.example.com"}}}}
+	s.AddResource(&mcp.Resource{URI: uri, Name: "widget", MIMEType: mime, Meta: meta},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: mime, Text: string(b), Meta: meta}}}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "show", Description: "Shows a widget.", Meta: mcp.Meta{"ui": map[string]any{"resourceUri": uri}}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in empty) (*mcp.CallToolResult, any, error) {
+			return text("shown"), nil, nil
+		})
 }
 
 type listFlag struct{ dst *[]string }
@@ -290,6 +319,7 @@ func Main(args []string) int {
 	fs.BoolVar(&cfg.ExitOnDiscover, "exit-on-discover", false, "exit when the first message is server/discover")
 	fs.BoolVar(&cfg.HangStart, "hang-start", false, "never answer")
 	fs.BoolVar(&cfg.Extras, "extras", false, "register a prompt and resources")
+	fs.StringVar(&cfg.UIFile, "ui-file", "", "register an MCP Apps UI template read from this file, and a tool \"show\" that links it")
 	fs.String("root", "", "ignored (the cwd tool reports the arguments)")
 	if err := fs.Parse(args); err != nil {
 		return 2
