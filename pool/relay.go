@@ -137,6 +137,9 @@ type relaySet struct {
 	open map[*openCall]struct{}
 	// byToken finds a request by the progress token berth gave it.
 	byToken map[string]*openCall
+	// opened counts the requests opened; each openCall's seq is its
+	// place in that count (target picks the most recent).
+	opened uint64
 	log     rateWindow
 	// subs are the clients subscribed to each URI (relay_subscriptions.go).
 	subs map[string]subscribers
@@ -150,6 +153,8 @@ type openCall struct {
 	from  Origin
 	ctx   context.Context
 	token string
+	// seq orders the requests opened on the connection (relaySet.opened).
+	seq uint64
 	// answered is set (under relaySet.mu) once the server answered the
 	// request: the call may stay open to drain its progress, but a
 	// server's request can no longer belong to it (target skips it).
@@ -234,6 +239,8 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	if rs.open == nil {
 		rs.open, rs.byToken = map[*openCall]struct{}{}, map[string]*openCall{}
 	}
+	rs.opened++
+	oc.seq = rs.opened
 	rs.open[oc] = struct{}{}
 	if oc.token != "" {
 		rs.byToken[oc.token] = oc
@@ -366,11 +373,14 @@ func errRelay(format string, args ...any) error {
 }
 
 // target finds the open request that a server's request belongs to: the
-// one whose context it runs in, or else the requests open with the server
-// and not yet answered, which must all be one client's. A request that
-// was answered and only drains its progress (another client's, often, as
-// clients take turns) is not a candidate: a server sends its requests
-// while it serves a call, never after its answer.
+// one whose context it runs in, or else the most recently opened of the
+// requests open with the server and not yet answered, which must all be
+// one client's (a server asks during the call it serves; of one client's
+// calls, the latest is the one the client waits on now, and the choice
+// does not depend on map order). A request that was answered and only
+// drains its progress (another client's, often, as clients take turns) is
+// not a candidate: a server sends its requests while it serves a call,
+// never after its answer.
 func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*openCall, error) {
 	if oc, _ := ctx.Value(openCallKey{}).(*openCall); oc != nil {
 		return oc, nil
@@ -385,7 +395,9 @@ func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*op
 		if pick != nil && oc.req.Relay.Client() != pick.req.Relay.Client() {
 			return nil, errRelay("berth refused %s from %s: requests of several clients are open with that server, and berth cannot tell which one it belongs to", method, from.ID)
 		}
-		pick = oc
+		if pick == nil || oc.seq > pick.seq {
+			pick = oc
+		}
 	}
 	if pick == nil {
 		return nil, errRelay("berth refused %s from %s: berth relays it only while the server is serving a client's request (a tool call, prompt or resource read), and none is open", method, from.ID)
