@@ -140,7 +140,7 @@ type relaySet struct {
 	// opened counts the requests opened; each openCall's seq is its
 	// place in that count (target picks the most recent).
 	opened uint64
-	log     rateWindow
+	log    rateWindow
 	// subs are the clients subscribed to each URI (relay_subscriptions.go).
 	subs map[string]subscribers
 	// updates are the resource updates waiting to be relayed.
