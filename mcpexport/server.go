@@ -134,6 +134,9 @@ type Server struct {
 	levels      *logLevels
 	signIns     *signInAsks
 	signInFlows *signInFlows
+	// flights are the calls whose legacy server waits for a 2026-07-28
+	// client's answers (era.go).
+	flights *flights
 
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
@@ -201,6 +204,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 		s.pending.maxTotal = DefaultMaxPending
 	}
 	s.requests, s.levels, s.signIns, s.signInFlows = &liveRequests{}, &logLevels{}, &signInAsks{}, &signInFlows{}
+	s.flights = &flights{}
 	s.protocols = opts.SupportedProtocolVersions
 	s.fam = &family{root: s, profiles: map[string]*Server{}}
 	if opts.RecordSessions {
@@ -942,7 +946,16 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 	}
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
-	res, err = s.pool.Call(sctx, name, args, c)
+	if c.flies() {
+		// A legacy server's requests reach this 2026-07-28 client as
+		// input requests (era.go).
+		var now *mcp.CallToolResult
+		if res, now, err = c.runFlight(sctx, name, args); now != nil {
+			return now, nil
+		}
+	} else {
+		res, err = s.pool.Call(sctx, name, args, c)
+	}
 	s.signInDone(sctx, req.Session, err)
 	if err != nil && c.entry.Decision == "" {
 		// Its server is down for want of a sign-in (nothing was
@@ -971,6 +984,10 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 			c.preApproved = c.approved
 			res, err = s.pool.Call(sctx, name, args, c)
 		}
+	}
+	if err == nil && res.InputRequests != nil && !c.relay.modern {
+		// A legacy client is asked, round after round (era.go).
+		res, err = c.legacyRounds(sctx, name, args, res)
 	}
 	if err == nil && res.InputRequests != nil {
 		return c.relayInputRequests(res), nil

@@ -145,6 +145,8 @@ type relaySet struct {
 	subs map[string]subscribers
 	// updates are the resource updates waiting to be relayed.
 	updates updateQueue
+	// level is the log level last set on a legacy connection (era.go).
+	level mcp.LoggingLevel
 }
 
 // openCall is one request open on a connection.
@@ -246,6 +248,7 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 		rs.byToken[oc.token] = oc
 	}
 	rs.mu.Unlock()
+	s.lowerLegacyLevel(c, r.LogLevel)
 	return context.WithValue(ctx, openCallKey{}, oc), func() {
 		rs.answered(oc)
 		oc.drain()
@@ -278,9 +281,10 @@ func newToken() string {
 }
 
 // stampParams puts what the open request of ctx tells the server into the
-// upstream request's params: berth's progress token, and, on 2026-07-28
-// connections, the client's log level and capabilities, and the client's
-// answers to the server's input requests.
+// upstream request's params: berth's progress token, the client's answers
+// to the server's input requests (a go-sdk server on a legacy connection
+// returns input requests too, from its second round on: era.go), and, on
+// 2026-07-28 connections, the client's log level and capabilities.
 func stampParams(ctx context.Context, modern bool, meta *mcp.Meta, setToken func(any)) (mcp.InputResponseMap, string) {
 	oc, _ := ctx.Value(openCallKey{}).(*openCall)
 	if oc == nil {
@@ -290,7 +294,7 @@ func stampParams(ctx context.Context, modern bool, meta *mcp.Meta, setToken func
 		setToken(oc.token)
 	}
 	if !modern {
-		return nil, ""
+		return oc.req.InputResponses, oc.req.RequestState
 	}
 	if *meta == nil {
 		*meta = mcp.Meta{}
@@ -499,6 +503,7 @@ func (s *server) applyLogLevel(c *conn, level mcp.LoggingLevel) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.callTime)
 	defer cancel()
+	c.relays.setLevel(level)
 	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		s.out.event("logging/setLevel %s: %v", level, err)
 	}
