@@ -105,6 +105,7 @@ func (root *Server) sibling(v *View) *Server {
 		protocols:   root.protocols,
 		fam:         root.fam,
 		levels:      root.levels,
+		outbox:      root.outbox,
 		signIns:     root.signIns,
 		signInFlows: root.signInFlows,
 		tools:       map[string]string{},

@@ -43,6 +43,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res 
 		return nil, c.settle(serr)
 	}
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), responses, state, c.entry)
+	defer c.relay.flush()
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry)
 	res, err = s.pool.GetPrompt(sctx, name, req.Params.Arguments, c)
 	s.signInDone(sctx, req.Session, err)
@@ -79,6 +80,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, c.settle(serr)
 	}
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, c.req.ClientCapabilities(), c.req.ProtocolVersion(), responses, state, c.entry)
+	defer c.relay.flush()
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, c.req.ClientCapabilities(), c.req.ProtocolVersion(), c.entry)
 	res, err = s.pool.ReadResource(sctx, uri, resourceApprover{c})
 	s.signInDone(sctx, req.Session, err)

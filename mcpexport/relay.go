@@ -59,14 +59,29 @@ func (s *Server) relayFor(ctx context.Context, ss *mcp.ServerSession, meta mcp.M
 	return r, rr
 }
 
-// Progress implements pool.Relay.
+// Progress implements pool.Relay: the progress goes in the session's
+// outbox (outbox.go), and the call's answer after it.
 func (r *callRelay) Progress(_ context.Context, _ pool.Origin, p *mcp.ProgressNotificationParams) {
 	if r.ss == nil || r.token == nil || r.ctx.Err() != nil {
 		return
 	}
 	p.ProgressToken = r.token
-	if err := r.ss.NotifyProgress(r.ctx, p); err != nil && r.ctx.Err() == nil {
-		r.s.log.Debug("relaying progress", "error", err)
+	r.s.outbox.send(r.ss, func() {
+		if r.ctx.Err() != nil {
+			return
+		}
+		if err := r.ss.NotifyProgress(r.ctx, p); err != nil && r.ctx.Err() == nil {
+			r.s.log.Debug("relaying progress", "error", err)
+		}
+	})
+}
+
+// flush waits until what was relayed to the session so far went out
+// (outbox.go): the request's answer goes after it. Deferred right after
+// the relay is made, it runs while the request's context is live.
+func (r *callRelay) flush() {
+	if r.ss != nil {
+		r.s.outbox.flush(r.ctx, r.ss)
 	}
 }
 
@@ -316,7 +331,8 @@ func (s *Server) levelMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // 2026-07-28 requests open with the server, on their own streams, at the
 // level each asked for; in both cases only to a session whose view offers
 // the plugin as the state has it now (a profile that leaves the plugin
-// out, or was removed, gets none of its messages).
+// out, or was removed, gets none of its messages). It waits on no client:
+// each message goes in each session's outbox (outbox.go).
 func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
 	done := map[*mcp.ServerSession]bool{}
 	for ss, srv := range s.levels.sessions() {
@@ -324,9 +340,11 @@ func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
 		if srv == nil || !srv.offersPluginNow(m.From.Plugin) {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = ss.Log(ctx, m.Params)
-		cancel()
+		s.outbox.send(ss, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = ss.Log(ctx, m.Params)
+			cancel()
+		})
 	}
 	for _, rr := range m.Open {
 		r, ok := rr.Relay.(*callRelay)
@@ -337,6 +355,10 @@ func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
 		if !r.s.offersPluginNow(m.From.Plugin) {
 			continue
 		}
-		_ = r.ss.Log(r.ctx, m.Params)
+		s.outbox.send(r.ss, func() {
+			if r.ctx.Err() == nil {
+				_ = r.ss.Log(r.ctx, m.Params)
+			}
+		})
 	}
 }

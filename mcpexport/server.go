@@ -132,6 +132,7 @@ type Server struct {
 	// legacy session set (relay.go), the sign-ins asked through clients
 	// (signin.go) and those asked as input requests (signin_input.go).
 	levels      *logLevels
+	outbox      *outboxes // each session's relayed notifications (outbox.go)
 	signIns     *signInAsks
 	signInFlows *signInFlows
 	// flights are the calls whose legacy server waits for a 2026-07-28
@@ -204,6 +205,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 		s.pending.maxTotal = DefaultMaxPending
 	}
 	s.requests, s.levels, s.signIns, s.signInFlows = &liveRequests{}, &logLevels{}, &signInAsks{}, &signInFlows{}
+	s.outbox = newOutboxes(s.log)
 	s.flights = &flights{}
 	s.protocols = opts.SupportedProtocolVersions
 	s.fam = &family{root: s, profiles: map[string]*Server{}}
@@ -945,6 +947,7 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 		}
 	}
 	c.relay, c.relayReq = s.relayFor(ctx, req.Session, req.Params.Meta, req.ClientCapabilities(), req.ProtocolVersion(), req.Params.InputResponses, req.Params.RequestState, c.entry)
+	defer c.relay.flush()
 	sctx := s.withSignIn(pool.WithRelay(ctx, c.relayReq), req.Session, req.ClientCapabilities(), req.ProtocolVersion(), c.entry)
 	if c.flies() {
 		// A legacy server's requests reach this 2026-07-28 client as

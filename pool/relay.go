@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,7 +34,8 @@ import (
 //     asked for progress, and the client's log level and capabilities on
 //     2026-07-28 connections;
 //   - the server's notifications/progress for that token reach the Relay
-//     while the request is open, and only then, in order;
+//     while the request is open, and only then, in order: read off the
+//     wire (wire.go), before the request's answer is handed over;
 //   - its sampling/createMessage and elicitation/create are answered by the
 //     Relay of the one client that has requests open with the server, after
 //     the plugin's sampling or elicitation policy allowed them;
@@ -85,7 +87,9 @@ type Origin struct {
 // answers the plugin server's requests made during it.
 type Relay interface {
 	// Progress relays a progress notification of the request; the token is
-	// unset, the Relay puts the client's.
+	// unset, the Relay puts the client's. It is called from the reader of
+	// the server's connection (wire.go), in wire order, before the
+	// request's answer is handed over: it must not wait on the client.
 	Progress(ctx context.Context, from Origin, p *mcp.ProgressNotificationParams)
 	// CreateMessage asks the client to sample. policy is the plugin's
 	// sampling policy as it applied (not deny).
@@ -137,6 +141,13 @@ type relaySet struct {
 	open map[*openCall]struct{}
 	// byToken finds a request by the progress token berth gave it.
 	byToken map[string]*openCall
+	// byID finds a request with a token by the JSON-RPC ID of the
+	// message that carried it upstream (the wire's Write notes it), so
+	// that its answer closes it the moment it is read (wire.go).
+	byID map[jsonrpc.ID]*openCall
+	// tokened counts the open requests with a token, so that the wire
+	// looks for one only while there is one.
+	tokened atomic.Int32
 	// opened counts the requests opened; each openCall's seq is its
 	// place in that count (target picks the most recent).
 	opened uint64
@@ -155,57 +166,33 @@ type openCall struct {
 	from  Origin
 	ctx   context.Context
 	token string
+	// id is the JSON-RPC ID of the request that carried token upstream
+	// (hasID: it was written), under relaySet.mu.
+	id    jsonrpc.ID
+	hasID bool
 	// seq orders the requests opened on the connection (relaySet.opened).
 	seq uint64
-	// answered is set (under relaySet.mu) once the server answered the
-	// request: the call may stay open to drain its progress, but a
-	// server's request can no longer belong to it (target skips it).
-	answered bool
 
 	mu       sync.Mutex // serializes the request's progress
 	closed   bool
 	sent     int
 	last     float64
-	lastAt   time.Time
-	total    float64
 	progress rateWindow
 }
 
-// Progress drain: go-sdk hands a response to the caller at once but queues
-// notifications for one handler goroutine (internal/jsonrpc2, readIncoming),
-// so progress a server sent just before its result may still be queued
-// when the call returns. A request with a progress token stays open until
-// its last progress reached its total, or else until no progress came for
-// drainIdle since the result, at most drainMax.
-const (
-	drainIdle = 50 * time.Millisecond
-	drainMax  = 500 * time.Millisecond
-)
+// close ends what is relayed of oc: nothing after it returns. It is
+// called when the server's answer is read off the wire (wire.go), before
+// go-sdk hands it to the caller, and again when the caller is done.
+func (oc *openCall) close() {
+	oc.mu.Lock()
+	oc.closed = true
+	oc.mu.Unlock()
+}
 
-func (oc *openCall) drain() {
-	if oc.token == "" {
-		return
-	}
-	start := time.Now()
-	end := start.Add(drainMax)
-	for {
-		oc.mu.Lock()
-		// Idle counts from the result at the earliest: progress queued
-		// behind it has not been seen yet.
-		since := oc.lastAt
-		if since.Before(start) {
-			since = start
-		}
-		complete := oc.sent > 0 && oc.total > 0 && oc.last >= oc.total
-		oc.mu.Unlock()
-		idle := time.Since(since)
-		now := time.Now()
-		if complete || idle >= drainIdle || !now.Before(end) {
-			return
-		}
-		wait := min(drainIdle-idle, end.Sub(now), 5*time.Millisecond)
-		time.Sleep(wait)
-	}
+func (oc *openCall) isClosed() bool {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.closed
 }
 
 type openCallKey struct{}
@@ -239,37 +226,30 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	rs := &c.relays
 	rs.mu.Lock()
 	if rs.open == nil {
-		rs.open, rs.byToken = map[*openCall]struct{}{}, map[string]*openCall{}
+		rs.open, rs.byToken, rs.byID = map[*openCall]struct{}{}, map[string]*openCall{}, map[jsonrpc.ID]*openCall{}
 	}
 	rs.opened++
 	oc.seq = rs.opened
 	rs.open[oc] = struct{}{}
 	if oc.token != "" {
 		rs.byToken[oc.token] = oc
+		rs.tokened.Add(1)
 	}
 	rs.mu.Unlock()
 	s.lowerLegacyLevel(c, r.LogLevel)
 	return context.WithValue(ctx, openCallKey{}, oc), func() {
-		rs.answered(oc)
-		oc.drain()
 		rs.mu.Lock()
 		delete(rs.open, oc)
 		if oc.token != "" {
 			delete(rs.byToken, oc.token)
+			rs.tokened.Add(-1)
+		}
+		if oc.hasID && rs.byID[oc.id] == oc {
+			delete(rs.byID, oc.id)
 		}
 		rs.mu.Unlock()
-		oc.mu.Lock()
-		oc.closed = true
-		oc.mu.Unlock()
+		oc.close()
 	}
-}
-
-// answered marks oc answered by its server: from now on it is open only
-// to drain its progress.
-func (rs *relaySet) answered(oc *openCall) {
-	rs.mu.Lock()
-	oc.answered = true
-	rs.mu.Unlock()
 }
 
 func (s *server) origin() Origin { return Origin{Plugin: s.pl.name, Server: s.name, ID: s.id} }
@@ -334,7 +314,7 @@ func isModern(cs *mcp.ClientSession) bool {
 // progress relays a progress notification from the server to the request
 // it names, if that request is open: in order, at most
 // MaxProgressPerSecond a second, each strictly greater than the last.
-func (rs *relaySet) progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+func (rs *relaySet) progress(p *mcp.ProgressNotificationParams) {
 	tok, ok := p.ProgressToken.(string)
 	if !ok {
 		return
@@ -347,13 +327,11 @@ func (rs *relaySet) progress(ctx context.Context, p *mcp.ProgressNotificationPar
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	now := time.Now()
-	oc.lastAt = now
-	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(now, MaxProgressPerSecond) {
+	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(time.Now(), MaxProgressPerSecond) {
 		return
 	}
 	oc.sent++
-	oc.last, oc.total = p.Progress, p.Total
+	oc.last = p.Progress
 	out := &mcp.ProgressNotificationParams{Progress: p.Progress, Total: p.Total, Message: capText(p.Message, MaxProgressMessage)}
 	oc.req.Relay.Progress(oc.ctx, oc.from, out)
 }
@@ -378,13 +356,13 @@ func errRelay(format string, args ...any) error {
 
 // target finds the open request that a server's request belongs to: the
 // one whose context it runs in, or else the most recently opened of the
-// requests open with the server and not yet answered, which must all be
-// one client's (a server asks during the call it serves; of one client's
-// calls, the latest is the one the client waits on now, and the choice
-// does not depend on map order). A request that was answered and only
-// drains its progress (another client's, often, as clients take turns) is
-// not a candidate: a server sends its requests while it serves a call,
-// never after its answer.
+// requests open with the server, which must all be one client's (a server
+// asks during the call it serves; of one client's calls, the latest is the
+// one the client waits on now, and the choice does not depend on map
+// order). A request closes when its answer is read off the wire (wire.go)
+// or its caller is done, whichever is first; a closed one (another
+// client's, often, as clients take turns) is not a candidate: a server
+// sends its requests while it serves a call, never after its answer.
 func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*openCall, error) {
 	if oc, _ := ctx.Value(openCallKey{}).(*openCall); oc != nil {
 		return oc, nil
@@ -393,7 +371,7 @@ func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*op
 	defer rs.mu.Unlock()
 	var pick *openCall
 	for oc := range rs.open {
-		if oc.answered {
+		if oc.isClosed() {
 			continue
 		}
 		if pick != nil && oc.req.Relay.Client() != pick.req.Relay.Client() {
@@ -461,6 +439,8 @@ type LogMessage struct {
 }
 
 // SetLogSink sets where plugin servers' log messages go (nil: nowhere).
+// f is called from the reader of the server's connection (wire.go), in
+// wire order: it must not wait on a client.
 func (p *Pool) SetLogSink(f func(context.Context, *LogMessage)) {
 	p.relayMu.Lock()
 	p.logSink = f
@@ -581,7 +561,7 @@ func (p *Pool) workspaceRoot() *mcp.Root {
 func (s *server) relayOptions(c *conn, o *mcp.ClientOptions) {
 	o.Capabilities = &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
 	o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
-		c.relays.progress(ctx, r.Params)
+		c.relays.progress(r.Params)
 	}
 	o.LoggingMessageHandler = func(ctx context.Context, r *mcp.LoggingMessageRequest) {
 		s.relayLog(ctx, c, r.Params)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/store"
@@ -24,9 +25,9 @@ func (r targetRelay) Elicit(context.Context, Origin, store.PolicyMatch, *mcp.Eli
 func (r targetRelay) Client() any { return r.client }
 
 // A server's request belongs to the call still being served, not to
-// another client's call that was answered and only drains its progress:
-// clients take turns with a server, and the call before may still be open
-// for its drain when the next client's call asks for sampling.
+// another client's call whose answer was read: clients take turns with a
+// server, and the call before may not be done yet (its caller has not
+// closed it) when the next client's call asks for sampling.
 func TestTargetSkipsAnsweredCalls(t *testing.T) {
 	s := &server{pl: &plugin{name: "p"}, name: "s", id: "p__s"}
 	c := &conn{}
@@ -44,12 +45,15 @@ func TestTargetSkipsAnsweredCalls(t *testing.T) {
 		t.Fatalf("target with two clients' calls open = %v, want the several-clients refusal", err)
 	}
 
-	// The first call is answered (as its close does before it drains its
-	// progress): the second client's call is the target.
-	c.relays.answered(firstCtx.Value(openCallKey{}).(*openCall))
+	// The first call's request goes out and its answer is read off the
+	// wire (wire.go), before its caller is done with it: the second
+	// client's call is the target.
+	id, _ := jsonrpc.MakeID(float64(1))
+	c.relays.onWrite(firstCtx, &jsonrpc.Request{ID: id, Method: "tools/call"})
+	c.relays.answer(id)
 	oc, err := c.relays.target(context.Background(), from, "sampling/createMessage")
 	if err != nil {
-		t.Fatalf("target while client-1's call drains: %v", err)
+		t.Fatalf("target once client-1's call was answered: %v", err)
 	}
 	if got := oc.req.Relay.Client(); got != "client-2" {
 		t.Fatalf("target = %v's call, want client-2's", got)
@@ -57,17 +61,19 @@ func TestTargetSkipsAnsweredCalls(t *testing.T) {
 }
 
 // Of one client's calls open with a server, a server's request belongs to
-// the most recently opened one that is not answered, every time, however
-// the open calls are stored; answered calls never count.
+// the most recently opened one that is still open, every time, however
+// the open calls are stored; closed calls never count.
 func TestTargetMostRecentOpenCall(t *testing.T) {
 	s := &server{pl: &plugin{name: "p"}, name: "s", id: "p__s"}
 	c := &conn{}
 	from := s.origin()
 	var calls []*openCall
+	var dones []func()
 	for range 8 {
 		ctx, done := s.openRelay(WithRelay(context.Background(), &RelayRequest{Relay: targetRelay{"client-1"}}), c)
 		defer done()
 		calls = append(calls, ctx.Value(openCallKey{}).(*openCall))
+		dones = append(dones, done)
 	}
 	for round := range 20 {
 		oc, err := c.relays.target(context.Background(), from, "elicitation/create")
@@ -78,8 +84,8 @@ func TestTargetMostRecentOpenCall(t *testing.T) {
 			t.Fatalf("round %d: target = call #%d, want the most recent (#8)", round, oc.seq)
 		}
 	}
-	// The most recent is answered: the one opened before it is the target.
-	c.relays.answered(calls[7])
+	// The most recent is done: the one opened before it is the target.
+	dones[7]()
 	if oc, err := c.relays.target(context.Background(), from, "elicitation/create"); err != nil || oc != calls[6] {
 		t.Fatalf("target after the latest call was answered = %v, %v; want call #7", oc, err)
 	}

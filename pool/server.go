@@ -70,6 +70,7 @@ type conn struct {
 	resourcesDirty atomic.Bool
 
 	relays relaySet // the clients' requests open on it (relay.go)
+	srv    *server  // whose connection it is (its log messages are relayed as that server's)
 }
 
 // stopCause is why a server was stopped on purpose.
@@ -374,7 +375,7 @@ func (s *server) connectOnce() (*conn, error, bool) {
 		return nil, context.Cause(s.ctx), false
 	}
 	s.seq++
-	c := &conn{seq: s.seq, started: time.Now()}
+	c := &conn{seq: s.seq, started: time.Now(), srv: s}
 	s.state = StateStarting
 	legacy := s.legacy || eraLegacy
 	s.changedLocked()
@@ -548,6 +549,11 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 		}
 		s.out.event("connecting to %s (%s)", g.ep.Origin(), s.kind)
 		transport = g.transport(s.kind)
+		if s.kind == TransportSSE {
+			// Legacy SSE has one stream for everything, read in order:
+			// the wire reads it as it reads a stdio pipe (wire.go).
+			transport = &wireTransport{Transport: transport, c: c}
+		}
 	}
 
 	copts0 := &mcp.ClientOptions{
