@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/peers"
 	"github.com/berth-mcp/berth/internal/testrelay"
 )
 
@@ -386,5 +389,72 @@ func TestEraParkedRequestsFailClosed(t *testing.T) {
 	r3 := first(a)
 	if got := retry(a, r3.RequestState, answer(r3, accept)); got != "elicited: accept Ada" {
 		t.Errorf("a call after the refused ones = %q", got)
+	}
+}
+
+// tsStdioEraClient is a TypeScript SDK client (legacy protocol only, as
+// Claude Desktop's) that starts berth serve over stdio and calls the relay
+// server's sample, ask and roots tools, answering sampling and
+// elicitation, printing each result.
+const tsStdioEraClient = `
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+const [berth, ws, env] = process.argv.slice(1);
+const client = new Client({ name: 'berth-ts-era-test', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {} } } });
+client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: 'assistant', model: 'test-model', content: { type: 'text', text: 'Paris' }, stopReason: 'endTurn' }));
+client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
+const transport = new StdioClientTransport({ command: berth, args: ['serve', '--workspace', ws, '--approval-timeout', '5s'], env: JSON.parse(env), stderr: 'ignore' });
+await client.connect(transport);
+const text = (r) => (r.content || []).map(c => c.text || '').join('\n');
+const out = {};
+for (const tool of ['sample', 'ask']) {
+  out[tool] = text(await client.callTool({ name: 'rly__up__' + tool, arguments: {} }));
+}
+console.log(JSON.stringify(out));
+await client.close();
+`
+
+// The headline cell with a real client: the TypeScript SDK's (legacy,
+// over stdio, as Claude Desktop speaks) reaches a go-sdk v1.8 server that
+// supports 2026-07-28 and asks with the legacy API during a call
+// (ss.CreateMessage, ss.Elicit): berth speaks the client's era to it, so
+// the requests reach the client and the tool gets the answers.
+func TestEraTypeScriptStdioClient(t *testing.T) {
+	peers.Require(t)
+	if _, err := peers.Node22(); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
+		t.Fatal(err)
+	}
+	w.plugin("rly", "up", testrelay.Name)
+	w.policy("rly__*", "allow")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := map[string]string{}
+	for _, kv := range w.env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	envJSON, _ := json.Marshal(env)
+	cmd := peers.Command(ctx, t, "node", "--input-type=module", "-e", tsStdioEraClient, w.berthPath(), w.ws, string(envJSON))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("TypeScript client: %v\n%s", err, stderr.String())
+	}
+	var out map[string]string
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("TypeScript client printed %q: %v", stdout.String(), err)
+	}
+	if out["sample"] != "sampled: Paris" || out["ask"] != "elicited: accept Ada" {
+		t.Errorf("through berth serve over stdio: %q", out)
 	}
 }
