@@ -3,6 +3,7 @@
 package mcpexport
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -118,8 +119,11 @@ const flightKeyPrefix = "berth-relay-"
 // flights are the calls whose legacy server waits for a 2026-07-28
 // client's answers.
 type flights struct {
-	mu sync.Mutex
-	m  map[string]*flight
+	// ttl is how long a flight waits for each retry (FlightTimeout when
+	// zero).
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]*flight
 }
 
 // flight is one tools/call to a legacy plugin server, run on behalf of a
@@ -127,7 +131,7 @@ type flights struct {
 // the client's requests; the server's requests during it are parked until
 // the client's retry answers them.
 type flight struct {
-	s       *Server
+	fs      *flights
 	first   *call // the call that started it: its decision is the call's
 	id      string
 	binding string // tool, arguments, and the session where it lives on
@@ -176,7 +180,7 @@ func flightBinding(tool string, args json.RawMessage, ss *mcp.ServerSession, tra
 // client: the call's relay parks its server's requests in it.
 func (c *call) startFlight(ctx context.Context, name string, args json.RawMessage) *flight {
 	s := c.s
-	f := &flight{s: s, first: c, binding: flightBinding(name, args, c.req.Session, c.origin.Transport), session: c.req.Session, wake: make(chan struct{}, 1)}
+	f := &flight{fs: s.flights, first: c, binding: flightBinding(name, args, c.req.Session, c.origin.Transport), session: c.req.Session, wake: make(chan struct{}, 1)}
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	f.id = base64.RawURLEncoding.EncodeToString(b[:])
@@ -240,7 +244,7 @@ func (f *flight) wait(ctx context.Context) (res, input *mcp.CallToolResult, err 
 			}
 			f.sent, f.asks = f.asks, nil
 			f.mu.Unlock()
-			state, rerr := f.s.flights.register(f)
+			state, rerr := f.fs.register(f)
 			if rerr != nil {
 				f.end(rerr)
 				return nil, nil, rerr
@@ -261,7 +265,7 @@ func (f *flight) wait(ctx context.Context) (res, input *mcp.CallToolResult, err 
 // end stops the flight: its call is cancelled (when still running) and
 // its parked requests are refused with cause.
 func (f *flight) end(cause error) {
-	f.s.flights.remove(f)
+	f.fs.remove(f)
 	if cause == nil {
 		cause = errors.New("the call ended")
 	}
@@ -311,13 +315,14 @@ func (fs *flights) register(f *flight) (string, error) {
 		}
 	}
 	fs.m[state] = f
+	ttl := cmp.Or(fs.ttl, FlightTimeout)
 	f.mu.Lock()
 	if f.timer == nil {
-		f.timer = time.AfterFunc(FlightTimeout, func() {
-			f.end(fmt.Errorf("the client did not answer within %s", FlightTimeout))
+		f.timer = time.AfterFunc(ttl, func() {
+			f.end(fmt.Errorf("the client did not answer within %s", ttl))
 		})
 	} else {
-		f.timer.Reset(FlightTimeout)
+		f.timer.Reset(ttl)
 	}
 	f.mu.Unlock()
 	return state, nil
