@@ -267,25 +267,36 @@ func baselinePath(t *testing.T, name string) string {
 // checkConformance asserts the outcome of a run: the suite accepted it
 // against its baseline (every failure listed, no stale entry), and every
 // scenario that concerns the protocol ran and passed, check by check,
-// but for the excused checks (check ID → why).
-func checkConformance(t *testing.T, r *confRun, mustPass []string, excused map[string]string) {
+// but for the excused checks (check ID → why). On failure, logs run first
+// (berth's logs, say) and the failures are reported last, in one block,
+// so that the tail of a CI log shows why the test failed.
+func checkConformance(t *testing.T, r *confRun, mustPass []string, excused map[string]string, logs ...func()) {
 	t.Helper()
 	t.Logf("conformance results:\n%s", r.summary())
+	var failures []string
 	for _, f := range r.firstRun {
-		t.Errorf("the first run, before the retry, failed beside its timeouts: %s", f)
-	}
-	if r.code != 0 {
-		t.Errorf("the suite exited %d: a failure not in the baseline, or a baseline entry that now passes (update testdata/conformance and docs/conformance.md):\n%s", r.code, tail(r.output, 60))
+		failures = append(failures, fmt.Sprintf("the first run, before the retry, failed beside its timeouts: %s", f))
 	}
 	for _, s := range mustPass {
 		if _, ran := r.scenarios[s]; !ran {
-			t.Errorf("protocol scenario %s did not run", s)
+			failures = append(failures, fmt.Sprintf("protocol scenario %s did not run", s))
 			continue
 		}
 		for _, c := range r.failed(s, excused) {
-			t.Errorf("protocol scenario %s: %s %s: %s", s, c.Status, c.ID, c.ErrorMessage)
+			failures = append(failures, fmt.Sprintf("protocol scenario %s: %s %s: %s", s, c.Status, c.ID, c.ErrorMessage))
 		}
 	}
+	if r.code != 0 {
+		// The suite's own verdict ends its output: its tail, before the list.
+		failures = append([]string{fmt.Sprintf("the suite exited %d: a failure not in the baseline, or a baseline entry that now passes (update testdata/conformance and docs/conformance.md); the end of its output:\n%s", r.code, tail(r.output, 60))}, failures...)
+	}
+	if len(failures) == 0 {
+		return
+	}
+	for _, l := range logs {
+		l()
+	}
+	t.Errorf("conformance failed (%d):\n%s", len(failures), strings.Join(failures, "\n"))
 }
 
 func tail(s string, n int) string {
@@ -368,15 +379,14 @@ func TestConformanceLegacy(t *testing.T) {
 	})
 	t.Run("fixture-names", func(t *testing.T) {
 		r := runConformanceRetrying(ctx, t, "conformance", fixtureNames(t, withToken(t, s)), baselinePath(t, "legacy-fixture-names.yml"))
-		checkConformance(t, r, slices.Concat(legacyProtocolScenarios, fixturePassThrough, legacyRelayScenarios), nil)
-		if t.Failed() {
+		checkConformance(t, r, slices.Concat(legacyProtocolScenarios, fixturePassThrough, legacyRelayScenarios), nil, func() {
 			t.Logf("berth serve's log:\n%s", s.log.String())
 			logs, _ := filepath.Glob(filepath.Join(w.paths.Logs(), "*.log"))
 			for _, l := range logs {
 				b, _ := os.ReadFile(l)
 				t.Logf("%s:\n%s", l, b)
 			}
-		}
+		})
 	})
 }
 

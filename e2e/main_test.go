@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/internal/cli"
+	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/sandbox"
 )
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 		os.Exit(cli.Main())
 	case testupstream.Name:
 		testupstream.Main()
+		return
+	case testrelay.Name:
+		testrelay.Main()
 		return
 	}
 	os.Exit(m.Run())

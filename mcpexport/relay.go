@@ -37,6 +37,9 @@ type callRelay struct {
 	caps   *mcp.ClientCapabilities
 	client string
 	entry  AuditEntry // who asks and how, for the audit of relayed requests
+	// flight, on a 2026-07-28 session, parks a legacy server's requests
+	// for the client's retry (era.go).
+	flight *flight
 }
 
 // relayFor builds the relay of a request and the pool's view of it.
@@ -87,13 +90,24 @@ func (r *callRelay) Client() any { return r.ss }
 
 // CreateMessage implements pool.Relay.
 func (r *callRelay) CreateMessage(ctx context.Context, from pool.Origin, m store.PolicyMatch, p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageWithToolsResult, error) {
+	if r.modern && r.flight != nil {
+		q := *p
+		q.Meta = metaWithOrigin(q.Meta, from)
+		res, err := r.askAsInput(ctx, from, pool.RequestSampling, "sampling/createMessage", r.caps != nil && r.caps.Sampling != nil, m, &q)
+		if err != nil {
+			return nil, err
+		}
+		return res.(*mcp.CreateMessageWithToolsResult), nil
+	}
 	if err := r.canAsk(from, pool.RequestSampling, "sampling/createMessage", r.caps != nil && r.caps.Sampling != nil); err != nil {
 		r.audit(from, pool.RequestSampling, m, OutcomeRefused, err.Error())
 		return nil, err
 	}
 	q := *p
 	q.Meta = metaWithOrigin(q.Meta, from)
-	res, err := r.ss.CreateMessageWithTools(ctx, &q)
+	rctx, done := r.onRequestStream(ctx)
+	defer done()
+	res, err := r.ss.CreateMessageWithTools(rctx, &q)
 	r.auditResult(from, pool.RequestSampling, m, err)
 	return res, err
 }
@@ -117,7 +131,16 @@ func (r *callRelay) Elicit(ctx context.Context, from pool.Origin, m store.Policy
 	q := *p
 	q.Message, q.RequestedSchema = msg, schema
 	q.Meta = metaWithOrigin(q.Meta, from)
-	res, err := r.ss.Elicit(ctx, &q)
+	if r.modern && r.flight != nil {
+		res, err := r.askAsInput(ctx, from, pool.RequestElicitation, "elicitation/create", true, m, &q)
+		if err != nil {
+			return nil, err
+		}
+		return res.(*mcp.ElicitResult), nil
+	}
+	rctx, done := r.onRequestStream(ctx)
+	defer done()
+	res, err := r.ss.Elicit(rctx, &q)
 	r.auditResult(from, pool.RequestElicitation, m, err)
 	return res, err
 }
@@ -127,8 +150,8 @@ func (r *callRelay) canAsk(from pool.Origin, kind pool.RequestKind, method strin
 	switch {
 	case r.ss == nil:
 		return relayRefusal("berth refused %s from %s: the request it serves has no client session to ask", method, from.ID)
-	case r.modern:
-		return relayRefusal("berth refused %s from %s: the client's session is on protocol %s, where a server cannot send requests during a call; the server should return input requests instead (SEP-2322)", method, from.ID, modernProtocol)
+	case r.modern && r.flight == nil:
+		return relayRefusal("berth refused %s from %s: the client's session is on protocol %s, where a server cannot send requests during a call, and the client declared neither sampling nor elicitation, so berth cannot pass it on as an input request", method, from.ID, modernProtocol)
 	case !declared:
 		return relayRefusal("berth refused %s from %s: the client (%s) did not declare the %s capability", method, from.ID, r.client, kind)
 	}

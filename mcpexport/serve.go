@@ -17,11 +17,19 @@ import (
 
 // ServeStdio serves one client over the process's stdin and stdout until
 // the client closes them or ctx ends. Nothing else may write to stdout.
+// The client's first message names its protocol era, which the pool is
+// told (pool.Pool.SetUpstreamEra: a pool opened with AwaitUpstreamEra
+// speaks it to the plugin servers).
 func (s *Server) ServeStdio(ctx context.Context) error {
-	ctx, _ = withLife(withOrigin(ctx, origin{Transport: TransportStdio, Authenticated: true}), errSessionGone)
 	// berth's framing of stdio (internal/stdioframe): go-sdk's
 	// StdioTransport, decoding each message once instead of three times.
-	return s.ms.Run(ctx, s.checked(stdioframe.Stdio()))
+	return s.serveOne(ctx, stdioframe.Stdio())
+}
+
+// serveOne serves the one client of t as ServeStdio does.
+func (s *Server) serveOne(ctx context.Context, t mcp.Transport) error {
+	ctx, _ = withLife(withOrigin(ctx, origin{Transport: TransportStdio, Authenticated: true}), errSessionGone)
+	return s.ms.Run(ctx, &eraTransport{Transport: s.checked(t), set: s.pool.SetUpstreamEra})
 }
 
 // Connect serves one client over t, as ServeStdio does over stdio: every

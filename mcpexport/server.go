@@ -141,6 +141,9 @@ type Server struct {
 	outbox      *outboxes // each session's relayed notifications (outbox.go)
 	signIns     *signInAsks
 	signInFlows *signInFlows
+	// flights are the calls whose legacy server waits for a 2026-07-28
+	// client's answers (era.go).
+	flights *flights
 
 	// syncSem serializes Sync; a caller waits for it only as long as its
 	// context lets it. syncMu guards the maps below, which only the
@@ -210,6 +213,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 	}
 	s.requests, s.levels, s.signIns, s.signInFlows = &liveRequests{}, &logLevels{}, &signInAsks{}, &signInFlows{}
 	s.outbox = newOutboxes(s.log)
+	s.flights = &flights{}
 	s.protocols = opts.SupportedProtocolVersions
 	s.fam = &family{root: s, profiles: map[string]*Server{}}
 	if opts.RecordSessions {
@@ -957,7 +961,16 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 		c.task = tc
 		sctx = pool.WithTaskCall(sctx, tc)
 	}
-	res, err = s.pool.Call(sctx, name, args, c)
+	if c.flies() {
+		// A legacy server's requests reach this 2026-07-28 client as
+		// input requests (era.go).
+		var now *mcp.CallToolResult
+		if res, now, err = c.runFlight(sctx, name, args); now != nil {
+			return now, nil
+		}
+	} else {
+		res, err = s.pool.Call(sctx, name, args, c)
+	}
 	s.signInDone(sctx, req.Session, err)
 	if err != nil && c.entry.Decision == "" {
 		// Its server is down for want of a sign-in (nothing was
@@ -992,6 +1005,10 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 		defer c.writeAudit()
 		c.entry.Outcome, c.entry.Reason = OutcomeRan, "task created"
 		return taskCreated(tc.Created()), nil
+	}
+	if err == nil && res.InputRequests != nil && !c.relay.modern {
+		// A legacy client is asked, round after round (era.go).
+		res, err = c.legacyRounds(sctx, name, args, res)
 	}
 	if err == nil && res.InputRequests != nil {
 		return c.relayInputRequests(res), nil

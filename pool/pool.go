@@ -67,6 +67,10 @@ type Options struct {
 	// a legacy client. berth serve sets it when every listener serves the
 	// legacy protocol only (stateful Streamable HTTP, SSE).
 	LegacyUpstream bool
+	// AwaitUpstreamEra leaves the era to the pool's one client: no
+	// server connects until SetUpstreamEra names it (berth serve over
+	// stdio, where the client names its era in its first message).
+	AwaitUpstreamEra bool
 	// Profile, when set, makes the pool run only the enabled plugins that
 	// this profile of the workspace offers (store.Profile.IncludesPlugin):
 	// the servers of every other plugin never start. The profile is read
@@ -135,6 +139,8 @@ type Pool struct {
 	changedCh chan struct{}
 	stopBg    chan struct{}
 	bg        sync.WaitGroup
+
+	era upstreamEra // era.go
 
 	relayMu sync.Mutex // guards logSink and logLevel (relay.go)
 	logSink func(context.Context, *LogMessage)
@@ -232,6 +238,7 @@ func Open(ctx context.Context, st *store.Store, workspace string, opts *Options)
 			}
 		}
 	}
+	p.era.init()
 	p.backoff = cmpOr(p.opts.RestartBackoff, time.Second)
 	p.grace = cmpOr(p.opts.TerminateGrace, 400*time.Millisecond)
 	p.watch = p.store.WatchGeneration()

@@ -148,11 +148,16 @@ type relaySet struct {
 	// tokened counts the open requests with a token, so that the wire
 	// looks for one only while there is one.
 	tokened atomic.Int32
-	log     rateWindow
+	// opened counts the requests opened; each openCall's seq is its
+	// place in that count (target picks the most recent).
+	opened uint64
+	log    rateWindow
 	// subs are the clients subscribed to each URI (relay_subscriptions.go).
 	subs map[string]subscribers
 	// updates are the resource updates waiting to be relayed.
 	updates updateQueue
+	// level is the log level last set on a legacy connection (era.go).
+	level mcp.LoggingLevel
 }
 
 // openCall is one request open on a connection.
@@ -165,6 +170,8 @@ type openCall struct {
 	// (hasID: it was written), under relaySet.mu.
 	id    jsonrpc.ID
 	hasID bool
+	// seq orders the requests opened on the connection (relaySet.opened).
+	seq uint64
 
 	mu       sync.Mutex // serializes the request's progress
 	closed   bool
@@ -221,12 +228,15 @@ func (s *server) openRelay(ctx context.Context, c *conn) (context.Context, func(
 	if rs.open == nil {
 		rs.open, rs.byToken, rs.byID = map[*openCall]struct{}{}, map[string]*openCall{}, map[jsonrpc.ID]*openCall{}
 	}
+	rs.opened++
+	oc.seq = rs.opened
 	rs.open[oc] = struct{}{}
 	if oc.token != "" {
 		rs.byToken[oc.token] = oc
 		rs.tokened.Add(1)
 	}
 	rs.mu.Unlock()
+	s.lowerLegacyLevel(c, r.LogLevel)
 	return context.WithValue(ctx, openCallKey{}, oc), func() {
 		rs.mu.Lock()
 		delete(rs.open, oc)
@@ -251,9 +261,10 @@ func newToken() string {
 }
 
 // stampParams puts what the open request of ctx tells the server into the
-// upstream request's params: berth's progress token, and, on 2026-07-28
-// connections, the client's log level and capabilities, and the client's
-// answers to the server's input requests.
+// upstream request's params: berth's progress token, the client's answers
+// to the server's input requests (a go-sdk server on a legacy connection
+// returns input requests too, from its second round on: era.go), and, on
+// 2026-07-28 connections, the client's log level and capabilities.
 func stampParams(ctx context.Context, modern bool, meta *mcp.Meta, setToken func(any)) (mcp.InputResponseMap, string) {
 	oc, _ := ctx.Value(openCallKey{}).(*openCall)
 	if oc == nil {
@@ -263,7 +274,7 @@ func stampParams(ctx context.Context, modern bool, meta *mcp.Meta, setToken func
 		setToken(oc.token)
 	}
 	if !modern {
-		return nil, ""
+		return oc.req.InputResponses, oc.req.RequestState
 	}
 	if *meta == nil {
 		*meta = mcp.Meta{}
@@ -344,12 +355,14 @@ func errRelay(format string, args ...any) error {
 }
 
 // target finds the open request that a server's request belongs to: the
-// one whose context it runs in, or else the requests open with the server
-// and not yet answered, which must all be one client's. A request closes
-// when its answer is read off the wire (wire.go) or its caller is done,
-// whichever is first; a closed one (another client's, often, as clients
-// take turns) is not a candidate: a server sends its requests while it
-// serves a call, never after its answer.
+// one whose context it runs in, or else the most recently opened of the
+// requests open with the server, which must all be one client's (a server
+// asks during the call it serves; of one client's calls, the latest is the
+// one the client waits on now, and the choice does not depend on map
+// order). A request closes when its answer is read off the wire (wire.go)
+// or its caller is done, whichever is first; a closed one (another
+// client's, often, as clients take turns) is not a candidate: a server
+// sends its requests while it serves a call, never after its answer.
 func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*openCall, error) {
 	if oc, _ := ctx.Value(openCallKey{}).(*openCall); oc != nil {
 		return oc, nil
@@ -364,7 +377,9 @@ func (rs *relaySet) target(ctx context.Context, from Origin, method string) (*op
 		if pick != nil && oc.req.Relay.Client() != pick.req.Relay.Client() {
 			return nil, errRelay("berth refused %s from %s: requests of several clients are open with that server, and berth cannot tell which one it belongs to", method, from.ID)
 		}
-		pick = oc
+		if pick == nil || oc.seq > pick.seq {
+			pick = oc
+		}
 	}
 	if pick == nil {
 		return nil, errRelay("berth refused %s from %s: berth relays it only while the server is serving a client's request (a tool call, prompt or resource read), and none is open", method, from.ID)
@@ -468,6 +483,7 @@ func (s *server) applyLogLevel(c *conn, level mcp.LoggingLevel) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, s.callTime)
 	defer cancel()
+	c.relays.setLevel(level)
 	if err := c.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		s.out.event("logging/setLevel %s: %v", level, err)
 	}

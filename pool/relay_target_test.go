@@ -59,3 +59,40 @@ func TestTargetSkipsAnsweredCalls(t *testing.T) {
 		t.Fatalf("target = %v's call, want client-2's", got)
 	}
 }
+
+// Of one client's calls open with a server, a server's request belongs to
+// the most recently opened one that is still open, every time, however
+// the open calls are stored; closed calls never count.
+func TestTargetMostRecentOpenCall(t *testing.T) {
+	s := &server{pl: &plugin{name: "p"}, name: "s", id: "p__s"}
+	c := &conn{}
+	from := s.origin()
+	var calls []*openCall
+	var dones []func()
+	for range 8 {
+		ctx, done := s.openRelay(WithRelay(context.Background(), &RelayRequest{Relay: targetRelay{"client-1"}}), c)
+		defer done()
+		calls = append(calls, ctx.Value(openCallKey{}).(*openCall))
+		dones = append(dones, done)
+	}
+	for round := range 20 {
+		oc, err := c.relays.target(context.Background(), from, "elicitation/create")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if oc != calls[7] {
+			t.Fatalf("round %d: target = call #%d, want the most recent (#8)", round, oc.seq)
+		}
+	}
+	// The most recent is done: the one opened before it is the target.
+	dones[7]()
+	if oc, err := c.relays.target(context.Background(), from, "elicitation/create"); err != nil || oc != calls[6] {
+		t.Fatalf("target after the latest call was answered = %v, %v; want call #7", oc, err)
+	}
+	// Another client's call opens: berth cannot tell whose the request is.
+	_, done := s.openRelay(WithRelay(context.Background(), &RelayRequest{Relay: targetRelay{"client-2"}}), c)
+	defer done()
+	if _, err := c.relays.target(context.Background(), from, "elicitation/create"); err == nil || !strings.Contains(err.Error(), "several clients") {
+		t.Fatalf("target with two clients' calls open = %v, want the several-clients refusal", err)
+	}
+}

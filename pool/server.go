@@ -370,6 +370,10 @@ func (s *server) connect() (*conn, error) {
 }
 
 func (s *server) connectOnce() (*conn, error, bool) {
+	eraLegacy, eraErr := s.p.awaitEra(s.ctx)
+	if eraErr != nil {
+		return nil, eraErr, false
+	}
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
 		s.mu.Unlock()
@@ -378,7 +382,7 @@ func (s *server) connectOnce() (*conn, error, bool) {
 	s.seq++
 	c := &conn{seq: s.seq, started: time.Now(), srv: s}
 	s.state = StateStarting
-	legacy := s.legacy || s.p.opts.LegacyUpstream
+	legacy := s.legacy || eraLegacy
 	s.changedLocked()
 	s.mu.Unlock()
 	s.p.invalidate()

@@ -293,14 +293,15 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	// Every listener legacy-only: speak legacy to the plugin
-	// servers too, so their own requests during a call can be
-	// relayed (docs/relay.md).
+	// The era spoken to plugin servers is the clients' (docs/relay.md
+	// §"The protocol berth speaks to plugin servers"): every listener
+	// legacy-only, legacy; over stdio, the one client's, named by its
+	// first message (the servers start then).
 	legacyOnly := len(lns) > 0
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, Profile: opts.Profile})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, AwaitUpstreamEra: len(lns) == 0, Profile: opts.Profile})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,10 @@ import (
 
 // Name is the program name under which a test binary serves Main.
 const Name = "berth-relay-upstream"
+
+// LegacyFlag, as an argument, makes Main a legacy server: it speaks the
+// protocol versions before 2026-07-28 only (2025-11-25 and older).
+const LegacyFlag = "-legacy"
 
 // WatchedURI is the resource that supports subscriptions.
 const WatchedURI = "relay://watched"
@@ -80,6 +85,9 @@ func text(s string) *mcp.CallToolResult {
 //     only);
 //   - mrtr {message, schema}: asks for a name with an input request (2026-07-28),
 //     answers with it on the retry;
+//   - input {kind, rounds}: asks with an input request of kind (elicit,
+//     sample or roots: 2026-07-28) in each of rounds rounds, and answers
+//     with what each round got ("input: Ada | Ada");
 //   - caps: the client capabilities the server was told;
 //   - block: waits until the call is cancelled; cancelled reports how many
 //     were;
@@ -94,7 +102,16 @@ func text(s string) *mcp.CallToolResult {
 // A prompt greet {name} and a template relay://item/{id} complete their
 // arguments; relay://watched can be subscribed to.
 func Main() {
+	var versions []string
+	if slices.Contains(os.Args[1:], LegacyFlag) {
+		for _, v := range mcp.SupportedProtocolVersions() {
+			if v < "2026-07-28" {
+				versions = append(versions, v)
+			}
+		}
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "relay-upstream", Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: versions,
 		CompletionHandler: func(_ context.Context, r *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{r.Params.Ref.Type + ":" + r.Params.Ref.Name + r.Params.Ref.URI + ":" + r.Params.Argument.Value + "-done"}}}, nil
 		},
@@ -215,6 +232,9 @@ func Main() {
 			RequestState:  "state-1",
 		}, nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "input", Description: "ask with input requests over several rounds"}, func(ctx context.Context, r *mcp.CallToolRequest, a inputArgs) (*mcp.CallToolResult, any, error) {
+		return inputRound(r, a)
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "caps", Description: "client capabilities"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		b, _ := json.Marshal(r.ClientCapabilities())
 		return text(string(b)), nil, nil
@@ -326,4 +346,65 @@ func (w *wireWriter) Write(p []byte) (int, error) {
 	w.partial = append(w.partial, p...)
 	w.log.lines("< ", &w.partial)
 	return w.WriteCloser.Write(p)
+}
+
+// inputArgs are the arguments of input.
+type inputArgs struct {
+	Kind   string `json:"kind"`
+	Rounds int    `json:"rounds,omitempty"`
+}
+
+// inputRound is one round of the tool input: the requestState names the
+// round and carries the answers so far.
+func inputRound(r *mcp.CallToolRequest, a inputArgs) (*mcp.CallToolResult, any, error) {
+	rounds := max(a.Rounds, 1)
+	var got []string
+	round := 0
+	if st := r.Params.RequestState; st != "" {
+		if err := json.Unmarshal([]byte(st), &got); err != nil {
+			return nil, nil, fmt.Errorf("tampered state %q", st)
+		}
+		round = len(got)
+		key := fmt.Sprintf("r%d", round)
+		switch res := r.Params.InputResponses[key].(type) {
+		case *mcp.ElicitResult:
+			got = append(got, fmt.Sprintf("%s %v", res.Action, res.Content["name"]))
+		case *mcp.CreateMessageWithToolsResult:
+			var b strings.Builder
+			for _, c := range res.Content {
+				if t, ok := c.(*mcp.TextContent); ok {
+					b.WriteString(t.Text)
+				}
+			}
+			got = append(got, b.String())
+		case *mcp.ListRootsResult:
+			var uris []string
+			for _, rt := range res.Roots {
+				uris = append(uris, rt.URI)
+			}
+			got = append(got, strings.Join(uris, " "))
+		default:
+			return nil, nil, fmt.Errorf("round %d: no answer to %s (%T)", round, key, res)
+		}
+		round++
+	}
+	if round >= rounds {
+		return text("input: " + strings.Join(got, " | ")), nil, nil
+	}
+	var ir mcp.InputRequest
+	switch a.Kind {
+	case "elicit":
+		ir = &mcp.ElicitParams{Message: fmt.Sprintf("your name (round %d)?", round+1), RequestedSchema: askArgs{}.schema()}
+	case "sample":
+		ir = &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}}
+	case "roots":
+		ir = &mcp.ListRootsParams{}
+	default:
+		return nil, nil, fmt.Errorf("unknown kind %q", a.Kind)
+	}
+	if got == nil {
+		got = []string{}
+	}
+	st, _ := json.Marshal(got)
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{fmt.Sprintf("r%d", round): ir}, RequestState: string(st)}, nil, nil
 }
