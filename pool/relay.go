@@ -311,9 +311,14 @@ func (rs *relaySet) progress(p *mcp.ProgressNotificationParams) {
 	rs.mu.Lock()
 	oc := rs.byToken[tok]
 	rs.mu.Unlock()
-	if oc == nil {
-		return
+	if oc != nil {
+		oc.relayProgress(p)
 	}
+}
+
+// relayProgress relays p, a progress of oc's token, under the rules of
+// progress.
+func (oc *openCall) relayProgress(p *mcp.ProgressNotificationParams) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(time.Now(), MaxProgressPerSecond) {
