@@ -549,6 +549,11 @@ func (p *Pool) workspaceRoot() *mcp.Root {
 // answers roots/list with the workspace.
 func (s *server) relayOptions(c *conn, o *mcp.ClientOptions) {
 	o.Capabilities = &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
+	// Progress and log messages of stdio and legacy SSE servers are
+	// relayed from the wire and never reach these handlers (wire.go);
+	// a Streamable HTTP server's reach them, and its progress on a
+	// request's own stream was relayed already (wire_http.go: a repeat
+	// is not greater than the last, and is dropped).
 	o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
 		c.relays.progress(r.Params)
 	}
