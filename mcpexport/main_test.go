@@ -125,7 +125,7 @@ type pluginHome struct {
 // newPluginHome makes a pluginHome for plugin, whose server runs command,
 // and sets the policy rules. ws is the workspace, an existing directory;
 // "" makes a temporary one.
-func newPluginHome(t *testing.T, ws, plugin, command, description string, policy []store.PolicyRule) pluginHome {
+func newPluginHome(t testing.TB, ws, plugin, command, description string, policy []store.PolicyRule) pluginHome {
 	t.Helper()
 	ctx := context.Background()
 	home, bin := t.TempDir(), t.TempDir()

@@ -24,21 +24,21 @@ import (
 // relayEnv is a BERTH_HOME with the plugin "rly" (server "up", the
 // testrelay server) enabled and allowed, and an exporter over its pool.
 type relayEnv struct {
-	t     *testing.T
+	t     testing.TB
 	ws    string
 	paths store.Paths
 	pool  *pool.Pool
 	srv   *Server
 }
 
-func newRelayEnv(t *testing.T, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
+func newRelayEnv(t testing.TB, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
 	t.Helper()
 	return newRelayEnvIn(t, "", nil, legacyUpstream, policy...)
 }
 
 // newRelayEnvIn is newRelayEnv with the workspace ws ("": a temporary
 // directory) and env added to the plugin server's environment.
-func newRelayEnvIn(t *testing.T, ws string, env []string, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
+func newRelayEnvIn(t testing.TB, ws string, env []string, legacyUpstream bool, policy ...store.PolicyRule) *relayEnv {
 	t.Helper()
 	ctx := context.Background()
 	h := newPluginHome(t, ws, "rly", testrelay.Name, "relay test plugin", append([]store.PolicyRule{{Pattern: "rly__*", Action: store.ActionAllow}}, policy...))
@@ -149,7 +149,7 @@ func (rc *relayClient) setLevel(t *testing.T, level mcp.LoggingLevel) {
 	})
 }
 
-func (rc *relayClient) call(t *testing.T, tool string, args map[string]any, token any) string {
+func (rc *relayClient) call(t testing.TB, tool string, args map[string]any, token any) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -322,9 +322,14 @@ func (rs *relaySet) progress(p *mcp.ProgressNotificationParams) {
 	rs.mu.Lock()
 	oc := rs.byToken[tok]
 	rs.mu.Unlock()
-	if oc == nil {
-		return
+	if oc != nil {
+		oc.relayProgress(p)
 	}
+}
+
+// relayProgress relays p, a progress of oc's token, under the rules of
+// progress.
+func (oc *openCall) relayProgress(p *mcp.ProgressNotificationParams) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	if oc.closed || (oc.sent > 0 && p.Progress <= oc.last) || !oc.progress.allow(time.Now(), MaxProgressPerSecond) {
@@ -561,6 +566,11 @@ func (p *Pool) workspaceRoot() *mcp.Root {
 func (s *server) relayOptions(c *conn, o *mcp.ClientOptions) {
 	o.Capabilities = &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}
 	o.Capabilities.AddExtension(UIExtension, map[string]any{"mimeTypes": []any{UIMimeType}}) // apps.go
+	// Progress and log messages of stdio and legacy SSE servers are
+	// relayed from the wire and never reach these handlers (wire.go);
+	// a Streamable HTTP server's reach them, and its progress on a
+	// request's own stream was relayed already (wire_http.go: a repeat
+	// is not greater than the last, and is dropped).
 	o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) {
 		c.relays.progress(r.Params)
 	}

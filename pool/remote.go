@@ -189,6 +189,9 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 // connection.
 func (g *guard) send(r *http.Request) (*http.Response, error) {
 	resp, err := g.base.RoundTrip(r)
+	if err == nil {
+		tapStream(r, resp)
+	}
 	if err != nil || g.oauth == nil {
 		return resp, err
 	}
