@@ -103,6 +103,7 @@ func (root *Server) sibling(v *View) *Server {
 		timeout:     root.timeout,
 		log:         root.log,
 		protocols:   root.protocols,
+		tel:         root.tel,
 		fam:         root.fam,
 		levels:      root.levels,
 		signIns:     root.signIns,

@@ -87,6 +87,11 @@ type serveOptions struct {
 	// Always is --always: patterns of tools listed directly in lazy
 	// mode, beside the profile's.
 	Always []string
+	// OTel is --otel: export traces and metrics over OTLP/HTTP where
+	// the OTEL_EXPORTER_OTLP_* variables say; OTelUnsafeContent is
+	// --otel-unsafe-content: record arguments, resource URIs and error
+	// messages too (docs/telemetry.md).
+	OTel, OTelUnsafeContent bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
@@ -125,6 +130,8 @@ func newServeCmd(a *app) *cobra.Command {
 	f.StringVar(&opts.Profile, "profile", "", "serve the workspace's profile `NAME` (berth profile list) instead of the whole workspace")
 	f.StringVar(&opts.Tools, "tools", "", "the tools `MODE`: full lists every tool, lazy lists berth_find_tools and berth_call_tool instead (default: the profile's mode, else full)")
 	f.StringArrayVar(&opts.Always, "always", nil, "in lazy mode, also list the tools matching `PATTERN` directly (repeatable)")
+	f.BoolVar(&opts.OTel, "otel", false, "export OpenTelemetry traces and metrics over OTLP/HTTP, to where the OTEL_EXPORTER_OTLP_* variables say (docs/telemetry.md)")
+	f.BoolVar(&opts.OTelUnsafeContent, "otel-unsafe-content", false, "with --otel, also record tool call arguments, resource URIs and error messages, which may hold secrets")
 	return cmd
 }
 
@@ -132,6 +139,9 @@ func newServeCmd(a *app) *cobra.Command {
 func (o *serveOptions) check() error {
 	if o.Stateless && o.HTTPAddr == "" {
 		return usagef("--stateless applies to --http only")
+	}
+	if o.OTelUnsafeContent && !o.OTel {
+		return usagef("--otel-unsafe-content applies to --otel only")
 	}
 	if o.ApprovalTimeout <= 0 {
 		return usagef("--approval-timeout must be positive")
@@ -300,7 +310,13 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, Profile: opts.Profile})
+	tel, err := a.startTelemetry(ctx, log, opts.OTel)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, Profile: opts.Profile,
+		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	if err != nil {
 		return err
 	}
@@ -311,7 +327,8 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		go trimMemory(tctx, p)
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
-	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true})
+	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true,
+		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	defer srv.Close()
 	if len(lns) == 0 {
 		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir(), "profile", opts.Profile, "tools", mode)
