@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,16 @@ type otelEnv struct {
 }
 
 func newOtelEnv(t *testing.T, sink *otlpsink.Sink, content, off bool) *otelEnv {
+	return newOtelEnvOpts(t, sink, content, off, false)
+}
+
+// newOtelEnvTB is the env of the benchmark: telemetry on or off, spans
+// batched as berth serve batches them.
+func newOtelEnvTB(b *testing.B, sink *otlpsink.Sink, on bool) *otelEnv {
+	return newOtelEnvOpts(b, sink, false, !on, true)
+}
+
+func newOtelEnvOpts(t testing.TB, sink *otlpsink.Sink, content, off, batch bool) *otelEnv {
 	t.Helper()
 	ctx := context.Background()
 	home, bin, ws := t.TempDir(), t.TempDir(), t.TempDir()
@@ -73,7 +84,7 @@ func newOtelEnv(t *testing.T, sink *otlpsink.Sink, content, off bool) *otelEnv {
 	}
 	e := &otelEnv{}
 	popts := &pool.Options{BaseEnv: []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home}, PollInterval: 50 * time.Millisecond}
-	sopts := &Options{}
+	sopts := &Options{Logger: slog.New(slog.DiscardHandler)}
 	if !off {
 		texp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))
 		if err != nil {
@@ -84,6 +95,9 @@ func newOtelEnv(t *testing.T, sink *otlpsink.Sink, content, off bool) *otelEnv {
 			t.Fatal(err)
 		}
 		e.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(texp))
+		if batch {
+			e.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(texp))
+		}
 		e.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp, sdkmetric.WithInterval(time.Hour))))
 		t.Cleanup(func() { e.tp.Shutdown(ctx); e.mp.Shutdown(ctx) })
 		popts.TracerProvider, popts.MeterProvider, popts.TelemetryContentUnsafe = e.tp, e.mp, content
@@ -296,5 +310,45 @@ func TestTelemetryOff(t *testing.T) {
 	text := e.callWithTrace(t, "tel__up__meta")
 	if strings.Contains(text, "traceparent") {
 		t.Errorf("telemetry off, the plugin's server got a trace context: %s", text)
+	}
+}
+
+// BenchmarkTelemetryCall is the cost of telemetry on a tools/call
+// through berth to a stdio plugin server: off (no providers, no
+// middleware) and on (the SDK's batching span processor and a periodic
+// metric reader exporting over OTLP/HTTP to a loopback endpoint).
+//
+//	go test ./mcpexport -run '^$' -bench BenchmarkTelemetryCall -benchtime 3000x
+func BenchmarkTelemetryCall(b *testing.B) {
+	for _, mode := range []string{"off", "on"} {
+		b.Run(mode, func(b *testing.B) {
+			benchTelemetry(b, mode == "on")
+		})
+	}
+}
+
+func benchTelemetry(b *testing.B, on bool) {
+	ctx := context.Background()
+	sink := otlpsink.Start(b)
+	e := newOtelEnvTB(b, sink, on)
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.Connect(ctx, st); err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "tel__up__meta", Arguments: map[string]any{"k": "v"}}
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := cs.CallTool(ctx, params); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -69,7 +69,12 @@ meta-tools, berth_find_tools and berth_call_tool, instead of every tool;
 an explicit --tools overrides the profile's mode (without --tools the
 profile's mode holds; full without a profile). --always PATTERN (lazy mode
 only; repeatable) also lists the tools matching PATTERN directly, beside
-the profile's own. docs/profiles.md has the details.`
+the profile's own. docs/profiles.md has the details.
+
+--otel exports OpenTelemetry traces and metrics over OTLP/HTTP to where
+the standard OTEL_EXPORTER_OTLP_* variables say; without it nothing is
+sent. No argument values are recorded unless --otel-unsafe-content.
+docs/telemetry.md has the details.`
 
 // serveOptions are the inputs of berth serve.
 type serveOptions struct {
@@ -97,13 +102,14 @@ type serveOptions struct {
 func newServeCmd(a *app) *cobra.Command {
 	opts := &serveOptions{}
 	cmd := &cobra.Command{
-		Use: "serve [--workspace DIR] [--profile NAME] [--tools full|lazy [--always PATTERN]...] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
+		Use: "serve [--workspace DIR] [--profile NAME] [--tools full|lazy [--always PATTERN]...] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token] [--otel [--otel-unsafe-content]]",
 		Example: `  berth serve --workspace ~/src/project
   berth serve --http 127.0.0.1:8931
   berth serve --http unix:$XDG_RUNTIME_DIR/berth/serve.sock
   berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token
   berth serve --profile docs
-  berth serve --tools lazy --always 'acme-notes__notes__search'`,
+  berth serve --tools lazy --always 'acme-notes__notes__search'
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 berth serve --otel`,
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long:  serveLong,
 		Args:  exactArgs(0, "no arguments"),
@@ -274,6 +280,13 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		debug.SetGCPercent(400)
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	// Telemetry's variables are checked before anything starts; the
+	// exporters flush after everything else has stopped.
+	tel, err := a.startTelemetry(ctx, log, opts.OTel)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
 	workspace := opts.Workspace
 	if workspace == "" {
 		workspace = "."
@@ -310,11 +323,6 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	tel, err := a.startTelemetry(ctx, log, opts.OTel)
-	if err != nil {
-		return err
-	}
-	defer tel.shutdown(context.WithoutCancel(ctx))
 	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, Profile: opts.Profile,
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	if err != nil {

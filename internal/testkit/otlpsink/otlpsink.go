@@ -33,6 +33,7 @@ type Sink struct {
 	traces  []*coltracepb.ExportTraceServiceRequest
 	metrics []*colmetricpb.ExportMetricsServiceRequest
 	bad     []string
+	headers []http.Header
 }
 
 // Start starts a Sink, closed at the test's end.
@@ -60,6 +61,7 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.raw = append(s.raw, body)
+	s.headers = append(s.headers, r.Header.Clone())
 	var resp proto.Message
 	switch r.URL.Path {
 	case "/v1/traces":
@@ -94,6 +96,17 @@ func (s *Sink) Requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.raw) + len(s.bad)
+}
+
+// Header is the values of the header name in the requests received.
+func (s *Sink) Header(name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, h := range s.headers {
+		out = append(out, h.Values(name)...)
+	}
+	return out
 }
 
 // Bad lists the requests that were not OTLP/HTTP protobuf.
