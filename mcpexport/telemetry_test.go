@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/mcpotel"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testkit/otlpsink"
 	"github.com/berth-mcp/berth/pool"
@@ -350,5 +352,36 @@ func benchTelemetry(b *testing.B, on bool) {
 		if _, err := cs.CallTool(ctx, params); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestTelemetryHTTP: over Streamable HTTP, the server span names the
+// transport (tcp, http) and the session by a hash of its ID, never the
+// ID, which with the token lets one post into the session.
+func TestTelemetryHTTP(t *testing.T) {
+	sink := otlpsink.Start(t)
+	e := newOtelEnv(t, sink, false, false)
+	hs := httptest.NewServer(e.srv.Handler(&HTTPOptions{Token: testToken}))
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-http", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp", HTTPClient: bearerClient(testToken)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tel__up__meta", Arguments: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	e.flush(t)
+	sp := otlpsink.Find(sink.Spans(), "tools/call tel__up__meta")
+	if sp == nil {
+		t.Fatal("no server span")
+	}
+	wantAttrs(t, sp, map[string]string{"network.transport": "tcp", "network.protocol.name": "http", "berth.transport": TransportHTTP,
+		"mcp.session.id": mcpotel.HashID(cs.ID())})
+	if cs.ID() == "" || sink.Contains([]byte(cs.ID())) {
+		t.Errorf("the session ID %q reached the OTLP endpoint", cs.ID())
 	}
 }
