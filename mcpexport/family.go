@@ -104,6 +104,7 @@ func (root *Server) sibling(v *View) *Server {
 		onWaiting:   root.onWaiting,
 		log:         root.log,
 		protocols:   root.protocols,
+		tel:         root.tel,
 		fam:         root.fam,
 		levels:      root.levels,
 		outbox:      root.outbox,

@@ -34,6 +34,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (res 
 	defer stop()
 	c := s.requestCall(ctx, pool.RequestPrompt, name,
 		asToolRequest(req.Session, req.Extra, name, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState))
+	defer s.traceCall(ctx, c)
 	args, _ := json.Marshal(req.Params.Arguments)
 	c.entry.Arguments = ArgumentShape(args)
 	defer c.recoverInto(&err)
@@ -72,6 +73,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	defer stop()
 	c := s.requestCall(ctx, pool.RequestResource, uri,
 		asToolRequest(req.Session, req.Extra, uri, req.Params.Meta, req.Params.InputResponses, req.Params.RequestState))
+	defer s.traceCall(ctx, c)
 	c.entry.Tool, c.entry.URI, c.entry.Arguments = "", uri, map[string]any{"uri": "string"}
 	defer c.recoverInto(&err)
 	key := "resource:" + uri

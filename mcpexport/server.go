@@ -24,8 +24,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/internal/mcpotel"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
@@ -93,6 +96,15 @@ type Options struct {
 	// starts waiting in the approval queue (berth serve shows a desktop
 	// notification with it: notifydesktop.go).
 	OnWaiting func(*Pending)
+	// TracerProvider and MeterProvider, when either is set, turn on
+	// OpenTelemetry: a span per client request and the
+	// mcp.server.operation.duration histogram (docs/telemetry.md). nil
+	// for both (the default) adds no instrumentation at all.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	// TelemetryContentUnsafe also records what may hold secrets: tool
+	// call arguments, resource URIs and error messages.
+	TelemetryContentUnsafe bool
 }
 
 // Server exports one pool. It is safe for concurrent use: many sessions
@@ -165,6 +177,8 @@ type Server struct {
 	subs       map[string]map[*mcp.ServerSession]bool
 	// viewCache is the view as last resolved from the state (view.go).
 	viewCache viewCache
+	// tel is the telemetry, nil when off (telemetry.go).
+	tel *mcpotel.Instruments
 }
 
 // New builds the MCP server of a pool. Its approval queue, audit log and
@@ -215,6 +229,7 @@ func New(p *pool.Pool, opts *Options) *Server {
 	s.outbox = newOutboxes(s.log)
 	s.flights = &flights{}
 	s.protocols = opts.SupportedProtocolVersions
+	s.tel = newInstruments(opts, s.log)
 	s.fam = &family{root: s, profiles: map[string]*Server{}}
 	if opts.RecordSessions {
 		s.fam.registry = newRegistry(st.Paths().Serving(), p.WorkspaceDir(), s.log)
@@ -248,6 +263,7 @@ func (s *Server) start() {
 	})
 	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.sessionsMiddleware, s.capsMiddleware, s.levelMiddleware, s.boundaryMiddleware)
 	s.ms.AddSendingMiddleware(s.sendingMiddleware)
+	s.instrument()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.syncCh, s.stopSync, s.syncDone = make(chan struct{}, 1), cancel, make(chan struct{})
 	go s.syncWorker(ctx)
@@ -905,6 +921,7 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 	ctx, stopLife := bindLife(ctx)
 	defer stopLife()
 	c := &call{s: s, req: req, tool: name, origin: originOf(ctx)}
+	defer s.traceCall(ctx, c)
 	c.entry = AuditEntry{Tool: name, Client: clientName(req), Transport: c.origin.Transport, Authenticated: c.origin.Authenticated, Via: via}
 	defer func() {
 		if r := recover(); r != nil {

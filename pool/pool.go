@@ -16,9 +16,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/fetched"
+	"github.com/berth-mcp/berth/internal/mcpotel"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
@@ -93,6 +96,16 @@ type Options struct {
 	// context carries an asker (signin.WithAsk); the server is not given
 	// up on, and the next call after `berth login` connects again.
 	SignInAsk func(ctx context.Context, p signin.Prompt) error
+	// TracerProvider and MeterProvider, when either is set, turn on
+	// OpenTelemetry for the requests berth sends to plugin servers: a
+	// CLIENT span per request, whose W3C trace context goes to the
+	// server in params._meta, and the mcp.client.operation.duration
+	// histogram (docs/telemetry.md). nil for both adds nothing.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	// TelemetryContentUnsafe also records what may hold secrets:
+	// resource URIs and error messages.
+	TelemetryContentUnsafe bool
 
 	testNet *testNetwork
 	// testBeforeLaunch, in tests only, runs just before a native tool
@@ -115,6 +128,7 @@ type Pool struct {
 	store     *store.Store
 	workspace string
 	opts      Options
+	tel       *mcpotel.Instruments // nil: telemetry off (telemetry.go)
 	lookupEnv func(string) (string, bool)
 	baseEnv   []string
 	backoff   time.Duration
@@ -223,6 +237,9 @@ func Open(ctx context.Context, st *store.Store, workspace string, opts *Options)
 		stopBg: make(chan struct{}), changedCh: make(chan struct{}, 1), subs: map[int]func(){}}
 	if opts != nil {
 		p.opts = *opts
+	}
+	if p.tel, err = mcpotel.New(p.opts.TracerProvider, p.opts.MeterProvider, p.opts.TelemetryContentUnsafe); err != nil {
+		return nil, fmt.Errorf("berth: telemetry: %w", err)
 	}
 	p.lookupEnv = p.opts.LookupEnv
 	if p.lookupEnv == nil {

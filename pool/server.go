@@ -583,6 +583,7 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 	//lint:ignore SA1019 plugin servers on legacy connections get the workspace as their root (docs/relay.md)
 	client.AddRoots(s.p.workspaceRoot())
 	client.AddReceivingMiddleware(s.relayMiddleware(c))
+	s.instrumentClient(client)
 	var copts *mcp.ClientSessionOptions
 	if legacy {
 		copts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

@@ -69,7 +69,12 @@ meta-tools, berth_find_tools and berth_call_tool, instead of every tool;
 an explicit --tools overrides the profile's mode (without --tools the
 profile's mode holds; full without a profile). --always PATTERN (lazy mode
 only; repeatable) also lists the tools matching PATTERN directly, beside
-the profile's own. docs/profiles.md has the details.`
+the profile's own. docs/profiles.md has the details.
+
+--otel exports OpenTelemetry traces and metrics over OTLP/HTTP to where
+the standard OTEL_EXPORTER_OTLP_* variables say; without it nothing is
+sent. No argument values are recorded unless --otel-unsafe-content.
+docs/telemetry.md has the details.`
 
 // serveOptions are the inputs of berth serve.
 type serveOptions struct {
@@ -87,18 +92,24 @@ type serveOptions struct {
 	// Always is --always: patterns of tools listed directly in lazy
 	// mode, beside the profile's.
 	Always []string
+	// OTel is --otel: export traces and metrics over OTLP/HTTP where
+	// the OTEL_EXPORTER_OTLP_* variables say; OTelUnsafeContent is
+	// --otel-unsafe-content: record arguments, resource URIs and error
+	// messages too (docs/telemetry.md).
+	OTel, OTelUnsafeContent bool
 }
 
 func newServeCmd(a *app) *cobra.Command {
 	opts := &serveOptions{}
 	cmd := &cobra.Command{
-		Use: "serve [--workspace DIR] [--profile NAME] [--tools full|lazy [--always PATTERN]...] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token]",
+		Use: "serve [--workspace DIR] [--profile NAME] [--tools full|lazy [--always PATTERN]...] [--sse ADDR | --http ADDR [--stateless]] [--token-file FILE | --unsafe-no-token] [--otel [--otel-unsafe-content]]",
 		Example: `  berth serve --workspace ~/src/project
   berth serve --http 127.0.0.1:8931
   berth serve --http unix:$XDG_RUNTIME_DIR/berth/serve.sock
   berth serve --http 0.0.0.0:8931 --token-file ~/.config/berth/token
   berth serve --profile docs
-  berth serve --tools lazy --always 'acme-notes__notes__search'`,
+  berth serve --tools lazy --always 'acme-notes__notes__search'
+  OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 berth serve --otel`,
 		Short: "Serve the workspace's tools to MCP clients, with approval by default",
 		Long:  serveLong,
 		Args:  exactArgs(0, "no arguments"),
@@ -125,6 +136,8 @@ func newServeCmd(a *app) *cobra.Command {
 	f.StringVar(&opts.Profile, "profile", "", "serve the workspace's profile `NAME` (berth profile list) instead of the whole workspace")
 	f.StringVar(&opts.Tools, "tools", "", "the tools `MODE`: full lists every tool, lazy lists berth_find_tools and berth_call_tool instead (default: the profile's mode, else full)")
 	f.StringArrayVar(&opts.Always, "always", nil, "in lazy mode, also list the tools matching `PATTERN` directly (repeatable)")
+	f.BoolVar(&opts.OTel, "otel", false, "export OpenTelemetry traces and metrics over OTLP/HTTP, to where the OTEL_EXPORTER_OTLP_* variables say (docs/telemetry.md)")
+	f.BoolVar(&opts.OTelUnsafeContent, "otel-unsafe-content", false, "with --otel, also record tool call arguments, resource URIs and error messages, which may hold secrets")
 	return cmd
 }
 
@@ -132,6 +145,9 @@ func newServeCmd(a *app) *cobra.Command {
 func (o *serveOptions) check() error {
 	if o.Stateless && o.HTTPAddr == "" {
 		return usagef("--stateless applies to --http only")
+	}
+	if o.OTelUnsafeContent && !o.OTel {
+		return usagef("--otel-unsafe-content applies to --otel only")
 	}
 	if o.ApprovalTimeout <= 0 {
 		return usagef("--approval-timeout must be positive")
@@ -264,6 +280,13 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		debug.SetGCPercent(400)
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	// Telemetry's variables are checked before anything starts; the
+	// exporters flush after everything else has stopped.
+	tel, err := a.startTelemetry(ctx, log, opts.OTel)
+	if err != nil {
+		return err
+	}
+	defer tel.shutdown(context.WithoutCancel(ctx))
 	workspace := opts.Workspace
 	if workspace == "" {
 		workspace = "."
@@ -301,7 +324,8 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	for _, l := range lns {
 		legacyOnly = legacyOnly && !l.o.Stateless
 	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, AwaitUpstreamEra: len(lns) == 0, Profile: opts.Profile})
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, AwaitUpstreamEra: len(lns) == 0, Profile: opts.Profile,
+		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	if err != nil {
 		return err
 	}
@@ -313,7 +337,8 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
 	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true,
-		OnWaiting: a.approvalNotifier(st, log)})
+		OnWaiting: a.approvalNotifier(st, log),
+		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	defer srv.Close()
 	if len(lns) == 0 {
 		log.Info("berth serve: serving over stdio", "workspace", p.WorkspaceDir(), "profile", opts.Profile, "tools", mode)

@@ -231,6 +231,13 @@ func NewServer(cfg *Config) *mcp.Server {
 				return text(string(b)), nil, nil
 			})
 	}
+	if slices.Contains(cfg.Tools, "meta") { // only when named: telemetry tests
+		s.AddTool(&mcp.Tool{Name: "meta", Description: "Returns the params._meta of its request, as JSON.", InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				b, _ := json.Marshal(req.Params.Meta)
+				return text(string(b)), nil
+			})
+	}
 	if slices.Contains(cfg.Tools, "fetch") { // only when named: it reaches the network
 		mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "GETs a URL through the proxy HTTP_PROXY names (for every host, loopback too), and returns the status and body."},
 			func(ctx context.Context, req *mcp.CallToolRequest, in fetchArgs) (*mcp.CallToolResult, any, error) {

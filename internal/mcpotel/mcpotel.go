@@ -1,0 +1,221 @@
+// Package mcpotel is the OpenTelemetry instrumentation berth shares between
+// its MCP server (mcpexport) and its pool's MCP clients (pool): the
+// attribute keys of the OpenTelemetry semantic conventions for MCP and
+// berth's own, the two operation-duration histograms, and the W3C trace
+// context carried in a request's params._meta (docs/telemetry.md).
+//
+// An *Instruments is safe for concurrent use. A nil *Instruments is
+// telemetry off: callers test for nil and add no middleware at all, so
+// nothing of this package runs on the hot path then.
+package mcpotel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Scope is the instrumentation scope of berth's tracer and meter.
+const Scope = "github.com/berth-mcp/berth"
+
+// Attribute keys: the semantic conventions for MCP (mcp.*, gen_ai.*,
+// jsonrpc.*, network.*, error.type, rpc.response.status_code) and berth's
+// own (berth.*).
+const (
+	MethodName      = attribute.Key("mcp.method.name")
+	SessionID       = attribute.Key("mcp.session.id")
+	ProtocolVersion = attribute.Key("mcp.protocol.version")
+	ResourceURI     = attribute.Key("mcp.resource.uri")
+	ToolName        = attribute.Key("gen_ai.tool.name")
+	PromptName      = attribute.Key("gen_ai.prompt.name")
+	OperationName   = attribute.Key("gen_ai.operation.name")
+	ToolArguments   = attribute.Key("gen_ai.tool.call.arguments")
+	ErrorType       = attribute.Key("error.type")
+	StatusCode      = attribute.Key("rpc.response.status_code")
+	Transport       = attribute.Key("network.transport")
+	ProtocolName    = attribute.Key("network.protocol.name")
+
+	Plugin          = attribute.Key("berth.plugin")
+	Server          = attribute.Key("berth.server")
+	Profile         = attribute.Key("berth.profile")
+	PolicyDecision  = attribute.Key("berth.policy.decision")
+	ApprovedBy      = attribute.Key("berth.approved_by")
+	Outcome         = attribute.Key("berth.outcome")
+	ClientTransport = attribute.Key("berth.transport")
+)
+
+// Metric names of the conventions.
+const (
+	ServerOperationDuration = "mcp.server.operation.duration"
+	ClientOperationDuration = "mcp.client.operation.duration"
+)
+
+// buckets are the conventions' advised histogram boundaries, in seconds.
+var buckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+
+// Instruments are berth's tracer, histograms and propagator.
+type Instruments struct {
+	Tracer         trace.Tracer
+	ServerDuration metric.Float64Histogram
+	ClientDuration metric.Float64Histogram
+	// Content records what may hold secrets: a tool call's arguments
+	// (gen_ai.tool.call.arguments), a resource's URI (mcp.resource.uri)
+	// and error messages as span status descriptions. Off by default.
+	Content bool
+	prop    propagation.TraceContext
+}
+
+// New makes the Instruments of tp and mp; nil when both are nil
+// (telemetry off). A nil one of the two is a no-op of its kind.
+func New(tp trace.TracerProvider, mp metric.MeterProvider, content bool) (*Instruments, error) {
+	if tp == nil && mp == nil {
+		return nil, nil
+	}
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	in := &Instruments{Tracer: tp.Tracer(Scope), Content: content}
+	var err error
+	if mp != nil {
+		m := mp.Meter(Scope)
+		in.ServerDuration, err = m.Float64Histogram(ServerOperationDuration, metric.WithUnit("s"),
+			metric.WithDescription("MCP request duration as observed on the receiver from the time it was received until the result is sent."),
+			metric.WithExplicitBucketBoundaries(buckets...))
+		if err != nil {
+			return nil, err
+		}
+		in.ClientDuration, err = m.Float64Histogram(ClientOperationDuration, metric.WithUnit("s"),
+			metric.WithDescription("The duration of the MCP request as observed on the sender from the time it was sent until the response is received."),
+			metric.WithExplicitBucketBoundaries(buckets...))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// RecordServer records d seconds in mcp.server.operation.duration.
+func (in *Instruments) RecordServer(ctx context.Context, d float64, attrs []attribute.KeyValue) {
+	if in.ServerDuration != nil {
+		in.ServerDuration.Record(ctx, d, metric.WithAttributes(attrs...))
+	}
+}
+
+// RecordClient records d seconds in mcp.client.operation.duration.
+func (in *Instruments) RecordClient(ctx context.Context, d float64, attrs []attribute.KeyValue) {
+	if in.ClientDuration != nil {
+		in.ClientDuration.Record(ctx, d, metric.WithAttributes(attrs...))
+	}
+}
+
+// metaCarrier is a request's params._meta as a propagation carrier: the
+// unprefixed keys traceparent and tracestate, string values only.
+type metaCarrier map[string]any
+
+func (m metaCarrier) Get(key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func (m metaCarrier) Set(key, value string) { m[key] = value }
+
+func (m metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Extract returns ctx with the remote span context of meta's traceparent
+// and tracestate as parent, when they are valid W3C trace context; ctx
+// unchanged otherwise.
+func (in *Instruments) Extract(ctx context.Context, meta map[string]any) context.Context {
+	if meta == nil {
+		return ctx
+	}
+	if _, ok := meta["traceparent"].(string); !ok {
+		return ctx
+	}
+	return in.prop.Extract(ctx, metaCarrier(meta))
+}
+
+// Inject returns a copy of meta with the trace context of ctx's span set
+// as traceparent (and tracestate), replacing any there; meta itself when
+// ctx has no valid span context.
+func (in *Instruments) Inject(ctx context.Context, meta map[string]any) map[string]any {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
+	}
+	out := make(map[string]any, len(meta)+2)
+	for k, v := range meta {
+		if k != "traceparent" && k != "tracestate" {
+			out[k] = v
+		}
+	}
+	in.prop.Inject(ctx, metaCarrier(out))
+	return out
+}
+
+// ParamsOf returns req's params, or nil when it has none (a nil pointer
+// of a params type included).
+func ParamsOf(req mcp.Request) mcp.Params {
+	if req == nil {
+		return nil
+	}
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p
+}
+
+// Outcome is how an operation ended, for error.type and
+// rpc.response.status_code: ("", "") on success; the JSON-RPC error code
+// for both when the peer answered with an error; "tool_error" for a
+// CallToolResult with isError; "timeout" or "cancelled" for a context
+// that ended; "_OTHER" for anything else.
+func OutcomeOf(res mcp.Result, err error) (errorType, code string) {
+	if err != nil {
+		var werr *jsonrpc.Error
+		switch {
+		case errors.As(err, &werr):
+			c := strconv.FormatInt(werr.Code, 10)
+			return c, c
+		case errors.Is(err, context.DeadlineExceeded):
+			return "timeout", ""
+		case errors.Is(err, context.Canceled):
+			return "cancelled", ""
+		}
+		return "_OTHER", ""
+	}
+	if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+		return "tool_error", ""
+	}
+	return "", ""
+}
+
+// HashID is a session ID as telemetry names it: the first 16 hex digits
+// of its SHA-256, never the ID itself (on Streamable HTTP, a session's ID
+// lets whoever holds the token post into that session).
+func HashID(id string) string {
+	if id == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:8])
+}
