@@ -337,7 +337,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	}
 	a.logServeStart(log, st, p.WorkspaceDir())
 	srv := mcpexport.New(p, &mcpexport.Options{ApprovalTimeout: opts.ApprovalTimeout, Logger: log, MaxPendingPerSession: opts.MaxPendingPerSession, MaxPending: opts.MaxPending, Hints: serveHints, View: view, RecordSessions: true,
-		OnWaiting: a.approvalNotifier(st, log),
+		OnWaiting:      a.approvalNotifier(st, log),
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	defer srv.Close()
 	if len(lns) == 0 {
