@@ -147,6 +147,8 @@ type flight struct {
 	done   bool
 	res    *mcp.CallToolResult
 	err    error
+
+	audited sync.Once // the call's audit entry when no retry writes it
 }
 
 // parkedAsk is one server request waiting for the client's answer.
@@ -262,6 +264,22 @@ func (f *flight) wait(ctx context.Context) (res, input *mcp.CallToolResult, err 
 	}
 }
 
+// abandon ends the flight when no request of the client is left to
+// audit the call (it expired, or its retry was refused): the plugin's
+// server did run it (its requests were passed on), so the call's own
+// audit entry is written here, once, with what came of it.
+func (f *flight) abandon(cause error) {
+	f.audited.Do(func() {
+		if f.first == nil {
+			return
+		}
+		c := f.first
+		c.entry.Outcome, c.entry.Reason = OutcomeFailed, shortErr(fmt.Errorf("berth cancelled the call: %w", cause))
+		c.writeAudit()
+	})
+	f.end(cause)
+}
+
 // end stops the flight: its call is cancelled (when still running) and
 // its parked requests are refused with cause.
 func (f *flight) end(cause error) {
@@ -276,10 +294,10 @@ func (f *flight) end(cause error) {
 		f.timer.Stop()
 	}
 	f.mu.Unlock()
+	f.cancel()
 	for _, a := range pending {
 		a.answer <- parkedAnswer{err: relayRefusal("berth could not relay the request to the client: %v", cause)}
 	}
-	f.cancel()
 }
 
 // register files f under a fresh state, within the limits, and arms its
@@ -319,7 +337,11 @@ func (fs *flights) register(f *flight) (string, error) {
 	f.mu.Lock()
 	if f.timer == nil {
 		f.timer = time.AfterFunc(ttl, func() {
-			f.end(fmt.Errorf("the client did not answer within %s", ttl))
+			// Only a flight still waiting for its retry expires: one
+			// whose retry was taken (redeem) runs on.
+			if fs.take(f) {
+				f.abandon(fmt.Errorf("the client did not answer within %s", ttl))
+			}
 		})
 	} else {
 		f.timer.Reset(ttl)
@@ -339,10 +361,34 @@ func (fs *flights) redeem(state, binding string) (*flight, error) {
 		f = nil
 	}
 	fs.mu.Unlock()
+	if f != nil {
+		// FlightTimeout is the wait for the client's retry: the call
+		// now runs on under the retry's request (register arms it
+		// again for a next round).
+		f.mu.Lock()
+		if f.timer != nil {
+			f.timer.Stop()
+		}
+		f.mu.Unlock()
+	}
 	if f == nil {
 		return nil, errors.New("its requestState names no call of this client that waits for answers (unknown, used, expired, or another call's or session's); call the tool again")
 	}
 	return f, nil
+}
+
+// take removes f's state, and reports whether it was there (the flight
+// waited for its retry).
+func (fs *flights) take(f *flight) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for k, g := range fs.m {
+		if g == f {
+			delete(fs.m, k)
+			return true
+		}
+	}
+	return false
 }
 
 func (fs *flights) remove(f *flight) {
@@ -419,7 +465,7 @@ func (c *call) runFlight(ctx context.Context, name string, args json.RawMessage)
 		return refuse(err)
 	}
 	if aerr := f.answer(c.req.Params.InputResponses); aerr != nil {
-		f.end(aerr)
+		f.abandon(fmt.Errorf("its client's retry was refused: %w", aerr))
 		return refuse(aerr)
 	}
 	res, input, err = f.wait(ctx)

@@ -2,6 +2,11 @@ package mcpexport
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,4 +72,84 @@ func TestFlightBounds(t *testing.T) {
 		t.Fatalf("another session's flight: %v", err)
 	}
 	g.end(nil)
+}
+
+// The flight's timer is the wait for the client's retry: once the retry
+// is taken, the call runs on however long it takes (it used to be
+// cancelled when the previous round's FlightTimeout ran out).
+func TestFlightRetryStopsTheTimer(t *testing.T) {
+	fs := &flights{ttl: 50 * time.Millisecond}
+	f, callCtx := newTestFlight(fs, nil)
+	got := make(chan error, 1)
+	go func() {
+		_, err := f.ask(context.Background(), &mcp.ElicitParams{Message: "name?"})
+		got <- err
+	}()
+	_, input, err := f.wait(context.Background())
+	if err != nil || input == nil {
+		t.Fatalf("wait = %v, %v; want the input requests", input, err)
+	}
+	g, err := fs.redeem(input.RequestState, "b")
+	if err != nil || g != f {
+		t.Fatalf("redeem = %v, %v", g, err)
+	}
+	if err := f.answer(mcp.InputResponseMap{flightKeyPrefix + "1": &mcp.ElicitResult{Action: "accept"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the parked request got %v, want the answer", err)
+	}
+	// The tool works on for three times the wait.
+	time.Sleep(3 * fs.ttl)
+	if callCtx.Err() != nil {
+		t.Fatalf("the call was cancelled while it ran after its retry: %v", context.Cause(callCtx))
+	}
+	f.mu.Lock()
+	f.done, f.res = true, &mcp.CallToolResult{}
+	f.mu.Unlock()
+	f.poke()
+	if res, _, err := f.wait(context.Background()); err != nil || res == nil {
+		t.Fatalf("the call's end: %v, %v", res, err)
+	}
+}
+
+// A flight whose client never retries leaves the call's audit entry: the
+// plugin's server ran it (and asked the client), so the audit says so and
+// why it ended.
+func TestFlightExpiryIsAudited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	s := &Server{audit: NewAudit(path), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	defer s.audit.Close()
+	fs := &flights{ttl: 50 * time.Millisecond}
+	f, callCtx := newTestFlight(fs, nil)
+	f.first = &call{s: s, entry: AuditEntry{Tool: "demo__echo", Decision: VerdictAllow, DecidedBy: ByPolicy}}
+	go func() { _, _ = f.ask(context.Background(), &mcp.ElicitParams{Message: "name?"}) }()
+	if _, input, err := f.wait(context.Background()); err != nil || input == nil {
+		t.Fatalf("wait = %v, %v; want the input requests", input, err)
+	}
+	<-callCtx.Done()
+	// end is called right after the audit: wait for both.
+	deadline := time.Now().Add(10 * time.Second)
+	var lines []string
+	for time.Now().Before(deadline) {
+		data, _ := os.ReadFile(path)
+		if lines = strings.Split(strings.TrimSpace(string(data)), "\n"); lines[0] != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(lines) != 1 || lines[0] == "" {
+		t.Fatalf("audit after the flight expired: %q, want one entry", lines)
+	}
+	var e AuditEntry
+	if err := json.Unmarshal([]byte(lines[0]), &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Tool != "demo__echo" || e.Outcome != OutcomeFailed || !strings.Contains(e.Reason, "did not answer within") {
+		t.Fatalf("audit %+v, want the call failed for want of an answer", e)
+	}
+	f.abandon(context.Canceled) // a second end writes nothing more
+	if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") != 1 {
+		t.Fatalf("audit written twice:\n%s", data)
+	}
 }
