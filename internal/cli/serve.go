@@ -316,15 +316,7 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	// The era spoken to plugin servers is the clients' (docs/relay.md
-	// §"The protocol berth speaks to plugin servers"): every listener
-	// legacy-only, legacy; over stdio, the one client's, named by its
-	// first message (the servers start then).
-	legacyOnly := len(lns) > 0
-	for _, l := range lns {
-		legacyOnly = legacyOnly && !l.o.Stateless
-	}
-	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly, AwaitUpstreamEra: len(lns) == 0, Profile: opts.Profile,
+	p, err := pool.Open(ctx, st, workspace, &pool.Options{Secrets: secretLookup(sec), SignIns: sec, SignInClient: signinClients(st, sec), LegacyUpstream: legacyOnly(lns), AwaitUpstreamEra: len(lns) == 0, Profile: opts.Profile,
 		TracerProvider: tel.tracer, MeterProvider: tel.meter, TelemetryContentUnsafe: opts.OTelUnsafeContent})
 	if err != nil {
 		return err
@@ -349,6 +341,19 @@ func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 		return err
 	}
 	return serveHTTP(ctx, log, opts, srv, p.WorkspaceDir(), lns, tokenPath)
+}
+
+// legacyOnly reports whether berth speaks the legacy era to plugin
+// servers (docs/relay.md §"The protocol berth speaks to plugin servers"):
+// when there are listeners and they all serve legacy clients only; over
+// stdio the era is the one client's, named by its first message (the
+// servers start then).
+func legacyOnly(lns []*serveListener) bool {
+	legacy := len(lns) > 0
+	for _, l := range lns {
+		legacy = legacy && !l.o.Stateless
+	}
+	return legacy
 }
 
 // serveListen checks the listeners' addresses, reads or makes the
