@@ -136,8 +136,13 @@ type flight struct {
 	id      string
 	binding string // tool, arguments, and the session where it lives on
 	session *mcp.ServerSession
-	cancel  context.CancelFunc
-	timer   *time.Timer
+	// owner is the client the flight counts against
+	// (MaxFlightsPerSession): its session, or on stateless HTTP, where
+	// each request is a session of its own, the listener and the
+	// client's address (flightOwner).
+	owner  string
+	cancel context.CancelFunc
+	timer  *time.Timer
 
 	mu     sync.Mutex
 	asks   []*parkedAsk // waiting to be sent to the client
@@ -178,11 +183,36 @@ func flightBinding(tool string, args json.RawMessage, ss *mcp.ServerSession, tra
 	return string(h.Sum(nil))
 }
 
+// flightClientKey is the context key of the address of a stateless
+// HTTP request's client (serveStateless).
+type flightClientKey struct{}
+
+// flightOwner names the client a flight counts against: its session where
+// sessions outlive a request (stdio, stateful HTTP, SSE); on stateless
+// HTTP, where each request is a session of its own, the listener's path
+// and the client's address (its host: a client's port changes from
+// request to request).
+func flightOwner(ctx context.Context, ss *mcp.ServerSession, transport string) string {
+	if transport == TransportStateless {
+		host, _ := ctx.Value(flightClientKey{}).(string)
+		return taskOwner(ctx) + " from " + host
+	}
+	return fmt.Sprintf("session %p", ss)
+}
+
+// ownerText is the flight's owner as an error names it.
+func (f *flight) ownerText() string {
+	if strings.HasPrefix(f.owner, "session ") {
+		return "this session"
+	}
+	return f.owner
+}
+
 // startFlight runs the pool call of c in a flight, for a 2026-07-28
 // client: the call's relay parks its server's requests in it.
 func (c *call) startFlight(ctx context.Context, name string, args json.RawMessage) *flight {
 	s := c.s
-	f := &flight{fs: s.flights, first: c, binding: flightBinding(name, args, c.req.Session, c.origin.Transport), session: c.req.Session, wake: make(chan struct{}, 1)}
+	f := &flight{fs: s.flights, first: c, binding: flightBinding(name, args, c.req.Session, c.origin.Transport), session: c.req.Session, owner: flightOwner(ctx, c.req.Session, c.origin.Transport), wake: make(chan struct{}, 1)}
 	var b [18]byte
 	_, _ = rand.Read(b[:])
 	f.id = base64.RawURLEncoding.EncodeToString(b[:])
@@ -317,15 +347,15 @@ func (fs *flights) register(f *flight) (string, error) {
 			continue
 		}
 		n++
-		if g.session == f.session {
+		if g.owner == f.owner {
 			mine++
 		}
 	}
 	switch {
 	case n >= MaxFlights:
-		return "", fmt.Errorf("%d calls already wait for their clients to answer their servers' requests, the most berth keeps", MaxFlights)
+		return "", fmt.Errorf("%d calls already wait for their clients to answer their servers' requests, the most berth keeps; answer or abandon a waiting call (each is dropped %s after its input requests were sent)", MaxFlights, cmp.Or(fs.ttl, FlightTimeout))
 	case mine >= MaxFlightsPerSession:
-		return "", fmt.Errorf("%d calls of this session already wait for it to answer their servers' requests, the most berth keeps per session", MaxFlightsPerSession)
+		return "", fmt.Errorf("%d calls of this client (%s) already wait for it to answer their servers' requests, the most berth keeps per client; answer or abandon a waiting call (each is dropped %s after its input requests were sent)", MaxFlightsPerSession, f.ownerText(), cmp.Or(fs.ttl, FlightTimeout))
 	}
 	for k, g := range fs.m {
 		if g == f {

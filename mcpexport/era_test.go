@@ -18,7 +18,7 @@ import (
 // returned context.
 func newTestFlight(fs *flights, session *mcp.ServerSession) (*flight, context.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &flight{fs: fs, session: session, binding: "b", cancel: cancel, wake: make(chan struct{}, 1)}, ctx
+	return &flight{fs: fs, session: session, owner: flightOwner(ctx, session, TransportStdio), binding: "b", cancel: cancel, wake: make(chan struct{}, 1)}, ctx
 }
 
 // A parked request the client does not answer in time fails (its server
@@ -64,12 +64,41 @@ func TestFlightBounds(t *testing.T) {
 		defer f.end(nil)
 	}
 	f, _ := newTestFlight(fs, a)
-	if _, err := fs.register(f); err == nil || !strings.Contains(err.Error(), "of this session") {
+	if _, err := fs.register(f); err == nil || !strings.Contains(err.Error(), "of this client (this session)") || !strings.Contains(err.Error(), "answer or abandon") {
 		t.Fatalf("flight %d of one session: %v, want refused", MaxFlightsPerSession+1, err)
 	}
 	g, _ := newTestFlight(fs, b)
 	if _, err := fs.register(g); err != nil {
 		t.Fatalf("another session's flight: %v", err)
+	}
+	g.end(nil)
+}
+
+// On stateless HTTP each request is a session of its own: the bound per
+// client counts the flights of one listener and client address, so one
+// client cannot hold every flight berth keeps.
+func TestFlightBoundsStateless(t *testing.T) {
+	fs := &flights{}
+	stateless := func(host string) *flight {
+		ctx := context.WithValue(context.WithValue(context.Background(), taskOwnerKey{}, "stateless /mcp"), flightClientKey{}, host)
+		f, _ := newTestFlight(fs, &mcp.ServerSession{})
+		f.owner = flightOwner(ctx, f.session, TransportStateless)
+		return f
+	}
+	for i := range MaxFlightsPerSession {
+		f := stateless("192.0.2.1")
+		if _, err := fs.register(f); err != nil {
+			t.Fatalf("flight %d: %v", i+1, err)
+		}
+		defer f.end(nil)
+	}
+	f := stateless("192.0.2.1")
+	if _, err := fs.register(f); err == nil || !strings.Contains(err.Error(), "stateless /mcp from 192.0.2.1") {
+		t.Fatalf("flight %d of one stateless client: %v, want refused naming the client", MaxFlightsPerSession+1, err)
+	}
+	g := stateless("192.0.2.2")
+	if _, err := fs.register(g); err != nil {
+		t.Fatalf("another client's flight: %v", err)
 	}
 	g.end(nil)
 }

@@ -132,7 +132,7 @@ func (r *callRelay) Elicit(ctx context.Context, from pool.Origin, m store.Policy
 	q.Message, q.RequestedSchema = msg, schema
 	q.Meta = metaWithOrigin(q.Meta, from)
 	if r.modern && r.flight != nil {
-		res, err := r.askAsInput(ctx, from, pool.RequestElicitation, "elicitation/create", true, m, &q)
+		res, err := r.askAsInput(ctx, from, pool.RequestElicitation, "elicitation/create", r.caps != nil && r.caps.Elicitation != nil, m, &q)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +282,7 @@ func (l *logLevels) lowest(live map[*mcp.ServerSession]bool) mcp.LoggingLevel {
 			delete(l.m, ss)
 			continue
 		}
-		if low == "" || levelRank[e.level] < levelRank[low] {
+		if low == "" || pool.LevelBelow(e.level, low) {
 			low = e.level
 		}
 	}
@@ -299,8 +299,6 @@ func (l *logLevels) sessions() map[*mcp.ServerSession]*Server {
 	}
 	return out
 }
-
-var levelRank = map[mcp.LoggingLevel]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
 
 // levelMiddleware notes each session's logging/setLevel, and asks the
 // plugin servers for the lowest level any live session wants.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -340,7 +341,13 @@ func (f *front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	}
 	tw := &taskWriter{ResponseWriter: w}
 	defer tw.finish()
-	f.sdk.ServeHTTP(tw, r.WithContext(context.WithValue(r.Context(), taskOwnerKey{}, f.taskOwner())))
+	ctx := context.WithValue(r.Context(), taskOwnerKey{}, f.taskOwner())
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ctx = context.WithValue(ctx, flightClientKey{}, host) // era.go flightOwner
+	f.sdk.ServeHTTP(tw, r.WithContext(ctx))
 }
 
 // checkTaskInput applies to the input requests of a tasks/get result what

@@ -64,6 +64,12 @@ func (p *Pool) awaitEra(ctx context.Context) (legacy bool, err error) {
 // levelRank orders the log levels, debug lowest.
 var levelRank = map[mcp.LoggingLevel]int{"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
 
+// LevelBelow reports whether log level a is lower than b (debug is the
+// lowest; an unknown level counts as debug).
+func LevelBelow(a, b mcp.LoggingLevel) bool {
+	return levelRank[a] < levelRank[b]
+}
+
 // setLevel notes the level set on a legacy connection.
 func (rs *relaySet) setLevel(level mcp.LoggingLevel) {
 	rs.mu.Lock()
