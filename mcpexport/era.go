@@ -507,10 +507,13 @@ func (c *call) runFlight(ctx context.Context, name string, args json.RawMessage)
 	return res, input, err
 }
 
-// flies reports whether c's pool call runs in a flight: a 2026-07-28
-// client that can answer a legacy server's sampling or elicitation, or the
-// retry that answers one.
-func (c *call) flies() bool {
+// flies reports whether c's pool call of tool name runs in a flight: a
+// 2026-07-28 client that can answer a legacy server's sampling,
+// elicitation or roots/list, calling a tool whose server may send them
+// during the call (pool.AsksDuringCall: a legacy connection, or one not
+// made yet), or the retry that answers one. A call to a 2026-07-28 server
+// runs in the client's request: its server asks with input requests.
+func (c *call) flies(name string) bool {
 	if c.relay == nil || !c.relay.modern || c.req.Session == nil {
 		return false
 	}
@@ -518,7 +521,15 @@ func (c *call) flies() bool {
 		return true
 	}
 	caps := c.relay.caps
-	return caps != nil && (caps.Sampling != nil || caps.Elicitation != nil)
+	if caps == nil || caps.Sampling == nil && caps.Elicitation == nil && !declaresRoots(caps) {
+		return false
+	}
+	return c.s.pool.AsksDuringCall(name)
+}
+
+// declaresRoots reports whether a client declared the roots capability.
+func declaresRoots(caps *mcp.ClientCapabilities) bool {
+	return caps != nil && (caps.RootsV2 != nil || caps.Roots != (mcp.RootCapabilities{}))
 }
 
 // askAsInput passes a legacy server's request of kind to the call's

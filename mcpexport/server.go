@@ -978,7 +978,7 @@ func (s *Server) runTool(ctx context.Context, req *mcp.CallToolRequest, name, vi
 		c.task = tc
 		sctx = pool.WithTaskCall(sctx, tc)
 	}
-	if c.flies() {
+	if c.flies(name) {
 		// A legacy server's requests reach this 2026-07-28 client as
 		// input requests (era.go).
 		var now *mcp.CallToolResult

@@ -99,3 +99,24 @@ func (s *server) lowerLegacyLevel(c *conn, level mcp.LoggingLevel) {
 	}
 	s.applyLogLevel(c, level)
 }
+
+// AsksDuringCall reports whether the server of tool name may send the
+// client requests (sampling, elicitation, roots) while it serves a call:
+// it is connected with a legacy version, or not connected yet (its era is
+// not known before it starts). A server on 2026-07-28 asks with input
+// requests in its result instead, and a native tool asks nothing. A tool
+// the pool does not know: true (the call itself says what is wrong).
+func (p *Pool) AsksDuringCall(name string) bool {
+	e := p.index().tools[name]
+	if e == nil {
+		return true
+	}
+	if e.s.native != nil {
+		return false
+	}
+	c := e.s.live()
+	if c == nil {
+		return true
+	}
+	return c.protocol < "2026-07-28"
+}
