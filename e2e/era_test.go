@@ -59,10 +59,10 @@ var eraClients = []struct {
 // over two rounds. Each reaches the client, as requests (legacy client) or
 // input requests (2026-07-28 client, whose go-sdk answers them and
 // retries), and the tool gets the client's answers; progress and log
-// messages of the server reach the client too. roots/list on a legacy
-// connection is answered by berth with the workspace (docs/relay.md
-// §Roots); a 2026-07-28 server's roots input request reaches a
-// 2026-07-28 client.
+// messages of the server reach the client too. roots/list reaches the
+// client, which declared roots, in every cell (docs/relay.md §Roots);
+// TestEraRootsUndeclared has berth's workspace answer for a client that
+// did not declare them.
 func TestEraMatrix(t *testing.T) {
 	for _, server := range []string{"legacy-server", "modern-server"} {
 		for _, cl := range eraClients {
@@ -86,7 +86,6 @@ func TestEraMatrix(t *testing.T) {
 				defer cancel()
 				ec := w.eraConnect(ctx, t, cl.legacy, cl.flags, false)
 
-				wsRoot := (&url.URL{Scheme: "file", Path: w.wsAbs(t)}).String()
 				type step struct {
 					tool string
 					args map[string]any
@@ -97,13 +96,10 @@ func TestEraMatrix(t *testing.T) {
 					steps = []step{
 						{"sample", nil, "sampled: Paris"},
 						{"ask", nil, "elicited: accept Ada"},
-						{"roots", nil, "roots: " + wsRoot},
+						{"roots", nil, "roots: " + eraClientRoot},
 					}
 				} else {
-					roots := wsRoot
-					if !cl.legacy {
-						roots = eraClientRoot
-					}
+					roots := eraClientRoot
 					steps = []step{
 						{"input", map[string]any{"kind": "sample"}, "input: Paris"},
 						{"input", map[string]any{"kind": "elicit", "rounds": 2}, "input: accept Ada | accept Ada"},
@@ -190,6 +186,83 @@ func TestEraRequestsOnTheCallsStream(t *testing.T) {
 	}
 }
 
+// A client that did not declare roots is not asked for them: berth
+// answers a plugin server's roots/list with the workspace (a legacy
+// server's request, or a 2026-07-28 server's input request that go-sdk
+// turns into one on a legacy connection); a 2026-07-28 server's input
+// request to a 2026-07-28 client goes back refused, as any input request
+// the client cannot answer.
+func TestEraRootsUndeclared(t *testing.T) {
+	for _, server := range []string{"legacy-server", "modern-server"} {
+		for _, cl := range []struct {
+			name   string
+			legacy bool
+		}{{"legacy-stdio", true}, {"modern-stdio", false}} {
+			t.Run(server+"/"+cl.name, func(t *testing.T) {
+				w := newWorld(t)
+				exe, err := os.Executable()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
+					t.Fatal(err)
+				}
+				tool, args, prefix := "input", map[string]any{"kind": "roots"}, "input: "
+				var sargs []string
+				if server == "legacy-server" {
+					sargs = []string{testrelay.LegacyFlag}
+					tool, args, prefix = "roots", nil, "roots: "
+				}
+				w.plugin("rly", "up", testrelay.Name, sargs...)
+				w.policy("rly__*", "allow")
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				ec := w.eraConnect(ctx, t, cl.legacy, nil, false, func(o *mcp.ClientOptions) {
+					o.Capabilities = &mcp.ClientCapabilities{}
+				})
+				want := prefix + (&url.URL{Scheme: "file", Path: w.wsAbs(t)}).String()
+				if server == "modern-server" && !cl.legacy {
+					// The input request is the client's own to answer, and
+					// it cannot: berth refuses it (relay_input.go).
+					want = `(tool error) berth did not pass on what rly__up__input asked for: the server asked for the client's roots ("r0"), and the client did not declare the roots capability`
+				}
+				if got := ec.call(ctx, t, tool, args, nil); got != want {
+					t.Errorf("%s = %q, want the workspace %q", tool, got, want)
+				}
+			})
+		}
+	}
+}
+
+// A mixed serve (`--sse` beside `--http --stateless`) speaks 2026-07-28
+// to plugin servers that speak it, for its 2026-07-28 clients: a server of
+// both eras that asks with the legacy API (ss.CreateMessage) cannot ask its
+// legacy client during the call, and the call says why (go-sdk's refusal,
+// docs/relay.md names the cell); the same server's input requests, and a
+// legacy-only server's requests, reach the legacy client.
+func TestEraMixedServe(t *testing.T) {
+	w := newWorld(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
+		t.Fatal(err)
+	}
+	w.plugin("rly", "up", testrelay.Name)
+	w.policy("rly__*", "allow")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ec := w.eraConnect(ctx, t, true, []string{"--sse", "127.0.0.1:0", "--http", "127.0.0.1:0", "--stateless"}, false)
+	if got := ec.call(ctx, t, "input", map[string]any{"kind": "sample"}, nil); got != "input: Paris" {
+		t.Errorf("input sample = %q, want the client's answer", got)
+	}
+	got := ec.call(ctx, t, "sample", nil, nil)
+	if !strings.HasPrefix(got, "sampling failed:") || !strings.Contains(got, "cannot be sent while serving a request on protocol version 2026-07-28") {
+		t.Errorf("sample (legacy API) in a mixed serve = %q, want go-sdk's refusal naming the era", got)
+	}
+}
+
 // wsAbs is the workspace's absolute, symlink-resolved path.
 func (w *world) wsAbs(t *testing.T) string {
 	p, err := filepath.EvalSymlinks(w.ws)
@@ -202,7 +275,7 @@ func (w *world) wsAbs(t *testing.T) string {
 // eraConnect starts berth serve with flags (none: stdio) and connects a
 // client of the era asked.
 // noGET: a Streamable HTTP client that opens no standalone GET stream.
-func (w *world) eraConnect(ctx context.Context, t *testing.T, legacy bool, flags []string, noGET bool) *eraClient {
+func (w *world) eraConnect(ctx context.Context, t *testing.T, legacy bool, flags []string, noGET bool, tune ...func(*mcp.ClientOptions)) *eraClient {
 	t.Helper()
 	ec := &eraClient{modern: !legacy}
 	o := &mcp.ClientOptions{
@@ -223,6 +296,9 @@ func (w *world) eraConnect(ctx context.Context, t *testing.T, legacy bool, flags
 			ec.mu.Unlock()
 		},
 	}
+	for _, f := range tune {
+		f(o)
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "era-client", Version: "1"}, o)
 	c.AddRoots(&mcp.Root{URI: eraClientRoot, Name: "client root"})
 	var opts *mcp.ClientSessionOptions
@@ -238,8 +314,16 @@ func (w *world) eraConnect(ctx context.Context, t *testing.T, legacy bool, flags
 		cmd.SysProcAttr = dieWithParent()
 		tr = &mcp.CommandTransport{Command: cmd}
 	case flags[0] == "--sse":
-		s := w.serve(1, append(flags, "--approval-timeout", "5s")...)
-		tr = &mcp.SSEClientTransport{Endpoint: s.urls[0], HTTPClient: s.httpClient()}
+		n := 1
+		if slices.Contains(flags, "--http") {
+			n = 2 // a mixed serve: the client takes the SSE listener
+		}
+		s := w.serve(n, append(flags, "--approval-timeout", "5s")...)
+		i := slices.IndexFunc(s.urls, func(u string) bool { return strings.HasSuffix(u, "/sse") })
+		if i < 0 {
+			t.Fatalf("no SSE listener among %v", s.urls)
+		}
+		tr = &mcp.SSEClientTransport{Endpoint: s.urls[i], HTTPClient: s.httpClient()}
 	default:
 		s := w.serve(1, append(flags, "--approval-timeout", "5s")...)
 		tr = &mcp.StreamableClientTransport{Endpoint: s.urls[0], HTTPClient: s.httpClient(), DisableStandaloneSSE: noGET}

@@ -145,6 +145,30 @@ func (r *callRelay) Elicit(ctx context.Context, from pool.Origin, m store.Policy
 	return res, err
 }
 
+// ListRoots implements pool.RootsRelay: a plugin server's roots/list
+// during the call reaches a client that declared roots, as a request
+// (legacy session) or as an input request of the call's flight
+// (2026-07-28 session, era.go); any other client's is answered by the
+// pool with the workspace (handled false).
+func (r *callRelay) ListRoots(ctx context.Context, from pool.Origin, p *mcp.ListRootsParams) (*mcp.ListRootsResult, bool, error) {
+	if r.ss == nil || !declaresRoots(r.caps) || r.modern && r.flight == nil {
+		return nil, false, nil
+	}
+	q := *p
+	q.Meta = metaWithOrigin(q.Meta, from)
+	if r.modern {
+		res, err := r.flight.ask(ctx, &q)
+		if err != nil {
+			return nil, true, err
+		}
+		return res.(*mcp.ListRootsResult), true, nil
+	}
+	rctx, done := r.onRequestStream(ctx)
+	defer done()
+	res, err := r.ss.ListRoots(rctx, &q)
+	return res, true, err
+}
+
 // canAsk says why a server's request cannot go to this client, or nil.
 func (r *callRelay) canAsk(from pool.Origin, kind pool.RequestKind, method string, declared bool) error {
 	switch {

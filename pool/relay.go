@@ -40,7 +40,9 @@ import (
 //     Relay of the one client that has requests open with the server, after
 //     the plugin's sampling or elicitation policy allowed them;
 //   - its log messages go to the pool's log sink (SetLogSink);
-//   - its roots/list is answered with the workspace the pool serves.
+//   - its roots/list is passed to the client of the one client's request
+//     open with the server when that client declared roots (RootsRelay),
+//     and answered with the workspace the pool serves otherwise.
 
 // Request kinds of a plugin server's own requests (the policy names are
 // "<plugin>__sampling" and "<plugin>__elicitation").
@@ -99,6 +101,41 @@ type Relay interface {
 	// Client identifies the client's session: a server's request is
 	// relayed only when the requests open with it are all one client's.
 	Client() any
+}
+
+// RootsRelay is a Relay that can pass a plugin server's roots/list to its
+// client. handled is false when the client cannot be asked (it did not
+// declare roots, or its era and transport give no way to ask it): the
+// pool then answers with the workspace.
+type RootsRelay interface {
+	ListRoots(ctx context.Context, from Origin, p *mcp.ListRootsParams) (res *mcp.ListRootsResult, handled bool, err error)
+}
+
+// listRoots passes a server's roots/list to the client whose request is
+// open with it (target), when that client can answer it; ok is false for
+// the workspace answer: no request open, several clients', or a client
+// that cannot be asked.
+func (s *server) listRoots(ctx context.Context, c *conn, req mcp.Request) (mcp.Result, bool, error) {
+	oc, err := c.relays.target(ctx, s.origin(), "roots/list")
+	if err != nil {
+		return nil, false, nil
+	}
+	rr, ok := oc.req.Relay.(RootsRelay)
+	if !ok {
+		return nil, false, nil
+	}
+	p, _ := req.GetParams().(*mcp.ListRootsParams)
+	if p == nil {
+		p = &mcp.ListRootsParams{}
+	}
+	res, handled, err := rr.ListRoots(mergeCancel(ctx, oc.ctx), s.origin(), p)
+	if !handled {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	return res, true, nil
 }
 
 // RelayRequest is what WithRelay attaches to a request's context.
@@ -613,6 +650,12 @@ type elicitReachedKey struct{}
 func (s *server) relayMiddleware(c *conn) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "roots/list" {
+				if res, ok, err := s.listRoots(ctx, c, req); ok {
+					return res, err
+				}
+				return next(ctx, method, req)
+			}
 			if method != "elicitation/create" {
 				return next(ctx, method, req)
 			}
