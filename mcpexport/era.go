@@ -30,11 +30,11 @@ import (
 //     stdio the one client's, named by its first message (eraTransport and
 //     pool.Options.AwaitUpstreamEra); legacy for listeners that serve
 //     legacy clients only;
-//   - a legacy server's sampling/createMessage and elicitation/create
-//     during a call reach a 2026-07-28 client as input requests: the
-//     server's request is parked, the call's result is the input requests
-//     with a requestState of berth's, and the client's retry answers the
-//     parked request (flights, below);
+//   - a legacy server's sampling/createMessage, elicitation/create and
+//     roots/list (callRelay.ListRoots) during a call reach a 2026-07-28
+//     client as input requests: the server's request is parked, the
+//     call's result is the input requests with a requestState of berth's,
+//     and the client's retry answers the parked request (flights, below);
 //   - a 2026-07-28 server's input requests reach a legacy client as
 //     requests, round after round (legacyRounds); on a legacy connection
 //     go-sdk's server asks the first round with requests itself.

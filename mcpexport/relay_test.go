@@ -73,6 +73,9 @@ type relayClient struct {
 
 type clientCaps struct {
 	sampling, elicitation bool
+	// noRoots: the client declares no roots (go-sdk's client declares
+	// them by default).
+	noRoots bool
 }
 
 func (e *relayEnv) client(proto string, caps clientCaps) *relayClient {
@@ -99,6 +102,9 @@ func (e *relayEnv) client(proto string, caps clientCaps) *relayClient {
 			rc.updated = append(rc.updated, r.Params.URI)
 			rc.mu.Unlock()
 		},
+	}
+	if caps.noRoots {
+		o.Capabilities = &mcp.ClientCapabilities{}
 	}
 	if caps.sampling {
 		o.CreateMessageHandler = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -430,10 +436,15 @@ func TestRelaySamplingDenied(t *testing.T) {
 	}
 }
 
-// A plugin server's roots/list is answered with the workspace.
+// A plugin server's roots/list reaches a client that declared roots (this
+// one has none), and is answered with the workspace for one that did not.
 func TestRelayRoots(t *testing.T) {
 	e := newRelayEnv(t, true)
 	rc := e.client("2025-11-25", clientCaps{})
+	if got := rc.call(t, "roots", nil, nil); got != "roots: " {
+		t.Fatalf("roots of a client that declared roots and has none: %q", got)
+	}
+	rc = e.client("2025-11-25", clientCaps{noRoots: true})
 	want := "roots: file://" + filepath.ToSlash(e.ws)
 	if got := rc.call(t, "roots", nil, nil); got != want {
 		t.Fatalf("roots: %q, want %q", got, want)
