@@ -460,18 +460,19 @@ func (f *flight) answer(responses mcp.InputResponseMap) error {
 	return nil
 }
 
-// answers reports whether res is an answer of req's kind.
+// answers reports whether res is an answer of req's kind (a nil one is
+// none).
 func answers(req mcp.InputRequest, res mcp.InputResponse) bool {
 	switch req.(type) {
 	case *mcp.ElicitParams:
-		_, ok := res.(*mcp.ElicitResult)
-		return ok
+		r, ok := res.(*mcp.ElicitResult)
+		return ok && r != nil
 	case *mcp.CreateMessageWithToolsParams, *mcp.CreateMessageParams:
-		_, ok := res.(*mcp.CreateMessageWithToolsResult)
-		return ok
+		r, ok := res.(*mcp.CreateMessageWithToolsResult)
+		return ok && r != nil
 	case *mcp.ListRootsParams:
-		_, ok := res.(*mcp.ListRootsResult)
-		return ok
+		r, ok := res.(*mcp.ListRootsResult)
+		return ok && r != nil
 	}
 	return false
 }

@@ -182,3 +182,14 @@ func TestFlightExpiryIsAudited(t *testing.T) {
 		t.Fatalf("audit written twice:\n%s", data)
 	}
 }
+
+// An answer of the right type that is nil answers nothing (the parked
+// request would otherwise get a nil result and no error).
+func TestFlightAnswersNil(t *testing.T) {
+	if answers(&mcp.ElicitParams{}, (*mcp.ElicitResult)(nil)) || answers(&mcp.ListRootsParams{}, (*mcp.ListRootsResult)(nil)) || answers(&mcp.CreateMessageParams{}, (*mcp.CreateMessageWithToolsResult)(nil)) {
+		t.Fatal("a nil answer counted as an answer")
+	}
+	if !answers(&mcp.ListRootsParams{}, &mcp.ListRootsResult{}) {
+		t.Fatal("a roots answer did not count")
+	}
+}
