@@ -136,11 +136,11 @@ func TestEnd(t *testing.T) {
 			}
 			onSpan := map[attribute.Key]string{}
 			for _, a := range sp.Attributes() {
-				onSpan[a.Key] = a.Value.Emit()
+				onSpan[a.Key] = a.Value.AsString()
 			}
 			for _, a := range got[1:] {
-				if tc.wantAttrs[a.Key] != a.Value.Emit() {
-					t.Errorf("returned %s = %s, want %q", a.Key, a.Value.Emit(), tc.wantAttrs[a.Key])
+				if tc.wantAttrs[a.Key] != a.Value.AsString() {
+					t.Errorf("returned %s = %s, want %q", a.Key, a.Value.AsString(), tc.wantAttrs[a.Key])
 				}
 			}
 			for k, v := range tc.wantAttrs {
