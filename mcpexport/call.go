@@ -55,6 +55,10 @@ type call struct {
 	// task is set when the call is task-augmented (tasks.go): the task,
 	// if one is made, runs on this call's approval.
 	task *pool.TaskCall
+	// approver names who decided the call when the queue did: "queue: "
+	// and the decider the queue recorded (QueueDecision.By, e.g.
+	// "berth approve (alice)"), for telemetry's berth.approved_by.
+	approver string
 }
 
 // signInApproval is a human's approval of one call, remembered across the
@@ -351,6 +355,8 @@ func (c *call) settled(ctx, wctx context.Context, p *Pending, d *QueueDecision) 
 	by := ByQueue
 	if d.By == string(ByElicitation) {
 		by = ByElicitation
+	} else {
+		c.approver = string(ByQueue) + ": " + d.By
 	}
 	if !d.Allow {
 		if by == ByElicitation {

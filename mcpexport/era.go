@@ -504,7 +504,7 @@ func (c *call) runFlight(ctx context.Context, name string, args json.RawMessage)
 	e := f.first.entry
 	c.entry.Plugin, c.entry.Server, c.entry.Policy = e.Plugin, e.Server, e.Policy
 	c.entry.DecidedBy, c.entry.Decision, c.entry.Always, c.entry.Approval = e.DecidedBy, e.Decision, e.Always, e.Approval
-	c.withdrawn, c.denied = f.first.withdrawn, f.first.denied
+	c.withdrawn, c.denied, c.approver = f.first.withdrawn, f.first.denied, f.first.approver
 	return res, input, err
 }
 

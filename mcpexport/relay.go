@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -210,20 +209,9 @@ const MaxElicitLines = 20
 func relayedMessage(from pool.Origin, method, msg string) (string, error) {
 	lines := printableLines(msg)
 	if l, ok := imitatesBerth(lines); ok {
-		return "", relayRefusal("berth refused %s from %s: its message reads like berth's own text (%q), which could pass for berth's approval form; berth passes on no message whose first line begins with \"berth\", nor one with a line that begins with \"berth:\", \"[plugin\", \"Run this tool call?\" or a label of berth's form (\"Tool:\", \"Server:\", \"Policy:\", …), letters that look alike counted as the same (the plugin should word its message as its own)", method, from.ID, capLine(l, 80))
+		return "", relayRefusal("berth refused %s from %s: its message reads like berth's own text (%q), which could pass for berth's approval form; berth passes on no message whose first line begins with \"berth\", nor one with a line that begins with \"berth:\", \"[plugin\", \"Run this tool call?\" or a label of berth's form (\"Tool:\", \"Server:\", \"Policy:\", …), letters that look alike counted as the same (the plugin should word its message as its own)", method, from.ID, review.Cut(l, 80))
 	}
 	return originText(from) + strings.Join(lines, "\n"), nil
-}
-
-// capLine cuts s to at most n bytes, on a rune boundary.
-func capLine(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // metaWithOrigin adds berth's note of the origin to a relayed request's _meta.

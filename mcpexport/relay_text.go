@@ -266,7 +266,7 @@ func (w *schemaWalk) walk(v any, key string) any {
 			y := x[k]
 			nk := review.Printable(k)
 			if key == "properties" && (nk != k || utf8.RuneCountInString(k) > MaxElicitLineRunes) {
-				w.refuse("its form has a property named %q, with a control or format character or over %d characters; berth passes on only property names it can show as they are", capLine(nk, 80), MaxElicitLineRunes)
+				w.refuse("its form has a property named %q, with a control or format character or over %d characters; berth passes on only property names it can show as they are", review.Cut(nk, 80), MaxElicitLineRunes)
 			}
 			out[nk] = w.walk(y, k)
 		}
@@ -304,13 +304,13 @@ func (w *schemaWalk) text(s, key string) string {
 	}
 	t := review.Printable(s)
 	if utf8.RuneCountInString(t) > MaxElicitLineRunes {
-		w.refuse("its form has a value (%s) over %d characters (%q); berth passes on no longer value", key, MaxElicitLineRunes, capLine(t, 80))
+		w.refuse("its form has a value (%s) over %d characters (%q); berth passes on no longer value", key, MaxElicitLineRunes, review.Cut(t, 80))
 	}
 	return t
 }
 
 func (w *schemaWalk) refuseImitation(l string) {
-	w.refuse("its form reads like berth's own approval form (%q); berth passes on no form whose title, description or choice names read like berth's text: one that begins with \"berth\", \"[plugin\", \"Run this tool call?\" or a label of berth's form (\"Tool:\", \"Server:\", \"Policy:\", …), or names allow-once or allow-always, letters that look alike counted as the same (the plugin should word its form as its own)", capLine(l, 80))
+	w.refuse("its form reads like berth's own approval form (%q); berth passes on no form whose title, description or choice names read like berth's text: one that begins with \"berth\", \"[plugin\", \"Run this tool call?\" or a label of berth's form (\"Tool:\", \"Server:\", \"Policy:\", …), or names allow-once or allow-always, letters that look alike counted as the same (the plugin should word its form as its own)", review.Cut(l, 80))
 }
 
 func (w *schemaWalk) refuse(format string, args ...any) {

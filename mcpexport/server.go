@@ -94,7 +94,7 @@ type Options struct {
 	RecordSessions bool
 	// OnWaiting, if set, is called in its own goroutine each time a call
 	// starts waiting in the approval queue (berth serve shows a desktop
-	// notification with it: notifydesktop.go).
+	// notification with it: internal/cli's notifydesktop.go).
 	OnWaiting func(*Pending)
 	// TracerProvider and MeterProvider, when either is set, turn on
 	// OpenTelemetry: a span per client request and the

@@ -267,7 +267,7 @@ func scopesText(scopes []string) string {
 			out = append(out, fmt.Sprintf("and %d more", len(scopes)-i))
 			break
 		}
-		out = append(out, capLine(review.Printable(sc), 100))
+		out = append(out, review.Cut(review.Printable(sc), 100))
 	}
 	return strings.Join(out, ", ")
 }
@@ -279,9 +279,9 @@ func signInSummary(p signin.Prompt) string {
 	if p.StepUp {
 		kind = "step-up"
 	}
-	at := capLine(review.Printable(p.Issuer), 200)
+	at := review.Cut(review.Printable(p.Issuer), 200)
 	if h := p.Elsewhere(); h != "" {
-		at += " (another host than " + capLine(review.Printable(h), 200) + ")"
+		at += " (another host than " + review.Cut(review.Printable(h), 200) + ")"
 	}
 	return fmt.Sprintf("%s at %s for scopes %s", kind, at, scopesText(p.Scopes))
 }
@@ -296,11 +296,11 @@ func signInMessage(p signin.Prompt) string {
 	} else {
 		fmt.Fprintf(&b, "berth: plugin %s, server %s needs you to sign in.\n", review.Printable(p.Target.Plugin), review.Printable(p.Target.Server))
 	}
-	fmt.Fprintf(&b, "Resource: %s\n", capLine(review.Printable(p.Target.Resource), 200))
+	fmt.Fprintf(&b, "Resource: %s\n", review.Cut(review.Printable(p.Target.Resource), 200))
 	if h := p.Elsewhere(); h != "" {
-		fmt.Fprintf(&b, "Authorization server: %s (another host than %s)\n", capLine(review.Printable(p.Issuer), 200), capLine(review.Printable(h), 200))
+		fmt.Fprintf(&b, "Authorization server: %s (another host than %s)\n", review.Cut(review.Printable(p.Issuer), 200), review.Cut(review.Printable(h), 200))
 	} else {
-		fmt.Fprintf(&b, "Authorization server: %s\n", capLine(review.Printable(p.Issuer), 200))
+		fmt.Fprintf(&b, "Authorization server: %s\n", review.Cut(review.Printable(p.Issuer), 200))
 	}
 	if p.StepUp {
 		fmt.Fprintf(&b, "Scopes (more than the current sign-in has): %s\n", scopesText(p.Scopes))
@@ -308,7 +308,7 @@ func signInMessage(p signin.Prompt) string {
 		fmt.Fprintf(&b, "Scopes: %s\n", scopesText(p.Scopes))
 	}
 	if p.PreviousIssuer != "" {
-		fmt.Fprintf(&b, "Note: the server now names this authorization server; you signed in at %s before. Sign in only if you expect it to have moved.\n", capLine(review.Printable(p.PreviousIssuer), 200))
+		fmt.Fprintf(&b, "Note: the server now names this authorization server; you signed in at %s before. Sign in only if you expect it to have moved.\n", review.Cut(review.Printable(p.PreviousIssuer), 200))
 	}
 	b.WriteString("Open the link to sign in; the request goes on once the sign-in completes. The token is kept in berth's secret store.")
 	return b.String()

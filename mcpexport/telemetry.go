@@ -8,7 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/berth-mcp/berth/internal/mcpotel"
@@ -42,21 +41,7 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		name, attrs := s.requestAttributes(ctx, method, req, params)
 		ctx, span := in.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		res, err := next(ctx, method, req)
-		errType, code := mcpotel.OutcomeOf(res, err)
-		if errType != "" {
-			n := len(attrs)
-			attrs = append(attrs, mcpotel.ErrorType.String(errType))
-			if code != "" {
-				attrs = append(attrs, mcpotel.StatusCode.String(code))
-			}
-			span.SetAttributes(attrs[n:]...)
-			desc := ""
-			if in.Content && err != nil {
-				desc = err.Error()
-			}
-			span.SetStatus(codes.Error, desc)
-		}
-		span.End()
+		attrs = in.End(span, attrs, res, err)
 		in.RecordServer(ctx, time.Since(start).Seconds(), metricAttributes(attrs))
 		return res, err
 	}
@@ -125,9 +110,10 @@ func metricAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
 
 // traceCall puts berth's decision about a call (a tool call, a prompt, a
 // resource read) on the request's span: the plugin and server it went
-// to, the policy decision, who approved it and the outcome. It reads the
-// call's audit entry, so it runs after the entry is complete (deferred
-// first). It does nothing when the span is not recorded.
+// to, the policy decision, who approved it (the decider the audit
+// records; for the queue, also who decided there: "queue: berth approve
+// (alice)") and the outcome. It reads the call's audit entry, so it runs
+// after the entry is complete (deferred first). It does nothing when the span is not recorded.
 func (s *Server) traceCall(ctx context.Context, c *call) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -144,7 +130,11 @@ func (s *Server) traceCall(ctx context.Context, c *call) {
 		}
 	}
 	if e.Decision == VerdictAllow && e.DecidedBy != "" {
-		attrs = append(attrs, mcpotel.ApprovedBy.String(string(e.DecidedBy)))
+		by := string(e.DecidedBy)
+		if e.DecidedBy == ByQueue && c.approver != "" {
+			by = c.approver
+		}
+		attrs = append(attrs, mcpotel.ApprovedBy.String(by))
 	}
 	span.SetAttributes(attrs...)
 }

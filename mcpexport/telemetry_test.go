@@ -42,6 +42,7 @@ const (
 // off makes the same Server with telemetry off.
 type otelEnv struct {
 	srv *Server
+	st  *store.Store
 	tp  *sdktrace.TracerProvider
 	mp  *sdkmetric.MeterProvider
 }
@@ -84,7 +85,7 @@ func newOtelEnvOpts(t testing.TB, sink *otlpsink.Sink, content, off, batch bool)
 			t.Fatal(err)
 		}
 	}
-	e := &otelEnv{}
+	e := &otelEnv{st: st}
 	popts := &pool.Options{BaseEnv: []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home}, PollInterval: 50 * time.Millisecond}
 	sopts := &Options{Logger: slog.New(slog.DiscardHandler)}
 	if !off {
@@ -264,6 +265,33 @@ func TestTelemetryToolCall(t *testing.T) {
 	if sink.Contains([]byte(canary)) {
 		t.Errorf("the argument value %q reached the OTLP endpoint without the opt-in", canary)
 	}
+}
+
+// TestTelemetryApprovedBy: a call the queue approved names who approved
+// it as the queue recorded it, not only "queue".
+func TestTelemetryApprovedBy(t *testing.T) {
+	sink := otlpsink.Start(t)
+	e := newOtelEnv(t, sink, false, false)
+	if err := e.st.SetPolicy(context.Background(), store.PolicyRule{Plugin: "tel", Pattern: "tel__up__meta", Action: store.ActionAsk}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if p := nextPending(t, e.srv.queue); p != nil {
+			if _, err := e.srv.queue.Decide(p.ID, true, false, "berth approve (alice)"); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	e.callWithTrace(t, "tel__up__meta")
+	<-done
+	e.flush(t)
+	sp := otlpsink.Find(sink.Spans(), "tools/call tel__up__meta")
+	if sp == nil {
+		t.Fatal("no span for tools/call tel__up__meta")
+	}
+	wantAttrs(t, sp, map[string]string{"berth.policy.decision": "allow", "berth.approved_by": "queue: berth approve (alice)"})
 }
 
 // TestTelemetryToolError: a tool that fails is an error span

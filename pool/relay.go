@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -374,20 +375,8 @@ func (oc *openCall) relayProgress(p *mcp.ProgressNotificationParams) {
 	}
 	oc.sent++
 	oc.last = p.Progress
-	out := &mcp.ProgressNotificationParams{Progress: p.Progress, Total: p.Total, Message: capText(p.Message, MaxProgressMessage)}
+	out := &mcp.ProgressNotificationParams{Progress: p.Progress, Total: p.Total, Message: review.Cut(p.Message, MaxProgressMessage)}
 	oc.req.Relay.Progress(oc.ctx, oc.from, out)
-}
-
-// capText cuts s to at most max bytes at a rune boundary, marking the cut.
-func capText(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // errRelay is the MCP error a plugin server gets when berth does not
@@ -555,7 +544,7 @@ func (s *server) relayLog(ctx context.Context, c *conn, p *mcp.LoggingMessagePar
 	from := s.origin()
 	logger := from.ID
 	if p.Logger != "" {
-		logger += "/" + capText(printable(p.Logger), MaxLoggerName)
+		logger += "/" + review.Cut(printable(p.Logger), MaxLoggerName)
 	}
 	sink(ctx, &LogMessage{From: from, Open: open, Params: &mcp.LoggingMessageParams{Level: p.Level, Logger: logger, Data: capData(p.Data)}})
 }
@@ -583,7 +572,7 @@ func capData(d any) any {
 	if len(raw) <= MaxLogData {
 		return json.RawMessage(raw)
 	}
-	return fmt.Sprintf("(log data of %d bytes, cut to %d) %s", len(raw), MaxLogData/2, capText(string(raw), MaxLogData/2))
+	return fmt.Sprintf("(log data of %d bytes, cut to %d) %s", len(raw), MaxLogData/2, review.Cut(string(raw), MaxLogData/2))
 }
 
 // workspaceRoot is the root berth gives plugin servers: the workspace the

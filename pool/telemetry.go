@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/berth-mcp/berth/internal/mcpotel"
@@ -42,20 +41,7 @@ func (s *server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			params.SetMeta(in.Inject(ctx, params.GetMeta()))
 		}
 		res, err := next(ctx, method, req)
-		if errType, code := mcpotel.OutcomeOf(res, err); errType != "" {
-			n := len(attrs)
-			attrs = append(attrs, mcpotel.ErrorType.String(errType))
-			if code != "" {
-				attrs = append(attrs, mcpotel.StatusCode.String(code))
-			}
-			span.SetAttributes(attrs[n:]...)
-			desc := ""
-			if in.Content && err != nil {
-				desc = err.Error()
-			}
-			span.SetStatus(codes.Error, desc)
-		}
-		span.End()
+		attrs = in.End(span, attrs, res, err)
 		in.RecordClient(ctx, time.Since(start).Seconds(), upstreamMetricAttributes(attrs))
 		return res, err
 	}

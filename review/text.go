@@ -271,6 +271,19 @@ func (p *printer) field(label, value string) {
 // hide or forge what a person reads.
 func Printable(s string) string { return escape(s, false) }
 
+// Cut cuts s to at most n bytes at a character boundary, marking a cut
+// with "…" (which adds 3 bytes): for text shown to a person or a client
+// (a notification, a progress message, a relayed line).
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // PrintableLines is Printable for text that may span lines: newlines and
 // tabs stay.
 func PrintableLines(s string) string { return escape(s, true) }

@@ -29,7 +29,7 @@ func (a *app) approvalNotifier(st *store.Store, log *slog.Logger) func(*mcpexpor
 	if err != nil || !cfg.ApprovalNotify {
 		return nil
 	}
-	return mcpexport.DesktopNotifier(log, exec.LookPath)
+	return desktopNotifier(log, exec.LookPath)
 }
 
 // errNotTerminal refuses --watch off a terminal.

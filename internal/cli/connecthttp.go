@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/clientconfig"
 	"github.com/berth-mcp/berth/mcpexport"
+	"github.com/berth-mcp/berth/store"
 )
 
 // checkHTTPURL checks the URL of connect --http: http or https with a
@@ -62,30 +64,82 @@ func (a *app) planConnectHTTP(ctx context.Context, f *connectOptions) (*connectP
 	if err != nil {
 		return nil, auth, err
 	}
-	tokenFile := f.TokenFile
-	if tokenFile == "" {
-		paths, err := a.paths()
-		if err != nil {
-			return nil, auth, err
-		}
-		tokenFile = paths.ServeToken()
-	} else if tokenFile, err = filepath.Abs(tokenFile); err != nil {
-		return nil, auth, err
-	}
-	exe, err := a.executable()
+	helper, warnings, err := a.tokenHelper(s.client, f)
 	if err != nil {
 		return nil, auth, err
 	}
-	helper := shellQuote(exe) + " " + clientconfig.TokenHelperArg + " --token-file " + shellQuote(tokenFile)
 	if auth, err = clientconfig.HTTPAuthOf(s.client, helper); err != nil {
 		return nil, auth, err
 	}
-	p := &connectPlan{s: s, entry: clientconfig.NewHTTPEntry(s.client, f.HTTP, auth)}
-	if temporaryBuild(exe) && auth.Helper != "" {
-		p.warnings = append(p.warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth and run connect with the installed binary", exe))
-	}
+	p := &connectPlan{s: s, entry: clientconfig.NewHTTPEntry(s.client, f.HTTP, auth), warnings: warnings}
 	p.running = clientconfig.Running(ctx, s.client, s.env)
 	return p, auth, nil
+}
+
+// tokenHelper is the headersHelper command of a Claude Code entry, and
+// what to warn about it ("" for the other clients). In the user's own file (--user) it names berth's
+// and the token file's absolute paths, so that it works whatever Claude
+// Code's PATH. The project's .mcp.json is usually committed, so there it
+// names no path of this machine: "berth token --header", which runs the
+// berth on Claude Code's PATH and reads the default token file; only a
+// token file other than the default is named (with a warning), and a
+// berth not on PATH is warned about.
+func (a *app) tokenHelper(c clientconfig.Client, f *connectOptions) (string, []string, error) {
+	if c != clientconfig.ClaudeCode {
+		return "", nil, nil // the others expand a variable in the header
+	}
+	paths, err := a.paths()
+	if err != nil {
+		return "", nil, err
+	}
+	tokenFile := paths.ServeToken()
+	if f.TokenFile != "" {
+		if tokenFile, err = filepath.Abs(f.TokenFile); err != nil {
+			return "", nil, err
+		}
+	}
+	if f.User {
+		exe, err := a.executable()
+		if err != nil {
+			return "", nil, err
+		}
+		var warnings []string
+		if temporaryBuild(exe) {
+			warnings = append(warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth and run connect with the installed binary", exe))
+		}
+		return shellQuote(exe) + " " + clientconfig.TokenHelperArg + " --token-file " + shellQuote(tokenFile), warnings, nil
+	}
+	var warnings []string
+	helper := "berth " + clientconfig.TokenHelperArg
+	if def, err := store.NewPaths(store.DefaultRoot(func(k string) string {
+		if k == "BERTH_HOME" {
+			return ""
+		}
+		return a.getenv(k)
+	})); err != nil || def.ServeToken() != tokenFile {
+		helper += " --token-file " + shellQuote(tokenFile)
+		warnings = append(warnings, fmt.Sprintf("the project's .mcp.json names the token file %s, a path on this machine that others who open the project may not have: serve with the default token file (no --token-file, BERTH_HOME unset), or keep the entry in your own file with --user", tokenFile))
+	}
+	if !onPath(a.getenv("PATH"), "berth") {
+		warnings = append(warnings, "berth is not on PATH here, and the headersHelper runs the berth on Claude Code's PATH: put berth on PATH, or keep the entry in your own file with --user (it names berth's full path)")
+	}
+	return helper, warnings, nil
+}
+
+// onPath reports whether an executable file name is in a directory of
+// the list path (PATH).
+func onPath(path, name string) bool {
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		for _, n := range []string{name, name + ".exe"} {
+			if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tokenAdvice says how the client gets the token.

@@ -267,18 +267,24 @@ func (o *serveOptions) listeners() []*serveListener {
 	return lns
 }
 
+// raiseGCTarget raises the GC target unless GOGC is set, and reports
+// whether it did. Every relayed call decodes JSON twice through go-sdk,
+// which allocates generously; a larger GC target cuts berth's CPU per
+// call by about a fifth (bench/README.md). What it leaves resident is
+// returned (trimMemory).
+func (a *app) raiseGCTarget() bool {
+	if a.getenv("GOGC") != "" {
+		return false
+	}
+	debug.SetGCPercent(400)
+	return true
+}
+
 func runServe(ctx context.Context, a *app, opts *serveOptions) error {
 	if err := opts.check(); err != nil {
 		return err
 	}
-	gcTarget := a.getenv("GOGC") == ""
-	if gcTarget {
-		// Every relayed call decodes JSON twice through go-sdk, which
-		// allocates generously; a larger GC target cuts berth's CPU
-		// per call by about a fifth (bench/README.md). GOGC overrides.
-		// What it leaves resident is returned (trimMemory).
-		debug.SetGCPercent(400)
-	}
+	gcTarget := a.raiseGCTarget()
 	log := slog.New(slog.NewTextHandler(a.stderr, nil))
 	// Telemetry's variables are checked before anything starts; the
 	// exporters flush after everything else has stopped.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,4 +167,60 @@ func TestServeOtel(t *testing.T) {
 			t.Errorf("the argument value reached the OTLP endpoint without --otel-unsafe-content")
 		}
 	})
+}
+
+// TestServeOtelOneEnvironment: berth's own checks of the OTEL_* variables
+// read the environment the exporters read (the process's), not the app's
+// getenv: a protocol the exporters would not speak is refused even when
+// only the process environment says so, and a getenv that says
+// OTEL_SDK_DISABLED=true does not hide an environment that exports.
+func TestServeOtelOneEnvironment(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	a := &app{stderr: io.Discard, getenv: func(string) string { return "" }}
+	_, err := a.startTelemetry(context.Background(), slog.New(slog.DiscardHandler), true)
+	if err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc") {
+		t.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=grpc in the process environment: %v, want refused", err)
+	}
+
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "")
+	sink := otlpsink.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sink.URL)
+	a.getenv = func(k string) string { return map[string]string{"OTEL_SDK_DISABLED": "true"}[k] }
+	tel, err := a.startTelemetry(context.Background(), slog.New(slog.DiscardHandler), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.shutdown(context.Background())
+	if tel.tracer == nil {
+		t.Errorf("telemetry is off by a getenv the exporters do not read")
+	}
+}
+
+// TestServeOtelRedactsEndpoint: the start log names the endpoint without
+// its user information or query, either of which may hold a credential.
+func TestServeOtelRedactsEndpoint(t *testing.T) {
+	sink := otlpsink.Start(t)
+	u := strings.Replace(sink.URL, "://", "://collector:pw-CANARY-71@", 1) + "/?api-key=q-CANARY-72#frag-CANARY-73"
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", u)
+	var logs bytes.Buffer
+	a := &app{stderr: io.Discard, getenv: func(string) string { return "" }}
+	tel, err := a.startTelemetry(context.Background(), slog.New(slog.NewTextHandler(&logs, nil)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel.shutdown(context.Background())
+	host := strings.TrimPrefix(sink.URL, "http://")
+	if !strings.Contains(logs.String(), "http://REDACTED@"+host+"/?REDACTED") || strings.Contains(logs.String(), "CANARY") {
+		t.Errorf("the start log does not redact the endpoint %s:\n%s", u, logs.String())
+	}
+	for _, c := range []struct{ in, want string }{
+		{"https://collector.example:4318", "https://collector.example:4318"},
+		{"https://u:p@collector.example/otlp?token=t", "https://REDACTED@collector.example/otlp?REDACTED"},
+		{"user:secret@collector.example:4318", "(an endpoint that is not a URL with a host; not shown)"},
+		{"http://[::1", "(an endpoint that is not a URL with a host; not shown)"},
+	} {
+		if got := redactEndpoint(c.in); got != c.want {
+			t.Errorf("redactEndpoint(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -28,6 +30,15 @@ type serveTelemetry struct {
 	shutdown func(context.Context) error
 }
 
+// otelGetenv is where berth serve --otel reads its OTEL_* variables: the
+// process environment, the one source the OpenTelemetry exporters and SDK
+// read the rest from (the endpoint, headers, TLS, sampler, batching), so
+// that what berth checks is what is exported with. It is not the app's
+// getenv: an in-process test that set OTEL_* only there would check one
+// environment and export with another; tests of the export run berth
+// serve as a process (serve_otel_test.go).
+var otelGetenv = os.Getenv
+
 // otelProtocols are the OTEL_EXPORTER_OTLP_*PROTOCOL variables; berth
 // exports over OTLP/HTTP with protobuf only.
 var otelProtocols = []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"}
@@ -36,23 +47,24 @@ var otelProtocols = []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_
 // and metrics exported over OTLP/HTTP to where the standard
 // OTEL_EXPORTER_OTLP_* variables say (docs/telemetry.md). Without --otel,
 // or with OTEL_SDK_DISABLED=true, it is off: nothing is made and nothing
-// is sent. A protocol other than http/protobuf is refused.
+// is sent. A protocol other than http/protobuf is refused. Every OTEL_*
+// variable comes from the process environment (otelGetenv).
 func (a *app) startTelemetry(ctx context.Context, log *slog.Logger, on bool) (*serveTelemetry, error) {
 	off := &serveTelemetry{shutdown: func(context.Context) error { return nil }}
 	if !on {
 		return off, nil
 	}
-	if strings.EqualFold(strings.TrimSpace(a.getenv("OTEL_SDK_DISABLED")), "true") {
+	if strings.EqualFold(strings.TrimSpace(otelGetenv("OTEL_SDK_DISABLED")), "true") {
 		log.Info("telemetry is off: OTEL_SDK_DISABLED=true overrides --otel")
 		return off, nil
 	}
 	for _, k := range otelProtocols {
-		if v := strings.TrimSpace(a.getenv(k)); v != "" && v != "http/protobuf" {
+		if v := strings.TrimSpace(otelGetenv(k)); v != "" && v != "http/protobuf" {
 			return nil, usagef("%s=%s: berth serve --otel exports over OTLP/HTTP with protobuf only; set %s=http/protobuf or unset it", k, v, k)
 		}
 	}
 	own := []attribute.KeyValue{attribute.String("service.version", bundle.BerthVersion)}
-	if a.getenv("OTEL_SERVICE_NAME") == "" {
+	if otelGetenv("OTEL_SERVICE_NAME") == "" {
 		own = append(own, attribute.String("service.name", "berth"))
 	}
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(own...))
@@ -70,7 +82,7 @@ func (a *app) startTelemetry(ctx context.Context, log *slog.Logger, on bool) (*s
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(texp), sdktrace.WithResource(res))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)), sdkmetric.WithResource(res))
-	log.Info("telemetry is on: traces and metrics go over OTLP/HTTP", "endpoint", otelEndpoint(a.getenv))
+	log.Info("telemetry is on: traces and metrics go over OTLP/HTTP", "endpoint", otelEndpoint(otelGetenv))
 	return &serveTelemetry{tracer: tp, meter: mp, shutdown: func(ctx context.Context) error {
 		// What is still buffered is sent, within a bound.
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -79,14 +91,35 @@ func (a *app) startTelemetry(ctx context.Context, log *slog.Logger, on bool) (*s
 	}}, nil
 }
 
-// otelEndpoint names where traces go, for the start log (never the
-// headers: they may hold credentials).
+// otelEndpoint names where traces go, for the start log: the endpoint
+// with any user information and query replaced by "REDACTED" (either may
+// hold a credential), never the headers.
 func otelEndpoint(getenv func(string) string) string {
-	if v := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); v != "" {
-		return v
+	v := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	if v == "" {
+		v = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
-	if v := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); v != "" {
-		return v
+	if v == "" {
+		return "http://localhost:4318 (the OTLP default)"
 	}
-	return "http://localhost:4318 (the OTLP default)"
+	return redactEndpoint(v)
+}
+
+// redactEndpoint is an endpoint URL fit for a log: its user information
+// and query replaced by "REDACTED", its fragment dropped; one that is not
+// a URL with a host (it does not parse, or "user:pass@host" without a
+// scheme) is not shown at all.
+func redactEndpoint(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.Opaque != "" || u.Host == "" {
+		return "(an endpoint that is not a URL with a host; not shown)"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "REDACTED", false
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
 }

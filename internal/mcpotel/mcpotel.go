@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -207,6 +208,30 @@ func OutcomeOf(res mcp.Result, err error) (errorType, code string) {
 		return "tool_error", ""
 	}
 	return "", ""
+}
+
+// End ends the span of an operation that returned res and err. An error
+// (OutcomeOf) adds error.type and rpc.response.status_code to the span
+// and to attrs, and sets the span's status to error; its description is
+// the error's message only when the operator opted in to content
+// (in.Content), since a message may quote arguments. It returns attrs
+// with what it added, for the duration histogram.
+func (in *Instruments) End(span trace.Span, attrs []attribute.KeyValue, res mcp.Result, err error) []attribute.KeyValue {
+	if errType, code := OutcomeOf(res, err); errType != "" {
+		n := len(attrs)
+		attrs = append(attrs, ErrorType.String(errType))
+		if code != "" {
+			attrs = append(attrs, StatusCode.String(code))
+		}
+		span.SetAttributes(attrs[n:]...)
+		desc := ""
+		if in.Content && err != nil {
+			desc = err.Error()
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
+	return attrs
 }
 
 // HashID is a session ID as telemetry names it: the first 16 hex digits

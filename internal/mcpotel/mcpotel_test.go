@@ -7,7 +7,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -92,4 +95,66 @@ func FuzzExtract(f *testing.F) {
 			t.Errorf("a valid parent from the short traceparent %q", tp)
 		}
 	})
+}
+
+// End: an error adds error.type (and the JSON-RPC code) to the span and
+// to the histogram's attributes and marks the span an error, whose
+// description is the message only with the content opt-in; a success
+// adds nothing. The span is ended either way.
+func TestEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		content   bool
+		res       mcp.Result
+		err       error
+		wantAttrs map[attribute.Key]string
+		wantDesc  string
+	}{
+		{name: "ok", res: &mcp.CallToolResult{}},
+		{name: "tool error", res: &mcp.CallToolResult{IsError: true}, wantAttrs: map[attribute.Key]string{ErrorType: "tool_error"}},
+		{name: "json-rpc error", err: &jsonrpc.Error{Code: -32602, Message: "bad sk-secret"},
+			wantAttrs: map[attribute.Key]string{ErrorType: "-32602", StatusCode: "-32602"}},
+		{name: "message with opt-in", content: true, err: &jsonrpc.Error{Code: -32602, Message: "bad sk-secret"},
+			wantAttrs: map[attribute.Key]string{ErrorType: "-32602", StatusCode: "-32602"}, wantDesc: "bad sk-secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tracetest.NewSpanRecorder()
+			in, err := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), nil, tc.content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := []attribute.KeyValue{MethodName.String("tools/call")}
+			_, span := in.Tracer.Start(context.Background(), "tools/call x")
+			got := in.End(span, start, tc.res, tc.err)
+			ended := rec.Ended()
+			if len(ended) != 1 {
+				t.Fatalf("%d spans ended, want 1", len(ended))
+			}
+			sp := ended[0]
+			if len(got) != 1+len(tc.wantAttrs) || got[0] != start[0] {
+				t.Errorf("returned attributes %v, want %v and %v", got, start, tc.wantAttrs)
+			}
+			onSpan := map[attribute.Key]string{}
+			for _, a := range sp.Attributes() {
+				onSpan[a.Key] = a.Value.AsString()
+			}
+			for _, a := range got[1:] {
+				if tc.wantAttrs[a.Key] != a.Value.AsString() {
+					t.Errorf("returned %s = %s, want %q", a.Key, a.Value.AsString(), tc.wantAttrs[a.Key])
+				}
+			}
+			for k, v := range tc.wantAttrs {
+				if onSpan[k] != v {
+					t.Errorf("span %s = %q, want %q", k, onSpan[k], v)
+				}
+			}
+			wantCode := codes.Unset
+			if tc.wantAttrs != nil {
+				wantCode = codes.Error
+			}
+			if sp.Status().Code != wantCode || sp.Status().Description != tc.wantDesc {
+				t.Errorf("status %v %q, want %v %q", sp.Status().Code, sp.Status().Description, wantCode, tc.wantDesc)
+			}
+		})
+	}
 }

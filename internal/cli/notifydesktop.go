@@ -1,4 +1,4 @@
-package mcpexport
+package cli
 
 import (
 	"context"
@@ -8,13 +8,12 @@ import (
 	"runtime"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/review"
 )
 
-// DesktopNotifier returns an Options.OnWaiting that shows a desktop
+// desktopNotifier returns a mcpexport.Options.OnWaiting that shows a desktop
 // notification of each call that starts waiting for approval, through
 // what the OS offers: osascript on macOS, notify-send elsewhere. It is nil
 // when lookPath (exec.LookPath, or a test's) finds neither. The
@@ -22,7 +21,7 @@ import (
 // plugin, the client as it names itself and the approval ID, and says
 // how to answer; it never carries argument values, which may be secret
 // and which a notification shows to anyone who sees the screen.
-func DesktopNotifier(log *slog.Logger, lookPath func(string) (string, error)) func(*Pending) {
+func desktopNotifier(log *slog.Logger, lookPath func(string) (string, error)) func(*mcpexport.Pending) {
 	prog := "notify-send"
 	if runtime.GOOS == "darwin" {
 		prog = "osascript"
@@ -34,7 +33,7 @@ func DesktopNotifier(log *slog.Logger, lookPath func(string) (string, error)) fu
 		}
 		return nil
 	}
-	return func(p *Pending) {
+	return func(p *mcpexport.Pending) {
 		title, body := notificationText(p)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -47,7 +46,7 @@ func DesktopNotifier(log *slog.Logger, lookPath func(string) (string, error)) fu
 
 // notificationText is the title and body of the notification of p: no
 // argument values.
-func notificationText(p *Pending) (title, body string) {
+func notificationText(p *mcpexport.Pending) (title, body string) {
 	what := pendingWhat(p)
 	title = "berth: " + clip(what, 80) + " waits for approval"
 	body = fmt.Sprintf("%s of %s, from the client %q (as it names itself). Answer with: berth approvals --watch, or berth approve %s / berth deny %s",
@@ -55,36 +54,8 @@ func notificationText(p *Pending) (title, body string) {
 	return title, body
 }
 
-// pendingWhat names what p asks for, escaped.
-func pendingWhat(p *Pending) string {
-	switch p.Kind {
-	case pool.RequestPrompt:
-		return "the prompt " + review.Printable(p.Tool)
-	case pool.RequestResource:
-		return "reading " + review.Printable(p.URI)
-	}
-	return review.Printable(p.Tool)
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
 // clip escapes s as terminal text and cuts it to at most n bytes.
-func clip(s string, n int) string {
-	s = review.Printable(s)
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func clip(s string, n int) string { return review.Cut(review.Printable(s), n) }
 
 // notificationArgs are the arguments of prog: notify-send takes the body
 // as (a subset of) markup, so <, > and & are escaped; osascript gets one

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpexport
+package cli
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/internal/testkit"
+	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
 )
 
@@ -33,9 +34,9 @@ func TestDesktopNotifier(t *testing.T) {
 		}
 		return fake, nil
 	}
-	notify := DesktopNotifier(nil, look)
+	notify := desktopNotifier(nil, look)
 	args, _ := json.Marshal(map[string]string{"token": "s3cr3t-value", "path": "/etc/shadow"})
-	p := &Pending{ID: "k7f3-9q2x", Tool: "demo__main__write", Plugin: "demo", Client: "evil\x1b]0;title\x07 <b>client</b>", Arguments: args}
+	p := &mcpexport.Pending{ID: "k7f3-9q2x", Tool: "demo__main__write", Plugin: "demo", Client: "evil\x1b]0;title\x07 <b>client</b>", Arguments: args}
 	notify(p)
 	testkit.Eventually(t, 10*time.Second, "the notification", func() bool { _, err := os.Stat(got); return err == nil })
 	raw, _ := os.ReadFile(got)
@@ -55,11 +56,11 @@ func TestDesktopNotifier(t *testing.T) {
 		t.Fatalf("markup not escaped: %q", argv)
 	}
 	// No program: no notifier.
-	if DesktopNotifier(nil, func(string) (string, error) { return "", os.ErrNotExist }) != nil {
+	if desktopNotifier(nil, func(string) (string, error) { return "", os.ErrNotExist }) != nil {
 		t.Fatal("a notifier without a program")
 	}
 	// A resource read names its URI.
-	if title, _ := notificationText(&Pending{Kind: pool.RequestResource, URI: "ui://x/y"}); !strings.Contains(title, "reading ui://x/y") {
+	if title, _ := notificationText(&mcpexport.Pending{Kind: pool.RequestResource, URI: "ui://x/y"}); !strings.Contains(title, "resource ui://x/y") {
 		t.Fatal(title)
 	}
 }
