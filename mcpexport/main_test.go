@@ -15,8 +15,8 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testkit"
-	"github.com/berth-mcp/berth/internal/testkit/taskserver"
 	"github.com/berth-mcp/berth/internal/testkit/replayserver"
+	"github.com/berth-mcp/berth/internal/testkit/taskserver"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
