@@ -43,6 +43,10 @@ import (
 // a stdio client; more are dropped (the client can poll tasks/get).
 const maxTaskNotes = 64
 
+// maxTaskRequests bounds the task requests of one stdio client answered
+// at once.
+const maxTaskRequests = 16
+
 // taskNoteWait is how long a status notification waits for the result
 // that gives the client its task ID.
 const taskNoteWait = 2 * time.Second
@@ -66,7 +70,7 @@ func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	cctx, cancel := context.WithCancel(t.ctx)
 	tc := &taskConn{Connection: c, s: t.s, owner: t.owner, ctx: cctx, cancel: cancel,
-		advertise: map[any]bool{}, announced: map[string]chan struct{}{}, notes: make(chan *jsonrpc.Request, maxTaskNotes)}
+		advertise: map[any]bool{}, announced: map[string]chan struct{}{}, notes: make(chan *jsonrpc.Request, maxTaskNotes), inflight: make(chan struct{}, maxTaskRequests)}
 	tc.stop = t.s.pool.NotifyTasks(t.owner, tc.deliver)
 	go tc.writeNotes()
 	return tc, nil
@@ -88,6 +92,8 @@ type taskConn struct {
 	cancel context.CancelFunc
 	stop   func()
 	notes  chan *jsonrpc.Request
+	// inflight holds a token per task request being answered.
+	inflight chan struct{}
 
 	mu        sync.Mutex
 	advertise map[any]bool             // IDs of server/discover and initialize requests
@@ -107,7 +113,17 @@ func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		switch req.Method {
 		case "tasks/get", "tasks/update", "tasks/cancel":
 			if req.IsCall() {
-				go c.serve(req)
+				// At most maxTaskRequests at once; past that the pipe
+				// waits, as it would for go-sdk.
+				select {
+				case c.inflight <- struct{}{}:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				go func() {
+					defer func() { <-c.inflight }()
+					c.serve(req)
+				}()
 			}
 			continue // a notification so named has nothing to do
 		case "server/discover", "initialize":
