@@ -23,7 +23,8 @@ import (
 // go-sdk v1.8.0's server knows nothing of them: it rejects tasks/get,
 // tasks/update and tasks/cancel as unknown methods, and its CallToolResult
 // cannot carry a CreateTaskResult. berth passes them through on
-// `berth serve --http --stateless` only, the front being the place:
+// `berth serve --http --stateless` (here) and, for a 2026-07-28 client,
+// over stdio (tasks_stdio.go), the front being the place:
 //
 //   - front.serveTasks answers tasks/get, tasks/update and tasks/cancel
 //     itself, before go-sdk: the request must declare the extension in its

@@ -36,8 +36,10 @@ import (
 //   - Pool.TaskRequest sends tasks/get, tasks/update and tasks/cancel on
 //     the wire with IDs of berth's own ("berth-task-N", never one of
 //     go-sdk's integers) and onRead takes their responses before go-sdk.
-//   - notifications/tasks/status from the server update the table and are
-//     consumed (docs/relay.md §Tasks says where they go).
+//   - notifications/tasks/status from the server update the table and go,
+//     with berth's task ID, to the task's owner alone, when it has a
+//     channel for them (Pool.NotifyTasks: a stdio session); go-sdk never
+//     sees them.
 //
 // A task belongs to the owner its TaskCall named: any other owner asking
 // for it gets -32602, as for a task that does not exist. When its
