@@ -16,6 +16,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testkit/replayserver"
+	"github.com/berth-mcp/berth/internal/testkit/taskserver"
 	"github.com/berth-mcp/berth/internal/testrelay"
 	"github.com/berth-mcp/berth/internal/testupstream"
 	"github.com/berth-mcp/berth/pool"
@@ -34,6 +35,9 @@ func TestMain(m *testing.M) {
 	}
 	if filepath.Base(os.Args[0]) == appsName {
 		appsMain() // apps_test.go
+	}
+	if filepath.Base(os.Args[0]) == taskServerName {
+		os.Exit(taskserver.Main(os.Args[1:]))
 	}
 	if filepath.Base(os.Args[0]) == replayName {
 		os.Exit(replayserver.Main(os.Args[1:]))

@@ -29,7 +29,10 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // serveOne serves the one client of t as ServeStdio does.
 func (s *Server) serveOne(ctx context.Context, t mcp.Transport) error {
 	ctx, _ = withLife(withOrigin(ctx, origin{Transport: TransportStdio, Authenticated: true}), errSessionGone)
-	return s.ms.Run(ctx, &eraTransport{Transport: s.checked(t), set: s.pool.SetUpstreamEra})
+	// The session's tasks (tasks_stdio.go) belong to it alone.
+	owner := newStdioTaskOwner()
+	ctx = context.WithValue(ctx, taskOwnerKey{}, owner)
+	return s.ms.Run(ctx, &taskTransport{Transport: &eraTransport{Transport: s.checked(t), set: s.pool.SetUpstreamEra}, s: s, owner: owner, ctx: ctx})
 }
 
 // Connect serves one client over t, as ServeStdio does over stdio: every

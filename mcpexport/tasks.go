@@ -24,7 +24,8 @@ import (
 // go-sdk v1.8.0's server knows nothing of them: it rejects tasks/get,
 // tasks/update and tasks/cancel as unknown methods, and its CallToolResult
 // cannot carry a CreateTaskResult. berth passes them through on
-// `berth serve --http --stateless` only, the front being the place:
+// `berth serve --http --stateless` (here) and, for a 2026-07-28 client,
+// over stdio (tasks_stdio.go), the front being the place:
 //
 //   - front.serveTasks answers tasks/get, tasks/update and tasks/cancel
 //     itself, before go-sdk: the request must declare the extension in its
@@ -72,7 +73,16 @@ func declaresTasks(caps *mcp.ClientCapabilities) bool {
 // or it came some way tasks are not passed through.
 func (c *call) taskCall(ctx context.Context) *pool.TaskCall {
 	owner := taskOwner(ctx)
-	if owner == "" || c.origin.Transport != TransportStateless || !declaresTasks(c.req.ClientCapabilities()) {
+	if owner == "" || !declaresTasks(c.req.ClientCapabilities()) {
+		return nil
+	}
+	switch c.origin.Transport {
+	case TransportStateless:
+	case TransportStdio:
+		if c.req.ProtocolVersion() < modernProtocol {
+			return nil // the extension is 2026-07-28's
+		}
+	default:
 		return nil
 	}
 	return &pool.TaskCall{Owner: owner, Tool: c.tool}
@@ -107,6 +117,17 @@ func parseTaskRequest(body []byte) (req taskRequest, taskID string, declared boo
 	default:
 		return req, "", false, false
 	}
+	taskID, declared, err := parseTaskParams(req.Params)
+	if err != nil {
+		return req, "", false, true
+	}
+	return req, taskID, declared, true
+}
+
+// parseTaskParams reads the params of a task request: the task ID, and
+// whether its _meta clientCapabilities declare the extension. Untrusted:
+// FuzzParseTaskRequest.
+func parseTaskParams(params json.RawMessage) (taskID string, declared bool, err error) {
 	var p struct {
 		TaskID json.RawMessage `json:"taskId"`
 		Meta   struct {
@@ -115,12 +136,14 @@ func parseTaskRequest(body []byte) (req taskRequest, taskID string, declared boo
 			} `json:"io.modelcontextprotocol/clientCapabilities"`
 		} `json:"_meta"`
 	}
-	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
-		return req, "", false, true
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &p); err != nil {
+			return "", false, err
+		}
 	}
 	_ = json.Unmarshal(p.TaskID, &taskID)
 	_, declared = p.Meta.Caps.Extensions[pool.TasksExtension]
-	return req, taskID, declared, true
+	return taskID, declared, nil
 }
 
 // serveTasks answers a request of the task surface; false leaves the
@@ -148,9 +171,7 @@ func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) 
 		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Name header (%q) must be the body's params.taskId (%q)", n, taskID)})
 	}
 	if !declared {
-		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: pool.CodeMissingRequiredCapability,
-			Message: fmt.Sprintf("%s needs the client capability %s: declare it in _meta %q", req.Method, pool.TasksExtension, mcp.MetaKeyClientCapabilities),
-			Data:    json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + pool.TasksExtension + `":{}}}}`)})
+		return fail(http.StatusBadRequest, missingTasksCapability(req.Method))
 	}
 	ctx, stop := f.s.requests.bind(r.Context(), r.Header)
 	defer stop()
@@ -163,7 +184,7 @@ func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) 
 		return fail(http.StatusOK, werr)
 	}
 	if req.Method == "tasks/get" {
-		res = f.checkTaskInput(ctx, f.taskOwner(), taskID, req.Params, res)
+		res = f.s.checkTaskInput(ctx, f.taskOwner(), taskID, req.Params, res)
 	}
 	writeRPC(w, http.StatusOK, id, withCompleteType(res), nil)
 	return true
@@ -301,36 +322,62 @@ func rewriteMessage(b []byte) []byte {
 	if json.Unmarshal(b, &msg) != nil {
 		return b
 	}
-	var res map[string]json.RawMessage
-	if json.Unmarshal(msg["result"], &res) != nil || res == nil {
+	res, _ := rewriteResult(msg["result"], true)
+	if bytes.Equal(res, msg["result"]) {
 		return b
 	}
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(res["_meta"], &meta)
-	if created, ok := meta[taskResultKey]; ok {
-		msg["result"] = created
-	} else if _, ok := res["supportedVersions"]; ok {
-		var caps map[string]json.RawMessage
-		if json.Unmarshal(res["capabilities"], &caps) != nil || caps == nil {
-			return b
-		}
-		var ext map[string]json.RawMessage
-		_ = json.Unmarshal(caps["extensions"], &ext)
-		if ext == nil {
-			ext = map[string]json.RawMessage{}
-		}
-		ext[pool.TasksExtension] = json.RawMessage("{}")
-		caps["extensions"], _ = json.Marshal(ext)
-		res["capabilities"], _ = json.Marshal(caps)
-		msg["result"], _ = json.Marshal(res)
-	} else {
-		return b
-	}
+	msg["result"] = res
 	out, err := json.Marshal(msg)
 	if err != nil {
 		return b
 	}
 	return out
+}
+
+// rewriteResult rewrites one result: a tool result carrying a
+// CreateTaskResult becomes it (taskID is berth's ID of the task); with
+// discover, a server/discover or initialize result gets the tasks
+// extension in its capabilities. Anything else is returned as is.
+func rewriteResult(b json.RawMessage, discover bool) (out json.RawMessage, taskID string) {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(b, &res) != nil || res == nil {
+		return b, ""
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(res["_meta"], &meta)
+	if created, ok := meta[taskResultKey]; ok {
+		var t struct {
+			TaskID string `json:"taskId"`
+		}
+		_ = json.Unmarshal(created, &t)
+		return created, t.TaskID
+	}
+	if !discover {
+		return b, ""
+	}
+	_, discovered := res["supportedVersions"]
+	var v string
+	_ = json.Unmarshal(res["protocolVersion"], &v)
+	if !discovered && v < modernProtocol {
+		return b, ""
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(res["capabilities"], &caps) != nil || caps == nil {
+		return b, ""
+	}
+	var ext map[string]json.RawMessage
+	_ = json.Unmarshal(caps["extensions"], &ext)
+	if ext == nil {
+		ext = map[string]json.RawMessage{}
+	}
+	ext[pool.TasksExtension] = json.RawMessage("{}")
+	caps["extensions"], _ = json.Marshal(ext)
+	res["capabilities"], _ = json.Marshal(caps)
+	out, err := json.Marshal(res)
+	if err != nil {
+		return b, ""
+	}
+	return out, ""
 }
 
 // serveStateless serves a request on the stateless front: the task
@@ -356,12 +403,12 @@ func (f *front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 // elicitation's message and schema escaped and marked with their origin,
 // each audited. When one is refused the task is cancelled (at the server
 // and for the client, with why) and the result says so.
-func (f *front) checkTaskInput(ctx context.Context, owner, taskID string, params, res json.RawMessage) json.RawMessage {
+func (s *Server) checkTaskInput(ctx context.Context, owner, taskID string, params, res json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(res, &m) != nil || len(m["inputRequests"]) == 0 || bytes.Equal(m["inputRequests"], []byte("null")) {
 		return res
 	}
-	from, tool, ok := f.s.pool.TaskOrigin(owner, taskID)
+	from, tool, ok := s.pool.TaskOrigin(owner, taskID)
 	if !ok {
 		return res
 	}
@@ -374,7 +421,7 @@ func (f *front) checkTaskInput(ctx context.Context, owner, taskID string, params
 	_ = json.Unmarshal(params, &p)
 	caps := p.Meta.Caps
 	o := originOf(ctx)
-	r := &callRelay{s: f.s, client: printableClient(p.Meta.Info), caps: caps, modern: true,
+	r := &callRelay{s: s, client: printableClient(p.Meta.Info), caps: caps, modern: true,
 		entry: AuditEntry{Tool: tool, Client: printableClient(p.Meta.Info), Transport: o.Transport, Authenticated: o.Authenticated}}
 	var reqs map[string]json.RawMessage
 	refused := json.Unmarshal(m["inputRequests"], &reqs)
@@ -403,7 +450,7 @@ func (f *front) checkTaskInput(ctx context.Context, owner, taskID string, params
 				schema, err = relayedSchema(from, method, ir.Params["requestedSchema"])
 			}
 			if err != nil {
-				r.audit(from, kind, f.s.pool.RelayPolicy(from.Plugin, kind), OutcomeRefused, err.Error())
+				r.audit(from, kind, s.pool.RelayPolicy(from.Plugin, kind), OutcomeRefused, err.Error())
 				refused = err
 				continue
 			}
@@ -416,7 +463,7 @@ func (f *front) checkTaskInput(ctx context.Context, owner, taskID string, params
 			refused = fmt.Errorf("the server asked for %q (%q) during the task, which berth does not pass on during a task", ir.Method, key)
 			continue
 		}
-		pm := f.s.pool.RelayPolicy(from.Plugin, kind)
+		pm := s.pool.RelayPolicy(from.Plugin, kind)
 		switch {
 		case pm.Action == store.ActionDeny:
 			refused = fmt.Errorf("the operator's policy denies %s for plugin %s (rule %q); change it with `berth policy set %s ask`", kind, from.Plugin, pm.Pattern, pool.RelayPolicyName(from.Plugin, kind))
@@ -432,8 +479,8 @@ func (f *front) checkTaskInput(ctx context.Context, owner, taskID string, params
 	}
 	if refused != nil {
 		why := "berth did not pass on what " + tool + " asked for: " + refused.Error()
-		f.s.pool.EndTask(owner, taskID, why)
-		out, err := f.s.pool.TaskRequest(ctx, owner, "tasks/get", params)
+		s.pool.EndTask(owner, taskID, why)
+		out, err := s.pool.TaskRequest(ctx, owner, "tasks/get", params)
 		if err != nil {
 			return res
 		}

@@ -536,7 +536,6 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			<-proc.exited
 			c.cancel(&exitError{id: s.id, err: proc.waitErr, tail: s.out.tail()})
 		}()
-		c.tasks.srv = s
 		// berth's framing of the pipe (internal/stdioframe): go-sdk's
 		// IOTransport, decoding each message once instead of three times.
 		transport = &wireTransport{Transport: &stdioframe.Transport{Reader: proc.stdout, Writer: proc.stdin}, c: c}

@@ -36,8 +36,10 @@ import (
 //   - Pool.TaskRequest sends tasks/get, tasks/update and tasks/cancel on
 //     the wire with IDs of berth's own ("berth-task-N", never one of
 //     go-sdk's integers) and onRead takes their responses before go-sdk.
-//   - notifications/tasks/status from the server update the table and are
-//     consumed (docs/relay.md §Tasks says where they go).
+//   - notifications/tasks/status from the server update the table and go,
+//     with berth's task ID, to the task's owner alone, when it has a
+//     channel for them (Pool.NotifyTasks: a stdio session); go-sdk never
+//     sees them.
 //
 // A task belongs to the owner its TaskCall named: any other owner asking
 // for it gets -32602, as for a task that does not exist. When its
@@ -54,9 +56,16 @@ const (
 	CodeMissingRequiredCapability = -32021
 )
 
-// maxLiveTasks bounds the task table: a client cannot make berth keep
-// more than this many tasks (ended ones are dropped first).
-const maxLiveTasks = 1024
+// Bounds of the task table. A task over one is refused (its tools/call
+// fails with why, and the task is cancelled at its server); a task kept
+// is never evicted before taskKeep has passed since it ended.
+const (
+	// MaxTasksPerOwner is how many tasks one client (an owner) may have
+	// in the table, ended ones included until they expire.
+	MaxTasksPerOwner = 256
+	// MaxTasks is how many all clients may have.
+	MaxTasks = 1024
+)
 
 // taskKeep is how long an ended task stays in the table for tasks/get.
 const taskKeep = 10 * time.Minute
@@ -100,8 +109,6 @@ func taskCallFrom(ctx context.Context) *TaskCall {
 
 // connTasks is a connection's part of the task surface.
 type connTasks struct {
-	srv *server
-
 	mu      sync.Mutex
 	expect  map[int64]*TaskCall               // task-augmented tools/call in flight, by request ID
 	waiting map[string]chan *jsonrpc.Response // berth's own requests in flight
@@ -115,12 +122,15 @@ const rawPrefix = "berth-task-"
 // (wireConn.Write): a task-augmented tools/call to a stdio server declares
 // the extension to it.
 func (c *conn) tasksOnWrite(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() && c.tasks.srv != nil {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() && c.stdio() {
 		if tc := taskCallFrom(ctx); tc != nil {
 			id, isInt := req.ID.Raw().(int64)
+			if !isInt {
+				return fmt.Errorf("berth could not make tools/call %v task-augmented for %s: its JSON-RPC ID is not an integer (go-sdk's client IDs are)", req.ID.Raw(), c.srv.id)
+			}
 			params, err := withTasksExtension(req.Params)
-			if err != nil || !isInt {
-				return fmt.Errorf("making the call task-augmented: %v", err)
+			if err != nil {
+				return fmt.Errorf("berth could not make tools/call %v task-augmented for %s: %w", id, c.srv.id, err)
 			}
 			req.Params = params
 			t := &c.tasks
@@ -134,6 +144,10 @@ func (c *conn) tasksOnWrite(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	return nil
 }
+
+// stdio reports whether c is a stdio plugin server's connection, the
+// only kind whose wire berth sees (wire.go).
+func (c *conn) stdio() bool { return c.proc != nil && c.wire != nil && c.srv != nil }
 
 // foldTwin refuses an object with a key that differs from key only in
 // case: Go's decoder (go-sdk's, in the plugin server) would match either.
@@ -227,11 +241,20 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 		tc := t.expect[id]
 		delete(t.expect, id)
 		t.mu.Unlock()
-		if tc == nil && m.Error == nil && t.srv != nil && bytes.Contains(m.Result, []byte(`"task"`)) {
+		if tc == nil && m.Error == nil && c.stdio() && bytes.Contains(m.Result, []byte(`"task"`)) {
 			c.refuseUnaskedTask(m)
 		}
 		if tc != nil && m.Error == nil {
-			if created := c.taskCreated(tc, m.Result); created != nil {
+			created, upstream, err := c.taskCreated(tc, m.Result)
+			switch {
+			case err != nil:
+				// The table is full for this owner or for all: the task
+				// is refused and cancelled, rather than an ended task the
+				// docs promise to keep evicted.
+				c.srv.out.event("refused a task of %s: %v", tc.Tool, err)
+				m.Result, m.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+				c.cancelUpstream(upstream)
+			case created != nil:
 				tc.mu.Lock()
 				tc.created = created
 				tc.mu.Unlock()
@@ -247,8 +270,8 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 			TaskID string `json:"taskId"`
 			Status string `json:"status"`
 		}
-		if json.Unmarshal(m.Params, &n) == nil && c.tasks.srv != nil {
-			c.tasks.srv.p.tasks.noteStatus(c, n.TaskID, n.Status)
+		if json.Unmarshal(m.Params, &n) == nil && c.stdio() && n.TaskID != "" {
+			c.srv.p.tasks.noteStatus(c, n.TaskID, n.Status, m.Method, m.Params)
 		}
 		return true
 	}
@@ -267,41 +290,48 @@ func (c *conn) refuseUnaskedTask(m *jsonrpc.Response) {
 		return
 	}
 	m.Result, m.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("%s %s answered with a task a call whose client did not declare %s; berth refused it and cancelled the task", c.tasks.srv.noun(), c.tasks.srv.id, TasksExtension)}
-	if r.TaskID != "" {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			_, _ = c.rawRequest(ctx, "tasks/cancel", map[string]any{"taskId": r.TaskID})
-		}()
+		Message: fmt.Sprintf("%s %s answered with a task a call whose client did not declare %s; berth refused it and cancelled the task", c.srv.noun(), c.srv.id, TasksExtension)}
+	c.cancelUpstream(r.TaskID)
+}
+
+// cancelUpstream sends tasks/cancel for the server's task upstream, in
+// the background (bounded by a second): berth refused the task.
+func (c *conn) cancelUpstream(upstream string) {
+	if upstream == "" {
+		return
 	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = c.rawRequest(ctx, "tasks/cancel", map[string]any{"taskId": upstream})
+	}()
 }
 
 // taskCreated records a CreateTaskResult and returns it with berth's task
-// ID; nil when result is not one.
-func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) json.RawMessage {
+// ID; nil when result is not one. upstream is the server's task ID; err
+// says why berth refused to keep the task.
+func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) (created json.RawMessage, upstream string, err error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(result, &m) != nil {
-		return nil
+		return nil, "", nil
 	}
-	var rt, upstream, status string
+	var rt, status string
 	_ = json.Unmarshal(m["resultType"], &rt)
-	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || c.tasks.srv == nil {
-		return nil
+	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || !c.stdio() {
+		return nil, "", nil
 	}
 	_ = json.Unmarshal(m["status"], &status)
-	lt := &liveTask{id: "berth-" + rand.Text(), upstream: upstream, owner: tc.Owner, tool: tc.Tool, by: tc.DecidedBy, srv: c.tasks.srv, c: c, status: status, updated: time.Now()}
+	lt := &liveTask{id: "berth-" + rand.Text(), upstream: upstream, owner: tc.Owner, tool: tc.Tool, by: tc.DecidedBy, srv: c.srv, c: c, status: status, updated: time.Now()}
 	_ = json.Unmarshal(m["createdAt"], &lt.createdAt)
-	if err := c.tasks.srv.p.tasks.add(lt); err != nil {
-		c.tasks.srv.out.event("refused a task of %s: %v", tc.Tool, err)
-		return nil
+	if err := c.srv.p.tasks.add(lt); err != nil {
+		return nil, upstream, fmt.Errorf("%s %s made a task of %s, and berth refused it: %w", c.srv.noun(), c.srv.id, tc.Tool, err)
 	}
 	m["taskId"], _ = json.Marshal(lt.id)
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil
+		return nil, upstream, err
 	}
-	return out
+	return out, upstream, nil
 }
 
 // liveTask is one task in the pool's table.
@@ -323,26 +353,41 @@ func taskTerminal(status string) bool {
 
 // taskTable is the pool's tasks, by berth task ID.
 type taskTable struct {
-	mu sync.Mutex
-	m  map[string]*liveTask
+	mu     sync.Mutex
+	m      map[string]*liveTask
+	notify map[string]func(method string, params json.RawMessage) // by owner: where its status notifications go
 }
 
+// expired reports whether t ended more than taskKeep ago (tt.mu held).
+func (t *liveTask) expired(now time.Time) bool {
+	return (taskTerminal(t.status) || t.ended != "") && now.Sub(t.updated) > taskKeep
+}
+
+// add records lt, within the bounds: MaxTasksPerOwner tasks of its owner
+// and MaxTasks in all, ended ones counted until taskKeep has passed (the
+// docs promise tasks/get that long). Tasks past it are dropped first; a
+// task over a bound is refused, never an older one evicted.
 func (tt *taskTable) add(lt *liveTask) error {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	if tt.m == nil {
 		tt.m = map[string]*liveTask{}
 	}
-	if len(tt.m) >= maxLiveTasks {
-		now := time.Now()
-		for id, t := range tt.m {
-			if (taskTerminal(t.status) || t.ended != "") && now.Sub(t.updated) > time.Second {
-				delete(tt.m, id)
-			}
+	now := time.Now()
+	mine := 0
+	for id, t := range tt.m {
+		switch {
+		case t.expired(now):
+			delete(tt.m, id)
+		case t.owner == lt.owner:
+			mine++
 		}
 	}
-	if len(tt.m) >= maxLiveTasks {
-		return fmt.Errorf("berth keeps at most %d tasks; cancel or finish some first", maxLiveTasks)
+	if mine >= MaxTasksPerOwner {
+		return fmt.Errorf("%s already has %d tasks, the most berth keeps for one client (ended ones count for %v after they end); cancel some with tasks/cancel or wait for them to end and expire", lt.owner, mine, taskKeep)
+	}
+	if len(tt.m) >= MaxTasks {
+		return fmt.Errorf("berth already keeps %d tasks for all its clients, the most it keeps (ended ones count for %v after they end); cancel some with tasks/cancel or wait for them to end and expire", len(tt.m), taskKeep)
 	}
 	tt.m[lt.id] = lt
 	return nil
@@ -357,20 +402,66 @@ func (tt *taskTable) get(owner, id string) *liveTask {
 	if t == nil || t.owner != owner {
 		return nil
 	}
-	if (taskTerminal(t.status) || t.ended != "") && time.Since(t.updated) > taskKeep {
+	if t.expired(time.Now()) {
 		delete(tt.m, id)
 		return nil
 	}
 	return t
 }
 
-func (tt *taskTable) noteStatus(c *conn, upstream, status string) {
+// noteStatus records a status notification of c's server for its task
+// upstream, and passes it, with berth's task ID in place of the server's,
+// to the one owner of the task, when that owner has a channel for it
+// (Pool.NotifyTasks); no other owner is told.
+func (tt *taskTable) noteStatus(c *conn, upstream, status, method string, params json.RawMessage) {
+	type delivery struct {
+		to     func(string, json.RawMessage)
+		params json.RawMessage
+	}
+	var out []delivery
 	tt.mu.Lock()
-	defer tt.mu.Unlock()
 	for _, t := range tt.m {
-		if t.c == c && t.upstream == upstream && t.ended == "" {
+		if t.c != c || t.upstream != upstream || t.ended != "" {
+			continue
+		}
+		if status != "" {
 			t.status, t.updated = status, time.Now()
 		}
+		to := tt.notify[t.owner]
+		if to == nil {
+			continue
+		}
+		var p map[string]json.RawMessage
+		if json.Unmarshal(params, &p) != nil || p == nil {
+			continue
+		}
+		p["taskId"], _ = json.Marshal(t.id)
+		if b, err := json.Marshal(p); err == nil {
+			out = append(out, delivery{to, b})
+		}
+	}
+	tt.mu.Unlock()
+	for _, d := range out {
+		d.to(method, d.params)
+	}
+}
+
+// NotifyTasks sends the status notifications (notifications/tasks/status)
+// of owner's tasks to to, with berth's task IDs, until the returned stop
+// is called. to is called on the plugin server's read loop: it must not
+// block. An owner has one channel; a second replaces the first.
+func (p *Pool) NotifyTasks(owner string, to func(method string, params json.RawMessage)) (stop func()) {
+	tt := &p.tasks
+	tt.mu.Lock()
+	if tt.notify == nil {
+		tt.notify = map[string]func(string, json.RawMessage){}
+	}
+	tt.notify[owner] = to
+	tt.mu.Unlock()
+	return func() {
+		tt.mu.Lock()
+		delete(tt.notify, owner)
+		tt.mu.Unlock()
 	}
 }
 

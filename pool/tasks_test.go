@@ -247,3 +247,84 @@ func TestUnaskedTaskRefused(t *testing.T) {
 		return strings.Contains(string(b), "cancelled")
 	})
 }
+
+// TestTaskBounds: one owner may keep MaxTasksPerOwner tasks and all
+// owners MaxTasks; a task over a bound is refused, its call fails with
+// why, and the server's task is cancelled. Ended tasks are kept for
+// taskKeep, never evicted to make room, and dropped once it has passed.
+func TestTaskBounds(t *testing.T) {
+	f, p := taskPool(t)
+	fill := func(owner string, n int, ended time.Time) {
+		p.tasks.mu.Lock()
+		defer p.tasks.mu.Unlock()
+		if p.tasks.m == nil {
+			p.tasks.m = map[string]*liveTask{}
+		}
+		for i := range n {
+			id := fmt.Sprintf("berth-fill-%s-%d", owner, i)
+			p.tasks.m[id] = &liveTask{id: id, owner: owner, status: "completed", updated: ended}
+		}
+	}
+	// A's ended tasks, a second old: kept (tasks/get is promised them).
+	fill("A", MaxTasksPerOwner, time.Now().Add(-time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tc := &TaskCall{Owner: "A", Tool: "tasks__srv__slow_compute"}
+	_, err := p.Call(WithTaskCall(ctx, tc), "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("A already has %d tasks", MaxTasksPerOwner)) || !strings.Contains(err.Error(), "tasks/cancel") || tc.Created() != nil {
+		t.Fatalf("a task over the owner's bound: %v, created %s; want refused, naming the owner, the bound and the fix", err, tc.Created())
+	}
+	if p.tasks.get("A", "berth-fill-A-0") == nil {
+		t.Fatal("an ended task was evicted a second after it ended; the docs keep it for tasks/get")
+	}
+	testkit.Eventually(t, 10*time.Second, "the server to log the refused task's cancel", func() bool {
+		b, _ := os.ReadFile(filepath.Join(f.paths.Logs(), "tasks__srv.log"))
+		return strings.Contains(string(b), "cancelled")
+	})
+	// Another owner is not held by A's bound.
+	startTask(t, p, "B", 60)
+	// All owners: MaxTasks.
+	size := func() int {
+		p.tasks.mu.Lock()
+		defer p.tasks.mu.Unlock()
+		return len(p.tasks.m)
+	}
+	for i := 0; size() < MaxTasks; i++ {
+		fill(fmt.Sprintf("O%d", i), min(MaxTasksPerOwner-1, MaxTasks-size()), time.Now())
+	}
+	tc = &TaskCall{Owner: "C", Tool: "tasks__srv__slow_compute"}
+	if _, err := p.Call(WithTaskCall(ctx, tc), "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("berth already keeps %d tasks", MaxTasks)) {
+		t.Fatalf("a task over the global bound: %v", err)
+	}
+	// Once taskKeep has passed, A's ended tasks go and make room.
+	p.tasks.mu.Lock()
+	for _, lt := range p.tasks.m {
+		if lt.owner == "A" {
+			lt.updated = time.Now().Add(-taskKeep - time.Second)
+		}
+	}
+	p.tasks.mu.Unlock()
+	startTask(t, p, "A", 60)
+}
+
+// TestTaskCallErrorsSayWhy: a task-augmented tools/call berth cannot
+// declare the extension on says which call, which server and why.
+func TestTaskCallErrorsSayWhy(t *testing.T) {
+	c := &conn{proc: &process{}, wire: &wireConn{}, srv: &server{id: "tasks/srv"}}
+	ctx := WithTaskCall(context.Background(), &TaskCall{Owner: "A", Tool: "x"})
+	sid, _ := jsonrpc.MakeID("s1")
+	err := c.tasksOnWrite(ctx, &jsonrpc.Request{ID: sid, Method: "tools/call", Params: json.RawMessage(`{}`)})
+	if err == nil || !strings.Contains(err.Error(), "tools/call s1") || !strings.Contains(err.Error(), "is not an integer") || strings.Contains(err.Error(), "<nil>") {
+		t.Fatalf("a string ID: %v", err)
+	}
+	iid, _ := jsonrpc.MakeID(float64(7))
+	err = c.tasksOnWrite(ctx, &jsonrpc.Request{ID: iid, Method: "tools/call", Params: json.RawMessage(`{"_meta":{},"_META":{}}`)})
+	var se *json.SyntaxError
+	if err == nil || !strings.Contains(err.Error(), "tools/call 7 task-augmented for tasks/srv: ambiguous keys") || errors.As(err, &se) {
+		t.Fatalf("ambiguous params: %v", err)
+	}
+	err = c.tasksOnWrite(ctx, &jsonrpc.Request{ID: iid, Method: "tools/call", Params: json.RawMessage(`[`)})
+	if !errors.As(err, &se) {
+		t.Fatalf("bad params: %v, want the JSON error wrapped (%%w)", err)
+	}
+}
