@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the relay carries the SEP-2577 features (roots, sampling, logging) during their deprecation window
+
 package mcpexport
 
 import (
