@@ -69,13 +69,7 @@ func TestEraMatrix(t *testing.T) {
 			t.Run(server+"/"+cl.name, func(t *testing.T) {
 				legacyServer := server == "legacy-server"
 				w := newWorld(t)
-				exe, err := os.Executable()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
-					t.Fatal(err)
-				}
+				w.linkRelay(t)
 				var args []string
 				if legacyServer {
 					args = []string{testrelay.LegacyFlag}
@@ -152,13 +146,7 @@ func TestEraRequestsOnTheCallsStream(t *testing.T) {
 	for _, server := range []string{"legacy-server", "modern-server"} {
 		t.Run(server, func(t *testing.T) {
 			w := newWorld(t)
-			exe, err := os.Executable()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
-				t.Fatal(err)
-			}
+			w.linkRelay(t)
 			var args []string
 			tools := [][2]string{{"sample", ""}, {"ask", ""}}
 			want := []string{"sampled: Paris", "elicited: accept Ada"}
@@ -200,13 +188,7 @@ func TestEraRootsUndeclared(t *testing.T) {
 		}{{"legacy-stdio", true}, {"modern-stdio", false}} {
 			t.Run(server+"/"+cl.name, func(t *testing.T) {
 				w := newWorld(t)
-				exe, err := os.Executable()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
-					t.Fatal(err)
-				}
+				w.linkRelay(t)
 				tool, args, prefix := "input", map[string]any{"kind": "roots"}, "input: "
 				var sargs []string
 				if server == "legacy-server" {
@@ -242,13 +224,7 @@ func TestEraRootsUndeclared(t *testing.T) {
 // legacy-only server's requests, reach the legacy client.
 func TestEraMixedServe(t *testing.T) {
 	w := newWorld(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
-		t.Fatal(err)
-	}
+	w.linkRelay(t)
 	w.plugin("rly", "up", testrelay.Name)
 	w.policy("rly__*", "allow")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -382,13 +358,7 @@ func (ec *eraClient) call(ctx context.Context, t *testing.T, tool string, args m
 // answered with something the client did not give.
 func TestEraParkedRequestsFailClosed(t *testing.T) {
 	w := newWorld(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
-		t.Fatal(err)
-	}
+	w.linkRelay(t)
 	w.plugin("rly", "up", testrelay.Name, testrelay.LegacyFlag)
 	w.policy("rly__*", "allow")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -511,13 +481,7 @@ func TestEraTypeScriptStdioClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWorld(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
-		t.Fatal(err)
-	}
+	w.linkRelay(t)
 	w.plugin("rly", "up", testrelay.Name)
 	w.policy("rly__*", "allow")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -540,5 +504,18 @@ func TestEraTypeScriptStdioClient(t *testing.T) {
 	}
 	if out["sample"] != "sampled: Paris" || out["ask"] != "elicited: accept Ada" {
 		t.Errorf("through berth serve over stdio: %q", out)
+	}
+}
+
+// linkRelay puts the relay test server (this test binary under the name
+// testrelay.Name, TestMain runs it) on w's PATH.
+func (w *world) linkRelay(t *testing.T) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(w.bin, testrelay.Name)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -75,13 +75,8 @@ func TestAppsPassThroughAndTemplateWithheld(t *testing.T) {
 	h := newPluginHome(t, "", "demo", appsName, "apps test plugin", []store.PolicyRule{{Pattern: "demo__*", Action: store.ActionAllow}})
 	html := filepath.Join(h.ws, "widget.html") // the workspace: the server may read it
 	os.WriteFile(html, []byte("<html>v1</html>"), 0o644)
-	p, err := pool.Open(ctx, h.st, h.ws, &pool.Options{BaseEnv: []string{"PATH=" + h.bin + ":/usr/bin:/bin", "HOME=" + h.home, "BERTH_APPS_HTML=" + html}, PollInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	e := &env{t: t, paths: h.paths, store: h.st, pool: p, srv: New(p, nil)}
-	t.Cleanup(func() { e.waitHandlers(); e.srv.Close() })
+	e := h.env(t, nil, "BERTH_APPS_HTML="+html)
+	p := e.pool
 	if err := p.WaitStarted(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -82,13 +82,19 @@ func newEnv(t *testing.T, opts *Options, policy ...store.PolicyRule) *env {
 // newEnvIn is newEnv with the workspace ws ("": a temporary directory).
 func newEnvIn(t *testing.T, ws string, opts *Options, policy ...store.PolicyRule) *env {
 	t.Helper()
-	ctx := context.Background()
 	h := newPluginHome(t, ws, "demo", "berth-export-upstream", "exporter test plugin", policy)
-	home, bin, ws, paths, st := h.home, h.bin, h.ws, h.paths, h.st
+	return h.env(t, opts)
+}
+
+// env opens a pool on h's workspace (the plugin's server finds its
+// command on PATH; extraEnv is added to its environment) and berth's
+// server over it with opts, both closed when the test ends.
+func (h pluginHome) env(t *testing.T, opts *Options, extraEnv ...string) *env {
+	t.Helper()
+	e := &env{t: t, paths: h.paths, store: h.st}
 	var err error
-	e := &env{t: t, paths: paths, store: st}
-	e.pool, err = pool.Open(ctx, st, ws, &pool.Options{
-		BaseEnv:      []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + home},
+	e.pool, err = pool.Open(context.Background(), h.st, h.ws, &pool.Options{
+		BaseEnv:      append([]string{"PATH=" + h.bin + ":/usr/bin:/bin", "HOME=" + h.home}, extraEnv...),
 		PollInterval: 50 * time.Millisecond,
 	})
 	if err != nil {

@@ -129,13 +129,8 @@ func taskEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
 	h := newPluginHome(t, "", "conf", taskServerName, "tasks test plugin", []store.PolicyRule{{Pattern: "conf__*", Action: store.ActionAllow}})
-	p, err := pool.Open(ctx, h.st, h.ws, &pool.Options{BaseEnv: []string{"PATH=" + h.bin + ":/usr/bin:/bin", "HOME=" + h.home}, PollInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	e := &env{t: t, paths: h.paths, store: h.st, pool: p, srv: New(p, nil)}
-	t.Cleanup(func() { e.waitHandlers(); e.srv.Close() })
+	e := h.env(t, nil)
+	p := e.pool
 	if err := p.WaitStarted(ctx); err != nil {
 		t.Fatal(err)
 	}
