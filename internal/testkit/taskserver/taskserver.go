@@ -272,6 +272,10 @@ func (s *Server) handle(req *jsonrpc.Request) (*jsonrpc.Response, bool) {
 	case "slow_compute":
 		var a computeArgs
 		_ = json.Unmarshal(p.Arguments, &a)
+		if a.Label == "late" {
+			// attack24: the CreateTaskResult comes after the caller gave up.
+			time.Sleep(700 * time.Millisecond)
+		}
 		run = func(t *task) {
 			select {
 			case <-time.After(a.duration()):
