@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,5 +27,22 @@ func TestAttack24LateTaskOfGoneCallerIsOrphaned(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	if n := p.Tasks(); n != 0 {
 		t.Fatalf("%d task(s) live in the table after their caller gave up before the task was created (created=%s): orphans nobody can reach or cancel", n, tc.Created())
+	}
+}
+
+// refuseUnaskedTask looks for the bytes `"task"` before parsing: a server
+// that writes its CreateTaskResult's resultType as "\u0074ask" (the same
+// JSON string) answers a call whose client did not declare the tasks
+// extension with a task that berth neither refuses nor cancels: the
+// client gets an empty result, and the task runs on at the server.
+func TestAttack24EscapedUnaskedTaskNotRefused(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("tasks", map[string]any{"srv": map[string]any{"stdio": map[string]any{"command": "berth-taskserver", "args": []string{"-always-task-escaped"}}}})
+	p := f.open(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := p.Call(ctx, "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow)
+	if err == nil || !strings.Contains(err.Error(), "answered with a task a call whose client did not declare") {
+		t.Fatalf("call: %+v, %v; want refused as the unescaped task is", res, err)
 	}
 }
