@@ -62,9 +62,15 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// otherName stands, in span names and attributes, for a tool or prompt
+// name the client chose that berth does not offer: the client's text
+// never reaches the trace backend, nor makes a metric series.
+const otherName = "_OTHER"
+
 // requestAttributes are a request's span name and attributes: the
 // conventions' (no argument values, no resource URI unless the operator
-// opted in: Options.TelemetryContentUnsafe) and berth's profile.
+// opted in: Options.TelemetryContentUnsafe) and berth's profile. A tool
+// or prompt berth does not offer is named otherName.
 func (s *Server) requestAttributes(ctx context.Context, method string, req mcp.Request, params mcp.Params) (string, []attribute.KeyValue) {
 	name := method
 	attrs := make([]attribute.KeyValue, 0, 10)
@@ -92,14 +98,22 @@ func (s *Server) requestAttributes(ctx context.Context, method string, req mcp.R
 	}
 	switch p := params.(type) {
 	case *mcp.CallToolParamsRaw:
-		name += " " + p.Name
-		attrs = append(attrs, mcpotel.ToolName.String(p.Name), mcpotel.OperationName.String("execute_tool"))
+		tool := otherName
+		if s.hasTool(p.Name) || s.offeredTool(p.Name) != nil {
+			tool = p.Name
+		}
+		name += " " + tool
+		attrs = append(attrs, mcpotel.ToolName.String(tool), mcpotel.OperationName.String("execute_tool"))
 		if s.tel.Content && len(p.Arguments) > 0 {
 			attrs = append(attrs, mcpotel.ToolArguments.String(string(p.Arguments)))
 		}
 	case *mcp.GetPromptParams:
-		name += " " + p.Name
-		attrs = append(attrs, mcpotel.PromptName.String(p.Name))
+		prompt := otherName
+		if s.hasPrompt(p.Name) {
+			prompt = p.Name
+		}
+		name += " " + prompt
+		attrs = append(attrs, mcpotel.PromptName.String(prompt))
 	case *mcp.ReadResourceParams:
 		if s.tel.Content {
 			attrs = append(attrs, mcpotel.ResourceURI.String(p.URI))
