@@ -110,6 +110,7 @@ func (root *Server) sibling(v *View) *Server {
 		outbox:      root.outbox,
 		signIns:     root.signIns,
 		signInFlows: root.signInFlows,
+		flights:     root.flights,
 		tools:       map[string]string{},
 		prompts:     map[string]string{},
 		resources:   map[string]string{},

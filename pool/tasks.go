@@ -550,6 +550,11 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 	if err := json.Unmarshal(params, &in); err != nil {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
+	for _, k := range []string{"taskId", "inputResponses"} {
+		if err := foldTwin(in, k); err != nil {
+			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
+		}
+	}
 	var id string
 	if json.Unmarshal(in["taskId"], &id) != nil || id == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: taskId must be a string"}
