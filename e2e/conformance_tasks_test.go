@@ -189,3 +189,38 @@ func TestTaskInputRequestsUnderPolicy(t *testing.T) {
 		t.Fatalf("tasks/get under an elicitation deny: %v, want cancelled with why", got)
 	}
 }
+
+// A task runs on a call its view allowed: when the profile it was
+// created through stops offering its tool, the task is cancelled at its
+// next request, as a deny cancels it.
+func TestTaskEndsWhenItsToolLeavesTheView(t *testing.T) {
+	w := newWorld(t)
+	testkit.Program(t, w.bin, "github.com/berth-mcp/berth/internal/testkit/cmd/berth-taskserver")
+	w.plugin(confPlugin, confServer, "berth-taskserver")
+	w.policy(confPlugin+"__*", "allow")
+	ctx := context.Background()
+	if out, err := w.berth(ctx, "profile", "create", "p", "--workspace", w.ws, "--tool", confPrefix+"slow_compute"); err != nil {
+		t.Fatal(out, err)
+	}
+	s := w.serve(1, "--http", "127.0.0.1:0", "--stateless", "--approval-timeout", "5s")
+	url := strings.TrimSuffix(withToken(t, s), "/mcp") + "/profiles/p/mcp"
+	res, e := taskPost(t, url, "tools/call", confPrefix+"slow_compute", map[string]any{"name": confPrefix + "slow_compute", "arguments": map[string]any{"seconds": 60}})
+	id, _ := res["taskId"].(string)
+	if e != nil || res["resultType"] != "task" || !strings.HasPrefix(id, "berth-") {
+		t.Fatalf("tools/call: %v %v", res, e)
+	}
+	if got, e := taskPost(t, url, "tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "working" {
+		t.Fatalf("tasks/get: %v %v", got, e)
+	}
+	if out, err := w.berth(ctx, "profile", "create", "p", "--workspace", w.ws, "--replace", "--tool", confPrefix+"greet"); err != nil {
+		t.Fatal(out, err)
+	}
+	var got map[string]any
+	testkit.Eventually(t, 10*time.Second, "the task to be cancelled", func() bool {
+		got, _ = taskPost(t, url, "tasks/get", id, map[string]any{"taskId": id})
+		return got["status"] == "cancelled"
+	})
+	if !strings.Contains(fmt.Sprint(got["statusMessage"]), "no longer offers") {
+		t.Fatalf("tasks/get after the profile dropped the tool: %v", got)
+	}
+}

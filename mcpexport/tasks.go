@@ -98,12 +98,26 @@ type taskRequest struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
+	// Params, once parseTaskRequest read them, are the keys berth reads
+	// (taskId, inputResponses, _meta) and nothing else: what is checked
+	// (the Mcp-Name header, the input requests) and what is served
+	// (pool.TaskRequest) are the same task.
+	Params json.RawMessage `json:"params"`
+
+	// bad says why the params are refused (-32602); "" when they are not.
+	bad string
 }
+
+// taskParamKeys are the params of tasks/get, tasks/update and
+// tasks/cancel that berth reads.
+var taskParamKeys = []string{"taskId", "inputResponses", "_meta"}
 
 // parseTaskRequest reads a body that is one request of the task surface
 // (tasks/get, tasks/update, tasks/cancel); ok is false for anything else.
-// The body is untrusted: FuzzParseTaskRequest.
+// The params are read once, with exact keys: a key that differs from one
+// berth reads only in case is refused (req.bad), since Go's decoders
+// (go-sdk's, the plugin server's) would match either. The body is
+// untrusted: FuzzParseTaskRequest.
 func parseTaskRequest(body []byte) (req taskRequest, taskID string, declared bool, ok bool) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 || body[0] != '{' {
@@ -117,33 +131,82 @@ func parseTaskRequest(body []byte) (req taskRequest, taskID string, declared boo
 	default:
 		return req, "", false, false
 	}
-	taskID, declared, err := parseTaskParams(req.Params)
+	params, taskID, declared, err := parseTaskParams(req.Params)
 	if err != nil {
+		req.bad, req.Params = "invalid params: "+err.Error(), nil
 		return req, "", false, true
 	}
+	req.Params = params
 	return req, taskID, declared, true
 }
 
-// parseTaskParams reads the params of a task request: the task ID, and
-// whether its _meta clientCapabilities declare the extension. Untrusted:
+// parseTaskParams reads the params of a task request (tasks/get,
+// tasks/update, tasks/cancel) once, with exact keys: a key that differs
+// from one berth reads only in case is refused, since Go's decoders
+// (go-sdk's, the plugin server's) would match either. It returns the
+// params rebuilt from the keys berth reads (taskId, inputResponses,
+// _meta) and nothing else, so that what is checked and what is served
+// are the same task; the task ID; and whether the _meta
+// clientCapabilities declare the extension. Untrusted:
 // FuzzParseTaskRequest.
-func parseTaskParams(params json.RawMessage) (taskID string, declared bool, err error) {
-	var p struct {
-		TaskID json.RawMessage `json:"taskId"`
-		Meta   struct {
-			Caps struct {
-				Extensions map[string]json.RawMessage `json:"extensions"`
-			} `json:"io.modelcontextprotocol/clientCapabilities"`
-		} `json:"_meta"`
+func parseTaskParams(raw json.RawMessage) (params json.RawMessage, taskID string, declared bool, err error) {
+	bad := func(why string) (json.RawMessage, string, bool, error) {
+		return nil, "", false, errors.New(why)
 	}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &p); err != nil {
-			return "", false, err
+	var p map[string]json.RawMessage
+	if len(raw) > 0 && json.Unmarshal(raw, &p) != nil {
+		return bad("params must be an object")
+	}
+	for _, k := range taskParamKeys {
+		if err := foldTwin(p, k); err != nil {
+			return bad(err.Error())
 		}
 	}
-	_ = json.Unmarshal(p.TaskID, &taskID)
-	_, declared = p.Meta.Caps.Extensions[pool.TasksExtension]
-	return taskID, declared, nil
+	var meta map[string]json.RawMessage
+	if raw, has := p["_meta"]; has && json.Unmarshal(raw, &meta) != nil {
+		return bad("_meta must be an object")
+	}
+	for _, k := range []string{mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo} {
+		if err := foldTwin(meta, k); err != nil {
+			return bad("_meta: " + err.Error())
+		}
+	}
+	var caps map[string]json.RawMessage
+	if raw, has := meta[mcp.MetaKeyClientCapabilities]; has && json.Unmarshal(raw, &caps) != nil {
+		return bad("_meta " + mcp.MetaKeyClientCapabilities + " must be an object")
+	}
+	if err := foldTwin(caps, "extensions"); err != nil {
+		return bad("client capabilities: " + err.Error())
+	}
+	var ext map[string]json.RawMessage
+	if raw, has := caps["extensions"]; has && json.Unmarshal(raw, &ext) != nil {
+		return bad("client capabilities: extensions must be an object")
+	}
+	_, declared = ext[pool.TasksExtension]
+	if raw, has := p["taskId"]; has && json.Unmarshal(raw, &taskID) != nil {
+		return bad("taskId must be a string")
+	}
+	kept := map[string]json.RawMessage{}
+	for _, k := range taskParamKeys {
+		if raw, has := p[k]; has {
+			kept[k] = raw
+		}
+	}
+	if params, err = json.Marshal(kept); err != nil {
+		return bad(err.Error())
+	}
+	return params, taskID, declared, nil
+}
+
+// foldTwin refuses an object with a key that differs from key only in
+// case.
+func foldTwin(m map[string]json.RawMessage, key string) error {
+	for k := range m {
+		if k != key && strings.EqualFold(k, key) {
+			return fmt.Errorf("ambiguous keys %q and %q: send each key once, spelled exactly", k, key)
+		}
+	}
+	return nil
 }
 
 // serveTasks answers a request of the task surface; false leaves the
@@ -164,6 +227,9 @@ func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) 
 	if len(req.ID) == 0 || bytes.Equal(req.ID, []byte("null")) {
 		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: req.Method + " is a request: it needs an id"})
 	}
+	if req.bad != "" {
+		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: pool.CodeInvalidParams, Message: req.bad})
+	}
 	if m := strings.TrimSpace(r.Header.Get("Mcp-Method")); m != req.Method {
 		return fail(http.StatusBadRequest, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: fmt.Sprintf("the Mcp-Method header (%q) must name the body's method %q", m, req.Method)})
 	}
@@ -175,7 +241,15 @@ func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	ctx, stop := f.s.requests.bind(r.Context(), r.Header)
 	defer stop()
-	res, err := f.s.pool.TaskRequest(ctx, f.taskOwner(), req.Method, req.Params)
+	owner := f.taskOwner()
+	err := f.s.taskInView(owner, taskID)
+	var res json.RawMessage
+	if err == nil {
+		res, err = f.s.pool.TaskRequest(ctx, owner, req.Method, req.Params)
+	}
+	if err == nil {
+		res, err = f.s.checkTaskInput(ctx, owner, req.Method, taskID, req.Params, res)
+	}
 	if err != nil {
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) {
@@ -183,11 +257,31 @@ func (f *front) serveTasks(w http.ResponseWriter, r *http.Request, body []byte) 
 		}
 		return fail(http.StatusOK, werr)
 	}
-	if req.Method == "tasks/get" {
-		res = f.s.checkTaskInput(ctx, f.taskOwner(), taskID, req.Params, res)
-	}
 	writeRPC(w, http.StatusOK, id, withCompleteType(res), nil)
 	return true
+}
+
+// taskInView ends owner's task id when its tool is no longer in f's view
+// (the profile was narrowed or removed), as a deny does: the task ran on
+// a call the view allowed. An error is a view berth could not read (the
+// request is refused).
+func (s *Server) taskInView(owner, id string) error {
+	from, tool, ok := s.pool.TaskOrigin(owner, id)
+	if !ok {
+		return nil // pool.TaskRequest says unknown
+	}
+	err := s.viewRefusal(pool.RequestTool, from.Plugin, tool)
+	var niv *notInViewError
+	var rp *RemovedProfileError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &niv) || errors.As(err, &rp):
+		s.pool.EndTask(owner, id, "berth no longer offers "+tool+" here: "+err.Error())
+		return nil
+	default:
+		return fmt.Errorf("reading the view of task %s: %w", id, err)
+	}
 }
 
 // taskOwner is the owner of the tasks created at f (see the package
@@ -397,20 +491,30 @@ func (f *front) serveStateless(w http.ResponseWriter, r *http.Request, body []by
 	f.sdk.ServeHTTP(tw, r.WithContext(ctx))
 }
 
-// checkTaskInput applies to the input requests of a tasks/get result what
-// a tool call's input requests get (relay_input.go): the plugin's
-// sampling and elicitation policy, the client's declared capabilities, an
-// elicitation's message and schema escaped and marked with their origin,
-// each audited. When one is refused the task is cancelled (at the server
-// and for the client, with why) and the result says so.
-func (s *Server) checkTaskInput(ctx context.Context, owner, taskID string, params, res json.RawMessage) json.RawMessage {
+// checkTaskInput applies to the input requests of a task-carrying result
+// (of tasks/get, tasks/update or tasks/cancel: its inputRequests, and a
+// completed task's result's) what a tool call's input requests get
+// (relay_input.go): the plugin's sampling and elicitation policy, the
+// client's declared capabilities, an elicitation's message and schema
+// escaped and marked with their origin, each audited. When one is
+// refused the task is cancelled (at the server and for the client, with
+// why) and the result says so. It fails closed: input requests of a task
+// berth cannot place are not passed on.
+func (s *Server) checkTaskInput(ctx context.Context, owner, method, taskID string, params, res json.RawMessage) (json.RawMessage, error) {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(res, &m) != nil || len(m["inputRequests"]) == 0 || bytes.Equal(m["inputRequests"], []byte("null")) {
-		return res
+	if json.Unmarshal(res, &m) != nil {
+		return res, nil
+	}
+	var nested map[string]json.RawMessage
+	if raw, ok := m["result"]; ok {
+		_ = json.Unmarshal(raw, &nested)
+	}
+	if !hasInputRequests(m) && !hasInputRequests(nested) {
+		return res, nil
 	}
 	from, tool, ok := s.pool.TaskOrigin(owner, taskID)
 	if !ok {
-		return res
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("berth cannot check the input requests of task %s: it no longer knows the task, so it did not pass them on", taskID)}
 	}
 	var p struct {
 		Meta struct {
@@ -419,23 +523,56 @@ func (s *Server) checkTaskInput(ctx context.Context, owner, taskID string, param
 		} `json:"_meta"`
 	}
 	_ = json.Unmarshal(params, &p)
-	caps := p.Meta.Caps
 	o := originOf(ctx)
-	r := &callRelay{s: s, client: printableClient(p.Meta.Info), caps: caps, modern: true,
+	r := &callRelay{s: s, client: printableClient(p.Meta.Info), caps: p.Meta.Caps, modern: true,
 		entry: AuditEntry{Tool: tool, Client: printableClient(p.Meta.Info), Transport: o.Transport, Authenticated: o.Authenticated}}
-	var reqs map[string]json.RawMessage
-	refused := json.Unmarshal(m["inputRequests"], &reqs)
-	for key, raw := range reqs {
-		if refused != nil {
-			break
+	refused := s.checkInputRequests(r, from, m)
+	if refused == nil && nested != nil && hasInputRequests(nested) {
+		if refused = s.checkInputRequests(r, from, nested); refused == nil {
+			m["result"], refused = json.Marshal(nested)
 		}
+	}
+	if refused != nil {
+		why := "berth did not pass on what " + tool + " asked for: " + refused.Error()
+		s.pool.EndTask(owner, taskID, why)
+		if method != "tasks/get" {
+			delete(m, "inputRequests")
+			delete(m, "result")
+			return json.Marshal(m)
+		}
+		return s.pool.TaskRequest(ctx, owner, "tasks/get", params)
+	}
+	return json.Marshal(m)
+}
+
+// hasInputRequests reports whether a result has input requests.
+func hasInputRequests(m map[string]json.RawMessage) bool {
+	raw := bytes.TrimSpace(m["inputRequests"])
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+// checkInputRequests checks m's inputRequests (checkTaskInput) and puts
+// them back escaped and marked; an error is the first one refused.
+func (s *Server) checkInputRequests(r *callRelay, from pool.Origin, m map[string]json.RawMessage) error {
+	if !hasInputRequests(m) {
+		return nil
+	}
+	caps := r.caps
+	var reqs map[string]json.RawMessage
+	if err := json.Unmarshal(m["inputRequests"], &reqs); err != nil {
+		return fmt.Errorf("the inputRequests are not an object: %v", err)
+	}
+	var refused error
+	for key, raw := range reqs {
 		var ir struct {
 			Method string         `json:"method"`
 			Params map[string]any `json:"params"`
 		}
 		if err := json.Unmarshal(raw, &ir); err != nil {
-			refused = fmt.Errorf("the input request %q is not one: %v", key, err)
-			break
+			return fmt.Errorf("the input request %q is not one: %v", key, err)
+		}
+		if ir.Params == nil {
+			ir.Params = map[string]any{}
 		}
 		var kind pool.RequestKind
 		declared := false
@@ -475,21 +612,15 @@ func (s *Server) checkTaskInput(ctx context.Context, owner, taskID string, param
 			continue
 		}
 		r.audit(from, kind, pm, OutcomeRan, "passed to the client as an input request of a task")
-		reqs[key], _ = json.Marshal(ir)
+		var err error
+		if reqs[key], err = json.Marshal(ir); err != nil {
+			return err
+		}
 	}
 	if refused != nil {
-		why := "berth did not pass on what " + tool + " asked for: " + refused.Error()
-		s.pool.EndTask(owner, taskID, why)
-		out, err := s.pool.TaskRequest(ctx, owner, "tasks/get", params)
-		if err != nil {
-			return res
-		}
-		return out
+		return refused
 	}
-	m["inputRequests"], _ = json.Marshal(reqs)
-	out, err := json.Marshal(m)
-	if err != nil {
-		return res
-	}
-	return out
+	var err error
+	m["inputRequests"], err = json.Marshal(reqs)
+	return err
 }

@@ -26,8 +26,10 @@ import (
 //     never seen by go-sdk: -32021 without the extension in the request's
 //     _meta clientCapabilities; else pool.TaskRequest, for this session's
 //     tasks only (another's, or an ID berth did not give, is -32602), and
-//     a tasks/get result's input requests are checked as on the stateless
-//     front (checkTaskInput);
+//     the params read strictly and rebuilt as on the stateless front
+//     (parseTaskParams), a task whose tool left the view ended
+//     (taskInView), and the input requests of every task-carrying result
+//     checked as there (checkTaskInput);
 //   - a tool result carrying a CreateTaskResult (taskCreated) is replaced
 //     by it on the way out, and the result of server/discover (or of an
 //     initialize at 2026-07-28 or later) gets the extension in its
@@ -148,7 +150,7 @@ func (c *taskConn) serve(req *jsonrpc.Request) {
 }
 
 func (c *taskConn) answer(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) {
-	taskID, declared, err := parseTaskParams(req.Params)
+	params, taskID, declared, err := parseTaskParams(req.Params)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: pool.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
@@ -157,16 +159,20 @@ func (c *taskConn) answer(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	res, err := c.s.pool.TaskRequest(ctx, c.owner, req.Method, req.Params)
+	err = c.s.taskInView(c.owner, taskID)
+	var res json.RawMessage
+	if err == nil {
+		res, err = c.s.pool.TaskRequest(ctx, c.owner, req.Method, params)
+	}
+	if err == nil {
+		res, err = c.s.checkTaskInput(ctx, c.owner, req.Method, taskID, params, res)
+	}
 	if err != nil {
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) {
 			werr = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "berth: " + err.Error()}
 		}
 		return nil, werr
-	}
-	if req.Method == "tasks/get" {
-		res = c.s.checkTaskInput(ctx, c.owner, taskID, req.Params, res)
 	}
 	return withCompleteType(res), nil
 }

@@ -239,3 +239,21 @@ func TestTasksOverStdio(t *testing.T) {
 		}
 	}
 }
+
+// TestTasksOverStdioTwinKeys: the stdio front reads a task request's
+// params as strictly as the stateless front does (parseTaskParams): a key
+// that differs from taskId only in case is refused (-32602), so that
+// what berth checks and what the plugin server is asked about are one
+// task.
+func TestTasksOverStdioTwinKeys(t *testing.T) {
+	e := taskEnv(t)
+	a := e.rawStdioClient(t)
+	id := a.startTask(60)
+	m := a.call("tasks/get", map[string]any{"taskId": id, "taskid": "berth-other", "_meta": stdioMeta(true)})
+	if c := rpcCode(m); c != pool.CodeInvalidParams || !strings.Contains(fmt.Sprint(m["error"]), "ambiguous keys") {
+		t.Fatalf("tasks/get with a case-fold twin of taskId over stdio: %v, want -32602 naming the ambiguous keys", m)
+	}
+	if c := rpcCode(a.task("tasks/cancel", id, true)); c != 0 {
+		t.Fatalf("tasks/cancel: code %d", c)
+	}
+}

@@ -2,6 +2,7 @@ package mcpexport
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -86,10 +87,22 @@ func FuzzParseTaskRequest(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"berth-1","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`))
 	f.Add([]byte(`{"id":"x","method":"tasks/update","params":{"taskId":7}}`))
 	f.Add([]byte(`{"method":"tasks/cancel","params":null}`))
+	f.Add([]byte(`{"id":1,"method":"tasks/get","params":{"taskId":"berth-REAL","taskid":"x"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req, _, _, ok := parseTaskRequest(b)
+		req, id, _, ok := parseTaskRequest(b)
 		if ok && req.Method != "tasks/get" && req.Method != "tasks/update" && req.Method != "tasks/cancel" {
 			t.Fatalf("%q taken as a task request (%s)", b, req.Method)
+		}
+		if ok && req.bad == "" {
+			// What is dispatched names the task the header was checked
+			// against, however a reader matches keys.
+			var exact map[string]json.RawMessage
+			var folded struct {
+				TaskID string `json:"taskId"`
+			}
+			if json.Unmarshal(req.Params, &exact) != nil || json.Unmarshal(req.Params, &folded) != nil || folded.TaskID != id {
+				t.Fatalf("%q: params %s, id %q", b, req.Params, id)
+			}
 		}
 	})
 }
@@ -106,4 +119,49 @@ func FuzzRewriteMessage(f *testing.F) {
 		}
 		_ = rewriteEvent(append(append([]byte("data: "), b...), '\n', '\n'))
 	})
+}
+
+// The params of a task request are read once, with exact keys: a key
+// that differs from one berth reads only in case is refused (the header
+// check and the dispatch could otherwise name different tasks), and what
+// is dispatched is the keys berth read.
+func TestParseTaskRequestTwins(t *testing.T) {
+	for _, params := range []string{
+		`{"taskId":"berth-REAL","taskid":"x"}`,
+		`{"taskid":"x","taskId":"berth-REAL"}`,
+		`{"taskId":"a","TaskId":"a"}`,
+		`{"taskId":"a","_meta":{},"_META":{}}`,
+		`{"taskId":"a","inputResponses":{},"inputresponses":{}}`,
+		`{"taskId":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/ClientCapabilities":{}}}`,
+		`{"taskId":"a","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{},"Extensions":{}}}}`,
+		`{"taskId":7}`,
+		`[1]`,
+	} {
+		req, id, _, ok := parseTaskRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":` + params + `}`))
+		if !ok || req.bad == "" || id != "" || req.Params != nil {
+			t.Errorf("params %s: bad %q, id %q, params %s, want refused", params, req.bad, id, req.Params)
+		}
+	}
+	req, id, _, ok := parseTaskRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"taskId":"berth-1","inputResponses":{"k":{}},"other":1}}`))
+	if !ok || req.bad != "" || id != "berth-1" || string(req.Params) != `{"inputResponses":{"k":{}},"taskId":"berth-1"}` {
+		t.Fatalf("got %q %q %s", req.bad, id, req.Params)
+	}
+}
+
+// Input requests of a task berth cannot place are not passed on: the
+// answer is an error, not the plugin's input requests unchecked.
+func TestCheckTaskInputFailsClosed(t *testing.T) {
+	e := newEnv(t, nil)
+	f := &front{s: e.srv, path: "/mcp"}
+	res := json.RawMessage(`{"taskId":"berth-none","status":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"message":"Delete a.txt?","requestedSchema":{"type":"object"}}}}}`)
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		out, err := f.s.checkTaskInput(context.Background(), f.taskOwner(), method, "berth-none", json.RawMessage(`{"taskId":"berth-none"}`), res)
+		if err == nil {
+			t.Errorf("%s: passed on %s", method, out)
+		}
+	}
+	nested := json.RawMessage(`{"taskId":"berth-none","status":"completed","result":{"inputRequests":{"k":{"method":"elicitation/create","params":{"message":"Delete a.txt?"}}}}}`)
+	if out, err := f.s.checkTaskInput(context.Background(), f.taskOwner(), "tasks/get", "berth-none", json.RawMessage(`{"taskId":"berth-none"}`), nested); err == nil {
+		t.Errorf("a completed task's nested input requests: passed on %s", out)
+	}
 }

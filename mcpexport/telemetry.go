@@ -41,15 +41,47 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		name, attrs := s.requestAttributes(ctx, method, req, params)
 		ctx, span := in.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		res, err := next(ctx, method, req)
+		if target, kv, ok := s.requestTarget(params); ok {
+			span.SetName(name + " " + target)
+			span.SetAttributes(kv)
+			attrs = append(attrs, kv)
+		}
 		attrs = in.End(span, attrs, res, err)
 		in.RecordServer(ctx, time.Since(start).Seconds(), metricAttributes(attrs))
 		return res, err
 	}
 }
 
+// otherName stands, in span names and attributes, for a tool or prompt
+// name the client chose that berth does not offer: the client's text
+// never reaches the trace backend, nor makes a metric series.
+const otherName = "_OTHER"
+
+// requestTarget is the tool or prompt a request names, as span name
+// suffix and attribute; otherName for a name berth does not offer. It is
+// asked after the request was served: the catalog is synced by then.
+func (s *Server) requestTarget(params mcp.Params) (string, attribute.KeyValue, bool) {
+	switch p := params.(type) {
+	case *mcp.CallToolParamsRaw:
+		tool := otherName
+		if s.hasTool(p.Name) || s.offeredTool(p.Name) != nil {
+			tool = p.Name
+		}
+		return tool, mcpotel.ToolName.String(tool), true
+	case *mcp.GetPromptParams:
+		prompt := otherName
+		if s.hasPrompt(p.Name) {
+			prompt = p.Name
+		}
+		return prompt, mcpotel.PromptName.String(prompt), true
+	}
+	return "", attribute.KeyValue{}, false
+}
+
 // requestAttributes are a request's span name and attributes: the
 // conventions' (no argument values, no resource URI unless the operator
-// opted in: Options.TelemetryContentUnsafe) and berth's profile.
+// opted in: Options.TelemetryContentUnsafe) and berth's profile; the
+// tool or prompt is added after (requestTarget).
 func (s *Server) requestAttributes(ctx context.Context, method string, req mcp.Request, params mcp.Params) (string, []attribute.KeyValue) {
 	name := method
 	attrs := make([]attribute.KeyValue, 0, 10)
@@ -77,14 +109,10 @@ func (s *Server) requestAttributes(ctx context.Context, method string, req mcp.R
 	}
 	switch p := params.(type) {
 	case *mcp.CallToolParamsRaw:
-		name += " " + p.Name
-		attrs = append(attrs, mcpotel.ToolName.String(p.Name), mcpotel.OperationName.String("execute_tool"))
+		attrs = append(attrs, mcpotel.OperationName.String("execute_tool"))
 		if s.tel.Content && len(p.Arguments) > 0 {
 			attrs = append(attrs, mcpotel.ToolArguments.String(string(p.Arguments)))
 		}
-	case *mcp.GetPromptParams:
-		name += " " + p.Name
-		attrs = append(attrs, mcpotel.PromptName.String(p.Name))
 	case *mcp.ReadResourceParams:
 		if s.tel.Content {
 			attrs = append(attrs, mcpotel.ResourceURI.String(p.URI))

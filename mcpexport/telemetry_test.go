@@ -413,3 +413,42 @@ func TestTelemetryHTTP(t *testing.T) {
 		t.Errorf("the session ID %q reached the OTLP endpoint", cs.ID())
 	}
 }
+
+// TestTelemetryUnknownToolName: a tools/call or prompts/get of a name
+// berth does not offer is named _OTHER in the span's name, its
+// attributes and the duration histogram: the client's text never
+// reaches the trace backend nor makes a metric series.
+func TestTelemetryUnknownToolName(t *testing.T) {
+	sink := otlpsink.Start(t)
+	e := newOtelEnv(t, sink, false, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.Connect(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "otel-client", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	junk := "junk-" + canary
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: junk}); err == nil {
+		t.Fatalf("tools/call %s succeeded", junk)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: junk}); err == nil {
+		t.Fatalf("prompts/get %s succeeded", junk)
+	}
+	e.flush(t)
+	if sink.Contains([]byte(canary)) {
+		t.Errorf("the client's unknown name %q reached the OTLP endpoint", junk)
+	}
+	sp := otlpsink.Find(sink.Spans(), "tools/call _OTHER")
+	if sp == nil {
+		t.Fatal("no span tools/call _OTHER")
+	}
+	wantAttrs(t, sp, map[string]string{"gen_ai.tool.name": "_OTHER"})
+	if sp := otlpsink.Find(sink.Spans(), "prompts/get _OTHER"); sp == nil {
+		t.Error("no span prompts/get _OTHER")
+	}
+}

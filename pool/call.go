@@ -298,6 +298,7 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	cctx, closeRelay := s.openRelay(cctx, c)
 	defer closeRelay()
 	res, err := c.sess.callTool(cctx, e.def.Name, args)
+	c.taskCallReturned(taskCallFrom(ctx), err) // tasks.go
 	if err == nil {
 		s.mu.Lock()
 		s.inRow = 0

@@ -84,6 +84,7 @@ type TaskCall struct {
 
 	mu      sync.Mutex
 	created json.RawMessage
+	task    *liveTask
 }
 
 // Created is the CreateTaskResult to give the client, with berth's task
@@ -237,15 +238,20 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 		if !ok {
 			return false
 		}
+		// t.mu is held to the end, so that a call returning meanwhile
+		// (taskCallReturned) either finds its task recorded or its
+		// expect entry still there.
 		t.mu.Lock()
+		defer t.mu.Unlock()
 		tc := t.expect[id]
 		delete(t.expect, id)
-		t.mu.Unlock()
-		if tc == nil && m.Error == nil && c.stdio() && bytes.Contains(m.Result, []byte(`"task"`)) {
+		if tc == nil && m.Error == nil && c.stdio() && mayBeTask(m.Result) {
+			// Not asked for a task, or its caller has gone (it cannot
+			// be told of the task): refused and cancelled.
 			c.refuseUnaskedTask(m)
 		}
 		if tc != nil && m.Error == nil {
-			created, upstream, err := c.taskCreated(tc, m.Result)
+			created, upstream, lt, err := c.taskCreated(tc, m.Result)
 			switch {
 			case err != nil:
 				// The table is full for this owner or for all: the task
@@ -256,7 +262,7 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 				c.cancelUpstream(upstream)
 			case created != nil:
 				tc.mu.Lock()
-				tc.created = created
+				tc.created, tc.task = created, lt
 				tc.mu.Unlock()
 				m.Result = json.RawMessage(`{"content":[]}`)
 			}
@@ -276,6 +282,42 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 		return true
 	}
 	return false
+}
+
+// mayBeTask is the cheap test of a result for a CreateTaskResult: the
+// bytes "task", or a \u escape (JSON may spell "task" with them), else
+// it cannot be one.
+func mayBeTask(result json.RawMessage) bool {
+	return bytes.Contains(result, []byte(`"task"`)) || bytes.Contains(result, []byte(`\u`))
+}
+
+// taskCallReturned is called when the tools/call of tc on c returned
+// (err its error): its expect entries go, so that a CreateTaskResult
+// arriving later, which no client can be told of, is refused and
+// cancelled (tasksOnRead); a task recorded for a call that then failed
+// is ended.
+func (c *conn) taskCallReturned(tc *TaskCall, err error) {
+	if tc == nil {
+		return
+	}
+	t := &c.tasks
+	t.mu.Lock()
+	for id, x := range t.expect {
+		if x == tc {
+			delete(t.expect, id)
+		}
+	}
+	t.mu.Unlock()
+	if err == nil {
+		return
+	}
+	tc.mu.Lock()
+	lt := tc.task
+	tc.created, tc.task = nil, nil
+	tc.mu.Unlock()
+	if lt != nil {
+		go lt.srv.endTask(lt, fmt.Sprintf("the call that created it returned without it (%v)", err))
+	}
 }
 
 // refuseUnaskedTask turns a CreateTaskResult answering a request that
@@ -308,30 +350,30 @@ func (c *conn) cancelUpstream(upstream string) {
 }
 
 // taskCreated records a CreateTaskResult and returns it with berth's task
-// ID; nil when result is not one. upstream is the server's task ID; err
-// says why berth refused to keep the task.
-func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) (created json.RawMessage, upstream string, err error) {
+// ID, and the task; nil when result is not one. upstream is the server's
+// task ID; err says why berth refused to keep the task.
+func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) (created json.RawMessage, upstream string, lt *liveTask, err error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(result, &m) != nil {
-		return nil, "", nil
+		return nil, "", nil, nil
 	}
 	var rt, status string
 	_ = json.Unmarshal(m["resultType"], &rt)
 	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || !c.stdio() {
-		return nil, "", nil
+		return nil, "", nil, nil
 	}
 	_ = json.Unmarshal(m["status"], &status)
-	lt := &liveTask{id: "berth-" + rand.Text(), upstream: upstream, owner: tc.Owner, tool: tc.Tool, by: tc.DecidedBy, srv: c.srv, c: c, status: status, updated: time.Now()}
+	lt = &liveTask{id: "berth-" + rand.Text(), upstream: upstream, owner: tc.Owner, tool: tc.Tool, by: tc.DecidedBy, srv: c.srv, c: c, status: status, updated: time.Now()}
 	_ = json.Unmarshal(m["createdAt"], &lt.createdAt)
 	if err := c.srv.p.tasks.add(lt); err != nil {
-		return nil, upstream, fmt.Errorf("%s %s made a task of %s, and berth refused it: %w", c.srv.noun(), c.srv.id, tc.Tool, err)
+		return nil, upstream, nil, fmt.Errorf("%s %s made a task of %s, and berth refused it: %w", c.srv.noun(), c.srv.id, tc.Tool, err)
 	}
 	m["taskId"], _ = json.Marshal(lt.id)
 	out, err := json.Marshal(m)
 	if err != nil {
-		return nil, upstream, err
+		return nil, upstream, nil, err
 	}
-	return out, upstream, nil
+	return out, upstream, lt, nil
 }
 
 // liveTask is one task in the pool's table.
@@ -599,6 +641,11 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 	if err := json.Unmarshal(params, &in); err != nil {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
+	for _, k := range []string{"taskId", "inputResponses"} {
+		if err := foldTwin(in, k); err != nil {
+			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: " + err.Error()}
+		}
+	}
 	var id string
 	if json.Unmarshal(in["taskId"], &id) != nil || id == "" {
 		return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: "invalid params: taskId must be a string"}
@@ -608,12 +655,18 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 		return nil, unknownTask(id)
 	}
 	// The task runs on the approval of the call that made it, which does
-	// not outlive the operator's policy: a tool the policy now denies has
-	// its tasks cancelled. (A revoke or disable stops the server: endTasks.)
-	if err := p.generation(ctx); err == nil {
-		if pm := p.policyFor(t.srv, t.tool); pm.Action == store.ActionDeny {
-			t.srv.endTask(t, fmt.Sprintf("the operator's policy now denies %s (rule %q)", t.tool, pm.Pattern))
-		}
+	// not outlive the operator's policy nor the tool's surface: a tool the
+	// policy now denies, whose surface changed (withheld until accepted)
+	// or that berth no longer offers has its tasks cancelled. (A revoke or
+	// disable stops the server: endTasks.) When the policy cannot be read,
+	// the task is not served.
+	if err := p.generation(ctx); err != nil {
+		return nil, fmt.Errorf("reading the policy for task %s: %w", id, err)
+	}
+	if pm := p.policyFor(t.srv, t.tool); pm.Action == store.ActionDeny {
+		t.srv.endTask(t, fmt.Sprintf("the operator's policy now denies %s (rule %q)", t.tool, pm.Pattern))
+	} else if why := p.taskToolGone(t); why != "" {
+		t.srv.endTask(t, why)
 	}
 	p.tasks.mu.Lock()
 	ended, status := t.ended, t.status
@@ -669,6 +722,25 @@ func (p *Pool) TaskRequest(ctx context.Context, owner, method string, params jso
 		p.tasks.mu.Unlock()
 	}
 	return json.Marshal(m)
+}
+
+// taskToolGone says why berth no longer offers the tool of t as it was
+// when the task was created; "" while it does.
+func (p *Pool) taskToolGone(t *liveTask) string {
+	idx := p.index()
+	if ch, ok := idx.withheld[t.tool]; ok {
+		return (&SurfaceError{Tool: t.tool, Change: ch}).Error()
+	}
+	if e := idx.tools[t.tool]; e == nil || e.s != t.srv {
+		t.srv.mu.Lock()
+		listed := t.srv.conn == t.c && (t.srv.state == StateRunning || t.srv.state == StateChanged)
+		t.srv.mu.Unlock()
+		if !listed || t.c.ctx.Err() != nil {
+			return "" // not listing now: its connection ended (endTasks) or is changing
+		}
+		return fmt.Sprintf("berth no longer offers %s", t.tool)
+	}
+	return ""
 }
 
 // tasksEndReason says why a connection's tasks end.

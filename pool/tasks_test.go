@@ -328,3 +328,34 @@ func TestTaskCallErrorsSayWhy(t *testing.T) {
 		t.Fatalf("bad params: %v, want the JSON error wrapped (%%w)", err)
 	}
 }
+
+// A task whose tool's surface changed (withheld until accepted) is
+// cancelled at its next request, as a deny cancels it: it ran on an
+// approval of the surface that was pinned.
+func TestTaskEndsWhenItsToolIsWithheld(t *testing.T) {
+	_, p := taskPool(t)
+	id := startTask(t, p, "alice", 60)
+	p.tasks.mu.Lock()
+	s := p.tasks.m[id].srv
+	p.tasks.mu.Unlock()
+	s.mu.Lock()
+	s.changes = append(s.changes, ToolChange{Plugin: "tasks", Server: "srv", ID: s.id, Tool: "slow_compute", Kind: ChangeChanged})
+	s.mu.Unlock()
+	p.invalidate()
+	got, err := taskGet(t, p, "alice", id)
+	if err != nil || got["status"] != "cancelled" || !strings.Contains(fmt.Sprint(got["statusMessage"]), "is withheld") {
+		t.Fatalf("after its tool's surface changed: %v %v", got, err)
+	}
+}
+
+// When berth cannot read its state (the policy), a task is not served.
+func TestTaskRequestFailsClosedOnState(t *testing.T) {
+	f, p := taskPool(t)
+	id := startTask(t, p, "alice", 60)
+	if err := os.WriteFile(f.paths.State(), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := taskGet(t, p, "alice", id); err == nil || !strings.Contains(err.Error(), "reading the policy") {
+		t.Fatalf("tasks/get with an unreadable state: %v %v, want refused", got, err)
+	}
+}

@@ -15,6 +15,7 @@
 package taskserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -64,7 +65,8 @@ var tools = map[string]support{
 // task-supporting tool, whether or not the request declared the extension.
 func Main(args []string) int {
 	s := New()
-	s.alwaysTask = len(args) > 0 && args[0] == "-always-task"
+	s.alwaysTask = len(args) > 0 && (args[0] == "-always-task" || args[0] == "-always-task-escaped")
+	s.escaped = len(args) > 0 && args[0] == "-always-task-escaped"
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "taskserver:", err)
 		return 1
@@ -76,6 +78,7 @@ func Main(args []string) int {
 type Server struct {
 	sdk        *mcp.Server
 	alwaysTask bool
+	escaped    bool // attack24: "task" written as "\u0074ask"
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -272,6 +275,10 @@ func (s *Server) handle(req *jsonrpc.Request) (*jsonrpc.Response, bool) {
 	case "slow_compute":
 		var a computeArgs
 		_ = json.Unmarshal(p.Arguments, &a)
+		if a.Label == "late" {
+			// attack24: the CreateTaskResult comes after the caller gave up.
+			time.Sleep(700 * time.Millisecond)
+		}
 		run = func(t *task) {
 			select {
 			case <-time.After(a.duration()):
@@ -333,7 +340,11 @@ func (s *Server) handle(req *jsonrpc.Request) (*jsonrpc.Response, bool) {
 	}
 	t := s.create()
 	go run(t)
-	return reply(req.ID, t.created(), nil), true
+	r := reply(req.ID, t.created(), nil)
+	if s.escaped && r.Error == nil {
+		r.Result = bytes.ReplaceAll(r.Result, []byte(`"task"`), []byte(`"\u0074ask"`))
+	}
+	return r, true
 }
 
 func elicit(message, props, req string) map[string]any {
