@@ -91,6 +91,7 @@ const (
 	enabledPlugins                  // plugins enabled in the workspace
 	catalogPlugins                  // entries of the catalogs added
 	serverIDs                       // PLUGIN and PLUGIN__SERVER of the enabled plugins
+	serverOnly                      // PLUGIN__SERVER of the enabled plugins
 	toolNames                       // the exported tool names of the enabled plugins' pinned surfaces
 	catalogNames                    // catalogs added
 	approvalIDs                     // calls waiting for approval
@@ -117,7 +118,7 @@ var argNames = map[string][]nameKind{
 	"tools":              {enabledPlugins},
 	"login":              {serverIDs},
 	"logout":             {serverIDs},
-	"logs":               {serverIDs},
+	"logs":               {serverOnly},
 	"call":               {toolNames},
 	"policy set":         {toolNames, policyDecisions},
 	"policy unset":       {toolNames},
@@ -249,7 +250,7 @@ func (a *app) stateNames(cmd *cobra.Command, kind nameKind, prefix string) []cob
 		out = slices.Sorted(maps.Keys(w.Profiles))
 	case toolNames:
 		out = enabledToolNames(w)
-	case serverIDs, secretNames:
+	case serverIDs, serverOnly, secretNames:
 		out = append(out, manifestNames(st, w, kind)...)
 	}
 	return out
@@ -343,7 +344,9 @@ func manifestNames(st *store.Store, w *store.Workspace, kind nameKind) []cobra.C
 			}
 			continue
 		}
-		out = append(out, name)
+		if kind == serverIDs {
+			out = append(out, name)
+		}
 		for _, server := range slices.Sorted(maps.Keys(m.MCPServers)) {
 			out = append(out, pool.ServerID(name, server))
 		}
