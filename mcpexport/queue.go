@@ -292,7 +292,15 @@ func (p *Pending) waiting(now time.Time) bool {
 
 // List returns the pending calls, oldest first. Calls that no longer wait
 // (their process is gone or their deadline passed) are removed.
-func (q *Queue) List() ([]*Pending, error) {
+func (q *Queue) List() ([]*Pending, error) { return q.list(true) }
+
+// Waiting returns the pending calls that still wait, oldest first, as
+// List does, but only reads: it removes nothing (shell completion lists
+// them, and must change nothing).
+func (q *Queue) Waiting() ([]*Pending, error) { return q.list(false) }
+
+// list is List; clean removes what no longer waits.
+func (q *Queue) list(clean bool) ([]*Pending, error) {
 	matches, err := filepath.Glob(filepath.Join(q.dir, "*.json"))
 	if err != nil {
 		return nil, err
@@ -302,7 +310,7 @@ func (q *Queue) List() ([]*Pending, error) {
 		if id, ok := strings.CutSuffix(filepath.Base(m), ".decision.json"); ok {
 			// A decision without its call: a withdrawal's record, or what a
 			// crash left. Both go after a while.
-			if fi, err := os.Stat(m); err == nil && time.Since(fi.ModTime()) > withdrawnKept && ValidID(id) {
+			if fi, err := os.Stat(m); clean && err == nil && time.Since(fi.ModTime()) > withdrawnKept && ValidID(id) {
 				if _, err := os.Stat(q.pendingPath(id)); errors.Is(err, fs.ErrNotExist) {
 					os.Remove(m)
 				}
@@ -317,7 +325,9 @@ func (q *Queue) List() ([]*Pending, error) {
 			continue
 		}
 		if !p.waiting(time.Now()) {
-			q.Remove(p.ID)
+			if clean {
+				q.Remove(p.ID)
+			}
 			continue
 		}
 		out = append(out, p)

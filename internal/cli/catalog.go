@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -115,14 +116,56 @@ func runCatalogInit(ctx context.Context, a *app, opts *catalogInitOptions) error
 		label = "NAME"
 	}
 	addCmd := fmt.Sprintf("berth marketplace add %s SOURCE --root-sha256 %s", label, res.RootSHA256)
+	ts := ro.Expiries.Timestamp
+	if ts == 0 {
+		ts = repo.DefaultExpiries.Timestamp
+	}
+	refresh := refreshCommand(opts.Dir, opts.Keys)
 	if opts.JSON {
-		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.Dir, Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd})
+		return writeJSON(a.stdout, catalogInitJSON{Dir: opts.Dir, Keys: res.Keys, Root: res.RootPath, RootSHA256: res.RootSHA256, AddCommand: addCmd,
+			TimestampExpires: ts.String(), RefreshCommand: refresh})
 	}
 	fmt.Fprintf(a.stdout, "Created a catalog in %s, with its keys in %s.\n", opts.Dir, opts.Keys)
 	fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
 	fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
 	fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", opts.Keys)
+	fmt.Fprintf(a.stdout, "The timestamp expires %s after it is signed; then users' berth refuses the catalog as expired (exit 4) until it is re-signed. Run, %s (a cron job, a systemd timer or a scheduled CI job: docs/marketplace.md, \"Keeping a catalog fresh\"), and publish DIR after it:\n  %s\n",
+		expiryWords(ts), refreshCadence(ts), refresh)
 	return nil
+}
+
+// refreshCommand is the command that keeps the catalog in dir fresh,
+// with absolute paths so that it runs as well from cron or a timer.
+func refreshCommand(dir, keys string) string {
+	if d, err := filepath.Abs(dir); err == nil {
+		dir = d
+	}
+	if k, err := filepath.Abs(keys); err == nil {
+		keys = k
+	}
+	return "berth catalog refresh " + fsx.ShellQuote(dir) + " --keys " + fsx.ShellQuote(keys)
+}
+
+// expiryWords says a role's lifetime: whole days as days, else as a Go
+// duration.
+func expiryWords(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
+}
+
+// refreshCadence says how often refresh must run for a timestamp that
+// lives d: daily for a day or more, else more often than d.
+func refreshCadence(d time.Duration) string {
+	if d >= 24*time.Hour {
+		return "at least daily"
+	}
+	return "more often than every " + d.String()
 }
 
 // catalogInitJSON is what catalog init --json prints.
@@ -140,6 +183,13 @@ type catalogInitJSON struct {
 	// served (SOURCE stands for where; NAME for the name when --name was
 	// not given).
 	AddCommand string `json:"addCommand"`
+	// TimestampExpires is how long a signed timestamp stays valid (a Go
+	// duration): the catalog expires unless RefreshCommand runs more
+	// often than that.
+	TimestampExpires string `json:"timestampExpires"`
+	// RefreshCommand re-signs the timestamp (and the snapshot when due),
+	// with absolute paths: the daily job of docs/marketplace.md.
+	RefreshCommand string `json:"refreshCommand"`
 }
 
 // catalogPublishJSON is what catalog refresh --json and catalog sign

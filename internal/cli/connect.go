@@ -214,17 +214,20 @@ to the MCP configuration of CLIENT:
   vscode          DIR/.vscode/mcp.json, or the user mcp.json with --user
 
 The entry runs this berth binary by its absolute path. DIR is --workspace,
-or the current directory; with --portable (VS Code and Cursor) the entry
-says ${workspaceFolder} instead, which the client expands, so a committed
-file works for everyone who opens the project. Every other key, server and
-comment in the file is kept as it was; the old file is first copied to
-$BERTH_HOME/backups/ (the last five copies of each file are kept), and the
-new one replaces it atomically.
+or the current directory. A workspace's file is usually committed: connect
+warns when it writes this machine's paths into one. With --portable (VS
+Code and Cursor) the entry runs 'berth' from the client's PATH, says
+${workspaceFolder}, which the client expands, and records no PATH or
+BERTH_HOME, so a committed file works for everyone who opens the project.
+Every other key, server and comment in the file is kept as it was; the old
+file is first copied to $BERTH_HOME/backups/ (the last five copies of each
+file are kept), and the new one replaces it atomically.
 
 GUI clients start berth with almost no environment. Connect records the
-PATH of this shell in the entry's env (shown before it writes; --no-path
-leaves it out), so that the servers berth runs find npx, uvx and other
-programs; BERTH_HOME too when it is set. --env NAME copies another
+PATH of this shell in the entry's env, each directory once (shown before
+it writes; --no-path or --portable leaves it out), so that the servers
+berth runs find npx, uvx and other programs; BERTH_HOME too when it is
+set (not with --portable). --env NAME copies another
 variable; a name that looks like a secret (it has TOKEN, KEY, SECRET or
 PASSWORD) is refused: store secrets with 'berth secret set NAME', which
 never puts them in a client's file. Connect then lists every variable the
@@ -281,7 +284,7 @@ func newConnectCmd(a *app) *cobra.Command {
 	fl.BoolVar(&f.Force, "force", false, "replace a different entry of the same name")
 	fl.BoolVar(&f.Print, "print", false, "print the entry and the file it would go to; write nothing")
 	fl.BoolVar(&f.NoPath, "no-path", false, "do not record this shell's PATH in the entry")
-	fl.BoolVar(&f.Portable, "portable", false, "write ${workspaceFolder} instead of the absolute workspace (vscode and cursor)")
+	fl.BoolVar(&f.Portable, "portable", false, "write a file to commit: the command berth, ${workspaceFolder}, no PATH or BERTH_HOME (vscode and cursor)")
 	fl.StringArrayVar(&f.Env, "env", nil, "copy the variable `NAME` of this shell into the entry (not a secret; repeatable)")
 	fl.StringVar(&f.HTTP, "http", "", "write an HTTP entry for the berth serve --http listening at `URL`, its token kept out of the file (claude-code, cursor, vscode)")
 	fl.StringVar(&f.TokenFile, "token-file", "", "with --http: the token file of that berth serve (default $BERTH_HOME/serve.token)")
@@ -387,7 +390,7 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 	if err != nil {
 		return nil, err
 	}
-	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.NoPath); err != nil {
+	if p.entry, p.path, err = a.connectEntry(s, exe, wsArg, p.extra, f.NoPath, f.Portable); err != nil {
 		return nil, err
 	}
 	if f.Profile != "" {
@@ -399,17 +402,12 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 	if p.missing, p.warnings, err = a.missingSources(s.workspace, f.Profile, p.entry.Env); err != nil {
 		return nil, err
 	}
-	if f.Portable && f.Profile != "" {
-		p.warnings = append(p.warnings, fmt.Sprintf("the portable entry serves profile %s, which lives in your berth's state: others who open the project need a profile of that name in theirs (berth profile create %s)", f.Profile, f.Profile))
-	}
 	if f.Portable {
-		for _, k := range []string{"PATH", "BERTH_HOME"} {
-			if v, ok := p.entry.Env[k]; ok {
-				p.warnings = append(p.warnings, fmt.Sprintf("the portable entry still records %s=%s, which is this machine's; others who open the project have their own (%s)", k, v, map[string]string{"PATH": "--no-path leaves it out", "BERTH_HOME": "unset BERTH_HOME to leave it out"}[k]))
-			}
-		}
+		p.warnings = append(p.warnings, a.portableWarnings(f)...)
+	} else {
+		p.warnings = append(p.warnings, committedWarnings(s, p.entry)...)
 	}
-	if temporaryBuild(exe) {
+	if !f.Portable && temporaryBuild(exe) {
 		p.warnings = append(p.warnings, fmt.Sprintf("%s is a temporary build (go run) that disappears when it exits: install berth (make build, or go install ./cmd/berth) and run connect with the installed binary", exe))
 	}
 	p.running = clientconfig.Running(ctx, s.client, s.env)
@@ -418,12 +416,17 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 
 // connectEntry is the entry that runs exe for wsArg, with the variables
 // it records: BERTH_HOME when set, this shell's PATH (unless noPath) and
-// extra. It returns the PATH recorded.
-func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]string, noPath bool) (clientconfig.Entry, string, error) {
+// extra. A portable entry runs "berth" from the client's PATH and records
+// neither PATH nor BERTH_HOME: nothing of this machine. It returns the
+// PATH recorded.
+func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]string, noPath, portable bool) (clientconfig.Entry, string, error) {
+	if portable {
+		exe, noPath = "berth", true
+	}
 	entry := clientconfig.NewEntry(s.client, s.env, exe, wsArg)
 	// A client starts berth without this shell's environment: a BERTH_HOME
 	// set here goes into the entry, or its berth would use another state root.
-	if h := a.getenv("BERTH_HOME"); h != "" {
+	if h := a.getenv("BERTH_HOME"); h != "" && !portable {
 		paths, err := store.NewPaths(h)
 		if err != nil {
 			return entry, "", fmt.Errorf("BERTH_HOME=%s: %v; set it to an absolute directory", h, err)
@@ -437,7 +440,7 @@ func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]s
 	// would not find npx, uvx or node.
 	path := ""
 	if !noPath {
-		path = a.getenv("PATH")
+		path = dedupePath(a.getenv("PATH"))
 	}
 	if path != "" || len(extra) > 0 {
 		if entry.Env == nil {
@@ -449,6 +452,63 @@ func (a *app) connectEntry(s *clientSetup, exe, wsArg string, extra map[string]s
 		maps.Copy(entry.Env, extra)
 	}
 	return entry, path, nil
+}
+
+// dedupePath is the list path (PATH) with each directory once, where it
+// first appears: a shell's PATH often has the same directory several
+// times (profiles that each prepend it), which the entry need not repeat.
+func dedupePath(path string) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, dir := range filepath.SplitList(path) {
+		if !seen[dir] {
+			seen[dir] = true
+			out = append(out, dir)
+		}
+	}
+	return strings.Join(out, string(os.PathListSeparator))
+}
+
+// portableWarnings are what a portable entry, which names nothing of this
+// machine, leaves to the client's environment.
+func (a *app) portableWarnings(f *connectOptions) []string {
+	var w []string
+	if f.Profile != "" {
+		w = append(w, fmt.Sprintf("the portable entry serves profile %s, which lives in your berth's state: others who open the project need a profile of that name in theirs (berth profile create %s)", f.Profile, f.Profile))
+	}
+	if h := a.getenv("BERTH_HOME"); h != "" {
+		w = append(w, fmt.Sprintf("BERTH_HOME=%s is set here, and the portable entry does not record it: the client's berth uses the BERTH_HOME of the client's environment, or the default state root, where the plugins enabled here may not be (start the client from this shell, or connect without --portable)", h))
+	}
+	if !onPath(a.getenv("PATH"), "berth") {
+		w = append(w, "berth is not on PATH here, and the portable entry runs the berth on the client's PATH: put berth on PATH (go install ./cmd/berth puts it in $(go env GOPATH)/bin), or connect without --portable")
+	}
+	if len(f.Env) > 0 {
+		w = append(w, fmt.Sprintf("the portable entry records the values of %s from this shell (--env), which others who open the project may not want", strings.Join(f.Env, ", ")))
+	}
+	return w
+}
+
+// committedWarnings warn when entry, not portable, goes into a project
+// file, which is usually committed, with this machine's paths in it.
+func committedWarnings(s *clientSetup, entry clientconfig.Entry) []string {
+	var w []string
+	for _, t := range s.targets {
+		if t.User {
+			continue
+		}
+		machine := []string{"the berth binary " + entry.Command, "the workspace " + s.workspace}
+		for _, k := range []string{"PATH", "BERTH_HOME"} {
+			if _, ok := entry.Env[k]; ok {
+				machine = append(machine, k)
+			}
+		}
+		fix := "--portable writes the command berth, ${workspaceFolder} and no PATH or BERTH_HOME, which VS Code and Cursor expand on every machine"
+		if s.client == clientconfig.ClaudeCode {
+			fix = "Claude Code does not expand ${workspaceFolder}, so --portable (VS Code and Cursor) cannot help here: keep the entry in your own ~/.claude.json with --user, or keep .mcp.json out of the repository"
+		}
+		w = append(w, fmt.Sprintf("%s is a project file, usually committed, and this entry names this machine's paths (%s), which others who clone the project do not have: %s", t.Path, strings.Join(machine, ", "), fix))
+	}
+	return w
 }
 
 // printConnect prints the entry and its files for connect --print.

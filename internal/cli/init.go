@@ -22,9 +22,13 @@ type initJSON struct {
 	Dir string `json:"dir"`
 	// Name is the plugin name written into the manifest.
 	Name string `json:"name"`
-	// Manifest and Readme are the files written.
+	// Manifest is the manifest written.
 	Manifest string `json:"manifest"`
-	Readme   string `json:"readme"`
+	// Readme is the README written; absent when one was already there.
+	Readme string `json:"readme,omitempty"`
+	// Kept are the files init found already there and left as they were
+	// (a README.md of the directory).
+	Kept []string `json:"kept,omitempty"`
 }
 
 func newInitCmd(a *app) *cobra.Command {
@@ -37,11 +41,12 @@ made if missing): a manifest with one local (stdio) server whose command is
 left empty, and DIR/README.md beside it, which explains each field and shows
 a remote server. Fill in the command (and the rest), then run
 'berth validate DIR': it accepts the bundle once the command names a real
-program. Init never overwrites a file.
+program. Init never overwrites a file: beside a README.md of your own it
+writes berth.json alone and says so; a berth.json already there is refused.
 
 The plugin's name is --name, or DIR's name made into a valid plugin name.
 
-Exit codes: 0 written, 1 a file is already there, 2 usage.`,
+Exit codes: 0 written, 1 berth.json is already there, 2 usage.`,
 		Example: `  berth init acme-notes
   berth init --name acme-notes .
   berth validate acme-notes`,
@@ -79,10 +84,14 @@ func runInit(_ context.Context, a *app, opts *initOptions) error {
 		return usagef("--name %q is not a plugin name: use 1-64 lower-case letters, digits and '-', starting and ending with a letter or digit", opts.Name)
 	}
 	manifest, readme := filepath.Join(abs, "berth.json"), filepath.Join(abs, "README.md")
-	for _, p := range []string{manifest, readme} {
-		if _, err := os.Lstat(p); err == nil {
-			return fmt.Errorf("%s already exists; berth init never overwrites a file: move it aside, or start in another DIR", p)
-		}
+	if _, err := os.Lstat(manifest); err == nil {
+		return fmt.Errorf("%s already exists; berth init never overwrites a file: move it aside, or start in another DIR", manifest)
+	}
+	// A README.md of the directory (a repository's own) is kept, and
+	// berth.json written beside it.
+	out := initJSON{Dir: abs, Name: opts.Name, Manifest: manifest, Readme: readme}
+	if _, err := os.Lstat(readme); err == nil {
+		out.Readme, out.Kept = "", []string{readme}
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", abs, err)
@@ -90,13 +99,19 @@ func runInit(_ context.Context, a *app, opts *initOptions) error {
 	if err := atomicfile.WriteNew(manifest, []byte(initManifest(opts.Name)), 0o644); err != nil {
 		return initExists(err)
 	}
-	if err := atomicfile.WriteNew(readme, []byte(initReadme(opts.Name)), 0o644); err != nil {
-		os.Remove(manifest)
-		return initExists(err)
+	if out.Readme != "" {
+		if err := atomicfile.WriteNew(readme, []byte(initReadme(opts.Name)), 0o644); err != nil {
+			os.Remove(manifest)
+			return initExists(err)
+		}
 	}
 	_ = atomicfile.SyncDir(abs)
 	if opts.JSON {
-		return writeJSON(a.stdout, initJSON{Dir: abs, Name: opts.Name, Manifest: manifest, Readme: readme})
+		return writeJSON(a.stdout, out)
+	}
+	if out.Readme == "" {
+		fmt.Fprintf(a.stdout, "Wrote %s alone: %s is already there, and berth init never overwrites a file (berth's docs/manifest.md explains every field).\nNext: fill in mcpServers.main.stdio.command, then run: berth validate %s\n", manifest, readme, dir)
+		return nil
 	}
 	fmt.Fprintf(a.stdout, "Wrote %s and %s.\nNext: fill in mcpServers.main.stdio.command (README.md explains every field), then run: berth validate %s\n", manifest, readme, dir)
 	return nil
@@ -155,7 +170,8 @@ docs/manifest.md; every rule berth checks is in docs/rules.md.
 
 - ` + "`manifestVersion`" + `: always 1.
 - ` + "`name`" + `: the plugin's name: 1-64 lower-case letters, digits and '-'.
-  Its tools are offered as ` + "`<name>-<server>__<tool>`" + `.
+  Its tools are offered to MCP clients as ` + "`<name>__<server>__<tool>`" + `
+  (here ` + "`" + name + "__main__<tool>`" + `).
 - ` + "`version`" + `: a semantic version (1.4.2). Each version is trusted on its own.
 - ` + "`description`" + `: one line, shown in reviews and lists.
 - ` + "`mcpServers`" + `: the MCP servers of the plugin, by name (here ` + "`main`" + `).

@@ -93,6 +93,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return cmd.Help()
 	}
+	registerCompletions(a, root)
 	return root
 }
 

@@ -49,6 +49,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("FIXTURES", fixtures)
 			env.Setenv("BERTH_HOME", filepath.Join(env.WorkDir, ".berth-home"))
 			env.Setenv("GORACE", os.Getenv("GORACE"))
+			// PATH_ONCE is PATH with each directory once, as connect records it.
+			env.Setenv("PATH_ONCE", dedupePath(env.Getenv("PATH")))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
