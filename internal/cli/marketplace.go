@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -453,6 +454,11 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		if names, err = c.Names(); err != nil {
 			return err
 		}
+		// The built-in catalog comes with the binary: nothing to update.
+		names = slices.DeleteFunc(names, func(n string) bool {
+			k, err := c.Kind(n)
+			return err == nil && k == marketplace.KindBuiltin
+		})
 		if len(names) == 0 {
 			if opts.JSON {
 				return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})

@@ -60,6 +60,7 @@ func TestScripts(t *testing.T) {
 			"serve-registry": serveRegistryCmd,
 			"npmreg":         npmregCmd,
 			"pyreg":          pyregCmd,
+			"builtin-entry":  builtinEntryCmd,
 		},
 	})
 }
