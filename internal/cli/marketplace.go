@@ -451,19 +451,14 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 	}
 	names := opts.Args
 	if len(names) == 0 {
-		if names, err = c.Names(); err != nil {
+		if names, err = updatable(c); err != nil {
 			return err
 		}
-		// The built-in catalog comes with the binary: nothing to update.
-		names = slices.DeleteFunc(names, func(n string) bool {
-			k, err := c.Kind(n)
-			return err == nil && k == marketplace.KindBuiltin
-		})
 		if len(names) == 0 {
 			if opts.JSON {
 				return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})
 			}
-			fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+			fmt.Fprintln(a.stdout, "No catalogs to update (the built-in one comes with berth). Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
 			return nil
 		}
 	} else if err := marketplace.CheckName(names[0]); err != nil {
@@ -489,6 +484,10 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		a.reportSummaryChanges(n, r.SummaryChanges)
 		if opts.JSON {
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
+			continue
+		}
+		if r.Kind == marketplace.KindBuiltin {
+			fmt.Fprintf(a.stdout, "%s: %s: %d plugin(s), built into berth: nothing to update.\n", n, review.Printable(r.Source), r.Plugins)
 			continue
 		}
 		if r.Unsigned {
@@ -669,4 +668,17 @@ func (a *app) restoreBuiltin(ctx context.Context, opts *marketplaceAddOptions) e
 	}
 	fmt.Fprintf(a.stdout, "Added catalog %s, %s: %d plugin(s), pinned by this berth binary.\n", ci.Name, ci.Source, ci.Plugins)
 	return nil
+}
+
+// updatable lists the catalogs marketplace update with no NAME updates:
+// all but the built-in one, which comes with the binary.
+func updatable(c *marketplace.Cache) ([]string, error) {
+	names, err := c.Names()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(names, func(n string) bool {
+		k, err := c.Kind(n)
+		return err == nil && k == marketplace.KindBuiltin
+	}), nil
 }
