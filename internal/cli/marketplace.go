@@ -30,7 +30,9 @@ func (a *app) catalogs() (*marketplace.Cache, error) {
 	// The built-in catalog is there from the first command on, unless the
 	// operator removed it. A BERTH_HOME berth cannot write to lists the
 	// catalogs it has: the failure is no reason to refuse a command.
-	_ = c.EnsureBuiltin(context.Background())
+	if !a.completing {
+		_ = c.EnsureBuiltin(context.Background())
+	}
 	return c, nil
 }
 
