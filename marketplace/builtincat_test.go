@@ -96,3 +96,30 @@ func TestCheckBuiltinFetch(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEnsureBuiltinCurrent is what every command that opens the
+// catalogs pays once the built-in catalog is in the cache.
+func BenchmarkEnsureBuiltinCurrent(b *testing.B) {
+	ctx := context.Background()
+	c := OpenCache(filepath.Join(b.TempDir(), "catalogs"), nil)
+	if err := c.EnsureBuiltin(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := c.EnsureBuiltin(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEnsureBuiltinFirst is the first command on a fresh BERTH_HOME.
+func BenchmarkEnsureBuiltinFirst(b *testing.B) {
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		c := OpenCache(filepath.Join(b.TempDir(), "catalogs"), nil)
+		if err := c.EnsureBuiltin(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
