@@ -5,7 +5,7 @@ BIN     ?= bin/berth
 # staticcheck, run at a pinned version so a fresh machine needs only Go.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test fuzz bench lint demo peers clean
+.PHONY: build test fuzz bench lint demo peers clean builtin-catalog
 
 build:
 	$(GO) build -o $(BIN) ./cmd/berth
@@ -44,6 +44,15 @@ lint:
 	out=$$(gofmt -l $$files); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# The built-in catalog (docs/marketplace.md, "The built-in catalog"):
+# pins each reference server to the npm registry's newest version and its
+# tarball integrity, prints the authority diff of every entry, and
+# rewrites marketplace/builtin. ARGS=-check changes nothing (exit 5 when
+# it would).
+builtin-catalog:
+	$(GO) run ./internal/builtingen $(ARGS)
+	$(GO) test ./marketplace/builtin
 
 # The npm test peers (server-everything, Inspector, conformance, Node 22).
 peers:

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 )
@@ -645,6 +646,14 @@ func (c *Cache) Remove(ctx context.Context, name string) error {
 	dir := filepath.Join(c.dir, name)
 	if _, err := os.Lstat(filepath.Join(dir, "state.json")); err != nil {
 		return fmt.Errorf("%w: there is no catalog %s (berth marketplace list shows them)", ErrNoCatalog, name)
+	}
+	if name == builtin.Name {
+		// Removed by the operator, it stays removed: berth does not put
+		// the built-in catalog back by itself, and a catalog they add
+		// under the name is theirs.
+		if err := c.markBuiltinRemoved(); err != nil {
+			return err
+		}
 	}
 	gone := filepath.Join(c.dir, ".removed-"+name+"-"+randomHex(4))
 	if err := os.Rename(dir, gone); err != nil {

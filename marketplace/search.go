@@ -209,6 +209,10 @@ type Result struct {
 	// Unsigned is true for an entry of an unsigned source (an MCP
 	// Registry or a marketplace.json): nobody signed it.
 	Unsigned bool `json:"unsigned"`
+	// Builtin is true for an entry of the built-in catalog: unsigned,
+	// but pinned by the berth binary (its digest and its package's
+	// integrity).
+	Builtin bool `json:"builtin,omitempty"`
 	// SourceName is the name the unsigned source gives the entry (the
 	// registry name, io.github.acme/weather), when it has one.
 	SourceName string `json:"sourceName,omitempty"`
@@ -294,7 +298,7 @@ func (c *Cache) Search(q Query, resolve *ResolveOptions) (*SearchResult, error) 
 			if !ok {
 				continue
 			}
-			res := Result{Catalog: name, Name: e.Name, Description: e.Description, Tier: e.Tier, Tags: e.Tags, Match: m, Stale: ci.Stale, Unsigned: ci.Unsigned}
+			res := Result{Catalog: name, Name: e.Name, Description: e.Description, Tier: e.Tier, Tags: e.Tags, Match: m, Stale: ci.Stale, Unsigned: ci.Unsigned, Builtin: ci.Kind == KindBuiltin}
 			if ci.Kind == KindRegistry {
 				res.SourceName = e.Publisher // the index keeps the registry name there
 			}

@@ -77,6 +77,10 @@ type unsignedList struct {
 	// versions then leave nil (foreign.RegistryItem.TakeServer); nil for
 	// a marketplace.json.
 	spool *spool
+	// tier is the tier the index gives every entry ("" means community);
+	// tags the tags of each entry by name (the built-in catalog's).
+	tier catalog.Tier
+	tags map[string][]string
 }
 
 // close removes the list's spool, if any.
@@ -188,6 +192,8 @@ func (c *Cache) fetchUnsigned(ctx context.Context, st *state, old []*foreign.Uns
 	switch st.Kind {
 	case KindRegistry:
 		list, err = c.fetchRegistry(ctx, st.Name, st.Source)
+	case KindBuiltin:
+		list, err = builtinList()
 	case KindClaudeMarketplace:
 		list, err = c.readClaudeMarketplace(ctx, st.Name, st.Source)
 		if err == nil {
@@ -336,7 +342,11 @@ func (c *Cache) writeUnsignedGen(parent string, list *unsignedList, now time.Tim
 	for i, p := range list.plugins {
 		// The index's publisher field holds the source's own name, so a
 		// search for "acme/weather" finds io.github.acme/weather.
-		e := indexEntry{Off: spans[i].Off, N: spans[i].N, Name: p.Name, Description: p.Description, Tier: catalog.TierCommunity, Publisher: p.SourceName}
+		tier := catalog.TierCommunity
+		if list.tier != "" {
+			tier = list.tier
+		}
+		e := indexEntry{Off: spans[i].Off, N: spans[i].N, Name: p.Name, Description: p.Description, Tier: tier, Tags: list.tags[p.Name], Publisher: p.SourceName}
 		for _, v := range p.Versions {
 			e.Versions = append(e.Versions, indexVersion{Version: v.Version, Status: v.Status, Released: v.Released})
 		}

@@ -15,6 +15,7 @@ import (
 	// formats are registered.
 	_ "github.com/berth-mcp/berth/bundle/formats"
 	"github.com/berth-mcp/berth/bundle/importer"
+	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
 	"github.com/berth-mcp/berth/review"
@@ -205,6 +206,20 @@ func (c *Cache) openUnsigned(ctx context.Context, ci *CatalogInfo, p *foreign.Un
 			return "", nil, err
 		}
 		return file, func() { os.RemoveAll(dir) }, nil
+	case KindBuiltin:
+		tempDir := ""
+		if opts != nil {
+			tempDir = opts.TempDir
+		}
+		dir, err := os.MkdirTemp(tempDir, "berth-builtin-")
+		if err != nil {
+			return "", nil, err
+		}
+		if err := builtin.WriteBundle(p.Name, dir); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		return dir, func() { os.RemoveAll(dir) }, nil
 	case KindClaudeMarketplace:
 		if strings.Contains(ci.Source, "://") {
 			return "", nil, fmt.Errorf("catalog %s was read from a URL; berth fetches no plugins from one", ci.Name)
@@ -279,6 +294,9 @@ func (c *Cache) ShowUnsigned(ctx context.Context, catName, given, version string
 		out.MCPB = &ShownMCPB{URL: pkg.URL, SHA256: pkg.SHA256, Name: b.Manifest.Name, Version: b.Manifest.Version}
 	}
 	out.InstallCommand = installCommand(catName, p.Name, shown.Version, b.Digest)
+	if ci.Kind == KindBuiltin {
+		out.InstallCommand = fmt.Sprintf("berth install %s@%s --catalog %s", p.Name, shown.Version, catName)
+	}
 	return out, nil
 }
 
@@ -350,6 +368,9 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 		return nil, err
 	}
 	defer cleanup()
+	if ci.Kind == KindBuiltin {
+		return c.installBuiltin(ctx, st, req, p, v, src, out)
+	}
 	if !req.AllowUnsigned || req.Digest.IsZero() {
 		b, err := openEntryBundle(ctx, ci, p, v, src, req.Bundle)
 		if err != nil {
@@ -407,6 +428,9 @@ func entryLabel(ci *CatalogInfo, p *foreign.UnsignedPlugin, v *foreign.UnsignedV
 			return fmt.Sprintf("the MCP Bundle %s of %s %s (catalog %s)", pkg.URL, p.SourceName, v.Version, ci.Name)
 		}
 		return fmt.Sprintf("the server.json of %s %s (catalog %s)", p.SourceName, v.Version, ci.Name)
+	}
+	if ci.Kind == KindBuiltin {
+		return fmt.Sprintf("the built-in bundle of %s %s (catalog %s)", p.Name, v.Version, ci.Name)
 	}
 	return fmt.Sprintf("%s (%s %s of catalog %s)", p.Dir, p.Name, v.Version, ci.Name)
 }

@@ -308,7 +308,8 @@ func (d *demo) run(ctx context.Context) error {
 	if _, err := d.berth(ctx, exitOK, "show", "demo-notes"); err != nil {
 		return err
 	}
-	if out, err = d.berth(ctx, exitOK, "show", "everything"); err != nil {
+	// The built-in catalog lists an "everything" too: name the demo's.
+	if out, err = d.berth(ctx, exitOK, "show", "everything", "--catalog", "demo"); err != nil {
 		return err
 	}
 	if !strings.Contains(out, "downloads    "+everythingPackage+" with npx when it starts") {

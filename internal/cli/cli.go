@@ -56,6 +56,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // run is Run with the environment given as a lookup function.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	a.completing = len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd)
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -98,6 +99,10 @@ type app struct {
 	// openBrowser opens a sign-in URL (berth login); nil means the
 	// system browser (openBrowser in login.go). Tests set it.
 	openBrowser func(url string) error
+	// completing is set for cobra's completion requests (__complete),
+	// which write no state: catalogs then does not put the built-in
+	// catalog into the cache.
+	completing bool
 }
 
 // jsonFlag adds --json to cmd: it prints one value of payload's type,

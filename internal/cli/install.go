@@ -201,7 +201,7 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		return err
 	}
 	if kind != marketplace.KindTUF {
-		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without, pin: opts.Pin, confirm: opts.Confirm})
+		return a.installUnsigned(ctx, st, c, unsignedInstall{catalog: catalog, builtin: kind == marketplace.KindBuiltin, name: given, constraint: constraint, digest: pin, allowUnsigned: opts.AllowUnsigned, yes: opts.Yes, json: opts.JSON, enable: opts.Enable, ws: ws, without: opts.Without, pin: opts.Pin, confirm: opts.Confirm})
 	}
 	if len(opts.Without) > 0 {
 		return usagef("--without leaves out a server of a Claude Code marketplace entry; catalog %s is signed, and install takes its bundle as signed", catalog)
@@ -501,10 +501,13 @@ func (b *downloadBar) done() {
 
 type unsignedInstall struct {
 	catalog, name, constraint, ws string
-	digest                        store.Digest
-	allowUnsigned, yes, json      bool
-	without                       []string
-	enable                        bool
+	// builtin is set for the built-in catalog, whose entries this berth
+	// pins: no --allow-unsigned or --digest is needed.
+	builtin                  bool
+	digest                   store.Digest
+	allowUnsigned, yes, json bool
+	without                  []string
+	enable                   bool
 	// pin pins the entry's unpinned fetches (--pin).
 	pin     bool
 	confirm []string
@@ -532,16 +535,7 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 	}
 	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
 		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: bopts,
-		Confirm: func(cand *store.Candidate) error {
-			if !u.json {
-				cand.Review.LocateRuntimes()
-				cand.Review.WriteText(a.stdout)
-				review.WriteFetched(a.stdout, cand.Fetched)
-				fmt.Fprintln(a.stdout)
-				fmt.Fprintf(a.stdout, "UNSIGNED: nobody signed this entry of catalog %s; it is trusted only because its digest is %s, as you pinned.\n", u.catalog, cand.Bundle.Digest)
-			}
-			return a.confirm(fmt.Sprintf("Install %s %s from catalog %s, unsigned?", cand.Bundle.Manifest.Name, cand.Bundle.Manifest.Version, u.catalog), u.yes, "--yes")
-		},
+		Confirm: a.unsignedConfirm(u),
 	})
 	var pe *marketplace.UnsignedPinError
 	if u.pin && errors.As(err, &pe) {
@@ -564,7 +558,11 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		if res.Trust.Already {
 			fmt.Fprintf(a.stdout, "%s is already installed with this digest; nothing changed.\n", r.ID())
 		} else {
-			fmt.Fprintf(a.stdout, "Installed %s from catalog %s, unsigned, pinned to %s: staged at %s.\n", r.ID(), u.catalog, r.Digest, res.Trust.Snapshot)
+			from := "catalog " + u.catalog + ", unsigned,"
+			if u.builtin {
+				from = "the built-in catalog,"
+			}
+			fmt.Fprintf(a.stdout, "Installed %s from %s pinned to %s: staged at %s.\n", r.ID(), from, r.Digest, res.Trust.Snapshot)
 		}
 	}
 	if u.enable {
@@ -588,4 +586,25 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", r.Name)
 	}
 	return nil
+}
+
+// unsignedConfirm shows an unsigned or built-in entry's review and asks.
+func (a *app) unsignedConfirm(u unsignedInstall) func(*store.Candidate) error {
+	return func(cand *store.Candidate) error {
+		if !u.json {
+			cand.Review.LocateRuntimes()
+			cand.Review.WriteText(a.stdout)
+			review.WriteFetched(a.stdout, cand.Fetched)
+			fmt.Fprintln(a.stdout)
+			if u.builtin {
+				fmt.Fprintf(a.stdout, "BUILT IN: this entry is pinned by the berth binary: its bundle's digest is %s, and its npm package's tarball integrity was checked as the registry served it.\n", cand.Bundle.Digest)
+			} else {
+				fmt.Fprintf(a.stdout, "UNSIGNED: nobody signed this entry of catalog %s; it is trusted only because its digest is %s, as you pinned.\n", u.catalog, cand.Bundle.Digest)
+			}
+		}
+		if u.builtin {
+			return a.confirm(fmt.Sprintf("Install %s %s from the built-in catalog?", cand.Bundle.Manifest.Name, cand.Bundle.Manifest.Version), u.yes, "--yes")
+		}
+		return a.confirm(fmt.Sprintf("Install %s %s from catalog %s, unsigned?", cand.Bundle.Manifest.Name, cand.Bundle.Manifest.Version, u.catalog), u.yes, "--yes")
+	}
 }

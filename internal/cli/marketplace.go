@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
 )
@@ -24,7 +26,14 @@ func (a *app) catalogs() (*marketplace.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marketplace.OpenCache(paths.Catalogs(), nil), nil
+	c := marketplace.OpenCache(paths.Catalogs(), nil)
+	// The built-in catalog is there from the first command on, unless the
+	// operator removed it. A BERTH_HOME berth cannot write to lists the
+	// catalogs it has: the failure is no reason to refuse a command.
+	if !a.completing {
+		_ = c.EnsureBuiltin(context.Background())
+	}
+	return c, nil
 }
 
 // resolveOptions are the operator's resolution settings: the
@@ -70,12 +79,13 @@ show the same in a web browser.`,
 func newMarketplaceAddCmd(a *app) *cobra.Command {
 	opts := &marketplaceAddOptions{}
 	cmd := &cobra.Command{
-		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned)",
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned) | add builtin --builtin",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
   berth marketplace add local ./catalog --root ./catalog/1.root.json
   berth marketplace add mcp https://registry.modelcontextprotocol.io --registry
   berth marketplace add team ./claude-marketplace --unsigned
-  berth marketplace add local ./catalog --root ./catalog/1.root.json --json`,
+  berth marketplace add local ./catalog --root ./catalog/1.root.json --json
+  berth marketplace add builtin --builtin`,
 		Short: "Add a catalog, its root of trust pinned, and verify it",
 		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
 URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
@@ -99,10 +109,19 @@ installed; any other source (github, git URL, npm, or a relative path when
 the marketplace came from a URL) is skipped, with the reason. Every
 malformed or skipped entry is named, and the rest are listed. Search and
 show mark these entries unsigned. berth install takes one only with
---allow-unsigned and the --digest that berth show prints.`,
-		Args: exactArgs(2, "NAME and SOURCE"),
+--allow-unsigned and the --digest that berth show prints.
+
+berth has a built-in catalog, named builtin, of well-known reference MCP
+servers, each pinned by this binary to its bundle's digest and its npm
+package's integrity. Once you remove it (berth marketplace remove builtin)
+it stays removed, and a catalog you add under that name is yours; add
+builtin --builtin puts the built-in one back.`,
+		Args: rangeArgs(1, 2, "NAME and SOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Name, opts.Source = args[0], args[1]
+			opts.Name = args[0]
+			if len(args) == 2 {
+				opts.Source = args[1]
+			}
 			return runMarketplaceAdd(cmd.Context(), a, opts)
 		},
 	}
@@ -110,6 +129,7 @@ show mark these entries unsigned. berth install takes one only with
 	cmd.Flags().StringVar(&opts.RootSHA256, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
 	cmd.Flags().BoolVar(&opts.Registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
 	cmd.Flags().BoolVar(&opts.Unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
+	cmd.Flags().BoolVar(&opts.Builtin, "builtin", false, "put back the built-in catalog you removed (NAME builtin, no SOURCE)")
 	a.jsonFlag(cmd, &opts.JSON, marketplaceAddJSON{})
 	return cmd
 }
@@ -119,13 +139,21 @@ type marketplaceAddOptions struct {
 	// Name and Source are the positional arguments.
 	Name, Source             string
 	Registry, Unsigned, JSON bool
-	RootFile, RootSHA256     string
+	// Builtin puts the built-in catalog back.
+	Builtin              bool
+	RootFile, RootSHA256 string
 }
 
 func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions) error {
 	name := opts.Name
 	if err := marketplace.CheckName(name); err != nil {
 		return usagef("%v", err)
+	}
+	if opts.Builtin {
+		return a.restoreBuiltin(ctx, opts)
+	}
+	if opts.Source == "" {
+		return usagef("give NAME and SOURCE (or, to put back the built-in catalog, berth marketplace add builtin --builtin)")
 	}
 	modes := 0
 	for _, b := range []bool{opts.RootFile != "", opts.RootSHA256 != "", opts.Registry, opts.Unsigned} {
@@ -301,6 +329,10 @@ func runMarketplaceList(_ context.Context, a *app, opts *marketplaceListOptions)
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPLUGINS\tVERSION\tFRESH UNTIL\tSOURCE")
 	for _, ci := range list {
+		if ci.Kind == marketplace.KindBuiltin {
+			fmt.Fprintf(tw, "%s\t%d\t-\tnever expires (built into berth)\t%s\n", ci.Name, ci.Plugins, review.Printable(ci.Source))
+			continue
+		}
 		if ci.Unsigned {
 			fmt.Fprintf(tw, "%s\t%d\t-\tunsigned %s, listed %s\t%s\n", ci.Name, ci.Plugins, ci.Kind, ci.UpdatedAt.Format(time.RFC3339), review.Printable(ci.Source))
 			continue
@@ -355,6 +387,9 @@ func runMarketplaceRemove(ctx context.Context, a *app, opts *marketplaceRemoveOp
 		return writeJSON(a.stdout, marketplaceRemoveJSON{Removed: opts.Name})
 	}
 	fmt.Fprintf(a.stdout, "Removed catalog %s.\n", opts.Name)
+	if opts.Name == builtin.Name {
+		fmt.Fprintf(a.stdout, "It stays removed, and a catalog you add under the name %s is yours; berth marketplace add %s --builtin puts the built-in one back.\n", builtin.Name, builtin.Name)
+	}
 	return nil
 }
 
@@ -418,14 +453,14 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 	}
 	names := opts.Args
 	if len(names) == 0 {
-		if names, err = c.Names(); err != nil {
+		if names, err = updatable(c); err != nil {
 			return err
 		}
 		if len(names) == 0 {
 			if opts.JSON {
 				return writeJSON(a.stdout, marketplaceUpdateJSON{Catalogs: []marketplaceUpdated{}})
 			}
-			fmt.Fprintln(a.stdout, "No catalogs yet. Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
+			fmt.Fprintln(a.stdout, "No catalogs to update (the built-in one comes with berth). Add one with: berth marketplace add NAME SOURCE --root-sha256 HEX")
 			return nil
 		}
 	} else if err := marketplace.CheckName(names[0]); err != nil {
@@ -451,6 +486,10 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		a.reportSummaryChanges(n, r.SummaryChanges)
 		if opts.JSON {
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
+			continue
+		}
+		if r.Kind == marketplace.KindBuiltin {
+			fmt.Fprintf(a.stdout, "%s: %s: %d plugin(s), built into berth: nothing to update.\n", n, review.Printable(r.Source), r.Plugins)
 			continue
 		}
 		if r.Unsigned {
@@ -611,4 +650,37 @@ func statusChanges(old, new *catalog.Catalog) []statusChange {
 		}
 	}
 	return out
+}
+
+// restoreBuiltin is marketplace add builtin --builtin.
+func (a *app) restoreBuiltin(ctx context.Context, opts *marketplaceAddOptions) error {
+	if opts.Name != builtin.Name || opts.Source != "" || opts.Registry || opts.Unsigned || opts.RootFile != "" || opts.RootSHA256 != "" {
+		return usagef("--builtin puts back the built-in catalog: give the name %s and no SOURCE or other flag (berth marketplace add %s --builtin)", builtin.Name, builtin.Name)
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	ci, err := c.RestoreBuiltin(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, marketplaceAddJSON{Catalog: ci, Skipped: []*catalog.Problem{}, Warnings: []string{}})
+	}
+	fmt.Fprintf(a.stdout, "Added catalog %s, %s: %d plugin(s), pinned by this berth binary.\n", ci.Name, ci.Source, ci.Plugins)
+	return nil
+}
+
+// updatable lists the catalogs marketplace update with no NAME updates:
+// all but the built-in one, which comes with the binary.
+func updatable(c *marketplace.Cache) ([]string, error) {
+	names, err := c.Names()
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(names, func(n string) bool {
+		k, err := c.Kind(n)
+		return err == nil && k == marketplace.KindBuiltin
+	}), nil
 }

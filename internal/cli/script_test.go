@@ -62,6 +62,7 @@ func TestScripts(t *testing.T) {
 			"serve-registry": serveRegistryCmd,
 			"npmreg":         npmregCmd,
 			"pyreg":          pyregCmd,
+			"builtin-entry":  builtinEntryCmd,
 		},
 	})
 }

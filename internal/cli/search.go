@@ -97,7 +97,10 @@ func runSearch(_ context.Context, a *app, opts *searchOptions) error {
 		case version == "":
 			version, status = "-", "none installable"
 		}
-		if r.Unsigned {
+		switch {
+		case r.Builtin:
+			status += ", built in"
+		case r.Unsigned:
 			status += ", unsigned"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, version, status, r.Tier, r.Catalog, review.Printable(shorten(r.Description, 60)))

@@ -131,11 +131,20 @@ func (a *app) writeShowUnsigned(out *marketplace.UnsignedShowing) {
 		title += ": " + out.Description
 	}
 	fmt.Fprintln(w, review.Printable(title))
-	fmt.Fprintf(w, "  catalog %s: an unsigned %s source, %s\n", ci.Name, ci.Kind, review.Printable(ci.Source))
+	builtin := ci.Kind == marketplace.KindBuiltin
+	if builtin {
+		fmt.Fprintf(w, "  catalog %s: %s\n", ci.Name, review.Printable(ci.Source))
+	} else {
+		fmt.Fprintf(w, "  catalog %s: an unsigned %s source, %s\n", ci.Name, ci.Kind, review.Printable(ci.Source))
+	}
 	if out.Homepage != "" {
 		fmt.Fprintf(w, "  homepage: %s\n", review.Printable(out.Homepage))
 	}
-	fmt.Fprintln(w, "\nUNSIGNED: nobody signed this entry; berth installs it only by the exact digest you pin.")
+	if builtin {
+		fmt.Fprintln(w, "\nBUILT IN: this berth binary pins the entry to its bundle's digest and its npm package's tarball integrity; nobody signs it at run time, no catalog can revoke it.")
+	} else {
+		fmt.Fprintln(w, "\nUNSIGNED: nobody signed this entry; berth installs it only by the exact digest you pin.")
+	}
 	fmt.Fprintln(w, "\nVersions:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, v := range out.Versions {
@@ -163,7 +172,11 @@ func (a *app) writeShowUnsigned(out *marketplace.UnsignedShowing) {
 	fmt.Fprintf(w, "\nReview of %s %s, from the bundle berth builds for it (digest %s):\n\n", out.Name, out.Shown, out.Digest)
 	out.Review.LocateRuntimes()
 	out.Review.WriteText(w)
-	fmt.Fprintf(w, "\nTo install it (unsigned, pinned to this digest):\n  %s\n", out.InstallCommand)
+	if ci.Kind == marketplace.KindBuiltin {
+		fmt.Fprintf(w, "\nTo install it (pinned to this digest by berth):\n  %s\n", out.InstallCommand)
+	} else {
+		fmt.Fprintf(w, "\nTo install it (unsigned, pinned to this digest):\n  %s\n", out.InstallCommand)
+	}
 }
 
 func (a *app) writeShow(out *marketplace.Showing) error {
