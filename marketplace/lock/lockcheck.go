@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -33,6 +35,11 @@ const (
 	DiffCatalogRoot DiffKind = "catalog-root"
 	// DiffCatalogMissing: the lock's catalog is not added.
 	DiffCatalogMissing DiffKind = "catalog-missing"
+	// DiffRevoked: the locked version is revoked by its catalog (its
+	// status there, or the revocation recorded here); Diff.StepTo is the
+	// newest version the locked constraint allows that is not, which
+	// sync takes once confirmed.
+	DiffRevoked DiffKind = "revoked"
 	// DiffNotLocked: a plugin is enabled that the lock does not name
 	// (reported when pruning).
 	DiffNotLocked DiffKind = "not-locked"
@@ -47,6 +54,13 @@ type Diff struct {
 	Locked *Plugin `json:"locked,omitempty"`
 	// Enabled is what is enabled; nil for DiffMissing.
 	Enabled *store.Enablement `json:"enabled,omitempty"`
+	// StepTo is, for DiffRevoked, the version sync takes instead ("" when
+	// the constraint allows none that is not revoked).
+	StepTo string `json:"stepTo,omitempty"`
+	// RevokedBy and Reason are, for DiffRevoked, the catalog that revoked
+	// the locked version and its words.
+	RevokedBy string `json:"revokedBy,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 func (d Diff) String() string { return fmt.Sprintf("%s: %s: %s", d.Name, d.Kind, d.Detail) }
@@ -89,6 +103,12 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 		case ci.TargetsVersion < lp.Catalog.TargetsVersion:
 			add(lp.Name, lp, e, DiffCatalogOlder, "the verified copy of catalog %s is at targets version %d, older than the %d the lock was resolved from: run berth marketplace update %s (if it stays older, the catalog was rolled back)", ci.Name, ci.TargetsVersion, lp.Catalog.TargetsVersion, ci.Name)
 		}
+		if d, err := revokedDiff(c, st, lp, e); err != nil {
+			return nil, err
+		} else if d != nil {
+			diffs = append(diffs, *d)
+			continue
+		}
 		switch {
 		case e == nil:
 			add(lp.Name, lp, nil, DiffMissing, "the lock names %s@%s, and it is not enabled here", lp.Name, lp.Version)
@@ -124,3 +144,45 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 func sameKeys(a, b []string) bool { return slices.Equal(sorted(a), sorted(b)) }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// revokedDiff is the DiffRevoked of lp when its catalog revoked the
+// locked version (the revocation recorded here, or its status in the
+// catalog's verified copy) and it is not enabled in its place already.
+func revokedDiff(c *marketplace.Cache, st *store.Store, lp *Plugin, e *store.Enablement) (*Diff, error) {
+	d := &Diff{Name: lp.Name, Kind: DiffRevoked, Locked: lp, Enabled: e}
+	rv, err := st.Revoked(lp.Name, lp.Version, lp.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if rv != nil {
+		d.RevokedBy, d.Reason = rv.Catalog, rv.Reason
+	}
+	p, _, err := c.Plugin(lp.Catalog.Name, lp.Name)
+	if err == nil {
+		if v := p.Version(lp.Version); v != nil && v.Digest == lp.Digest && v.Status == catalog.StatusRevoked && d.RevokedBy == "" {
+			d.RevokedBy, d.Reason = lp.Catalog.Name, v.Reason
+		}
+	}
+	if d.RevokedBy == "" {
+		return nil, nil
+	}
+	to := "no version that " + constraintOrAny(lp.Constraint) + " allows is not revoked: berth show " + lp.Name + " lists its versions; install another (berth install " + lp.Name + "@VERSION --enable), then berth lock"
+	if p != nil {
+		if res, err := marketplace.Resolve(p, lp.Constraint, nil); err == nil {
+			d.StepTo = res.Chosen.Version
+			to = "berth sync steps down to " + d.StepTo
+			if bundle.VersionNewer(lp.Version, d.StepTo) {
+				to = "berth sync takes " + d.StepTo
+			}
+		}
+	}
+	d.Detail = fmt.Sprintf("the lock names %s@%s, which catalog %s revoked (%s); %s", lp.Name, lp.Version, d.RevokedBy, d.Reason, to)
+	return d, nil
+}
+
+func constraintOrAny(c string) string {
+	if c == "" {
+		return "any version"
+	}
+	return c
+}
