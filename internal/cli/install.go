@@ -379,6 +379,9 @@ func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec
 		return false, nil
 	}
 	l.Set(entry)
+	if err := a.recordCatalogs(l, l); err != nil {
+		return false, err
+	}
 	if err := lock.Write(ws, l); err != nil {
 		return false, err
 	}

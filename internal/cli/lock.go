@@ -28,7 +28,9 @@ type lockJSON struct {
 const lockLong = `Lock writes DIR/berth.lock (the workspace, default the current directory)
 from the plugins enabled there: per plugin its name, version, digest,
 constraint, signer, and the catalog it was installed from with the key IDs
-of its root and the targets version berth had verified. The lock is meant
+of its root and the targets version berth had verified; and per catalog
+where it lives (its source) and its root pin, so a teammate's berth sync
+can add it (berth sync --add-catalog NAME). The lock is meant
 to be committed: teammates run berth sync to get the same plugins, and
 berth sync --check in CI reports where a workspace departs from it.
 
@@ -93,6 +95,9 @@ func runLock(_ context.Context, a *app, opts *lockOptions) error {
 	errs = append(errs, a.lockDrops(st, ws, old, l, opts.Drop)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("berth.lock was not written, because:\n  %s", strings.Join(errs, "\n  "))
+	}
+	if err := a.recordCatalogs(l, old); err != nil {
+		return err
 	}
 	if err := lock.Write(ws, l); err != nil {
 		return err
@@ -209,6 +214,13 @@ warning. A locked version its catalog revoked is replaced, once confirmed
 (--yes off a terminal), by the newest version the locked constraint
 allows that is not revoked (a step down, said so), and the lock updated.
 
+The lock records where each catalog lives (its source and root pin). A
+catalog the lock names and you have not added is added only on your
+word: --add-catalog NAME, or a yes on a terminal to a question that
+shows its source and root sha256; --yes never adds one, only an https://
+source is added, and a catalog you have under that name is never
+replaced (one from another source or root is refused, exit 4).
+
 --check changes nothing (not even the catalog copies) and lists every
 difference: a plugin missing, enabled at another version or digest, or
 trusted from another signer, a catalog copy older than the lock, and with
@@ -219,6 +231,9 @@ when the workspace is in step: a CI gate.`
 type syncOptions struct {
 	Workspace                           string
 	Check, Prune, Yes, AllowStale, JSON bool
+	// AddCatalog names the catalogs the lock names that sync may add
+	// (where the lock says they live, pinned to its root).
+	AddCatalog []string
 }
 
 func newSyncCmd(a *app) *cobra.Command {
@@ -241,6 +256,7 @@ func newSyncCmd(a *app) *cobra.Command {
 	f.BoolVar(&opts.Prune, "prune", false, "also disable the plugins the lock does not name")
 	f.BoolVarP(&opts.Yes, "yes", "y", false, "install without asking, new signers included (required when not on a terminal)")
 	f.BoolVar(&opts.AllowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust records say so)")
+	f.StringArrayVar(&opts.AddCatalog, "add-catalog", nil, "add this catalog the lock names and you have not added, from the source and root pin the lock records (repeatable; --yes never adds one)")
 	a.jsonFlag(cmd, &opts.JSON, syncJSON{})
 	return cmd
 }
@@ -264,7 +280,13 @@ func runSync(ctx context.Context, a *app, opts *syncOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Check && len(opts.AddCatalog) > 0 {
+		return usagef("--add-catalog adds a catalog, and --check changes nothing; run berth sync --add-catalog NAME")
+	}
 	if !opts.Check {
+		if err := a.addLockedCatalogs(ctx, c, l, opts); err != nil {
+			return err
+		}
 		if err := a.refreshLocked(ctx, c, st, l, opts.AllowStale); err != nil {
 			return err
 		}
@@ -314,7 +336,9 @@ func (a *app) syncCheck(ws string, l *lock.Lock, diffs []lock.Diff, out *syncJSO
 		for _, d := range diffs {
 			fmt.Fprintf(a.stdout, "  %s %s: %s\n", d.Name, d.Kind, d.Detail)
 		}
-		if opts.Prune {
+		if missing := missingCatalogs(diffs); len(missing) > 0 {
+			fmt.Fprintf(a.stdout, "Catalog(s) the lock names are not added here: %s. Add them first (berth sync --add-catalog NAME adds one from where the lock says it lives, pinned to its root), then run berth sync.\n", strings.Join(missing, ", "))
+		} else if opts.Prune {
 			fmt.Fprintln(a.stdout, "Run berth sync --prune to install and enable what the lock names, and disable what it does not.")
 		} else {
 			fmt.Fprintln(a.stdout, "Run berth sync to install and enable what the lock names.")
@@ -364,7 +388,7 @@ func planSync(st *store.Store, diffs []lock.Diff) ([]*syncPlan, []string, error)
 			p.disable = true
 		case lock.DiffCatalogMissing:
 			p.refuse = errors.New(d.Detail)
-		case lock.DiffCatalogRoot, lock.DiffCatalogOlder:
+		case lock.DiffCatalogRoot, lock.DiffCatalogOlder, lock.DiffCatalogSource:
 			p.refuse = fmt.Errorf("%s: %w", d.Detail, errUntrustedLock)
 		case lock.DiffRevoked:
 			p.revoked = &d
@@ -588,4 +612,15 @@ func (s *syncRun) stepDown(ctx context.Context, p *syncPlan) {
 		return
 	}
 	s.out.Actions = append(s.out.Actions, syncAction{Name: lp.Name, Version: rec.Version, Action: "enable", Detail: fmt.Sprintf("in place of %s, revoked by catalog %s; berth.lock updated", lp.Version, d.RevokedBy)})
+}
+
+// missingCatalogs are the catalogs of the catalog-missing differences.
+func missingCatalogs(diffs []lock.Diff) []string {
+	var out []string
+	for _, d := range diffs {
+		if d.Kind == lock.DiffCatalogMissing && d.Locked != nil && !slices.Contains(out, d.Locked.Catalog.Name) {
+			out = append(out, d.Locked.Catalog.Name)
+		}
+	}
+	return out
 }
