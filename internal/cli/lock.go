@@ -331,6 +331,7 @@ func (a *app) syncCheck(ws string, l *lock.Lock, diffs []lock.Diff, out *syncJSO
 		}
 	} else if len(diffs) == 0 {
 		fmt.Fprintf(a.stdout, "%s is in step with its berth.lock (%d plugin(s)).\n", ws, len(l.Plugins))
+		a.sayUnrecordedCatalogs(l)
 	} else {
 		fmt.Fprintf(a.stdout, "%s departs from its berth.lock in %d way(s):\n", ws, len(diffs))
 		for _, d := range diffs {

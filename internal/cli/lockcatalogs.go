@@ -130,3 +130,18 @@ func (a *app) addLockedCatalog(ctx context.Context, c *marketplace.Cache, lc *lo
 	}
 	return nil
 }
+
+// sayUnrecordedCatalogs notes the catalogs the lock does not say where
+// they live (a lock written before berth recorded them): a teammate's
+// sync cannot add them.
+func (a *app) sayUnrecordedCatalogs(l *lock.Lock) {
+	var names []string
+	for _, p := range l.Plugins {
+		if n := p.Catalog.Name; l.Catalog(n) == nil && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(a.stdout, "The lock does not record where catalog(s) %s live (an older berth wrote it), so a teammate's berth sync cannot add them: run berth lock to record their source and root pin.\n", strings.Join(names, ", "))
+	}
+}
