@@ -20,11 +20,14 @@ type EnableResult struct {
 	Already bool
 	// Replaced is the version that was enabled before, if another one.
 	Replaced string
+	// SkippedRevoked are the higher versions that Enable without a
+	// version passed over because a catalog revoked them, highest first.
+	SkippedRevoked []*store.Revocation
 }
 
 // Enable attaches a trusted plugin's staged snapshot to a workspace: the
 // given version, or without one the highest trusted version (semver
-// order). Enabling another version replaces the enabled one, and its tool
+// order) that no catalog revoked. Enabling another version replaces the enabled one, and its tool
 // surface is pinned afresh at the next start. It bumps the state
 // generation. An unknown or untrusted plugin is an error wrapping
 // store.ErrNotTrusted.
@@ -39,6 +42,20 @@ func Enable(ctx context.Context, st *store.Store, workspace, name, version strin
 	}
 	rec := recs[len(recs)-1]
 	res := &EnableResult{Record: rec, Workspace: ws}
+	if version == "" {
+		for i := len(recs) - 1; i > 0; i-- {
+			rv, err := st.Revoked(recs[i].Name, recs[i].Version, recs[i].Digest)
+			if err != nil {
+				return nil, err
+			}
+			if rv == nil {
+				break
+			}
+			res.SkippedRevoked = append(res.SkippedRevoked, rv)
+			rec = recs[i-1]
+		}
+		res.Record = rec
+	}
 	_, err = st.Update(ctx, func(state *store.State) error {
 		// The record may have been revoked since Find.
 		if _, err := os.Stat(st.Paths().Record(rec.Name, rec.Version)); errors.Is(err, fs.ErrNotExist) {

@@ -46,10 +46,11 @@ var catalogRequired = map[reflect.Type][]string{
 }
 
 var lockRequired = map[reflect.Type][]string{
-	reflect.TypeFor[lock.Lock]():    {"lockVersion", "plugins"},
-	reflect.TypeFor[lock.Plugin]():  {"name", "version", "digest", "signer", "catalog"},
-	reflect.TypeFor[lock.Signer]():  {"kind"},
-	reflect.TypeFor[lock.Catalog](): {"name", "rootKeyIDs", "targetsVersion"},
+	reflect.TypeFor[lock.Lock]():          {"lockVersion", "plugins"},
+	reflect.TypeFor[lock.Plugin]():        {"name", "version", "digest", "signer", "catalog"},
+	reflect.TypeFor[lock.Signer]():        {"kind"},
+	reflect.TypeFor[lock.Catalog]():       {"name", "rootKeyIDs", "targetsVersion"},
+	reflect.TypeFor[lock.CatalogSource](): {"name", "source", "rootPin"},
 }
 
 func TestCatalogSchemaMatchesGoTypes(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -113,6 +114,9 @@ func runEnable(ctx context.Context, a *app, opts *enableOptions) error {
 		fmt.Fprintf(a.stdout, "Enabled %s in %s (replacing %s).\n", res.Record.ID(), res.Workspace, res.Replaced)
 	default:
 		fmt.Fprintf(a.stdout, "Enabled %s in %s.\n", res.Record.ID(), res.Workspace)
+	}
+	for _, rv := range res.SkippedRevoked {
+		fmt.Fprintf(a.stdout, "(skipped %s@%s: revoked by catalog %s, %s)\n", rv.Name, rv.Version, rv.Catalog, review.Printable(rv.Reason))
 	}
 	a.sayRules(name, rules, old)
 	a.offerSecrets(st, res.Record, false, false)

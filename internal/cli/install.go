@@ -224,7 +224,7 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 		if !opts.JSON {
 			a.showCandidate(ic, true)
 		}
-		return a.confirm(fmt.Sprintf("Install %s %s from catalog %s?", ic.Plugin.Name, ic.Version.Version, ic.Catalog.Name), opts.Yes, "--yes")
+		return a.confirmInstall(st, ic, opts.JSON, opts.Yes)
 	})
 	if err != nil {
 		return err
@@ -379,6 +379,9 @@ func (a *app) enableAndLock(ctx context.Context, st *store.Store, ws string, rec
 		return false, nil
 	}
 	l.Set(entry)
+	if err := a.recordCatalogs(l, l); err != nil {
+		return false, err
+	}
 	if err := lock.Write(ws, l); err != nil {
 		return false, err
 	}
@@ -397,7 +400,7 @@ func (a *app) refreshCatalog(ctx context.Context, c *marketplace.Cache, st *stor
 	u, err := c.Update(ctx, st, name)
 	if err == nil {
 		a.reportSummaryChanges(name, u.SummaryChanges)
-		a.reportInstalled(a.stderr, "berth: ", u.Installed)
+		a.reportInstalled(a.stderr, "berth: ", u.Installed, st, c)
 		return nil
 	}
 	var ve *marketplace.VerifyError
@@ -415,12 +418,12 @@ func (a *app) refreshCatalog(ctx context.Context, c *marketplace.Cache, st *stor
 	if err != nil {
 		return err
 	}
-	a.reportInstalled(a.stderr, "berth: ", is)
+	a.reportInstalled(a.stderr, "berth: ", is, st, c)
 	return nil
 }
 
 // reportInstalled says what a refresh meant for what is trusted.
-func (a *app) reportInstalled(w io.Writer, prefix string, is *marketplace.InstalledStatus) {
+func (a *app) reportInstalled(w io.Writer, prefix string, is *marketplace.InstalledStatus, st *store.Store, c *marketplace.Cache) {
 	if is == nil {
 		return
 	}
@@ -429,7 +432,11 @@ func (a *app) reportInstalled(w io.Writer, prefix string, is *marketplace.Instal
 		if len(r.Disabled) > 0 {
 			where = fmt.Sprintf("disabled it in %d workspace(s): %s", len(r.Disabled), strings.Join(r.Disabled, ", "))
 		}
-		fmt.Fprintf(w, "%sREVOKED: catalog %s revoked %s@%s (%s); berth %s, and berth verify fails for it\n", prefix, is.Catalog, r.Name, r.Version, review.Printable(r.Reason), where)
+		back := ""
+		if cmd := a.wayBack(st, c, is.Catalog, r.Name, r.Version, r.Disabled); cmd != "" {
+			back = "; to go back to a version that is not revoked: " + cmd
+		}
+		fmt.Fprintf(w, "%sREVOKED: catalog %s revoked %s@%s (%s); berth %s, and berth verify fails for it%s\n", prefix, is.Catalog, r.Name, r.Version, review.Printable(r.Reason), where, back)
 	}
 	for _, s := range is.Warnings {
 		fmt.Fprintf(w, "%swarning: %s\n", prefix, review.Printable(s.String()))

@@ -22,6 +22,9 @@ type listEntry struct {
 	Enabled   []string         `json:"enabledIn"`
 	Source    string           `json:"source"`
 	TrustedAt time.Time        `json:"trustedAt"`
+	// Revoked is the catalog's revocation of this version, when one
+	// applies (it is disabled everywhere and cannot be enabled).
+	Revoked *store.Revocation `json:"revoked,omitempty"`
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -65,6 +68,9 @@ func runList(_ context.Context, a *app, opts *listOptions) error {
 			return err
 		}
 		e := listEntry{Name: r.Name, Version: r.Version, Digest: r.Digest, Signer: r.Signer, Unsigned: r.Unsigned, Staged: st.Paths().Snapshot(d), Enabled: []string{}, Source: r.Source, TrustedAt: r.TrustedAt}
+		if e.Revoked, err = st.Revoked(r.Name, r.Version, r.Digest); err != nil {
+			return err
+		}
 		for _, ws := range state.EnabledIn(r.Name) {
 			if state.Workspaces[ws].Plugins[r.Name].Version == r.Version {
 				e.Enabled = append(e.Enabled, ws)
@@ -90,7 +96,11 @@ func runList(_ context.Context, a *app, opts *listOptions) error {
 		if len(e.Enabled) > 0 {
 			enabled = strings.Join(e.Enabled, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Version, e.Digest[:19]+"…", signer, enabled)
+		version := e.Version
+		if e.Revoked != nil {
+			version += " (revoked)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, version, e.Digest[:19]+"…", signer, enabled)
 	}
 	return tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -26,9 +28,16 @@ type lockJSON struct {
 const lockLong = `Lock writes DIR/berth.lock (the workspace, default the current directory)
 from the plugins enabled there: per plugin its name, version, digest,
 constraint, signer, and the catalog it was installed from with the key IDs
-of its root and the targets version berth had verified. The lock is meant
+of its root and the targets version berth had verified; and per catalog
+where it lives (its source) and its root pin, so a teammate's berth sync
+can add it (berth sync --add-catalog NAME). The lock is meant
 to be committed: teammates run berth sync to get the same plugins, and
 berth sync --check in CI reports where a workspace departs from it.
+
+A plugin the lock names that is not enabled in the workspace (disabled,
+or disabled by a catalog's revocation) is never dropped silently: lock
+refuses, naming it and the command that enables a version again, unless
+--drop NAME lets it leave the lock.
 
 Every enabled plugin must have been installed from a catalog (berth
 install): one trusted by hand cannot be locked, and lock refuses, naming
@@ -40,6 +49,9 @@ disable alone never do.`
 type lockOptions struct {
 	Workspace string
 	JSON      bool
+	// Drop names the locked plugins that are not enabled and may leave
+	// the lock.
+	Drop []string
 }
 
 func newLockCmd(a *app) *cobra.Command {
@@ -57,6 +69,7 @@ func newLockCmd(a *app) *cobra.Command {
 		},
 	}
 	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().StringArrayVar(&opts.Drop, "drop", nil, "let this locked plugin, which is not enabled here, leave the lock (repeatable)")
 	a.jsonFlag(cmd, &opts.JSON, lockJSON{})
 	return cmd
 }
@@ -79,8 +92,12 @@ func runLock(_ context.Context, a *app, opts *lockOptions) error {
 		return err
 	}
 	l, errs := lockOf(st, state.Workspaces[ws], old)
+	errs = append(errs, a.lockDrops(st, ws, old, l, opts.Drop)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("berth.lock was not written, because:\n  %s", strings.Join(errs, "\n  "))
+	}
+	if err := a.recordCatalogs(l, old); err != nil {
+		return err
 	}
 	if err := lock.Write(ws, l); err != nil {
 		return err
@@ -94,6 +111,40 @@ func runLock(_ context.Context, a *app, opts *lockOptions) error {
 		fmt.Fprintf(a.stdout, "  %s@%s  %s  from catalog %s (targets version %d)\n", p.Name, p.Version, p.Digest, p.Catalog.Name, p.Catalog.TargetsVersion)
 	}
 	return nil
+}
+
+// lockDrops says which plugins of old would leave the lock l, which
+// has only what is enabled in ws, without drop naming them: each with
+// why it is not enabled and how to enable it again.
+func (a *app) lockDrops(st *store.Store, ws string, old, l *lock.Lock, drop []string) []string {
+	if old == nil {
+		return nil
+	}
+	var errs []string
+	for _, p := range old.Plugins {
+		if _, ok := l.Plugin(p.Name); ok || slices.Contains(drop, p.Name) {
+			continue
+		}
+		why := ""
+		back := "berth enable " + p.Name + " --workspace " + ws
+		if rv, err := st.Revoked(p.Name, p.Version, p.Digest); err == nil && rv != nil {
+			why = fmt.Sprintf(": %s@%s was revoked by catalog %s (%s)", p.Name, p.Version, rv.Catalog, review.Printable(rv.Reason))
+			back = ""
+			if _, c, err := a.storeAndCatalogs(); err == nil {
+				back = a.wayBack(st, c, rv.Catalog, p.Name, p.Version, []string{ws})
+			}
+			if back == "" {
+				back = "berth show " + p.Name + " lists its versions; berth install " + p.Name + "@VERSION --enable --workspace " + ws
+			}
+		}
+		errs = append(errs, fmt.Sprintf("%s is in berth.lock (%s) and not enabled in %s%s; enable a version again (%s), or let it leave the lock: berth lock --drop %s", p.Name, p.Version, ws, why, back, p.Name))
+	}
+	for _, n := range drop {
+		if _, ok := l.Plugin(n); ok {
+			errs = append(errs, fmt.Sprintf("--drop %s: it is enabled in %s, so the lock keeps it; disable it first (berth disable %s --workspace %s)", n, ws, n, ws))
+		}
+	}
+	return errs
 }
 
 // lockOf is the lock of what is enabled in w (nil: nothing), keeping the
@@ -159,7 +210,16 @@ Sync refuses (exit 4) a catalog older than the lock (a rollback), with
 other root keys, or that no longer allows the locked signer; a locked
 version that is revoked; and a trusted version with another digest or
 signer than the locked one. A yanked locked version is installed with a
-warning.
+warning. A locked version its catalog revoked is replaced, once confirmed
+(--yes off a terminal), by the newest version the locked constraint
+allows that is not revoked (a step down, said so), and the lock updated.
+
+The lock records where each catalog lives (its source and root pin). A
+catalog the lock names and you have not added is added only on your
+word: --add-catalog NAME, or a yes on a terminal to a question that
+shows its source and root sha256; --yes never adds one, only an https://
+source is added, and a catalog you have under that name is never
+replaced (one from another source or root is refused, exit 4).
 
 --check changes nothing (not even the catalog copies) and lists every
 difference: a plugin missing, enabled at another version or digest, or
@@ -171,6 +231,9 @@ when the workspace is in step: a CI gate.`
 type syncOptions struct {
 	Workspace                           string
 	Check, Prune, Yes, AllowStale, JSON bool
+	// AddCatalog names the catalogs the lock names that sync may add
+	// (where the lock says they live, pinned to its root).
+	AddCatalog []string
 }
 
 func newSyncCmd(a *app) *cobra.Command {
@@ -193,6 +256,7 @@ func newSyncCmd(a *app) *cobra.Command {
 	f.BoolVar(&opts.Prune, "prune", false, "also disable the plugins the lock does not name")
 	f.BoolVarP(&opts.Yes, "yes", "y", false, "install without asking, new signers included (required when not on a terminal)")
 	f.BoolVar(&opts.AllowStale, "allow-stale", false, "accept a catalog copy past its expiry (the trust records say so)")
+	f.StringArrayVar(&opts.AddCatalog, "add-catalog", nil, "add this catalog the lock names and you have not added, from the source and root pin the lock records (repeatable; --yes never adds one)")
 	a.jsonFlag(cmd, &opts.JSON, syncJSON{})
 	return cmd
 }
@@ -216,7 +280,13 @@ func runSync(ctx context.Context, a *app, opts *syncOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Check && len(opts.AddCatalog) > 0 {
+		return usagef("--add-catalog adds a catalog, and --check changes nothing; run berth sync --add-catalog NAME")
+	}
 	if !opts.Check {
+		if err := a.addLockedCatalogs(ctx, c, l, opts); err != nil {
+			return err
+		}
 		if err := a.refreshLocked(ctx, c, st, l, opts.AllowStale); err != nil {
 			return err
 		}
@@ -261,12 +331,15 @@ func (a *app) syncCheck(ws string, l *lock.Lock, diffs []lock.Diff, out *syncJSO
 		}
 	} else if len(diffs) == 0 {
 		fmt.Fprintf(a.stdout, "%s is in step with its berth.lock (%d plugin(s)).\n", ws, len(l.Plugins))
+		a.sayUnrecordedCatalogs(l)
 	} else {
 		fmt.Fprintf(a.stdout, "%s departs from its berth.lock in %d way(s):\n", ws, len(diffs))
 		for _, d := range diffs {
 			fmt.Fprintf(a.stdout, "  %s %s: %s\n", d.Name, d.Kind, d.Detail)
 		}
-		if opts.Prune {
+		if missing := missingCatalogs(diffs); len(missing) > 0 {
+			fmt.Fprintf(a.stdout, "Catalog(s) the lock names are not added here: %s. Add them first (berth sync --add-catalog NAME adds one from where the lock says it lives, pinned to its root), then run berth sync.\n", strings.Join(missing, ", "))
+		} else if opts.Prune {
 			fmt.Fprintln(a.stdout, "Run berth sync --prune to install and enable what the lock names, and disable what it does not.")
 		} else {
 			fmt.Fprintln(a.stdout, "Run berth sync to install and enable what the lock names.")
@@ -294,6 +367,9 @@ type syncPlan struct {
 	refuse  error
 	disable bool
 	name    string
+	// revoked is the DiffRevoked of lp: sync steps to revoked.StepTo,
+	// once confirmed.
+	revoked *lock.Diff
 }
 
 // planSync turns the differences into one plan per plugin, and the
@@ -313,13 +389,22 @@ func planSync(st *store.Store, diffs []lock.Diff) ([]*syncPlan, []string, error)
 			p.disable = true
 		case lock.DiffCatalogMissing:
 			p.refuse = errors.New(d.Detail)
-		case lock.DiffCatalogRoot, lock.DiffCatalogOlder:
+		case lock.DiffCatalogRoot, lock.DiffCatalogOlder, lock.DiffCatalogSource:
 			p.refuse = fmt.Errorf("%s: %w", d.Detail, errUntrustedLock)
+		case lock.DiffRevoked:
+			p.revoked = &d
+			if d.StepTo == "" {
+				p.refuse = fmt.Errorf("%s: %w", d.Detail, errUntrustedLock)
+			}
 		}
 	}
 	needInstall := []string{}
 	for _, p := range plans {
 		if p.disable || p.refuse != nil {
+			continue
+		}
+		if p.revoked != nil {
+			needInstall = append(needInstall, p.lp.Name+"@"+p.revoked.StepTo)
 			continue
 		}
 		recs, err := st.Find(p.lp.Name, p.lp.Version)
@@ -344,6 +429,11 @@ func (a *app) applySync(ctx context.Context, st *store.Store, c *marketplace.Cac
 	plans, needInstall, err := planSync(st, diffs)
 	if err != nil {
 		return err
+	}
+	for _, p := range plans {
+		if d := p.revoked; d != nil && p.refuse == nil && !opts.Yes && !a.isTerminal() {
+			return usagef("%s@%s is revoked by catalog %s (%s); sync would step to %s, the newest version %s allows that is not revoked, and berth is not on a terminal to ask: pass --yes to confirm", d.Name, d.Locked.Version, d.RevokedBy, review.Printable(d.Reason), d.StepTo, constraintOrAnyWords(d.Locked.Constraint))
+		}
 	}
 	if len(needInstall) > 0 && !opts.Yes && !a.isTerminal() {
 		return usagef("sync needs to install %s, and berth is not on a terminal to ask: pass --yes to confirm", strings.Join(needInstall, ", "))
@@ -418,6 +508,10 @@ func (s *syncRun) apply(ctx context.Context, p *syncPlan) {
 		return
 	}
 	lp := p.lp
+	if p.revoked != nil {
+		s.stepDown(ctx, p)
+		return
+	}
 	if p.install && !s.install(ctx, p) {
 		return
 	}
@@ -472,3 +566,62 @@ func (s *syncRun) install(ctx context.Context, p *syncPlan) bool {
 // errUntrustedLock marks a locked plugin that sync refuses to follow
 // (exit 4).
 var errUntrustedLock = fmt.Errorf("berth does not follow the lock here: %w", trust.ErrUntrusted)
+
+func constraintOrAnyWords(c string) string {
+	if c == "" {
+		return "the lock"
+	}
+	return c
+}
+
+// stepDown replaces p's revoked locked version with the newest version
+// its constraint allows that is not revoked, once confirmed: installed
+// through the install path unless trusted already, enabled, and the
+// lock updated.
+func (s *syncRun) stepDown(ctx context.Context, p *syncPlan) {
+	a, st, lp, d, asJSON, yes := s.a, s.st, p.lp, p.revoked, s.opts.JSON, s.opts.Yes
+	if err := a.confirm(fmt.Sprintf("%s@%s is revoked by catalog %s (%s). Step to %s instead, and record it in berth.lock?", lp.Name, lp.Version, d.RevokedBy, review.Printable(d.Reason), d.StepTo), yes, "--yes"); err != nil {
+		s.fail(p, "install", err)
+		return
+	}
+	var rec *store.Record
+	if recs, err := st.Find(lp.Name, d.StepTo); err == nil {
+		if rv, err := st.Revoked(recs[0].Name, recs[0].Version, recs[0].Digest); err == nil && rv == nil {
+			rec = recs[0]
+		}
+	}
+	if rec == nil {
+		req := marketplace.InstallRequest{Name: lp.Name, Catalog: lp.Catalog.Name, Constraint: lp.Constraint, AllowStale: s.opts.AllowStale, Resolve: s.ro}
+		res, err := a.installOne(ctx, st, s.c, req, installShow{quiet: asJSON}, func(ic *marketplace.InstallCandidate) error {
+			if !asJSON {
+				a.showCandidate(ic, !yes)
+			}
+			return a.confirm(fmt.Sprintf("Install %s %s from catalog %s?", lp.Name, ic.Version.Version, lp.Catalog.Name), yes, "--yes")
+		})
+		if err != nil {
+			s.fail(p, "install", err)
+			return
+		}
+		rec = res.Trust.Record
+		s.out.Actions = append(s.out.Actions, syncAction{Name: lp.Name, Version: rec.Version, Action: "install", Detail: strings.Join(res.Warnings, "; ")})
+	}
+	if !asJSON {
+		fmt.Fprintf(a.stdout, "Stepped %s down from %s (revoked by catalog %s) to %s.\n", lp.Name, lp.Version, d.RevokedBy, rec.Version)
+	}
+	if _, err := a.enableAndLock(ctx, st, s.ws, rec, lp.Constraint, !asJSON); err != nil {
+		s.fail(p, "enable", err)
+		return
+	}
+	s.out.Actions = append(s.out.Actions, syncAction{Name: lp.Name, Version: rec.Version, Action: "enable", Detail: fmt.Sprintf("in place of %s, revoked by catalog %s; berth.lock updated", lp.Version, d.RevokedBy)})
+}
+
+// missingCatalogs are the catalogs of the catalog-missing differences.
+func missingCatalogs(diffs []lock.Diff) []string {
+	var out []string
+	for _, d := range diffs {
+		if d.Kind == lock.DiffCatalogMissing && d.Locked != nil && !slices.Contains(out, d.Locked.Catalog.Name) {
+			out = append(out, d.Locked.Catalog.Name)
+		}
+	}
+	return out
+}

@@ -503,14 +503,14 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		}
 		if !r.Changed {
 			fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
-			a.reportInstalled(a.stdout, "  ", u.Installed)
+			a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
 			continue
 		}
 		fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
 		for _, sc := range statusChanges(r.Old, r.New) {
 			fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
 		}
-		a.reportInstalled(a.stdout, "  ", u.Installed)
+		a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
 		a.printSkipped(n, len(r.Problems))
 	}
 	if opts.JSON {

@@ -219,6 +219,11 @@ in the workspace where the old one was, and the workspace's berth.lock
 is updated when there is one. A version signed by another signer than
 the installed one is refused (exit 4) unless --allow-signer-change.
 
+When a catalog revoked the installed version, the upgrade is the newest
+version the constraint allows that is not revoked, even an older one: a
+step down, shown and always confirmed (--yes off a terminal), and enabled
+in the workspace (upgrade NAME, or a workspace whose berth.lock names it).
+
 --preview shows the diffs and changes nothing, not even the catalog
 copies. --fail-on-changes updates the catalogs, shows the diffs, changes
 no plugin, and exits 5 when an upgrade is available: a CI freshness gate.`
@@ -355,6 +360,35 @@ func constraintWords(c string) string {
 	return "that " + c + " allows"
 }
 
+// revokedWayBack is what upgrade says of a revoked installed version.
+func revokedWayBack(o *lock.Outdated) string {
+	kind := "another version"
+	if o.StepDown {
+		kind = "a step down"
+	}
+	allows := ""
+	if o.Constraint != "" {
+		allows = " that " + o.Constraint + " allows"
+	}
+	return fmt.Sprintf("%s: %s is revoked by catalog %s (%s); %s is the newest version%s that is not revoked", kind, o.Current, o.RevokedBy, review.Printable(o.Reason), o.Wanted, allows)
+}
+
+// revokedWasHere reports whether the version that replaces o's revoked
+// one is enabled in ws: the revocation disabled it everywhere, so
+// upgrade enables its replacement where it is asked to (upgrade NAME),
+// or where ws's berth.lock names it.
+func (a *app) revokedWasHere(ws string, o *lock.Outdated, opts *upgradeOptions) bool {
+	if opts.Name == o.Name {
+		return true
+	}
+	l, err := lock.Read(ws)
+	if err != nil || l == nil {
+		return false
+	}
+	_, ok := l.Plugin(o.Name)
+	return ok
+}
+
 // upgradeOne shows the authority diff of one upgrade and, unless only
 // looking, installs it, enables it where the old version was enabled in
 // ws, and updates ws's berth.lock.
@@ -374,12 +408,19 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 	e.Grows = e.Diff.Grows()
 	if !asJSON {
 		fmt.Fprintf(a.stdout, "\n%s %s -> %s (catalog %s):\n", o.Name, o.Current, o.Wanted, o.Catalog)
+		if o.RevokedBy != "" {
+			fmt.Fprintf(a.stdout, "  %s\n", revokedWayBack(o))
+		}
 		e.Diff.WriteText(a.stdout)
 	}
 	if look {
 		return e, nil
 	}
-	if e.Grows {
+	if o.StepDown {
+		if err := a.confirm(fmt.Sprintf("Step %s down from %s (revoked) to %s?", o.Name, o.Current, o.Wanted), yes, "--yes"); err != nil {
+			return e, err
+		}
+	} else if e.Grows {
 		if err := a.confirm(fmt.Sprintf("Upgrade %s to %s? Its authority grows.", o.Name, o.Wanted), yes, "--yes"); err != nil {
 			return e, err
 		}
@@ -406,7 +447,7 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 	if err != nil {
 		return e, err
 	}
-	if w := state.Workspaces[ws]; w != nil && w.Plugins[o.Name] != nil {
+	if w := state.Workspaces[ws]; w != nil && w.Plugins[o.Name] != nil || o.RevokedBy != "" && a.revokedWasHere(ws, o, opts) {
 		if e.LockUpdated, err = a.enableAndLock(ctx, st, ws, res.Trust.Record, o.Constraint, !asJSON); err != nil {
 			return e, err
 		}

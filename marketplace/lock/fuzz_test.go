@@ -17,6 +17,10 @@ func FuzzParseLock(f *testing.F) {
 		Signer:  Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
 		Catalog: Catalog{Name: "acme", RootKeyIDs: []string{strings.Repeat("a", 64)}, TargetsVersion: 2}})
 	f.Add(l.Marshal())
+	l.SetCatalog(CatalogSource{Name: "acme", Source: "https://catalog.example/acme/", RootPin: "sha256:" + strings.Repeat("3", 64)})
+	f.Add(l.Marshal())
+	f.Add([]byte(`{"lockVersion": 1, "catalogs": [{"name": "acme", "source": "file:///etc", "rootPin": "sha256:x"}, {"name": "acme", "source": "\u0000", "rootPin": ""}], "plugins": []}`))
+	f.Add([]byte(`{"lockVersion": 1, "catalogs": null, "plugins": []}`))
 	f.Add([]byte(`{"lockVersion": 1, "plugins": null}`))
 	f.Add([]byte(`{"lockVersion": 1, "LockVersion": 2, "plugins": [{"name": "x", "name": "y"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -35,9 +38,30 @@ const MaxSize = 4 << 20
 // fails when the two drift. The lock drives installs, so it is read
 // strictly: any unknown field or bad value is an error.
 type Lock struct {
-	LockVersion int      `json:"lockVersion"`
-	Plugins     []Plugin `json:"plugins"`
+	LockVersion int `json:"lockVersion"`
+	// Catalogs say where each catalog the plugins are resolved from
+	// lives, and its root pin, so a teammate can add it (berth sync
+	// --add-catalog NAME, or a confirmation on a terminal). A lock
+	// written before berth recorded them has none; sync then says what
+	// is missing.
+	Catalogs []CatalogSource `json:"catalogs,omitempty"`
+	Plugins  []Plugin        `json:"plugins"`
 }
+
+// CatalogSource is where a catalog lives, as the operator who wrote the
+// lock added it: its canonical source (marketplace.Source.String) and the
+// sha256 of the root it was pinned with ("sha256:<hex>",
+// marketplace.CatalogInfo.RootPin). A lock may come from a stranger's
+// repository: berth shows both and adds the catalog only when the
+// operator says so, and never replaces a catalog of that name.
+type CatalogSource struct {
+	Name    string `json:"name"`
+	Source  string `json:"source"`
+	RootPin string `json:"rootPin"`
+}
+
+// MaxSourceLen is the longest catalog source a lock may name.
+const MaxSourceLen = 2048
 
 // Plugin pins one plugin: the exact bundle and where it was resolved.
 type Plugin struct {
@@ -116,6 +140,7 @@ func Parse(data []byte) (*Lock, error) {
 	bad := func(i int, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("plugins[%d]: %s", i, fmt.Sprintf(format, args...)))
 	}
+	errs = append(errs, checkCatalogs(l)...)
 	seen := map[string]bool{}
 	for i, p := range l.Plugins {
 		if err := store.CheckRef(p.Name, p.Version); err != nil || p.Version == "" {
@@ -169,6 +194,74 @@ func Parse(data []byte) (*Lock, error) {
 	return l, nil
 }
 
+// checkCatalogs checks the catalogs section: each a catalog name given
+// once, a printable source of bounded length, a root pin
+// sha256:<64 lower hex>, and named by some plugin.
+func checkCatalogs(l *Lock) []error {
+	var errs []error
+	used := map[string]bool{}
+	for _, p := range l.Plugins {
+		used[p.Catalog.Name] = true
+	}
+	seen := map[string]bool{}
+	for i, c := range l.Catalogs {
+		bad := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("catalogs[%d]: %s", i, fmt.Sprintf(format, args...)))
+		}
+		if err := marketplace.CheckName(c.Name); err != nil {
+			bad("%v", err)
+		}
+		if seen[c.Name] {
+			bad("catalog %q is listed twice; keep one entry", c.Name)
+		}
+		seen[c.Name] = true
+		if !used[c.Name] {
+			bad("no plugin is resolved from catalog %q; remove the entry", c.Name)
+		}
+		switch {
+		case c.Source == "":
+			bad("source is empty")
+		case len(c.Source) > MaxSourceLen:
+			bad("source is %d bytes, over the limit of %d", len(c.Source), MaxSourceLen)
+		case strings.IndexFunc(c.Source, func(r rune) bool { return r < 0x20 || r == 0x7f || !unicode.IsPrint(r) }) >= 0 || !utf8.ValidString(c.Source):
+			bad("source %q has a control or unprintable character", c.Source)
+		}
+		if !strings.HasPrefix(c.RootPin, "sha256:") || len(c.RootPin) != 71 || !isLowerHex(c.RootPin[7:]) {
+			bad("rootPin %q is not sha256:<64 lower-case hex digits>", c.RootPin)
+		}
+	}
+	return errs
+}
+
+// Catalog returns where the lock says catalog name lives, or nil (a lock
+// written before berth recorded it).
+func (l *Lock) Catalog(name string) *CatalogSource {
+	for i := range l.Catalogs {
+		if l.Catalogs[i].Name == name {
+			return &l.Catalogs[i]
+		}
+	}
+	return nil
+}
+
+// SetCatalog adds or replaces the entry of c.Name.
+func (l *Lock) SetCatalog(c CatalogSource) {
+	if old := l.Catalog(c.Name); old != nil {
+		*old = c
+		return
+	}
+	l.Catalogs = append(l.Catalogs, c)
+}
+
+// PruneCatalogs removes the catalog entries no plugin is resolved from.
+func (l *Lock) PruneCatalogs() {
+	used := map[string]bool{}
+	for _, p := range l.Plugins {
+		used[p.Catalog.Name] = true
+	}
+	l.Catalogs = slices.DeleteFunc(l.Catalogs, func(c CatalogSource) bool { return !used[c.Name] })
+}
+
 func isLowerHex(s string) bool {
 	for _, c := range s {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
@@ -202,8 +295,9 @@ func (l *Lock) Set(p Plugin) {
 // Marshal returns the lock as indented JSON, plugins sorted by name and
 // key IDs sorted, so a lock diffs well in version control.
 func (l *Lock) Marshal() []byte {
-	c := Lock{LockVersion: FormatVersion, Plugins: append([]Plugin{}, l.Plugins...)}
+	c := Lock{LockVersion: FormatVersion, Plugins: append([]Plugin{}, l.Plugins...), Catalogs: append([]CatalogSource(nil), l.Catalogs...)}
 	sort.Slice(c.Plugins, func(i, j int) bool { return c.Plugins[i].Name < c.Plugins[j].Name })
+	sort.Slice(c.Catalogs, func(i, j int) bool { return c.Catalogs[i].Name < c.Catalogs[j].Name })
 	for i := range c.Plugins {
 		c.Plugins[i].Catalog.RootKeyIDs = slices.Sorted(slices.Values(c.Plugins[i].Catalog.RootKeyIDs))
 	}

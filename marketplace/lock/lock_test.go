@@ -95,3 +95,59 @@ func TestLockDuplicateKey(t *testing.T) {
 		})
 	}
 }
+
+func TestParseCatalogSources(t *testing.T) {
+	base := &Lock{LockVersion: 1}
+	base.Set(Plugin{Name: "notes", Version: "1.0.0", Digest: "sha256:" + strings.Repeat("1", 64),
+		Signer:  Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
+		Catalog: Catalog{Name: "acme", RootKeyIDs: []string{strings.Repeat("a", 64)}, TargetsVersion: 2}})
+	// A lock without catalogs (written before berth recorded them) reads.
+	old, err := Parse(base.Marshal())
+	if err != nil || old.Catalog("acme") != nil {
+		t.Fatalf("old lock: %v, %v", old, err)
+	}
+	good := CatalogSource{Name: "acme", Source: "https://catalog.example/acme/", RootPin: "sha256:" + strings.Repeat("3", 64)}
+	for _, tc := range []struct {
+		c    CatalogSource
+		want string
+	}{
+		{good, ""},
+		{CatalogSource{Name: "other", Source: good.Source, RootPin: good.RootPin}, "no plugin is resolved from catalog"},
+		{CatalogSource{Name: "acme", Source: "", RootPin: good.RootPin}, "source is empty"},
+		{CatalogSource{Name: "acme", Source: "https://x/\x1b[2J", RootPin: good.RootPin}, "control or unprintable"},
+		{CatalogSource{Name: "acme", Source: "https://x/" + strings.Repeat("a", MaxSourceLen), RootPin: good.RootPin}, "over the limit"},
+		{CatalogSource{Name: "acme", Source: good.Source, RootPin: strings.Repeat("3", 64)}, "rootPin"},
+		{CatalogSource{Name: "acme", Source: good.Source, RootPin: "sha256:" + strings.Repeat("A", 64)}, "rootPin"},
+	} {
+		l := *base
+		l.Catalogs = []CatalogSource{tc.c}
+		_, err := Parse(l.Marshal())
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.c, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: got %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	twice := *base
+	twice.Catalogs = []CatalogSource{good, good}
+	if _, err := Parse(twice.Marshal()); err == nil || !strings.Contains(err.Error(), "listed twice") {
+		t.Errorf("twice: %v", err)
+	}
+}
+
+func TestCheckAddable(t *testing.T) {
+	for src, ok := range map[string]bool{
+		"https://catalog.example/acme/": true,
+		"file:///etc":                   false,
+		"/etc":                          false,
+		"http://127.0.0.1:8080/":        false,
+		"http://catalog.example/":       false,
+		"ftp://catalog.example/":        false,
+	} {
+		c := &CatalogSource{Name: "acme", Source: src, RootPin: "sha256:" + strings.Repeat("3", 64)}
+		if err := c.CheckAddable(); (err == nil) != ok {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -33,6 +35,15 @@ const (
 	DiffCatalogRoot DiffKind = "catalog-root"
 	// DiffCatalogMissing: the lock's catalog is not added.
 	DiffCatalogMissing DiffKind = "catalog-missing"
+	// DiffCatalogSource: the catalog of that name comes from another
+	// source, or was pinned with another root, than the lock records: a
+	// lock never replaces a catalog the operator has.
+	DiffCatalogSource DiffKind = "catalog-source"
+	// DiffRevoked: the locked version is revoked by its catalog (its
+	// status there, or the revocation recorded here); Diff.StepTo is the
+	// newest version the locked constraint allows that is not, which
+	// sync takes once confirmed.
+	DiffRevoked DiffKind = "revoked"
 	// DiffNotLocked: a plugin is enabled that the lock does not name
 	// (reported when pruning).
 	DiffNotLocked DiffKind = "not-locked"
@@ -47,6 +58,13 @@ type Diff struct {
 	Locked *Plugin `json:"locked,omitempty"`
 	// Enabled is what is enabled; nil for DiffMissing.
 	Enabled *store.Enablement `json:"enabled,omitempty"`
+	// StepTo is, for DiffRevoked, the version sync takes instead ("" when
+	// the constraint allows none that is not revoked).
+	StepTo string `json:"stepTo,omitempty"`
+	// RevokedBy and Reason are, for DiffRevoked, the catalog that revoked
+	// the locked version and its words.
+	RevokedBy string `json:"revokedBy,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 func (d Diff) String() string { return fmt.Sprintf("%s: %s: %s", d.Name, d.Kind, d.Detail) }
@@ -83,11 +101,20 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 		ci := infos[lp.Catalog.Name]
 		switch {
 		case ci == nil:
-			add(lp.Name, lp, e, DiffCatalogMissing, "the lock resolves it from catalog %s, which is not added (berth marketplace add %s SOURCE --root-sha256 HEX)", lp.Catalog.Name, lp.Catalog.Name)
+			add(lp.Name, lp, e, DiffCatalogMissing, "%s", missingCatalog(l, lp.Catalog.Name))
+		case l.Catalog(ci.Name) != nil && (l.Catalog(ci.Name).Source != ci.Source || l.Catalog(ci.Name).RootPin != ci.RootPin):
+			lc := l.Catalog(ci.Name)
+			add(lp.Name, lp, e, DiffCatalogSource, "catalog %s here comes from %s (root pin %s), and the lock records %s (root pin %s): another catalog under that name, and a lock never replaces one you have; check with whoever wrote the lock, then run berth lock", ci.Name, ci.Source, ci.RootPin, lc.Source, lc.RootPin)
 		case !sameKeys(ci.RootKeyIDs, lp.Catalog.RootKeyIDs):
 			add(lp.Name, lp, e, DiffCatalogRoot, "catalog %s has the root keys %s, and the lock names %s: another catalog under that name, or its root was rotated; check with the curator, then run berth lock", ci.Name, strings.Join(sorted(ci.RootKeyIDs), ","), strings.Join(sorted(lp.Catalog.RootKeyIDs), ","))
 		case ci.TargetsVersion < lp.Catalog.TargetsVersion:
 			add(lp.Name, lp, e, DiffCatalogOlder, "the verified copy of catalog %s is at targets version %d, older than the %d the lock was resolved from: run berth marketplace update %s (if it stays older, the catalog was rolled back)", ci.Name, ci.TargetsVersion, lp.Catalog.TargetsVersion, ci.Name)
+		}
+		if d, err := revokedDiff(c, st, lp, e); err != nil {
+			return nil, err
+		} else if d != nil {
+			diffs = append(diffs, *d)
+			continue
 		}
 		switch {
 		case e == nil:
@@ -124,3 +151,79 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 func sameKeys(a, b []string) bool { return slices.Equal(sorted(a), sorted(b)) }
 
 func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
+
+// revokedDiff is the DiffRevoked of lp when its catalog revoked the
+// locked version (the revocation recorded here, or its status in the
+// catalog's verified copy) and it is not enabled in its place already.
+func revokedDiff(c *marketplace.Cache, st *store.Store, lp *Plugin, e *store.Enablement) (*Diff, error) {
+	d := &Diff{Name: lp.Name, Kind: DiffRevoked, Locked: lp, Enabled: e}
+	rv, err := st.Revoked(lp.Name, lp.Version, lp.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if rv != nil {
+		d.RevokedBy, d.Reason = rv.Catalog, rv.Reason
+	}
+	p, _, err := c.Plugin(lp.Catalog.Name, lp.Name)
+	if err == nil {
+		if v := p.Version(lp.Version); v != nil && v.Digest == lp.Digest && v.Status == catalog.StatusRevoked && d.RevokedBy == "" {
+			d.RevokedBy, d.Reason = lp.Catalog.Name, v.Reason
+		}
+	}
+	if d.RevokedBy == "" {
+		return nil, nil
+	}
+	to := "no version that " + constraintOrAny(lp.Constraint) + " allows is not revoked: berth show " + lp.Name + " lists its versions; install another (berth install " + lp.Name + "@VERSION --enable), then berth lock"
+	if p != nil {
+		if res, err := marketplace.Resolve(p, lp.Constraint, nil); err == nil {
+			d.StepTo = res.Chosen.Version
+			to = "berth sync steps down to " + d.StepTo
+			if bundle.VersionNewer(lp.Version, d.StepTo) {
+				to = "berth sync takes " + d.StepTo
+			}
+		}
+	}
+	d.Detail = fmt.Sprintf("the lock names %s@%s, which catalog %s revoked (%s); %s", lp.Name, lp.Version, d.RevokedBy, d.Reason, to)
+	return d, nil
+}
+
+func constraintOrAny(c string) string {
+	if c == "" {
+		return "any version"
+	}
+	return c
+}
+
+// missingCatalog says that the lock's catalog name is not added, where
+// the lock says it lives, and how to add it.
+func missingCatalog(l *Lock, name string) string {
+	lc := l.Catalog(name)
+	if lc == nil {
+		return fmt.Sprintf("catalog %s is not added here, and the lock does not say where it lives (a berth that did not record catalog sources wrote it): ask whoever wrote it for the source and the root sha256, add it with berth marketplace add %s SOURCE --root-sha256 HEX, and run berth lock to record them", name, name)
+	}
+	add := fmt.Sprintf("berth marketplace add %s %s --root-sha256 %s", name, lc.Source, strings.TrimPrefix(lc.RootPin, "sha256:"))
+	if err := lc.CheckAddable(); err != nil {
+		return fmt.Sprintf("catalog %s is not added here; the lock says it lives at %s with root pin %s, and %v: if you trust it, add it yourself: %s", name, lc.Source, lc.RootPin, err, add)
+	}
+	return fmt.Sprintf("catalog %s is not added here; the lock says it lives at %s with root pin %s: berth sync --add-catalog %s adds it (or %s)", name, lc.Source, lc.RootPin, name, add)
+}
+
+// ErrNotAddable marks a catalog source that berth does not add from a
+// lock.
+var ErrNotAddable = errors.New("berth adds a catalog from a lock only from an https:// source")
+
+// CheckAddable says why berth will not add c on a lock's word (an
+// *ErrNotAddable error), or nil: only an https:// source is added. A
+// lock may come from a stranger's repository, and a directory, a
+// file:// URL or a loopback http:// source names something on this
+// machine (a local path is the lock author's machine's, not yours).
+func (c *CatalogSource) CheckAddable() error {
+	src, err := marketplace.ParseSource(c.Source)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotAddable, err)
+	}
+	if !strings.HasPrefix(strings.ToLower(src.String()), "https://") {
+		return fmt.Errorf("%w, and %s is not one", ErrNotAddable, c.Source)
+	}
+	return nil
+}

@@ -29,8 +29,17 @@ type Outdated struct {
 	// not active. "" when the catalog no longer lists Current.
 	Status catalog.Status `json:"status"`
 	Reason string         `json:"reason,omitempty"`
-	// Upgrade is true when Wanted is newer than Current.
+	// Upgrade is true when Wanted is newer than Current, or when a
+	// catalog revoked Current and Wanted is another version.
 	Upgrade bool `json:"upgrade"`
+	// RevokedBy names the catalog that revoked Current (its recorded
+	// revocation, or its status in the catalog), "" when none did; Reason
+	// then gives its words.
+	RevokedBy string `json:"revokedBy,omitempty"`
+	// StepDown is true when Current is revoked and Wanted, the newest
+	// version the constraint allows that is not, is older: upgrade shows
+	// it and asks, as it does for grown authority.
+	StepDown bool `json:"stepDown"`
 	// Problem says why the catalog could not be asked (removed, no longer
 	// lists the plugin).
 	Problem string `json:"problem,omitempty"`
@@ -75,15 +84,25 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 	}
 	latest := map[string]*store.Record{}
 	var names []string
+	revoked := map[*store.Record]*store.Revocation{}
 	for _, r := range recs { // sorted by name, then version
 		if r.Catalog == nil {
 			continue
+		}
+		rv, err := st.Revoked(r.Name, r.Version, r.Digest)
+		if err != nil {
+			return nil, err
+		}
+		if rv != nil {
+			revoked[r] = rv
 		}
 		l := latest[r.Name]
 		if l == nil {
 			names = append(names, r.Name)
 		}
-		if l == nil || laterRecord(l, r) {
+		// The current version is the latest one not revoked; a revoked
+		// one only while no other is trusted.
+		if l == nil || (revoked[l] != nil || rv == nil) && laterRecord(l, r) || revoked[l] != nil && rv == nil {
 			latest[r.Name] = r
 		}
 	}
@@ -112,12 +131,24 @@ func ListOutdated(c *marketplace.Cache, st *store.Store, constraints map[string]
 		o.plugin, o.catalog = p, ci
 		if v := p.Version(r.Version); v != nil && v.Digest == r.Digest {
 			o.currentV, o.Status, o.Reason = v, v.Status, v.Reason
+			if v.Status == catalog.StatusRevoked {
+				o.RevokedBy = r.Catalog.Name
+			}
+		}
+		if rv := revoked[r]; rv != nil {
+			o.RevokedBy, o.Reason = rv.Catalog, rv.Reason
 		}
 		if res, err := marketplace.Resolve(p, o.Constraint, ro); err == nil {
 			o.Wanted, o.wantedV = res.Chosen.Version, res.Chosen
 			// Two contents of a versionless plugin: what the source
 			// offers now is the newer (bundle.VersionNewer).
 			o.Upgrade = bundle.VersionNewer(o.Current, o.Wanted)
+			if o.RevokedBy != "" && o.Wanted != o.Current {
+				// Resolve never picks a revoked version: the way back
+				// may be a step down.
+				o.StepDown = !o.Upgrade
+				o.Upgrade = true
+			}
 			if o.Upgrade && bundle.DroppedVersion(o.Current, o.Wanted) {
 				o.Note = fmt.Sprintf("the source dropped the plugin's version %s: it now offers the content-derived %s, which berth takes as newer, since the source offers it now (docs/marketplace.md)", o.Current, o.Wanted)
 			}
