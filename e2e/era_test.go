@@ -25,13 +25,14 @@ import (
 
 // eraClient is a go-sdk client of berth serve that answers sampling
 // ("Paris"), elicitation (accept, name "Ada") and roots (one root of its
-// own), and records progress and log messages.
+// own), and records progress (by token) and log messages.
 type eraClient struct {
 	cs       *mcp.ClientSession
 	modern   bool
 	mu       sync.Mutex
-	progress []float64
-	logs     []string
+	progress map[string][]float64
+	logs     []string // logger
+	logData  []string // data, of string data
 }
 
 const eraClientRoot = "file:///era-client-root"
@@ -115,17 +116,38 @@ func TestEraMatrix(t *testing.T) {
 					t.Errorf("progress = %q", got)
 				}
 				ec.call(ctx, t, "log", nil, nil)
+				if legacyServer {
+					// Two rounds of requests, with progress and log
+					// messages before, between and after them: a
+					// 2026-07-28 client gets each in the request that
+					// waits on the call when the server sends it (the
+					// first, or a retry of the flight).
+					if got := ec.call(ctx, t, "ask-twice", nil, "rounds"); got != "elicited twice: accept Ada | accept Ada" {
+						t.Errorf("ask-twice = %q", got)
+					}
+				}
 				deadline := time.Now().Add(10 * time.Second)
 				for {
 					ec.mu.Lock()
-					progress, logs := slices.Clone(ec.progress), slices.Clone(ec.logs)
+					progress, rounds, logs, data := slices.Clone(ec.progress["tok"]), slices.Clone(ec.progress["rounds"]), slices.Clone(ec.logs), slices.Clone(ec.logData)
 					ec.mu.Unlock()
-					if (len(progress) >= 3 && len(logs) >= 3) || time.Now().After(deadline) {
+					roundLogs := slices.DeleteFunc(data, func(d string) bool { return !strings.HasPrefix(d, "round ") })
+					full := len(progress) >= 3 && len(logs) >= 3
+					if legacyServer {
+						full = full && len(rounds) >= 3 && len(roundLogs) >= 3
+					}
+					if full || time.Now().After(deadline) {
 						if !slices.Equal(progress, []float64{1, 2, 3}) {
 							t.Errorf("progress relayed = %v, want 1, 2, 3", progress)
 						}
 						if !slices.ContainsFunc(logs, func(l string) bool { return strings.HasPrefix(l, "rly__up/") }) {
 							t.Errorf("log messages relayed under loggers %q, want rly__up/…", logs)
+						}
+						if legacyServer && !slices.Equal(rounds, []float64{1, 2, 3}) {
+							t.Errorf("progress of a call over two rounds of requests = %v, want 1, 2, 3 (before, between and after the rounds)", rounds)
+						}
+						if legacyServer && !slices.Equal(roundLogs, []string{"round 1", "round 2", "round 3"}) {
+							t.Errorf("log messages of a call over two rounds of requests = %q, want round 1, 2, 3", roundLogs)
 						}
 						break
 					}
@@ -253,7 +275,7 @@ func (w *world) wsAbs(t *testing.T) string {
 // noGET: a Streamable HTTP client that opens no standalone GET stream.
 func (w *world) eraConnect(ctx context.Context, t *testing.T, legacy bool, flags []string, noGET bool, tune ...func(*mcp.ClientOptions)) *eraClient {
 	t.Helper()
-	ec := &eraClient{modern: !legacy}
+	ec := &eraClient{modern: !legacy, progress: map[string][]float64{}}
 	o := &mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "Paris"}}, nil
@@ -263,12 +285,16 @@ func (w *world) eraConnect(ctx context.Context, t *testing.T, legacy bool, flags
 		},
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			ec.mu.Lock()
-			ec.progress = append(ec.progress, r.Params.Progress)
+			tok := fmt.Sprint(r.Params.ProgressToken)
+			ec.progress[tok] = append(ec.progress[tok], r.Params.Progress)
 			ec.mu.Unlock()
 		},
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			ec.mu.Lock()
 			ec.logs = append(ec.logs, r.Params.Logger)
+			if d, ok := r.Params.Data.(string); ok {
+				ec.logData = append(ec.logData, d)
+			}
 			ec.mu.Unlock()
 		},
 	}

@@ -109,6 +109,10 @@ const (
 	MaxFlightRounds = 10
 )
 
+// MaxFlightHeld is how many progress and log messages of a flight's
+// server wait, between rounds, for the client's retry; more are dropped.
+const MaxFlightHeld = 64
+
 // flightStatePrefix starts berth's requestState of a parked call.
 const flightStatePrefix = "berth-relay."
 
@@ -152,6 +156,17 @@ type flight struct {
 	done   bool
 	res    *mcp.CallToolResult
 	err    error
+	// to is the client's request that waits on the call now: the first,
+	// then each retry; nil between rounds (after a round's input
+	// requests went out, until the retry is taken). The server's
+	// progress and log messages go to it, in wire order (relay).
+	to *callRelay
+	// held are the progress and log messages the server sent between
+	// rounds, for the next retry (at most MaxFlightHeld); dropped
+	// counts what did not fit.
+	held    []flightNote
+	dropped int
+	ended   bool // end ran: nothing is held any more
 
 	audited sync.Once // the call's audit entry when no retry writes it
 }
@@ -218,6 +233,7 @@ func (c *call) startFlight(ctx context.Context, name string, args json.RawMessag
 	f.id = base64.RawURLEncoding.EncodeToString(b[:])
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f.cancel = cancel
+	f.to = c.relay
 	c.relay.flight = f
 	go func() {
 		res, err := s.pool.Call(fctx, name, args, c)
@@ -275,6 +291,9 @@ func (f *flight) wait(ctx context.Context) (res, input *mcp.CallToolResult, err 
 				m[fmt.Sprintf("%s%d", flightKeyPrefix, i+1)] = a.req
 			}
 			f.sent, f.asks = f.asks, nil
+			// This request ends with the input requests: what the
+			// server sends from now on waits for the retry.
+			f.to = nil
 			f.mu.Unlock()
 			state, rerr := f.fs.register(f)
 			if rerr != nil {
@@ -292,6 +311,63 @@ func (f *flight) wait(ctx context.Context) (res, input *mcp.CallToolResult, err 
 			return nil, nil, context.Cause(ctx)
 		}
 	}
+}
+
+// flightNote is a progress or a log message of a flight's server.
+type flightNote struct {
+	progress *mcp.ProgressNotificationParams
+	log      *pool.LogMessage
+}
+
+// relay passes n to the client's request that waits on the call now, or,
+// between rounds, holds it for the next retry (attach). Under f.mu, so
+// that what is held goes out before what comes after it: wire order, from
+// round to round. done: the sessions a log message reached already.
+func (f *flight) relay(n flightNote, done map[*mcp.ServerSession]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.to != nil:
+		f.to.deliver(n, done)
+	case f.ended:
+	case len(f.held) < MaxFlightHeld:
+		f.held = append(f.held, n)
+	default:
+		f.dropped++
+	}
+}
+
+// deliver relays n to r's request.
+func (r *callRelay) deliver(n flightNote, done map[*mcp.ServerSession]bool) {
+	if n.progress != nil {
+		r.progress(n.progress)
+		return
+	}
+	if done == nil {
+		done = map[*mcp.ServerSession]bool{}
+	}
+	if r.ss != nil && r.s.levels.of(r.ss) != "" {
+		// The session set a level: it gets the server's log messages
+		// as every such session does (relayLog).
+		return
+	}
+	r.log(n.log, done)
+}
+
+// attach makes r, the client's retry that was taken, the request the
+// call's progress and log messages go to from now on, and passes it what
+// the server sent between rounds first.
+func (f *flight) attach(r *callRelay) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.to = r
+	for _, n := range f.held {
+		r.deliver(n, nil)
+	}
+	if f.dropped > 0 {
+		r.s.log.Warn("berth dropped progress and log messages a plugin server sent between two rounds of a call's input requests, more than it keeps for the client's retry", "tool", f.first.tool, "dropped", f.dropped, "kept", MaxFlightHeld)
+	}
+	f.held, f.dropped = nil, 0
 }
 
 // abandon ends the flight when no request of the client is left to
@@ -320,6 +396,7 @@ func (f *flight) end(cause error) {
 	f.mu.Lock()
 	pending := append(f.sent, f.asks...)
 	f.sent, f.asks = nil, nil
+	f.ended, f.held, f.to = true, nil, nil
 	if f.timer != nil {
 		f.timer.Stop()
 	}
@@ -495,6 +572,8 @@ func (c *call) runFlight(ctx context.Context, name string, args json.RawMessage)
 	if err != nil {
 		return refuse(err)
 	}
+	// The call's progress and log messages reach this request now.
+	f.attach(c.relay)
 	if aerr := f.answer(c.req.Params.InputResponses); aerr != nil {
 		f.abandon(fmt.Errorf("its client's retry was refused: %w", aerr))
 		return refuse(aerr)

@@ -5,6 +5,7 @@ package mcpexport
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -193,5 +194,88 @@ func TestFlightAnswersNil(t *testing.T) {
 	}
 	if !answers(&mcp.ListRootsParams{}, &mcp.ListRootsResult{}) {
 		t.Fatal("a roots answer did not count")
+	}
+}
+
+// What a flight's server sends between rounds (after a round's input
+// requests went to the client, before its retry is taken) is held for the
+// retry and reaches it first, in order, under the retry's progress token;
+// what it sends while a request waits goes to that request at once. At
+// most MaxFlightHeld are held.
+func TestFlightHoldsBetweenRounds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type got struct {
+		tok  string
+		prog float64
+	}
+	seen := make(chan got, 2*MaxFlightHeld)
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			seen <- got{fmt.Sprint(r.Params.ProgressToken), r.Params.Progress}
+		},
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	s := &Server{outbox: newOutboxes(slog.New(slog.NewTextHandler(io.Discard, nil))), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	first, endFirst := context.WithCancel(ctx)
+	fs := &flights{}
+	f, _ := newTestFlight(fs, ss)
+	f.first = &call{s: s, tool: "rly__up__ask"}
+	f.to = &callRelay{s: s, ss: ss, ctx: first, token: "first", modern: true, flight: f}
+	note := func(v float64) { f.relay(flightNote{progress: &mcp.ProgressNotificationParams{Progress: v}}, nil) }
+	expect := func(want ...got) {
+		t.Helper()
+		for _, w := range want {
+			select {
+			case g := <-seen:
+				if g != w {
+					t.Fatalf("the client got %+v, want %+v", g, w)
+				}
+			case <-ctx.Done():
+				t.Fatalf("the client never got %+v", w)
+			}
+		}
+	}
+	note(1)
+	expect(got{"first", 1})
+	go func() { _, _ = f.ask(ctx, &mcp.ElicitParams{Message: "name?"}) }()
+	_, input, err := f.wait(first)
+	if err != nil || input == nil {
+		t.Fatalf("wait = %v, %v; want the input requests", input, err)
+	}
+	endFirst() // the first request ended with its input requests
+	for v := 2.0; v < 2+MaxFlightHeld+5; v++ {
+		note(v)
+	}
+	select {
+	case g := <-seen:
+		t.Fatalf("the client got %+v between rounds, with no request to carry it", g)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g, err := fs.redeem(input.RequestState, "b")
+	if err != nil || g != f {
+		t.Fatalf("redeem = %v, %v", g, err)
+	}
+	f.attach(&callRelay{s: s, ss: ss, ctx: ctx, token: "retry", modern: true})
+	for v := 2.0; v < 2+MaxFlightHeld; v++ {
+		expect(got{"retry", v})
+	}
+	note(100)
+	expect(got{"retry", 100})
+	f.end(nil)
+	note(101)
+	select {
+	case g := <-seen:
+		t.Fatalf("the client got %+v after the flight ended", g)
+	case <-time.After(100 * time.Millisecond):
 	}
 }

@@ -34,6 +34,9 @@ type callRelay struct {
 	// request during a call.
 	modern bool
 	caps   *mcp.ClientCapabilities
+	// level is a 2026-07-28 request's log level (its _meta's; "" for
+	// none): the server's log messages reach it at that level.
+	level  mcp.LoggingLevel
 	client string
 	entry  AuditEntry // who asks and how, for the audit of relayed requests
 	// flight, on a 2026-07-28 session, parks a legacy server's requests
@@ -51,6 +54,7 @@ func (s *Server) relayFor(ctx context.Context, ss *mcp.ServerSession, meta mcp.M
 	if r.modern {
 		if lv, ok := meta[mcp.MetaKeyLogLevel].(string); ok {
 			rr.LogLevel = mcp.LoggingLevel(lv)
+			r.level = rr.LogLevel
 		}
 	} else {
 		rr.LogLevel = s.levels.of(ss)
@@ -59,8 +63,18 @@ func (s *Server) relayFor(ctx context.Context, ss *mcp.ServerSession, meta mcp.M
 }
 
 // Progress implements pool.Relay: the progress goes in the session's
-// outbox (outbox.go), and the call's answer after it.
+// outbox (outbox.go), and the call's answer after it. A call in a flight
+// relays it to the client's request that waits on the flight now (era.go).
 func (r *callRelay) Progress(_ context.Context, _ pool.Origin, p *mcp.ProgressNotificationParams) {
+	if r.flight != nil {
+		r.flight.relay(flightNote{progress: p}, nil)
+		return
+	}
+	r.progress(p)
+}
+
+// progress relays p to r's request under its progress token.
+func (r *callRelay) progress(p *mcp.ProgressNotificationParams) {
 	if r.ss == nil || r.token == nil || r.ctx.Err() != nil {
 		return
 	}
@@ -173,12 +187,27 @@ func (r *callRelay) canAsk(from pool.Origin, kind pool.RequestKind, method strin
 	switch {
 	case r.ss == nil:
 		return relayRefusal("berth refused %s from %s: the request it serves has no client session to ask", method, from.ID)
+	case r.modern && r.flight == nil && (r.entry.Kind == pool.RequestPrompt || r.entry.Kind == pool.RequestResource):
+		// Flights carry a tools/call only (docs/relay.md §"The protocol
+		// berth speaks to plugin servers").
+		return relayRefusal("berth refused %s from %s: the client's session is on protocol %s, where a server cannot send requests while it serves one, and berth passes a legacy server's requests on to such a client (as input requests) only during a tools/call, not during %s; the plugin server should ask during a tool call instead, or answer with input requests (protocol %s)", method, from.ID, modernProtocol, requestMethod(r.entry.Kind), modernProtocol)
 	case r.modern && r.flight == nil:
 		return relayRefusal("berth refused %s from %s: the client's session is on protocol %s, where a server cannot send requests during a call, and the client declared neither sampling nor elicitation, so berth cannot pass it on as an input request", method, from.ID, modernProtocol)
 	case !declared:
 		return relayRefusal("berth refused %s from %s: the client (%s) did not declare the %s capability", method, from.ID, r.client, kind)
 	}
 	return nil
+}
+
+// requestMethod is the MCP method of a client's request of kind.
+func requestMethod(kind pool.RequestKind) string {
+	switch kind {
+	case pool.RequestPrompt:
+		return "prompts/get"
+	case pool.RequestResource:
+		return "resources/read"
+	}
+	return "tools/call"
 }
 
 func relayRefusal(format string, args ...any) error {
@@ -358,17 +387,31 @@ func (s *Server) relayLog(_ context.Context, m *pool.LogMessage) {
 	}
 	for _, rr := range m.Open {
 		r, ok := rr.Relay.(*callRelay)
-		if !ok || !r.modern || r.ss == nil || done[r.ss] || rr.LogLevel == "" || r.ctx.Err() != nil {
-			continue
+		switch {
+		case !ok || !r.modern:
+		case r.flight != nil:
+			// The request that waits on the flight now (era.go).
+			r.flight.relay(flightNote{log: m}, done)
+		default:
+			r.log(m, done)
 		}
-		done[r.ss] = true
-		if !r.s.offersPluginNow(m.From.Plugin) {
-			continue
-		}
-		s.outbox.send(r.ss, func() {
-			if r.ctx.Err() == nil {
-				_ = r.ss.Log(r.ctx, m.Params)
-			}
-		})
 	}
+}
+
+// log relays a log message to r's 2026-07-28 request, if it asked for
+// log messages, is still open, its session has none of them yet (done)
+// and its view offers the plugin.
+func (r *callRelay) log(m *pool.LogMessage, done map[*mcp.ServerSession]bool) {
+	if r.ss == nil || done[r.ss] || r.level == "" || r.ctx.Err() != nil {
+		return
+	}
+	done[r.ss] = true
+	if !r.s.offersPluginNow(m.From.Plugin) {
+		return
+	}
+	r.s.outbox.send(r.ss, func() {
+		if r.ctx.Err() == nil {
+			_ = r.ss.Log(r.ctx, m.Params)
+		}
+	})
 }

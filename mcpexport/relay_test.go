@@ -760,3 +760,29 @@ func TestRelayElicitationSchemaHostile(t *testing.T) {
 		}
 	}
 }
+
+// Flights carry a tools/call only: a legacy server's request while it
+// serves a 2026-07-28 client's prompts/get is refused, the server is told
+// why (naming the method and what to do instead), and a legacy client is
+// asked as always.
+func TestRelayPromptRequestOfModernClient(t *testing.T) {
+	e := newRelayEnv(t, true)
+	get := func(rc *relayClient) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		res, err := rc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "rly__up__asking"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Messages[0].Content.(*mcp.TextContent).Text
+	}
+	modern := e.client(modernProtocol, clientCaps{elicitation: true})
+	if got := get(modern); !strings.HasPrefix(got, "elicitation failed:") || !strings.Contains(got, "only during a tools/call, not during prompts/get") {
+		t.Errorf("a legacy server's elicitation during a 2026-07-28 client's prompts/get = %q, want berth's refusal naming prompts/get", got)
+	}
+	legacy := e.client("2025-11-25", clientCaps{elicitation: true})
+	if got := get(legacy); got != "elicited: accept Ada" {
+		t.Errorf("during a legacy client's prompts/get = %q, want the client's answer", got)
+	}
+}

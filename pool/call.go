@@ -299,6 +299,14 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	defer closeRelay()
 	res, err := c.sess.callTool(cctx, e.def.Name, args)
 	c.taskCallReturned(taskCallFrom(ctx), err) // tasks.go
+	if err == nil && !c.stdio() && taskResult(res) {
+		// tasks.go carries tasks for stdio servers only: a remote's task
+		// answer reaches berth through go-sdk, which keeps only its
+		// resultType.
+		err = fmt.Errorf("%s %s answered tools/call %s with a task (resultType \"task\"), which berth did not ask of it: berth carries the tasks extension only for plugin servers over stdio, so no client can follow this task (docs/relay.md §Tasks); berth refused the result, and cannot cancel the task (go-sdk's HTTP client drops its ID)", s.noun(), s.id, e.tool.Name)
+		s.out.event("%v", err)
+		return nil, false, err
+	}
 	if err == nil {
 		s.mu.Lock()
 		s.inRow = 0

@@ -284,6 +284,24 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 	return false
 }
 
+// taskResult reports whether a tool result go-sdk decoded is a
+// CreateTaskResult: go-sdk keeps the resultType (unexported) and writes it
+// back when the result is encoded. A task has no content, so only a
+// result without any is encoded to look.
+func taskResult(res *mcp.CallToolResult) bool {
+	if res == nil || len(res.Content) > 0 || res.StructuredContent != nil {
+		return false
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return false
+	}
+	var r struct {
+		ResultType string `json:"resultType"`
+	}
+	return json.Unmarshal(b, &r) == nil && r.ResultType == "task"
+}
+
 // mayBeTask is the cheap test of a result for a CreateTaskResult: the
 // bytes "task", or a \u escape (JSON may spell "task" with them), else
 // it cannot be one.

@@ -83,6 +83,11 @@ func text(s string) *mcp.CallToolResult {
 //   - sample, ask {message, schema}, roots: sampling/createMessage,
 //     elicitation/create and roots/list during the call (legacy sessions
 //     only);
+//   - ask-twice: elicits twice during the call, and sends a progress
+//     (1, 2, 3 of 3, under the request's token, if it has one) and a log
+//     message at info ("round 1", "round 2", "round 3") before the first
+//     elicitation, between them and after the second: what reaches a
+//     2026-07-28 client through berth's flight in every round;
 //   - mrtr {message, schema}: asks for a name with an input request (2026-07-28),
 //     answers with it on the retry;
 //   - input {kind, rounds}: asks with an input request of kind (elicit,
@@ -100,7 +105,8 @@ func text(s string) *mcp.CallToolResult {
 //     on this server (subscribe minus unsubscribe).
 //
 // A prompt greet {name} and a template relay://item/{id} complete their
-// arguments; relay://watched can be subscribed to.
+// arguments; relay://watched can be subscribed to. The prompt asking
+// elicits while it is got (legacy sessions only), and says what it got.
 func Main() {
 	var versions []string
 	if slices.Contains(os.Args[1:], LegacyFlag) {
@@ -140,6 +146,17 @@ func Main() {
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greet someone", Arguments: []*mcp.PromptArgument{{Name: "name"}}},
 		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi " + r.Params.Arguments["name"]}}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "asking", Description: "elicit while getting the prompt"},
+		func(ctx context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: askArgs{}.schema()})
+			got := ""
+			if err != nil {
+				got = "elicitation failed: " + err.Error()
+			} else {
+				got = fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"])
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: got}}}}, nil
 		})
 	read := func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "content of " + r.Params.URI}}}, nil
@@ -208,6 +225,26 @@ func Main() {
 			return text("elicitation failed: " + err.Error()), nil, nil
 		}
 		return text(fmt.Sprintf("elicited: %s %v", res.Action, res.Content["name"])), nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask-twice", Description: "elicit twice, with progress and logs around"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		tok := r.Params.GetProgressToken()
+		note := func(i int) {
+			if tok != nil {
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprintf("round %d", i)})
+			}
+			_ = r.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "rounds", Data: fmt.Sprintf("round %d", i)})
+		}
+		var got []string
+		for i := 1; i <= 2; i++ {
+			note(i)
+			res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: fmt.Sprintf("your name (round %d)?", i), RequestedSchema: askArgs{}.schema()})
+			if err != nil {
+				return text("elicitation failed: " + err.Error()), nil, nil
+			}
+			got = append(got, fmt.Sprintf("%s %v", res.Action, res.Content["name"]))
+		}
+		note(3)
+		return text("elicited twice: " + strings.Join(got, " | ")), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "roots", Description: "list roots"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
 		res, err := r.Session.ListRoots(ctx, nil)
