@@ -32,6 +32,23 @@ const LegacyFlag = "-legacy"
 // WatchedURI is the resource that supports subscriptions.
 const WatchedURI = "relay://watched"
 
+// SpanID is the span ID of the server's own span, as an instrumented
+// server names it in the W3C trace context (traceparent) of the sampling
+// request of its tool sample: a child of the traceparent its call came
+// with, when it came with one.
+const SpanID = "00f067aa0ba902b7"
+
+// childTrace is the _meta of a request the server sends while serving a
+// request whose _meta is m: the traceparent of m with SpanID as the
+// span, when m has a well-formed one; nil otherwise.
+func childTrace(m mcp.Meta) mcp.Meta {
+	tp, _ := m["traceparent"].(string)
+	if len(tp) != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
+		return nil
+	}
+	return mcp.Meta{"traceparent": tp[:36] + SpanID + tp[52:]}
+}
+
 type nArgs struct {
 	N int `json:"n"`
 }
@@ -192,7 +209,7 @@ func Main() {
 		return text("logged"), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "sample"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}})
+		res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Meta: childTrace(r.Params.Meta), MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}})
 		if err != nil {
 			return text("sampling failed: " + err.Error()), nil, nil
 		}
