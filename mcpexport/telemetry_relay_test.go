@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the test relays sampling (SEP-2577) during its deprecation window
+
 package mcpexport
 
 import (
@@ -81,7 +83,8 @@ var decimalID = regexp.MustCompile(`^[0-9]+$`)
 // the traceparent; a progress notification berth relays is a CLIENT span
 // under the call; a sampling request berth refused is an event
 // berth.relayed_request on its call's span, with the decision and the
-// outcome.
+// outcome. Neither the sampling request's text nor the client's answer
+// reaches the endpoint.
 func TestTelemetryRelayed(t *testing.T) {
 	sink := otlpsink.Start(t)
 	e := newOtelRelayEnv(t, sink)
@@ -193,6 +196,13 @@ func TestTelemetryRelayed(t *testing.T) {
 		for _, ev := range sp.GetEvents() {
 			a := otlpsink.Attrs(ev.GetAttributes())
 			refused = refused || ev.GetName() == "berth.relayed_request" && a["berth.policy.decision"] == "deny" && a["berth.outcome"] == "refused" && a["berth.plugin"] == "rly"
+		}
+	}
+	// No content of the relayed request nor of its answer: neither the
+	// plugin's question nor the client's reply.
+	for _, content := range []string{"capital of France?", "Paris"} {
+		if sink.Contains([]byte(content)) {
+			t.Errorf("the relayed sampling's content %q reached the OTLP endpoint without the opt-in", content)
 		}
 	}
 	if !refused {

@@ -99,7 +99,9 @@ func text(s string) *mcp.CallToolResult {
 //     with 100 KB of data;
 //   - sample, ask {message, schema}, roots: sampling/createMessage,
 //     elicitation/create and roots/list during the call (legacy sessions
-//     only);
+//     only); sample's request carries a child of its call's traceparent
+//     (SpanID), as an instrumented server's would;
+//   - meta: the params._meta of its request, as JSON;
 //   - mrtr {message, schema}: asks for a name with an input request (2026-07-28),
 //     answers with it on the retry;
 //   - input {kind, rounds}: asks with an input request of kind (elicit,
@@ -219,6 +221,11 @@ func Main() {
 		}
 		return text("sampled: " + t.Text), nil, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "meta", Description: "the params._meta of its request, as JSON", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(r.Params.Meta)
+			return text(string(b)), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "elicit"}, func(ctx context.Context, r *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
 		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.message(), RequestedSchema: a.schema()})
 		if err != nil {
