@@ -115,6 +115,20 @@ func (s *Server) sendingTelemetry(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// traceWritten starts the CLIENT span of a notification berth writes to
+// a client's connection itself, below go-sdk's middleware (the tasks
+// extension's notifications/tasks/status on the stdio front), and returns
+// what ends it with the write's error. Its params are passed on as the
+// plugin server sent them: no trace context is added.
+func (s *Server) traceWritten(ctx context.Context, method string) func(error) {
+	if s.tel == nil {
+		return func(error) {}
+	}
+	attrs := s.transportAttributes(ctx, []attribute.KeyValue{mcpotel.MethodName.String(method)})
+	_, span := s.tel.Tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return func(err error) { s.tel.End(span, nil, nil, err) }
+}
+
 // sentAttributes are the attributes of what berth sends to a client: the
 // method, the client's transport, protocol version and session.
 func (s *Server) sentAttributes(ctx context.Context, method string, req mcp.Request) []attribute.KeyValue {
