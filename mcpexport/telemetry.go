@@ -73,7 +73,7 @@ func (s *Server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // there is one; a relayed request links the plugin server's span when the
 // server sent its trace context, and carries the plugin, server, policy
 // decision and outcome. berth's span's W3C trace context replaces any in
-// params._meta. It records no duration: mcp.client.operation.duration is
+// a request's params._meta. It records no duration: mcp.client.operation.duration is
 // of berth's requests to plugin servers.
 func (s *Server) sendingTelemetry(next mcp.MethodHandler) mcp.MethodHandler {
 	in := s.tel
@@ -96,10 +96,13 @@ func (s *Server) sendingTelemetry(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		opts = append(opts, trace.WithAttributes(attrs...))
 		ctx, span := in.Tracer.Start(ctx, method, opts...)
-		if params != nil {
-			params.SetMeta(in.Inject(ctx, meta))
-		}
 		if !notification {
+			// A request's params are its own; a notification's may be
+			// shared by every session it goes to (a log message, a list
+			// change), and are left as they are.
+			if params != nil {
+				params.SetMeta(in.Inject(ctx, meta))
+			}
 			ctx = mcpotel.Outgoing(ctx, span)
 		}
 		res, err := next(ctx, method, req)

@@ -73,7 +73,8 @@ var decimalID = regexp.MustCompile(`^[0-9]+$`)
 
 // TestTelemetryRelayed: with telemetry on, what a session carries besides
 // its requests is traced as the conventions define it. The client's
-// notifications/initialized has a SERVER span; every request span, the
+// notifications/initialized has a SERVER span, berth's to the plugin
+// server a CLIENT span; every request span, the
 // client's to berth and berth's to the plugin server, has its
 // jsonrpc.request.id; a plugin server's sampling/createMessage that berth
 // relays to the client is a CLIENT span, child of the tools/call span it
@@ -131,7 +132,9 @@ func TestTelemetryRelayed(t *testing.T) {
 	e.flush(t)
 	spans := sink.Spans()
 
-	spanNamed(t, spans, "notifications/initialized", tracepb.Span_SPAN_KIND_SERVER)
+	spanNamed(t, spans, "notifications/initialized", tracepb.Span_SPAN_KIND_SERVER)               // the client's, to berth
+	wantAttrs(t, spanNamed(t, spans, "notifications/initialized", tracepb.Span_SPAN_KIND_CLIENT), // berth's, to the plugin server
+		map[string]string{"mcp.method.name": "notifications/initialized", "berth.plugin": "rly", "berth.server": "up", "jsonrpc.request.id": ""})
 	call := spanNamed(t, spans, "tools/call rly__up__sample", tracepb.Span_SPAN_KIND_SERVER)
 	up := spanNamed(t, spans, "tools/call sample", tracepb.Span_SPAN_KIND_CLIENT)
 	for _, sp := range []*tracepb.Span{call, up} {

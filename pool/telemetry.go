@@ -29,7 +29,8 @@ func (s *server) instrumentClient(client *mcp.Client) {
 // to the plugin's server, as a child of the span in ctx (the client's
 // request being served, when there is one), records
 // mcp.client.operation.duration, and carries the span's W3C trace
-// context to the server in params._meta (traceparent, tracestate). The
+// context to the server in a request's params._meta (traceparent,
+// tracestate). The
 // notifications berth sends (notifications/initialized, cancelled,
 // roots/list_changed) have spans too, as the conventions define; a
 // request's span gets its JSON-RPC ID from the connection as it is
@@ -42,10 +43,13 @@ func (s *server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		params := mcpotel.ParamsOf(req)
 		name, attrs := s.upstreamAttributes(method, req, params)
 		ctx, span := in.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-		if params != nil {
-			params.SetMeta(in.Inject(ctx, params.GetMeta()))
-		}
 		if !strings.HasPrefix(method, "notifications/") {
+			// A request's params are its own; a notification's may be
+			// shared by every session it goes to (roots/list_changed),
+			// and are left as they are.
+			if params != nil {
+				params.SetMeta(in.Inject(ctx, params.GetMeta()))
+			}
 			ctx = mcpotel.Outgoing(ctx, span)
 		}
 		res, err := next(ctx, method, req)
