@@ -67,6 +67,8 @@ type world struct {
 
 	mu      sync.Mutex
 	settled map[string]bool // approval IDs settleNext has seen
+	// serveEnv is added to the environment of berth serve (serve).
+	serveEnv []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -262,7 +264,7 @@ var listeningRe = regexp.MustCompile(`msg="berth serve: listening" url=(\S+).* t
 func (w *world) serve(listeners int, args ...string) *served {
 	w.t.Helper()
 	cmd := exec.Command(w.berthPath(), append([]string{"serve", "--workspace", w.ws}, args...)...)
-	cmd.Env = w.env()
+	cmd.Env = append(w.env(), w.serveEnv...)
 	s := &served{cmd: cmd, log: newLineLog(), done: make(chan struct{})}
 	cmd.Stdout = io.Discard
 	cmd.Stderr = s.log

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/berth-mcp/berth/internal/mcpotel"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -447,6 +448,16 @@ func (t *checkedTransport) SupportsProtocolVersion(v string) bool {
 type checkedConn struct {
 	mcp.Connection
 	log func(method string, err error)
+}
+
+// Write implements mcp.Connection: a request berth sends to the client
+// under a span of its own (sendingTelemetry) gets its JSON-RPC ID on that
+// span, which go-sdk assigns below its middleware.
+func (c *checkedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		mcpotel.NoteRequestID(ctx, req.ID)
+	}
+	return c.Connection.Write(ctx, msg)
 }
 
 func (c *checkedConn) Read(ctx context.Context) (jsonrpc.Message, error) {

@@ -279,6 +279,7 @@ func (r *callRelay) audit(from pool.Origin, kind pool.RequestKind, m store.Polic
 	if err := r.s.audit.Append(e); err != nil {
 		r.s.log.Error("cannot write the audit log", "error", err)
 	}
+	r.traceRelayed(kind, &e)
 }
 
 // logLevels is the log level each legacy session set (logging/setLevel),

@@ -262,6 +262,7 @@ func (s *Server) start() {
 		UnsubscribeHandler: s.unsubscribeResource,
 	})
 	s.ms.AddReceivingMiddleware(s.recoverMiddleware, s.sessionsMiddleware, s.capsMiddleware, s.levelMiddleware, s.boundaryMiddleware)
+	s.instrumentSending() // innermost: what sendingMiddleware drops is not traced
 	s.ms.AddSendingMiddleware(s.sendingMiddleware)
 	s.instrument()
 	ctx, cancel := context.WithCancel(context.Background())

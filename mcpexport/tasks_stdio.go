@@ -268,7 +268,8 @@ func (c *taskConn) writeNotes() {
 				return
 			}
 			t.Stop()
-			_ = c.Connection.Write(c.ctx, n)
+			end := c.s.traceWritten(c.ctx, n.Method)
+			end(c.Connection.Write(c.ctx, n))
 			if p.Status == "completed" || p.Status == "failed" || p.Status == "cancelled" {
 				c.mu.Lock()
 				delete(c.announced, p.TaskID)

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/berth-mcp/berth/internal/stdioframe"
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/pool"
@@ -256,4 +260,44 @@ func TestTasksOverStdioTwinKeys(t *testing.T) {
 	if c := rpcCode(a.task("tasks/cancel", id, true)); c != 0 {
 		t.Fatalf("tasks/cancel: code %d", c)
 	}
+}
+
+// TestTasksStatusTraced: with telemetry on, each notifications/tasks/status
+// berth writes to a stdio client is a CLIENT span (the conventions' span
+// of a notification the server initiates), named for the method, with the
+// client's transport.
+func TestTasksStatusTraced(t *testing.T) {
+	ctx := context.Background()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := newPluginHome(t, "", "conf", taskServerName, "tasks test plugin", []store.PolicyRule{{Pattern: "conf__*", Action: store.ActionAllow}})
+	e := h.env(t, &Options{TracerProvider: tp})
+	if err := e.pool.WaitStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := e.rawStdioClient(t)
+	id := a.startTask(1)
+	testkit.Eventually(t, 20*time.Second, "the task's completed status notification", func() bool {
+		for _, n := range a.statusNotes() {
+			if n["taskId"] == id && n["status"] == "completed" {
+				return true
+			}
+		}
+		return false
+	})
+	testkit.Eventually(t, 5*time.Second, "a notifications/tasks/status span", func() bool {
+		for _, sp := range rec.Ended() {
+			if sp.Name() == "notifications/tasks/status" && sp.SpanKind() == trace.SpanKindClient {
+				got := map[string]string{}
+				for _, kv := range sp.Attributes() {
+					got[string(kv.Key)] = kv.Value.AsString()
+				}
+				return got["mcp.method.name"] == "notifications/tasks/status" && got["network.transport"] == "pipe" && got["berth.transport"] == "stdio"
+			}
+		}
+		return false
+	})
 }

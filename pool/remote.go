@@ -188,6 +188,7 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 // the connection sound, rather than a 401 go-sdk takes for a broken
 // connection.
 func (g *guard) send(r *http.Request) (*http.Response, error) {
+	noteRequestID(r)
 	resp, err := g.base.RoundTrip(r)
 	if err == nil {
 		tapStream(r, resp)

@@ -2,9 +2,13 @@ package pool
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -25,20 +29,28 @@ func (s *server) instrumentClient(client *mcp.Client) {
 // to the plugin's server, as a child of the span in ctx (the client's
 // request being served, when there is one), records
 // mcp.client.operation.duration, and carries the span's W3C trace
-// context to the server in params._meta (traceparent, tracestate).
-// Notifications are not traced.
+// context to the server in a request's params._meta (traceparent,
+// tracestate). The
+// notifications berth sends (notifications/initialized, cancelled,
+// roots/list_changed) have spans too, as the conventions define; a
+// request's span gets its JSON-RPC ID from the connection as it is
+// written (mcpotel.NoteRequestID: the stdio and SSE wire, and the HTTP
+// guard).
 func (s *server) telemetryMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	in := s.p.tel
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if strings.HasPrefix(method, "notifications/") {
-			return next(ctx, method, req)
-		}
 		start := time.Now()
 		params := mcpotel.ParamsOf(req)
 		name, attrs := s.upstreamAttributes(method, req, params)
 		ctx, span := in.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-		if params != nil {
-			params.SetMeta(in.Inject(ctx, params.GetMeta()))
+		if !strings.HasPrefix(method, "notifications/") {
+			// A request's params are its own; a notification's may be
+			// shared by every session it goes to (roots/list_changed),
+			// and are left as they are.
+			if params != nil {
+				params.SetMeta(in.Inject(ctx, params.GetMeta()))
+			}
+			ctx = mcpotel.Outgoing(ctx, span)
 		}
 		res, err := next(ctx, method, req)
 		attrs = in.End(span, attrs, res, err)
@@ -95,4 +107,36 @@ func upstreamMetricAttributes(attrs []attribute.KeyValue) []attribute.KeyValue {
 		}
 	}
 	return out
+}
+
+// maxIDPeek is the most of a POST's body noteRequestID reads for the ID.
+const maxIDPeek = 1 << 20
+
+// noteRequestID gives the span of a request berth sends to a Streamable
+// HTTP server its JSON-RPC ID, read from a copy of the POST's body
+// (go-sdk's HTTP client connection is not wrapped: wire.go). It reads
+// nothing unless the request is one of berth's traced requests.
+func noteRequestID(r *http.Request) {
+	if r.Method != http.MethodPost || r.GetBody == nil || !mcpotel.IsOutgoing(r.Context()) {
+		return
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return
+	}
+	defer body.Close()
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	b, err := io.ReadAll(io.LimitReader(body, maxIDPeek))
+	if err != nil || json.Unmarshal(b, &m) != nil || len(m.ID) == 0 {
+		return
+	}
+	var raw any
+	if json.Unmarshal(m.ID, &raw) != nil {
+		return
+	}
+	if id, err := jsonrpc.MakeID(raw); err == nil {
+		mcpotel.NoteRequestID(r.Context(), id)
+	}
 }

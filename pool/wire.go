@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/mcpotel"
 )
 
 // The wire: berth sees every message a plugin server sends, in the order
@@ -86,6 +88,9 @@ func (w *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	w.c.relays.onWrite(ctx, msg)
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		mcpotel.NoteRequestID(ctx, req.ID)
+	}
 	return w.Connection.Write(ctx, msg)
 }
 

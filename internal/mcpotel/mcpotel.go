@@ -16,6 +16,7 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -243,4 +244,110 @@ func HashID(id string) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:8])
+}
+
+// RequestID is the conventions' jsonrpc.request.id: the JSON-RPC ID of a
+// request (never of a notification), as a string.
+const RequestID = attribute.Key("jsonrpc.request.id")
+
+// IDString is id as jsonrpc.request.id records it: the number in decimal
+// or the string itself; "" for no ID (a notification).
+func IDString(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return v
+	}
+	return ""
+}
+
+// outgoingKey marks a context as that of a request berth sends under its
+// own CLIENT span (Outgoing): the connection's Write, which sees the
+// JSON-RPC ID that go-sdk assigned, notes it on that span (NoteRequestID).
+type outgoingKey struct{}
+
+// Outgoing returns ctx marked as the context of the request of span.
+func Outgoing(ctx context.Context, span trace.Span) context.Context {
+	return context.WithValue(ctx, outgoingKey{}, span)
+}
+
+// IsOutgoing reports whether ctx is that of a request berth sends under
+// a recording span of its own (Outgoing).
+func IsOutgoing(ctx context.Context) bool {
+	span, _ := ctx.Value(outgoingKey{}).(trace.Span)
+	return span != nil && span.IsRecording()
+}
+
+// NoteRequestID sets jsonrpc.request.id on the span of ctx's outgoing
+// request (Outgoing), when there is one: berth's connections call it as
+// they write a request (go-sdk assigns the ID below its middleware).
+func NoteRequestID(ctx context.Context, id jsonrpc.ID) {
+	span, _ := ctx.Value(outgoingKey{}).(trace.Span)
+	if span == nil || !span.IsRecording() {
+		return
+	}
+	if s := IDString(id); s != "" {
+		span.SetAttributes(RequestID.String(s))
+	}
+}
+
+// sdkIDKey is go-sdk's context key of the JSON-RPC ID of the request a
+// server handler serves (its unexported idContextKey, mcp/streamable.go:
+// "the originating request ID"), found once by IncomingRequestID.
+var sdkIDKey atomic.Pointer[any]
+
+// IncomingRequestID is the JSON-RPC ID of the request that a go-sdk
+// server's receiving middleware was called with ctx for. go-sdk keeps the
+// ID from its middleware but puts it in the handler's context under a key
+// of an unexported type; berth finds that type once by walking the
+// context's chain with reflection (read only: nothing is patched) and then
+// looks the ID up as any context value. ok is false when the ID is not
+// there (a notification), or when go-sdk no longer keeps it so
+// (TestIncomingRequestID fails then).
+func IncomingRequestID(ctx context.Context) (jsonrpc.ID, bool) {
+	k := sdkIDKey.Load()
+	if k == nil {
+		found, ok := findSDKIDKey(ctx)
+		if !ok {
+			return jsonrpc.ID{}, false
+		}
+		sdkIDKey.CompareAndSwap(nil, &found)
+		k = &found
+	}
+	id, ok := ctx.Value(*k).(jsonrpc.ID)
+	return id, ok && id.IsValid()
+}
+
+// findSDKIDKey walks ctx's parents (the standard library's value, cancel,
+// timer and without-cancel contexts, and any struct that embeds its
+// parent as Context) for a value keyed by go-sdk's idContextKey, and
+// returns a key of that type.
+func findSDKIDKey(ctx context.Context) (any, bool) {
+	v := reflect.ValueOf(ctx)
+	for range 256 {
+		for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return nil, false
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return nil, false
+		}
+		if f := v.FieldByName("key"); f.IsValid() && f.Kind() == reflect.Interface && !f.IsNil() {
+			if t := f.Elem().Type(); t.Name() == "idContextKey" && t.PkgPath() == "github.com/modelcontextprotocol/go-sdk/mcp" {
+				return reflect.New(t).Elem().Interface(), true
+			}
+		}
+		next := v.FieldByName("Context")
+		if !next.IsValid() {
+			next = v.FieldByName("c")
+		}
+		if !next.IsValid() {
+			return nil, false
+		}
+		v = next
+	}
+	return nil, false
 }

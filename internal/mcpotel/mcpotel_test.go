@@ -2,8 +2,11 @@ package mcpotel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -156,5 +159,100 @@ func TestEnd(t *testing.T) {
 				t.Errorf("status %v %q, want %v %q", sp.Status().Code, sp.Status().Description, wantCode, tc.wantDesc)
 			}
 		})
+	}
+}
+
+// TestIncomingRequestID: a go-sdk server's receiving middleware finds the
+// JSON-RPC ID of the request it serves (go-sdk keeps it under a key of an
+// unexported type; this fails when a go-sdk upgrade moves it), and no ID
+// for a notification.
+func TestIncomingRequestID(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	seen := map[string]string{}
+	s := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			id, ok := IncomingRequestID(ctx)
+			mu.Lock()
+			if ok {
+				seen[method] = IDString(id)
+			} else {
+				seen[method] = "none"
+			}
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := s.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A raw client, to choose the IDs: a string and a number.
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	write := func(id any, method, params string) {
+		msg := &jsonrpc.Request{Method: method, Params: json.RawMessage(params)}
+		if id != nil {
+			msg.ID, err = jsonrpc.MakeID(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := conn.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		if id != nil {
+			if _, err := conn.Read(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("req-7", "initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}`)
+	write(nil, "notifications/initialized", `{}`)
+	write(float64(42), "ping", `{}`)
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]string{"initialize": "req-7", "notifications/initialized": "none", "ping": "42"}
+	for m, w := range want {
+		if seen[m] != w {
+			t.Errorf("%s: request ID %q, want %q (all: %v)", m, seen[m], w, seen)
+		}
+	}
+}
+
+// NoteRequestID sets jsonrpc.request.id only on the span of an outgoing
+// request (Outgoing), never on another span in the context.
+func TestNoteRequestID(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	in, err := New(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, outer := in.Tracer.Start(context.Background(), "outer")
+	id, _ := jsonrpc.MakeID(float64(3))
+	NoteRequestID(ctx, id)
+	octx, span := in.Tracer.Start(ctx, "out")
+	octx = Outgoing(octx, span)
+	if !IsOutgoing(octx) || IsOutgoing(ctx) {
+		t.Errorf("IsOutgoing: marked %v, unmarked %v", IsOutgoing(octx), IsOutgoing(ctx))
+	}
+	NoteRequestID(octx, id)
+	span.End()
+	outer.End()
+	for _, sp := range rec.Ended() {
+		var got string
+		for _, a := range sp.Attributes() {
+			if a.Key == RequestID {
+				got = a.Value.AsString()
+			}
+		}
+		if want := map[string]string{"out": "3", "outer": ""}[sp.Name()]; got != want {
+			t.Errorf("span %s: jsonrpc.request.id %q, want %q", sp.Name(), got, want)
+		}
 	}
 }

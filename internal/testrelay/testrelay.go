@@ -32,6 +32,23 @@ const LegacyFlag = "-legacy"
 // WatchedURI is the resource that supports subscriptions.
 const WatchedURI = "relay://watched"
 
+// SpanID is the span ID of the server's own span, as an instrumented
+// server names it in the W3C trace context (traceparent) of the sampling
+// request of its tool sample: a child of the traceparent its call came
+// with, when it came with one.
+const SpanID = "00f067aa0ba902b7"
+
+// childTrace is the _meta of a request the server sends while serving a
+// request whose _meta is m: the traceparent of m with SpanID as the
+// span, when m has a well-formed one; nil otherwise.
+func childTrace(m mcp.Meta) mcp.Meta {
+	tp, _ := m["traceparent"].(string)
+	if len(tp) != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
+		return nil
+	}
+	return mcp.Meta{"traceparent": tp[:36] + SpanID + tp[52:]}
+}
+
 type nArgs struct {
 	N int `json:"n"`
 }
@@ -82,7 +99,9 @@ func text(s string) *mcp.CallToolResult {
 //     with 100 KB of data;
 //   - sample, ask {message, schema}, roots: sampling/createMessage,
 //     elicitation/create and roots/list during the call (legacy sessions
-//     only);
+//     only); sample's request carries a child of its call's traceparent
+//     (SpanID), as an instrumented server's would;
+//   - meta: the params._meta of its request, as JSON;
 //   - ask-twice: elicits twice during the call, and sends a progress
 //     (1, 2, 3 of 3, under the request's token, if it has one) and a log
 //     message at info ("round 1", "round 2", "round 3") before the first
@@ -209,7 +228,7 @@ func Main() {
 		return text("logged"), nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "sample", Description: "sample"}, func(ctx context.Context, r *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
-		res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}})
+		res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Meta: childTrace(r.Params.Meta), MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "capital of France?"}}}})
 		if err != nil {
 			return text("sampling failed: " + err.Error()), nil, nil
 		}
@@ -219,6 +238,11 @@ func Main() {
 		}
 		return text("sampled: " + t.Text), nil, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "meta", Description: "the params._meta of its request, as JSON", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(r.Params.Meta)
+			return text(string(b)), nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "elicit"}, func(ctx context.Context, r *mcp.CallToolRequest, a askArgs) (*mcp.CallToolResult, any, error) {
 		res, err := r.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.message(), RequestedSchema: a.schema()})
 		if err != nil {
