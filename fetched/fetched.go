@@ -96,10 +96,11 @@ type Options struct {
 	// LANG, TMPDIR); nil means this process's PATH, HOME, LANG and
 	// TMPDIR. The package manager is looked up on its PATH.
 	Env []string
-	// Operator are the operator's user-level settings that reach the
-	// resolution (ReadOperator); nil means ReadOperator of Env, or of
-	// this process's environment when Env is nil.
-	Operator *Operator
+	// Getenv is the operator's environment, where ReadOperator finds the
+	// operator's user-level settings that reach the resolution (HOME,
+	// NPM_CONFIG_USERCONFIG, PIP_INDEX_URL, the variables ~/.npmrc
+	// expands, ...); nil means Env's, or this process's when Env is nil.
+	Getenv func(string) string
 	// Started, when not nil, is called as the resolution of pkg (as the
 	// manifest names it, "npm:" or "pypi:" before it) starts; the
 	// function it returns is called when the resolution ends (a person

@@ -102,21 +102,25 @@ type Operator struct {
 // maxUserConfig caps an operator's configuration file.
 const maxUserConfig = 1 << 20
 
-// ReadOperator reads the operator's user-level settings from env (NAME=
-// value entries; HOME names the home directory). A file that is missing is
-// no settings; one that another user may write, or that berth cannot read,
-// is an error that names it.
-func ReadOperator(env []string) (*Operator, error) {
-	o := &Operator{NodeCA: envValue(env, "NODE_EXTRA_CA_CERTS")}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch strings.ToUpper(k) {
-		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY":
-			o.Proxy = append(o.Proxy, kv)
+// ReadOperator reads the operator's user-level settings with getenv (the
+// operator's environment; HOME names the home directory). A file that is
+// missing is no settings; one that another user may write, or that berth
+// cannot read, is an error that names it.
+func ReadOperator(getenv func(string) string) (*Operator, error) {
+	env := func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return getenv(strings.ToLower(k))
+	}
+	o := &Operator{NodeCA: env("NODE_EXTRA_CA_CERTS")}
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"} {
+		if v := getenv(k); v != "" {
+			o.Proxy = append(o.Proxy, k+"="+v)
 		}
 	}
-	home := envValue(env, "HOME")
-	npmrc := envValue(env, "NPM_CONFIG_USERCONFIG")
+	home := env("HOME")
+	npmrc := env("NPM_CONFIG_USERCONFIG")
 	if npmrc == "" && filepath.IsAbs(home) {
 		npmrc = filepath.Join(home, ".npmrc")
 	}
@@ -126,7 +130,7 @@ func ReadOperator(env []string) (*Operator, error) {
 			return nil, err
 		}
 		if data != nil {
-			o.NPM = NPMUserSettings(ParseNPMRC(string(data)), env)
+			o.NPM = NPMUserSettings(ParseNPMRC(string(data)), getenv)
 			o.NPM.File = npmrc
 		}
 	}
@@ -273,7 +277,7 @@ func npmAllowed(key string) bool {
 // whose value names an unset variable, or whose value would not reach npm
 // as it is (a line break, a ${ left after expansion), is ignored, and
 // Ignored says why.
-func NPMUserSettings(entries []NPMRCEntry, env []string) *UserSettings {
+func NPMUserSettings(entries []NPMRCEntry, getenv func(string) string) *UserSettings {
 	u := &UserSettings{}
 	var ca []string
 	seen := map[string]bool{}
@@ -285,7 +289,7 @@ func NPMUserSettings(entries []NPMRCEntry, env []string) *UserSettings {
 			}
 			continue
 		}
-		v, why := expandNPM(e.Value, env)
+		v, why := expandNPM(e.Value, getenv)
 		if why != "" {
 			u.Ignored = append(u.Ignored, e.Key+" ("+why+")")
 			continue
@@ -317,17 +321,15 @@ func printableKey(k string) string {
 
 // expandNPM expands ${VAR} in v from env; why is set when the value is
 // not used.
-func expandNPM(v string, env []string) (string, string) {
+func expandNPM(v string, getenv func(string) string) (string, string) {
 	if strings.Contains(v, `\$`) {
 		return "", "an escaped $ berth does not read"
 	}
 	why := ""
 	v = npmEnvExpr.ReplaceAllStringFunc(v, func(m string) string {
 		sub := npmEnvExpr.FindStringSubmatch(m)
-		for _, kv := range env {
-			if k, val, ok := strings.Cut(kv, "="); ok && k == sub[1] {
-				return val
-			}
+		if val := getenv(sub[1]); val != "" {
+			return val
 		}
 		if sub[2] == "" && why == "" {
 			why = "${" + printableKey(sub[1]) + "} is not set"
@@ -417,10 +419,10 @@ func pipConfKeys(data string) (kept []Setting, ignored []string) {
 // the first that exists; never PIP_CONFIG_FILE's, which may name any
 // file), then PIP_INDEX_URL, PIP_CERT and PIP_PROXY over it, as pip reads
 // them.
-func pipUserSettings(env []string, home string) (*UserSettings, error) {
+func pipUserSettings(env func(string) string, home string) (*UserSettings, error) {
 	u := &UserSettings{}
 	var files []string
-	if x := envValue(env, "XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+	if x := env("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		files = append(files, filepath.Join(x, "pip", "pip.conf"))
 	}
 	if filepath.IsAbs(home) {
@@ -440,7 +442,7 @@ func pipUserSettings(env []string, home string) (*UserSettings, error) {
 	}
 	fromEnv := false
 	for _, k := range pipKeys {
-		v := envValue(env, "PIP_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_")))
+		v := env("PIP_" + strings.ToUpper(strings.ReplaceAll(k, "-", "_")))
 		if v == "" || strings.ContainsAny(v, "\x00\n\r") {
 			continue
 		}
@@ -458,10 +460,10 @@ func pipUserSettings(env []string, home string) (*UserSettings, error) {
 // or ~/.config/uv/uv.toml) index, UV_DEFAULT_INDEX or UV_INDEX_URL over
 // it, and SSL_CERT_FILE as its cert (uv reads it; pip, which resolves for
 // berth, is given it as --cert).
-func uvUserSettings(env []string, home string) (*UserSettings, error) {
+func uvUserSettings(env func(string) string, home string) (*UserSettings, error) {
 	u := &UserSettings{}
 	var files []string
-	if x := envValue(env, "XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+	if x := env("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		files = append(files, filepath.Join(x, "uv", "uv.toml"))
 	}
 	if filepath.IsAbs(home) {
@@ -487,13 +489,13 @@ func uvUserSettings(env []string, home string) (*UserSettings, error) {
 	}
 	env1 := ""
 	for _, k := range []string{"UV_DEFAULT_INDEX", "UV_INDEX_URL"} {
-		if v := envValue(env, k); v != "" && !strings.ContainsAny(v, "\x00\n\r ") {
+		if v := env(k); v != "" && !strings.ContainsAny(v, "\x00\n\r ") {
 			u.Settings = []Setting{{Key: "index-url", Value: v}}
 			env1 = k
 			break
 		}
 	}
-	if c := envValue(env, "SSL_CERT_FILE"); filepath.IsAbs(c) {
+	if c := env("SSL_CERT_FILE"); filepath.IsAbs(c) {
 		u.Settings = append(u.Settings, Setting{Key: "cert", Value: c})
 		env1 = joinSource(env1, "SSL_CERT_FILE")
 	}
@@ -518,17 +520,23 @@ func uvIndexOf(toml string) (string, error) {
 	return r.UVIndex, nil
 }
 
-// operator is o.Operator, or the operator's settings read from Env (this
-// process's environment when Env is nil).
+// operator is the operator's settings read with o.Getenv, or from Env
+// (this process's environment when Env is nil).
 func (o *Options) operator() (*Operator, error) {
-	if o.Operator != nil {
-		return o.Operator, nil
+	if o.Getenv != nil {
+		return ReadOperator(o.Getenv)
 	}
-	env := o.Env
-	if env == nil {
-		env = os.Environ()
+	if o.Env == nil {
+		return ReadOperator(os.Getenv)
 	}
-	return ReadOperator(env)
+	return ReadOperator(func(key string) string {
+		for _, kv := range o.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	})
 }
 
 // fetchEnv are the variables of the operator's environment a package
@@ -606,4 +614,63 @@ func registryHost(registry string) string {
 		return "registry.example"
 	}
 	return strings.TrimSuffix(rest, "/")
+}
+
+// Describe says, one line per package manager, which of the operator's
+// settings reach a resolution and from which file, and which keys of
+// berth's own files in fetchers win over them (names only, never a value).
+func Describe(op *Operator, fetchers string) []string {
+	var lines []string
+	own := func(name string) []string {
+		b, err := os.ReadFile(filepath.Join(fetchers, name))
+		if err != nil {
+			return nil
+		}
+		var keys []string
+		switch name {
+		case NPMUserConfig:
+			for _, e := range ParseNPMRC(string(b)) {
+				keys = append(keys, printableKey(e.Key))
+			}
+		case "uv.toml":
+			if idx, err := uvIndexOf(string(b)); err == nil && idx != "" {
+				keys = append(keys, "index-url")
+			}
+		default:
+			kept, _ := pipConfKeys(string(b))
+			for _, s := range kept {
+				keys = append(keys, s.Key)
+			}
+		}
+		return slices.Compact(keys)
+	}
+	line := func(label string, u *UserSettings, extra []string, file string) {
+		var parts []string
+		if s := u.Summary(); s != "" {
+			parts = append(parts, s)
+		}
+		if u != nil && len(u.Ignored) > 0 {
+			parts = append(parts, "not used: "+strings.Join(u.Ignored, ", "))
+		}
+		parts = append(parts, extra...)
+		if keys := own(file); len(keys) > 0 {
+			parts = append(parts, strings.Join(keys, ", ")+" from "+filepath.Join(fetchers, file)+" (wins)")
+		}
+		if len(parts) > 0 {
+			lines = append(lines, label+" settings: "+strings.Join(parts, "; "))
+		}
+	}
+	var npmExtra, pyExtra []string
+	if op.NodeCA != "" {
+		npmExtra = append(npmExtra, "NODE_EXTRA_CA_CERTS="+op.NodeCA)
+	}
+	for _, kv := range op.Proxy {
+		k, _, _ := strings.Cut(kv, "=")
+		npmExtra = append(npmExtra, k+" from the environment")
+		pyExtra = append(pyExtra, k+" from the environment")
+	}
+	line("npm", op.NPM, npmExtra, NPMUserConfig)
+	line("pip", op.Pip, pyExtra, "pip.conf")
+	line("uv", op.UV, nil, "uv.toml")
+	return lines
 }

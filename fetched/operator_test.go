@@ -29,7 +29,7 @@ registry=https://mirror.corp/npm2/
 [section]
 cafile=/not/top/level
 `
-	u := NPMUserSettings(ParseNPMRC(rc), []string{"NPM_TOKEN=tok-1"})
+	u := NPMUserSettings(ParseNPMRC(rc), lookup("NPM_TOKEN=tok-1"))
 	got := map[string]string{}
 	for _, s := range u.Settings {
 		got[s.Key] = s.Value
@@ -65,8 +65,7 @@ cafile=/not/top/level
 
 // An expanded value cannot add a line or a ${ for npm to expand again.
 func TestNPMUserSettingsInjection(t *testing.T) {
-	env := []string{"EVIL=x\nscript-shell=/tmp/evil.sh", "LOOP=${NPM_TOKEN}"}
-	u := NPMUserSettings(ParseNPMRC("registry=${EVIL}\nproxy=${LOOP}\n"), env)
+	u := NPMUserSettings(ParseNPMRC("registry=${EVIL}\nproxy=${LOOP}\n"), lookup("EVIL=x\nscript-shell=/tmp/evil.sh", "LOOP=${NPM_TOKEN}"))
 	if len(u.Settings) != 0 {
 		t.Errorf("kept %+v", u.Settings)
 	}
@@ -81,15 +80,15 @@ func TestReadOperatorRefusesWritable(t *testing.T) {
 	if err := os.Chmod(rc, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadOperator([]string{"HOME=" + home}); err == nil || !strings.Contains(err.Error(), "chmod go-w "+rc) {
+	if _, err := ReadOperator(lookup("HOME=" + home)); err == nil || !strings.Contains(err.Error(), "chmod go-w "+rc) {
 		t.Errorf("a world-writable ~/.npmrc: %v", err)
 	}
 	os.Chmod(rc, 0o600)
-	op, err := ReadOperator([]string{"HOME=" + home, "NPM_CONFIG_USERCONFIG=" + filepath.Join(home, "none")})
+	op, err := ReadOperator(lookup("HOME="+home, "NPM_CONFIG_USERCONFIG="+filepath.Join(home, "none")))
 	if err != nil || op.NPM != nil {
 		t.Errorf("NPM_CONFIG_USERCONFIG names the file: %+v %v", op, err)
 	}
-	op, err = ReadOperator([]string{"HOME=" + home})
+	op, err = ReadOperator(lookup("HOME=" + home))
 	if err != nil || op.NPM.Summary() != "registry from "+rc {
 		t.Errorf("summary %q %v", op.NPM.Summary(), err)
 	}
@@ -100,7 +99,7 @@ func TestPipUserSettings(t *testing.T) {
 	conf := filepath.Join(home, ".config", "pip", "pip.conf")
 	os.MkdirAll(filepath.Dir(conf), 0o700)
 	os.WriteFile(conf, []byte("[global]\nindex-url = https://pypi.corp/simple\ncert: /etc/corp/ca.pem\ntrusted-host = pypi.corp\n[install]\nproxy = http://no/\n"), 0o600)
-	op, err := ReadOperator([]string{"HOME=" + home, "PIP_PROXY=http://proxy.corp:3128"})
+	op, err := ReadOperator(lookup("HOME="+home, "PIP_PROXY=http://proxy.corp:3128"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +112,7 @@ func TestPipUserSettings(t *testing.T) {
 	uv := filepath.Join(home, ".config", "uv", "uv.toml")
 	os.MkdirAll(filepath.Dir(uv), 0o700)
 	os.WriteFile(uv, []byte("[[index]]\nurl = \"https://uv.corp/simple\"\ndefault = true\n"), 0o600)
-	op, err = ReadOperator([]string{"HOME=" + home, "SSL_CERT_FILE=/etc/corp/ca.pem"})
+	op, err = ReadOperator(lookup("HOME="+home, "SSL_CERT_FILE=/etc/corp/ca.pem"))
 	if err != nil || op.UV.Get("index-url") != "https://uv.corp/simple" || op.UV.Get("cert") != "/etc/corp/ca.pem" {
 		t.Errorf("uv settings %+v %v", op.UV, err)
 	}
@@ -126,7 +125,7 @@ func FuzzNPMRC(f *testing.F) {
 		f.Add(s, "T=v")
 	}
 	f.Fuzz(func(t *testing.T, rc, envKV string) {
-		u := NPMUserSettings(ParseNPMRC(rc), []string{envKV})
+		u := NPMUserSettings(ParseNPMRC(rc), lookup(envKV))
 		back := ParseNPMRC(string(npmrcFor(u, nil)))
 		if len(back) != len(u.Settings) {
 			t.Fatalf("wrote %d settings, read back %d: %q", len(u.Settings), len(back), npmrcFor(u, nil))
@@ -139,4 +138,16 @@ func FuzzNPMRC(f *testing.F) {
 			}
 		}
 	})
+}
+
+// lookup is a getenv of kvs ("NAME=value").
+func lookup(kvs ...string) func(string) string {
+	return func(key string) string {
+		for _, kv := range kvs {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+				return v
+			}
+		}
+		return ""
+	}
 }

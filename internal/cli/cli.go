@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -98,6 +99,10 @@ type app struct {
 	// openBrowser opens a sign-in URL (berth login); nil means the
 	// system browser (openBrowser in login.go). Tests set it.
 	openBrowser func(url string) error
+	// clock and newTicker drive ticking (what long work shows); nil means
+	// time.Now and a time.Ticker. Tests set them.
+	clock     func() time.Time
+	newTicker func(time.Duration) (<-chan time.Time, func())
 }
 
 // jsonFlag adds --json to cmd: it prints one value of payload's type,

@@ -273,6 +273,12 @@ func (a *app) installOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 	if show.stage {
 		req.StageProgress, stopStaging = a.largeWork(!show.quiet, "staging "+req.Name)
 	}
+	req.Fetch = a.fetchOptions(!show.quiet)
+	started := req.Fetch.Started
+	req.Fetch.Started = func(pkg string) func() {
+		bar.done() // the download is over; the fetch's spinner takes the line
+		return started(pkg)
+	}
 	req.Confirm = func(ic *marketplace.InstallCandidate) error {
 		bar.done()
 		return confirm(ic)
@@ -310,6 +316,7 @@ func (a *app) showCandidate(ic *marketplace.InstallCandidate, full bool) {
 		ic.Review.LocateRuntimes()
 		ic.Review.WriteText(w)
 		review.WriteFetched(w, ic.Fetched)
+		a.writeFetchSettings(w, ic.Fetched)
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "The review matches what catalog %s says about %s %s (digest %s).\n", ic.Catalog.Name, ic.Plugin.Name, ic.Version.Version, ic.Version.Digest)
 	}
@@ -532,11 +539,13 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 	}
 	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
 		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: bopts,
+		Fetch: a.fetchOptions(!u.json),
 		Confirm: func(cand *store.Candidate) error {
 			if !u.json {
 				cand.Review.LocateRuntimes()
 				cand.Review.WriteText(a.stdout)
 				review.WriteFetched(a.stdout, cand.Fetched)
+				a.writeFetchSettings(a.stdout, cand.Fetched)
 				fmt.Fprintln(a.stdout)
 				fmt.Fprintf(a.stdout, "UNSIGNED: nobody signed this entry of catalog %s; it is trusted only because its digest is %s, as you pinned.\n", u.catalog, cand.Bundle.Digest)
 			}
