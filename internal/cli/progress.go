@@ -70,12 +70,6 @@ func (p *progress) set(n int64) {
 	}
 }
 
-func (p *progress) describe(s string) {
-	if p != nil {
-		p.bar.Describe(s)
-	}
-}
-
 // done removes the bar from the terminal.
 func (p *progress) done() {
 	if p != nil {
