@@ -1,6 +1,7 @@
 package fetched
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -673,4 +674,67 @@ func Describe(op *Operator, fetchers string) []string {
 	line("pip", op.Pip, pyExtra, "pip.conf")
 	line("uv", op.UV, nil, "uv.toml")
 	return lines
+}
+
+// FillResolver fills in what berth's own files left unset in ro (the
+// registries --pin resolves against) with the operator's allowed
+// settings: npm's registry and scoped registries, pip's and uv's index;
+// and adds the operator's CAs (npm's cafile and ca, NODE_EXTRA_CA_CERTS,
+// pip's and uv's cert) to the system's roots. No token is used: pinning
+// reads public metadata only.
+func FillResolver(ro *runtimefetch.ResolverOptions, op *Operator) error {
+	if op == nil {
+		return nil
+	}
+	if ro.NPMRegistry == "" {
+		ro.NPMRegistry = op.NPM.Get("registry")
+	}
+	if op.NPM != nil {
+		for _, s := range op.NPM.Settings {
+			if scope, ok := strings.CutSuffix(s.Key, ":registry"); ok && strings.HasPrefix(scope, "@") {
+				if ro.NPMScopes == nil {
+					ro.NPMScopes = map[string]string{}
+				}
+				if _, set := ro.NPMScopes[scope]; !set {
+					ro.NPMScopes[scope] = s.Value
+				}
+			}
+		}
+	}
+	if ro.PipIndex == "" {
+		ro.PipIndex = op.Pip.Get("index-url")
+	}
+	if ro.UVIndex == "" {
+		ro.UVIndex = op.UV.Get("index-url")
+	}
+	var pems [][]byte
+	for _, f := range []string{op.NPM.Get("cafile"), op.NodeCA, op.Pip.Get("cert"), op.UV.Get("cert")} {
+		if f == "" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("the CA file %s of your package manager settings: %w", f, err)
+		}
+		pems = append(pems, b)
+	}
+	if ca := op.NPM.Get("ca"); ca != "" {
+		pems = append(pems, []byte(ca))
+	}
+	if len(pems) == 0 {
+		return nil
+	}
+	pool := ro.RootCAs
+	if pool == nil {
+		sys, err := x509.SystemCertPool()
+		if err != nil || sys == nil {
+			sys = x509.NewCertPool()
+		}
+		pool = sys
+	}
+	for _, b := range pems {
+		pool.AppendCertsFromPEM(b)
+	}
+	ro.RootCAs = pool
+	return nil
 }

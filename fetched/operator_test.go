@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
 
 func TestNPMUserSettings(t *testing.T) {
@@ -151,3 +153,35 @@ func lookup(kvs ...string) func(string) string {
 		return ""
 	}
 }
+
+// --pin resolves against the operator's registries where berth's files
+// name none, trusting the operator's CA; berth's own win.
+func TestFillResolver(t *testing.T) {
+	home := t.TempDir()
+	ca := filepath.Join(home, "ca.pem")
+	os.WriteFile(ca, []byte(testCAPEM), 0o600)
+	os.WriteFile(filepath.Join(home, ".npmrc"), []byte("registry=https://npm.corp/\n@acme:registry=https://acme.corp/\ncafile="+ca+"\n"), 0o600)
+	op, err := ReadOperator(lookup("HOME="+home, "PIP_INDEX_URL=https://pypi.corp/simple/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := &runtimefetch.ResolverOptions{NPMScopes: map[string]string{"@acme": "https://berth.mirror/"}}
+	if err := FillResolver(ro, op); err != nil {
+		t.Fatal(err)
+	}
+	if ro.NPMRegistry != "https://npm.corp/" || ro.NPMScopes["@acme"] != "https://berth.mirror/" || ro.PipIndex != "https://pypi.corp/simple/" || ro.UVIndex != "" || ro.RootCAs == nil {
+		t.Errorf("resolver options %+v", ro)
+	}
+	os.Remove(ca)
+	if err := FillResolver(&runtimefetch.ResolverOptions{}, op); err == nil || !strings.Contains(err.Error(), ca) {
+		t.Errorf("a missing cafile: %v", err)
+	}
+}
+
+// testCAPEM is a certificate (any will do for a pool).
+const testCAPEM = `-----BEGIN CERTIFICATE-----
+MIIBdzCCAR2gAwIBAgIBATAKBggqhkjOPQQDAjAYMRYwFAYDVQQDEw1iZXJ0aCB0
+ZXN0IENBMB4XDTI0MDEwMTAwMDAwMFoXDTM0MDEwMTAwMDAwMFowGDEWMBQGA1UE
+AxMNYmVydGggdGVzdCBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABFmYh6tX
+-----END CERTIFICATE-----
+`
