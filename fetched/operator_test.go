@@ -185,3 +185,11 @@ ZXN0IENBMB4XDTI0MDEwMTAwMDAwMFoXDTM0MDEwMTAwMDAwMFowGDEWMBQGA1UE
 AxMNYmVydGggdGVzdCBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABFmYh6tX
 -----END CERTIFICATE-----
 `
+
+func BenchmarkNPMUserSettings(b *testing.B) {
+	rc := strings.Repeat("registry=https://npm.corp/\n@acme:registry=\"https://acme.corp/\"\n//npm.corp/:_authToken=${NPM_TOKEN}\ncafile=/etc/ca.pem ; c\nstrict-ssl=false\n", 4)
+	env := lookup("NPM_TOKEN=t")
+	for b.Loop() {
+		NPMUserSettings(ParseNPMRC(rc), env)
+	}
+}
