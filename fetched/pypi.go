@@ -413,11 +413,14 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	// Not --isolated, which would drop the operator's pip.conf for berth
 	// (a CA, a proxy): pipEnv already keeps every other configuration out.
 	common := []string{"--no-cache-dir", "--disable-pip-version-check", "--no-input"}
+	// The index goes in the environment, not on pip's command line, which
+	// other local users can read: its URL may hold a credential.
+	env = setEnv(env, map[string]string{"PIP_INDEX_URL": index})
 
 	// 1. the tree, wheels only, for this python
 	report := filepath.Join(work, "report.json")
 	args := append([]string{"install", "--dry-run", "--ignore-installed", "--only-binary=:all:",
-		"--index-url", index, "--report", report, "--quiet"}, common...)
+		"--report", report, "--quiet"}, common...)
 	if err := pipRun(ctx, python, work, env, append(args, req)...); err != nil {
 		var pe *pipError
 		if errors.As(err, &pe) {
@@ -468,7 +471,7 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err := os.WriteFile(dlReq, []byte(reqs.String()), 0o600); err != nil {
 		return nil, err
 	}
-	args = append([]string{"download", "--no-deps", "--only-binary=:all:", "--index-url", index, "--dest", dl, "--quiet", "-r", dlReq}, common...)
+	args = append([]string{"download", "--no-deps", "--only-binary=:all:", "--dest", dl, "--quiet", "-r", dlReq}, common...)
 	if err := pipRun(ctx, python, work, env, args...); err != nil {
 		return nil, fmt.Errorf("downloading the %d wheels of %s from %s: %w", len(items), req, redactURL(index), err)
 	}
