@@ -96,6 +96,16 @@ type Options struct {
 	// LANG, TMPDIR); nil means this process's PATH, HOME, LANG and
 	// TMPDIR. The package manager is looked up on its PATH.
 	Env []string
+	// Getenv is the operator's environment, where ReadOperator finds the
+	// operator's user-level settings that reach the resolution (HOME,
+	// NPM_CONFIG_USERCONFIG, PIP_INDEX_URL, the variables ~/.npmrc
+	// expands, ...); nil means Env's, or this process's when Env is nil.
+	Getenv func(string) string
+	// Started, when not nil, is called as the resolution of pkg (as the
+	// manifest names it, "npm:" or "pypi:" before it) starts; the
+	// function it returns is called when the resolution ends (a person
+	// watching a slow fetch).
+	Started func(pkg string) (done func())
 	// Launcher is sandbox.Options.Launcher for the confined install
 	// scripts: "" means this process's own executable.
 	Launcher string
@@ -121,6 +131,12 @@ var ErrNotStaged = errors.New("fetched: this ecosystem is not staged at trust")
 // temp dir it removes), and what it leaves in dir is what starts the
 // server, offline: the caller stages dir as it is, read-only.
 func Resolve(ctx context.Context, server string, f *runtimefetch.Fetch, dir string, o *Options) (*Lock, error) {
+	if o != nil && o.Started != nil && (f.Ecosystem == runtimefetch.EcosystemNPM || f.Ecosystem == runtimefetch.EcosystemPyPI) {
+		done := o.Started(f.Ecosystem + ":" + f.Package)
+		if done != nil {
+			defer done()
+		}
+	}
 	switch f.Ecosystem {
 	case runtimefetch.EcosystemNPM:
 		return resolveNPM(ctx, server, f, dir, o)

@@ -102,8 +102,17 @@ func resolveNPM(ctx context.Context, server string, f *runtimefetch.Fetch, dir s
 		return nil, fail("%v", err)
 	}
 	defer os.RemoveAll(tmp)
+	op, err := o.operator()
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	userconfig, err := npmUserConfig(o.Fetchers, op, tmp)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	env = setEnv(env, op.fetchEnv())
 	env = setEnv(env, map[string]string{
-		"npm_config_userconfig":      filepath.Join(o.Fetchers, NPMUserConfig),
+		"npm_config_userconfig":      userconfig,
 		"npm_config_globalconfig":    filepath.Join(o.Fetchers, NPMGlobalConfig),
 		"npm_config_cache":           filepath.Join(tmp, "cache"),
 		"npm_config_update_notifier": "false",
@@ -126,7 +135,7 @@ func resolveNPM(ctx context.Context, server string, f *runtimefetch.Fetch, dir s
 	}
 	out, err = runNPM(ctx, npm, dir, env, o, npmInstallArgs...)
 	if err != nil {
-		return nil, fail("npm install failed: %v: %s; check that the version exists on the registry %s (the operator's npm configuration for berth is %s)", err, gist(out), registry, filepath.Join(o.Fetchers, NPMUserConfig))
+		return nil, fail("npm install failed: %v: %s; %s", err, gist(out), npmHint(out, registry, o.Fetchers, op))
 	}
 	lockData, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	if err != nil {

@@ -121,6 +121,12 @@ func parseShebang(line string) (string, bool) {
 // pypiIndex is the index a form resolves against: uv.toml's for uvx and
 // uv tool run, pip.conf's for pipx run, PyPI when the file names none.
 func pypiIndex(fetchers string, tool string) (string, error) {
+	return pypiIndexOr(fetchers, tool, nil)
+}
+
+// pypiIndexOr is pypiIndex with the operator's own index (op's
+// index-url) between berth's file and PyPI.
+func pypiIndexOr(fetchers string, tool string, op *UserSettings) (string, error) {
 	read := func(name string) string {
 		if fetchers == "" {
 			return ""
@@ -146,6 +152,10 @@ func pypiIndex(fetchers string, tool string) (string, error) {
 	if uv {
 		index = r.UVIndex
 	}
+	where := fetchers
+	if index == "" && op.Get("index-url") != "" {
+		index, where = op.Get("index-url"), op.File
+	}
 	if index == "" {
 		return "https://pypi.org/simple/", nil
 	}
@@ -155,7 +165,7 @@ func pypiIndex(fetchers string, tool string) (string, error) {
 		if uv {
 			which = "uv.toml's index"
 		}
-		return "", fmt.Errorf("%s %q is not an http(s) URL; fix it in %s", which, redactURL(index), fetchers)
+		return "", fmt.Errorf("%s %q is not an http(s) URL; fix it in %s", which, redactURL(index), where)
 	}
 	return index, nil
 }
@@ -320,6 +330,40 @@ func pipGist(out string) string {
 	return strings.Join(lines, "\n")
 }
 
+// pipTLSFailure and pipAuthFailure are pip's output when the index's
+// certificate is not trusted, or it wants credentials.
+var (
+	pipTLSFailure  = regexp.MustCompile(`CERTIFICATE_VERIFY_FAILED|SSLCertVerificationError|certificate verify failed`)
+	pipAuthFailure = regexp.MustCompile(`\b401\b.*(Unauthorized|Client Error)|\b403\b.*(Forbidden|Client Error)|User for `)
+)
+
+// pipUserEnv are PIP_CERT and PIP_PROXY for the operator's cert and
+// proxy (op) that berth's pip.conf does not set (in the environment, not
+// on pip's command line, which other local users can read).
+func pipUserEnv(fetchers string, op *UserSettings) map[string]string {
+	var own []Setting
+	if fetchers != "" {
+		if b, err := os.ReadFile(filepath.Join(fetchers, "pip.conf")); err == nil {
+			own, _ = pipConfKeys(string(b))
+		}
+	}
+	set := map[string]string{}
+	for _, k := range []string{"cert", "proxy"} {
+		if v := op.Get(k); v != "" && !slices.ContainsFunc(own, func(s Setting) bool { return s.Key == k }) {
+			set["PIP_"+strings.ToUpper(k)] = v
+		}
+	}
+	return set
+}
+
+// usingPip is " (berth used the settings …)" for an error, "" for none.
+func usingPip(op *UserSettings) string {
+	if s := op.Summary(); s != "" {
+		return " (berth used the settings " + s + ")"
+	}
+	return ""
+}
+
 // unreachable is pip's output when it could not connect to the index.
 var unreachable = regexp.MustCompile(`NewConnectionError|Failed to establish a new connection|Could not fetch URL|Max retries exceeded|ProxyError|SSLError`)
 
@@ -344,11 +388,19 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err != nil {
 		return nil, err
 	}
-	index, err := pypiIndex(o.Fetchers, f.Tool)
+	op, err := o.operator()
 	if err != nil {
 		return nil, err
 	}
-	env := pipEnv(o)
+	user := op.Pip
+	if strings.HasPrefix(f.Tool, "uv") {
+		user = op.UV
+	}
+	index, err := pypiIndexOr(o.Fetchers, f.Tool, user)
+	if err != nil {
+		return nil, err
+	}
+	env := setEnv(setEnv(pipEnv(o), op.fetchEnv()), pipUserEnv(o.Fetchers, user))
 	python, err := pythonFor(ctx, f, env)
 	if err != nil {
 		return nil, err
@@ -361,19 +413,28 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	// Not --isolated, which would drop the operator's pip.conf for berth
 	// (a CA, a proxy): pipEnv already keeps every other configuration out.
 	common := []string{"--no-cache-dir", "--disable-pip-version-check", "--no-input"}
+	// The index goes in the environment, not on pip's command line, which
+	// other local users can read: its URL may hold a credential.
+	env = setEnv(env, map[string]string{"PIP_INDEX_URL": index})
 
 	// 1. the tree, wheels only, for this python
 	report := filepath.Join(work, "report.json")
 	args := append([]string{"install", "--dry-run", "--ignore-installed", "--only-binary=:all:",
-		"--index-url", index, "--report", report, "--quiet"}, common...)
+		"--report", report, "--quiet"}, common...)
 	if err := pipRun(ctx, python, work, env, append(args, req)...); err != nil {
 		var pe *pipError
 		if errors.As(err, &pe) {
 			if strings.Contains(pe.out, "DO NOT MATCH THE HASHES") {
 				return nil, fmt.Errorf("a file of %s's tree on %s does not have the sha256 that the index gives for it (its #sha256= fragment); berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator\n%s", req, redactURL(index), pipGist(pe.out))
 			}
+			if pipTLSFailure.MatchString(pe.out) {
+				return nil, fmt.Errorf("the index %s presented a TLS certificate pip does not trust (CERTIFICATE_VERIFY_FAILED: a TLS-inspecting proxy or a private index): give berth its CA with cert = /path/to/ca.pem under [global] of your pip.conf, PIP_CERT=/path/to/ca.pem (or SSL_CERT_FILE for uv's forms) in berth's environment, or cert in %s; berth never passes trusted-host%s\n%s", redactURL(index), filepath.Join(o.Fetchers, "pip.conf"), usingPip(user), pipGist(pe.out))
+			}
+			if pipAuthFailure.MatchString(pe.out) {
+				return nil, fmt.Errorf("the index %s refused the request (401/403): put the credentials in the index URL of %s (https://user:token@host/simple), or PIP_INDEX_URL / UV_DEFAULT_INDEX in berth's environment%s\n%s", redactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), usingPip(user), pipGist(pe.out))
+			}
 			if unreachable.MatchString(pe.out) {
-				return nil, fmt.Errorf("pip could not reach the index %s to resolve %s; check the network, or name a mirror in %s\n%s", redactURL(index), req, filepath.Join(o.Fetchers, indexFile(f.Tool)), pipGist(pe.out))
+				return nil, fmt.Errorf("pip could not reach the index %s to resolve %s (a name that did not resolve, a refused connection, a proxy): check the network, set proxy = http://proxy:port under [global] of your pip.conf (or HTTPS_PROXY, PIP_PROXY in berth's environment), or name a mirror in %s%s\n%s", redactURL(index), req, filepath.Join(o.Fetchers, indexFile(f.Tool)), usingPip(user), pipGist(pe.out))
 			}
 			if m := noWheel.FindStringSubmatch(pe.out); m != nil {
 				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle (or, if the index could not be reached, check the network or name a mirror in %s)\n%s", m[1], python, redactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), pipGist(pe.out))
@@ -410,7 +471,7 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	if err := os.WriteFile(dlReq, []byte(reqs.String()), 0o600); err != nil {
 		return nil, err
 	}
-	args = append([]string{"download", "--no-deps", "--only-binary=:all:", "--index-url", index, "--dest", dl, "--quiet", "-r", dlReq}, common...)
+	args = append([]string{"download", "--no-deps", "--only-binary=:all:", "--dest", dl, "--quiet", "-r", dlReq}, common...)
 	if err := pipRun(ctx, python, work, env, args...); err != nil {
 		return nil, fmt.Errorf("downloading the %d wheels of %s from %s: %w", len(items), req, redactURL(index), err)
 	}

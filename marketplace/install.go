@@ -11,6 +11,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/store"
@@ -54,6 +55,9 @@ type InstallRequest struct {
 	// StageProgress, when set, is told how far copying the bundle into
 	// the store has got (store.TrustOptions.StageProgress).
 	StageProgress store.StageProgress
+	// Fetch tunes how the bundle's runtime-fetched servers are resolved
+	// at trust (store.TrustOptions.Fetch); nil means defaults.
+	Fetch *fetched.Options
 }
 
 // Pin is an exact version for Install to take: the version, its digest,
@@ -266,6 +270,7 @@ func (c *Cache) Install(ctx context.Context, st *store.Store, req InstallRequest
 		ProposedSigners:   proposed,
 		Catalog:           origin,
 		StageProgress:     req.StageProgress,
+		Fetch:             req.Fetch,
 		Confirm: func(sc *store.Candidate) error {
 			if err := CheckBundle(p.Name, v, sc.Bundle); err != nil {
 				return err

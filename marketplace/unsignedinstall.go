@@ -15,6 +15,7 @@ import (
 	// formats are registered.
 	_ "github.com/berth-mcp/berth/bundle/formats"
 	"github.com/berth-mcp/berth/bundle/importer"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/foreign"
@@ -316,6 +317,8 @@ type UnsignedInstallRequest struct {
 	Bundle        *bundle.Options
 	// Confirm is TrustOptions.Confirm.
 	Confirm func(*store.Candidate) error
+	// Fetch is TrustOptions.Fetch.
+	Fetch *fetched.Options
 }
 
 // UnsignedInstallResult is what InstallUnsigned did.
@@ -391,7 +394,7 @@ func (c *Cache) InstallUnsigned(ctx context.Context, st *store.Store, req Unsign
 			return nil, err
 		}
 	}
-	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, SameSource: true, Source: origin, Confirm: req.Confirm})
+	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: req.Digest, UnsignedUnsafe: true, SameSource: true, Source: origin, Confirm: req.Confirm, Fetch: req.Fetch})
 	// Name the entry, not the temp file berth built it in.
 	var dm *store.DigestMismatchError
 	if errors.As(err, &dm) {

@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -103,6 +104,10 @@ type app struct {
 	// which write no state: catalogs then does not put the built-in
 	// catalog into the cache.
 	completing bool
+	// clock and newTicker drive ticking (what long work shows); nil means
+	// time.Now and a time.Ticker. Tests set them.
+	clock     func() time.Time
+	newTicker func(time.Duration) (<-chan time.Time, func())
 }
 
 // jsonFlag adds --json to cmd: it prints one value of payload's type,

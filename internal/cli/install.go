@@ -273,6 +273,12 @@ func (a *app) installOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 	if show.stage {
 		req.StageProgress, stopStaging = a.largeWork(!show.quiet, "staging "+req.Name)
 	}
+	req.Fetch = a.fetchOptions(!show.quiet)
+	started := req.Fetch.Started
+	req.Fetch.Started = func(pkg string) func() {
+		bar.done() // the download is over; the fetch's spinner takes the line
+		return started(pkg)
+	}
 	req.Confirm = func(ic *marketplace.InstallCandidate) error {
 		bar.done()
 		return confirm(ic)
@@ -310,6 +316,7 @@ func (a *app) showCandidate(ic *marketplace.InstallCandidate, full bool) {
 		ic.Review.LocateRuntimes()
 		ic.Review.WriteText(w)
 		review.WriteFetched(w, ic.Fetched)
+		a.writeFetchSettings(w, ic.Fetched)
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "The review matches what catalog %s says about %s %s (digest %s).\n", ic.Catalog.Name, ic.Plugin.Name, ic.Version.Version, ic.Version.Digest)
 	}
@@ -542,6 +549,7 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 	}
 	res, err := c.InstallUnsigned(ctx, st, marketplace.UnsignedInstallRequest{
 		Catalog: u.catalog, Name: u.name, Constraint: u.constraint, AllowUnsigned: u.allowUnsigned, Digest: u.digest, Resolve: ro, Bundle: bopts,
+		Fetch:   a.fetchOptions(!u.json),
 		Confirm: a.unsignedConfirm(u),
 	})
 	var pe *marketplace.UnsignedPinError
@@ -602,6 +610,7 @@ func (a *app) unsignedConfirm(u unsignedInstall) func(*store.Candidate) error {
 			cand.Review.LocateRuntimes()
 			cand.Review.WriteText(a.stdout)
 			review.WriteFetched(a.stdout, cand.Fetched)
+			a.writeFetchSettings(a.stdout, cand.Fetched)
 			fmt.Fprintln(a.stdout)
 			if u.builtin {
 				fmt.Fprintf(a.stdout, "BUILT IN: this entry is pinned by the berth binary: its bundle's digest is %s, and its npm package's tarball integrity was checked as the registry served it.\n", cand.Bundle.Digest)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/fetched"
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/review"
 )
@@ -52,6 +53,15 @@ func (a *app) pinner() (func(context.Context, *runtimefetch.Unpinned) (*runtimef
 	ro, err := c.Registries()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; fix the file (docs/pool.md shows the forms berth reads)", dir, err)
+	}
+	// What these files leave unset, the operator's own allowed settings
+	// give, as at trust (docs/sandbox.md).
+	op, err := fetched.ReadOperator(a.getenv)
+	if err == nil {
+		err = fetched.FillResolver(ro, op)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("berth reads the registries to pin against: %w", err)
 	}
 	r, err := runtimefetch.NewResolver(ro)
 	if err != nil {

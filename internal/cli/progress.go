@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/pool"
+	"github.com/berth-mcp/berth/review"
 )
 
 // progress is a progress bar on the terminal, or nothing: it shows only
@@ -69,12 +70,6 @@ func (p *progress) set(n int64) {
 	}
 }
 
-func (p *progress) describe(s string) {
-	if p != nil {
-		p.bar.Describe(s)
-	}
-}
-
 // done removes the bar from the terminal.
 func (p *progress) done() {
 	if p != nil {
@@ -83,43 +78,39 @@ func (p *progress) done() {
 	}
 }
 
-// waitStarted waits for the first start of every server of p, drawing
-// how many have started while show allows it.
+// waitStarted waits for the first start of every server of p, showing
+// (ticking) which server is starting, how many have started, and, for a
+// server that fetches its package when it starts, what it fetches.
 func (a *app) waitStarted(ctx context.Context, p *pool.Pool, show bool) error {
-	total := int64(len(p.Status()))
-	bar := (*progress)(nil)
-	if total > 0 {
-		bar = a.newProgress(show, total, "starting servers", false)
-	}
-	if bar == nil {
+	total := len(p.Status())
+	if total == 0 {
 		return p.WaitStarted(ctx)
 	}
-	defer bar.done()
-	errc := make(chan error, 1)
-	go func() { errc <- p.WaitStarted(ctx) }()
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		n := int64(0)
-		var starting string
-		for _, s := range p.Status() {
-			if s.State != pool.StateStarting {
-				n++
-			} else if starting == "" {
-				starting = s.ID
-			}
-		}
-		bar.set(n)
-		if starting != "" {
-			bar.describe(fmt.Sprintf("starting %s", starting))
-		}
-		select {
-		case err := <-errc:
-			bar.set(total)
-			return err
-		case <-t.C:
+	stop := a.ticking(show, false, func() string { return startingWhat(p.Status()) })
+	defer stop()
+	return p.WaitStarted(ctx)
+}
+
+// startingWhat says which server is starting: "starting fs: fetching
+// npm:PKG at start (1 of 3 started)".
+func startingWhat(sts []pool.ServerStatus) string {
+	n, starting := 0, -1
+	for i, s := range sts {
+		if s.State != pool.StateStarting {
+			n++
+		} else if starting < 0 {
+			starting = i
 		}
 	}
+	if starting < 0 {
+		return fmt.Sprintf("starting servers (%d of %d started)", n, len(sts))
+	}
+	s := sts[starting]
+	what := "starting " + review.Printable(s.ID)
+	if f := s.Fetched; f != nil && !f.Staged {
+		what += ": fetching " + review.Printable(f.Package) + " at start"
+	}
+	return fmt.Sprintf("%s (%d of %d started)", what, n, len(sts))
 }
 
 // largeTree is the size from which hashing a bundle draws progress:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -74,7 +75,29 @@ func runReview(ctx context.Context, a *app, opts *reviewOptions) error {
 		return err
 	}
 	writeSourceStates(a.stdout, ss)
+	if ecos := fetchesAtTrust(d); len(ecos) > 0 {
+		fmt.Fprintln(a.stdout, "\nFetch settings (berth resolves the fetched packages at trust with these; never the workspace's files):")
+		a.writeSettingsLines(a.stdout, "  ", ecos)
+	}
 	return nil
+}
+
+// fetchesAtTrust is the ecosystems (npm, pypi) of the packages d's
+// servers fetch, which berth resolves at trust with the operator's
+// settings.
+func fetchesAtTrust(d *review.Disclosure) map[string]bool {
+	ecos := map[string]bool{}
+	for _, s := range d.Servers {
+		if s.Stdio == nil {
+			continue
+		}
+		for _, f := range s.Stdio.RuntimeFetch {
+			if f.Ecosystem == "npm" || f.Ecosystem == "pypi" {
+				ecos[f.Ecosystem] = true
+			}
+		}
+	}
+	return ecos
 }
 
 // reviewJSON is what review --json prints: the disclosure (review.Disclosure,

@@ -517,4 +517,5 @@ func (a *app) statusFetched(sts []pool.ServerStatus) {
 	for _, l := range lines {
 		fmt.Fprintln(a.stdout, l)
 	}
+	a.writeSettingsLines(a.stdout, "  ", map[string]bool{"npm": true, "pypi": true})
 }

@@ -96,6 +96,7 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 			if err := review.WriteFetched(a.stdout, c.Fetched); err != nil {
 				return err
 			}
+			a.writeFetchSettings(a.stdout, c.Fetched)
 			fmt.Fprintln(a.stdout)
 			if c.Signer != nil {
 				fmt.Fprintf(a.stdout, "Signed by %s, a signer in your policy.\n", c.Signer)
@@ -108,6 +109,7 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 	hctx, stopProgress := a.hashing(ctx, !opts.JSON, "verifying")
 	staging, stopStaging := a.largeWork(!opts.JSON, "staging")
 	topts.StageProgress = staging
+	topts.Fetch = a.fetchOptions(!opts.JSON)
 	res, err := st.Trust(hctx, source, topts)
 	stopStaging()
 	stopProgress()

@@ -46,6 +46,9 @@ type NPMRegistry struct {
 	versions map[string][]npmVersion
 	// Requests counts the requests served.
 	Requests int
+	// CAPEM is the certificate of the CA of a registry over HTTPS
+	// (NewNPMRegistryTLS).
+	CAPEM []byte
 }
 
 type npmVersion struct {
