@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -40,7 +39,7 @@ func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, er
 		if version != "" {
 			what += "@" + version
 		}
-		return nil, fmt.Errorf("%s is not trusted, so there is nothing to revoke: %w (`berth list` shows what is trusted)", what, ErrNotTrusted)
+		return nil, NotTrustedf("%s is not trusted, so there is nothing to revoke (`berth list` shows what is trusted)", what)
 	}
 	// The state goes first: with the enablements dropped and the
 	// generation bumped, running pools stop the plugin even if berth dies

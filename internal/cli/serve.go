@@ -166,6 +166,14 @@ func (o *serveOptions) check() error {
 	if (o.TokenFile != "" || o.UnsafeNoToken) && !o.listening() {
 		return usagef("--token-file and --unsafe-no-token apply to --http and --sse only")
 	}
+	for flag, addr := range map[string]string{"--http": o.HTTPAddr, "--sse": o.SSEAddr} {
+		if _, unix := mcpexport.UnixPath(addr); addr == "" || unix {
+			continue
+		}
+		if _, _, err := mcpexport.ListenAddr(addr); err != nil {
+			return usagef("%s: %v", flag, err)
+		}
+	}
 	return o.checkView()
 }
 

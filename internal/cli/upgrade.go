@@ -340,7 +340,7 @@ func (a *app) upgradesToDo(list []*lock.Outdated, opts *upgradeOptions) ([]*lock
 		todo = append(todo, o)
 	}
 	if !found {
-		return nil, fmt.Errorf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it): %w", opts.Name, opts.Name, store.ErrNotTrusted)
+		return nil, store.NotTrustedf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it)", opts.Name, opts.Name)
 	}
 	if len(todo) == 0 && !one && !opts.JSON {
 		fmt.Fprintln(a.stdout, "Everything installed from a catalog is at the newest version its constraint allows.")
