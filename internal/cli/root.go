@@ -16,7 +16,12 @@ stages an immutable copy and re-checks it for drift at every use.
 State lives in $BERTH_HOME (default: your user data directory + /berth).
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
-(signature or signer policy), 5 drift, 6 approval denied or timed out.`
+(signature or signer policy), 5 drift, 6 approval denied or timed out.
+
+With --json, a command that fails before printing its result prints the
+error on stdout too, as {"error": {"message": ..., "rule": ..., "exitCode": N}}
+("rule" only when the error breaks a rule of docs/rules.md); the message is
+on stderr as well, and the exit code is the same.`
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{

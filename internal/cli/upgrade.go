@@ -187,6 +187,13 @@ type upgradeEntry struct {
 	// on stderr: a catalog that changed the review summary of the
 	// installed version since it published it.
 	Warnings []string `json:"warnings,omitempty"`
+	// Sources are the variables the new version's servers read, each
+	// with whether it is set here and the command that sets it when it
+	// is not (as review --json says them): what to set before first use.
+	// From the catalog's review summary with --preview and
+	// --fail-on-changes, from the installed bundle's review after an
+	// upgrade.
+	Sources []sourceJSON `json:"sources,omitempty"`
 	// Fetched are the packages of the runtime-fetched servers' trees
 	// that the upgrade added, removed or changed the version of (known
 	// once the new version's trees are resolved, at its trust).
@@ -218,6 +225,11 @@ signer. The new version goes through the same path as berth install
 in the workspace where the old one was, and the workspace's berth.lock
 is updated when there is one. A version signed by another signer than
 the installed one is refused (exit 4) unless --allow-signer-change.
+
+Each upgrade (and each diff of --preview) ends, as berth review does, with
+the variables the new version's servers read, whether each is set here,
+the berth secret set command for each one that is not, and the remotes
+that sign in with OAuth (berth login): what to set before first use.
 
 --preview shows the diffs and changes nothing, not even the catalog
 copies. --fail-on-changes updates the catalogs, shows the diffs, changes
@@ -377,6 +389,8 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 		e.Diff.WriteText(a.stdout)
 	}
 	if look {
+		wv := o.WantedVersion()
+		e.Sources = a.beforeFirstUse(wv.Summary.Disclosure(o.Plugin(), wv), asJSON)
 		return e, nil
 	}
 	if e.Grows {
@@ -419,6 +433,7 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 			}
 		}
 	}
+	e.Sources = a.beforeFirstUse(res.Trust.Review, asJSON)
 	return e, nil
 }
 
