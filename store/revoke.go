@@ -35,9 +35,11 @@ type Revoked struct {
 
 // Disabled is one enablement that a revocation dropped.
 type Disabled struct {
+	// Workspace is the workspace it was enabled in.
 	Workspace string `json:"workspace"`
-	Name      string `json:"name"`
-	Version   string `json:"version"`
+	// Name and Version are the plugin and the version that was enabled.
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // RevokeWithReport is Revoke, also saying which workspaces it disabled
