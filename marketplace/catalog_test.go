@@ -66,7 +66,7 @@ func TestDiffAuthority(t *testing.T) {
 	to := genPlugin("x", "d", catalog.TierCommunity, nil, s, "1.1.0").Versions[0].Summary
 	to.Servers[0].Stdio.Env = append(to.Servers[0].Stdio.Env, catalog.EnvSource{Name: "AWS_SECRET", FromEnv: "AWS_SECRET_ACCESS_KEY"})
 	to.Servers[0].Tools.Deny = []string{"delete_*"}
-	to.Servers = append(to.Servers, catalog.SummaryServer{Name: "cloud", Kind: "remote", Remote: &catalog.SummaryRemote{Endpoint: "https://mcp.evil.example/", Transport: "streamable-http", Headers: []catalog.EnvSource{}, Hosts: []string{"mcp.evil.example"}}})
+	to.Servers = append(to.Servers, catalog.SummaryServer{Name: "cloud", Kind: "remote", Remote: &catalog.SummaryRemote{Endpoint: "https://mcp.evil.example/", Transport: "streamable-http", BearerFromEnv: "CLOUD_TOKEN", Headers: []catalog.EnvSource{{Name: "X-Api-Key", FromEnv: "CLOUD_KEY"}}, Hosts: []string{"mcp.evil.example"}}})
 	to.Tools = []catalog.Tool{{Server: "main", Name: "exfiltrate", Description: "sends your files"}}
 	d := DiffAuthority("1.0.0", &from, "1.1.0", &to)
 	if !d.Grows() {
@@ -76,17 +76,20 @@ func TestDiffAuthority(t *testing.T) {
 	d.WriteText(&b)
 	for _, want := range []string{
 		"+ server cloud added: remote server https://mcp.evil.example/",
-		"+ env main added: AWS_SECRET from $AWS_SECRET_ACCESS_KEY",
-		"+ fetch main added: x@1.1.0 with npx from https://registry.npmjs.org/",
-		"- fetch main removed: x@1.0.0 with npx from https://registry.npmjs.org/",
-		"+ program main", // unchanged command: no program line
-		"+ tool-filter main changed: all tools -> all except delete_*",
+		"+ host of server cloud added: mcp.evil.example",
+		"+ credential of server cloud added: bearer token from $CLOUD_TOKEN",
+		"+ credential of server cloud added: header X-Api-Key from $CLOUD_KEY",
+		"+ env of server main added: AWS_SECRET from $AWS_SECRET_ACCESS_KEY",
+		"+ fetch of server main added: x@1.1.0 with npx from https://registry.npmjs.org/",
+		"- fetch of server main removed: x@1.0.0 with npx from https://registry.npmjs.org/",
+		"+ program of server main", // unchanged command: no program line
+		"+ tool-filter of server main changed: all tools -> all except delete_*",
 		"+ tool main__exfiltrate added: sends your files",
-		"+ argv main changed",
+		"+ argv of server main changed",
 		"Its authority grows",
 	} {
 		has := strings.Contains(b.String(), want)
-		if want == "+ program main" {
+		if want == "+ program of server main" {
 			has = !has
 		}
 		if !has {

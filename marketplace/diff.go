@@ -67,7 +67,18 @@ func DiffAuthority(fromVersion string, from *catalog.Summary, toVersion string, 
 		t, inT := ts[n]
 		switch {
 		case !inF:
+			// A new server's authority, item by item as for a changed
+			// one: the credentials of a new remote, the variables and
+			// packages of a new local server.
 			add("server", n, "added", "", describeServer(t))
+			if x := t.Stdio; x != nil {
+				setDiff(add, "fetch", n, nil, fetches(x.Fetches))
+				setDiff(add, "env", n, nil, envs(x.Env))
+			}
+			if r := t.Remote; r != nil {
+				setDiff(add, "host", n, nil, r.Hosts)
+				setDiff(add, "credential", n, nil, credentials(r))
+			}
 			continue
 		case !inT:
 			add("server", n, "removed", describeServer(f), "")
@@ -336,6 +347,15 @@ func (d *AuthorityDiff) writeChanges(b *strings.Builder) {
 			mark = "+"
 		}
 		line := fmt.Sprintf("  %s %s %s %s", mark, c.Area, c.Subject, c.Change)
+		switch c.Area {
+		case "program", "argv", "fetch", "env", "endpoint", "host", "credential", "tool-filter":
+			// Of a server: "env of server files added", never "env
+			// files added".
+			line = fmt.Sprintf("  %s %s of server %s %s", mark, c.Area, c.Subject, c.Change)
+		case "sandbox":
+			// Of a server or a native tool provider.
+			line = fmt.Sprintf("  %s sandbox of %s %s", mark, c.Subject, c.Change)
+		}
 		switch c.Change {
 		case "added":
 			line += ": " + c.New

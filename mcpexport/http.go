@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/berth-mcp/berth/internal/fsx"
@@ -36,6 +37,9 @@ func ListenAddr(addr string) (string, bool, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", false, fmt.Errorf("%q is not HOST:PORT (for example 127.0.0.1:8931): %v", addr, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || strconv.FormatUint(n, 10) != port {
+		return "", false, fmt.Errorf("%q has the port %q, which is not a number from 0 to 65535 (for example 127.0.0.1:8931; 0 picks a free port)", addr, port)
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -194,10 +196,96 @@ func (p *Pool) notFound(name string) error {
 		case err != nil && (st == StateStopped || st == StateDrifted || gave):
 			return fmt.Errorf("no tool %s: %s %s is %s: %w", name, s.noun(), s.id, st, err)
 		case st == StateRunning || st == StateChanged:
-			return fmt.Errorf("%s %s has no tool %s (or its manifest's tools filter hides it); berth tools lists the catalog", s.noun(), s.id, strings.TrimPrefix(name, prefix))
+			return &UnknownToolError{Name: name, msg: fmt.Sprintf("%s %s has no tool %s (or its manifest's tools filter hides it)", s.noun(), s.id, strings.TrimPrefix(name, prefix))}
 		}
 	}
-	return fmt.Errorf("no tool named %s is enabled in %s; berth tools lists the catalog", name, p.workspace)
+	return &UnknownToolError{Name: name, msg: fmt.Sprintf("no tool named %s is enabled in %s", name, p.workspace)}
+}
+
+// UnknownToolError is a call of a name the catalog has no tool of (and
+// berth knows nothing more of: no server of that name failed or stopped).
+type UnknownToolError struct {
+	// Name is the name called.
+	Name string
+	// DidYouMean are the tools that Name may have meant
+	// (Pool.SuggestTools). The pool never fills it: only a caller that
+	// may show every tool of the catalog to whoever called does.
+	DidYouMean []string
+	msg        string
+}
+
+func (e *UnknownToolError) Error() string {
+	m := e.msg
+	if len(e.DidYouMean) > 0 {
+		m += "; did you mean " + strings.Join(e.DidYouMean, " or ") + "?"
+	}
+	return m + "; berth tools lists the catalog"
+}
+
+// SuggestTools returns the tools of the catalog that name, a mistyped or
+// bare tool name, may have meant (at most three, sorted): those whose
+// tool part is name's, else those within a few edits of name. It lists
+// names of the whole workspace, whatever a profile offers.
+func (p *Pool) SuggestTools(name string) []string {
+	return suggestTools(name, slices.Collect(maps.Keys(p.index().tools)))
+}
+
+// suggestTools returns, sorted, at most three of names that a mistyped
+// or bare tool name may have meant: those whose tool part (after the last
+// Sep) is name or name's tool part, else those within a few edits of
+// name.
+func suggestTools(name string, names []string) []string {
+	_, bare, _ := cutLast(name)
+	var out []string
+	for _, n := range names {
+		if _, t, ok := cutLast(n); ok && t == bare {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		limit := max(2, len(name)/5)
+		for _, n := range names {
+			if editDistance(name, n) <= limit {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	if len(out) > 3 {
+		out = out[:3]
+	}
+	return out
+}
+
+// cutLast splits a tool name at its last Sep; a name without one is all
+// tool part.
+func cutLast(name string) (prefix, tool string, ok bool) {
+	i := strings.LastIndex(name, Sep)
+	if i < 0 {
+		return "", name, false
+	}
+	return name[:i], name[i+len(Sep):], true
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // lookupSame looks the tool up again and requires the same server and

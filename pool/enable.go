@@ -59,7 +59,7 @@ func Enable(ctx context.Context, st *store.Store, workspace, name, version strin
 	_, err = st.Update(ctx, func(state *store.State) error {
 		// The record may have been revoked since Find.
 		if _, err := os.Stat(st.Paths().Record(rec.Name, rec.Version)); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s was revoked meanwhile: %w", rec.ID(), store.ErrNotTrusted)
+			return store.NotTrustedf("%s was revoked meanwhile; berth list shows what is trusted", rec.ID())
 		}
 		d, err := store.ParseDigest(rec.Digest)
 		if err != nil {

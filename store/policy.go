@@ -295,7 +295,7 @@ func (s *Store) SetPolicy(ctx context.Context, r PolicyRule) error {
 			return err
 		}
 		if len(recs) == 0 {
-			return fmt.Errorf("%s is not trusted, so an allow rule for it could not say whose versions it lets run: %w; trust it first (an allow belongs to the signer of the plugin's versions), or set ask or deny, which need no trust", r.Plugin, ErrNotTrusted)
+			return NotTrustedf("%s is not trusted, so an allow rule for it could not say whose versions it lets run; trust it first (an allow belongs to the signer of the plugin's versions), or set ask or deny, which need no trust", r.Plugin)
 		}
 		r.Signer = recs[len(recs)-1].SignerIdentity()
 	}

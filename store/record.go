@@ -202,11 +202,20 @@ func (s *Store) Find(name, version string) ([]*Record, error) {
 		}
 	}
 	if len(out) == 0 {
-		what := name
-		if version != "" {
-			what += "@" + version
+		if version == "" {
+			return nil, NotTrustedf("%s is not trusted; trust it first with `berth trust SOURCE` (`berth list` shows what is trusted)", name)
 		}
-		return nil, fmt.Errorf("%s is not trusted: %w; trust it first with `berth trust SOURCE` (`berth list` shows what is trusted)", what, ErrNotTrusted)
+		var others []string
+		for _, r := range all {
+			if r.Name == name {
+				others = append(others, r.Version)
+			}
+		}
+		if len(others) == 0 {
+			return nil, NotTrustedf("%s@%s is not trusted, nor is any version of %s; trust it first with `berth trust SOURCE` (`berth list` shows what is trusted)", name, version, name)
+		}
+		// Records sorts by semver: the last is the newest.
+		return nil, NotTrustedf("%s@%s is not trusted; the trusted versions of %s are %s: name one of them (%s@%s is the newest), or trust %s first with `berth trust SOURCE`", name, version, name, strings.Join(others, ", "), name, others[len(others)-1], version)
 	}
 	return out, nil
 }
@@ -214,6 +223,18 @@ func (s *Store) Find(name, version string) ([]*Record, error) {
 // ErrNotTrusted means a plugin has no trust record. It wraps
 // trust.ErrUntrusted.
 var ErrNotTrusted = fmt.Errorf("no trust record: %w", trust.ErrUntrusted)
+
+// NotTrustedf returns an error worded as given that is ErrNotTrusted
+// (errors.Is), without the sentinel's own words appended: the message
+// reads as one sentence.
+func NotTrustedf(format string, args ...any) error {
+	return &notTrustedError{fmt.Sprintf(format, args...)}
+}
+
+type notTrustedError struct{ msg string }
+
+func (e *notTrustedError) Error() string { return e.msg }
+func (e *notTrustedError) Unwrap() error { return ErrNotTrusted }
 
 func (s *Store) recordsOf(name string) ([]*Record, error) {
 	all, err := s.Records()

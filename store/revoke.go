@@ -3,10 +3,11 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,33 @@ import (
 // version is ""), drops their enablements and bumps the generation. The
 // snapshots stay until GC.
 func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, error) {
+	r, err := s.RevokeWithReport(ctx, name, version)
+	if r == nil {
+		return nil, err
+	}
+	return r.Records, err
+}
+
+// Revoked is what RevokeWithReport did.
+type Revoked struct {
+	// Records are the trust records removed.
+	Records []*Record
+	// Disabled are the enablements dropped, sorted by workspace.
+	Disabled []Disabled
+}
+
+// Disabled is one enablement that a revocation dropped.
+type Disabled struct {
+	// Workspace is the workspace it was enabled in.
+	Workspace string `json:"workspace"`
+	// Name and Version are the plugin and the version that was enabled.
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// RevokeWithReport is Revoke, also saying which workspaces it disabled
+// the plugin in.
+func (s *Store) RevokeWithReport(ctx context.Context, name, version string) (*Revoked, error) {
 	if err := CheckRef(name, version); err != nil {
 		return nil, err
 	}
@@ -40,7 +68,7 @@ func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, er
 		if version != "" {
 			what += "@" + version
 		}
-		return nil, fmt.Errorf("%s is not trusted, so there is nothing to revoke: %w (`berth list` shows what is trusted)", what, ErrNotTrusted)
+		return nil, NotTrustedf("%s is not trusted, so there is nothing to revoke (`berth list` shows what is trusted)", what)
 	}
 	// The state goes first: with the enablements dropped and the
 	// generation bumped, running pools stop the plugin even if berth dies
@@ -51,11 +79,14 @@ func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, er
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range st.Workspaces {
+	var disabled []Disabled
+	for _, ws := range slices.Sorted(maps.Keys(st.Workspaces)) {
+		w := st.Workspaces[ws]
 		if e := w.Plugins[name]; e != nil {
 			for _, r := range gone {
 				if e.Version == r.Version {
 					delete(w.Plugins, name)
+					disabled = append(disabled, Disabled{Workspace: ws, Name: name, Version: r.Version})
 				}
 			}
 		}
@@ -73,7 +104,7 @@ func (s *Store) Revoke(ctx context.Context, name, version string) ([]*Record, er
 	s.hook("revoke-removed")
 	atomicfile.SyncDir(s.paths.PluginTrustDir(name))
 	os.Remove(s.paths.PluginTrustDir(name)) // only if empty
-	return gone, atomicfile.SyncDir(s.paths.Root)
+	return &Revoked{Records: gone, Disabled: disabled}, atomicfile.SyncDir(s.paths.Root)
 }
 
 // isLeftover reports whether name is a staging temp dir (".tmp-*") or the

@@ -44,7 +44,8 @@ func (a *app) runWatch(ctx context.Context, q *mcpexport.Queue) error {
 	if !a.isTerminal() {
 		return errNotTerminal
 	}
-	in, out := a.stdin.(*os.File), a.stdout.(*os.File)
+	in := a.stdin.(*os.File)
+	out, _ := a.stdoutFile()
 	old, err := term.MakeRaw(int(in.Fd()))
 	if err != nil {
 		return fmt.Errorf("putting the terminal in raw mode: %w", err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -197,6 +198,10 @@ func runCall(ctx context.Context, a *app, opts *callOptions) error {
 		return err
 	}
 	res, err := p.Call(ctx, opts.Tool, body, cliApprover{a: a, yes: opts.Yes})
+	var unknown *pool.UnknownToolError
+	if errors.As(err, &unknown) {
+		unknown.DidYouMean = p.SuggestTools(opts.Tool)
+	}
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -61,22 +62,92 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
+	out := &watchedWriter{w: stdout}
+	a.stdout = out
+	root.SetOut(out)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
 	code := exitCode(err)
 	var rep *reported
-	if !errors.As(err, &rep) {
-		msg := forCLI(err).Error()
-		fmt.Fprintf(stderr, "berth: %s\n", strings.TrimRight(msg, "\n"))
+	reportedErr := errors.As(err, &rep)
+	msg := strings.TrimRight(forCLI(err).Error(), "\n")
+	if !reportedErr {
+		fmt.Fprintf(stderr, "berth: %s\n", msg)
 		if code == ExitUsage {
 			fmt.Fprintf(stderr, "Run 'berth help' or 'berth %s --help' for usage.\n", commandName(root, args))
 		}
 	}
+	// With --json, the error is a JSON object on stdout too, unless the
+	// command already printed its payload there (which then describes
+	// the failure): stdout stays one JSON value.
+	if wantsJSON(cmd, args) && !out.wrote {
+		writeJSON(stdout, errorJSON{Error: errorBody{Message: msg, Rule: errorRule(err), ExitCode: code}})
+	}
 	return code
+}
+
+// errorJSON is what a command given --json prints on stdout when it
+// fails before printing its payload.
+type errorJSON struct {
+	Error errorBody `json:"error"`
+}
+
+// errorBody is the error of errorJSON: the message printed on stderr, the
+// ID of the rule broken (docs/rules.md) when the error has one, and the
+// exit code.
+type errorBody struct {
+	Message  string `json:"message"`
+	Rule     string `json:"rule,omitempty"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// errorRule is the rule ID an error carries: that of a bundle's first
+// problem, or of a refused command.
+func errorRule(err error) string {
+	var p *bundle.Problem
+	if errors.As(err, &p) {
+		return p.Rule
+	}
+	var ce *runtimefetch.CommandError
+	if errors.As(err, &ce) {
+		return ce.Rule
+	}
+	return ""
+}
+
+// wantsJSON reports whether the command ran (or was to run) with --json:
+// its flag when it parsed, else the argument itself, before any "--".
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
+			return true
+		}
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--json", "--json=true":
+			return true
+		}
+	}
+	return false
+}
+
+// watchedWriter records whether anything was written to it.
+type watchedWriter struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		w.wrote = true
+	}
+	return w.w.Write(p)
 }
 
 func commandName(root *cobra.Command, args []string) string {
@@ -124,8 +195,18 @@ func (a *app) jsonFlag(cmd *cobra.Command, dst *bool, payload any) {
 // prompt can be shown and answered.
 func (a *app) isTerminal() bool {
 	in, ok1 := a.stdin.(*os.File)
-	out, ok2 := a.stdout.(*os.File)
+	out, ok2 := a.stdoutFile()
 	return ok1 && ok2 && term.IsTerminal(int(in.Fd())) && term.IsTerminal(int(out.Fd()))
+}
+
+// stdoutFile returns the file behind a.stdout, if it is one.
+func (a *app) stdoutFile() (*os.File, bool) {
+	w := a.stdout
+	if ww, ok := w.(*watchedWriter); ok {
+		w = ww.w
+	}
+	f, ok := w.(*os.File)
+	return f, ok
 }
 
 // usageError is a mistake in how berth was called (exit 2).

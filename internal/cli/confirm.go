@@ -16,7 +16,6 @@ import (
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/store"
-	"github.com/berth-mcp/berth/trust"
 )
 
 // confirmFlagUsage is the help of --confirm on enable and install.
@@ -109,7 +108,7 @@ func runConfirm(ctx context.Context, a *app, opts *confirmOptions) error {
 		}
 	}
 	if len(mine) == 0 {
-		return fmt.Errorf("no version of %s is trusted: %w; trust or install it first (berth list shows what is trusted)", opts.Plugin, trust.ErrUntrusted)
+		return store.NotTrustedf("no version of %s is trusted; trust or install it first (berth list shows what is trusted)", opts.Plugin)
 	}
 	res, err := a.confirmValues(ctx, st, mine, opts.Given, !opts.JSON)
 	if err != nil {

@@ -132,7 +132,7 @@ func TestCrashDuringTrust(t *testing.T) {
 			dir := makeBundle(t, filepath.Join(t.TempDir(), "b"), "crashy", 0)
 			digest := strings.TrimSpace(runBerth(t, home, "digest", dir))
 			runBerth(t, home, "trust", "--yes", "--allow-unsigned", "--digest", digest, dir)
-			err := berthCmd(home, []string{crashEnv + "=" + step}, "revoke", "crashy").Run()
+			err := berthCmd(home, []string{crashEnv + "=" + step}, "revoke", "--yes", "crashy").Run()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("berth revoke was not killed at %s: %v", step, err)
@@ -145,7 +145,7 @@ func TestCrashDuringTrust(t *testing.T) {
 				t.Fatalf("generation %d after trust and a killed revoke, want 2", st.Generation)
 			}
 			if strings.Contains(runBerth(t, home, "list"), "crashy") {
-				runBerth(t, home, "revoke", "crashy")
+				runBerth(t, home, "revoke", "--yes", "crashy")
 			}
 			if out := runBerth(t, home, "list"); strings.Contains(out, "crashy") {
 				t.Fatalf("list after revoke: %s", out)
@@ -206,7 +206,7 @@ func TestKillAtRandomTimes(t *testing.T) {
 		}
 		checkConsistent(t, home)
 		if i%4 == 3 && strings.Contains(runBerth(t, home, "list"), "big") {
-			runBerth(t, home, "revoke", "big")
+			runBerth(t, home, "revoke", "--yes", "big")
 			checkConsistent(t, home)
 		}
 	}
@@ -241,7 +241,7 @@ func TestConcurrentChanges(t *testing.T) {
 			for r := range rounds {
 				ops := [][]string{
 					{"trust", "--yes", "--allow-unsigned", "--digest", p.digest, p.dir},
-					{"revoke", fmt.Sprintf("p%d", w)},
+					{"revoke", "--yes", fmt.Sprintf("p%d", w)},
 					{"signers", "add-key", fmt.Sprintf("s%d-%d", w, r), key + ".pub"},
 				}
 				for _, op := range ops {

@@ -42,6 +42,10 @@ type installJSON struct {
 	Unsigned bool `json:"unsigned"`
 	// SourceName is the source's name of the entry (the registry name).
 	SourceName string `json:"sourceName,omitempty"`
+	// Sources are the variables its servers read, each with whether it
+	// is set here and the command that sets it when it is not (as review
+	// --json says them): what to set before first use.
+	Sources []sourceJSON `json:"sources"`
 }
 
 const installLong = `Install updates the plugin's catalog (a full TUF update; offline, its
@@ -67,7 +71,10 @@ A name listed by several catalogs needs --catalog (exit 2). A catalog copy
 past its expiry is refused (exit 4) unless --allow-stale, which the record
 then says. --enable also enables it in the workspace, and updates the
 workspace's berth.lock when there is one. --json cannot ask, so it needs
---yes.
+--yes. Install ends, as berth review does, with the variables the plugin's
+servers read, whether each is set here, the berth secret set command for
+each one that is not, and the remotes that sign in with OAuth (berth
+login): what to set before first use (--json: "sources").
 
 A plugin is not given the secrets berth's secret store holds for other
 plugins: when it names one, install asks on a terminal whether it may use
@@ -245,11 +252,12 @@ func runInstall(ctx context.Context, a *app, opts *installOptions) error {
 	if err := a.confirmAfterEnable(ctx, st, res.Trust.Record, opts.Confirm, opts.JSON); err != nil {
 		return err
 	}
+	if !opts.JSON && !opts.Enable {
+		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", name)
+	}
+	out.Sources = a.beforeFirstUse(res.Trust.Review, opts.JSON)
 	if opts.JSON {
 		return writeJSON(a.stdout, out)
-	}
-	if !opts.Enable {
-		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", name)
 	}
 	return nil
 }
@@ -594,11 +602,12 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 	if err := a.confirmAfterEnable(ctx, st, r, u.confirm, u.json); err != nil {
 		return err
 	}
+	if !u.json && !u.enable {
+		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", r.Name)
+	}
+	out.Sources = a.beforeFirstUse(res.Trust.Review, u.json)
 	if u.json {
 		return writeJSON(a.stdout, out)
-	}
-	if !u.enable {
-		fmt.Fprintf(a.stdout, "Enable it with: berth enable %s\n", r.Name)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/store"
+	"github.com/berth-mcp/berth/trust"
 )
 
 type listEntry struct {
@@ -34,18 +35,23 @@ func newListCmd(a *app) *cobra.Command {
 		Example: `  berth list
   berth list --json`,
 		Short: "List trusted plugins and where they are enabled",
-		Args:  exactArgs(0, "no arguments"),
+		Long: `List prints each trusted version of each plugin: its digest, its signer
+and the workspaces it is enabled in. The table shortens digests and key
+fingerprints to their first 12 hex digits, as docker and gh do; --wide (or
+--json) prints them whole.`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runList(cmd.Context(), a, opts)
 		},
 	}
+	cmd.Flags().BoolVar(&opts.Wide, "wide", false, "print whole digests and fingerprints")
 	a.jsonFlag(cmd, &opts.JSON, []listEntry{})
 	return cmd
 }
 
 // listOptions are the inputs of berth list.
 type listOptions struct {
-	JSON bool
+	JSON, Wide bool
 }
 
 func runList(_ context.Context, a *app, opts *listOptions) error {
@@ -88,9 +94,12 @@ func runList(_ context.Context, a *app, opts *listOptions) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tDIGEST\tSIGNER\tENABLED IN")
 	for _, e := range out {
-		signer := "UNSIGNED"
+		signer, digest := "UNSIGNED", e.Digest
 		if e.Signer != nil {
 			signer = e.Signer.String()
+		}
+		if !opts.Wide {
+			signer, digest = shortSigner(e.Signer), shortHash(digest)
 		}
 		enabled := "-"
 		if len(e.Enabled) > 0 {
@@ -100,7 +109,34 @@ func runList(_ context.Context, a *app, opts *listOptions) error {
 		if e.Revoked != nil {
 			version += " (revoked)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, version, e.Digest[:19]+"…", signer, enabled)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, version, digest, signer, enabled)
 	}
 	return tw.Flush()
+}
+
+// shortLen is how many characters of a digest or fingerprint a table
+// shows, as docker and gh do.
+const shortLen = 12
+
+// shortHash shortens "ALG:HEX" (a digest or a key fingerprint) to the
+// first shortLen characters of HEX, for a table; --wide prints it whole.
+func shortHash(h string) string {
+	if _, hex, ok := strings.Cut(h, ":"); ok {
+		h = hex
+	}
+	if len(h) > shortLen {
+		return h[:shortLen]
+	}
+	return h
+}
+
+// shortSigner is r as a table shows it: a key's fingerprint shortened.
+func shortSigner(r *store.SignerRef) string {
+	if r == nil {
+		return "UNSIGNED"
+	}
+	if r.Kind == trust.KindKey {
+		return fmt.Sprintf("key %q (%s)", r.Name, shortHash(r.Fingerprint))
+	}
+	return r.String()
 }

@@ -222,7 +222,7 @@ func oauthTargets(st *store.Store, plugin string) (map[string]*signinTarget, err
 		}
 	}
 	if len(mine) == 0 {
-		return nil, fmt.Errorf("no version of %s is trusted: %w; trust or install it first (berth list shows what is trusted)", plugin, trust.ErrUntrusted)
+		return nil, store.NotTrustedf("no version of %s is trusted; trust or install it first (berth list shows what is trusted)", plugin)
 	}
 	if slices.ContainsFunc(mine, func(r *store.Record) bool { return enabled[r.Digest] }) {
 		mine = slices.DeleteFunc(mine, func(r *store.Record) bool { return !enabled[r.Digest] })

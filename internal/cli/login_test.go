@@ -400,7 +400,7 @@ func TestLoginNoBrowser(t *testing.T) {
 	// Revoked (its last version): forgotten too, with the operator's
 	// client registration.
 	login()
-	must("revoke", "acme-notes")
+	must("revoke", "--yes", "acme-notes")
 	must("trust", "--yes", "--allow-unsigned", "--digest", digest[len(digest)-1], bdir)
 	must("enable", "acme-notes", "--workspace", ws)
 	if sts = statusOf(t, berth, ws); sts[0].SignIn == nil || sts[0].SignIn.SignedIn {
@@ -446,7 +446,7 @@ func TestLoginNoBrowser(t *testing.T) {
 	if used != 0 {
 		t.Error("the client secret was sent to an authorization server the registration is not for")
 	}
-	must("revoke", "acme-notes")
+	must("revoke", "--yes", "acme-notes")
 	if cfg, _ = os.ReadFile(filepath.Join(env["BERTH_HOME"], "config.json")); bytes.Contains(cfg, []byte("oauthClients")) {
 		t.Errorf("config.json keeps the client registration of a revoked plugin:\n%s", cfg)
 	}

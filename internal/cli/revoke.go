@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -20,9 +21,12 @@ func newRevokeCmd(a *app) *cobra.Command {
   berth revoke --lift acme-notes@1.4.2`,
 		Short: "Remove trust in a plugin (every version, or one)",
 		Long: `Revoke removes the trust records of a plugin, or of one version, and
-disables it everywhere it was enabled with that version. Running berth
-processes notice at their next boundary, remove its tools and stop its
-servers. The staged snapshot stays until 'berth gc'.
+disables it everywhere it was enabled with that version. It first shows
+what it removes and the workspaces it disables it in, and asks for
+confirmation (on a terminal; otherwise --yes is required, else exit 2), as
+berth trust does; then it says what it disabled. Running berth processes
+notice at their next boundary, remove its tools and stop its servers. The
+staged snapshot stays until 'berth gc'.
 
 --lift NAME@VERSION lifts a catalog's revocation of that version instead:
 it shows the revocation, asks (--yes confirms; off a terminal --yes is
@@ -40,7 +44,7 @@ active again; a catalog that stops listing the version lifts nothing.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.Lift, "lift", false, "lift a catalog's revocation of NAME@VERSION instead (asks; recorded with its time)")
-	f.BoolVarP(&opts.Yes, "yes", "y", false, "confirm --lift without asking (required when not on a terminal)")
+	f.BoolVarP(&opts.Yes, "yes", "y", false, "revoke (or lift) without asking (required when not on a terminal)")
 	a.jsonFlag(cmd, &opts.JSON, revokeJSON{})
 	return cmd
 }
@@ -60,11 +64,17 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	if opts.Lift {
 		return runLiftRevocation(ctx, a, opts, name, version)
 	}
+	if opts.JSON && !opts.Yes {
+		return usagef("--json cannot ask for confirmation; add --yes")
+	}
 	st, err := a.store()
 	if err != nil {
 		return err
 	}
-	gone, err := st.Revoke(ctx, name, version)
+	if err := a.confirmRevoke(st, name, version, opts); err != nil {
+		return err
+	}
+	res, err := st.RevokeWithReport(ctx, name, version)
 	if err != nil {
 		return err
 	}
@@ -72,13 +82,64 @@ func runRevoke(ctx context.Context, a *app, opts *revokeOptions) error {
 	a.forgetConfirmed(st, name)
 	a.forgetUnusedSignins(ctx, st, name)
 	if opts.JSON {
-		return writeJSON(a.stdout, revokeJSON{Revoked: gone})
+		return writeJSON(a.stdout, revokeJSON{Revoked: res.Records, Disabled: nonNilDisabled(res.Disabled)})
 	}
-	for _, r := range gone {
+	for _, r := range res.Records {
 		fmt.Fprintf(a.stdout, "Revoked %s (%s).\n", r.ID(), r.Digest)
+	}
+	for _, d := range res.Disabled {
+		fmt.Fprintf(a.stdout, "Disabled %s@%s in %s.\n", d.Name, d.Version, d.Workspace)
+	}
+	if len(res.Disabled) == 0 {
+		fmt.Fprintln(a.stdout, "It was not enabled in any workspace.")
 	}
 	fmt.Fprintln(a.stdout, "Its snapshot stays until `berth gc`.")
 	return nil
+}
+
+// confirmRevoke shows what revoking name (or name@version) removes and
+// disables, and asks, as berth trust does: on a terminal, or --yes.
+func (a *app) confirmRevoke(st *store.Store, name, version string, opts *revokeOptions) error {
+	recs, err := st.Find(name, version)
+	if err != nil {
+		return err
+	}
+	state, err := st.State()
+	if err != nil {
+		return err
+	}
+	if !opts.JSON {
+		fmt.Fprintf(a.stdout, "Revoking removes your trust in:\n")
+		for _, r := range recs {
+			fmt.Fprintf(a.stdout, "  %s (%s, %s)\n", r.ID(), r.Digest, shortSigner(r.Signer))
+		}
+		n := 0
+		for _, ws := range state.EnabledIn(name) {
+			v := state.Workspaces[ws].Plugins[name].Version
+			if slices.ContainsFunc(recs, func(r *store.Record) bool { return r.Version == v }) {
+				if n == 0 {
+					fmt.Fprintln(a.stdout, "and disables it in:")
+				}
+				fmt.Fprintf(a.stdout, "  %s (%s@%s)\n", ws, name, v)
+				n++
+			}
+		}
+		if n == 0 {
+			fmt.Fprintln(a.stdout, "It is not enabled in any workspace.")
+		}
+	}
+	what := name
+	if version != "" {
+		what += "@" + version
+	}
+	return a.confirm(fmt.Sprintf("Revoke %s?", what), opts.Yes, "--yes")
+}
+
+func nonNilDisabled(d []store.Disabled) []store.Disabled {
+	if d == nil {
+		return []store.Disabled{}
+	}
+	return d
 }
 
 // runLiftRevocation is berth revoke --lift: the operator lifts a
@@ -115,7 +176,7 @@ func runLiftRevocation(ctx context.Context, a *app, opts *revokeOptions, name, v
 		return err
 	}
 	if opts.JSON {
-		return writeJSON(a.stdout, revokeJSON{Revoked: []*store.Record{}, Lifted: lifted})
+		return writeJSON(a.stdout, revokeJSON{Revoked: []*store.Record{}, Disabled: []store.Disabled{}, Lifted: lifted})
 	}
 	fmt.Fprintf(a.stdout, "Lifted catalog %s's revocation of %s@%s; %s records that you lifted it on %s.\n", lifted.Catalog, name, version, st.Paths().Revocation(name, version), lifted.Lifted.At.Format("2006-01-02"))
 	fmt.Fprintf(a.stdout, "It is not enabled anywhere: berth enable %s@%s enables it.\n", name, version)
@@ -147,6 +208,9 @@ func auditLift(st *store.Store, r *store.Revocation) error {
 // revokeJSON is what revoke --json prints.
 type revokeJSON struct {
 	Revoked []*store.Record `json:"revoked"`
+	// Disabled are the workspaces where a revoked version was enabled,
+	// which it no longer is.
+	Disabled []store.Disabled `json:"disabled"`
 	// Lifted is the revocation berth revoke --lift lifted, as its file
 	// now records it.
 	Lifted *store.Revocation `json:"lifted,omitempty"`

@@ -27,6 +27,8 @@ other clients launch it (berth connect writes that entry for you).
 
 --http ADDR serves Streamable HTTP at /mcp (stateful; --stateless for the
 2026-07-28 era); --sse ADDR serves the legacy HTTP+SSE transport at /sse.
+ADDR is HOST:PORT with a port from 0 to 65535 (0 picks a free one), or
+unix:PATH; any other is a usage error (exit 2), before anything starts.
 Each profile of the workspace (berth profile list) is served beside it at
 /profiles/NAME/mcp (/profiles/NAME/sse) in its own tools mode, every path
 with sessions of its own; --max-sessions counts the sessions of all
@@ -165,6 +167,14 @@ func (o *serveOptions) check() error {
 	}
 	if (o.TokenFile != "" || o.UnsafeNoToken) && !o.listening() {
 		return usagef("--token-file and --unsafe-no-token apply to --http and --sse only")
+	}
+	for flag, addr := range map[string]string{"--http": o.HTTPAddr, "--sse": o.SSEAddr} {
+		if _, unix := mcpexport.UnixPath(addr); addr == "" || unix {
+			continue
+		}
+		if _, _, err := mcpexport.ListenAddr(addr); err != nil {
+			return usagef("%s: %v", flag, err)
+		}
 	}
 	return o.checkView()
 }

@@ -38,11 +38,12 @@ type sourceJSON struct {
 // from, reading no value: the environment is asked whether the variable
 // exists, the secret store's index whether it holds the name.
 func (a *app) sourceStates(d *review.Disclosure) ([]sourceJSON, error) {
+	plugin := d.Name
 	sec, err := a.secrets()
 	if err != nil {
 		return nil, err
 	}
-	signers, err := a.pluginSigners(d.Name)
+	signers, err := a.pluginSigners(plugin)
 	if err != nil {
 		return nil, err
 	}
@@ -60,16 +61,39 @@ func (a *app) sourceStates(d *review.Disclosure) ([]sourceJSON, error) {
 		switch {
 		case inEnv:
 			j.Set, j.From = true, pool.FromEnvironment
-		case inStore && boundHere(&e, d.Name, signers):
+		case inStore && boundHere(&e, plugin, signers):
 			j.Set, j.From = true, pool.FromStore
 		case inStore:
-			j.NotBound, j.Fix = true, secrets.BindCommand(s.Name, d.Name)
+			j.NotBound, j.Fix = true, secrets.BindCommand(s.Name, plugin)
 		default:
 			j.Fix = "berth secret set " + s.Name
 		}
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// beforeFirstUse is how install and upgrade end, as review does: the
+// variables that the servers of d read, each with whether it is set here
+// and, when it is not, the command that sets it (writeSourceStates), and
+// the remotes to sign in to; nothing is printed when quiet. The states are
+// returned for --json.
+func (a *app) beforeFirstUse(d *review.Disclosure, quiet bool) []sourceJSON {
+	ss, err := a.sourceStates(d)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "warning: cannot check which variables %s reads are set here: %v\n", d.Name, err)
+		return []sourceJSON{}
+	}
+	if quiet {
+		return ss
+	}
+	writeSourceStates(a.stdout, ss)
+	for _, s := range d.Servers {
+		if s.Remote != nil && s.Remote.OAuth != nil {
+			fmt.Fprintf(a.stdout, "Server %s signs in with OAuth: sign in before first use with berth login %s%s%s (or when a client that can ask calls it).\n", s.Name, d.Name, pool.Sep, s.Name)
+		}
+	}
+	return ss
 }
 
 // writeSourceStates prints the sources of a review with their state here.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -67,6 +68,7 @@ lists in its mode (docs/profiles.md §Context cost).`,
 		},
 	}
 	workspaceFlag(cmd, &opts.Workspace)
+	cmd.Flags().BoolVar(&opts.Wide, "wide", false, "print whole descriptions (the table cuts them at 70 characters)")
 	cmd.Flags().StringVar(&opts.Profile, "profile", "", "only the tools of the workspace's profile `NAME`, and its context cost in its mode")
 	a.jsonFlag(cmd, &opts.JSON, []toolJSON{})
 	return cmd
@@ -75,9 +77,9 @@ lists in its mode (docs/profiles.md §Context cost).`,
 // toolsOptions are the inputs of berth tools.
 type toolsOptions struct {
 	// Args are the positional arguments: none, or one PLUGIN.
-	Args      []string
-	JSON      bool
-	Workspace string
+	Args       []string
+	JSON, Wide bool
+	Workspace  string
 	// Profile names the workspace's profile whose tools are listed.
 	Profile string
 }
@@ -166,7 +168,11 @@ func (a *app) printTools(p *pool.Pool, out []toolJSON, tools []*pool.Tool, profi
 			policy += ", asks: destructive"
 			destructive++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), 70))
+		width := 70
+		if opts.Wide {
+			width = math.MaxInt
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), width))
 	}
 	tw.Flush()
 	if err := a.toolsContext(p, tools, profile, opts); err != nil {

@@ -187,6 +187,13 @@ type upgradeEntry struct {
 	// on stderr: a catalog that changed the review summary of the
 	// installed version since it published it.
 	Warnings []string `json:"warnings,omitempty"`
+	// Sources are the variables the new version's servers read, each
+	// with whether it is set here and the command that sets it when it
+	// is not (as review --json says them): what to set before first use.
+	// From the catalog's review summary with --preview and
+	// --fail-on-changes, from the installed bundle's review after an
+	// upgrade.
+	Sources []sourceJSON `json:"sources,omitempty"`
 	// Fetched are the packages of the runtime-fetched servers' trees
 	// that the upgrade added, removed or changed the version of (known
 	// once the new version's trees are resolved, at its trust).
@@ -223,6 +230,11 @@ When a catalog revoked the installed version, the upgrade is the newest
 version the constraint allows that is not revoked, even an older one: a
 step down, shown and always confirmed (--yes off a terminal), and enabled
 in the workspace (upgrade NAME, or a workspace whose berth.lock names it).
+
+Each upgrade (and each diff of --preview) ends, as berth review does, with
+the variables the new version's servers read, whether each is set here,
+the berth secret set command for each one that is not, and the remotes
+that sign in with OAuth (berth login): what to set before first use.
 
 --preview shows the diffs and changes nothing, not even the catalog
 copies. --fail-on-changes updates the catalogs, shows the diffs, changes
@@ -345,7 +357,7 @@ func (a *app) upgradesToDo(list []*lock.Outdated, opts *upgradeOptions) ([]*lock
 		todo = append(todo, o)
 	}
 	if !found {
-		return nil, fmt.Errorf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it): %w", opts.Name, opts.Name, store.ErrNotTrusted)
+		return nil, store.NotTrustedf("%s is not installed from a catalog (berth outdated lists what is; berth install %s installs it)", opts.Name, opts.Name)
 	}
 	if len(todo) == 0 && !one && !opts.JSON {
 		fmt.Fprintln(a.stdout, "Everything installed from a catalog is at the newest version its constraint allows.")
@@ -414,6 +426,8 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 		e.Diff.WriteText(a.stdout)
 	}
 	if look {
+		wv := o.WantedVersion()
+		e.Sources = a.beforeFirstUse(wv.Summary.Disclosure(o.Plugin(), wv), asJSON)
 		return e, nil
 	}
 	if o.StepDown {
@@ -460,6 +474,7 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 			}
 		}
 	}
+	e.Sources = a.beforeFirstUse(res.Trust.Review, asJSON)
 	return e, nil
 }
 
