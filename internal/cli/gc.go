@@ -27,7 +27,7 @@ berth-serverjson-*) that a command killed outright left in the system's
 temp directory (TMPDIR). There it removes only directories owned by you,
 never through a symbolic link, and only those over an hour old: a
 younger one may belong to a command still running.`,
-		Args:  exactArgs(0, "no arguments"),
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGC(cmd.Context(), a, opts)
 		},
