@@ -5,7 +5,7 @@ BIN     ?= bin/berth
 # staticcheck, run at a pinned version so a fresh machine needs only Go.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build test fuzz bench lint demo peers clean builtin-catalog
+.PHONY: build test fuzz bench lint demo peers clean builtin-catalog release
 
 build:
 	$(GO) build -o $(BIN) ./cmd/berth
@@ -54,9 +54,26 @@ builtin-catalog:
 	$(GO) run ./internal/builtingen $(ARGS)
 	$(GO) test ./marketplace/builtin
 
+# The release: static binaries (CGO_ENABLED=0) for linux and darwin
+# (amd64, arm64) and windows (amd64) in $(DIST), SHA256SUMS, and its
+# signature SHA256SUMS.sigstore.json (berth's own signing, cosign's bundle
+# format); reproducible (-trimpath, -buildvcs=false, no build ID, the
+# version stamp from VERSION). RELEASE_KEY is the PEM private key that
+# signs; without one, a throwaway key made for the run signs (what CI
+# does: it checks the build and the signing, and publishes nothing).
+# RELEASE_FLAGS=-check builds again with an empty build cache and fails
+# unless the checksums are the same. See scripts/release and the README.
+VERSION ?=
+DIST ?= dist
+RELEASE_KEY ?=
+RELEASE_FLAGS ?=
+release:
+	$(GO) run ./scripts/release -out $(DIST) $(if $(VERSION),-version $(VERSION)) \
+	  $(if $(RELEASE_KEY),-key $(RELEASE_KEY),-throwaway-key) $(RELEASE_FLAGS)
+
 # The npm test peers (server-everything, Inspector, conformance, Node 22).
 peers:
 	scripts/install-peers
 
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -117,8 +117,10 @@ func (s *Showing) ToolsHeading() string {
 
 // InstallCommand is the command that installs the plugin with the caret
 // constraint of the version install would pick (berth install
-// NAME@^X.Y), with --catalog when several catalogs list the name; ""
-// when no version can be installed.
+// NAME@^X.Y --enable), with --catalog when several catalogs list the
+// name; "" when no version can be installed. --enable makes it usable in
+// the workspace the command runs in, which is what a reader of the page
+// wants; install shows the review and asks first either way.
 func (s *Showing) InstallCommand(inSeveral bool) string {
 	if s.Install == "" {
 		return ""
@@ -127,7 +129,7 @@ func (s *Showing) InstallCommand(inSeveral bool) string {
 	if inSeveral {
 		cmd += " --catalog " + s.Catalog.Name
 	}
-	return cmd
+	return cmd + " --enable"
 }
 
 // CaretConstraint is the constraint that admits version v and its

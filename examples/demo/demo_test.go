@@ -41,13 +41,85 @@ func TestDemo(t *testing.T) {
 		"REVOKED: catalog demo revoked demo-fmt@1.0.0",
 		"berth serve no longer lists demo-fmt__fmt__hash_file",
 		"$ berth approve ",
-		"demo-notes__fmt__hash_file",
+		"demo-fmt__fmt__hash_file",
 		"no longer matches what was reviewed",
 		"Demo complete: every step behaved as expected.",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out.String())
 		}
+	}
+	checkReadable(t, out.String())
+}
+
+// checkReadable holds the demo to what a newcomer reads (issue 25): every
+// command meant to fail is announced as such before it runs, and its exit
+// said to be expected; no tool is listed twice (one bundle's tools under
+// two plugins); JSON results keep their lines.
+func checkReadable(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	// A command that fails prints "(exit N, as expected)"; an
+	// EXPECTED FAILURE note must come after the previous command and
+	// before this one.
+	lastCmd, lastNote := -1, -1
+	failing := 0
+	for i, l := range lines {
+		switch {
+		case strings.Contains(l, "EXPECTED FAILURE: "):
+			lastNote = i
+		case strings.Contains(l, "$ berth "):
+			lastCmd = i
+		case strings.HasPrefix(strings.TrimSpace(l), "(exit ") && strings.HasSuffix(l, ", as expected)"):
+			failing++
+			// The note names the failure before the command, or before a
+			// run of commands it covers ("the next two commands").
+			if lastNote < 0 || lastNote > lastCmd {
+				t.Errorf("line %d: %q ran with no note before it that it is meant to fail", i+1, lines[lastCmd])
+			}
+		}
+	}
+	if failing < 4 {
+		t.Errorf("%d commands said to fail as expected, want the trust, verify, sync --check and the last verify", failing)
+	}
+	for _, w := range []string{"berth: no signer is configured", "FAILED  demo-fmt@1.0.0", "departs from its berth.lock"} {
+		at := strings.Index(out, w)
+		note := strings.LastIndex(out[:max(at, 0)], "EXPECTED FAILURE")
+		if at < 0 || note < 0 {
+			t.Errorf("%q is not preceded by an EXPECTED FAILURE note", w)
+		}
+	}
+	// Step 10: each tool once, and no bundle's tools under two plugins.
+	step := out[strings.Index(out, "list the tools"):]
+	step = step[:strings.Index(step, "\n== ")]
+	seen := map[string]string{}
+	for _, l := range strings.Split(step, "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) == 0 {
+			continue
+		}
+		parts := strings.SplitN(f[0], "__", 3)
+		if len(parts) != 3 {
+			t.Errorf("step 10 lists %q, not a plugin__server__tool name", f[0])
+			continue
+		}
+		key := parts[1] + "__" + parts[2]
+		if other, ok := seen[key]; ok {
+			t.Errorf("the tool %s is listed twice, as %s and %s", key, other, f[0])
+		}
+		seen[key] = f[0]
+	}
+	if len(seen) < 4 {
+		t.Errorf("step 10 lists %d tools:\n%s", len(seen), step)
+	}
+	// The native tool's JSON result is printed indented, one field a line.
+	for _, w := range []string{"result:\n", "\n       \"path\": \"settings.json\",\n", "\n       \"size\": 72\n"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the JSON result is not printed on its lines: no %q", w)
+		}
+	}
+	if strings.Contains(out, "{   \"path\"") {
+		t.Error("the JSON result is printed with its newlines squashed")
 	}
 }
 
@@ -112,7 +184,7 @@ func TestExampleCatalog(t *testing.T) {
 		if err := copyFile(filepath.Join(repo, "examples", "catalog", name, "berth.json"), filepath.Join(dir, "berth.json"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range map[string][]string{"demo-notes": {"notes-server", "fmt-tools"}, "demo-fmt": {"fmt-tools"}}[name] {
+		for _, p := range bundlePrograms[name] {
 			if err := copyFile(filepath.Join(repo, "examples", "catalog", name, "berth.json"), filepath.Join(dir, "bin", p), 0o755); err != nil {
 				t.Fatal(err)
 			}

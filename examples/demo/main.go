@@ -48,7 +48,6 @@ import (
 // The demo's tools, as berth exports them.
 const (
 	demoSearch = "demo-notes__notes__search_notes"
-	demoHash   = "demo-notes__fmt__hash_file"
 	fmtHash    = "demo-fmt__fmt__hash_file"
 )
 
@@ -65,6 +64,10 @@ const (
 
 // The bundles of the example catalog, in examples/catalog.
 var catalogBundles = []string{"demo-notes", "demo-fmt", "everything"}
+
+// bundlePrograms are the programs each bundle ships in bin/: each
+// program in one bundle only, so no tool is listed twice.
+var bundlePrograms = map[string][]string{"demo-notes": {"notes-server"}, "demo-fmt": {"fmt-tools"}}
 
 func main() {
 	keep := flag.Bool("keep", false, "keep the temporary BERTH_HOME and workspace, and print where they are")
@@ -160,6 +163,12 @@ func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.stdout, "   "+format+"\n", args...)
 }
 
+// expect says, before it runs, that a command is meant to fail, and why,
+// so a reader does not take the error that follows for a broken demo.
+func (d *demo) expect(why string) {
+	fmt.Fprint(d.stdout, indent("EXPECTED FAILURE: "+why, "   "))
+}
+
 // berth runs a berth command with the operator's BERTH_HOME, prints it
 // and its output, and checks its exit code.
 func (d *demo) berth(ctx context.Context, want int, args ...string) (string, error) {
@@ -184,6 +193,9 @@ func (d *demo) berthAt(ctx context.Context, home string, want int, args ...strin
 	fmt.Fprint(d.stdout, indent(out, "     "))
 	if code != want {
 		return out, fmt.Errorf("berth %s exited %d, expected %d", strings.Join(args, " "), code, want)
+	}
+	if want != exitOK {
+		fmt.Fprintf(d.stdout, "     (exit %d, as expected)\n", code)
 	}
 	return out, nil
 }
@@ -280,7 +292,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	rootSHA := m[1]
 	for _, add := range [][]string{
-		{"demo-notes", "--tier", "verified", "--tag", "notes", "--tag", "json"},
+		{"demo-notes", "--tier", "verified", "--tag", "notes"},
 		{"demo-fmt", "--tier", "verified", "--tag", "json"},
 		{"everything", "--tag", "reference", "--tag", "npm"},
 	} {
@@ -299,11 +311,11 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.title("browse it, offline: search, and show what each plugin would do")
-	if out, err = d.berth(ctx, exitOK, "search", "json"); err != nil {
+	if out, err = d.berth(ctx, exitOK, "search", "workspace"); err != nil {
 		return err
 	}
 	if !strings.Contains(out, "demo-notes") || !strings.Contains(out, "demo-fmt") {
-		return fmt.Errorf("search json did not find both plugins")
+		return fmt.Errorf("search workspace did not find both plugins")
 	}
 	if _, err := d.berth(ctx, exitOK, "show", "demo-notes"); err != nil {
 		return err
@@ -318,6 +330,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.say("(everything is catalogued and shown, not installed: starting it would need the npm registry)")
 
 	d.title("install two plugins: downloaded, checked against the catalog, verified, reviewed, staged, enabled")
+	d.expect("The first command is meant to fail: this berth home has no signer yet, so trusting a bundle by hand is refused\n(exit 4). berth install then adds the signer that the catalog vouches for, scoped to the one plugin.")
 	if _, err := d.berth(ctx, exitUntrusted, "trust", "--yes", notes); err != nil {
 		return fmt.Errorf("with no signer configured, trust by hand must be refused: %w", err)
 	}
@@ -370,10 +383,13 @@ func (d *demo) run(ctx context.Context) error {
 		d.say("%-36s %s", t.Name, firstLine(t.Description))
 		names[t.Name] = true
 	}
-	for _, want := range []string{demoSearch, demoHash} {
+	for _, want := range []string{demoSearch, fmtHash} {
 		if !names[want] {
 			return fmt.Errorf("the tool %s is missing from the catalog", want)
 		}
+	}
+	if len(names) != len(tools.Tools) {
+		return fmt.Errorf("berth serve listed a tool name twice")
 	}
 
 	d.title("call %s: the policy says ask, so the call waits for approval", demoSearch)
@@ -381,17 +397,17 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("result: %s", short(resultText(res)))
+	d.result(res)
 	if res.IsError || !strings.Contains(resultText(res), "ideas.md") {
 		return fmt.Errorf("the approved call did not return the note")
 	}
 
-	d.title("call the native tool %s (a go-plugin provider), approved the same way", demoHash)
-	res, err = d.callApproved(ctx, cs, demoHash, map[string]any{"path": "settings.json"})
+	d.title("call the native tool %s (a go-plugin provider), approved the same way", fmtHash)
+	res, err = d.callApproved(ctx, cs, fmtHash, map[string]any{"path": "settings.json"})
 	if err != nil {
 		return err
 	}
-	d.say("result: %s", short(resultText(res)))
+	d.result(res)
 	settings, err := os.ReadFile(filepath.Join(d.ws, "settings.json"))
 	if err != nil {
 		return err
@@ -429,6 +445,7 @@ func (d *demo) run(ctx context.Context) error {
 		return fmt.Errorf("berth serve still lists %s after the revocation", fmtHash)
 	}
 	d.say("berth serve no longer lists %s; %s is still there", fmtHash, demoSearch)
+	d.expect("The next two commands are meant to fail: berth verify refuses the revoked demo-fmt (exit 4), and the workspace\nno longer matches its berth.lock, which still names demo-fmt (exit 5).")
 	if _, err := d.berth(ctx, exitUntrusted, "verify", "demo-fmt"); err != nil {
 		return err
 	}
@@ -458,10 +475,11 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the call after tampering: %w", err)
 	}
-	d.say("result: %s", short(resultText(res)))
+	d.result(res)
 	if !res.IsError || !strings.Contains(resultText(res), "no longer matches what was reviewed") || !strings.Contains(resultText(res), "berth.json") {
 		return fmt.Errorf("the call after tampering did not fail with the drift error")
 	}
+	d.expect("berth verify is meant to fail too (exit 5): it names the changed file, and still reports the revoked demo-fmt.")
 	if _, err := d.berth(ctx, exitDrift, "verify"); err != nil {
 		return err
 	}
@@ -487,7 +505,7 @@ func (d *demo) build(ctx context.Context) error {
 		}
 	}
 	src := filepath.Join(d.repo, "examples", "catalog")
-	programs := map[string][]string{"demo-notes": {"notes-server", "fmt-tools"}, "demo-fmt": {"fmt-tools"}}
+	programs := bundlePrograms
 	for _, name := range catalogBundles {
 		dir := filepath.Join(d.bundles, name)
 		if err := copyFile(filepath.Join(src, name, "berth.json"), filepath.Join(dir, "berth.json"), 0o644); err != nil {
@@ -674,13 +692,33 @@ func resultText(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// short keeps a result readable in the demo's output.
-func short(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 600 {
-		s = s[:600] + "…"
+// result prints a tool result as the tool wrote it: JSON indented on its
+// own lines (compact JSON is indented), cut after 30 lines.
+func (d *demo) result(res *mcp.CallToolResult) {
+	fmt.Fprint(d.stdout, indent("result"+errorNote(res)+":\n"+resultBody(resultText(res)), "   "))
+}
+
+func errorNote(res *mcp.CallToolResult) string {
+	if res.IsError {
+		return " (an error, as expected)"
 	}
-	return s
+	return ""
+}
+
+// resultBody is a result's text for the demo's output: valid JSON
+// indented, other text as it is, at most 30 lines.
+func resultBody(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) == nil {
+		if b, err := json.MarshalIndent(v, "", "  "); err == nil {
+			s = string(b)
+		}
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > 30 {
+		lines = append(lines[:30], "…")
+	}
+	return "  " + strings.Join(lines, "\n  ")
 }
 
 func firstLine(s string) string {

@@ -50,6 +50,10 @@ type Site struct {
 	cache *marketplace.Cache
 	o     Options
 
+	// public is set on the copy Export writes without local state: no
+	// trust records, no local sources, no times of this machine.
+	public bool
+
 	mu   sync.Mutex
 	snap *snapshot
 }
@@ -159,12 +163,17 @@ func (s *Site) records() (map[string]*store.Record, error) {
 	return out, nil
 }
 
-// installed is what berth's own trust record says of one version.
+// installed is what berth's own trust record says of one version: it is
+// trusted (staged) on this machine. Whether a workspace enables it is not
+// the page's to say (berth list says).
 type installed struct {
 	Version string
 	// Matches is true when the record's digest is the catalog's and its
 	// signer is one the catalog allows.
 	Matches bool
+	// Status is the catalog's status of the version (active,
+	// deprecated, yanked, revoked) and Reason the curator's reason.
+	Status, Reason string
 	// Why says what differs when it does not match.
 	Why       string
 	Signer    string
@@ -179,7 +188,7 @@ func (snap *snapshot) installedOf(p *catalog.Plugin) []installed {
 		if r == nil {
 			continue
 		}
-		in := installed{Version: v.Version, TrustedAt: r.TrustedAt}
+		in := installed{Version: v.Version, TrustedAt: r.TrustedAt, Status: string(v.Status), Reason: v.Reason}
 		if r.Signer != nil {
 			in.Signer = r.Signer.String()
 		}
@@ -204,3 +213,26 @@ func (snap *snapshot) installedOf(p *catalog.Plugin) []installed {
 	slices.Reverse(out) // highest first, as the catalog sorts versions lowest first
 	return out
 }
+
+// Revoked says the catalog revoked the trusted version: it is not to be
+// used, whatever its digest.
+func (in *installed) Revoked() bool { return in.Status == string(catalog.StatusRevoked) }
+
+// Badge is the version's badge text and class (ok, warn, bad).
+func (in *installed) Badge() (string, string) {
+	switch {
+	case in.Revoked():
+		return "trusted " + in.Version + " · REVOKED by the catalog", "bad"
+	case !in.Matches:
+		return "trusted " + in.Version + " · differs from catalog", "bad"
+	case in.Status == string(catalog.StatusYanked):
+		return "trusted " + in.Version + " · yanked by the catalog", "warn"
+	case in.Status == string(catalog.StatusDeprecated):
+		return "trusted " + in.Version + " · deprecated", "warn"
+	}
+	return "trusted " + in.Version + " · matches catalog", "ok"
+}
+
+// BadgeText and BadgeClass are Badge's parts, for the templates.
+func (in *installed) BadgeText() string  { t, _ := in.Badge(); return t }
+func (in *installed) BadgeClass() string { _, c := in.Badge(); return c }

@@ -292,7 +292,7 @@ func walk(t *testing.T, f *fixture, b *browser, start, shots string) {
 	}
 	// Open the plugin page from its card.
 	b.do(chromedp.Click(chromedp.CSS(`li.card[data-key="acme/acme-notes"] h2 a`)), chromedp.WaitVisible(chromedp.ID("install-cmd")))
-	if got := b.text("#install-cmd"); got != "berth install acme-notes@^1.2 --catalog acme" {
+	if got := b.text("#install-cmd"); got != "berth install acme-notes@^1.2 --catalog acme --enable" {
 		t.Errorf("install command %q", got)
 	}
 	page := b.text("main")
@@ -356,7 +356,7 @@ func TestBrowserExport(t *testing.T) {
 	b := newBrowser(t)
 	f := newFixture(t)
 	dir := filepath.Join(t.TempDir(), "site")
-	if _, err := f.site().Export(f.ctx, dir); err != nil {
+	if _, err := f.site().Export(f.ctx, dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	walk(t, f, b, "file://"+dir+"/index.html", "export")

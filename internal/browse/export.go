@@ -41,13 +41,28 @@ type indexEntry struct {
 	Updated     int64    `json:"updated"`
 }
 
+// ExportOptions tune Export. A nil *ExportOptions means the defaults.
+type ExportOptions struct {
+	// WithLocalState puts this machine's own state in the pages, as the
+	// served page shows it: which versions it trusts and when, catalog
+	// sources that are local paths or loopback addresses, when each
+	// catalog was added. An export is meant for hosting, so by default it
+	// carries none of it.
+	WithLocalState bool
+}
+
 // Export writes the pages as a static site in dir: plain files whose
 // links are relative, so it works from file:// and from any static host,
 // with search and filters done by the page's script over an embedded
 // index. dir must not exist, be empty, or be an earlier export (which is
 // replaced whole: the new site is written beside it and renamed into
 // place).
-func (s *Site) Export(ctx context.Context, dir string) (*ExportResult, error) {
+func (s *Site) Export(ctx context.Context, dir string, opts *ExportOptions) (*ExportResult, error) {
+	if opts == nil || !opts.WithLocalState {
+		o := s.o
+		o.Store = nil // no trust records: nothing of what this machine trusts, or when
+		s = &Site{cache: s.cache, o: o, public: true}
+	}
 	dir = filepath.Clean(dir)
 	if err := checkExportDir(dir); err != nil {
 		return nil, err
@@ -159,7 +174,7 @@ func (s *Site) writeSite(ctx context.Context, dir string) (*ExportResult, error)
 	if err := write("search-index.js", append(append([]byte("window.berthIndex = "), js...), ";\n"...)); err != nil {
 		return nil, err
 	}
-	if data, err = render("catalogs", catalogsPage(snap, true)); err != nil {
+	if data, err = render("catalogs", s.catalogsPage(snap, true)); err != nil {
 		return nil, err
 	}
 	if err := write("catalogs.html", data); err != nil {

@@ -17,7 +17,7 @@ var linkRe = regexp.MustCompile(`(?:href|src)="([^"]*)"`)
 func TestExport(t *testing.T) {
 	f := newFixture(t)
 	dir := filepath.Join(t.TempDir(), "site")
-	res, err := f.site().Export(f.ctx, dir)
+	res, err := f.site().Export(f.ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestExport(t *testing.T) {
 
 	// An earlier export is replaced whole; any other directory is left.
 	os.WriteFile(filepath.Join(dir, "stray.html"), []byte("old"), 0o644)
-	if _, err := f.site().Export(f.ctx, dir); err != nil {
+	if _, err := f.site().Export(f.ctx, dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stray.html")); err == nil {
@@ -99,7 +99,7 @@ func TestExport(t *testing.T) {
 	}
 	other := t.TempDir()
 	os.WriteFile(filepath.Join(other, "notes.txt"), []byte("mine"), 0o644)
-	if _, err := f.site().Export(f.ctx, other); err == nil || !strings.Contains(err.Error(), "is not empty and is not an earlier berth export") {
+	if _, err := f.site().Export(f.ctx, other, nil); err == nil || !strings.Contains(err.Error(), "is not empty and is not an earlier berth export") {
 		t.Errorf("export over a directory of someone's: %v", err)
 	}
 	if data, _ := os.ReadFile(filepath.Join(other, "notes.txt")); string(data) != "mine" {

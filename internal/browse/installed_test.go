@@ -56,12 +56,12 @@ func TestInstalledBadge(t *testing.T) {
 	s := New(f.cache, &Options{Store: st, Resolve: &marketplace.ResolveOptions{Now: f.clk.now()}})
 	srv := newServer(t, s)
 	index := get(t, srv, "/").body
-	if !strings.Contains(index, ">installed 1.2.0 · matches catalog</li>") || !strings.Contains(index, ">installed 2.1.0 · differs from catalog</li>") {
-		t.Errorf("index: no installed badges")
+	if !strings.Contains(index, ">trusted 1.2.0 · matches catalog</li>") || !strings.Contains(index, ">trusted 2.1.0 · differs from catalog</li>") {
+		t.Errorf("index: no trusted badges")
 	}
 	notes := get(t, srv, "/plugins/acme/acme-notes").body
 	if !strings.Contains(notes, "1.2.0: matches the catalog (berth's trust record has the digest it lists, signed by key &#34;acme&#34; (sha256:") {
-		t.Errorf("acme-notes: no matches-catalog line:\n%s", notes[strings.Index(notes, "Installed here"):])
+		t.Errorf("acme-notes: no matches-catalog line:\n%s", notes[strings.Index(notes, "Trusted on this machine"):])
 	}
 	cloud := get(t, srv, "/plugins/acme/acme-cloud").body
 	if !strings.Contains(cloud, "2.1.0: differs from the catalog: the installed bundle has digest sha256:") {
@@ -69,7 +69,7 @@ func TestInstalledBadge(t *testing.T) {
 	}
 	// beta's acme-notes is another plugin of the same name: its 0.9.0 is
 	// not installed, whatever acme's records say.
-	if strings.Contains(get(t, srv, "/plugins/beta/acme-notes").body, "installed 1.2.0") {
+	if strings.Contains(get(t, srv, "/plugins/beta/acme-notes").body, "trusted 1.2.0") {
 		t.Errorf("beta's page shows acme's install")
 	}
 }

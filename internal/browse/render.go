@@ -37,6 +37,10 @@ type page struct {
 	// Static is set for the export: links name .html files, and the index
 	// searches with the embedded index.
 	Static bool
+	// Public is set on an export without local state: the pages say
+	// nothing of the machine that wrote them (no trust records, no
+	// local catalog sources, no times it added a catalog).
+	Public bool
 	Nav    string // "index" or "catalogs"
 	// Stale are the stale catalogs whose plugins the page shows.
 	Stale    []*marketplace.CatalogInfo
@@ -77,6 +81,9 @@ var funcs = template.FuncMap{
 		return t.UTC().Format("2006-01-02 15:04 UTC")
 	},
 	"join": strings.Join,
+	// publicSource says a catalog source can be shown in a public export:
+	// an https URL, not a path or loopback address of the exporter's.
+	"publicSource": func(src string) bool { return strings.HasPrefix(src, "https://") },
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
 			return one

@@ -150,7 +150,7 @@ func (s *Site) indexPage(q Query, static bool) (*page, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &page{Title: "Plugins", Nav: "index", Static: static, Index: res, Stale: res.Stale}, nil
+	return &page{Title: "Plugins", Nav: "index", Static: static, Public: s.public, Index: res, Stale: res.Stale}, nil
 }
 
 func (s *Site) serveCatalogs(w http.ResponseWriter, r *http.Request) {
@@ -159,11 +159,11 @@ func (s *Site) serveCatalogs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
-	s.write(w, r, http.StatusOK, "catalogs", catalogsPage(snap, false))
+	s.write(w, r, http.StatusOK, "catalogs", s.catalogsPage(snap, false))
 }
 
-func catalogsPage(snap *snapshot, static bool) *page {
-	p := &page{Title: "Catalogs", Nav: "catalogs", Static: static, Catalogs: snap.catalogs}
+func (s *Site) catalogsPage(snap *snapshot, static bool) *page {
+	p := &page{Title: "Catalogs", Nav: "catalogs", Static: static, Public: s.public, Catalogs: snap.catalogs}
 	for _, cv := range snap.catalogs {
 		if cv.Info.Stale {
 			p.Stale = append(p.Stale, cv.Info)
@@ -208,7 +208,7 @@ func (s *Site) pluginHTML(snap *snapshot, cv *catalogView, pl *catalog.Plugin, v
 	if err != nil {
 		return nil, err
 	}
-	p := &page{Title: pl.Name, Root: "../../", Static: static, Plugin: pp}
+	p := &page{Title: pl.Name, Root: "../../", Static: static, Public: s.public, Plugin: pp}
 	if cv.Info.Stale {
 		p.Stale = []*marketplace.CatalogInfo{cv.Info}
 	}

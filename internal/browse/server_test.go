@@ -309,7 +309,7 @@ func TestPluginDisclosure(t *testing.T) {
 			want = append(want, s.String())
 		}
 		if c.install != "" {
-			markup = append(markup, `<code id="install-cmd">`+escape(c.install)+"</code>")
+			markup = append(markup, `<code id="install-cmd">`+escape(c.install+" --enable")+"</code>")
 		} else {
 			want = append(want, sh.NoPick())
 		}

@@ -168,9 +168,16 @@ are relative. DIR must be new, empty, or an earlier export (replaced
 whole). The pages carry a Content-Security-Policy of default-src 'self'
 in a <meta> element; a host should also send frame-ancestors 'none',
 X-Content-Type-Options: nosniff and Referrer-Policy: no-referrer as
-headers.`,
+headers.
+
+The export is meant for hosting, so it carries no state of this machine:
+no "trusted" badges (which versions you trust, and when), no catalog
+source that is a local directory or loopback address, no time you added
+a catalog. --with-local-state puts them in, as berth marketplace serve
+shows them, for a copy you keep to yourself.`,
 		Example: `  berth marketplace export ./site
   berth marketplace export ./site --json
+  berth marketplace export ~/my-marketplace --with-local-state
   python3 -m http.server -d ./site   # or open ./site/index.html`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -179,6 +186,7 @@ headers.`,
 		},
 	}
 	a.jsonFlag(cmd, &opts.JSON, exportJSON{})
+	cmd.Flags().BoolVar(&opts.WithLocalState, "with-local-state", false, "also write this machine's state (trusted versions and when, local catalog sources, when catalogs were added): for a copy you keep, not one you host")
 	return cmd
 }
 
@@ -187,6 +195,8 @@ type marketplaceExportOptions struct {
 	// Dir is the positional argument.
 	Dir  string
 	JSON bool
+	// WithLocalState puts the trust records and local sources in.
+	WithLocalState bool
 }
 
 func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOptions) error {
@@ -194,7 +204,7 @@ func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOp
 	if err != nil {
 		return err
 	}
-	res, err := site.Export(ctx, opts.Dir)
+	res, err := site.Export(ctx, opts.Dir, &browse.ExportOptions{WithLocalState: opts.WithLocalState})
 	if err != nil {
 		return err
 	}
@@ -203,6 +213,9 @@ func runMarketplaceExport(ctx context.Context, a *app, opts *marketplaceExportOp
 		return writeJSON(a.stdout, exportJSON{Dir: res.Dir, Index: index, Pages: res.Pages, Plugins: res.Plugins, Catalogs: res.Catalogs})
 	}
 	fmt.Fprintf(a.stdout, "Wrote %d page(s) (%d plugin(s) from %d catalog(s)) to %s; open %s.\n", res.Pages, res.Plugins, res.Catalogs, res.Dir, index)
+	if opts.WithLocalState {
+		fmt.Fprintln(a.stdout, "The pages show this machine's trusted versions and local catalog sources (--with-local-state): keep them to yourself.")
+	}
 	return nil
 }
 

@@ -57,7 +57,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // run is Run with the environment given as a lookup function.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, interrupted: ctx.Done()}
 	a.completing = len(args) > 0 && strings.HasPrefix(args[0], cobra.ShellCompRequestCmd)
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -162,6 +162,10 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// interrupted is closed when the command is interrupted (the done
+	// channel of Run's context: Ctrl-C, SIGTERM); a prompt stops waiting
+	// then (readLine).
+	interrupted <-chan struct{}
 
 	// payloads are the types that each command's --json prints, for
 	// docs/cli.md (jsonFlag).

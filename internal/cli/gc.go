@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/store"
 )
 
@@ -16,7 +19,15 @@ func newGCCmd(a *app) *cobra.Command {
 		Example: `  berth gc
   berth gc --json`,
 		Short: "Remove snapshots no trust record points to, and leftovers",
-		Args:  exactArgs(0, "no arguments"),
+		Long: `Gc removes the staged snapshots that no trust record points to, and the
+leftovers of berth commands that were cut short: temporary files of
+interrupted writes under BERTH_HOME, and the temporary directories
+(berth-download-*, berth-extract-*, berth-import-*, berth-registry-*,
+berth-serverjson-*) that a command killed outright left in the system's
+temp directory (TMPDIR). There it removes only directories owned by you,
+never through a symbolic link, and only those over an hour old: a
+younger one may belong to a command still running.`,
+		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGC(cmd.Context(), a, opts)
 		},
@@ -38,6 +49,14 @@ func runGC(ctx context.Context, a *app, opts *gcOptions) error {
 	res, err := st.GC(ctx)
 	if err != nil {
 		return err
+	}
+	// The temporary directories of berth commands that were killed
+	// outright: only this user's, only real directories, only those older
+	// than an hour (a younger one may be a running command's).
+	swept, err := fsx.SweepTemp(os.TempDir(), fsx.TempPrefixes, time.Now().Add(-fsx.TempLeftoverAge))
+	res.Leftovers = append(res.Leftovers, swept...)
+	if err != nil {
+		return fmt.Errorf("removing leftovers in the temp directory %s: %w", os.TempDir(), err)
 	}
 	if opts.JSON {
 		return writeJSON(a.stdout, res)

@@ -59,6 +59,7 @@ func TestScripts(t *testing.T) {
 			"serve-fail":     serveFailCmd,
 			"serve-requests": serveRequestsCmd,
 			"typein":         typeinCmd,
+			"interrupt":      interruptCmd,
 			"serve-registry": serveRegistryCmd,
 			"npmreg":         npmregCmd,
 			"pyreg":          pyregCmd,

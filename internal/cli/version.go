@@ -46,8 +46,17 @@ type versionJSON struct {
 	Version  string `json:"version"`
 }
 
+// release is the version stamp of a release build (make release sets it
+// with -ldflags -X; scripts/release); "" in any other build.
+var release string
+
 // versionText is berth's version as berth version and berth --version
-// print it: "0.1.0 (go1.26.8, linux/amd64)".
+// print it: "0.1.0 (go1.26.8, linux/amd64)", with ", release 0.1.0" in a
+// release build.
 func versionText() string {
-	return fmt.Sprintf("%s (%s, %s/%s)", bundle.BerthVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	rel := ""
+	if release != "" {
+		rel = ", release " + release
+	}
+	return fmt.Sprintf("%s (%s, %s/%s%s)", bundle.BerthVersion, runtime.Version(), runtime.GOOS, runtime.GOARCH, rel)
 }
