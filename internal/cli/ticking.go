@@ -62,7 +62,7 @@ func (a *app) ticking(show, first bool, what func() string) (stop func()) {
 			case t := <-tick:
 				el := elapsed(t.Sub(start))
 				if onTerm {
-					fmt.Fprintf(a.stderr, "\r\x1b[K%c %s … %s", spinFrames[i%len(spinFrames)], what(), el)
+					fmt.Fprintf(a.stderr, "\r\x1b[K%s %s … %s", a.green(string(spinFrames[i%len(spinFrames)])), what(), el)
 				} else {
 					fmt.Fprintf(a.stderr, "%s … %s\n", what(), el)
 				}
@@ -134,4 +134,13 @@ func (a *app) writeSettingsLines(w io.Writer, indent string, ecos map[string]boo
 			fmt.Fprintf(w, "%s%s\n", indent, review.Printable(l))
 		}
 	}
+}
+
+// green is s in green on a terminal, as the progress bars draw, or s
+// alone under NO_COLOR.
+func (a *app) green(s string) string {
+	if a.getenv("NO_COLOR") != "" {
+		return s
+	}
+	return "\x1b[32m" + s + "\x1b[0m"
 }
