@@ -209,6 +209,9 @@ updates the lock's catalogs, installs each locked plugin from its catalog
 at the locked version, digest and signer (through the same path as berth
 install), and enables it; a version already trusted with that digest and
 signer is only enabled. --prune also disables what the lock does not name.
+A plugin the lock records from berth's built-in catalog is installed from
+the built-in catalog of this berth, only when it holds the locked version
+with the locked digest (else refused, exit 4, naming what differs).
 
 Sync refuses (exit 4) a catalog older than the lock (a rollback), with
 other root keys, or that no longer allows the locked signer; a locked
@@ -315,7 +318,7 @@ func (a *app) refreshLocked(ctx context.Context, c *marketplace.Cache, st *store
 	seen := map[string]bool{}
 	for _, p := range l.Plugins {
 		n := p.Catalog.Name
-		if seen[n] || !contains(have, n) {
+		if p.IsBuiltin() || seen[n] || !contains(have, n) {
 			continue
 		}
 		seen[n] = true
