@@ -424,7 +424,7 @@ func planSync(st *store.Store, diffs []lock.Diff) ([]*syncPlan, []string, error)
 		case recs[0].Digest != p.lp.Digest:
 			p.refuse = fmt.Errorf("%s@%s is trusted with digest %s, and the lock pins %s: versions are immutable, so one of them is not what it claims; check with the publisher (berth revoke %s@%s removes yours): %w", p.lp.Name, p.lp.Version, recs[0].Digest, p.lp.Digest, p.lp.Name, p.lp.Version, errUntrustedLock)
 		case p.lp.IsBuiltin() && !p.lp.MatchesRecord(recs[0]):
-			p.refuse = fmt.Errorf("%s@%s is trusted here from %s, not from berth's built-in catalog as the lock says: %w; remove yours (berth revoke %s@%s), then run berth sync", p.lp.Name, p.lp.Version, recordFrom(recs[0]), errUntrustedLock, p.lp.Name, p.lp.Version)
+			p.refuse = fmt.Errorf("%s@%s is trusted here from %s, not from berth's built-in catalog as the lock says; remove yours (berth revoke %s@%s), then run berth sync: %w", p.lp.Name, p.lp.Version, recordFrom(recs[0]), p.lp.Name, p.lp.Version, errUntrustedLock)
 		case !p.lp.MatchesRecord(recs[0]):
 			p.refuse = fmt.Errorf("%s@%s is trusted from %s, and the lock names another signer: %w; check with the team who locked it", p.lp.Name, p.lp.Version, recordFrom(recs[0]), errUntrustedLock)
 		}
