@@ -49,7 +49,7 @@ var lockRequired = map[reflect.Type][]string{
 	reflect.TypeFor[lock.Lock]():          {"lockVersion", "plugins"},
 	reflect.TypeFor[lock.Plugin]():        {"name", "version", "digest", "signer", "catalog"},
 	reflect.TypeFor[lock.Signer]():        {"kind"},
-	reflect.TypeFor[lock.Catalog]():       {"name", "rootKeyIDs", "targetsVersion"},
+	reflect.TypeFor[lock.Catalog]():       {"name"},
 	reflect.TypeFor[lock.CatalogSource](): {"name", "source", "rootPin"},
 }
 
@@ -203,6 +203,9 @@ func TestLockPassesSchema(t *testing.T) {
 	l.Set(lock.Plugin{Name: "cloud", Version: "2.0.0", Digest: "sha256:" + strings.Repeat("3", 64),
 		Signer:  lock.Signer{Kind: trust.KindIdentity, Issuer: "https://accounts.google.com", SAN: "a@example.com"},
 		Catalog: lock.Catalog{Name: "acme", RootKeyIDs: []string{id}, TargetsVersion: 3}})
+	l.Set(lock.Plugin{Name: "filesystem", Version: "2026.8.31", Digest: "sha256:" + strings.Repeat("4", 64),
+		Signer:  lock.Signer{Kind: lock.SignerBuiltin},
+		Catalog: lock.Catalog{Name: "builtin", Source: lock.SourceBuiltin, BerthVersion: "0.1.0"}})
 	if err := lock.Write(dir, l); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +218,11 @@ func TestLockPassesSchema(t *testing.T) {
 		`{"lockVersion": 1, "plugins": [], "x": 1}`,
 		`{"lockVersion": 2, "plugins": []}`,
 		strings.Replace(string(data), `"kind": "key"`, `"kind": "identity"`, 1),
+		// A built-in plugin with root keys, a TUF one with a source, another source.
+		strings.Replace(string(data), `"berthVersion": "0.1.0"`, `"berthVersion": "0.1.0", "rootKeyIDs": ["`+id+`"]`, 1),
+		strings.Replace(string(data), `"name": "acme",`, `"name": "acme", "source": "builtin",`, 1),
+		strings.Replace(string(data), `"source": "builtin"`, `"source": "https://evil.example/"`, 1),
+		strings.Replace(string(data), `"kind": "builtin"`, `"kind": "builtin", "fingerprint": "sha256:`+strings.Repeat("2", 64)+`"`, 1),
 	} {
 		if sch.Validate(instance(t, []byte(bad))) == nil {
 			t.Errorf("the schema accepts %s", bad)

@@ -19,6 +19,11 @@ func npmregCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: npmreg NAME@VERSION...")
 	}
+	startNPMReg(ts, args)
+}
+
+// startNPMReg is npmreg's work; it returns the registry.
+func startNPMReg(ts *testscript.TestScript, args []string) *testkit.NPMRegistry {
 	var pkgs []testkit.NPMPackage
 	for _, spec := range args {
 		at := strings.LastIndex(spec, "@")
@@ -42,4 +47,5 @@ func npmregCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if err := os.WriteFile(filepath.Join(dir, "npmrc"), []byte("registry="+reg.URL()+"\n"), 0o600); err != nil {
 		ts.Fatalf("%v", err)
 	}
+	return reg
 }

@@ -538,12 +538,14 @@ type unsignedInstall struct {
 // installUnsigned installs an entry of an unsigned source: pinned to the
 // digest the operator gives, through store.Store.Trust, from the cache.
 func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketplace.Cache, u unsignedInstall) error {
+	locked := false
 	if u.enable {
 		l, err := lock.Read(u.ws)
 		if err != nil {
 			return err
 		}
-		if l != nil {
+		locked = l != nil
+		if l != nil && !u.builtin {
 			return usagef("%s has a %s, which pins signed plugins only; an entry of the unsigned catalog %s cannot be in it: install without --enable, or remove the lock", u.ws, lock.File, u.catalog)
 		}
 	}
@@ -588,7 +590,13 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 			fmt.Fprintf(a.stdout, "Installed %s from %s pinned to %s: staged at %s.\n", r.ID(), from, r.Digest, res.Trust.Snapshot)
 		}
 	}
-	if u.enable {
+	if u.enable && locked {
+		// A built-in entry: berth.lock records it (catalog source builtin).
+		if _, err := a.enableAndLock(ctx, st, u.ws, r, "", !u.json); err != nil {
+			return err
+		}
+		out.Enabled = u.ws
+	} else if u.enable {
 		en, err := pool.Enable(ctx, st, u.ws, r.Name, r.Version)
 		if err != nil {
 			return err

@@ -108,6 +108,10 @@ func runLock(_ context.Context, a *app, opts *lockOptions) error {
 	}
 	fmt.Fprintf(a.stdout, "Wrote %s: %d plugin(s).\n", path, len(l.Plugins))
 	for _, p := range l.Plugins {
+		if p.IsBuiltin() {
+			fmt.Fprintf(a.stdout, "  %s@%s  %s  from the built-in catalog of berth %s\n", p.Name, p.Version, p.Digest, p.Catalog.BerthVersion)
+			continue
+		}
 		fmt.Fprintf(a.stdout, "  %s@%s  %s  from catalog %s (targets version %d)\n", p.Name, p.Version, p.Digest, p.Catalog.Name, p.Catalog.TargetsVersion)
 	}
 	return nil
@@ -205,6 +209,9 @@ updates the lock's catalogs, installs each locked plugin from its catalog
 at the locked version, digest and signer (through the same path as berth
 install), and enables it; a version already trusted with that digest and
 signer is only enabled. --prune also disables what the lock does not name.
+A plugin the lock records from berth's built-in catalog is installed from
+the built-in catalog of this berth, only when it holds the locked version
+with the locked digest (else refused, exit 4, naming what differs).
 
 Sync refuses (exit 4) a catalog older than the lock (a rollback), with
 other root keys, or that no longer allows the locked signer; a locked
@@ -311,7 +318,7 @@ func (a *app) refreshLocked(ctx context.Context, c *marketplace.Cache, st *store
 	seen := map[string]bool{}
 	for _, p := range l.Plugins {
 		n := p.Catalog.Name
-		if seen[n] || !contains(have, n) {
+		if p.IsBuiltin() || seen[n] || !contains(have, n) {
 			continue
 		}
 		seen[n] = true
@@ -389,7 +396,7 @@ func planSync(st *store.Store, diffs []lock.Diff) ([]*syncPlan, []string, error)
 			p.disable = true
 		case lock.DiffCatalogMissing:
 			p.refuse = errors.New(d.Detail)
-		case lock.DiffCatalogRoot, lock.DiffCatalogOlder, lock.DiffCatalogSource:
+		case lock.DiffCatalogRoot, lock.DiffCatalogOlder, lock.DiffCatalogSource, lock.DiffBuiltin:
 			p.refuse = fmt.Errorf("%s: %w", d.Detail, errUntrustedLock)
 		case lock.DiffRevoked:
 			p.revoked = &d
@@ -416,8 +423,10 @@ func planSync(st *store.Store, diffs []lock.Diff) ([]*syncPlan, []string, error)
 			return nil, nil, err
 		case recs[0].Digest != p.lp.Digest:
 			p.refuse = fmt.Errorf("%s@%s is trusted with digest %s, and the lock pins %s: versions are immutable, so one of them is not what it claims; check with the publisher (berth revoke %s@%s removes yours): %w", p.lp.Name, p.lp.Version, recs[0].Digest, p.lp.Digest, p.lp.Name, p.lp.Version, errUntrustedLock)
-		case !p.lp.Signer.Matches(recs[0].Signer):
-			p.refuse = fmt.Errorf("%s@%s is trusted from %s, and the lock names another signer: %w; check with the team who locked it", p.lp.Name, p.lp.Version, recs[0].Signer, errUntrustedLock)
+		case p.lp.IsBuiltin() && !p.lp.MatchesRecord(recs[0]):
+			p.refuse = fmt.Errorf("%s@%s is trusted here from %s, not from berth's built-in catalog as the lock says; remove yours (berth revoke %s@%s), then run berth sync: %w", p.lp.Name, p.lp.Version, recordFrom(recs[0]), p.lp.Name, p.lp.Version, errUntrustedLock)
+		case !p.lp.MatchesRecord(recs[0]):
+			p.refuse = fmt.Errorf("%s@%s is trusted from %s, and the lock names another signer: %w; check with the team who locked it", p.lp.Name, p.lp.Version, recordFrom(recs[0]), errUntrustedLock)
 		}
 	}
 	return plans, needInstall, nil
@@ -543,6 +552,9 @@ func (s *syncRun) apply(ctx context.Context, p *syncPlan) {
 // failed (and was recorded).
 func (s *syncRun) install(ctx context.Context, p *syncPlan) bool {
 	a, lp, asJSON, yes := s.a, p.lp, s.opts.JSON, s.opts.Yes
+	if lp.IsBuiltin() {
+		return s.installBuiltin(ctx, p)
+	}
 	req := marketplace.InstallRequest{Name: lp.Name, Catalog: lp.Catalog.Name, Pin: lp.Pin(), AllowStale: s.opts.AllowStale, Resolve: s.ro}
 	res, err := a.installOne(ctx, s.st, s.c, req, installShow{quiet: asJSON}, func(ic *marketplace.InstallCandidate) error {
 		if !asJSON {

@@ -137,7 +137,7 @@ func (a *app) addLockedCatalog(ctx context.Context, c *marketplace.Cache, lc *lo
 func (a *app) sayUnrecordedCatalogs(l *lock.Lock) {
 	var names []string
 	for _, p := range l.Plugins {
-		if n := p.Catalog.Name; l.Catalog(n) == nil && !slices.Contains(names, n) {
+		if n := p.Catalog.Name; !p.IsBuiltin() && l.Catalog(n) == nil && !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	testscript.Main(m, map[string]func(){
-		"berth": func() { os.Exit(Main()) },
+		"berth": func() { useBuiltinFake(); os.Exit(Main()) },
 	})
 }
 
@@ -64,6 +64,7 @@ func TestScripts(t *testing.T) {
 			"npmreg":         npmregCmd,
 			"pyreg":          pyregCmd,
 			"builtin-entry":  builtinEntryCmd,
+			"builtin-fake":   builtinFakeCmd,
 		},
 	})
 }

@@ -35,7 +35,17 @@ const Name = "builtin"
 const Version = 1
 
 //go:embed catalog.json bundles
-var files embed.FS
+var embedded embed.FS
+
+// files is the catalog berth reads: the embedded one, but for a test
+// that calls UseForTest.
+var files fs.FS = embedded
+
+// UseForTest makes this process read the built-in catalog from fsys
+// (catalog.json and bundles/NAME/) instead of the one compiled in. Only
+// tests call it, to pin an entry to a loopback registry's tarball; no
+// flag, file or environment variable of berth reaches it.
+func UseForTest(fsys fs.FS) { files = fsys }
 
 // Catalog is catalog.json: the generation date, the registry the
 // packages were pinned against, and the entries.
@@ -116,7 +126,7 @@ func Parse(data []byte) (*Catalog, error) {
 
 // Load reads the catalog compiled into this berth.
 func Load() (*Catalog, error) {
-	data, err := files.ReadFile("catalog.json")
+	data, err := fs.ReadFile(files, "catalog.json")
 	if err != nil {
 		return nil, err
 	}

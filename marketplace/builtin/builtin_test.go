@@ -24,7 +24,7 @@ func TestEmbeddedEntries(t *testing.T) {
 	if got := c.Source(); got != "builtin (berth "+bundle.BerthVersion+", "+c.Generated+")" {
 		t.Errorf("Source() = %q", got)
 	}
-	dirs, err := files.ReadDir("bundles")
+	dirs, err := embedded.ReadDir("bundles")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	data, _ := files.ReadFile("catalog.json")
+	data, _ := embedded.ReadFile("catalog.json")
 	f.Add(data)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)

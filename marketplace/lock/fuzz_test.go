@@ -20,6 +20,10 @@ func FuzzParseLock(f *testing.F) {
 	l.SetCatalog(CatalogSource{Name: "acme", Source: "https://catalog.example/acme/", RootPin: "sha256:" + strings.Repeat("3", 64)})
 	f.Add(l.Marshal())
 	f.Add([]byte(`{"lockVersion": 1, "catalogs": [{"name": "acme", "source": "file:///etc", "rootPin": "sha256:x"}, {"name": "acme", "source": "\u0000", "rootPin": ""}], "plugins": []}`))
+	l.Set(Plugin{Name: "filesystem", Version: "2026.8.31", Digest: "sha256:" + strings.Repeat("4", 64),
+		Signer: Signer{Kind: SignerBuiltin}, Catalog: Catalog{Name: "builtin", Source: SourceBuiltin, BerthVersion: "0.1.0"}})
+	f.Add(l.Marshal())
+	f.Add([]byte(`{"lockVersion": 1, "catalogs": [{"name": "builtin", "source": "https://x/", "rootPin": "sha256:` + strings.Repeat("3", 64) + `"}], "plugins": [{"name": "fs", "version": "1.0.0", "digest": "sha256:` + strings.Repeat("4", 64) + `", "signer": {"kind": "builtin"}, "catalog": {"name": "builtin", "source": "builtin", "berthVersion": "0.1.0", "rootKeyIDs": []}}]}`))
 	f.Add([]byte(`{"lockVersion": 1, "catalogs": null, "plugins": []}`))
 	f.Add([]byte(`{"lockVersion": 1, "plugins": null}`))
 	f.Add([]byte(`{"lockVersion": 1, "LockVersion": 2, "plugins": [{"name": "x", "name": "y"}]}`))

@@ -75,6 +75,36 @@ type Plugin struct {
 	Catalog    Catalog `json:"catalog"`
 }
 
+// SignerBuiltin is the signer kind of a plugin from berth's built-in
+// catalog: nobody signs it; the built-in catalog of the berth binary pins
+// its digest.
+const SignerBuiltin trust.SignerKind = "builtin"
+
+// SourceBuiltin is Catalog.Source of a plugin from berth's built-in
+// catalog (docs/marketplace.md, "The built-in catalog").
+const SourceBuiltin = "builtin"
+
+// IsBuiltin reports whether p comes from berth's built-in catalog: sync
+// installs it from the built-in catalog of the berth that runs it, and
+// only when that catalog holds the same version with the same digest.
+func (p *Plugin) IsBuiltin() bool { return p.Catalog.Source == SourceBuiltin }
+
+// MatchesRecord reports whether a trust record is what p locks: the
+// locked signer for a catalog plugin; for a built-in one, a record that
+// berth's built-in catalog installed (source builtin:NAME, unsigned).
+func (p *Plugin) MatchesRecord(r *store.Record) bool {
+	if p.IsBuiltin() {
+		return IsBuiltinRecord(r)
+	}
+	return p.Signer.Matches(r.Signer)
+}
+
+// IsBuiltinRecord reports whether r was installed from berth's built-in
+// catalog.
+func IsBuiltinRecord(r *store.Record) bool {
+	return r.Catalog == nil && r.Signer == nil && r.Source == "builtin:"+r.Name
+}
+
 // Signer is the signer of the locked bundle: a key fingerprint, or a
 // certificate identity.
 type Signer struct {
@@ -87,10 +117,17 @@ type Signer struct {
 // Catalog is the catalog a plugin was resolved from: its name, the key
 // IDs of its root role, and the targets version berth had verified. A
 // catalog now older than that is a rollback.
+//
+// A plugin from berth's built-in catalog has instead Name "builtin",
+// Source "builtin" and BerthVersion, the berth whose built-in catalog it
+// came from (informative: the digest binds it), and no root keys or
+// targets version.
 type Catalog struct {
 	Name           string   `json:"name"`
-	RootKeyIDs     []string `json:"rootKeyIDs"`
-	TargetsVersion int64    `json:"targetsVersion"`
+	Source         string   `json:"source,omitempty"`
+	BerthVersion   string   `json:"berthVersion,omitempty"`
+	RootKeyIDs     []string `json:"rootKeyIDs,omitempty"`
+	TargetsVersion int64    `json:"targetsVersion,omitempty"`
 }
 
 // SignerOf returns the lock's form of a signer reference.
@@ -158,6 +195,15 @@ func Parse(data []byte) (*Lock, error) {
 				bad(i, "constraint %q is not a semver constraint", p.Constraint)
 			}
 		}
+		if p.Catalog.Source != "" || p.Signer.Kind == SignerBuiltin {
+			for _, e := range checkBuiltinPlugin(&p) {
+				bad(i, "%s", e)
+			}
+			continue
+		}
+		if p.Catalog.BerthVersion != "" {
+			bad(i, "catalog.berthVersion is only for a plugin of berth's built-in catalog (catalog.source %q)", SourceBuiltin)
+		}
 		switch p.Signer.Kind {
 		case trust.KindKey:
 			if !textio.IsSHA256(p.Signer.Fingerprint) || p.Signer.Issuer != "" || p.Signer.SAN != "" {
@@ -194,15 +240,35 @@ func Parse(data []byte) (*Lock, error) {
 	return l, nil
 }
 
+// checkBuiltinPlugin checks a plugin of berth's built-in catalog: catalog
+// name and source builtin, a printable berthVersion, signer kind builtin
+// and nothing else.
+func checkBuiltinPlugin(p *Plugin) []string {
+	var errs []string
+	if p.Catalog.Source != SourceBuiltin {
+		errs = append(errs, fmt.Sprintf("catalog.source %q: the only source a lock names is %q (berth's built-in catalog); a catalog's source is in the catalogs section", p.Catalog.Source, SourceBuiltin))
+	}
+	if p.Catalog.Name != SourceBuiltin {
+		errs = append(errs, fmt.Sprintf("a plugin of berth's built-in catalog has catalog.name %q, not %q", SourceBuiltin, p.Catalog.Name))
+	}
+	if p.Signer != (Signer{Kind: SignerBuiltin}) {
+		errs = append(errs, fmt.Sprintf("a plugin of berth's built-in catalog has exactly the signer {\"kind\": %q}", SignerBuiltin))
+	}
+	if len(p.Catalog.RootKeyIDs) > 0 || p.Catalog.TargetsVersion != 0 {
+		errs = append(errs, "a plugin of berth's built-in catalog has no catalog.rootKeyIDs or catalog.targetsVersion")
+	}
+	if v := p.Catalog.BerthVersion; v == "" || len(v) > 64 || strings.IndexFunc(v, func(r rune) bool { return r <= 0x20 || r >= 0x7f }) >= 0 {
+		errs = append(errs, fmt.Sprintf("catalog.berthVersion %q must be the berth version whose built-in catalog it came from (printable, at most 64 bytes)", v))
+	}
+	return errs
+}
+
 // checkCatalogs checks the catalogs section: each a catalog name given
 // once, a printable source of bounded length, a root pin
 // sha256:<64 lower hex>, and named by some plugin.
 func checkCatalogs(l *Lock) []error {
 	var errs []error
-	used := map[string]bool{}
-	for _, p := range l.Plugins {
-		used[p.Catalog.Name] = true
-	}
+	used := usedCatalogs(l)
 	seen := map[string]bool{}
 	for i, c := range l.Catalogs {
 		bad := func(format string, args ...any) {
@@ -253,12 +319,21 @@ func (l *Lock) SetCatalog(c CatalogSource) {
 	l.Catalogs = append(l.Catalogs, c)
 }
 
+// usedCatalogs are the names of the catalogs l's plugins are resolved
+// from; the built-in catalog is not one (it lives in berth).
+func usedCatalogs(l *Lock) map[string]bool {
+	used := map[string]bool{}
+	for i := range l.Plugins {
+		if !l.Plugins[i].IsBuiltin() {
+			used[l.Plugins[i].Catalog.Name] = true
+		}
+	}
+	return used
+}
+
 // PruneCatalogs removes the catalog entries no plugin is resolved from.
 func (l *Lock) PruneCatalogs() {
-	used := map[string]bool{}
-	for _, p := range l.Plugins {
-		used[p.Catalog.Name] = true
-	}
+	used := usedCatalogs(l)
 	l.Catalogs = slices.DeleteFunc(l.Catalogs, func(c CatalogSource) bool { return !used[c.Name] })
 }
 
@@ -343,6 +418,12 @@ func signerString(s Signer) string { return s.catalogSigner().String() }
 
 // Entry is the lock's entry for a trust record made by Install.
 func Entry(rec *store.Record) (Plugin, error) {
+	if IsBuiltinRecord(rec) {
+		return builtinEntry(rec)
+	}
+	if rec.Catalog == nil && rec.Unsigned {
+		return Plugin{}, fmt.Errorf("%s was trusted unsigned (from %q: an unsigned catalog's entry, or trusted by hand with --allow-unsigned), not installed from a signed catalog or berth's built-in catalog, so berth.lock cannot pin who vouches for it; install it from a signed catalog (berth install %s --catalog NAME), or disable it (berth disable %s)", rec.ID(), rec.Source, rec.Name, rec.Name)
+	}
 	if rec.Catalog == nil {
 		return Plugin{}, fmt.Errorf("%s was trusted by hand (berth trust), not installed from a catalog, so berth.lock cannot pin where it comes from; install it with berth install %s, or disable it", rec.ID(), rec.Name)
 	}

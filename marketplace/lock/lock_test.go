@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -148,6 +150,62 @@ func TestCheckAddable(t *testing.T) {
 		c := &CatalogSource{Name: "acme", Source: src, RootPin: "sha256:" + strings.Repeat("3", 64)}
 		if err := c.CheckAddable(); (err == nil) != ok {
 			t.Errorf("%s: %v", src, err)
+		}
+	}
+}
+
+// A plugin of berth's built-in catalog is locked with signer kind
+// builtin and catalog name and source builtin and a berth version, and
+// nothing else: a lock cannot dress another source up as built in, nor
+// give the built-in catalog a catalogs entry (a teammate's sync would
+// otherwise be asked to add a catalog named builtin from anywhere).
+func TestParseBuiltin(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("4", 64)
+	good := Plugin{Name: "filesystem", Version: "2026.8.31", Digest: digest,
+		Signer: Signer{Kind: SignerBuiltin}, Catalog: Catalog{Name: "builtin", Source: SourceBuiltin, BerthVersion: "0.1.0"}}
+	l := &Lock{LockVersion: 1}
+	l.Set(good)
+	data := l.Marshal()
+	got, err := Parse(data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if p, _ := got.Plugin("filesystem"); !p.IsBuiltin() || !reflect.DeepEqual(p, good) {
+		t.Fatalf("read back %+v", p)
+	}
+	if strings.Contains(string(data), "rootKeyIDs") || strings.Contains(string(data), "targetsVersion") {
+		t.Errorf("a built-in entry is written with TUF fields:\n%s", data)
+	}
+	bad := map[string]func(p *Plugin, l *Lock){
+		"another source":       func(p *Plugin, _ *Lock) { p.Catalog.Source = "https://evil.example/" },
+		"another catalog name": func(p *Plugin, _ *Lock) { p.Catalog.Name = "acme" },
+		"a signer":             func(p *Plugin, _ *Lock) { p.Signer.Fingerprint = "sha256:" + strings.Repeat("2", 64) },
+		"a key signer": func(p *Plugin, _ *Lock) {
+			p.Signer = Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)}
+		},
+		"root keys":           func(p *Plugin, _ *Lock) { p.Catalog.RootKeyIDs = []string{strings.Repeat("a", 64)} },
+		"a targets version":   func(p *Plugin, _ *Lock) { p.Catalog.TargetsVersion = 1 },
+		"no berth version":    func(p *Plugin, _ *Lock) { p.Catalog.BerthVersion = "" },
+		"a control character": func(p *Plugin, _ *Lock) { p.Catalog.BerthVersion = "0.1.0\n" },
+		"builtin signer only": func(p *Plugin, _ *Lock) {
+			p.Catalog = Catalog{Name: "acme", RootKeyIDs: []string{strings.Repeat("a", 64)}, TargetsVersion: 1}
+		},
+		"a TUF berth version": func(p *Plugin, _ *Lock) {
+			*p = Plugin{Name: p.Name, Version: p.Version, Digest: p.Digest, Signer: Signer{Kind: trust.KindKey, Fingerprint: "sha256:" + strings.Repeat("2", 64)},
+				Catalog: Catalog{Name: "acme", BerthVersion: "0.1.0", RootKeyIDs: []string{strings.Repeat("a", 64)}, TargetsVersion: 1}}
+		},
+		"a catalogs entry": func(_ *Plugin, l *Lock) {
+			l.Catalogs = []CatalogSource{{Name: "builtin", Source: "https://evil.example/", RootPin: "sha256:" + strings.Repeat("3", 64)}}
+		},
+	}
+	for name, change := range bad {
+		p := good
+		l := &Lock{LockVersion: 1}
+		change(&p, l)
+		l.Plugins = []Plugin{p}
+		data := textio.MustJSON(l)
+		if _, err := Parse(data); err == nil {
+			t.Errorf("%s: accepted\n%s", name, data)
 		}
 	}
 }

@@ -100,6 +100,15 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 		e := enabled[lp.Name]
 		ci := infos[lp.Catalog.Name]
 		switch {
+		case lp.IsBuiltin():
+			detail, err := checkBuiltin(c, ci, lp)
+			if err != nil {
+				return nil, err
+			}
+			if detail != "" {
+				add(lp.Name, lp, e, DiffBuiltin, "%s", detail)
+				continue
+			}
 		case ci == nil:
 			add(lp.Name, lp, e, DiffCatalogMissing, "%s", missingCatalog(l, lp.Catalog.Name))
 		case l.Catalog(ci.Name) != nil && (l.Catalog(ci.Name).Source != ci.Source || l.Catalog(ci.Name).RootPin != ci.RootPin):
@@ -110,7 +119,9 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 		case ci.TargetsVersion < lp.Catalog.TargetsVersion:
 			add(lp.Name, lp, e, DiffCatalogOlder, "the verified copy of catalog %s is at targets version %d, older than the %d the lock was resolved from: run berth marketplace update %s (if it stays older, the catalog was rolled back)", ci.Name, ci.TargetsVersion, lp.Catalog.TargetsVersion, ci.Name)
 		}
-		if d, err := revokedDiff(c, st, lp, e); err != nil {
+		if lp.IsBuiltin() {
+			// No catalog revokes a built-in install.
+		} else if d, err := revokedDiff(c, st, lp, e); err != nil {
 			return nil, err
 		} else if d != nil {
 			diffs = append(diffs, *d)
@@ -132,8 +143,8 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 				}
 				return nil, err
 			}
-			if r := recs[0]; !lp.Signer.Matches(r.Signer) {
-				add(lp.Name, lp, e, DiffSigner, "%s@%s was trusted from %s, and the lock names %s", lp.Name, e.Version, r.Signer, signerString(lp.Signer))
+			if r := recs[0]; !lp.MatchesRecord(r) {
+				add(lp.Name, lp, e, DiffSigner, "%s@%s was trusted from %s, and the lock names %s", lp.Name, e.Version, recordOrigin(r), lockedOrigin(lp))
 			}
 		}
 	}
@@ -226,4 +237,24 @@ func (c *CatalogSource) CheckAddable() error {
 		return fmt.Errorf("%w, and %s is not one", ErrNotAddable, c.Source)
 	}
 	return nil
+}
+
+// recordOrigin says where a trust record comes from, for a difference.
+func recordOrigin(r *store.Record) string {
+	switch {
+	case IsBuiltinRecord(r):
+		return "berth's built-in catalog"
+	case r.Signer != nil:
+		return r.Signer.String()
+	default:
+		return "no signer (" + r.Source + ")"
+	}
+}
+
+// lockedOrigin says where the lock says lp comes from.
+func lockedOrigin(lp *Plugin) string {
+	if lp.IsBuiltin() {
+		return "berth's built-in catalog"
+	}
+	return signerString(lp.Signer)
 }
