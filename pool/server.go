@@ -547,6 +547,9 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			return nil, err
 		}
 		c.guard = g
+		if s.kind != TransportSSE {
+			g.c = c // tasks are read off its HTTP messages (tasks_http.go)
+		}
 		if s.spec.Remote.Auth != nil && s.spec.Remote.Auth.OAuth != nil {
 			h, err := s.p.signInHandler(s.pl.name, s.name, s.spec.Remote)
 			if err != nil {
