@@ -74,7 +74,7 @@ type conn struct {
 	srv    *server  // whose connection it is (its log messages are relayed as that server's)
 
 	wire  *wireConn // the connection as berth reads it, when wrapped (wire.go)
-	tasks connTasks // the task surface on it, stdio only (tasks.go)
+	tasks connTasks // the task surface on it, stdio and Streamable HTTP (tasks.go, tasks_http.go)
 }
 
 // stopCause is why a server was stopped on purpose.

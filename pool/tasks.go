@@ -23,7 +23,8 @@ import (
 // drops the fields of a CreateTaskResult and has no way to send tasks/get,
 // tasks/update or tasks/cancel. berth handles them on the wire of a stdio
 // plugin server (wire.go: Write calls tasksOnWrite, onRead tasksOnRead),
-// below go-sdk:
+// below go-sdk, and on the HTTP messages of a Streamable HTTP one (the
+// same hooks, called from the remote guard: tasks_http.go):
 //
 //   - A tools/call made for a client that negotiated the extension carries
 //     a *TaskCall in its context. tasksOnWrite adds the extension to the call's
