@@ -137,6 +137,9 @@ func (b *pipeBody) Close() error {
 // the message as go-sdk is to see it, and true when it changed (nil when
 // consumed).
 func (c *conn) taskMessage(data []byte) ([]byte, bool) {
+	if !mayBeTask(data) && !bytes.Contains(data, []byte("tasks")) {
+		return nil, false // neither a task nor a status notification
+	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	if err != nil {
 		return nil, false
@@ -165,7 +168,7 @@ func (c *conn) taskMessage(data []byte) ([]byte, bool) {
 // data is a message of the task surface passed through taskMessage (an
 // event consumed is dropped). An event over maxTaskEvent passes as it is.
 func (c *conn) rewriteEvents(src io.Reader, w io.Writer) error {
-	br := bufio.NewReaderSize(src, 64<<10)
+	br := bufio.NewReader(src)
 	var ev [][]byte // the event's lines, as read
 	var data []byte
 	size, over := 0, false

@@ -107,10 +107,22 @@ func remoteTaskPool(t *testing.T, sse bool) (*fixture, *Pool, *taskserver.HTTP) 
 func TestRemoteTasks(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		f, p, h := remoteTaskPool(t, sse)
+		var notes atomic.Value
+		for _, owner := range []string{"alice", "mallory"} {
+			defer p.NotifyTasks(owner, func(method string, params json.RawMessage) {
+				notes.Store(owner + " " + method + " " + string(params))
+			})()
+		}
 		id := startTask(t, p, "alice", 60)
 		got, err := taskGet(t, p, "alice", id)
 		if err != nil || got["taskId"] != id || got["status"] != "working" {
 			t.Fatalf("sse %v: tasks/get by its owner: %v %v", sse, got, err)
+		}
+		// Over an event stream, the fixture sends the task's status before
+		// the answer to tasks/get: it goes to the task's owner alone, with
+		// berth's task ID.
+		if want := `alice notifications/tasks/status {"status":"working","taskId":"` + id + `"}`; sse && notes.Load() != want {
+			t.Fatalf("status notification %v, want %s", notes.Load(), want)
 		}
 		ctx := context.Background()
 		for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
@@ -207,4 +219,19 @@ func FuzzRewriteEvents(f *testing.F) {
 			t.Fatalf("%q became %q", b, out.Bytes())
 		}
 	})
+}
+
+// BenchmarkRewriteEvents is the cost, on a remote's tools/call answered
+// as an event stream, of reading it for tasks: a progress event and a
+// 4 KiB tool result, neither of the task surface.
+func BenchmarkRewriteEvents(b *testing.B) {
+	in := []byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"a\",\"progress\":1}}\n\n" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" + strings.Repeat("x", 4096) + "\"}]}}\n\n")
+	c := &conn{}
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if err := c.rewriteEvents(bytes.NewReader(in), io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package taskserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -14,8 +15,9 @@ import (
 // Streamable HTTP handler (protocol 2026-07-28) for everything but the
 // task surface, which is answered per POST before the handler sees it.
 // With sse set, those answers are event streams (one event) instead of
-// JSON bodies. It sends no status notifications (a stateless server has
-// no stream to send them on): its clients poll with tasks/get.
+// JSON bodies; then the answer to tasks/get is preceded, on its stream, by
+// a notifications/tasks/status of the task. It sends no other status
+// notifications (a stateless server has no stream to send them on).
 type HTTP struct {
 	s         *Server
 	inner     http.Handler
@@ -66,6 +68,15 @@ func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.sse {
 		w.Header().Set("Content-Type", "text/event-stream")
+		if req.Method == "tasks/get" && res.Error == nil {
+			// The task's status, as a notification on the answer's
+			// stream before the answer.
+			var st map[string]any
+			_ = json.Unmarshal(res.Result, &st)
+			n, _ := json.Marshal(map[string]any{"taskId": st["taskId"], "status": st["status"]})
+			nb, _ := jsonrpc.EncodeMessage(&jsonrpc.Request{Method: "notifications/tasks/status", Params: n})
+			_, _ = w.Write([]byte("event: message\ndata: " + string(nb) + "\n\n"))
+		}
 		_, _ = w.Write([]byte("event: message\ndata: " + string(b) + "\n\n"))
 		return
 	}
