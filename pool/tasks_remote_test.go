@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/berth-mcp/berth/internal/testkit"
 	"github.com/berth-mcp/berth/internal/testkit/taskserver"
+	"github.com/berth-mcp/berth/store"
 )
 
 // A Streamable HTTP plugin server is told that a client supports tasks
@@ -234,4 +236,34 @@ func BenchmarkRewriteEvents(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Over Streamable HTTP too, a task runs on its call's approval (a policy
+// that now denies the tool cancels it, at the server too), and a task
+// over the owner's bound is refused and cancelled at the server.
+func TestRemoteTaskApprovalAndBound(t *testing.T) {
+	f, p, h := remoteTaskPool(t, false)
+	ctx := context.Background()
+	id := startTask(t, p, "alice", 60)
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "tasks__srv__slow_compute", Action: store.ActionDeny}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := taskGet(t, p, "alice", id)
+	if err != nil || got["status"] != "cancelled" || !strings.Contains(fmt.Sprint(got["statusMessage"]), "policy now denies") || h.Cancelled() != 1 {
+		t.Fatalf("after the policy denied the tool: %v %v, %d cancelled upstream", got, err, h.Cancelled())
+	}
+	if err := f.store.SetPolicy(ctx, store.PolicyRule{Pattern: "tasks__srv__slow_compute", Action: store.ActionAllow}); err != nil {
+		t.Fatal(err)
+	}
+	p.tasks.mu.Lock()
+	for i := range MaxTasksPerOwner {
+		id := fmt.Sprintf("berth-fill-%d", i)
+		p.tasks.m[id] = &liveTask{id: id, owner: "A", status: "completed", updated: time.Now()}
+	}
+	p.tasks.mu.Unlock()
+	tc := &TaskCall{Owner: "A", Tool: "tasks__srv__slow_compute"}
+	if _, err := p.Call(WithTaskCall(ctx, tc), "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("A already has %d tasks", MaxTasksPerOwner)) || tc.Created() != nil {
+		t.Fatalf("a task over the owner's bound: %v, created %s", err, tc.Created())
+	}
+	testkit.Eventually(t, 10*time.Second, "the refused task's cancel upstream", func() bool { return h.Cancelled() == 2 })
 }
