@@ -388,10 +388,14 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	res, err := c.sess.callTool(cctx, e.def.Name, args)
 	c.taskCallReturned(taskCallFrom(ctx), err) // tasks.go
 	if err == nil && !c.stdio() && taskResult(res) {
-		// tasks.go carries tasks for stdio servers only: a remote's task
-		// answer reaches berth through go-sdk, which keeps only its
-		// resultType.
-		err = fmt.Errorf("%s %s answered tools/call %s with a task (resultType \"task\"), which berth did not ask of it: berth carries the tasks extension only for plugin servers over stdio, so no client can follow this task (docs/relay.md §Tasks); berth refused the result, and cannot cancel the task (go-sdk's HTTP client drops its ID)", s.noun(), s.id, e.tool.Name)
+		// A task that reached go-sdk, which keeps only its resultType:
+		// on legacy SSE (tasks are carried over stdio and Streamable
+		// HTTP), or in an answer berth did not read (tasks_http.go).
+		how := "berth carries the tasks extension only for plugin servers over stdio or Streamable HTTP"
+		if c.httpTasks() {
+			how = fmt.Sprintf("berth reads a task only in the JSON body or an event (up to %d bytes) of the call's own answer", maxTaskEvent)
+		}
+		err = fmt.Errorf("%s %s answered tools/call %s with a task (resultType \"task\"), which berth did not ask of it or could not read: %s, so no client can follow this task (docs/relay.md §Tasks); berth refused the result, and cannot cancel the task (go-sdk's HTTP client drops its ID)", s.noun(), s.id, e.tool.Name, how)
 		s.out.event("%v", err)
 		return nil, false, err
 	}

@@ -68,6 +68,13 @@ type guard struct {
 	// once and retries (sseAuth).
 	oauth   *signin.Handler
 	sseAuth bool
+
+	// c is the Streamable HTTP connection the guard carries, whose
+	// tools/call POSTs and answers it reads for tasks (tasks_http.go);
+	// session is the Mcp-Session-Id go-sdk last sent, for berth's own
+	// requests.
+	c       *conn
+	session atomic.Value
 }
 
 // newGuard checks the remote's endpoint and reads its credentials.
@@ -189,9 +196,31 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 // connection.
 func (g *guard) send(r *http.Request) (*http.Response, error) {
 	noteRequestID(r)
-	resp, err := g.base.RoundTrip(r)
-	if err == nil {
-		tapStream(r, resp)
+	var taskAnswer bool
+	if g.c != nil {
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+			g.session.Store(sid)
+		}
+		var err error
+		if taskAnswer, err = g.c.tasksOnPost(r); err != nil {
+			return nil, err
+		}
+	}
+	var resp *http.Response
+	var err error
+	if taskAnswer && taskCallFrom(r.Context()) != nil {
+		resp, err = g.c.taskRoundTrip(g.base, r) // tasks_http.go
+	} else {
+		resp, err = g.base.RoundTrip(r)
+		if err == nil {
+			tapStream(r, resp)
+			if taskAnswer {
+				if err := g.c.tasksOnAnswer(resp); err != nil {
+					resp.Body.Close()
+					return nil, err
+				}
+			}
+		}
 	}
 	if err != nil || g.oauth == nil {
 		return resp, err

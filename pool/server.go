@@ -74,7 +74,7 @@ type conn struct {
 	srv    *server  // whose connection it is (its log messages are relayed as that server's)
 
 	wire  *wireConn // the connection as berth reads it, when wrapped (wire.go)
-	tasks connTasks // the task surface on it, stdio only (tasks.go)
+	tasks connTasks // the task surface on it, stdio and Streamable HTTP (tasks.go, tasks_http.go)
 }
 
 // stopCause is why a server was stopped on purpose.
@@ -547,6 +547,9 @@ func (s *server) connectMCP(c *conn, legacy bool) ([]*mcp.Tool, error) {
 			return nil, err
 		}
 		c.guard = g
+		if s.kind != TransportSSE {
+			g.c = c // tasks are read off its HTTP messages (tasks_http.go)
+		}
 		if s.spec.Remote.Auth != nil && s.spec.Remote.Auth.OAuth != nil {
 			h, err := s.p.signInHandler(s.pl.name, s.name, s.spec.Remote)
 			if err != nil {

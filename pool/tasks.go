@@ -23,7 +23,8 @@ import (
 // drops the fields of a CreateTaskResult and has no way to send tasks/get,
 // tasks/update or tasks/cancel. berth handles them on the wire of a stdio
 // plugin server (wire.go: Write calls tasksOnWrite, onRead tasksOnRead),
-// below go-sdk:
+// below go-sdk, and on the HTTP messages of a Streamable HTTP one (the
+// same hooks, called from the remote guard: tasks_http.go):
 //
 //   - A tools/call made for a client that negotiated the extension carries
 //     a *TaskCall in its context. tasksOnWrite adds the extension to the call's
@@ -123,7 +124,7 @@ const rawPrefix = "berth-task-"
 // (wireConn.Write): a task-augmented tools/call to a stdio server declares
 // the extension to it.
 func (c *conn) tasksOnWrite(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() && c.stdio() {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" && req.IsCall() && c.carriesTasks() {
 		if tc := taskCallFrom(ctx); tc != nil {
 			id, isInt := req.ID.Raw().(int64)
 			if !isInt {
@@ -245,7 +246,7 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 		defer t.mu.Unlock()
 		tc := t.expect[id]
 		delete(t.expect, id)
-		if tc == nil && m.Error == nil && c.stdio() && mayBeTask(m.Result) {
+		if tc == nil && m.Error == nil && c.carriesTasks() && mayBeTask(m.Result) {
 			// Not asked for a task, or its caller has gone (it cannot
 			// be told of the task): refused and cancelled.
 			c.refuseUnaskedTask(m)
@@ -276,7 +277,7 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 			TaskID string `json:"taskId"`
 			Status string `json:"status"`
 		}
-		if json.Unmarshal(m.Params, &n) == nil && c.stdio() && n.TaskID != "" {
+		if json.Unmarshal(m.Params, &n) == nil && c.carriesTasks() && n.TaskID != "" {
 			c.srv.p.tasks.noteStatus(c, n.TaskID, n.Status, m.Method, m.Params)
 		}
 		return true
@@ -377,7 +378,7 @@ func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) (created json.R
 	}
 	var rt, status string
 	_ = json.Unmarshal(m["resultType"], &rt)
-	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || !c.stdio() {
+	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || !c.carriesTasks() {
 		return nil, "", nil, nil
 	}
 	_ = json.Unmarshal(m["status"], &status)
@@ -554,7 +555,7 @@ func (s *server) endTasks(c *conn, why string) {
 		}
 	}
 	tt.mu.Unlock()
-	if len(live) == 0 || c.wire == nil {
+	if len(live) == 0 || !c.carriesTasks() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -593,8 +594,8 @@ func (s *server) endTask(t *liveTask, why string) {
 // rawRequest sends a request of berth's own on the wire and waits for its
 // response.
 func (c *conn) rawRequest(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
-	if c.wire == nil {
-		return nil, errors.New("tasks need a stdio plugin server")
+	if !c.carriesTasks() {
+		return nil, errors.New("tasks need a plugin server over stdio or Streamable HTTP")
 	}
 	meta := map[string]any{
 		mcp.MetaKeyProtocolVersion:    c.protocol,
@@ -604,6 +605,9 @@ func (c *conn) rawRequest(ctx context.Context, method string, params map[string]
 	b, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
+	}
+	if c.httpTasks() {
+		return c.httpRawRequest(ctx, method, b) // tasks_http.go
 	}
 	key := fmt.Sprintf("%s%d", rawPrefix, rawSeq.Add(1))
 	ch := make(chan *jsonrpc.Response, 1)

@@ -79,6 +79,7 @@ type Server struct {
 	sdk        *mcp.Server
 	alwaysTask bool
 	escaped    bool // attack24: "task" written as "\u0074ask"
+	onCancel   func()
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -482,6 +483,9 @@ func (t *task) cancel() {
 	t.mu.Unlock()
 	t.stop()
 	fmt.Fprintf(os.Stderr, "taskserver: task %s cancelled\n", t.id)
+	if t.s.onCancel != nil {
+		t.s.onCancel()
+	}
 	t.s.notify(n)
 }
 
