@@ -4,12 +4,14 @@ package pool
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // ATTACK (issue 24, tasks on remote plugin servers): a remote server that
@@ -54,5 +56,27 @@ func TestAttack25RemoteUnaskedTaskWithContent(t *testing.T) {
 				t.Fatalf("a remote's unasked task with %s was taken as a result: err %v, result %s; want refused like one without", name, err, b)
 			}
 		})
+	}
+}
+
+// ATTACK (issue 24, tasks, twin keys): refuseUnaskedTask (pool/tasks.go)
+// decodes the result into a struct with Go's case-insensitive matching,
+// where the last of "resultType" and "ResultType" wins; go-sdk and a
+// client read the exact key. A stdio server that answers a call nobody
+// asked a task of with {"resultType":"task", ..., "ResultType":"complete"}
+// is not refused nor cancelled: the client gets resultType "task" (a task
+// it did not ask for, with the server's own task ID), and the task runs
+// on. taskParams (tasks.go foldTwin) refuses such twins from clients; the
+// server's answer is not checked the same way.
+func TestAttack25StdioUnaskedTaskTwinKey(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("tasks", map[string]any{"srv": map[string]any{"stdio": map[string]any{"command": "berth-taskserver", "args": []string{"-always-task-twin"}}}})
+	p := f.open(nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := p.Call(ctx, "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow)
+	if err == nil || !strings.Contains(err.Error(), "answered with a task a call whose client did not declare") {
+		b, _ := json.Marshal(res)
+		t.Fatalf("call: %s, %v; want refused as a task without the twin key is", b, err)
 	}
 }
