@@ -65,8 +65,9 @@ var tools = map[string]support{
 // task-supporting tool, whether or not the request declared the extension.
 func Main(args []string) int {
 	s := New()
-	s.alwaysTask = len(args) > 0 && (args[0] == "-always-task" || args[0] == "-always-task-escaped")
+	s.alwaysTask = len(args) > 0 && (args[0] == "-always-task" || args[0] == "-always-task-escaped" || args[0] == "-always-task-twin")
 	s.escaped = len(args) > 0 && args[0] == "-always-task-escaped"
+	s.twin = len(args) > 0 && args[0] == "-always-task-twin"
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "taskserver:", err)
 		return 1
@@ -80,6 +81,7 @@ type Server struct {
 	alwaysTask bool
 	escaped    bool // attack24: "task" written as "\u0074ask"
 	onCancel   func()
+	twin       bool // attack25: a "ResultType":"complete" twin after "resultType":"task"
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -344,6 +346,11 @@ func (s *Server) handle(req *jsonrpc.Request) (*jsonrpc.Response, bool) {
 	r := reply(req.ID, t.created(), nil)
 	if s.escaped && r.Error == nil {
 		r.Result = bytes.ReplaceAll(r.Result, []byte(`"task"`), []byte(`"\u0074ask"`))
+	}
+	if s.twin && r.Error == nil {
+		if i := bytes.LastIndexByte(r.Result, '}'); i > 0 {
+			r.Result = append(append([]byte{}, r.Result[:i]...), []byte(`,"ResultType":"complete"}`)...)
+		}
 	}
 	return r, true
 }
