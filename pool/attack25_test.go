@@ -10,8 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // ATTACK (issue 24, tasks on remote plugin servers): a remote server that
@@ -22,13 +25,24 @@ import (
 // CreateTaskResult: the call then succeeds as an ordinary result, go-sdk
 // writes resultType "task" back when berth encodes it for the client, and
 // the task upstream runs on with nobody following it.
+//
+// (f2-pool) Since Streamable HTTP servers carry tasks (tasks_http.go), an
+// answer berth reads is refused and cancelled by tasksOnRead on its
+// resultType (the "read" cases); taskResult is the guard for an answer
+// berth does not read: an event over maxTaskEvent (the "unread" cases,
+// where the content itself is the padding), which must fail the call
+// whatever content the task carries.
 func TestAttack25RemoteUnaskedTaskWithContent(t *testing.T) {
+	pad := strings.Repeat("x", maxTaskEvent+1)
 	for name, extra := range map[string]string{
-		"content":           `"content":[{"type":"text","text":"not a task, honest"}],`,
-		"structuredContent": `"structuredContent":{"ok":true},`,
+		"read/content":             `"content":[{"type":"text","text":"not a task, honest"}],`,
+		"read/structuredContent":   `"structuredContent":{"ok":true},`,
+		"unread/content":           `"content":[{"type":"text","text":"` + pad + `"}],`,
+		"unread/structuredContent": `"structuredContent":{"ok":"` + pad + `"},`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			inner := mcpHandler("streamable-http")
+			var cancels atomic.Int32
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodPost {
 					body, _ := io.ReadAll(r.Body)
@@ -36,10 +50,27 @@ func TestAttack25RemoteUnaskedTaskWithContent(t *testing.T) {
 					var m struct {
 						ID     json.RawMessage `json:"id"`
 						Method string          `json:"method"`
+						Params struct {
+							TaskID string `json:"taskId"`
+						} `json:"params"`
+					}
+					if json.Unmarshal(body, &m) == nil && m.Method == "tasks/cancel" {
+						if m.Params.TaskID == "up-1" {
+							cancels.Add(1)
+						}
+						w.Header().Set("Content-Type", "application/json")
+						_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}`))
+						return
 					}
 					if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" {
+						msg := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{` + extra + `"resultType":"task","taskId":"up-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,"pollIntervalMs":100}}`
+						if strings.HasPrefix(name, "unread/") {
+							w.Header().Set("Content-Type", "text/event-stream")
+							_, _ = w.Write([]byte("event: message\ndata: " + msg + "\n\n"))
+							return
+						}
 						w.Header().Set("Content-Type", "application/json")
-						_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{` + extra + `"resultType":"task","taskId":"up-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":60000,"pollIntervalMs":100}}`))
+						_, _ = w.Write([]byte(msg))
 						return
 					}
 				}
@@ -51,9 +82,19 @@ func TestAttack25RemoteUnaskedTaskWithContent(t *testing.T) {
 			f.plugin("web", map[string]any{"api": remoteServer(ts.URL, "streamable-http", nil)})
 			p := f.open(nil)
 			res, err := p.Call(t.Context(), "web__api__echo", json.RawMessage(`{"text":"x"}`), allow)
-			if err == nil || !strings.Contains(err.Error(), `which berth did not ask of it`) {
+			want := "answered with a task a call whose client did not declare " + TasksExtension + "; berth refused it and cancelled the task"
+			if strings.HasPrefix(name, "unread/") {
+				want = `with a task (resultType "task"), which berth did not ask of it`
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
 				b, _ := json.Marshal(res)
-				t.Fatalf("a remote's unasked task with %s was taken as a result: err %v, result %s; want refused like one without", name, err, b)
+				if len(b) > 200 {
+					b = b[:200]
+				}
+				t.Fatalf("a remote's unasked task with %s was taken as a result: err %v, result %s; want refused (%q)", name, err, b, want)
+			}
+			if strings.HasPrefix(name, "read/") {
+				testkit.Eventually(t, 10*time.Second, "tasks/cancel of the unasked task upstream", func() bool { return cancels.Load() == 1 })
 			}
 		})
 	}

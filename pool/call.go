@@ -387,13 +387,18 @@ func (p *Pool) send(ctx context.Context, e *toolEntry, c *conn, args json.RawMes
 	defer closeRelay()
 	res, err := c.sess.callTool(cctx, e.def.Name, args)
 	c.taskCallReturned(taskCallFrom(ctx), err) // tasks.go
-	if err == nil && !c.stdio() && taskResult(res) {
-		// A task that reached go-sdk, which keeps only its resultType:
-		// on legacy SSE (tasks are carried over stdio and Streamable
-		// HTTP), or in an answer berth did not read (tasks_http.go).
+	if err == nil && taskResult(res) {
+		// A task that reached go-sdk, which keeps only its resultType
+		// (whatever content the result also carries): on legacy SSE
+		// (tasks are carried over stdio and Streamable HTTP), or in an
+		// answer berth did not read (tasks_http.go). Over stdio berth
+		// reads every answer, so this is a second guard.
 		how := "berth carries the tasks extension only for plugin servers over stdio or Streamable HTTP"
-		if c.httpTasks() {
+		switch {
+		case c.httpTasks():
 			how = fmt.Sprintf("berth reads a task only in the JSON body or an event (up to %d bytes) of the call's own answer", maxTaskEvent)
+		case c.stdio():
+			how = "berth did not recognise it on the wire"
 		}
 		err = fmt.Errorf("%s %s answered tools/call %s with a task (resultType \"task\"), which berth did not ask of it or could not read: %s, so no client can follow this task (docs/relay.md §Tasks); berth refused the result, and cannot cancel the task (go-sdk's HTTP client drops its ID)", s.noun(), s.id, e.tool.Name, how)
 		s.out.event("%v", err)

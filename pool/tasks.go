@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,20 +288,57 @@ func (c *conn) tasksOnRead(msg jsonrpc.Message) bool {
 
 // taskResult reports whether a tool result go-sdk decoded is a
 // CreateTaskResult: go-sdk keeps the resultType (unexported) and writes it
-// back when the result is encoded. A task has no content, so only a
-// result without any is encoded to look.
+// back when the result is encoded. The resultType alone decides, whatever
+// content the result also carries (a server may add some to pass a task
+// off as a result): a shallow copy without the content is encoded to
+// look, so a large result costs no more than a small one.
 func taskResult(res *mcp.CallToolResult) bool {
-	if res == nil || len(res.Content) > 0 || res.StructuredContent != nil {
+	if res == nil {
 		return false
 	}
-	b, err := json.Marshal(res)
+	look := *res // copies the unexported resultType with the rest
+	look.Content, look.StructuredContent, look.InputRequests, look.Meta = nil, nil, nil, nil
+	b, err := json.Marshal(&look)
 	if err != nil {
 		return false
 	}
-	var r struct {
-		ResultType string `json:"resultType"`
+	var r map[string]json.RawMessage
+	if json.Unmarshal(b, &r) != nil {
+		return false
 	}
-	return json.Unmarshal(b, &r) == nil && r.ResultType == "task"
+	var rt string
+	_ = json.Unmarshal(r["resultType"], &rt)
+	return rt == "task"
+}
+
+// taskKeys reads a result's resultType and taskId by their exact keys, as
+// go-sdk and a client read them; err when the result has a key that
+// differs from one of them only in case (foldTwin: a reader that matches
+// keys without case, Go's decoder among them, may take either), which
+// berth refuses as malformed. anyTask reports whether any spelling of
+// resultType says "task", ids the string values of every spelling of
+// taskId: what to cancel when the result is refused.
+func taskKeys(result json.RawMessage) (rt, id string, anyTask bool, ids []string, err error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil {
+		return "", "", false, nil, nil
+	}
+	_ = json.Unmarshal(m["resultType"], &rt)
+	_ = json.Unmarshal(m["taskId"], &id)
+	err = errors.Join(foldTwin(m, "resultType"), foldTwin(m, "taskId"))
+	for k, v := range m {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			continue
+		}
+		switch {
+		case strings.EqualFold(k, "resultType") && s == "task":
+			anyTask = true
+		case strings.EqualFold(k, "taskId") && s != "" && !slices.Contains(ids, s):
+			ids = append(ids, s)
+		}
+	}
+	return rt, id, anyTask, ids, err
 }
 
 // mayBeTask is the cheap test of a result for a CreateTaskResult: the
@@ -341,18 +379,32 @@ func (c *conn) taskCallReturned(tc *TaskCall, err error) {
 
 // refuseUnaskedTask turns a CreateTaskResult answering a request that
 // did not declare the extension into an error (the client cannot follow
-// the task), and cancels the task at the server.
+// the task), and cancels the task at the server. The keys are read
+// exactly (taskKeys); a result with case twins of resultType or taskId is
+// refused as malformed, and any task one of its spellings names is
+// cancelled.
 func (c *conn) refuseUnaskedTask(m *jsonrpc.Response) {
-	var r struct {
-		ResultType string `json:"resultType"`
-		TaskID     string `json:"taskId"`
-	}
-	if json.Unmarshal(m.Result, &r) != nil || r.ResultType != "task" {
+	rt, _, anyTask, ids, twin := taskKeys(m.Result)
+	var msg string
+	switch {
+	case rt == "task" && twin != nil:
+		msg = fmt.Sprintf("%s %s answered with a task a call whose client did not declare %s, in a malformed result (%v); berth refused it and cancelled the task", c.srv.noun(), c.srv.id, TasksExtension, twin)
+	case rt == "task":
+		msg = fmt.Sprintf("%s %s answered with a task a call whose client did not declare %s; berth refused it and cancelled the task", c.srv.noun(), c.srv.id, TasksExtension)
+	case twin != nil:
+		msg = fmt.Sprintf("%s %s answered a call with a malformed result (%v; a client may read either): berth refused it", c.srv.noun(), c.srv.id, twin)
+		if anyTask {
+			msg += " and cancelled the task it names"
+		}
+	default:
 		return
 	}
-	m.Result, m.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("%s %s answered with a task a call whose client did not declare %s; berth refused it and cancelled the task", c.srv.noun(), c.srv.id, TasksExtension)}
-	c.cancelUpstream(r.TaskID)
+	m.Result, m.Error = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+	if rt == "task" || anyTask {
+		for _, id := range ids {
+			c.cancelUpstream(id)
+		}
+	}
 }
 
 // cancelUpstream sends tasks/cancel for the server's task upstream, in
@@ -376,9 +428,22 @@ func (c *conn) taskCreated(tc *TaskCall, result json.RawMessage) (created json.R
 	if json.Unmarshal(result, &m) != nil {
 		return nil, "", nil, nil
 	}
-	var rt, status string
-	_ = json.Unmarshal(m["resultType"], &rt)
-	if rt != "task" || json.Unmarshal(m["taskId"], &upstream) != nil || upstream == "" || !c.carriesTasks() {
+	rt, upstream, anyTask, ids, twin := taskKeys(result)
+	if twin != nil && (rt == "task" || anyTask) && c.carriesTasks() {
+		// Refused and cancelled (the caller cancels upstream; the other
+		// spellings' IDs here).
+		for _, id := range ids {
+			if id != upstream {
+				c.cancelUpstream(id)
+			}
+		}
+		if upstream == "" && len(ids) > 0 {
+			upstream = ids[0]
+		}
+		return nil, upstream, nil, fmt.Errorf("%s %s made a task of %s in a malformed result (%v; a client may read either), and berth refused it", c.srv.noun(), c.srv.id, tc.Tool, twin)
+	}
+	var status string
+	if rt != "task" || upstream == "" || !c.carriesTasks() {
 		return nil, "", nil, nil
 	}
 	_ = json.Unmarshal(m["status"], &status)
