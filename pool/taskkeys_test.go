@@ -1,10 +1,17 @@
 package pool
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // TestTaskKeys: resultType and taskId are read by their exact keys, and a
@@ -87,4 +94,25 @@ func TestTaskResultContent(t *testing.T) {
 			t.Errorf("taskResult(%s) = true; want false", in)
 		}
 	}
+}
+
+// TestAskedTaskTwinKeyRefused: a task asked for, in a result with a case
+// twin of resultType, is refused as malformed (never recorded, its ID
+// never rewritten under one spelling while the other shows the server's)
+// and cancelled at the server.
+func TestAskedTaskTwinKeyRefused(t *testing.T) {
+	f := newFixture(t)
+	f.plugin("tasks", map[string]any{"srv": map[string]any{"stdio": map[string]any{"command": "berth-taskserver", "args": []string{"-always-task-twin"}}}})
+	p := f.open(nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	tc := &TaskCall{Owner: "o", Tool: "tasks__srv__slow_compute"}
+	_, err := p.Call(WithTaskCall(ctx, tc), "tasks__srv__slow_compute", json.RawMessage(`{"seconds":60}`), allow)
+	if err == nil || !strings.Contains(err.Error(), "in a malformed result") || tc.Created() != nil {
+		t.Fatalf("call: %v, created %s; want refused as malformed", err, tc.Created())
+	}
+	testkit.Eventually(t, 10*time.Second, "the server to log the tasks/cancel", func() bool {
+		b, _ := os.ReadFile(filepath.Join(f.paths.Logs(), "tasks__srv.log"))
+		return strings.Contains(string(b), "cancelled")
+	})
 }
