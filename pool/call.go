@@ -215,11 +215,10 @@ type UnknownToolError struct {
 }
 
 func (e *UnknownToolError) Error() string {
-	m := e.msg
 	if len(e.DidYouMean) > 0 {
-		m += "; did you mean " + strings.Join(e.DidYouMean, " or ") + "?"
+		return e.msg + "; did you mean " + strings.Join(e.DidYouMean, " or ") + "? (berth tools lists the catalog)"
 	}
-	return m + "; berth tools lists the catalog"
+	return e.msg + "; berth tools lists the catalog"
 }
 
 // SuggestTools returns the tools of the catalog that name, a mistyped or

@@ -34,3 +34,17 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownToolErrorText: the suggestion is the question, and the
+// pointer to the catalog an aside to it; without a suggestion the pointer
+// is the fix.
+func TestUnknownToolErrorText(t *testing.T) {
+	e := &UnknownToolError{Name: "destroy", msg: "no tool named destroy is enabled", DidYouMean: []string{"a__b__destroy", "c__d__destroy"}}
+	if got, want := e.Error(), "no tool named destroy is enabled; did you mean a__b__destroy or c__d__destroy? (berth tools lists the catalog)"; got != want {
+		t.Errorf("Error() = %q; want %q", got, want)
+	}
+	e.DidYouMean = nil
+	if got, want := e.Error(), "no tool named destroy is enabled; berth tools lists the catalog"; got != want {
+		t.Errorf("Error() = %q; want %q", got, want)
+	}
+}
