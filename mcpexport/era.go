@@ -110,7 +110,8 @@ const (
 )
 
 // MaxFlightHeld is how many progress and log messages of a flight's
-// server wait, between rounds, for the client's retry; more are dropped.
+// server wait, between rounds, for the client's retry; more are dropped,
+// and counted with the outboxes' drops (outboxes.dropped).
 const MaxFlightHeld = 64
 
 // flightStatePrefix starts berth's requestState of a parked call.
@@ -334,6 +335,9 @@ func (f *flight) relay(n flightNote, done map[*mcp.ServerSession]bool) {
 		f.held = append(f.held, n)
 	default:
 		f.dropped++
+		if f.first != nil && f.first.s != nil && f.first.s.outbox != nil {
+			f.first.s.outbox.dropped.Add(1) // counted with every other relayed drop
+		}
 	}
 }
 

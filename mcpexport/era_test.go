@@ -265,6 +265,9 @@ func TestFlightHoldsBetweenRounds(t *testing.T) {
 	if err != nil || g != f {
 		t.Fatalf("redeem = %v, %v", g, err)
 	}
+	if got := s.outbox.dropped.Load(); got != 5 {
+		t.Fatalf("outboxes.dropped = %d after %d messages between rounds; want the 5 over MaxFlightHeld counted", got, MaxFlightHeld+5)
+	}
 	f.attach(&callRelay{s: s, ss: ss, ctx: ctx, token: "retry", modern: true})
 	for v := 2.0; v < 2+MaxFlightHeld; v++ {
 		expect(got{"retry", v})

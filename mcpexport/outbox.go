@@ -18,7 +18,8 @@ import (
 // other sessions, or their calls.
 //
 // A full outbox (MaxOutbox waiting) drops what comes next for that
-// session; the drops are counted per session and in all (outboxes.dropped), and
+// session; the drops are counted per session and in all (outboxes.dropped,
+// which also counts a flight's messages dropped between rounds), and
 // logged: once when a session starts dropping, and with the count when
 // its outbox has emptied.
 //
