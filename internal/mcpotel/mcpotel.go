@@ -16,7 +16,9 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -297,18 +299,64 @@ func NoteRequestID(ctx context.Context, id jsonrpc.ID) {
 // "the originating request ID"), found once by IncomingRequestID.
 var sdkIDKey atomic.Pointer[any]
 
+// probeSDKIDKey finds go-sdk's key once per process, before any context
+// of berth's own servers is walked: a private go-sdk server on in-memory
+// transports is sent one request (initialize, by a go-sdk client), and
+// its receiving middleware's context is walked (findSDKIDKey). It does
+// not depend on what berth's servers see first: a process whose first
+// messages are notifications (no ID, no key in their contexts) walks
+// no context of theirs.
+var probeSDKIDKey = sync.OnceValues(func() (any, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	found := make(chan any, 1)
+	s := mcp.NewServer(&mcp.Implementation{Name: "berth-idkey-probe", Version: "0"}, nil)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if k, ok := findSDKIDKey(ctx); ok {
+				select {
+				case found <- k:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, false
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "berth-idkey-probe", Version: "0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		return nil, false
+	}
+	defer cs.Close()
+	select {
+	case k := <-found:
+		return k, true
+	default:
+		return nil, false
+	}
+})
+
 // IncomingRequestID is the JSON-RPC ID of the request that a go-sdk
 // server's receiving middleware was called with ctx for. go-sdk keeps the
 // ID from its middleware but puts it in the handler's context under a key
-// of an unexported type; berth finds that type once by walking the
-// context's chain with reflection (read only: nothing is patched) and then
-// looks the ID up as any context value. ok is false when the ID is not
-// there (a notification), or when go-sdk no longer keeps it so
-// (TestIncomingRequestID fails then).
+// of an unexported type; berth finds that type once (probeSDKIDKey, by
+// walking a context's chain with reflection, read only: nothing is
+// patched) and then looks the ID up as any context value. ok is false
+// when the ID is not there (a notification), or when go-sdk no longer
+// keeps it so (TestIncomingRequestID and TestProbeSDKIDKey fail then). If
+// the probe failed, ctx itself is walked until a walk finds the key.
 func IncomingRequestID(ctx context.Context) (jsonrpc.ID, bool) {
 	k := sdkIDKey.Load()
 	if k == nil {
-		found, ok := findSDKIDKey(ctx)
+		found, ok := probeSDKIDKey()
+		if !ok {
+			found, ok = findSDKIDKey(ctx)
+		}
 		if !ok {
 			return jsonrpc.ID{}, false
 		}
