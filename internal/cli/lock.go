@@ -116,6 +116,7 @@ func runLock(_ context.Context, a *app, opts *lockOptions) error {
 		}
 		fmt.Fprintf(a.stdout, "  %s@%s  %s  from catalog %s (targets version %d)\n", p.Name, p.Version, p.Digest, p.Catalog.Name, p.Catalog.TargetsVersion)
 	}
+	a.sayLocalCatalogs(l)
 	return nil
 }
 

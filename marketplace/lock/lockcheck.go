@@ -123,7 +123,7 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, opt
 			}
 		case ci == nil:
 			add(lp.Name, lp, e, DiffCatalogMissing, "%s", missingCatalog(l, lp.Catalog.Name))
-		case l.Catalog(ci.Name) != nil && (l.Catalog(ci.Name).Source != ci.Source || l.Catalog(ci.Name).RootPin != ci.RootPin):
+		case l.Catalog(ci.Name) != nil && (l.Catalog(ci.Name).Source != "" && l.Catalog(ci.Name).Source != ci.Source || l.Catalog(ci.Name).RootPin != ci.RootPin):
 			lc := l.Catalog(ci.Name)
 			add(lp.Name, lp, e, DiffCatalogSource, "catalog %s here comes from %s (root pin %s), and the lock records %s (root pin %s): another catalog under that name, and a lock never replaces one you have; check with whoever wrote the lock, then run berth lock", ci.Name, ci.Source, ci.RootPin, lc.Source, lc.RootPin)
 		case !sameKeys(ci.RootKeyIDs, lp.Catalog.RootKeyIDs):
@@ -223,6 +223,9 @@ func missingCatalog(l *Lock, name string) string {
 	lc := l.Catalog(name)
 	if lc == nil {
 		return fmt.Sprintf("catalog %s is not added here, and the lock does not say where it lives (a berth that did not record catalog sources wrote it): ask whoever wrote it for the source and the root sha256, add it with berth marketplace add %s SOURCE --root-sha256 HEX, and run berth lock to record them", name, name)
+	}
+	if lc.Source == "" {
+		return fmt.Sprintf("catalog %s is not added here; the lock records its root pin %s but not where it lives (whoever wrote the lock added it from a local directory, which a lock does not record): ask them where, and add it by hand: berth marketplace add %s SOURCE --root-sha256 %s", name, lc.RootPin, name, strings.TrimPrefix(lc.RootPin, "sha256:"))
 	}
 	add := fmt.Sprintf("berth marketplace add %s %s --root-sha256 %s", name, lc.Source, strings.TrimPrefix(lc.RootPin, "sha256:"))
 	if err := lc.CheckAddable(); err != nil {
