@@ -67,7 +67,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	}
 	kinds := func(prune bool) string {
 		t.Helper()
-		d, err := lock.Check(e.Cache(), st, ws, lk, prune)
+		d, err := lock.Check(e.Cache(), st, ws, lk, &lock.CheckOptions{Prune: prune})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	l2.Plugins = append([]lock.Plugin(nil), lk.Plugins...)
 	l2.Plugins[0].Digest = "sha256:" + strings.Repeat("4", 64)
 	l2.Plugins[1].Signer.Fingerprint = "sha256:" + strings.Repeat("5", 64)
-	d, _ := lock.Check(e.Cache(), st, ws, &l2, false)
+	d, _ := lock.Check(e.Cache(), st, ws, &l2, nil)
 	if len(d) != 2 || d[0].Kind != lock.DiffDigest || d[1].Kind != lock.DiffSigner {
 		t.Fatalf("%v", d)
 	}
@@ -103,7 +103,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	l2.Plugins[0].Version = "1.1.0"
 	l2.Plugins[1] = tl
 	l2.Plugins[1].Catalog.TargetsVersion += 5
-	d, _ = lock.Check(e.Cache(), st, ws, &l2, false)
+	d, _ = lock.Check(e.Cache(), st, ws, &l2, nil)
 	if len(d) != 2 || d[0].Kind != lock.DiffVersion || d[1].Kind != lock.DiffCatalogOlder || !strings.Contains(d[1].Detail, "rolled back") {
 		t.Fatalf("%v", d)
 	}
@@ -111,7 +111,7 @@ func TestCheckLockAndOutdated(t *testing.T) {
 	l2.Plugins[1].Catalog.RootKeyIDs = []string{strings.Repeat("6", 64)}
 	l2.Plugins[0] = n
 	l2.Plugins[0].Catalog.Name = "gone"
-	d, _ = lock.Check(e.Cache(), st, ws, &l2, false)
+	d, _ = lock.Check(e.Cache(), st, ws, &l2, nil)
 	if len(d) != 2 || d[0].Kind != lock.DiffCatalogMissing || d[1].Kind != lock.DiffCatalogRoot {
 		t.Fatalf("%v", d)
 	}

@@ -50,7 +50,7 @@ var lockRequired = map[reflect.Type][]string{
 	reflect.TypeFor[lock.Plugin]():        {"name", "version", "digest", "signer", "catalog"},
 	reflect.TypeFor[lock.Signer]():        {"kind"},
 	reflect.TypeFor[lock.Catalog]():       {"name"},
-	reflect.TypeFor[lock.CatalogSource](): {"name", "source", "rootPin"},
+	reflect.TypeFor[lock.CatalogSource](): {"name", "rootPin"},
 }
 
 func TestCatalogSchemaMatchesGoTypes(t *testing.T) {

@@ -33,6 +33,10 @@ type Revocation struct {
 	// lifted it (berth revoke --lift), or the catalog that revoked it
 	// listed the same version and digest as active again.
 	Lifted *RevocationLift `json:"lifted,omitempty"`
+	// Disabled are the workspaces (state keys) MarkRevoked disabled the
+	// version in: the only ones where berth upgrade enables the version
+	// that replaces it without being asked.
+	Disabled []string `json:"disabled,omitempty"`
 }
 
 // RevocationLift says who lifted a revocation, and when.
@@ -205,6 +209,7 @@ func (s *Store) MarkRevoked(ctx context.Context, r Revocation) (*MarkRevokedResu
 	if err := os.MkdirAll(filepath.Dir(s.paths.Revocation(r.Name, r.Version)), 0o700); err != nil {
 		return nil, err
 	}
+	r.Disabled = res.Disabled
 	if err := atomicfile.WriteJSON(s.paths.Revocation(r.Name, r.Version), &r, 0o600); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,6 +221,11 @@ func TestMarkRevoked(t *testing.T) {
 	list, err := s.Revocations()
 	if err != nil || len(list) != 1 {
 		t.Fatalf("revocations %v %v", list, err)
+	}
+	// The record keeps where it disabled the version (where upgrade
+	// enables its replacement), and marking again does not forget it.
+	if got, want := list[0].Disabled, mr.Disabled; !slices.Equal(got, want) {
+		t.Fatalf("the revocation records it was disabled in %v, want %v", got, want)
 	}
 	if _, err := s.MarkRevoked(ctx, Revocation{Name: "../x", Version: "1.0.0", Digest: rec.Digest}); err == nil {
 		t.Fatal("a bad name was accepted")

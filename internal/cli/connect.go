@@ -375,7 +375,7 @@ func (a *app) planConnect(ctx context.Context, f *connectOptions) (*connectPlan,
 	wsArg := s.workspace
 	if f.Portable {
 		if s.client != clientconfig.VSCode && s.client != clientconfig.Cursor {
-			return nil, usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; %s needs the absolute workspace", s.client.Title())
+			return nil, usagef("--portable writes ${workspaceFolder}, which only VS Code and Cursor expand; berth does not yet write a portable entry for %s, which gets the absolute workspace", s.client.Title())
 		}
 		if f.User {
 			return nil, usagef("--portable is for the workspace's own file (%s), not --user", map[clientconfig.Client]string{clientconfig.VSCode: ".vscode/mcp.json", clientconfig.Cursor: ".cursor/mcp.json"}[s.client])
@@ -504,7 +504,7 @@ func committedWarnings(s *clientSetup, entry clientconfig.Entry) []string {
 		}
 		fix := "--portable writes the command berth, ${workspaceFolder} and no PATH or BERTH_HOME, which VS Code and Cursor expand on every machine"
 		if s.client == clientconfig.ClaudeCode {
-			fix = "Claude Code does not expand ${workspaceFolder}, so --portable (VS Code and Cursor) cannot help here: keep the entry in your own ~/.claude.json with --user, or keep .mcp.json out of the repository"
+			fix = "berth does not yet write a portable entry for Claude Code (--portable writes ${workspaceFolder}, which VS Code and Cursor expand, and Claude Code's .mcp.json expands environment variables instead): keep the entry in your own ~/.claude.json with --user, or keep .mcp.json out of the repository"
 		}
 		w = append(w, fmt.Sprintf("%s is a project file, usually committed, and this entry names this machine's paths (%s), which others who clone the project do not have: %s", t.Path, strings.Join(machine, ", "), fix))
 	}

@@ -123,8 +123,10 @@ func copyNodePackage(t *testing.T, peersDir, name, dst string) {
 	visit = func(from, name string, optional bool) {
 		dir := ""
 		for d := from; ; d = filepath.Dir(d) {
+			// As node resolves: never DIR/node_modules/node_modules, so
+			// a stray link node_modules/node_modules is not followed.
 			cand := filepath.Join(d, "node_modules", name)
-			if _, err := os.Stat(filepath.Join(cand, "package.json")); err == nil {
+			if _, err := os.Stat(filepath.Join(cand, "package.json")); err == nil && filepath.Base(d) != "node_modules" {
 				dir = cand
 				break
 			}

@@ -538,16 +538,9 @@ type unsignedInstall struct {
 // installUnsigned installs an entry of an unsigned source: pinned to the
 // digest the operator gives, through store.Store.Trust, from the cache.
 func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketplace.Cache, u unsignedInstall) error {
-	locked := false
-	if u.enable {
-		l, err := lock.Read(u.ws)
-		if err != nil {
-			return err
-		}
-		locked = l != nil
-		if l != nil && !u.builtin {
-			return usagef("%s has a %s, which pins signed plugins only; an entry of the unsigned catalog %s cannot be in it: install without --enable, or remove the lock", u.ws, lock.File, u.catalog)
-		}
+	locked, err := a.unsignedLocked(u)
+	if err != nil {
+		return err
 	}
 	ro, err := a.resolveOptions()
 	if err != nil {
@@ -618,6 +611,23 @@ func (a *app) installUnsigned(ctx context.Context, st *store.Store, c *marketpla
 		return writeJSON(a.stdout, out)
 	}
 	return nil
+}
+
+// unsignedLocked reports whether u enables in a workspace with a
+// berth.lock, and refuses when it does for an entry that is not built in:
+// a lock pins signed plugins and built-in ones only.
+func (a *app) unsignedLocked(u unsignedInstall) (bool, error) {
+	if !u.enable {
+		return false, nil
+	}
+	l, err := lock.Read(u.ws)
+	if err != nil {
+		return false, err
+	}
+	if l != nil && !u.builtin {
+		return false, usagef("%s has a %s, which pins signed plugins only; an entry of the unsigned catalog %s cannot be in it: install without --enable, or remove the lock", u.ws, lock.File, u.catalog)
+	}
+	return l != nil, nil
 }
 
 // unsignedConfirm shows an unsigned or built-in entry's review and asks.

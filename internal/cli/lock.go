@@ -8,10 +8,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
@@ -114,6 +116,7 @@ func runLock(_ context.Context, a *app, opts *lockOptions) error {
 		}
 		fmt.Fprintf(a.stdout, "  %s@%s  %s  from catalog %s (targets version %d)\n", p.Name, p.Version, p.Digest, p.Catalog.Name, p.Catalog.TargetsVersion)
 	}
+	a.sayLocalCatalogs(l)
 	return nil
 }
 
@@ -298,7 +301,14 @@ func runSync(ctx context.Context, a *app, opts *syncOptions) error {
 			return err
 		}
 	}
-	diffs, err := lock.Check(c, st, ws, l, opts.Prune)
+	// One set of resolve options, and one clock, for the step-down the
+	// question names and the install that takes it.
+	ro, err := a.resolveOptions()
+	if err != nil {
+		return err
+	}
+	ro.Now = time.Now()
+	diffs, err := lock.Check(c, st, ws, l, &lock.CheckOptions{Prune: opts.Prune, Resolve: ro})
 	if err != nil {
 		return err
 	}
@@ -306,7 +316,7 @@ func runSync(ctx context.Context, a *app, opts *syncOptions) error {
 	if opts.Check {
 		return a.syncCheck(ws, l, diffs, &out, opts)
 	}
-	return a.applySync(ctx, st, c, ws, l, diffs, &out, opts)
+	return a.applySync(ctx, &syncRun{a: a, st: st, c: c, ws: ws, ro: ro, out: &out, opts: opts}, l, diffs)
 }
 
 // refreshLocked updates the catalogs the lock names (each once).
@@ -434,7 +444,8 @@ func planSync(st *store.Store, diffs []lock.Diff) ([]*syncPlan, []string, error)
 
 // applySync does what the differences call for, plugin by plugin; a
 // refusal of one does not stop the others, and the worst exit code wins.
-func (a *app) applySync(ctx context.Context, st *store.Store, c *marketplace.Cache, ws string, l *lock.Lock, diffs []lock.Diff, out *syncJSON, opts *syncOptions) error {
+func (a *app) applySync(ctx context.Context, s *syncRun, l *lock.Lock, diffs []lock.Diff) error {
+	st, ws, out, opts := s.st, s.ws, s.out, s.opts
 	plans, needInstall, err := planSync(st, diffs)
 	if err != nil {
 		return err
@@ -447,11 +458,6 @@ func (a *app) applySync(ctx context.Context, st *store.Store, c *marketplace.Cac
 	if len(needInstall) > 0 && !opts.Yes && !a.isTerminal() {
 		return usagef("sync needs to install %s, and berth is not on a terminal to ask: pass --yes to confirm", strings.Join(needInstall, ", "))
 	}
-	ro, err := a.resolveOptions()
-	if err != nil {
-		return err
-	}
-	s := &syncRun{a: a, st: st, c: c, ws: ws, ro: ro, out: out, opts: opts}
 	for _, p := range plans {
 		s.apply(ctx, p)
 	}
@@ -592,15 +598,14 @@ func constraintOrAnyWords(c string) string {
 // lock updated.
 func (s *syncRun) stepDown(ctx context.Context, p *syncPlan) {
 	a, st, lp, d, asJSON, yes := s.a, s.st, p.lp, p.revoked, s.opts.JSON, s.opts.Yes
+	rec, err := s.stepRecord(p)
+	if err != nil {
+		s.fail(p, "refuse", err)
+		return
+	}
 	if err := a.confirm(fmt.Sprintf("%s@%s is revoked by catalog %s (%s). Step to %s instead, and record it in berth.lock?", lp.Name, lp.Version, d.RevokedBy, review.Printable(d.Reason), d.StepTo), yes, "--yes"); err != nil {
 		s.fail(p, "install", err)
 		return
-	}
-	var rec *store.Record
-	if recs, err := st.Find(lp.Name, d.StepTo); err == nil {
-		if rv, err := st.Revoked(recs[0].Name, recs[0].Version, recs[0].Digest); err == nil && rv == nil {
-			rec = recs[0]
-		}
 	}
 	if rec == nil {
 		req := marketplace.InstallRequest{Name: lp.Name, Catalog: lp.Catalog.Name, Constraint: lp.Constraint, AllowStale: s.opts.AllowStale, Resolve: s.ro}
@@ -625,6 +630,48 @@ func (s *syncRun) stepDown(ctx context.Context, p *syncPlan) {
 		return
 	}
 	s.out.Actions = append(s.out.Actions, syncAction{Name: lp.Name, Version: rec.Version, Action: "enable", Detail: fmt.Sprintf("in place of %s, revoked by catalog %s; berth.lock updated", lp.Version, d.RevokedBy)})
+}
+
+// stepRecord is the trusted record of p's step-to version that the step
+// down may enable without an install: nil when none is trusted (or it is
+// revoked), and an errUntrustedLock refusal when the one trusted is not
+// what the lock's catalog lists for that version: another digest, not
+// installed from that catalog (by name and root keys), or a signer the
+// catalog does not allow for the plugin. Only what an install from the
+// catalog would give may take a locked plugin's place.
+func (s *syncRun) stepRecord(p *syncPlan) (*store.Record, error) {
+	lp, to := p.lp, p.revoked.StepTo
+	recs, err := s.st.Find(lp.Name, to)
+	if errors.Is(err, store.ErrNotTrusted) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := recs[0]
+	if rv, err := s.st.Revoked(rec.Name, rec.Version, rec.Digest); err != nil || rv != nil {
+		return nil, err
+	}
+	cp, _, err := s.c.Plugin(lp.Catalog.Name, lp.Name)
+	if err != nil {
+		return nil, err
+	}
+	v := cp.Version(to)
+	if v == nil {
+		return nil, fmt.Errorf("catalog %s does not list %s@%s: run berth sync again: %w", lp.Catalog.Name, lp.Name, to, errUntrustedLock)
+	}
+	fix := fmt.Sprintf("berth revoke %s@%s removes yours, then berth sync installs the catalog's", lp.Name, to)
+	switch {
+	case rec.Digest != v.Digest:
+		return nil, fmt.Errorf("%s@%s is trusted here with digest %s, and catalog %s lists it with %s: versions are immutable, so one of them is not what it claims, and sync does not step down to yours; %s: %w", lp.Name, to, rec.Digest, lp.Catalog.Name, v.Digest, fix, errUntrustedLock)
+	case rec.Catalog == nil:
+		return nil, fmt.Errorf("%s@%s is trusted here by hand (%s), not installed from catalog %s as the lock's plugin is; %s: %w", lp.Name, to, recordFrom(rec), lp.Catalog.Name, fix, errUntrustedLock)
+	case rec.Catalog.Name != lp.Catalog.Name || (len(lp.Catalog.RootKeyIDs) > 0 && !slices.Equal(slices.Sorted(slices.Values(rec.Catalog.RootKeyIDs)), slices.Sorted(slices.Values(lp.Catalog.RootKeyIDs)))):
+		return nil, fmt.Errorf("%s@%s is trusted here from catalog %s (root keys %s), and the lock names catalog %s (root keys %s); %s: %w", lp.Name, to, rec.Catalog.Name, strings.Join(rec.Catalog.RootKeyIDs, ","), lp.Catalog.Name, strings.Join(lp.Catalog.RootKeyIDs, ","), fix, errUntrustedLock)
+	case !slices.ContainsFunc(cp.Signers, func(sg *catalog.Signer) bool { return sg.Matches(rec.Signer) }):
+		return nil, fmt.Errorf("%s@%s is trusted here from %s, a signer catalog %s no longer allows for %s; %s: %w", lp.Name, to, recordFrom(rec), lp.Catalog.Name, lp.Name, fix, errUntrustedLock)
+	}
+	return rec, nil
 }
 
 // missingCatalogs are the catalogs of the catalog-missing differences.

@@ -17,6 +17,9 @@ import (
 // from, where that catalog lives and its root pin, from the operator's
 // catalog of that name when it has the root keys the plugins were
 // resolved with, else as old recorded it; entries no plugin needs go.
+// Only an https:// source is written: for a catalog added from a local
+// directory the entry has the name and root pin, no source (the lock is
+// committed, and a path names this machine and no teammate can add it).
 func (a *app) recordCatalogs(l, old *lock.Lock) error {
 	c, err := a.catalogs()
 	if err != nil {
@@ -38,6 +41,9 @@ func (a *app) recordCatalogs(l, old *lock.Lock) error {
 			l.SetCatalog(lock.CatalogSource{Name: n, Source: ci.Source, RootPin: ci.RootPin})
 		case old != nil && old.Catalog(n) != nil && l.Catalog(n) == nil:
 			l.SetCatalog(*old.Catalog(n))
+		}
+		if lc := l.Catalog(n); lc != nil && !lock.Recordable(lc.Source) {
+			lc.Source = ""
 		}
 	}
 	l.PruneCatalogs()
@@ -70,6 +76,8 @@ func (a *app) addLockedCatalogs(ctx context.Context, c *marketplace.Cache, l *lo
 			return usagef("--add-catalog %s: the lock resolves no plugin from a catalog %s", n, n)
 		case l.Catalog(n) == nil:
 			return fmt.Errorf("--add-catalog %s: the lock does not say where catalog %s lives (a berth that did not record catalog sources wrote it): add it with berth marketplace add %s SOURCE --root-sha256 HEX", n, n, n)
+		case l.Catalog(n).Source == "" && !slices.Contains(have, n):
+			return fmt.Errorf("--add-catalog %s: the lock records catalog %s's root pin but not where it lives (it was added from a local directory where the lock was written, which a lock does not record): ask whoever wrote the lock where, and add it by hand: berth marketplace add %s SOURCE --root-sha256 %s", n, n, n, strings.TrimPrefix(l.Catalog(n).RootPin, "sha256:"))
 		case slices.Contains(have, n):
 			fmt.Fprintf(a.stderr, "berth: --add-catalog %s: you have a catalog %s already, and a lock never replaces one; sync checks it against the lock\n", n, n)
 		}
@@ -132,8 +140,8 @@ func (a *app) addLockedCatalog(ctx context.Context, c *marketplace.Cache, lc *lo
 }
 
 // sayUnrecordedCatalogs notes the catalogs the lock does not say where
-// they live (a lock written before berth recorded them): a teammate's
-// sync cannot add them.
+// they live (a lock written before berth recorded them, or one added
+// from a local directory): a teammate's sync cannot add them.
 func (a *app) sayUnrecordedCatalogs(l *lock.Lock) {
 	var names []string
 	for _, p := range l.Plugins {
@@ -143,5 +151,20 @@ func (a *app) sayUnrecordedCatalogs(l *lock.Lock) {
 	}
 	if len(names) > 0 {
 		fmt.Fprintf(a.stdout, "The lock does not record where catalog(s) %s live (an older berth wrote it), so a teammate's berth sync cannot add them: run berth lock to record their source and root pin.\n", strings.Join(names, ", "))
+	}
+	a.sayLocalCatalogs(l)
+}
+
+// sayLocalCatalogs notes the catalogs the lock records by name and root
+// pin only, as added from a local directory.
+func (a *app) sayLocalCatalogs(l *lock.Lock) {
+	var local []string
+	for _, c := range l.Catalogs {
+		if c.Source == "" {
+			local = append(local, c.Name)
+		}
+	}
+	if len(local) > 0 {
+		fmt.Fprintf(a.stdout, "The lock records catalog(s) %s by name and root pin only: added from a local directory, whose path a lock does not record (it names this machine, and berth sync adds a catalog only from https://). A teammate adds them by hand (berth marketplace add NAME SOURCE --root-sha256 HEX), then runs berth sync.\n", strings.Join(local, ", "))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -229,7 +230,8 @@ the installed one is refused (exit 4) unless --allow-signer-change.
 When a catalog revoked the installed version, the upgrade is the newest
 version the constraint allows that is not revoked, even an older one: a
 step down, shown and always confirmed (--yes off a terminal), and enabled
-in the workspace (upgrade NAME, or a workspace whose berth.lock names it).
+only in a workspace the revocation disabled the old version in (berth keeps
+where; a berth.lock in the workspace does not count).
 
 Each upgrade (and each diff of --preview) ends, as berth review does, with
 the variables the new version's servers read, whether each is set here,
@@ -385,20 +387,17 @@ func revokedWayBack(o *lock.Outdated) string {
 	return fmt.Sprintf("%s: %s is revoked by catalog %s (%s); %s is the newest version%s that is not revoked", kind, o.Current, o.RevokedBy, review.Printable(o.Reason), o.Wanted, allows)
 }
 
-// revokedWasHere reports whether the version that replaces o's revoked
-// one is enabled in ws: the revocation disabled it everywhere, so
-// upgrade enables its replacement where it is asked to (upgrade NAME),
-// or where ws's berth.lock names it.
-func (a *app) revokedWasHere(ws string, o *lock.Outdated, opts *upgradeOptions) bool {
-	if opts.Name == o.Name {
-		return true
+// revokedWasHere reports whether o's revoked version was enabled in ws
+// when the revocation disabled it (berth's own record of where, never a
+// berth.lock in ws, which may be a stranger's): only there does upgrade
+// enable the version that replaces it.
+func revokedWasHere(st *store.Store, ws string, o *lock.Outdated) (bool, error) {
+	rec := o.Record()
+	rv, err := st.Revoked(rec.Name, rec.Version, rec.Digest)
+	if err != nil || rv == nil {
+		return false, err
 	}
-	l, err := lock.Read(ws)
-	if err != nil || l == nil {
-		return false
-	}
-	_, ok := l.Plugin(o.Name)
-	return ok
+	return slices.Contains(rv.Disabled, ws), nil
 }
 
 // upgradeOne shows the authority diff of one upgrade and, unless only
@@ -457,13 +456,33 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 		return e, err
 	}
 	e.Done, e.NewSigner, e.To = true, res.Trust.NewSigner, res.Version.Version
-	state, err := st.State()
-	if err != nil {
+	if err := a.enableUpgraded(ctx, st, ws, o, res.Trust.Record, e, asJSON); err != nil {
 		return e, err
 	}
-	if w := state.Workspaces[ws]; w != nil && w.Plugins[o.Name] != nil || o.RevokedBy != "" && a.revokedWasHere(ws, o, opts) {
-		if e.LockUpdated, err = a.enableAndLock(ctx, st, ws, res.Trust.Record, o.Constraint, !asJSON); err != nil {
-			return e, err
+	e.Sources = a.beforeFirstUse(res.Trust.Review, asJSON)
+	return e, nil
+}
+
+// enableUpgraded enables rec, o's upgrade, in ws where o's version is
+// enabled there (or was, until its revocation disabled it), updating
+// ws's berth.lock, and names the other workspaces that keep theirs.
+func (a *app) enableUpgraded(ctx context.Context, st *store.Store, ws string, o *lock.Outdated, rec *store.Record, e *upgradeEntry, asJSON bool) error {
+	state, err := st.State()
+	if err != nil {
+		return err
+	}
+	here := state.Workspaces[ws] != nil && state.Workspaces[ws].Plugins[o.Name] != nil
+	if !here && o.RevokedBy != "" {
+		if here, err = revokedWasHere(st, ws, o); err != nil {
+			return err
+		}
+		if !here && !asJSON {
+			fmt.Fprintf(a.stdout, "%s is installed, not enabled in %s: the revoked %s was not enabled here; berth enable %s --workspace %s enables it.\n", rec.ID(), ws, o.Current, o.Name, ws)
+		}
+	}
+	if here {
+		if e.LockUpdated, err = a.enableAndLock(ctx, st, ws, rec, o.Constraint, !asJSON); err != nil {
+			return err
 		}
 		e.Enabled = ws
 	}
@@ -474,8 +493,7 @@ func (a *app) upgradeOne(ctx context.Context, st *store.Store, c *marketplace.Ca
 			}
 		}
 	}
-	e.Sources = a.beforeFirstUse(res.Trust.Review, asJSON)
-	return e, nil
+	return nil
 }
 
 // installedSummary is the review summary of the installed version, built

@@ -55,9 +55,19 @@ type Lock struct {
 // repository: berth shows both and adds the catalog only when the
 // operator says so, and never replaces a catalog of that name.
 type CatalogSource struct {
-	Name    string `json:"name"`
-	Source  string `json:"source"`
+	Name string `json:"name"`
+	// Source is "" for a catalog added from a source a lock does not
+	// record (a local directory): only an https:// source is written,
+	// since a path names the writer's machine and no teammate's berth
+	// adds it; the catalog is then added by hand.
+	Source  string `json:"source,omitempty"`
 	RootPin string `json:"rootPin"`
+}
+
+// Recordable reports whether berth writes source into a lock: only an
+// https:// source, the only kind a teammate's sync adds.
+func Recordable(source string) bool {
+	return (&CatalogSource{Source: source}).CheckAddable() == nil
 }
 
 // MaxSourceLen is the longest catalog source a lock may name.
@@ -264,7 +274,7 @@ func checkBuiltinPlugin(p *Plugin) []string {
 }
 
 // checkCatalogs checks the catalogs section: each a catalog name given
-// once, a printable source of bounded length, a root pin
+// once, a printable source of bounded length (or none), a root pin
 // sha256:<64 lower hex>, and named by some plugin.
 func checkCatalogs(l *Lock) []error {
 	var errs []error
@@ -285,8 +295,6 @@ func checkCatalogs(l *Lock) []error {
 			bad("no plugin is resolved from catalog %q; remove the entry", c.Name)
 		}
 		switch {
-		case c.Source == "":
-			bad("source is empty")
 		case len(c.Source) > MaxSourceLen:
 			bad("source is %d bytes, over the limit of %d", len(c.Source), MaxSourceLen)
 		case strings.IndexFunc(c.Source, func(r rune) bool { return r < 0x20 || r == 0x7f || !unicode.IsPrint(r) }) >= 0 || !utf8.ValidString(c.Source):

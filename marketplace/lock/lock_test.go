@@ -115,7 +115,8 @@ func TestParseCatalogSources(t *testing.T) {
 	}{
 		{good, ""},
 		{CatalogSource{Name: "other", Source: good.Source, RootPin: good.RootPin}, "no plugin is resolved from catalog"},
-		{CatalogSource{Name: "acme", Source: "", RootPin: good.RootPin}, "source is empty"},
+		// A catalog added from a local directory: no source recorded.
+		{CatalogSource{Name: "acme", Source: "", RootPin: good.RootPin}, ""},
 		{CatalogSource{Name: "acme", Source: "https://x/\x1b[2J", RootPin: good.RootPin}, "control or unprintable"},
 		{CatalogSource{Name: "acme", Source: "https://x/" + strings.Repeat("a", MaxSourceLen), RootPin: good.RootPin}, "over the limit"},
 		{CatalogSource{Name: "acme", Source: good.Source, RootPin: strings.Repeat("3", 64)}, "rootPin"},
@@ -206,6 +207,22 @@ func TestParseBuiltin(t *testing.T) {
 		data := textio.MustJSON(l)
 		if _, err := Parse(data); err == nil {
 			t.Errorf("%s: accepted\n%s", name, data)
+		}
+	}
+}
+
+// Only an https:// source is written into a lock: a directory, a file://
+// URL or a loopback http:// source names the writer's machine.
+func TestRecordable(t *testing.T) {
+	for src, want := range map[string]bool{
+		"https://catalog.example/acme/": true,
+		"/home/someone/private-catalog": false,
+		"file:///home/someone/catalog":  false,
+		"http://127.0.0.1:8080/":        false,
+		"":                              false,
+	} {
+		if got := Recordable(src); got != want {
+			t.Errorf("Recordable(%q) = %v, want %v", src, got, want)
 		}
 	}
 }

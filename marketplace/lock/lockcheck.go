@@ -69,12 +69,24 @@ type Diff struct {
 
 func (d Diff) String() string { return fmt.Sprintf("%s: %s: %s", d.Name, d.Kind, d.Detail) }
 
+// CheckOptions are Check's settings; nil means the defaults.
+type CheckOptions struct {
+	// Prune makes an enabled plugin the lock does not name a difference.
+	Prune bool
+	// Resolve are the options sync installs with (the operator's
+	// min-release-age): a revoked version's StepTo is the version they
+	// choose, so the question names the version sync installs.
+	Resolve *marketplace.ResolveOptions
+}
+
 // Check compares what is enabled in workspace (the state's key: an
 // absolute, symlink-resolved path) with the lock, and the lock's catalogs
 // with their verified copies: every difference, sorted by plugin name.
-// With prune, an enabled plugin the lock does not name is one too. It
-// reads only the state, the trust records and the verified copies.
-func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, prune bool) ([]Diff, error) {
+// It reads only the state, the trust records and the verified copies.
+func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, opts *CheckOptions) ([]Diff, error) {
+	if opts == nil {
+		opts = &CheckOptions{}
+	}
 	state, err := st.State()
 	if err != nil {
 		return nil, err
@@ -111,7 +123,7 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 			}
 		case ci == nil:
 			add(lp.Name, lp, e, DiffCatalogMissing, "%s", missingCatalog(l, lp.Catalog.Name))
-		case l.Catalog(ci.Name) != nil && (l.Catalog(ci.Name).Source != ci.Source || l.Catalog(ci.Name).RootPin != ci.RootPin):
+		case l.Catalog(ci.Name) != nil && (l.Catalog(ci.Name).Source != "" && l.Catalog(ci.Name).Source != ci.Source || l.Catalog(ci.Name).RootPin != ci.RootPin):
 			lc := l.Catalog(ci.Name)
 			add(lp.Name, lp, e, DiffCatalogSource, "catalog %s here comes from %s (root pin %s), and the lock records %s (root pin %s): another catalog under that name, and a lock never replaces one you have; check with whoever wrote the lock, then run berth lock", ci.Name, ci.Source, ci.RootPin, lc.Source, lc.RootPin)
 		case !sameKeys(ci.RootKeyIDs, lp.Catalog.RootKeyIDs):
@@ -121,7 +133,7 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 		}
 		if lp.IsBuiltin() {
 			// No catalog revokes a built-in install.
-		} else if d, err := revokedDiff(c, st, lp, e); err != nil {
+		} else if d, err := revokedDiff(c, st, lp, e, opts.Resolve); err != nil {
 			return nil, err
 		} else if d != nil {
 			diffs = append(diffs, *d)
@@ -148,7 +160,7 @@ func Check(c *marketplace.Cache, st *store.Store, workspace string, l *Lock, pru
 			}
 		}
 	}
-	if prune {
+	if opts.Prune {
 		for _, name := range slices.Sorted(maps.Keys(enabled)) {
 			if _, ok := l.Plugin(name); !ok {
 				add(name, nil, enabled[name], DiffNotLocked, "%s@%s is enabled here, and the lock does not name it", name, enabled[name].Version)
@@ -166,7 +178,7 @@ func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
 // revokedDiff is the DiffRevoked of lp when its catalog revoked the
 // locked version (the revocation recorded here, or its status in the
 // catalog's verified copy) and it is not enabled in its place already.
-func revokedDiff(c *marketplace.Cache, st *store.Store, lp *Plugin, e *store.Enablement) (*Diff, error) {
+func revokedDiff(c *marketplace.Cache, st *store.Store, lp *Plugin, e *store.Enablement, ro *marketplace.ResolveOptions) (*Diff, error) {
 	d := &Diff{Name: lp.Name, Kind: DiffRevoked, Locked: lp, Enabled: e}
 	rv, err := st.Revoked(lp.Name, lp.Version, lp.Digest)
 	if err != nil {
@@ -184,9 +196,9 @@ func revokedDiff(c *marketplace.Cache, st *store.Store, lp *Plugin, e *store.Ena
 	if d.RevokedBy == "" {
 		return nil, nil
 	}
-	to := "no version that " + constraintOrAny(lp.Constraint) + " allows is not revoked: berth show " + lp.Name + " lists its versions; install another (berth install " + lp.Name + "@VERSION --enable), then berth lock"
+	to := "no version that " + constraintOrAny(lp.Constraint) + " allows can be installed in its place (revoked, yanked, or within your min-release-age): berth show " + lp.Name + " lists its versions and why; install another (berth install " + lp.Name + "@VERSION --enable), then berth lock"
 	if p != nil {
-		if res, err := marketplace.Resolve(p, lp.Constraint, nil); err == nil {
+		if res, err := marketplace.Resolve(p, lp.Constraint, ro); err == nil {
 			d.StepTo = res.Chosen.Version
 			to = "berth sync steps down to " + d.StepTo
 			if bundle.VersionNewer(lp.Version, d.StepTo) {
@@ -211,6 +223,9 @@ func missingCatalog(l *Lock, name string) string {
 	lc := l.Catalog(name)
 	if lc == nil {
 		return fmt.Sprintf("catalog %s is not added here, and the lock does not say where it lives (a berth that did not record catalog sources wrote it): ask whoever wrote it for the source and the root sha256, add it with berth marketplace add %s SOURCE --root-sha256 HEX, and run berth lock to record them", name, name)
+	}
+	if lc.Source == "" {
+		return fmt.Sprintf("catalog %s is not added here; the lock records its root pin %s but not where it lives (whoever wrote the lock added it from a local directory, which a lock does not record): ask them where, and add it by hand: berth marketplace add %s SOURCE --root-sha256 %s", name, lc.RootPin, name, strings.TrimPrefix(lc.RootPin, "sha256:"))
 	}
 	add := fmt.Sprintf("berth marketplace add %s %s --root-sha256 %s", name, lc.Source, strings.TrimPrefix(lc.RootPin, "sha256:"))
 	if err := lc.CheckAddable(); err != nil {
