@@ -578,7 +578,16 @@ var (
 	npmAuthFailure = regexp.MustCompile(`\bE401\b|\bE403\b|401 Unauthorized|403 Forbidden|ENEEDAUTH`)
 	npmNetFailure  = regexp.MustCompile(`ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH`)
 	npmNotFound    = regexp.MustCompile(`\bE404\b|404 Not Found`)
+	npmProtected   = regexp.MustCompile(`registry option is protected`)
 )
+
+// userFile names the operator's npm user file, for a hint.
+func userFile(op *Operator) string {
+	if op != nil && op.NPM != nil && op.NPM.File != "" {
+		return op.NPM.File
+	}
+	return "~/.npmrc"
+}
 
 // npmHint says, for npm's output of a failed install, which setting is
 // involved and how to set it for berth.
@@ -593,6 +602,7 @@ func npmHint(out []byte, registry, fetchers string, op *Operator) string {
 	if s := u.Summary(); s != "" {
 		using = " (berth used the npm settings " + s + ")"
 	}
+	registry = RedactURL(registry)
 	host := registryHost(registry)
 	switch {
 	case npmTLSFailure.Match(out):

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/berth-mcp/berth/fetched"
 )
 
 // Line is one line of a disclosure as berth review words it. WriteText
@@ -157,6 +159,7 @@ func (p *printer) stdio(s Server) {
 
 // registryName says where a fetched package comes from, for a person.
 func registryName(f Fetch) string {
+	f.Registry = fetched.RedactURL(f.Registry)
 	switch f.Ecosystem {
 	case "npm":
 		return "the npm registry, " + f.Registry + ", unless the operator set a mirror (docs/pool.md)"
