@@ -151,7 +151,11 @@ func (p *printer) stdio(s Server) {
 		p.field(label, e.Name+" from your $"+e.FromEnv)
 	}
 	for _, f := range st.RuntimeFetch {
-		p.field("downloads", f.Package+" with "+f.Tool+" when it starts, and runs it")
+		if f.Staged {
+			p.field("downloads", f.Package+" at trust (berth trust, berth install), staged; the server starts offline")
+		} else {
+			p.field("downloads", f.Package+" with "+f.Tool+" when it starts, and runs it")
+		}
 		p.field("from", registryName(f))
 		p.field("dependencies", f.Dependencies)
 	}

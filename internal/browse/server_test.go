@@ -333,7 +333,7 @@ func TestPluginDisclosure(t *testing.T) {
 	// Everything the review reports shows: downloaded packages, hosts,
 	// environment sources, filters, native tools.
 	for page, wants := range map[string][]string{
-		"acme/everything": {"@modelcontextprotocol/server-everything@2026.8.31 with npx when it starts, and runs it", "mcp-server-fetch==2025.4.7 with uvx", "not declared: any host (default profile)", "nothing else under your home"},
+		"acme/everything": {"@modelcontextprotocol/server-everything@2026.8.31 at trust (berth trust, berth install), staged; the server starts offline", "mcp-server-fetch==2025.4.7 at trust", "not declared: any host (default profile)", "nothing else under your home"},
 		"acme/acme-cloud": {"mcp.acme.example only; redirects stay within the origin", "a bearer token from your $ACME_TOKEN", "the header X-Team from your $ACME_TEAM", "all it offers except admin_*"},
 		"acme/acme-notes": {"NOTES_TOKEN from your $ACME_NOTES_TOKEN", "only search_*, add_note", `<span class="badge bad">destructive</span>`, `<span class="badge ok">read-only</span>`, "it lost notes with a colon in their name"},
 		"acme/acme-fmt":   {`run the native tool provider &#34;fmt&#34; (go-plugin over gRPC)`, "it runs confined to the authority it declares", "${bundle} (read-only), ${workspace}", "<dt>writes</dt><dd>${cache}, ${tmp} (its own cache and temp, always granted); nothing else</dd>", "none: no network at all"},
