@@ -35,12 +35,6 @@ type Setting struct {
 	Key, Value string
 }
 
-// Secret reports whether the setting holds a credential (an npm auth
-// token, a proxy URL with a password): its value is never shown.
-func (s Setting) Secret() bool {
-	return strings.HasSuffix(s.Key, ":_authToken") || (strings.Contains(s.Key, "proxy") && strings.Contains(s.Value, "@"))
-}
-
 // UserSettings are the allow-listed settings of one of the operator's
 // files (or environment).
 type UserSettings struct {
@@ -166,7 +160,7 @@ func readUserFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file; berth reads the allowed settings of the operator's package manager configuration from regular files only", name)
 	}
 	if owner, me, ok := fsx.Owner(fi); ok && owner != me && owner != 0 {
-		return nil, fmt.Errorf("%s belongs to another user, who could steer berth's fetches; make it yours (or move it away)", name)
+		return nil, fmt.Errorf("%s belongs to another user, who could steer berth's fetches; make it yours (chown $USER %s) or move it away", name, name)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
 		return nil, fmt.Errorf("%s may be written by other users (mode %04o), who could steer berth's fetches; make it yours alone: chmod go-w %s", name, fi.Mode().Perm(), name)
@@ -285,7 +279,7 @@ func NPMUserSettings(entries []NPMRCEntry, getenv func(string) string) *UserSett
 	for _, e := range entries {
 		if !npmAllowed(e.Key) || (e.Array && e.Key != "ca") {
 			if !seen[e.Key] {
-				u.Ignored = append(u.Ignored, printableKey(e.Key))
+				u.Ignored = append(u.Ignored, printable(e.Key, 64))
 				seen[e.Key] = true
 			}
 			continue
@@ -308,18 +302,6 @@ func NPMUserSettings(entries []NPMRCEntry, getenv func(string) string) *UserSett
 	return u
 }
 
-func printableKey(k string) string {
-	if len(k) > 64 {
-		k = k[:64] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, k)
-}
-
 // expandNPM expands ${VAR} in v from env; why is set when the value is
 // not used.
 func expandNPM(v string, getenv func(string) string) (string, string) {
@@ -333,7 +315,7 @@ func expandNPM(v string, getenv func(string) string) (string, string) {
 			return val
 		}
 		if sub[2] == "" && why == "" {
-			why = "${" + printableKey(sub[1]) + "} is not set"
+			why = "${" + printable(sub[1], 64) + "} is not set"
 		}
 		return ""
 	})
@@ -403,7 +385,7 @@ func pipConfKeys(data string) (kept []Setting, ignored []string) {
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !slices.Contains(pipKeys, k) {
-			ignored = append(ignored, printableKey(k))
+			ignored = append(ignored, printable(k, 64))
 			continue
 		}
 		if v == "" || strings.ContainsAny(v, "\x00") {
@@ -641,7 +623,7 @@ func Describe(op *Operator, fetchers string) []string {
 		switch name {
 		case NPMUserConfig:
 			for _, e := range ParseNPMRC(string(b)) {
-				keys = append(keys, printableKey(e.Key))
+				keys = append(keys, printable(e.Key, 64))
 			}
 		case "uv.toml":
 			if idx, err := uvIndexOf(string(b)); err == nil && idx != "" {

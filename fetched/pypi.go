@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
@@ -531,7 +532,7 @@ func samePython(ctx context.Context, python string, env []string, l *Lock, dir s
 		return fmt.Errorf("the program pip installed: %v; berth runs a PyPI server by the console script pip writes", err)
 	}
 	if py != exe {
-		return fmt.Errorf("the program %s starts with #!%s, not with the python that installed it (%s): the wheel ships its own %s (a .data/scripts file, or a console_scripts entry pip did not read) and so would choose the python the server runs with; berth refuses it", l.Program, printable(py), exe, l.Program)
+		return fmt.Errorf("the program %s starts with #!%s, not with the python that installed it (%s): the wheel ships its own %s (a .data/scripts file, or a console_scripts entry pip did not read) and so would choose the python the server runs with; berth refuses it", l.Program, printable(py, 100), exe, l.Program)
 	}
 	return nil
 }
@@ -633,7 +634,7 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 		return nil, fmt.Errorf("pip's report is not JSON berth reads: %v", err)
 	}
 	if r.Version != "1" && r.Version != "0" {
-		return nil, fmt.Errorf("pip's report has version %q; berth reads version 1", printable(r.Version))
+		return nil, fmt.Errorf("pip's report has version %q; berth reads version 1", printable(r.Version, 100))
 	}
 	if len(r.Install) == 0 || len(r.Install) > 5000 {
 		return nil, fmt.Errorf("pip's report lists %d packages", len(r.Install))
@@ -643,25 +644,25 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 	for _, it := range r.Install {
 		name, ver, raw := it.Metadata.Name, it.Metadata.Version, it.DownloadInfo.URL
 		if !pyProject.MatchString(name) || len(name) > 200 {
-			return nil, fmt.Errorf("pip's report names a package %q, which is not a package name", printable(name))
+			return nil, fmt.Errorf("pip's report names a package %q, which is not a package name", printable(name, 100))
 		}
 		if !pyLooseVersion.MatchString(ver) {
-			return nil, fmt.Errorf("%s: pip's report gives the version %q, which is not a version", name, printable(ver))
+			return nil, fmt.Errorf("%s: pip's report gives the version %q, which is not a version", name, printable(ver, 100))
 		}
 		if seen[normPy(name)] {
 			return nil, fmt.Errorf("pip's report lists %s twice", name)
 		}
 		seen[normPy(name)] = true
 		if it.IsDirect || it.DownloadInfo.DirInfo != nil || it.DownloadInfo.VCSInfo != nil || it.DownloadInfo.ArchiveInfo == nil {
-			return nil, fmt.Errorf("%s %s is not a file of the index (a dependency named by URL, path or VCS: %q); berth installs only the index's wheels", name, ver, printable(RedactURL(raw)))
+			return nil, fmt.Errorf("%s %s is not a file of the index (a dependency named by URL, path or VCS: %q); berth installs only the index's wheels", name, ver, printable(RedactURL(raw), 100))
 		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "" {
-			return nil, fmt.Errorf("%s %s: pip's report gives the URL %q, which is not an http(s) URL", name, ver, printable(RedactURL(raw)))
+			return nil, fmt.Errorf("%s %s: pip's report gives the URL %q, which is not an http(s) URL", name, ver, printable(RedactURL(raw), 100))
 		}
 		file := path.Base(u.Path)
 		if !wheelFile.MatchString(file) || normPy(strings.SplitN(file, "-", 2)[0]) != normPy(name) {
-			return nil, fmt.Errorf("%s %s: the file %q is not a wheel of %s; berth installs wheels only, since an sdist runs its build script at install", name, ver, printable(file), name)
+			return nil, fmt.Errorf("%s %s: the file %q is not a wheel of %s; berth installs wheels only, since an sdist runs its build script at install", name, ver, printable(file, 100), name)
 		}
 		sum := ""
 		ai := it.DownloadInfo.ArchiveInfo
@@ -671,7 +672,7 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 			sum = h
 		}
 		if sum != "" && !sha256Hex.MatchString(sum) {
-			return nil, fmt.Errorf("%s %s: the index gives the sha256 %q, which is not 64 lower-case hex digits", name, ver, printable(sum))
+			return nil, fmt.Errorf("%s %s: the index gives the sha256 %q, which is not 64 lower-case hex digits", name, ver, printable(sum, 100))
 		}
 		u.Fragment, u.RawFragment = "", ""
 		out = append(out, pipItem{Name: name, Version: ver, URL: u.String(), File: file, SHA256: sum})
@@ -679,10 +680,14 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 	return out, nil
 }
 
-// printable quotes the first 100 bytes of an untrusted value.
-func printable(s string) string {
-	if len(s) > 100 {
-		s = s[:100] + "…"
+// printable is s for a message: control characters shown as "?", cut
+// to n bytes at a character boundary (marked "…").
+func printable(s string, n int) string {
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
@@ -776,11 +781,11 @@ func parseConsoleScripts(data []byte) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry_points.txt: %q is not name = module:function", printable(line))
+			return nil, fmt.Errorf("entry_points.txt: %q is not name = module:function", printable(line, 100))
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !consoleScript.MatchString(k) || k == "." || k == ".." {
-			return nil, fmt.Errorf("entry_points.txt: the console script %q is not a plain file name", printable(k))
+			return nil, fmt.Errorf("entry_points.txt: the console script %q is not a plain file name", printable(k, 100))
 		}
 		out[k] = v
 	}
@@ -869,10 +874,10 @@ func parseMetadata(data []byte) (name, version string, err error) {
 		}
 	}
 	if !pyProject.MatchString(name) || len(name) > 200 {
-		return "", "", fmt.Errorf("METADATA names the package %q, which is not a package name", printable(name))
+		return "", "", fmt.Errorf("METADATA names the package %q, which is not a package name", printable(name, 100))
 	}
 	if !pyLooseVersion.MatchString(version) {
-		return "", "", fmt.Errorf("METADATA gives %s the version %q, which is not a version", name, printable(version))
+		return "", "", fmt.Errorf("METADATA gives %s the version %q, which is not a version", name, printable(version, 100))
 	}
 	return name, version, nil
 }
