@@ -21,3 +21,17 @@ func TestResolveInterrupted(t *testing.T) {
 		t.Fatalf("err = %v, want interrupted, nothing was installed, no hint", err)
 	}
 }
+
+// The hint of an unreachable registry names the proxy setting in effect
+// and its source, never its value.
+func TestNPMHintNamesProxy(t *testing.T) {
+	op := &Operator{NPM: &UserSettings{File: "/home/u/.npmrc"}, Proxy: []string{"HTTPS_PROXY=http://user:pw@127.0.0.1:9"}}
+	hint := npmHint([]byte("npm ERR! code ECONNREFUSED"), "https://registry.npmjs.org/", t.TempDir(), op)
+	if !strings.Contains(hint, "the proxy settings in effect: HTTPS_PROXY from berth's environment") || strings.Contains(hint, "127.0.0.1:9") {
+		t.Errorf("hint: %s", hint)
+	}
+	hint = npmHint([]byte("npm ERR! code ENOTFOUND"), "https://registry.npmjs.org/", t.TempDir(), &Operator{})
+	if !strings.Contains(hint, "no proxy was set") {
+		t.Errorf("hint: %s", hint)
+	}
+}

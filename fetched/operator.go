@@ -592,11 +592,33 @@ func npmHint(out []byte, registry, fetchers string, op *Operator) string {
 	case npmAuthFailure.Match(out):
 		return fmt.Sprintf("the registry %s refused the request (no or a wrong auth token): set //%s/:_authToken=${NPM_TOKEN} in %s or %s (berth gives it to the fetch at trust only, never to a server)%s", registry, host, user, own, using)
 	case npmNetFailure.Match(out):
-		return fmt.Sprintf("npm could not reach the registry %s (its name did not resolve, or the connection failed): behind a proxy set https-proxy=http://proxy:port in %s or %s (or HTTPS_PROXY in berth's environment), or name a reachable mirror with registry=URL%s", registry, user, own, using)
+		return fmt.Sprintf("npm could not reach the registry %s (its name did not resolve, or the connection failed; %s): behind a proxy set https-proxy=http://proxy:port in %s or %s (or HTTPS_PROXY in berth's environment), or name a reachable mirror with registry=URL%s", registry, proxyInEffect(op), user, own, using)
 	case npmNotFound.Match(out):
 		return fmt.Sprintf("the registry %s has no such package or version: check the version, or for a package of a private registry set @scope:registry=URL in %s or %s%s", registry, user, own, using)
 	}
 	return fmt.Sprintf("check that the version exists on the registry %s (npm's settings for berth: %s, then the allowed keys of %s)%s", registry, own, user, using)
+}
+
+// proxyInEffect names the proxy settings a resolution ran with and where
+// each came from (names only): the one at fault when the registry cannot
+// be reached.
+func proxyInEffect(op *Operator) string {
+	var used []string
+	if op != nil {
+		for _, k := range []string{"https-proxy", "proxy", "noproxy"} {
+			if op.NPM.Get(k) != "" {
+				used = append(used, k+" from "+op.NPM.File)
+			}
+		}
+		for _, kv := range op.Proxy {
+			k, _, _ := strings.Cut(kv, "=")
+			used = append(used, k+" from berth's environment")
+		}
+	}
+	if len(used) == 0 {
+		return "no proxy was set"
+	}
+	return "the proxy settings in effect: " + strings.Join(used, ", ")
 }
 
 // registryHost is the host[:port][/path] of a registry URL, as npm's
