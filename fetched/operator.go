@@ -633,7 +633,8 @@ func registryHost(registry string) string {
 
 // Describe says, one line per package manager, which of the operator's
 // settings reach a resolution and from which file, and which keys of
-// berth's own files in fetchers win over them (names only, never a value).
+// berth's own files in fetchers win over them: names only, and a value
+// only for a CA file path (NODE_EXTRA_CA_CERTS), never a token.
 func Describe(op *Operator, fetchers string) []string {
 	var lines []string
 	own := func(name string) []string {
