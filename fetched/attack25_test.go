@@ -11,7 +11,7 @@ import (
 // auth: registry=https://ci:${NPM_PASS}@npm.corp.example/. berth prints
 // that URL, password included, in the hint of a failed install (npmHint,
 // fetched/operator.go; the error reaches the terminal, --json and logs),
-// where pip's index is always shown through redactURL.
+// where pip's index is always shown through RedactURL.
 //
 // Latent with the npm of testdata/peers: it refuses `npm config get
 // registry` when the registry carries credentials ("The registry option

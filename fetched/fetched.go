@@ -137,13 +137,22 @@ func Resolve(ctx context.Context, server string, f *runtimefetch.Fetch, dir stri
 			defer done()
 		}
 	}
+	var l *Lock
+	var err error
 	switch f.Ecosystem {
 	case runtimefetch.EcosystemNPM:
-		return resolveNPM(ctx, server, f, dir, o)
+		l, err = resolveNPM(ctx, server, f, dir, o)
 	case runtimefetch.EcosystemPyPI:
-		return resolvePyPI(ctx, server, f, dir, o)
+		l, err = resolvePyPI(ctx, server, f, dir, o)
+	default:
+		return nil, fmt.Errorf("%w: %s", ErrNotStaged, f.Ecosystem)
 	}
-	return nil, fmt.Errorf("%w: %s", ErrNotStaged, f.Ecosystem)
+	if err != nil && ctx.Err() != nil {
+		// The package manager was killed: its output and the hints that
+		// read it (a registry, a proxy at fault) say nothing true.
+		return nil, fmt.Errorf("server %s: resolving %s: interrupted (%w); nothing was installed", server, f.Package, ctx.Err())
+	}
+	return l, err
 }
 
 // Stages reports whether Resolve stages f's form at all (npm runners that

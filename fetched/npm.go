@@ -127,6 +127,9 @@ func resolveNPM(ctx context.Context, server string, f *runtimefetch.Fetch, dir s
 	}
 	out, err := runNPM(ctx, npm, dir, env, o, "config", "get", "registry")
 	if err != nil {
+		if npmProtected.Match(out) {
+			return nil, fail("npm refuses to read the registry setting, since its URL carries a user or password (registry=https://user:pass@host/): take them out of the URL and give npm the credentials as //host/:_authToken=${NPM_TOKEN} (or //host/:_auth) in %s or %s", userFile(op), filepath.Join(o.Fetchers, NPMUserConfig))
+		}
 		return nil, fail("npm config get registry failed: %v: %s", err, gist(out))
 	}
 	registry := strings.TrimSpace(string(out))

@@ -52,7 +52,7 @@ func ParseNPMLock(data []byte, registry string) ([]Package, error) {
 	}
 	reg, err := url.Parse(registry)
 	if err != nil || (reg.Scheme != "https" && reg.Scheme != "http") || reg.Host == "" || !strings.HasSuffix(reg.Path, "/") || reg.RawQuery != "" || reg.Fragment != "" || reg.User != nil || reg.String() != registry {
-		return nil, fmt.Errorf("the registry %q is not an http(s) URL ending in \"/\"", registry)
+		return nil, fmt.Errorf("the registry %q is not an http(s) URL ending in \"/\", with no user or password in it", RedactURL(registry))
 	}
 	var lf npmLockfile
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -80,7 +80,7 @@ func ParseNPMLock(data []byte, registry string) ([]Package, error) {
 		u, err := url.Parse(p.Resolved)
 		if err != nil || u.Scheme != reg.Scheme || u.Host != reg.Host || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
 			!strings.HasPrefix(u.Path, reg.Path) || path.Clean(u.Path) != u.Path || !strings.HasSuffix(u.Path, ".tgz") {
-			return nil, fmt.Errorf("%s@%s was resolved from %q, not a tarball of the registry %s (a git, file: or URL dependency?); berth stages registry packages only", name, p.Version, p.Resolved, registry)
+			return nil, fmt.Errorf("%s@%s was resolved from %q, not a tarball of the registry %s (a git, file: or URL dependency?); berth stages registry packages only", name, p.Version, RedactURL(p.Resolved), RedactURL(registry))
 		}
 		if !sha512SRI.MatchString(p.Integrity) {
 			return nil, fmt.Errorf("%s@%s has no sha512 integrity in the lock (%q); berth records every package with its registry's sha512 hash, so it refuses this one (the registry gave only an older hash?)", name, p.Version, p.Integrity)

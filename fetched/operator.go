@@ -35,12 +35,6 @@ type Setting struct {
 	Key, Value string
 }
 
-// Secret reports whether the setting holds a credential (an npm auth
-// token, a proxy URL with a password): its value is never shown.
-func (s Setting) Secret() bool {
-	return strings.HasSuffix(s.Key, ":_authToken") || (strings.Contains(s.Key, "proxy") && strings.Contains(s.Value, "@"))
-}
-
 // UserSettings are the allow-listed settings of one of the operator's
 // files (or environment).
 type UserSettings struct {
@@ -166,7 +160,7 @@ func readUserFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is not a regular file; berth reads the allowed settings of the operator's package manager configuration from regular files only", name)
 	}
 	if owner, me, ok := fsx.Owner(fi); ok && owner != me && owner != 0 {
-		return nil, fmt.Errorf("%s belongs to another user, who could steer berth's fetches; make it yours (or move it away)", name)
+		return nil, fmt.Errorf("%s belongs to another user, who could steer berth's fetches; make it yours (chown $USER %s) or move it away", name, name)
 	}
 	if fi.Mode().Perm()&0o022 != 0 {
 		return nil, fmt.Errorf("%s may be written by other users (mode %04o), who could steer berth's fetches; make it yours alone: chmod go-w %s", name, fi.Mode().Perm(), name)
@@ -285,7 +279,7 @@ func NPMUserSettings(entries []NPMRCEntry, getenv func(string) string) *UserSett
 	for _, e := range entries {
 		if !npmAllowed(e.Key) || (e.Array && e.Key != "ca") {
 			if !seen[e.Key] {
-				u.Ignored = append(u.Ignored, printableKey(e.Key))
+				u.Ignored = append(u.Ignored, printable(e.Key, 64))
 				seen[e.Key] = true
 			}
 			continue
@@ -308,18 +302,6 @@ func NPMUserSettings(entries []NPMRCEntry, getenv func(string) string) *UserSett
 	return u
 }
 
-func printableKey(k string) string {
-	if len(k) > 64 {
-		k = k[:64] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, k)
-}
-
 // expandNPM expands ${VAR} in v from env; why is set when the value is
 // not used.
 func expandNPM(v string, getenv func(string) string) (string, string) {
@@ -333,7 +315,7 @@ func expandNPM(v string, getenv func(string) string) (string, string) {
 			return val
 		}
 		if sub[2] == "" && why == "" {
-			why = "${" + printableKey(sub[1]) + "} is not set"
+			why = "${" + printable(sub[1], 64) + "} is not set"
 		}
 		return ""
 	})
@@ -403,7 +385,7 @@ func pipConfKeys(data string) (kept []Setting, ignored []string) {
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !slices.Contains(pipKeys, k) {
-			ignored = append(ignored, printableKey(k))
+			ignored = append(ignored, printable(k, 64))
 			continue
 		}
 		if v == "" || strings.ContainsAny(v, "\x00") {
@@ -578,7 +560,16 @@ var (
 	npmAuthFailure = regexp.MustCompile(`\bE401\b|\bE403\b|401 Unauthorized|403 Forbidden|ENEEDAUTH`)
 	npmNetFailure  = regexp.MustCompile(`ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH`)
 	npmNotFound    = regexp.MustCompile(`\bE404\b|404 Not Found`)
+	npmProtected   = regexp.MustCompile(`registry option is protected`)
 )
+
+// userFile names the operator's npm user file, for a hint.
+func userFile(op *Operator) string {
+	if op != nil && op.NPM != nil && op.NPM.File != "" {
+		return op.NPM.File
+	}
+	return "~/.npmrc"
+}
 
 // npmHint says, for npm's output of a failed install, which setting is
 // involved and how to set it for berth.
@@ -593,6 +584,7 @@ func npmHint(out []byte, registry, fetchers string, op *Operator) string {
 	if s := u.Summary(); s != "" {
 		using = " (berth used the npm settings " + s + ")"
 	}
+	registry = RedactURL(registry)
 	host := registryHost(registry)
 	switch {
 	case npmTLSFailure.Match(out):
@@ -600,11 +592,33 @@ func npmHint(out []byte, registry, fetchers string, op *Operator) string {
 	case npmAuthFailure.Match(out):
 		return fmt.Sprintf("the registry %s refused the request (no or a wrong auth token): set //%s/:_authToken=${NPM_TOKEN} in %s or %s (berth gives it to the fetch at trust only, never to a server)%s", registry, host, user, own, using)
 	case npmNetFailure.Match(out):
-		return fmt.Sprintf("npm could not reach the registry %s (its name did not resolve, or the connection failed): behind a proxy set https-proxy=http://proxy:port in %s or %s (or HTTPS_PROXY in berth's environment), or name a reachable mirror with registry=URL%s", registry, user, own, using)
+		return fmt.Sprintf("npm could not reach the registry %s (its name did not resolve, or the connection failed; %s): behind a proxy set https-proxy=http://proxy:port in %s or %s (or HTTPS_PROXY in berth's environment), or name a reachable mirror with registry=URL%s", registry, proxyInEffect(op), user, own, using)
 	case npmNotFound.Match(out):
 		return fmt.Sprintf("the registry %s has no such package or version: check the version, or for a package of a private registry set @scope:registry=URL in %s or %s%s", registry, user, own, using)
 	}
 	return fmt.Sprintf("check that the version exists on the registry %s (npm's settings for berth: %s, then the allowed keys of %s)%s", registry, own, user, using)
+}
+
+// proxyInEffect names the proxy settings a resolution ran with and where
+// each came from (names only): the one at fault when the registry cannot
+// be reached.
+func proxyInEffect(op *Operator) string {
+	var used []string
+	if op != nil {
+		for _, k := range []string{"https-proxy", "proxy", "noproxy"} {
+			if op.NPM.Get(k) != "" {
+				used = append(used, k+" from "+op.NPM.File)
+			}
+		}
+		for _, kv := range op.Proxy {
+			k, _, _ := strings.Cut(kv, "=")
+			used = append(used, k+" from berth's environment")
+		}
+	}
+	if len(used) == 0 {
+		return "no proxy was set"
+	}
+	return "the proxy settings in effect: " + strings.Join(used, ", ")
 }
 
 // registryHost is the host[:port][/path] of a registry URL, as npm's
@@ -619,7 +633,8 @@ func registryHost(registry string) string {
 
 // Describe says, one line per package manager, which of the operator's
 // settings reach a resolution and from which file, and which keys of
-// berth's own files in fetchers win over them (names only, never a value).
+// berth's own files in fetchers win over them: names only, and a value
+// only for a CA file path (NODE_EXTRA_CA_CERTS), never a token.
 func Describe(op *Operator, fetchers string) []string {
 	var lines []string
 	own := func(name string) []string {
@@ -631,7 +646,7 @@ func Describe(op *Operator, fetchers string) []string {
 		switch name {
 		case NPMUserConfig:
 			for _, e := range ParseNPMRC(string(b)) {
-				keys = append(keys, printableKey(e.Key))
+				keys = append(keys, printable(e.Key, 64))
 			}
 		case "uv.toml":
 			if idx, err := uvIndexOf(string(b)); err == nil && idx != "" {

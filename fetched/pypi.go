@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
 )
@@ -165,7 +166,7 @@ func pypiIndexOr(fetchers string, tool string, op *UserSettings) (string, error)
 		if uv {
 			which = "uv.toml's index"
 		}
-		return "", fmt.Errorf("%s %q is not an http(s) URL; fix it in %s", which, redactURL(index), where)
+		return "", fmt.Errorf("%s %q is not an http(s) URL; fix it in %s", which, RedactURL(index), where)
 	}
 	return index, nil
 }
@@ -425,22 +426,22 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 		var pe *pipError
 		if errors.As(err, &pe) {
 			if strings.Contains(pe.out, "DO NOT MATCH THE HASHES") {
-				return nil, fmt.Errorf("a file of %s's tree on %s does not have the sha256 that the index gives for it (its #sha256= fragment); berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator\n%s", req, redactURL(index), pipGist(pe.out))
+				return nil, fmt.Errorf("a file of %s's tree on %s does not have the sha256 that the index gives for it (its #sha256= fragment); berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator\n%s", req, RedactURL(index), pipGist(pe.out))
 			}
 			if pipTLSFailure.MatchString(pe.out) {
-				return nil, fmt.Errorf("the index %s presented a TLS certificate pip does not trust (CERTIFICATE_VERIFY_FAILED: a TLS-inspecting proxy or a private index): give berth its CA with cert = /path/to/ca.pem under [global] of your pip.conf, PIP_CERT=/path/to/ca.pem (or SSL_CERT_FILE for uv's forms) in berth's environment, or cert in %s; berth never passes trusted-host%s\n%s", redactURL(index), filepath.Join(o.Fetchers, "pip.conf"), usingPip(user), pipGist(pe.out))
+				return nil, fmt.Errorf("the index %s presented a TLS certificate pip does not trust (CERTIFICATE_VERIFY_FAILED: a TLS-inspecting proxy or a private index): give berth its CA with cert = /path/to/ca.pem under [global] of your pip.conf, PIP_CERT=/path/to/ca.pem (or SSL_CERT_FILE for uv's forms) in berth's environment, or cert in %s; berth never passes trusted-host%s\n%s", RedactURL(index), filepath.Join(o.Fetchers, "pip.conf"), usingPip(user), pipGist(pe.out))
 			}
 			if pipAuthFailure.MatchString(pe.out) {
-				return nil, fmt.Errorf("the index %s refused the request (401/403): put the credentials in the index URL of %s (https://user:token@host/simple), or PIP_INDEX_URL / UV_DEFAULT_INDEX in berth's environment%s\n%s", redactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), usingPip(user), pipGist(pe.out))
+				return nil, fmt.Errorf("the index %s refused the request (401/403): put the credentials in the index URL of %s (https://user:token@host/simple), or PIP_INDEX_URL / UV_DEFAULT_INDEX in berth's environment%s\n%s", RedactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), usingPip(user), pipGist(pe.out))
 			}
 			if unreachable.MatchString(pe.out) {
-				return nil, fmt.Errorf("pip could not reach the index %s to resolve %s (a name that did not resolve, a refused connection, a proxy): check the network, set proxy = http://proxy:port under [global] of your pip.conf (or HTTPS_PROXY, PIP_PROXY in berth's environment), or name a mirror in %s%s\n%s", redactURL(index), req, filepath.Join(o.Fetchers, indexFile(f.Tool)), usingPip(user), pipGist(pe.out))
+				return nil, fmt.Errorf("pip could not reach the index %s to resolve %s (a name that did not resolve, a refused connection, a proxy): check the network, set proxy = http://proxy:port under [global] of your pip.conf (or HTTPS_PROXY, PIP_PROXY in berth's environment), or name a mirror in %s%s\n%s", RedactURL(index), req, filepath.Join(o.Fetchers, indexFile(f.Tool)), usingPip(user), pipGist(pe.out))
 			}
 			if m := noWheel.FindStringSubmatch(pe.out); m != nil {
-				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle (or, if the index could not be reached, check the network or name a mirror in %s)\n%s", m[1], python, redactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), pipGist(pe.out))
+				return nil, fmt.Errorf("pip found no wheel of %s that fits %s on %s: berth installs wheels only, since an sdist runs its build script at install; ask the package's maintainers for a wheel, or ship the server in the bundle (or, if the index could not be reached, check the network or name a mirror in %s)\n%s", m[1], python, RedactURL(index), filepath.Join(o.Fetchers, indexFile(f.Tool)), pipGist(pe.out))
 			}
 		}
-		return nil, fmt.Errorf("resolving %s on %s: %w", req, redactURL(index), err)
+		return nil, fmt.Errorf("resolving %s on %s: %w", req, RedactURL(index), err)
 	}
 	data, err := os.ReadFile(report)
 	if err != nil {
@@ -473,9 +474,9 @@ func resolvePyPI(ctx context.Context, server string, f *runtimefetch.Fetch, dir 
 	}
 	args = append([]string{"download", "--no-deps", "--only-binary=:all:", "--dest", dl, "--quiet", "-r", dlReq}, common...)
 	if err := pipRun(ctx, python, work, env, args...); err != nil {
-		return nil, fmt.Errorf("downloading the %d wheels of %s from %s: %w", len(items), req, redactURL(index), err)
+		return nil, fmt.Errorf("downloading the %d wheels of %s from %s: %w", len(items), req, RedactURL(index), err)
 	}
-	lock := &Lock{Server: server, Ecosystem: runtimefetch.EcosystemPyPI, Package: f.Package, Registry: redactURL(index)}
+	lock := &Lock{Server: server, Ecosystem: runtimefetch.EcosystemPyPI, Package: f.Package, Registry: RedactURL(index)}
 	if lock.Packages, err = hashDownloads(dl, index, items); err != nil {
 		return nil, err
 	}
@@ -531,7 +532,7 @@ func samePython(ctx context.Context, python string, env []string, l *Lock, dir s
 		return fmt.Errorf("the program pip installed: %v; berth runs a PyPI server by the console script pip writes", err)
 	}
 	if py != exe {
-		return fmt.Errorf("the program %s starts with #!%s, not with the python that installed it (%s): the wheel ships its own %s (a .data/scripts file, or a console_scripts entry pip did not read) and so would choose the python the server runs with; berth refuses it", l.Program, printable(py), exe, l.Program)
+		return fmt.Errorf("the program %s starts with #!%s, not with the python that installed it (%s): the wheel ships its own %s (a .data/scripts file, or a console_scripts entry pip did not read) and so would choose the python the server runs with; berth refuses it", l.Program, printable(py, 100), exe, l.Program)
 	}
 	return nil
 }
@@ -543,7 +544,7 @@ func noDowngrade(index string, items []pipItem) error {
 	}
 	for _, it := range items {
 		if !strings.HasPrefix(it.URL, "https:") {
-			return fmt.Errorf("%s %s: the index %s gives the file's URL %s without TLS; berth refuses to download a file of an https index over plain http", it.Name, it.Version, redactURL(index), redactURL(it.URL))
+			return fmt.Errorf("%s %s: the index %s gives the file's URL %s without TLS; berth refuses to download a file of an https index over plain http", it.Name, it.Version, RedactURL(index), RedactURL(it.URL))
 		}
 	}
 	return nil
@@ -558,12 +559,12 @@ func hashDownloads(dl, index string, items []pipItem) ([]Package, error) {
 	for _, it := range items {
 		sum, err := fileSHA256(filepath.Join(dl, it.File))
 		if err != nil {
-			return nil, fmt.Errorf("pip did not download %s (%s): %w", it.File, redactURL(it.URL), err)
+			return nil, fmt.Errorf("pip did not download %s (%s): %w", it.File, RedactURL(it.URL), err)
 		}
 		if it.SHA256 != "" && it.SHA256 != sum {
-			return nil, fmt.Errorf("%s %s: the file %s has sha256 %s but the index %s says sha256 %s; berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator", it.Name, it.Version, it.File, sum, redactURL(index), it.SHA256)
+			return nil, fmt.Errorf("%s %s: the file %s has sha256 %s but the index %s says sha256 %s; berth refuses a file whose hash is not the index's (a tampered mirror or index); tell the index's operator", it.Name, it.Version, it.File, sum, RedactURL(index), it.SHA256)
 		}
-		out = append(out, Package{Name: it.Name, Version: it.Version, Resolved: redactURL(it.URL), Integrity: "sha256:" + sum})
+		out = append(out, Package{Name: it.Name, Version: it.Version, Resolved: RedactURL(it.URL), Integrity: "sha256:" + sum})
 	}
 	if ents, err := os.ReadDir(dl); err != nil || len(ents) != len(items) {
 		return nil, fmt.Errorf("pip downloaded %d files for the %d wheels", len(ents), len(items))
@@ -584,9 +585,10 @@ func fileSHA256(name string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// redactURL drops a URL's user information (an index token) and
-// fragment, for messages and the lock.
-func redactURL(s string) string {
+// RedactURL drops a URL's user information (an index token, a
+// registry's user:password) and fragment, for messages and the lock:
+// every registry or index URL berth prints goes through it.
+func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(not a URL)"
@@ -632,7 +634,7 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 		return nil, fmt.Errorf("pip's report is not JSON berth reads: %v", err)
 	}
 	if r.Version != "1" && r.Version != "0" {
-		return nil, fmt.Errorf("pip's report has version %q; berth reads version 1", printable(r.Version))
+		return nil, fmt.Errorf("pip's report has version %q; berth reads version 1", printable(r.Version, 100))
 	}
 	if len(r.Install) == 0 || len(r.Install) > 5000 {
 		return nil, fmt.Errorf("pip's report lists %d packages", len(r.Install))
@@ -642,25 +644,25 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 	for _, it := range r.Install {
 		name, ver, raw := it.Metadata.Name, it.Metadata.Version, it.DownloadInfo.URL
 		if !pyProject.MatchString(name) || len(name) > 200 {
-			return nil, fmt.Errorf("pip's report names a package %q, which is not a package name", printable(name))
+			return nil, fmt.Errorf("pip's report names a package %q, which is not a package name", printable(name, 100))
 		}
 		if !pyLooseVersion.MatchString(ver) {
-			return nil, fmt.Errorf("%s: pip's report gives the version %q, which is not a version", name, printable(ver))
+			return nil, fmt.Errorf("%s: pip's report gives the version %q, which is not a version", name, printable(ver, 100))
 		}
 		if seen[normPy(name)] {
 			return nil, fmt.Errorf("pip's report lists %s twice", name)
 		}
 		seen[normPy(name)] = true
 		if it.IsDirect || it.DownloadInfo.DirInfo != nil || it.DownloadInfo.VCSInfo != nil || it.DownloadInfo.ArchiveInfo == nil {
-			return nil, fmt.Errorf("%s %s is not a file of the index (a dependency named by URL, path or VCS: %q); berth installs only the index's wheels", name, ver, printable(redactURL(raw)))
+			return nil, fmt.Errorf("%s %s is not a file of the index (a dependency named by URL, path or VCS: %q); berth installs only the index's wheels", name, ver, printable(RedactURL(raw), 100))
 		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Opaque != "" {
-			return nil, fmt.Errorf("%s %s: pip's report gives the URL %q, which is not an http(s) URL", name, ver, printable(redactURL(raw)))
+			return nil, fmt.Errorf("%s %s: pip's report gives the URL %q, which is not an http(s) URL", name, ver, printable(RedactURL(raw), 100))
 		}
 		file := path.Base(u.Path)
 		if !wheelFile.MatchString(file) || normPy(strings.SplitN(file, "-", 2)[0]) != normPy(name) {
-			return nil, fmt.Errorf("%s %s: the file %q is not a wheel of %s; berth installs wheels only, since an sdist runs its build script at install", name, ver, printable(file), name)
+			return nil, fmt.Errorf("%s %s: the file %q is not a wheel of %s; berth installs wheels only, since an sdist runs its build script at install", name, ver, printable(file, 100), name)
 		}
 		sum := ""
 		ai := it.DownloadInfo.ArchiveInfo
@@ -670,7 +672,7 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 			sum = h
 		}
 		if sum != "" && !sha256Hex.MatchString(sum) {
-			return nil, fmt.Errorf("%s %s: the index gives the sha256 %q, which is not 64 lower-case hex digits", name, ver, printable(sum))
+			return nil, fmt.Errorf("%s %s: the index gives the sha256 %q, which is not 64 lower-case hex digits", name, ver, printable(sum, 100))
 		}
 		u.Fragment, u.RawFragment = "", ""
 		out = append(out, pipItem{Name: name, Version: ver, URL: u.String(), File: file, SHA256: sum})
@@ -678,10 +680,14 @@ func parsePipReport(data []byte) ([]pipItem, error) {
 	return out, nil
 }
 
-// printable quotes the first 100 bytes of an untrusted value.
-func printable(s string) string {
-	if len(s) > 100 {
-		s = s[:100] + "…"
+// printable is s for a message: control characters shown as "?", cut
+// to n bytes at a character boundary (marked "…").
+func printable(s string, n int) string {
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
 	}
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
@@ -775,11 +781,11 @@ func parseConsoleScripts(data []byte) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(line, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry_points.txt: %q is not name = module:function", printable(line))
+			return nil, fmt.Errorf("entry_points.txt: %q is not name = module:function", printable(line, 100))
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !consoleScript.MatchString(k) || k == "." || k == ".." {
-			return nil, fmt.Errorf("entry_points.txt: the console script %q is not a plain file name", printable(k))
+			return nil, fmt.Errorf("entry_points.txt: the console script %q is not a plain file name", printable(k, 100))
 		}
 		out[k] = v
 	}
@@ -868,10 +874,10 @@ func parseMetadata(data []byte) (name, version string, err error) {
 		}
 	}
 	if !pyProject.MatchString(name) || len(name) > 200 {
-		return "", "", fmt.Errorf("METADATA names the package %q, which is not a package name", printable(name))
+		return "", "", fmt.Errorf("METADATA names the package %q, which is not a package name", printable(name, 100))
 	}
 	if !pyLooseVersion.MatchString(version) {
-		return "", "", fmt.Errorf("METADATA gives %s the version %q, which is not a version", name, printable(version))
+		return "", "", fmt.Errorf("METADATA gives %s the version %q, which is not a version", name, printable(version, 100))
 	}
 	return name, version, nil
 }

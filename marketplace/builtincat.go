@@ -229,7 +229,7 @@ func (c *Cache) installBuiltin(ctx context.Context, st *store.Store, req Unsigne
 		}
 		return nil
 	}
-	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: want, UnsignedUnsafe: true, SameSource: true, Source: "builtin:" + p.Name, Confirm: confirm})
+	res, err := st.Trust(ctx, src, &store.TrustOptions{Bundle: req.Bundle, Digest: want, UnsignedUnsafe: true, SameSource: true, Source: "builtin:" + p.Name, Confirm: confirm, Fetch: req.Fetch})
 	var dm *store.DigestMismatchError
 	if errors.As(err, &dm) {
 		dm.Source = entryLabel(out.Catalog, p, v)

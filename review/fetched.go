@@ -38,7 +38,7 @@ func Fetched(locks []*fetched.Lock) []FetchedTree {
 		if l == nil {
 			continue
 		}
-		t := FetchedTree{Server: l.Server, Package: l.Package, Packages: len(l.Packages), Files: l.Files, Size: l.Size, Lock: l.Digest(), Tree: l.Tree, Registry: l.Registry}
+		t := FetchedTree{Server: l.Server, Package: l.Package, Packages: len(l.Packages), Files: l.Files, Size: l.Size, Lock: l.Digest(), Tree: l.Tree, Registry: fetched.RedactURL(l.Registry)}
 		for _, p := range l.Packages {
 			if p.Scripts {
 				t.Scripts = append(t.Scripts, p.Name+"@"+p.Version)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/fetched"
 )
 
 // MCPBSignature discloses the signature block appended to a .mcpb. It is
@@ -144,7 +145,7 @@ func (p *printer) pinned(d *Disclosure, claim string) {
 			asked = "the source named no version"
 		}
 		if r, ok := at[pf.Server]; ok {
-			p.field("pinned", fmt.Sprintf("server %s: %s pinned by berth on %s: %s; %s (resolved for %s against %s)", pf.Server, pf.Package, r.At.UTC().Format(time.DateOnly), pf.Resolved, asked, r.Tool, r.Registry))
+			p.field("pinned", fmt.Sprintf("server %s: %s pinned by berth on %s: %s; %s (resolved for %s against %s)", pf.Server, pf.Package, r.At.UTC().Format(time.DateOnly), pf.Resolved, asked, r.Tool, fetched.RedactURL(r.Registry)))
 			continue
 		}
 		p.field("pinned", fmt.Sprintf("server %s: %s pinned by berth on import%s: %s; %s", pf.Server, pf.Package, claim, pf.Resolved, asked))

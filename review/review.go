@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/fetched"
 )
 
 // Disclosure is the review of one bundle. Its JSON form is stable: tools
@@ -145,6 +146,11 @@ type Fetch struct {
 	// Dependencies says who decides the versions of the package's
 	// dependencies.
 	Dependencies string `json:"dependencies"`
+	// Staged is true when berth resolves the package and its whole
+	// dependency tree at trust (berth trust, berth install) and stages
+	// them, so that the server starts offline (npm and PyPI runners,
+	// docs/sandbox.md); false when the server fetches when it starts.
+	Staged bool `json:"staged"`
 }
 
 // Dependency resolution, per ecosystem.
@@ -156,10 +162,23 @@ var dependencies = map[string]string{
 	runtimefetch.EcosystemOCI:  "none to resolve: the digest fixes the image and all its layers",
 }
 
+// stagedDependencies is Fetch.Dependencies of a package staged at trust.
+const stagedDependencies = "resolved at trust, recorded in the fetch lock (berth status shows it); the bundle pins only the package itself"
+
 // FetchDependencies says who decides the versions of the dependencies of
 // a package fetched from ecosystem (Fetch.Dependencies), for code that
 // rebuilds a Disclosure from a summary of one (a catalog entry).
 func FetchDependencies(ecosystem string) string { return dependencies[ecosystem] }
+
+// NewFetch discloses a package a server's command fetches: staged at
+// trust (npm and PyPI runners), or fetched when the server starts.
+func NewFetch(p *runtimefetch.Fetch) Fetch {
+	f := Fetch{Tool: p.Tool, Package: p.Package, Ecosystem: p.Ecosystem, Registry: p.Registry, Dependencies: dependencies[p.Ecosystem], Staged: fetched.Stages(p)}
+	if f.Staged {
+		f.Dependencies = stagedDependencies
+	}
+	return f
+}
 
 // fetchDir is the working directory of a runtime-fetched server.
 const fetchDir = "a new empty directory of berth's (never the bundle or the workspace)"
@@ -331,7 +350,7 @@ func server(name string, s *bundle.Server, l *bundle.Listing) Server {
 			st.Program = ProgramHost
 			pkgs, _, _ := runtimefetch.Packages(s.Stdio.Command, s.Stdio.Args)
 			for _, p := range pkgs {
-				st.RuntimeFetch = append(st.RuntimeFetch, Fetch{Tool: p.Tool, Package: p.Package, Ecosystem: p.Ecosystem, Registry: p.Registry, Dependencies: dependencies[p.Ecosystem]})
+				st.RuntimeFetch = append(st.RuntimeFetch, NewFetch(&p))
 				st.Cwd = fetchDir
 			}
 		}

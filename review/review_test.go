@@ -197,7 +197,7 @@ func TestFetchDisclosure(t *testing.T) {
 	defer b.Close()
 	d := New(b)
 	want := map[string]Fetch{
-		"a": {Tool: "npx", Package: "@acme/notes@1.2.3", Ecosystem: "npm", Registry: "https://registry.npmjs.org/", Dependencies: dependencies["npm"]},
+		"a": {Tool: "npx", Package: "@acme/notes@1.2.3", Ecosystem: "npm", Registry: "https://registry.npmjs.org/", Dependencies: stagedDependencies, Staged: true},
 		"b": {Tool: "go run", Package: "golang.org/x/tools/gopls@v0.16.0", Ecosystem: "go", Registry: "https://proxy.golang.org/", Dependencies: dependencies["go"]},
 		"c": {Tool: "docker run", Package: "ghcr.io/acme/notes@" + digest, Ecosystem: "oci", Registry: "ghcr.io", Dependencies: dependencies["oci"]},
 	}
@@ -212,7 +212,9 @@ func TestFetchDisclosure(t *testing.T) {
 	out := string(text(t, d))
 	for _, line := range []string{
 		"from         the npm registry, https://registry.npmjs.org/, unless the operator set a mirror",
-		"dependencies resolved by the registry when the server starts",
+		"downloads    @acme/notes@1.2.3 at trust (berth trust, berth install), staged; the server starts offline",
+		"dependencies resolved at trust, recorded in the fetch lock",
+		"downloads    golang.org/x/tools/gopls@v0.16.0 with go run when it starts, and runs it",
 		"from         the Go module proxy, https://proxy.golang.org/",
 		"dependencies fixed by the module's go.mod and checked against the Go checksum database",
 		"from         the container registry ghcr.io",

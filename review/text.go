@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/berth-mcp/berth/fetched"
 )
 
 // Line is one line of a disclosure as berth review words it. WriteText
@@ -149,7 +151,11 @@ func (p *printer) stdio(s Server) {
 		p.field(label, e.Name+" from your $"+e.FromEnv)
 	}
 	for _, f := range st.RuntimeFetch {
-		p.field("downloads", f.Package+" with "+f.Tool+" when it starts, and runs it")
+		if f.Staged {
+			p.field("downloads", f.Package+" at trust (berth trust, berth install), staged; the server starts offline")
+		} else {
+			p.field("downloads", f.Package+" with "+f.Tool+" when it starts, and runs it")
+		}
 		p.field("from", registryName(f))
 		p.field("dependencies", f.Dependencies)
 	}
@@ -157,6 +163,7 @@ func (p *printer) stdio(s Server) {
 
 // registryName says where a fetched package comes from, for a person.
 func registryName(f Fetch) string {
+	f.Registry = fetched.RedactURL(f.Registry)
 	switch f.Ecosystem {
 	case "npm":
 		return "the npm registry, " + f.Registry + ", unless the operator set a mirror (docs/pool.md)"

@@ -33,7 +33,7 @@ func TestDemo(t *testing.T) {
 		"is a valid bundle: demo-notes 1.0.0",
 		"(curator) $ berth catalog add",
 		"$ berth marketplace add demo",
-		"downloads    " + everythingPackage + " with npx when it starts",
+		"downloads    " + everythingPackage + " at trust (berth trust, berth install), staged; the server starts offline",
 		"Catalog demo vouches for this signer for demo-notes only",
 		"Installed demo-notes@1.0.0 from catalog demo",
 		"Enabled demo-notes@1.0.0",

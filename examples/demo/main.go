@@ -324,7 +324,7 @@ func (d *demo) run(ctx context.Context) error {
 	if out, err = d.berth(ctx, exitOK, "show", "everything", "--catalog", "demo"); err != nil {
 		return err
 	}
-	if !strings.Contains(out, "downloads    "+everythingPackage+" with npx when it starts") {
+	if !strings.Contains(out, "downloads    "+everythingPackage+" at trust (berth trust, berth install), staged; the server starts offline") {
 		return fmt.Errorf("show everything does not say what npx downloads")
 	}
 	d.say("(everything is catalogued and shown, not installed: starting it would need the npm registry)")

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/store"
 )
@@ -88,6 +89,39 @@ type snapshot struct {
 	listedIn map[string][]string
 	// records are the trust records by name@version.
 	records map[string]*store.Record
+	// builtin are the entries of berth's built-in catalog when the
+	// cache holds it (berth marketplace list shows it as builtin).
+	builtin []builtinEntry
+}
+
+// builtinEntry is an entry of the built-in catalog as the index shows
+// it: the binary pins its bundle's digest and its npm package's
+// integrity, so it is no less verified than a signed catalog's copy, but
+// it has no TUF copy for a plugin page; berth show NAME --catalog builtin
+// shows its review.
+type builtinEntry struct {
+	Name, Description, Version, Package string
+	Tags                                []string
+}
+
+// builtinEntries are the built-in catalog's entries when infos hold the
+// built-in catalog (not removed, and not a catalog of the operator's
+// that took its name).
+func builtinEntries(infos []*marketplace.CatalogInfo) []builtinEntry {
+	var out []builtinEntry
+	for _, ci := range infos {
+		if ci.Name != builtin.Name || ci.Kind != marketplace.KindBuiltin {
+			continue
+		}
+		bc, err := builtin.Load()
+		if err != nil {
+			return nil
+		}
+		for _, e := range bc.Plugins {
+			out = append(out, builtinEntry{Name: e.Name, Description: e.Description, Version: e.Version, Package: e.Package, Tags: e.Tags})
+		}
+	}
+	return out
 }
 
 // load reads the catalogs, reusing what it read before when no copy
@@ -97,10 +131,10 @@ func (s *Site) load() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The page shows the signed (TUF) catalogs only: an unsigned source
-	// (an MCP Registry, a marketplace.json) has no verified copy to show,
-	// and its entries are browsed with berth search and berth show, which
-	// mark them unsigned.
+	// The page shows the signed (TUF) catalogs, and the built-in one's
+	// entries on the index: an unsigned source (an MCP Registry, a
+	// marketplace.json) has no verified copy to show, and its entries are
+	// browsed with berth search and berth show, which mark them unsigned.
 	infos := all[:0]
 	for _, ci := range all {
 		if !ci.Unsigned {
@@ -136,7 +170,7 @@ func (s *Site) load() (*snapshot, error) {
 	}
 	s.mu.Unlock()
 	// The catalogs read before are shared, read-only; the infos are new.
-	out := &snapshot{key: base.key, byName: map[string]*catalogView{}, listedIn: base.listedIn, records: records}
+	out := &snapshot{key: base.key, byName: map[string]*catalogView{}, listedIn: base.listedIn, records: records, builtin: builtinEntries(all)}
 	for i, cv := range base.catalogs {
 		c := *cv
 		if i < len(infos) && infos[i].Name == c.Info.Name {

@@ -235,6 +235,9 @@ type results struct {
 	// Total is the number of plugins in every catalog.
 	Total    int
 	Catalogs int
+	// Builtin are the built-in catalog's entries (all of them, whatever
+	// the query: there are few).
+	Builtin []builtinEntry
 	// Stale are the stale catalogs whose plugins are among the results.
 	Stale []*marketplace.CatalogInfo
 }
@@ -246,7 +249,7 @@ func (s *Site) search(snap *snapshot, q Query, limit int) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &results{Query: q, Catalogs: len(snap.catalogs)}
+	out := &results{Query: q, Catalogs: len(snap.catalogs), Builtin: snap.builtin}
 	for _, cv := range snap.catalogs {
 		out.Total += len(cv.Catalog.Plugins)
 	}

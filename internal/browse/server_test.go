@@ -1,6 +1,7 @@
 package browse
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -253,9 +255,40 @@ func TestEmptyCache(t *testing.T) {
 	defer srv.Close()
 	for _, p := range []string{"/", "/catalogs"} {
 		r := get(t, srv, p)
-		if r.status != 200 || !strings.Contains(r.body, "No catalogs yet") || !strings.Contains(r.body, "berth marketplace add NAME SOURCE --root-sha256 HEX") {
+		if r.status != 200 || !strings.Contains(r.body, "catalogs yet") || !strings.Contains(r.body, "berth marketplace add NAME SOURCE --root-sha256 HEX") {
 			t.Errorf("%s: %d\n%s", p, r.status, r.body)
 		}
+	}
+}
+
+// TestBuiltinOnFreshCache: on a fresh cache the built-in catalog (the
+// one berth marketplace list shows) is on the index with its badge and
+// install command, not "No catalogs yet"; once removed, it is not.
+func TestBuiltinOnFreshCache(t *testing.T) {
+	c := marketplace.OpenCache(filepath.Join(t.TempDir(), "catalogs"), nil)
+	if err := c.EnsureBuiltin(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bc, err := builtin.Load()
+	if err != nil || len(bc.Plugins) == 0 {
+		t.Fatalf("builtin.Load: %v", err)
+	}
+	srv := httptest.NewServer(New(c, nil).Handler())
+	defer srv.Close()
+	r := get(t, srv, "/")
+	if r.status != 200 || strings.Contains(r.body, "No catalogs yet") || !strings.Contains(r.body, "built in</li>") {
+		t.Errorf("/: %d, want the built-in catalog\n%s", r.status, r.body)
+	}
+	for _, e := range bc.Plugins {
+		if want := "berth install " + e.Name + "@" + e.Version + " --catalog builtin --enable"; !strings.Contains(r.body, want) {
+			t.Errorf("/ lacks %q", want)
+		}
+	}
+	if err := c.Remove(context.Background(), builtin.Name); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, srv, "/"); strings.Contains(r.body, "built in</li>") {
+		t.Errorf("/ shows the built-in catalog after it was removed")
 	}
 }
 
@@ -333,7 +366,7 @@ func TestPluginDisclosure(t *testing.T) {
 	// Everything the review reports shows: downloaded packages, hosts,
 	// environment sources, filters, native tools.
 	for page, wants := range map[string][]string{
-		"acme/everything": {"@modelcontextprotocol/server-everything@2026.8.31 with npx when it starts, and runs it", "mcp-server-fetch==2025.4.7 with uvx", "not declared: any host (default profile)", "nothing else under your home"},
+		"acme/everything": {"@modelcontextprotocol/server-everything@2026.8.31 at trust (berth trust, berth install), staged; the server starts offline", "mcp-server-fetch==2025.4.7 at trust", "not declared: any host (default profile)", "nothing else under your home"},
 		"acme/acme-cloud": {"mcp.acme.example only; redirects stay within the origin", "a bearer token from your $ACME_TOKEN", "the header X-Team from your $ACME_TEAM", "all it offers except admin_*"},
 		"acme/acme-notes": {"NOTES_TOKEN from your $ACME_NOTES_TOKEN", "only search_*, add_note", `<span class="badge bad">destructive</span>`, `<span class="badge ok">read-only</span>`, "it lost notes with a colon in their name"},
 		"acme/acme-fmt":   {`run the native tool provider &#34;fmt&#34; (go-plugin over gRPC)`, "it runs confined to the authority it declares", "${bundle} (read-only), ${workspace}", "<dt>writes</dt><dd>${cache}, ${tmp} (its own cache and temp, always granted); nothing else</dd>", "none: no network at all"},

@@ -12,6 +12,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/clientconfig"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/review"
@@ -212,7 +213,11 @@ func (a *app) stateNames(cmd *cobra.Command, kind nameKind, prefix string) []cob
 	case trustedPlugins:
 		return trustedNames(store.Open(paths, nil), prefix)
 	case catalogNames:
-		names, _ := marketplace.OpenCache(paths.Catalogs(), nil).Names()
+		c := marketplace.OpenCache(paths.Catalogs(), nil)
+		names, _ := c.Names()
+		if builtinShown(c) && !slices.Contains(names, builtin.Name) {
+			names = append(names, builtin.Name)
+		}
 		return names
 	case catalogPlugins:
 		return catalogEntryNames(marketplace.OpenCache(paths.Catalogs(), nil))
@@ -306,7 +311,32 @@ func catalogEntryNames(c *marketplace.Cache) []cobra.Completion {
 			}
 		}
 	}
+	if builtinShown(c) {
+		if bc, err := builtin.Load(); err == nil {
+			for _, e := range bc.Plugins {
+				seen[e.Name] = true
+			}
+		}
+	}
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// builtinShown reports whether completion offers the built-in catalog
+// and its entries: read from the binary, since completion writes nothing
+// and so never puts the catalog into the cache (a fresh BERTH_HOME has
+// none yet), unless the operator removed it or a catalog they added holds
+// its name.
+func builtinShown(c *marketplace.Cache) bool {
+	if c.BuiltinRemoved() {
+		return false
+	}
+	infos, _ := c.List()
+	for _, ci := range infos {
+		if ci.Name == builtin.Name {
+			return ci.Kind == marketplace.KindBuiltin
+		}
+	}
+	return true
 }
 
 // enabledToolNames are the exported names of the tools pinned for the

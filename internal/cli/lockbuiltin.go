@@ -24,6 +24,7 @@ func (s *syncRun) installBuiltin(ctx context.Context, p *syncPlan) bool {
 	u := unsignedInstall{catalog: builtin.Name, name: lp.Name, builtin: true, yes: s.opts.Yes, json: s.opts.JSON}
 	res, err := s.c.InstallUnsigned(ctx, s.st, marketplace.UnsignedInstallRequest{
 		Catalog: builtin.Name, Name: lp.Name, Constraint: "=" + lp.Version, Digest: digest, Resolve: s.ro, Confirm: a.unsignedConfirm(u),
+		Fetch: a.fetchOptions(!s.opts.JSON),
 	})
 	if err != nil {
 		s.fail(p, "install", err)

@@ -76,7 +76,7 @@ func (a *app) pinner() (func(context.Context, *runtimefetch.Unpinned) (*runtimef
 		if u.Requested == "" {
 			asked = "the source named no version"
 		}
-		fmt.Fprintf(a.stderr, "pinned %s: %s %s (%s; resolved against %s)\n", review.Printable(u.Tool), review.Printable(u.Name), review.Printable(pin.Resolved), review.Printable(asked), review.Printable(pin.Registry))
+		fmt.Fprintf(a.stderr, "pinned %s: %s %s (%s; resolved against %s)\n", review.Printable(u.Tool), review.Printable(u.Name), review.Printable(pin.Resolved), review.Printable(asked), review.Printable(fetched.RedactURL(pin.Registry)))
 		return pin, nil
 	}, nil
 }

@@ -517,5 +517,39 @@ func (a *app) statusFetched(sts []pool.ServerStatus) {
 	for _, l := range lines {
 		fmt.Fprintln(a.stdout, l)
 	}
-	a.writeSettingsLines(a.stdout, "  ", map[string]bool{"npm": true, "pypi": true})
+	// Today's settings, not those the staged trees were resolved with
+	// (the lock records packages, not settings), and only for the
+	// ecosystems those trees come from.
+	if ecos := a.stagedEcosystems(sts); len(ecos) > 0 {
+		fmt.Fprintln(a.stdout, "  a fetch now (berth trust, install, upgrade) would use:")
+		a.writeSettingsLines(a.stdout, "    ", ecos)
+	}
+}
+
+// stagedEcosystems are the ecosystems ("npm", "pypi") of the trees staged
+// for the servers of sts, from their plugins' trust records.
+func (a *app) stagedEcosystems(sts []pool.ServerStatus) map[string]bool {
+	ecos := map[string]bool{}
+	st, err := a.store()
+	if err != nil {
+		return ecos
+	}
+	recs, err := st.Records()
+	if err != nil {
+		return ecos
+	}
+	ids := map[string]bool{}
+	for _, s := range sts {
+		if s.Fetched != nil && s.Fetched.Staged {
+			ids[s.Plugin+"@"+s.Version] = true
+		}
+	}
+	for _, r := range recs {
+		if ids[r.ID()] {
+			for _, l := range r.Fetched {
+				ecos[l.Ecosystem] = true
+			}
+		}
+	}
+	return ecos
 }

@@ -104,8 +104,9 @@ func (a *app) fetchOptions(show bool) *fetched.Options {
 }
 
 // writeFetchSettings prints which of the operator's package manager
-// settings reached the resolution of locks, and from which file (names
-// only, never a value); nothing when no package was resolved.
+// settings reached the resolution of locks, and from which file (names,
+// and a value only for a CA file path); nothing when no package was
+// resolved.
 func (a *app) writeFetchSettings(w io.Writer, locks []*fetched.Lock) {
 	ecos := map[string]bool{}
 	for _, l := range locks {

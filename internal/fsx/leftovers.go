@@ -11,11 +11,18 @@ import (
 
 // TempPrefixes name the temporary directories berth makes in the
 // system's temp directory (TMPDIR): a download, an extracted archive, an
-// imported bundle, an unsigned entry's bundle, a converted server.json.
+// imported bundle, an unsigned entry's bundle, a converted server.json, a
+// built-in entry's bundle, and the work directories of an npm or pip
+// resolution (berth-npm-* holds the operator's npm settings, auth tokens
+// included, while npm runs). A test keeps this list in step with every
+// MkdirTemp and CreateTemp of the tree.
 // Each command removes its own on every path, an interrupt included;
 // only a process killed outright (SIGKILL, a crash) leaves one, which
 // berth gc sweeps (SweepTemp).
-var TempPrefixes = []string{"berth-download-", "berth-extract-", "berth-import-", "berth-registry-", "berth-serverjson-"}
+var TempPrefixes = []string{
+	"berth-download-", "berth-extract-", "berth-import-", "berth-registry-", "berth-serverjson-",
+	"berth-builtin-", "berth-npm-", "berth-npm-scripts-", "berth-pypi-",
+}
 
 // TempLeftoverAge is how old a temporary directory must be before berth
 // gc takes it for a leftover: a younger one may belong to a command that

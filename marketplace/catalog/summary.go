@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/runtimefetch"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -297,7 +298,9 @@ func (s *Summary) Disclosure(p *Plugin, v *Version) *review.Disclosure {
 				x.Env = append(x.Env, review.EnvVar{Name: e.Name, FromEnv: e.FromEnv, BundlePath: e.BundlePath})
 			}
 			for _, f := range st.Fetches {
-				x.RuntimeFetch = append(x.RuntimeFetch, review.Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry, Dependencies: review.FetchDependencies(f.Ecosystem)})
+				// The summary keeps no runner options: argv holds --bun
+				// when the runner has it.
+				x.RuntimeFetch = append(x.RuntimeFetch, review.NewFetch(&runtimefetch.Fetch{Tool: f.Tool, Package: f.Package, Ecosystem: f.Ecosystem, Registry: f.Registry, Options: st.Argv}))
 			}
 			rs.Stdio = x
 		}
