@@ -231,6 +231,25 @@ func NotTrustedf(format string, args ...any) error {
 	return &notTrustedError{fmt.Sprintf(format, args...)}
 }
 
+// Untrustedf returns an error worded as given (a %w in format wraps as
+// with fmt.Errorf) that is also trust.ErrUntrusted (errors.Is), without
+// the sentinel's word glued into the sentence.
+func Untrustedf(format string, args ...any) error {
+	return &categoryError{err: fmt.Errorf(format, args...), category: trust.ErrUntrusted}
+}
+
+// Driftf is Untrustedf for ErrDrift.
+func Driftf(format string, args ...any) error {
+	return &categoryError{err: fmt.Errorf(format, args...), category: ErrDrift}
+}
+
+// categoryError is an error worded as its err says, in a category
+// (a sentinel such as trust.ErrUntrusted) that it does not name.
+type categoryError struct{ err, category error }
+
+func (e *categoryError) Error() string   { return e.err.Error() }
+func (e *categoryError) Unwrap() []error { return []error{e.category, e.err} }
+
 type notTrustedError struct{ msg string }
 
 func (e *notTrustedError) Error() string { return e.msg }

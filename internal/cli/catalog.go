@@ -292,14 +292,14 @@ func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
 		return err
 	}
 	if len(signers) == 0 {
-		return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
+		return store.Untrustedf("no signer is configured, so berth cannot verify %s for the catalog; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source)
 	}
 	if opts.SigFile == "" {
 		opts.SigFile = store.DefaultSignatureFile(source)
 	}
 	sig, err := fsx.ReadFile(opts.SigFile, trust.MaxSignatureSize)
 	if err != nil {
-		return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
+		return store.Untrustedf("no usable signature for %s (%v); get the signature from the publisher and pass it with --signature FILE", source, err)
 	}
 	req := repo.AddRequest{Source: source, Signature: sig, Verifier: v, URL: opts.URL, Tier: t, OmitReadme: opts.NoReadme}
 	if opts.IconFile != "" {
