@@ -214,8 +214,11 @@ func (s *Store) Find(name, version string) ([]*Record, error) {
 		if len(others) == 0 {
 			return nil, NotTrustedf("%s@%s is not trusted, nor is any version of %s; trust it first with `berth trust SOURCE` (`berth list` shows what is trusted)", name, version, name)
 		}
+		if len(others) == 1 {
+			return nil, NotTrustedf("%s@%s is not trusted; the trusted version of %s is %s: name it (%s@%s), or trust %s@%s first with `berth trust SOURCE`", name, version, name, others[0], name, others[0], name, version)
+		}
 		// Records sorts by semver: the last is the newest.
-		return nil, NotTrustedf("%s@%s is not trusted; the trusted versions of %s are %s: name one of them (%s@%s is the newest), or trust %s first with `berth trust SOURCE`", name, version, name, strings.Join(others, ", "), name, others[len(others)-1], version)
+		return nil, NotTrustedf("%s@%s is not trusted; the trusted versions of %s are %s: name one of them (%s@%s is the newest), or trust %s@%s first with `berth trust SOURCE`", name, version, name, strings.Join(others, ", "), name, others[len(others)-1], name, version)
 	}
 	return out, nil
 }
