@@ -57,8 +57,10 @@ builtin-catalog:
 # The release: static binaries (CGO_ENABLED=0) for linux and darwin
 # (amd64, arm64) and windows (amd64) in $(DIST), SHA256SUMS, and its
 # signature SHA256SUMS.sigstore.json (berth's own signing, cosign's bundle
-# format); reproducible (-trimpath, -buildvcs=false, no build ID, the
-# version stamp from VERSION). RELEASE_KEY is the PEM private key that
+# format), and BUILDINFO (the Go that built them, listed in SHA256SUMS);
+# reproducible (-trimpath, -buildvcs=false, no build ID, the version stamp
+# from VERSION (default: berth's version), GOAMD64/GOARM64/GOEXPERIMENT/
+# GOFIPS140/CGO_* pinned). RELEASE_KEY is the PEM private key that
 # signs; without one, a throwaway key made for the run signs (what CI
 # does: it checks the build and the signing, and publishes nothing).
 # RELEASE_FLAGS=-check builds again with an empty build cache and fails

@@ -104,6 +104,10 @@ func (e *VerifyError) advice() string {
 	return kept
 }
 
+// Rule is the refusal's ID (docs/marketplace.md): the Kind, like expired
+// or bad-signature.
+func (e *VerifyError) Rule() string { return string(e.Kind) }
+
 func (e *VerifyError) Unwrap() []error {
 	if e.Err == nil {
 		return []error{trust.ErrUntrusted}

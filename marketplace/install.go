@@ -121,8 +121,8 @@ type StaleError struct {
 }
 
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation: %v; update it (berth marketplace update %s), or accept the stale copy (InstallRequest.AllowStale), which the trust record then says",
-		e.Catalog, e.Since.UTC().Format(time.RFC3339), trust.ErrUntrusted, e.Catalog)
+	return fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation; update it (berth marketplace update %s), or accept the stale copy (InstallRequest.AllowStale), which the trust record then says",
+		e.Catalog, e.Since.UTC().Format(time.RFC3339), e.Catalog)
 }
 
 // Unwrap returns trust.ErrUntrusted.
@@ -136,8 +136,8 @@ type RevokedVersionError struct {
 }
 
 func (e *RevokedVersionError) Error() string {
-	return fmt.Sprintf("%s@%s is revoked by catalog %s (%q): %v; berth never installs a revoked version: pick another (berth show %s lists them)",
-		e.Name, e.Version, e.Catalog, e.Reason, trust.ErrUntrusted, e.Name)
+	return fmt.Sprintf("%s@%s is revoked by catalog %s (%q); berth never installs a revoked version: pick another (berth show %s lists them)",
+		e.Name, e.Version, e.Catalog, e.Reason, e.Name)
 }
 
 // Unwrap returns trust.ErrUntrusted.

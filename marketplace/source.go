@@ -215,6 +215,9 @@ func (e *SpecialFileError) Error() string { return e.Err.Error() }
 
 func (e *SpecialFileError) Unwrap() []error { return []error{trust.ErrUntrusted, e.Err} }
 
+// Rule is the rule the file breaks: special-file (docs/rules.md).
+func (e *SpecialFileError) Rule() string { return fsx.RuleSpecialFile }
+
 // httpOpener reads from an http(s) source with berth's guarded client:
 // requests stay within the origin they were made for (redirects off it
 // are refused), with bounded times; locations off the catalog's origin

@@ -128,7 +128,7 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *trust.Verifier) *Ver
 	}
 	sig, err := os.ReadFile(s.paths.Signature(rec.Name, rec.Version))
 	if err != nil {
-		rep.Err = fmt.Errorf("the stored signature of %s is missing (%v): %w; re-trust the bundle with its signature", rec.ID(), err, trust.ErrUntrusted)
+		rep.Err = Untrustedf("the stored signature of %s is missing (%v); re-trust the bundle with its signature", rec.ID(), err)
 		return rep
 	}
 	meta, err := s.readMeta(digest)
@@ -144,8 +144,8 @@ func (s *Store) Verify(ctx context.Context, rec *Record, v *trust.Verifier) *Ver
 	// Signer continuity rests on the recorded signer, so the stored
 	// signature must still be that signer's.
 	if got := refOf(res); got.identity() != rec.Signer.identity() {
-		rep.Err = fmt.Errorf("%s: the stored signature is by %s, but the trust record says %s: %w; re-trust the bundle with its publisher's signature (berth trust SOURCE)",
-			rec.ID(), got, rec.Signer, trust.ErrUntrusted)
+		rep.Err = Untrustedf("%s: the stored signature is by %s, but the trust record says %s; re-trust the bundle with its publisher's signature (berth trust SOURCE)",
+			rec.ID(), got, rec.Signer)
 		return rep
 	}
 	rep.Signature = res

@@ -58,8 +58,8 @@ func (e *SignerNotAllowedError) Error() string {
 	if len(names) > 0 {
 		allowed = strings.Join(names, ", ")
 	}
-	return fmt.Sprintf("%s is signed by %s, but only %s may sign it: %v; the bundle is not the one its catalog vouches for, so berth does not install it",
-		e.Source, e.Offered, allowed, trust.ErrUntrusted)
+	return fmt.Sprintf("%s is signed by %s, but only %s may sign it; the bundle is not the one its catalog vouches for, so berth does not install it",
+		e.Source, e.Offered, allowed)
 }
 
 // Unwrap returns trust.ErrUntrusted.

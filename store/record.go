@@ -214,8 +214,11 @@ func (s *Store) Find(name, version string) ([]*Record, error) {
 		if len(others) == 0 {
 			return nil, NotTrustedf("%s@%s is not trusted, nor is any version of %s; trust it first with `berth trust SOURCE` (`berth list` shows what is trusted)", name, version, name)
 		}
+		if len(others) == 1 {
+			return nil, NotTrustedf("%s@%s is not trusted; the trusted version of %s is %s: name it (%s@%s), or trust %s@%s first with `berth trust SOURCE`", name, version, name, others[0], name, others[0], name, version)
+		}
 		// Records sorts by semver: the last is the newest.
-		return nil, NotTrustedf("%s@%s is not trusted; the trusted versions of %s are %s: name one of them (%s@%s is the newest), or trust %s first with `berth trust SOURCE`", name, version, name, strings.Join(others, ", "), name, others[len(others)-1], version)
+		return nil, NotTrustedf("%s@%s is not trusted; the trusted versions of %s are %s: name one of them (%s@%s is the newest), or trust %s@%s first with `berth trust SOURCE`", name, version, name, strings.Join(others, ", "), name, others[len(others)-1], name, version)
 	}
 	return out, nil
 }
@@ -230,6 +233,25 @@ var ErrNotTrusted = fmt.Errorf("no trust record: %w", trust.ErrUntrusted)
 func NotTrustedf(format string, args ...any) error {
 	return &notTrustedError{fmt.Sprintf(format, args...)}
 }
+
+// Untrustedf returns an error worded as given (a %w in format wraps as
+// with fmt.Errorf) that is also trust.ErrUntrusted (errors.Is), without
+// the sentinel's word glued into the sentence.
+func Untrustedf(format string, args ...any) error {
+	return &categoryError{err: fmt.Errorf(format, args...), category: trust.ErrUntrusted}
+}
+
+// Driftf is Untrustedf for ErrDrift.
+func Driftf(format string, args ...any) error {
+	return &categoryError{err: fmt.Errorf(format, args...), category: ErrDrift}
+}
+
+// categoryError is an error worded as its err says, in a category
+// (a sentinel such as trust.ErrUntrusted) that it does not name.
+type categoryError struct{ err, category error }
+
+func (e *categoryError) Error() string   { return e.err.Error() }
+func (e *categoryError) Unwrap() []error { return []error{e.category, e.err} }
 
 type notTrustedError struct{ msg string }
 

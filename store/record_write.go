@@ -75,12 +75,12 @@ func (s *Store) record(ctx context.Context, v *verified) (*TrustResult, error) {
 	}
 	for _, r := range existing {
 		if r.Version == version && r.Digest != b.Digest {
-			return nil, fmt.Errorf("%s@%s is already trusted with digest %s, and this bundle's digest is %s: %w; versions are immutable, so the publisher must release a new version (or run `berth revoke %s@%s` if you mean to replace it)",
-				name, version, r.Digest, b.Digest, trust.ErrUntrusted, name, version)
+			return nil, Untrustedf("%s@%s is already trusted with digest %s, and this bundle's digest is %s; versions are immutable, so the publisher must release a new version (or run `berth revoke %s@%s` if you mean to replace it)",
+				name, version, r.Digest, b.Digest, name, version)
 		}
 		if r.Version != version && SameVersion(r.Version, version) {
-			return nil, fmt.Errorf("%s@%s is already trusted, and %s differs from it only in build metadata, which semver ignores: it is the same version with other content: %w; versions are immutable, so the publisher must release a new version (or run `berth revoke %s@%s` if you mean to replace it)",
-				name, r.Version, version, trust.ErrUntrusted, name, r.Version)
+			return nil, Untrustedf("%s@%s is already trusted, and %s differs from it only in build metadata, which semver ignores: it is the same version with other content; versions are immutable, so the publisher must release a new version (or run `berth revoke %s@%s` if you mean to replace it)",
+				name, r.Version, version, name, r.Version)
 		}
 	}
 	if len(existing) > 0 {

@@ -73,8 +73,8 @@ type RevokedError struct {
 
 func (e *RevokedError) Error() string {
 	r := e.Revocation
-	return fmt.Sprintf("%s@%s (%s) was revoked by catalog %s on %s: %s: %v; berth disabled it in every workspace and does not trust or enable it again; go back to a version that is not revoked: `berth enable %s` takes the highest trusted one, `berth upgrade %s` installs the newest the constraint allows (a step down it shows and asks about); or lift the revocation if you trust it all the same (`berth revoke --lift %s@%s`)",
-		r.Name, r.Version, r.Digest, r.Catalog, r.RevokedAt.Format("2006-01-02"), quoteReason(r.Reason), trust.ErrUntrusted, r.Name, r.Name, r.Name, r.Version)
+	return fmt.Sprintf("%s@%s (%s) was revoked by catalog %s on %s: %s; berth disabled it in every workspace and does not trust or enable it again; go back to a version that is not revoked: `berth enable %s` takes the highest trusted one, `berth upgrade %s` installs the newest the constraint allows (a step down it shows and asks about); or lift the revocation if you trust it all the same (`berth revoke --lift %s@%s`)",
+		r.Name, r.Version, r.Digest, r.Catalog, r.RevokedAt.Format("2006-01-02"), quoteReason(r.Reason), r.Name, r.Name, r.Name, r.Version)
 }
 
 // Unwrap returns trust.ErrUntrusted.

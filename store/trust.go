@@ -313,7 +313,7 @@ type DigestMismatchError struct {
 }
 
 func (e *DigestMismatchError) Error() string {
-	return fmt.Sprintf("%s has digest %s, but the pinned digest is %s: %v; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want, trust.ErrUntrusted)
+	return fmt.Sprintf("%s has digest %s, but the pinned digest is %s; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want)
 }
 
 // Unwrap returns trust.ErrUntrusted.
@@ -328,7 +328,7 @@ type NoSignerError struct {
 }
 
 func (e *NoSignerError) Error() string {
-	return fmt.Sprintf("no signer is configured, so berth cannot trust %s: %v; add the publisher's key or identity to the signer policy (Store.AddSigner), or trust it unsigned by its exact digest %s (TrustOptions.UnsignedUnsafe with TrustOptions.Digest)", e.Source, trust.ErrUntrusted, e.Digest)
+	return fmt.Sprintf("no signer is configured, so berth cannot trust %s; add the publisher's key or identity to the signer policy (Store.AddSigner), or trust it unsigned by its exact digest %s (TrustOptions.UnsignedUnsafe with TrustOptions.Digest)", e.Source, e.Digest)
 }
 
 // Unwrap returns trust.ErrUntrusted.
@@ -342,7 +342,7 @@ type SignatureMissingError struct {
 }
 
 func (e *SignatureMissingError) Error() string {
-	return fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and give it in TrustOptions.Signature or TrustOptions.SignatureFile", e.Source, e.Path, pathCause(e.Err), trust.ErrUntrusted)
+	return fmt.Sprintf("no signature for %s at %s (%v); get the signature from the publisher and give it in TrustOptions.Signature or TrustOptions.SignatureFile", e.Source, e.Path, pathCause(e.Err))
 }
 
 // Unwrap returns trust.ErrUntrusted and the read error.
@@ -370,8 +370,8 @@ type SignerChangeError struct {
 }
 
 func (e *SignerChangeError) Error() string {
-	return fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s: %v; if the publisher really changed signers, trust it with TrustOptions.AllowSignerChange",
-		e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted)
+	return fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s; if the publisher really changed signers, trust it with TrustOptions.AllowSignerChange",
+		e.Name, e.Version, e.Trusted, e.Offered)
 }
 
 // Unwrap returns trust.ErrUntrusted.
@@ -388,8 +388,8 @@ type SourceChangeError struct {
 }
 
 func (e *SourceChangeError) Error() string {
-	return fmt.Sprintf("%s@%s is installed unsigned from %s, and this bundle of the same name comes from %s, another source: %v; berth does not let one unsigned source replace another's plugin. If you mean to replace it, remove the installed plugin first (berth revoke %s), then install again",
-		e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted, e.Name)
+	return fmt.Sprintf("%s@%s is installed unsigned from %s, and this bundle of the same name comes from %s, another source; berth does not let one unsigned source replace another's plugin. If you mean to replace it, remove the installed plugin first (berth revoke %s), then install again",
+		e.Name, e.Version, e.Trusted, e.Offered, e.Name)
 }
 
 // Unwrap returns trust.ErrUntrusted.

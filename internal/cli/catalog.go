@@ -129,8 +129,8 @@ func runCatalogInit(ctx context.Context, a *app, opts *catalogInitOptions) error
 	fmt.Fprintf(a.stdout, "Root of trust: %s\n  sha256 %s\n", res.RootPath, res.RootSHA256)
 	fmt.Fprintf(a.stdout, "Users add the catalog, once it is served, with:\n  %s\n", addCmd)
 	fmt.Fprintf(a.stdout, "Keep %s private and out of what you publish; root.key and targets.key can stay offline.\n", opts.Keys)
-	fmt.Fprintf(a.stdout, "The timestamp expires %s after it is signed; then users' berth refuses the catalog as expired (exit 4) until it is re-signed. Run, %s (a cron job, a systemd timer or a scheduled CI job: docs/marketplace.md, \"Keeping a catalog fresh\"), and publish DIR after it:\n  %s\n",
-		expiryWords(ts), refreshCadence(ts), refresh)
+	fmt.Fprintf(a.stdout, "The timestamp expires %s after it is signed; then users' berth refuses the catalog as expired (exit 4) until it is re-signed. Run, %s (a cron job, a systemd timer or a scheduled CI job: docs/marketplace.md, \"Keeping a catalog fresh\"), and publish %s after it:\n  %s\n",
+		expiryWords(ts), refreshCadence(ts), opts.Dir, refresh)
 	return nil
 }
 
@@ -292,14 +292,14 @@ func runCatalogAdd(ctx context.Context, a *app, opts *catalogAddOptions) error {
 		return err
 	}
 	if len(signers) == 0 {
-		return fmt.Errorf("no signer is configured, so berth cannot verify %s for the catalog: %w; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source, trust.ErrUntrusted)
+		return store.Untrustedf("no signer is configured, so berth cannot verify %s for the catalog; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`)", source)
 	}
 	if opts.SigFile == "" {
 		opts.SigFile = store.DefaultSignatureFile(source)
 	}
 	sig, err := fsx.ReadFile(opts.SigFile, trust.MaxSignatureSize)
 	if err != nil {
-		return fmt.Errorf("no usable signature for %s (%v): %w; get the signature from the publisher and pass it with --signature FILE", source, err, trust.ErrUntrusted)
+		return store.Untrustedf("no usable signature for %s (%v); get the signature from the publisher and pass it with --signature FILE", source, err)
 	}
 	req := repo.AddRequest{Source: source, Signature: sig, Verifier: v, URL: opts.URL, Tier: t, OmitReadme: opts.NoReadme}
 	if opts.IconFile != "" {
@@ -489,15 +489,21 @@ type catalogStatusJSON struct {
 func newCatalogRefreshCmd(a *app) *cobra.Command {
 	opts := &catalogRefreshOptions{}
 	cmd := &cobra.Command{
-		Use:     "refresh DIR --keys KEYDIR",
-		Example: `  berth catalog refresh ./catalog --keys ~/catalog-keys`,
-		Short:   "Re-sign the timestamp, and the snapshot when it is due (a curator's cron job)",
+		Use: "refresh DIR --keys KEYDIR",
+		Example: `  berth catalog refresh ./catalog --keys ~/catalog-keys
+  berth catalog refresh ./catalog --keys ~/catalog-keys --timestamp-expires 6h`,
+		Short: "Re-sign the timestamp, and the snapshot when it is due (a curator's cron job)",
 		Long: `Refresh signs a new timestamp, and a new snapshot when less than half of
 its lifetime is left, so clients keep seeing the catalog as fresh. Run it
 more often than the timestamp expires. It needs only timestamp.key (and
 snapshot.key when the snapshot is due); it warns when the targets
 metadata or the root expire soon, which need berth catalog sign and a new
-catalog.`,
+catalog.
+
+--timestamp-expires signs this timestamp for another lifetime (a Go
+duration like 6h, or days like 2d; the same form as catalog init's). It
+applies to this refresh only: later commands keep the lifetime that init
+kept in DIR.`,
 		Args: exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = args[0]
@@ -505,6 +511,7 @@ catalog.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.Keys, "keys", "", "the catalog's key directory")
+	cmd.Flags().StringVar(&opts.TimestampExpires, "timestamp-expires", "", "how long this timestamp stays valid (default: the lifetime kept in DIR)")
 	a.jsonFlag(cmd, &opts.JSON, catalogPublishJSON{})
 	return cmd
 }
@@ -515,10 +522,23 @@ type catalogRefreshOptions struct {
 	Dir  string
 	JSON bool
 	Keys string
+	// TimestampExpires is --timestamp-expires, "" for DIR's lifetime.
+	TimestampExpires string
 }
 
 func runCatalogRefresh(ctx context.Context, a *app, opts *catalogRefreshOptions) error {
-	r, err := openRepo(opts.Dir, opts.Keys)
+	if opts.Keys == "" {
+		return usagef("--keys KEYDIR is required: the directory berth catalog init wrote the keys to")
+	}
+	ro := &repo.Options{}
+	if opts.TimestampExpires != "" {
+		d, err := repo.ParseDuration(opts.TimestampExpires)
+		if err != nil {
+			return usagef("--timestamp-expires: %v", err)
+		}
+		ro.Expiries.Timestamp = d
+	}
+	r, err := repo.Open(opts.Dir, opts.Keys, ro)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/berth-mcp/berth/bundle"
+	"github.com/berth-mcp/berth/bundle/importer"
 	"github.com/berth-mcp/berth/bundle/runtimefetch"
+	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/pool"
 	"github.com/berth-mcp/berth/store"
 	"github.com/berth-mcp/berth/trust"
@@ -104,8 +106,18 @@ type errorBody struct {
 	ExitCode int    `json:"exitCode"`
 }
 
+// ruleError is an error that breaks a rule with a stable ID: a rule of
+// docs/rules.md, or a catalog's refusal of docs/marketplace.md (expired,
+// bad-signature…). Error types whose Rule is a field are named in
+// errorRule instead.
+type ruleError interface {
+	error
+	Rule() string
+}
+
 // errorRule is the rule ID an error carries: that of a bundle's first
-// problem, or of a refused command.
+// problem (when there are several, the first one's), of a refused
+// command, of a special file, or of any ruleError in its chain.
 func errorRule(err error) string {
 	var p *bundle.Problem
 	if errors.As(err, &p) {
@@ -114,6 +126,18 @@ func errorRule(err error) string {
 	var ce *runtimefetch.CommandError
 	if errors.As(err, &ce) {
 		return ce.Rule
+	}
+	var me *importer.MCPBPackageError
+	if errors.As(err, &me) {
+		return me.Rule
+	}
+	var re ruleError
+	if errors.As(err, &re) {
+		return re.Rule()
+	}
+	var nr *fsx.NotRegularError
+	if errors.As(err, &nr) {
+		return fsx.RuleSpecialFile
 	}
 	return ""
 }

@@ -480,7 +480,7 @@ func (a *app) portableWarnings(f *connectOptions) []string {
 		w = append(w, fmt.Sprintf("BERTH_HOME=%s is set here, and the portable entry does not record it: the client's berth uses the BERTH_HOME of the client's environment, or the default state root, where the plugins enabled here may not be (start the client from this shell, or connect without --portable)", h))
 	}
 	if !onPath(a.getenv("PATH"), "berth") {
-		w = append(w, "berth is not on PATH here, and the portable entry runs the berth on the client's PATH: put berth on PATH (go install ./cmd/berth puts it in $(go env GOPATH)/bin), or connect without --portable")
+		w = append(w, "berth is not on PATH here, and the portable entry runs the berth on the client's PATH: put berth on PATH (e.g. ~/.local/bin), or connect without --portable")
 	}
 	if len(f.Env) > 0 {
 		w = append(w, fmt.Sprintf("the portable entry records the values of %s from this shell (--env), which others who open the project may not want", strings.Join(f.Env, ", ")))

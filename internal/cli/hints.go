@@ -11,7 +11,6 @@ import (
 	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/store"
-	"github.com/berth-mcp/berth/trust"
 )
 
 // Library errors name the option of the call that would change the
@@ -59,13 +58,13 @@ func forCLI(err error) error {
 	case *bundle.InvalidError:
 		return &rendered{(&bundle.InvalidError{Source: e.Source, Problems: cliProblems(e.Problems), OnlyServer: e.OnlyServer}).Error(), err}
 	case *store.DigestMismatchError:
-		return &rendered{fmt.Sprintf("%s has digest %s, but --digest pins %s: %v; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want, trust.ErrUntrusted), err}
+		return &rendered{fmt.Sprintf("%s has digest %s, but --digest pins %s; make sure you have the bundle you meant to trust", e.Source, e.Got, e.Want), err}
 	case *store.NoSignerError:
-		return &rendered{fmt.Sprintf("no signer is configured, so berth cannot trust %s: %v; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`), or trust it unsigned by its exact digest with --allow-unsigned --digest %s", e.Source, trust.ErrUntrusted, e.Digest), err}
+		return &rendered{fmt.Sprintf("no signer is configured, so berth cannot trust %s; add the publisher's key with `berth signers add-key NAME PUBKEY.pem` (or an identity with `berth signers add-identity`), or trust it unsigned by its exact digest with --allow-unsigned --digest %s", e.Source, e.Digest), err}
 	case *store.SignatureMissingError:
-		return &rendered{fmt.Sprintf("no signature for %s at %s (%v): %v; get the signature from the publisher and pass it with --signature FILE", e.Source, e.Path, errors.Unwrap(e.Err), trust.ErrUntrusted), err}
+		return &rendered{fmt.Sprintf("no signature for %s at %s (%v); get the signature from the publisher and pass it with --signature FILE", e.Source, e.Path, errors.Unwrap(e.Err)), err}
 	case *marketplace.StaleError:
-		return &rendered{fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation: %v; the curator must renew it (berth catalog refresh), then run berth marketplace update %s; or accept the stale copy with --allow-stale, which the trust record then says", e.Catalog, e.Since.UTC().Format(time.RFC3339), trust.ErrUntrusted, e.Catalog), err}
+		return &rendered{fmt.Sprintf("the verified copy of catalog %s expired at %s, so it may hide a revocation; the curator must renew it (berth catalog refresh), then run berth marketplace update %s; or accept the stale copy with --allow-stale, which the trust record then says", e.Catalog, e.Since.UTC().Format(time.RFC3339), e.Catalog), err}
 	case *repo.NotCatalogError:
 		return &rendered{fmt.Sprintf("%s is not a berth catalog (it has no %s); make one with berth catalog init %s --keys KEYDIR", e.Dir, e.File, e.Dir), err}
 	case *marketplace.VerifyError:
@@ -87,7 +86,7 @@ func forCLI(err error) error {
 		}
 		return &rendered{fmt.Sprintf("storing %s in the keychain: %v; nothing was stored (--store file keeps it in a file only you can read)", e.Name, e.Err), err}
 	case *store.SignerChangeError:
-		return &rendered{fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s: %v; if the publisher really changed signers, run again with --allow-signer-change", e.Name, e.Version, e.Trusted, e.Offered, trust.ErrUntrusted), err}
+		return &rendered{fmt.Sprintf("%s %s was trusted from %s, but this bundle comes from %s; if the publisher really changed signers, run again with --allow-signer-change", e.Name, e.Version, e.Trusted, e.Offered), err}
 	}
 	return err
 }

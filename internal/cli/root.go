@@ -20,8 +20,10 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 invalid bundle, 4 untrusted
 
 With --json, a command that fails before printing its result prints the
 error on stdout too, as {"error": {"message": ..., "rule": ..., "exitCode": N}}
-("rule" only when the error breaks a rule of docs/rules.md); the message is
-on stderr as well, and the exit code is the same.`
+("rule" only when the error breaks a rule of docs/rules.md, or is a catalog's
+refusal of docs/marketplace.md such as expired; for a bundle with several
+problems it is the first problem's rule, and the message lists them all);
+the message is on stderr as well, and the exit code is the same.`
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{

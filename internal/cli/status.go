@@ -245,7 +245,7 @@ func statusVerdict(sts []pool.ServerStatus) error {
 	}
 	switch {
 	case len(drifted) > 0:
-		return fmt.Errorf("%s drifted from what was reviewed: %w; the error above names the file (re-trust the bundle, or disable the plugin)", strings.Join(drifted, ", "), store.ErrDrift)
+		return store.Driftf("%s drifted from what was reviewed; the error above names the file (re-trust the bundle, or disable the plugin)", strings.Join(drifted, ", "))
 	case len(failed) > 0 && len(signIn) > 0:
 		return fmt.Errorf("%d of %d servers failed: %s; the errors are above; and %d wait(s) for a sign-in: %s", len(failed), len(sts), strings.Join(failed, ", "), len(signIn), strings.Join(signIn, "; "))
 	case len(failed) > 0:

@@ -3,11 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/berth-mcp/berth/mcpexport"
 	"github.com/berth-mcp/berth/pool"
@@ -40,7 +44,9 @@ func newToolsCmd(a *app) *cobra.Command {
 		Long: `Tools starts the workspace's servers and lists the catalog: every tool
 under its exported name <plugin>__<server>__<tool> (a native tool:
 <plugin>__<entry>__<tool>), with the operator's policy for it (allow or ask;
-denied tools are not listed). A tool that says destructiveHint still asks
+denied tools are not listed). On a terminal the table cuts descriptions
+so that each line fits its width (80 when unknown); elsewhere at 70
+characters; --wide prints them whole. A tool that says destructiveHint still asks
 under a glob allow; tools says so, and only an exact allow (berth policy set
 NAME allow) skips the question. Tools withheld because they changed since
 they were pinned, or because their names collide, are counted; 'berth
@@ -68,7 +74,7 @@ lists in its mode (docs/profiles.md §Context cost).`,
 		},
 	}
 	workspaceFlag(cmd, &opts.Workspace)
-	cmd.Flags().BoolVar(&opts.Wide, "wide", false, "print whole descriptions (the table cuts them at 70 characters)")
+	cmd.Flags().BoolVar(&opts.Wide, "wide", false, "print whole descriptions (the table cuts them to the terminal's width, or at 70 characters off a terminal)")
 	cmd.Flags().StringVar(&opts.Profile, "profile", "", "only the tools of the workspace's profile `NAME`, and its context cost in its mode")
 	a.jsonFlag(cmd, &opts.JSON, []toolJSON{})
 	return cmd
@@ -160,21 +166,20 @@ func (a *app) printTools(p *pool.Pool, out []toolJSON, tools []*pool.Tool, profi
 		return nil
 	}
 	destructive := 0
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
+	var rows []toolTableRow
 	for _, t := range out {
 		policy := t.Policy.String()
 		if t.AsksWhy != "" {
 			policy += ", asks: destructive"
 			destructive++
 		}
-		width := 70
-		if opts.Wide {
-			width = math.MaxInt
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Name, policy, oneLine(review.PrintableLines(t.Definition.Description), width))
+		rows = append(rows, toolTableRow{t.Name, policy, t.Definition.Description})
 	}
-	tw.Flush()
+	cols := a.stdoutColumns()
+	if opts.Wide {
+		cols = math.MaxInt
+	}
+	writeToolTable(a.stdout, rows, cols)
 	if err := a.toolsContext(p, tools, profile, opts); err != nil {
 		return err
 	}
@@ -182,6 +187,61 @@ func (a *app) printTools(p *pool.Pool, out []toolJSON, tools []*pool.Tool, profi
 		fmt.Fprintf(a.stdout, "%d tool(s) say destructiveHint, so their glob allow still asks; allow one without asking by its exact name: berth policy set TOOL allow\n", destructive)
 	}
 	return nil
+}
+
+// toolTableRow is one line of the table of berth tools.
+type toolTableRow struct{ name, policy, desc string }
+
+// Description widths of the tools table: cut at offTerminal characters
+// when stdout is not a terminal, and never below minDesc on a narrow one.
+const (
+	offTerminalDesc = 70
+	minDesc         = 12
+)
+
+// writeToolTable prints rows as the table of berth tools. cols is the
+// width of the terminal stdout is: each description is cut so that its
+// line fits (keeping at least minDesc characters); 0, for stdout that is
+// not a terminal, cuts descriptions at offTerminalDesc characters;
+// math.MaxInt (--wide) keeps them whole. Names and policies are never cut.
+func writeToolTable(w io.Writer, rows []toolTableRow, cols int) {
+	width := offTerminalDesc
+	switch {
+	case cols == math.MaxInt:
+		width = math.MaxInt
+	case cols > 0:
+		nameW, policyW := len("TOOL"), len("POLICY")
+		for _, r := range rows {
+			nameW = max(nameW, utf8.RuneCountInString(r.name))
+			policyW = max(policyW, utf8.RuneCountInString(r.policy))
+		}
+		width = max(cols-nameW-policyW-2*toolTablePad, minDesc)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, toolTablePad, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tPOLICY\tDESCRIPTION")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.policy, oneLine(review.PrintableLines(r.desc), width))
+	}
+	tw.Flush()
+}
+
+// toolTablePad is the space between the columns of the tools table.
+const toolTablePad = 2
+
+// stdoutColumns is the width of the terminal stdout is: its size, else
+// $COLUMNS, else 80; 0 when stdout is not a terminal.
+func (a *app) stdoutColumns() int {
+	f, ok := a.stdoutFile()
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	if n, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 80
 }
 
 // toolsContext prints the context cost of the tools berth tools listed:

@@ -84,7 +84,9 @@ type Options struct {
 	// Name is the catalog's name, written into the catalog (init only).
 	Name string
 	// Expiries chosen at init; zero fields take DefaultExpiries. Later
-	// commands use what init kept in DIR.
+	// commands use what init kept in DIR, except where Open is given a
+	// non-zero field: that lifetime is used by this Repository only
+	// (berth catalog refresh --timestamp-expires), and DIR keeps init's.
 	Expiries Expiries
 	// Now is the clock for expiries and release times; nil means time.Now.
 	Now func() time.Time
@@ -255,6 +257,16 @@ func Open(dir, keyDir string, opts *Options) (*Repository, error) {
 			return nil, fmt.Errorf("%s: %v", filepath.Join(dir, settingsFile), err)
 		}
 		*f.d = d
+	}
+	if opts != nil {
+		for _, f := range []struct{ over, d *time.Duration }{
+			{&opts.Expiries.Timestamp, &r.exp.Timestamp}, {&opts.Expiries.Snapshot, &r.exp.Snapshot},
+			{&opts.Expiries.Targets, &r.exp.Targets}, {&opts.Expiries.Root, &r.exp.Root},
+		} {
+			if *f.over > 0 {
+				*f.d = *f.over
+			}
+		}
 	}
 	if keyDir != "" {
 		absDir, err1 := resolvePath(dir)

@@ -4,9 +4,14 @@
 // signed with berth's own signing (trust.Sign: a Sigstore bundle v0.3 with
 // a key's message signature, the format cosign verify-blob --bundle
 // reads). The builds are reproducible: -trimpath, -buildvcs=false, no
-// build ID, and a version stamp that is a flag, never the time or the
-// commit, so two builds of one tree give the same checksums (-check
-// builds again with an empty build cache and compares).
+// build ID, a version stamp that is a flag, never the time or the
+// commit, and an environment of its own (buildEnv: GOAMD64=v1,
+// GOARM64=v8.0, no GOEXPERIMENT, GOFIPS140 or CGO_* flags from the
+// builder's shell), so two builds of one tree with one Go give the same
+// checksums (-check builds again with an empty build cache and compares).
+// BUILDINFO, listed in SHA256SUMS and so signed, names that Go and those
+// settings: another Go patch release gives other binaries, and whoever
+// rebuilds a release from its tag needs to know which Go to use.
 //
 //	go run ./scripts/release -version 0.1.0 -key release.key -out dist
 //	go run ./scripts/release -throwaway-key -check   # CI: a key made for this run, nothing published
@@ -53,6 +58,7 @@ const (
 	SumsFile = "SHA256SUMS"
 	SigFile  = "SHA256SUMS.sigstore.json"
 	PubFile  = "berth-release.pub"
+	InfoFile = "BUILDINFO"
 )
 
 func main() {
@@ -107,6 +113,16 @@ func run(ctx context.Context, version, out, keyPath string, throwaway, check boo
 	if err != nil {
 		return err
 	}
+	goVer, err := goVersion(ctx)
+	if err != nil {
+		return err
+	}
+	info := formatBuildInfo(version, goVer)
+	if err := os.WriteFile(filepath.Join(out, InfoFile), info, 0o644); err != nil {
+		return err
+	}
+	binaries := len(names)
+	names = append(names, InfoFile)
 	sums, err := Sums(out, names)
 	if err != nil {
 		return err
@@ -114,7 +130,7 @@ func run(ctx context.Context, version, out, keyPath string, throwaway, check boo
 	if err := os.WriteFile(filepath.Join(out, SumsFile), sums, 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("built %d binaries in %s\n", len(names), time.Since(start).Round(time.Second))
+	fmt.Printf("built %d binaries with %s in %s\n", binaries, goVer, time.Since(start).Round(time.Second))
 	if check {
 		t := time.Now()
 		again, err := os.MkdirTemp("", "berth-release-check-")
@@ -124,6 +140,9 @@ func run(ctx context.Context, version, out, keyPath string, throwaway, check boo
 		defer os.RemoveAll(again)
 		cache := filepath.Join(again, "gocache")
 		if _, err := buildAll(ctx, version, again, cache, par); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(again, InfoFile), info, 0o644); err != nil {
 			return err
 		}
 		sums2, err := Sums(again, names)
@@ -191,12 +210,9 @@ func buildAll(ctx context.Context, version, dir, cache string, par int) ([]strin
 	for _, t := range Targets {
 		name := BinaryName(version, t)
 		args := []string{"build", "-trimpath", "-buildvcs=false", "-p", fmt.Sprint(par),
-			"-ldflags", "-s -w -buildid= -X " + versionVar + "=" + version, "-o", filepath.Join(dir, name), "./cmd/berth"}
+			"-ldflags", ldflags(version), "-o", filepath.Join(dir, name), "./cmd/berth"}
 		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+t.OS, "GOARCH="+t.Arch, "GOFLAGS=", "GOTOOLCHAIN=local")
-		if cache != "" {
-			cmd.Env = append(cmd.Env, "GOCACHE="+cache)
-		}
+		cmd.Env = buildEnv(os.Environ(), t, cache)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("go %s (GOOS=%s GOARCH=%s): %w", strings.Join(args, " "), t.OS, t.Arch, err)
@@ -204,6 +220,68 @@ func buildAll(ctx context.Context, version, dir, cache string, par int) ([]strin
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// ldflags are the linker flags of every release binary.
+func ldflags(version string) string {
+	return "-s -w -buildid= -X " + versionVar + "=" + version
+}
+
+// pinnedEnv are the settings every release build gets, whatever the
+// builder's shell holds: they change the bytes of the binaries.
+var pinnedEnv = []string{"CGO_ENABLED=0", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=", "GOFIPS140=off",
+	"GOFLAGS=", "GOTOOLCHAIN=local", "GOWORK=off"}
+
+// buildEnv is environ without the variables that change what go build
+// makes (GOOS, GOARCH, every CGO_*, GOAMD64, GOARM64, GOEXPERIMENT,
+// GOFIPS140, GOFLAGS, GOTOOLCHAIN, GOWORK, GOCACHE, and the other
+// architectures' levels), then pinnedEnv and t's GOOS and GOARCH; cache
+// is the build cache ("" for go's own). A zero t is for go env.
+func buildEnv(environ []string, t Target, cache string) []string {
+	drop := map[string]bool{"GOOS": true, "GOARCH": true, "GOAMD64": true, "GOARM64": true, "GOARM": true, "GO386": true,
+		"GOMIPS": true, "GOMIPS64": true, "GOPPC64": true, "GORISCV64": true, "GOWASM": true, "GOEXPERIMENT": true,
+		"GOFIPS140": true, "GOFLAGS": true, "GOTOOLCHAIN": true, "GOWORK": true}
+	var env []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if drop[k] || strings.HasPrefix(k, "CGO_") || (cache != "" && k == "GOCACHE") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, pinnedEnv...)
+	if t.OS != "" {
+		env = append(env, "GOOS="+t.OS, "GOARCH="+t.Arch)
+	}
+	if cache != "" {
+		env = append(env, "GOCACHE="+cache)
+	}
+	return env
+}
+
+// goVersion is the Go that builds the release (go env GOVERSION, in the
+// same environment as the builds).
+func goVersion(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "env", "GOVERSION")
+	cmd.Env = buildEnv(os.Environ(), Target{}, "")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// formatBuildInfo is the BUILDINFO of a release of version built by
+// goVersion (go1.26.8): that Go and how it built, so that whoever
+// rebuilds the release from its tag uses the same.
+func formatBuildInfo(version, goVersion string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "berth %s\n", version)
+	fmt.Fprintf(&b, "go %s\n", goVersion)
+	fmt.Fprintf(&b, "build go build -trimpath -buildvcs=false -ldflags '%s' ./cmd/berth\n", ldflags(version))
+	fmt.Fprintf(&b, "env %s\n", strings.Join(pinnedEnv, " "))
+	fmt.Fprintf(&b, "rebuild with %s first on PATH, in berth's tree at this release's tag: make release VERSION=%s, then compare the SHA256SUMS lines\n", goVersion, version)
+	return b.Bytes()
 }
 
 // Sums is the SHA256SUMS of the files names in dir, in sha256sum's format

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,45 @@ func TestCheckVersion(t *testing.T) {
 	for _, v := range []string{"", "../x", "1.0 0", "-x", "a/b"} {
 		if err := checkVersion(v); err == nil {
 			t.Errorf("%q accepted", v)
+		}
+	}
+}
+
+// TestBuildEnv: the builder's shell cannot change the release's bytes:
+// its GOAMD64, GOARM64, GOEXPERIMENT, GOFIPS140, CGO_* and GOFLAGS are
+// dropped for the pinned settings, and the rest of the environment is
+// kept.
+func TestBuildEnv(t *testing.T) {
+	shell := []string{"HOME=/home/r", "GOAMD64=v3", "GOARM64=v9.0", "GOEXPERIMENT=greenteagc", "GOFIPS140=latest",
+		"CGO_CFLAGS=-O3", "CGO_ENABLED=1", "GOFLAGS=-race", "GOOS=plan9", "GOTOOLCHAIN=auto", "GOWORK=/x/go.work", "GOCACHE=/c"}
+	env := buildEnv(shell, Target{"linux", "arm64"}, "/fresh")
+	got := map[string][]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = append(got[k], v)
+	}
+	want := map[string]string{"HOME": "/home/r", "GOAMD64": "v1", "GOARM64": "v8.0", "GOEXPERIMENT": "", "GOFIPS140": "off",
+		"CGO_ENABLED": "0", "GOFLAGS": "", "GOOS": "linux", "GOARCH": "arm64", "GOTOOLCHAIN": "local", "GOWORK": "off", "GOCACHE": "/fresh"}
+	for k, v := range want {
+		if len(got[k]) != 1 || got[k][0] != v {
+			t.Errorf("%s = %q, want exactly %q", k, got[k], v)
+		}
+	}
+	if _, ok := got["CGO_CFLAGS"]; ok {
+		t.Errorf("CGO_CFLAGS kept: %q", env)
+	}
+	if env := buildEnv(shell, Target{}, ""); !slices.Contains(env, "GOCACHE=/c") || slices.Contains(env, "GOOS=plan9") {
+		t.Errorf("go env's environment: %q", env)
+	}
+}
+
+// TestBuildInfo: BUILDINFO names the Go and the pinned settings, so a
+// rebuild from the tag can use the same.
+func TestBuildInfo(t *testing.T) {
+	info := string(formatBuildInfo("0.1.0", "go1.26.8"))
+	for _, want := range []string{"berth 0.1.0\n", "go go1.26.8\n", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=", "CGO_ENABLED=0", "-trimpath", "make release VERSION=0.1.0"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("BUILDINFO lacks %q:\n%s", want, info)
 		}
 	}
 }
