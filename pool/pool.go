@@ -25,7 +25,6 @@ import (
 	"github.com/berth-mcp/berth/secrets"
 	"github.com/berth-mcp/berth/signin"
 	"github.com/berth-mcp/berth/store"
-	"github.com/berth-mcp/berth/trust"
 )
 
 // Options tune a Pool. A nil *Options means the defaults.
@@ -547,7 +546,7 @@ func (p *Pool) newPlugin(ctx context.Context, name string, en *store.Enablement)
 		return fail(fmt.Errorf("%s@%s is enabled in %s but %w", name, en.Version, p.workspace, err))
 	}
 	if recs[0].Digest != en.Digest {
-		return fail(fmt.Errorf("%s@%s is enabled with digest %s, but its trust record says %s: %w; run `berth enable %s@%s` again", name, en.Version, en.Digest, recs[0].Digest, trust.ErrUntrusted, name, en.Version))
+		return fail(store.Untrustedf("%s@%s is enabled with digest %s, but its trust record says %s; run `berth enable %s@%s` again", name, en.Version, en.Digest, recs[0].Digest, name, en.Version))
 	}
 	d, err := store.ParseDigest(en.Digest)
 	if err != nil {
@@ -622,7 +621,7 @@ func (pl *plugin) manifest(ctx context.Context) (*bundle.Manifest, error) {
 		return nil, err
 	}
 	if sha256.Sum256(data) != e.SHA256 {
-		return nil, fmt.Errorf("%s@%s: the staged %s does not match its listing: %w; run `berth verify`, then re-trust the bundle", pl.name, pl.version, bundle.ManifestFile, store.ErrDrift)
+		return nil, store.Driftf("%s@%s: the staged %s does not match its listing; run `berth verify`, then re-trust the bundle", pl.name, pl.version, bundle.ManifestFile)
 	}
 	m, problems := bundle.DecodeManifest(data)
 	if len(problems) > 0 || m == nil {

@@ -186,7 +186,7 @@ func stagedManifest(st *store.Store, en *store.Enablement) (*bundle.Manifest, er
 		return nil, err
 	}
 	if sha256.Sum256(data) != e.SHA256 {
-		return nil, fmt.Errorf("the staged %s does not match its listing: %w; run `berth verify`", bundle.ManifestFile, store.ErrDrift)
+		return nil, store.Driftf("the staged %s does not match its listing; run `berth verify`", bundle.ManifestFile)
 	}
 	m, problems := bundle.DecodeManifest(data)
 	if len(problems) > 0 || m == nil {

@@ -363,7 +363,7 @@ func (a *app) syncCheck(ws string, l *lock.Lock, diffs []lock.Diff, out *syncJSO
 		}
 	}
 	if len(diffs) > 0 {
-		return &reported{fmt.Errorf("%s departs from its berth.lock: %w", ws, store.ErrDrift)}
+		return &reported{store.Driftf("%s departs from its berth.lock", ws)}
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/berth-mcp/berth/marketplace"
 	"github.com/berth-mcp/berth/marketplace/lock"
 	"github.com/berth-mcp/berth/review"
-	"github.com/berth-mcp/berth/trust"
+	"github.com/berth-mcp/berth/store"
 )
 
 // recordCatalogs sets in l, for each catalog its plugins are resolved
@@ -93,7 +93,7 @@ func (a *app) addLockedCatalogs(ctx context.Context, c *marketplace.Cache, l *lo
 		}
 		if err := lc.CheckAddable(); err != nil {
 			if named {
-				return fmt.Errorf("--add-catalog %s: the lock says catalog %s lives at %s: %w (if you trust it, add it yourself: berth marketplace add %s SOURCE --root-sha256 HEX): %w", n, n, review.Printable(lc.Source), err, n, trust.ErrUntrusted)
+				return store.Untrustedf("--add-catalog %s: the lock says catalog %s lives at %s: %w (if you trust it, add it yourself: berth marketplace add %s SOURCE --root-sha256 HEX)", n, n, review.Printable(lc.Source), err, n)
 			}
 			continue
 		}
