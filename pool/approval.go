@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -108,3 +109,14 @@ var policyOnly = ApproverFunc(func(ctx context.Context, req *ApprovalRequest) (D
 	}
 	return Decision{By: "policy", Reason: "no approver was given and the policy does not allow the call by itself"}, nil
 })
+
+// deniedf returns an error worded as given that is also ErrDenied
+// (errors.Is), without the word "denied" glued into the sentence.
+func deniedf(format string, args ...any) error {
+	return &deniedError{fmt.Errorf(format, args...)}
+}
+
+type deniedError struct{ err error }
+
+func (e *deniedError) Error() string   { return e.err.Error() }
+func (e *deniedError) Unwrap() []error { return []error{ErrDenied, e.err} }

@@ -73,7 +73,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, appr
 		if reason == "" {
 			reason = "not approved"
 		}
-		return nil, fmt.Errorf("the call to %s was refused (%s, decided by %s): %w; allow the tool with `berth policy set %s allow`, or approve the call", name, reason, orDefault(d.By, "the approver"), ErrDenied, name)
+		return nil, deniedf("the call to %s was refused (%s, decided by %s); allow the tool with `berth policy set %s allow`, or approve the call", name, reason, orDefault(d.By, "the approver"), name)
 	}
 	// Approval may have taken a while: check again.
 	if err := p.generation(ctx); err != nil {
@@ -121,7 +121,7 @@ func (p *Pool) lookup(ctx context.Context, name string) (*toolEntry, error) {
 			return nil, &SurfaceError{Tool: name, Change: ch}
 		}
 		if m, ok := idx.denied[name]; ok {
-			return nil, fmt.Errorf("the operator's policy denies %s (rule %q): %w; change it with `berth policy set` or `berth policy unset %s`", name, m.Pattern, ErrDenied, m.Pattern)
+			return nil, deniedf("the operator's policy denies %s (rule %q); change it with `berth policy set` or `berth policy unset %s`", name, m.Pattern, m.Pattern)
 		}
 		if ids, ok := idx.collided[name]; ok {
 			return nil, fmt.Errorf("%s is the name of tools of several servers (%s), so berth offers none of them; disable one of the plugins", name, joinNames(ids))
@@ -607,7 +607,7 @@ func (p *Pool) approve(ctx context.Context, approver Approver, req *ApprovalRequ
 		if reason == "" {
 			reason = "not approved"
 		}
-		return fmt.Errorf("%s was refused (%s, decided by %s): %w; allow it with `berth policy set %s allow`, or approve the request", what, reason, orDefault(d.By, "the approver"), ErrDenied, req.Tool)
+		return deniedf("%s was refused (%s, decided by %s); allow it with `berth policy set %s allow`, or approve the request", what, reason, orDefault(d.By, "the approver"), req.Tool)
 	}
 	return nil
 }

@@ -38,7 +38,7 @@ func (p *Pool) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.C
 			return nil, fmt.Errorf("no prompt named %s in %s: %w", ref.Name, p.workspace, ErrNotFound)
 		}
 		if e.prompt.Policy.Action == store.ActionDeny {
-			return nil, fmt.Errorf("the operator's policy denies the prompt %s (rule %q), so berth does not complete its arguments: %w", ref.Name, e.prompt.Policy.Pattern, ErrDenied)
+			return nil, deniedf("the operator's policy denies the prompt %s (rule %q), so berth does not complete its arguments", ref.Name, e.prompt.Policy.Pattern)
 		}
 		s, ref.Name = e.s, e.prompt.UpstreamName
 	case "ref/resource":
@@ -47,7 +47,7 @@ func (p *Pool) Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.C
 			return nil, err
 		}
 		if m := p.policyFor(s, s.id); m.Action == store.ActionDeny {
-			return nil, fmt.Errorf("the operator's policy denies the resources of %s (rule %q), %s among them: %w", s.id, m.Pattern, ref.URI, ErrDenied)
+			return nil, deniedf("the operator's policy denies the resources of %s (rule %q), %s among them", s.id, m.Pattern, ref.URI)
 		}
 	default:
 		return nil, fmt.Errorf("completion/complete: unknown ref type %q (want ref/prompt or ref/resource): %w", ref.Type, ErrNotFound)

@@ -31,7 +31,7 @@ func (p *Pool) Subscribe(ctx context.Context, uri string, who any) error {
 		return err
 	}
 	if m := p.policyFor(s, s.id); m.Action == store.ActionDeny {
-		return fmt.Errorf("the operator's policy denies the resources of %s (rule %q), %s among them: %w", s.id, m.Pattern, uri, ErrDenied)
+		return deniedf("the operator's policy denies the resources of %s (rule %q), %s among them", s.id, m.Pattern, uri)
 	}
 	if err := s.pl.checkDrift(ctx); err != nil {
 		return err

@@ -52,7 +52,7 @@ func TestMarketplaceServe(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "No catalogs yet") || !strings.Contains(string(body), "open the URL it printed") {
+	if res.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "catalogs yet") || !strings.Contains(string(body), "open the URL it printed") {
 		t.Errorf("GET %s without the cookie: %d\n%s", base, res.StatusCode, body)
 	}
 	jar, _ := cookiejar.New(nil)
@@ -63,7 +63,7 @@ func TestMarketplaceServe(t *testing.T) {
 	}
 	body, _ = io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != 200 || !strings.Contains(string(body), "No catalogs yet") || res.Header.Get("Content-Security-Policy") == "" || res.Request.URL.String() != base {
+	if res.StatusCode != 200 || !strings.Contains(string(body), "No signed catalogs yet") || res.Header.Get("Content-Security-Policy") == "" || res.Request.URL.String() != base {
 		t.Errorf("GET %s: %d at %v %v\n%s", url, res.StatusCode, res.Request.URL, res.Header, body)
 	}
 	// The URL works once: another browser that opens it now is refused.
