@@ -139,8 +139,12 @@ func (s *Store) Records() ([]*Record, error) {
 			continue
 		}
 		r := &Record{}
-		if _, err := readJSON(m, r); err != nil {
+		found, err := readJSON(m, r)
+		if err != nil {
 			return nil, err
+		}
+		if !found {
+			continue // revoked by another berth since the Glob
 		}
 		if CheckRef(r.Name, r.Version) != nil || s.paths.Record(r.Name, r.Version) != m {
 			return nil, fmt.Errorf("trust record %s does not match its path; remove it and re-trust the plugin", m)

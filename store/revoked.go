@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -226,11 +225,12 @@ func (s *Store) Revocations() ([]*Revocation, error) {
 	var out []*Revocation
 	for _, m := range matches {
 		r := &Revocation{}
-		if _, err := readJSON(m, r); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
+		found, err := readJSON(m, r)
+		if err != nil {
 			return nil, err
+		}
+		if !found {
+			continue // removed by another berth since the Glob
 		}
 		if CheckRef(r.Name, r.Version) != nil || s.paths.Revocation(r.Name, r.Version) != m {
 			return nil, fmt.Errorf("the revocation %s does not match its path; berth wrote it otherwise: restore it, or remove it if you are sure", m)

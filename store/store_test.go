@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -800,6 +801,42 @@ func TestTrustBuildMetadataIsSameVersion(t *testing.T) {
 	}{{"1.0.0", "1.0.0+x", true}, {"1.0.0+a", "1.0.0+b", true}, {"1.0.0", "1.0.0-rc.1", false}, {"1.0.0", "1.0.1", false}} {
 		if got := SameVersion(c.a, c.b); got != c.same {
 			t.Errorf("SameVersion(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}
+
+// TestRecordsWhileAnotherRevokes: a record that another berth removes
+// between the listing and the read is gone, not damaged (TestConcurrentChanges
+// in internal/cli saw "does not match its path" from a concurrent revoke).
+func TestRecordsWhileAnotherRevokes(t *testing.T) {
+	s := newStore(t)
+	b := openBundle(t, goodBundle)
+	res, err := s.record(context.Background(), &verified{bundle: b, source: b.Source})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Paths().Record(res.Record.Name, res.Record.Version)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			os.Rename(p, p+".away")
+			os.Rename(p+".away", p)
+		}
+	})
+	defer func() { close(done); wg.Wait() }()
+	for range 3000 {
+		recs, err := s.Records()
+		if err != nil {
+			t.Fatalf("Records while the record comes and goes: %v", err)
+		}
+		if len(recs) > 1 {
+			t.Fatalf("%d records, want 0 or 1", len(recs))
 		}
 	}
 }
