@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/berth-mcp/berth/bundle"
@@ -183,11 +184,38 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		r.Header[k] = v
 	}
+	var resp *http.Response
+	var err error
 	if g.sseAuth {
-		return g.roundTripSSEAuth(r)
+		resp, err = g.roundTripSSEAuth(r)
+	} else {
+		resp, err = g.send(r)
 	}
-	return g.send(r)
+	return resp, rejectSignIn(err)
 }
+
+// rejectSignIn marks a request refused for want of a sign-in as rejected
+// by the transport (go-sdk's ErrRejected, code -32005, matched through the
+// public jsonrpc.Error): go-sdk then returns the error to the call and
+// keeps the connection. Without the mark go-sdk takes the failed write of
+// an SSE server's POST for a broken connection whenever it looks before
+// the call's context ends (TestRemoteSecond401NeedsSignIn/sse failed about
+// one run in twenty), and the next call finds the connection gone.
+func rejectSignIn(err error) error {
+	var ne *signin.NeedSignInError
+	if err != nil && errors.As(err, &ne) {
+		return &signInRejected{err}
+	}
+	return err
+}
+
+// errTransportRejected is go-sdk's jsonrpc2.ErrRejected, by its code.
+var errTransportRejected = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+
+type signInRejected struct{ err error }
+
+func (e *signInRejected) Error() string   { return e.err.Error() }
+func (e *signInRejected) Unwrap() []error { return []error{e.err, errTransportRejected} }
 
 // send sends r on the base transport. With a sign-in, the handler sees
 // every answer: a 401 right after it renewed the token (a second 401 in
