@@ -116,3 +116,14 @@ func TestAskedTaskTwinKeyRefused(t *testing.T) {
 		return strings.Contains(string(b), "cancelled")
 	})
 }
+
+// BenchmarkTaskResult: the look every tools/call result gets in Pool.send
+// (a 4 KiB text result, not a task).
+func BenchmarkTaskResult(b *testing.B) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 4096)}}}
+	for b.Loop() {
+		if taskResult(res) {
+			b.Fatal("a task")
+		}
+	}
+}

@@ -302,13 +302,11 @@ func taskResult(res *mcp.CallToolResult) bool {
 	if err != nil {
 		return false
 	}
-	var r map[string]json.RawMessage
-	if json.Unmarshal(b, &r) != nil {
-		return false
+	// go-sdk's own encoding: one resultType key, no twins to fear.
+	var r struct {
+		ResultType string `json:"resultType"`
 	}
-	var rt string
-	_ = json.Unmarshal(r["resultType"], &rt)
-	return rt == "task"
+	return json.Unmarshal(b, &r) == nil && r.ResultType == "task"
 }
 
 // taskKeys reads a result's resultType and taskId by their exact keys, as
