@@ -1,0 +1,79 @@
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+)
+
+// ErrNotFound is wrapped by errors for a manifest, blob, tag or file the
+// registry or the catalog does not have.
+var ErrNotFound = errors.New("not found")
+
+// ErrIntegrity is wrapped by errors for content that does not match its
+// digest or the layout (a tampered blob, a manifest of another type).
+var ErrIntegrity = errors.New("integrity")
+
+// ErrAuth is wrapped by errors for a registry that refused the request
+// for want of credentials (HTTP 401 or 403).
+var ErrAuth = errors.New("registry credentials")
+
+// Error is a failed request to a registry: what berth asked for, where,
+// and why.
+type Error struct {
+	// Ref is the repository.
+	Ref *Ref
+	// What is the thing asked for ("the tag catalog", "timestamp.json").
+	What string
+	// Kind is ErrNotFound, ErrIntegrity, ErrAuth, or nil for a network
+	// or server failure.
+	Kind error
+	Err  error
+}
+
+func (e *Error) Error() string {
+	repo := e.Ref.Repo()
+	switch e.Kind {
+	case ErrNotFound:
+		return fmt.Sprintf("%s: %s is not there (%v)", repo, e.What, e.Err)
+	case ErrAuth:
+		return fmt.Sprintf("%s: the registry refused %s for want of credentials (%v); log in with docker login %s (or oras login), which berth reads from the Docker config file and its credential helpers, or check that the account may read the repository", repo, e.What, e.Err, e.Ref.Registry)
+	case ErrIntegrity:
+		return fmt.Sprintf("%s: %s does not match its digest (%v); the registry or a proxy altered it, so berth refuses it", repo, e.What, e.Err)
+	}
+	return fmt.Sprintf("%s: %s: %v", repo, e.What, e.Err)
+}
+
+func (e *Error) Unwrap() []error {
+	if e.Kind == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+func classifyErr(err error) error {
+	var resp *errcode.ErrorResponse
+	switch {
+	case errors.Is(err, ErrIntegrity):
+		return ErrIntegrity
+	case errors.Is(err, ErrNotFound), errors.Is(err, errdef.ErrNotFound):
+		return ErrNotFound
+	case errors.Is(err, ErrAuth):
+		return ErrAuth
+	case errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
+		return ErrNotFound
+	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+		return ErrAuth
+	case errors.Is(err, content.ErrMismatchedDigest), errors.Is(err, content.ErrTrailingData), errors.Is(err, errdef.ErrSizeExceedsLimit):
+		return ErrIntegrity
+	}
+	return nil
+}
+
+func pushError(ref *Ref, what string, err error) error {
+	return &Error{Ref: ref, What: what, Kind: classifyErr(err), Err: err}
+}

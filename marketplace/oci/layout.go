@@ -1,0 +1,43 @@
+package oci
+
+// The media and artifact types of berth's OCI layout (docs/marketplace.md,
+// "Catalogs in an OCI registry").
+const (
+	// ArtifactTypeCatalog is the artifactType of the image index a
+	// catalog's tag points at.
+	ArtifactTypeCatalog = "application/vnd.berth.catalog.v1"
+	// ArtifactTypeMetadata is the artifactType of the manifest that
+	// carries a catalog's TUF metadata and catalog target.
+	ArtifactTypeMetadata = "application/vnd.berth.catalog.metadata.v1"
+	// MediaTypeTUF is a layer holding one TUF metadata file.
+	MediaTypeTUF = "application/vnd.berth.tuf.metadata.v1+json"
+	// MediaTypeCatalogTarget is a layer holding targets/<sha256>.catalog.json.
+	MediaTypeCatalogTarget = "application/vnd.berth.catalog.v1+json"
+	// ArtifactTypeBundle is the artifactType of a bundle's manifest.
+	ArtifactTypeBundle = "application/vnd.berth.bundle.v1"
+	// MediaTypeBundleLayer is the layer holding a bundle's archive.
+	MediaTypeBundleLayer = "application/vnd.berth.bundle.v1.tar+gzip"
+	// ArtifactTypeSigstore is the artifactType (and layer media type) of
+	// the referrer that carries a bundle's Sigstore bundle, as Sigstore
+	// itself names it.
+	ArtifactTypeSigstore = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+	// AnnotationTitle names the path of a file relative to the catalog
+	// root (OCI's own annotation).
+	AnnotationTitle = "org.opencontainers.image.title"
+	// AnnotationName and AnnotationVersion name a bundle's plugin and
+	// version.
+	AnnotationName    = "dev.berth.name"
+	AnnotationVersion = "dev.berth.version"
+)
+
+// Limits on what berth reads from a registry before it knows a size from
+// signed metadata.
+const (
+	// MaxManifest bounds an index or manifest.
+	MaxManifest = 4 << 20
+	// MaxSignature bounds a Sigstore bundle.
+	MaxSignature = 1 << 20
+	// MaxArchive bounds a bundle archive.
+	MaxArchive = 1 << 30
+)
