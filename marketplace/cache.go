@@ -94,6 +94,9 @@ type state struct {
 	CheckedAt time.Time `json:"checkedAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	Info      Info      `json:"info"`
+	// OCIIndex is, for a catalog in an OCI registry, the digest of the
+	// index the last update read; install reads bundles through it.
+	OCIIndex string `json:"ociIndex,omitempty"`
 }
 
 // Info describes the verified copy of a catalog.
@@ -323,6 +326,10 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 	}
 	trusted := up.GetTrustedMetadataSet()
 	st.CheckedAt = now.UTC()
+	ociCat := src.ociCatalog()
+	if ociCat != nil {
+		st.OCIIndex = ociCat.IndexDigest()
+	}
 	if base != nil && st.Info.RootVersion == trusted.Root.Signed.Version && st.Info.TimestampVersion == trusted.Timestamp.Signed.Version &&
 		st.Info.SnapshotVersion == trusted.Snapshot.Signed.Version && st.Info.TargetsVersion == trusted.Targets[metadata.TARGETS].Signed.Version {
 		// Nothing new was verified: the copy stays as it is.
@@ -348,6 +355,9 @@ func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent stri
 		problems = []*catalog.Problem{}
 	}
 	files[problemsFile] = textio.MustJSON(problems)
+	if ociCat != nil {
+		files[ociIndexFile], files[ociMetadataFile] = ociCat.Manifests()
+	}
 	gen := fmt.Sprintf("v-%d-%s", info.TimestampVersion, randomHex(4))
 	if err := writeCopy(filepath.Join(parent, gen), files); err != nil {
 		return nil, err
@@ -371,6 +381,7 @@ func (c *Cache) tufRefresh(ctx context.Context, st *state, src *Source, parent s
 	localDir = filepath.Join(parent, ".none")
 	if base != nil {
 		localDir = base.dir
+		src.ociBaseline(base.dir)
 	}
 	cfg.LocalMetadataDir = localDir
 	cfg.LocalTargetsDir = localDir

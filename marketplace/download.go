@@ -82,6 +82,8 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 	if err != nil {
 		return nil, err
 	}
+	src.ociPin(st.OCIIndex)
+	src.ociBaseline(filepath.Join(c.dir, name, st.Current))
 	op := src.opener(&c.o.Source)
 	tmp, err := os.MkdirTemp(o.TempDir, "berth-download-")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
+	"github.com/berth-mcp/berth/marketplace/oci"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -119,6 +120,21 @@ func (e *VerifyError) Unwrap() []error {
 // error. last is the file the update was fetching or checking when it
 // failed.
 func classify(catName, last string, err error) error {
+	var given *VerifyError
+	if errors.As(err, &given) {
+		if given.Catalog == "" {
+			given.Catalog = catName
+		}
+		return given
+	}
+	var oe *oci.Error
+	if errors.As(err, &oe) {
+		err = ociError(last, err)
+		if errors.As(err, &given) {
+			given.Catalog = catName
+			return given
+		}
+	}
 	var ne *NetworkError
 	if errors.As(err, &ne) {
 		return fmt.Errorf("catalog %s: %w; nothing changed, the cached copy (if any) stays: check your network connection or the source, and try again", catName, err)

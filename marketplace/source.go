@@ -23,6 +23,7 @@ import (
 	"github.com/berth-mcp/berth/internal/loopback"
 	"github.com/berth-mcp/berth/internal/publicaddr"
 	"github.com/berth-mcp/berth/marketplace/internal/textio"
+	"github.com/berth-mcp/berth/marketplace/oci"
 	"github.com/berth-mcp/berth/trust"
 )
 
@@ -36,12 +37,29 @@ type Source struct {
 	Dir string
 	// URL is the base URL of an http(s) source, ending in "/".
 	URL *url.URL
+	// OCI is the repository and tag of an OCI source (Kind "oci").
+	OCI *oci.Ref
+
+	oci *ociState
 }
+
+// KindOCI is the Kind of a source in an OCI registry.
+const KindOCI = "oci"
 
 // ParseSource reads a source as the operator wrote it.
 func ParseSource(s string) (*Source, error) {
 	if s == "" {
-		return nil, fmt.Errorf("the catalog source is empty; give a directory, a file:// URL or an https:// URL")
+		return nil, fmt.Errorf("the catalog source is empty; give a directory, a file:// URL, an https:// URL or an oci:// location")
+	}
+	if oci.IsRef(s) {
+		ref, err := oci.ParseRef(s)
+		if err != nil {
+			return nil, err
+		}
+		if ref.Digest != "" {
+			return nil, fmt.Errorf("the source %q names a digest; a catalog is read from a tag, which moves with every push (berth resolves it once per update and reads everything else by digest): write %s or %s:TAG", s, ref.Repo(), ref.Repo())
+		}
+		return &Source{Kind: KindOCI, OCI: ref, oci: &ociState{}}, nil
 	}
 	if strings.Contains(s, "://") {
 		u, err := url.Parse(s)
@@ -69,7 +87,7 @@ func ParseSource(s string) (*Source, error) {
 				return nil, fmt.Errorf("the source %q uses plain http, which berth allows only on a loopback address (127.0.0.1, [::1], localhost) for local mirrors; use https", s)
 			}
 		default:
-			return nil, fmt.Errorf("the source %q has the scheme %q; use https://, file://, http:// on loopback, or a directory", s, u.Scheme)
+			return nil, fmt.Errorf("the source %q has the scheme %q; use https://, file://, http:// on loopback, oci://, or a directory", s, u.Scheme)
 		}
 		base := *u
 		base.Scheme = strings.ToLower(u.Scheme)
@@ -99,8 +117,11 @@ func dirSource(p string) (*Source, error) {
 
 // String is the source as berth records it.
 func (s *Source) String() string {
-	if s.Kind == "directory" {
+	switch s.Kind {
+	case "directory":
 		return s.Dir
+	case KindOCI:
+		return s.OCI.String()
 	}
 	return s.URL.String()
 }
@@ -155,8 +176,11 @@ func (s *Source) opener(o *SourceOptions) opener {
 	if o == nil {
 		o = &SourceOptions{}
 	}
-	if s.Kind == "directory" {
+	switch s.Kind {
+	case "directory":
 		return &dirOpener{dir: s.Dir, o: o}
+	case KindOCI:
+		return &ociOpener{s: s, o: o}
 	}
 	return &httpOpener{base: s.URL, o: o, clients: map[string]*http.Client{}}
 }
