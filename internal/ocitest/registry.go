@@ -413,3 +413,14 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	c.out.Add(int64(n))
 	return n, err
 }
+
+// DockerConfigDir writes a Docker config.json with the registry's
+// Options.BasicAuth credentials into a new directory and returns it (what
+// DOCKER_CONFIG names). It fails the test for a registry without them.
+func (r *Registry) DockerConfigDir(t testing.TB) string {
+	t.Helper()
+	if r.opts.BasicAuth == nil {
+		t.Fatal("ocitest: Registry.DockerConfigDir needs Options.BasicAuth")
+	}
+	return DockerConfigDir(t, r.Host(), r.opts.BasicAuth[0], r.opts.BasicAuth[1])
+}

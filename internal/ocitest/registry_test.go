@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
@@ -166,9 +168,20 @@ func TestRegistryBasicAuthWrongPassword(t *testing.T) {
 	ctx := context.Background()
 	reg := ocitest.NewRegistry(t, ocitest.Options{BasicAuth: &[2]string{"ci", "s3cret"}})
 	pushArtifact(t, ctx, reg.Repository(t, "cat"), "catalog")
+	// The credentials of the Docker config work.
+	cfg := reg.DockerConfigDir(t)
+	store, err := credentials.NewStore(filepath.Join(cfg, "config.json"), credentials.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := reg.Repository(t, "cat")
+	good.Client = &auth.Client{Credential: credentials.Credential(store)}
+	if _, err := good.Resolve(ctx, "catalog"); err != nil {
+		t.Fatalf("resolve with the Docker config's credentials: %v", err)
+	}
 	bad := reg.Repository(t, "cat")
 	bad.Client = &auth.Client{Credential: auth.StaticCredential(reg.Host(), auth.Credential{Username: "ci", Password: "wrong"})}
-	_, err := bad.Resolve(ctx, "catalog")
+	_, err = bad.Resolve(ctx, "catalog")
 	var ee *errcode.ErrorResponse
 	if !errors.As(err, &ee) || ee.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("resolve with a wrong password: err = %v, want a 401 error response", err)
