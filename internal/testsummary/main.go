@@ -190,5 +190,5 @@ func closingLine(skips map[string]int, order []string) string {
 	for _, why := range order {
 		parts = append(parts, fmt.Sprintf("%d: %s", skips[why], why))
 	}
-	return fmt.Sprintf("real-peer tests: %d skipped (%s); CI runs them all (BERTH_REQUIRE_PEERS=1, BERTH_REQUIRE_KEYRING=1, BERTH_REQUIRE_BROWSER=1): scripts/install-peers installs the npm peers, the Debian packages dbus and gnome-keyring the Secret Service, chromium the browser, and pipx the PyPI registry entry", total, strings.Join(parts, "; "))
+	return fmt.Sprintf("real-peer tests: %d skipped (%s); CI runs them all (BERTH_REQUIRE_PEERS=1, BERTH_REQUIRE_KEYRING=1, BERTH_REQUIRE_BROWSER=1): scripts/install-peers installs the npm peers, the Debian packages dbus and gnome-keyring the Secret Service, chromium the browser, pipx the PyPI registry entry, and docker-registry the OCI registry tests", total, strings.Join(parts, "; "))
 }
