@@ -49,6 +49,8 @@ type testEnv struct {
 	cache    *Cache
 	requests []string
 	mu       sync.Mutex
+	// ociConfig is the Docker config directory of the test's registry.
+	ociConfig string
 }
 
 func newEnv(t testing.TB, exp repo.Expiries) *testEnv {

@@ -63,7 +63,7 @@ func (s *Source) ociCatalog() *oci.Catalog {
 }
 
 func ociOptions(o *SourceOptions) *oci.Options {
-	oo := &oci.Options{RootCAs: o.RootCAs, RequestTimeout: o.RequestTimeout, DownloadTimeout: o.DownloadTimeout}
+	oo := &oci.Options{RootCAs: o.RootCAs, RequestTimeout: o.RequestTimeout, DownloadTimeout: o.DownloadTimeout, DockerConfig: o.DockerConfig}
 	if o.Counter != nil {
 		oo.Counter = func(method, u string) { o.Counter(method + " " + u) }
 	}

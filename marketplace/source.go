@@ -160,6 +160,10 @@ type SourceOptions struct {
 	RequestTimeout time.Duration
 	// DownloadTimeout bounds one bundle download; 0 means 10 minutes.
 	DownloadTimeout time.Duration
+	// DockerConfig is the directory of the Docker config.json that names
+	// registry credentials for oci:// sources; "" means $DOCKER_CONFIG,
+	// else ~/.docker.
+	DockerConfig string
 	// Counter, when set, is called once per request with the location
 	// (tests and benchmarks count requests with it).
 	Counter func(loc string)

@@ -7,6 +7,7 @@ import (
 
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
@@ -62,7 +63,7 @@ func classifyErr(err error) error {
 		return ErrIntegrity
 	case errors.Is(err, ErrNotFound), errors.Is(err, errdef.ErrNotFound):
 		return ErrNotFound
-	case errors.Is(err, ErrAuth):
+	case errors.Is(err, ErrAuth), errors.Is(err, auth.ErrBasicCredentialNotFound):
 		return ErrAuth
 	case errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
 		return ErrNotFound
