@@ -78,6 +78,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newInitCmd(a),
 		newCompletionCmd(a),
 		newCatalogCmd(a),
+		newPushCmd(a),
 		newMarketplaceCmd(a),
 		newSearchCmd(a),
 		newShowCmd(a),
@@ -145,7 +146,7 @@ func commandGroups() []commandGroup {
 		{"trust", "Review and trust bundles:", []string{"validate", "review", "trust", "list", "verify", "revoke", "signers", "gc"}},
 		{"use", "Use plugins in a workspace:", []string{"enable", "disable", "confirm", "status", "tools", "call", "logs", "accept", "policy", "profile", "secret", "login", "logout"}},
 		{"serve", "Serve MCP clients:", []string{"connect", "disconnect", "serve", "token", "approvals", "approve", "deny"}},
-		{"publish", "Make and publish bundles and catalogs:", []string{"init", "import", "digest", "keygen", "sign", "catalog"}},
+		{"publish", "Make and publish bundles and catalogs:", []string{"init", "import", "digest", "keygen", "sign", "catalog", "push"}},
 		{"settings", "Settings and help:", []string{"config", "completion", "version", "help"}},
 	}
 }

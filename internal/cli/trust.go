@@ -17,7 +17,8 @@ func newTrustCmd(a *app) *cobra.Command {
 		Use: "trust SOURCE",
 		Example: `  berth trust ./acme-notes
   berth trust acme-notes-1.4.2.tar.gz --yes --json
-  berth trust ./local-tool --allow-unsigned --digest sha256:<hex>`,
+  berth trust ./local-tool --allow-unsigned --digest sha256:<hex>
+  berth trust oci://ghcr.io/acme/acme-notes@sha256:<digest>`,
 		Short: "Verify, review and stage a bundle so it can be enabled",
 		Long: `Trust makes a bundle trusted: it validates it (exit 3 on any problem),
 computes its digest, verifies its Sigstore signature offline against your
@@ -27,7 +28,10 @@ for confirmation (on a terminal; otherwise --yes is required, else exit 2),
 stages an immutable copy and writes the trust record.
 
 The signature is read from SOURCE.sigstore.json unless --signature says
-otherwise. --digest pins the expected digest (a mismatch is exit 4).
+otherwise. SOURCE may be a bundle in an OCI registry by digest,
+oci://REGISTRY/REPOSITORY@sha256:<digest> (berth push prints it; a tag is
+refused, since it can be moved): the archive is pulled and checked
+against its digest, and the signature is its referrer. --digest pins the expected digest (a mismatch is exit 4).
 --allow-unsigned trusts an unsigned bundle, only together with --digest.
 Versions are immutable: the same name and version with another digest is
 refused. A new version from another signer than the last one is refused
@@ -110,6 +114,16 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 	staging, stopStaging := a.largeWork(!opts.JSON, "staging")
 	topts.StageProgress = staging
 	topts.Fetch = a.fetchOptions(!opts.JSON)
+	if isOCI(source) {
+		archive, cleanup, err := pullForTrust(hctx, source, opts, topts)
+		if err != nil {
+			stopStaging()
+			stopProgress()
+			return err
+		}
+		defer cleanup()
+		source = archive
+	}
 	res, err := st.Trust(hctx, source, topts)
 	stopStaging()
 	stopProgress()

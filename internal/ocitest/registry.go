@@ -127,6 +127,14 @@ type Registry struct {
 // NewRegistry starts a registry; it is closed when the test ends.
 func NewRegistry(t testing.TB, o Options) *Registry {
 	t.Helper()
+	r := Start(o)
+	t.Cleanup(r.Server.Close)
+	return r
+}
+
+// Start starts a registry for a caller without a testing.TB (a
+// testscript command); the caller closes r.Server.
+func Start(o Options) *Registry {
 	tok := make([]byte, 16)
 	rand.Read(tok)
 	r := &Registry{
@@ -141,7 +149,6 @@ func NewRegistry(t testing.TB, o Options) *Registry {
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	r.Server.Listener = &countingListener{Listener: r.Server.Listener, in: &r.wireIn, out: &r.wireOut}
 	r.Server.Start()
-	t.Cleanup(r.Server.Close)
 	return r
 }
 

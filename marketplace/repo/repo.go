@@ -281,6 +281,9 @@ func Open(dir, keyDir string, opts *Options) (*Repository, error) {
 // Expiries returns the expiries kept in DIR.
 func (r *Repository) Expiries() Expiries { return r.exp }
 
+// Name returns the catalog's name kept in DIR.
+func (r *Repository) Name() string { return r.name }
+
 // Dir returns the repository directory.
 func (r *Repository) Dir() string { return r.dir }
 
