@@ -272,3 +272,29 @@ func TestRegistryStats(t *testing.T) {
 		t.Fatalf("wire bytes in %d out %d, want more than the body (%d)", in, out, len(p.blob))
 	}
 }
+
+func TestRegistryAnonymousToken(t *testing.T) {
+	ctx := context.Background()
+	reg := ocitest.NewRegistry(t, ocitest.Options{TokenAuth: true})
+	repo := reg.Repository(t, "cat")
+	p := pushArtifact(t, ctx, repo, "v1")
+	reg.Reset()
+	// A new client: one 401, one token, then the answer.
+	if _, err := reg.Repository(t, "cat").Resolve(ctx, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	st := reg.Stats()
+	if st["GET /token"].Requests != 1 || st["HEAD /v2/cat/manifests/v1"].Requests != 2 || st.Total().Requests != 3 {
+		t.Fatalf("a resolve with a token round trip, want 3 requests:\n%s", st)
+	}
+	// A request without the token is refused with the challenge.
+	resp, err := http.Get(reg.Server.URL + "/v2/cat/manifests/" + p.manifest.Digest.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	want := `Bearer realm="` + reg.Server.URL + `/token",service="ocitest",scope="repository:cat:pull,push"`
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
+		t.Fatalf("GET without the token: %s, WWW-Authenticate %q, want 401 and %q", resp.Status, resp.Header.Get("WWW-Authenticate"), want)
+	}
+}
