@@ -293,7 +293,13 @@ func (r *Registry) route(w http.ResponseWriter, req *http.Request, reqBody []byt
 		if req.Header.Get("Authorization") != "Bearer "+r.Token {
 			challenge := fmt.Sprintf(`Bearer realm="%s/token",service="ocitest"`, r.Server.URL)
 			if name := repoName(req.URL.Path); name != "" {
-				challenge += fmt.Sprintf(`,scope="repository:%s:pull,push"`, name)
+				// As the distribution registry's token auth does: the
+				// scope of what this request needs.
+				actions := "pull"
+				if req.Method != http.MethodGet && req.Method != http.MethodHead {
+					actions = "pull,push"
+				}
+				challenge += fmt.Sprintf(`,scope="repository:%s:%s"`, name, actions)
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
 			writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required")
