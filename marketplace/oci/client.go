@@ -90,6 +90,10 @@ func newClient(ref *Ref, o *Options) (*client, error) {
 		// berth never deletes what it did not write; an old referrers
 		// index is left for the registry's own garbage collection.
 		SkipReferrersGC: true,
+		// A registry that pages without end is cut off (each page is a
+		// request, and the request timeout bounds them too).
+		ReferrerListMaxPages: 16,
+		TagListMaxPages:      16,
 	}
 	if tr.loopback {
 		repo.PlainHTTP = plainHTTP(context.Background(), ref.Registry, o)

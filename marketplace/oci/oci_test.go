@@ -5,63 +5,14 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/berth-mcp/berth/internal/ocitest"
 	"github.com/opencontainers/go-digest"
 )
-
-type testRegistry struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	reqs   []string
-	tamper func(r *http.Request, body []byte) []byte
-}
-
-func newTestRegistry(t *testing.T, referrers bool) *testRegistry {
-	t.Helper()
-	tr := &testRegistry{}
-	h := registry.New(registry.WithReferrersSupport(referrers), registry.Logger(nilLogger()))
-	tr.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tr.mu.Lock()
-		tr.reqs = append(tr.reqs, r.Method+" "+r.URL.Path)
-		tamper := tr.tamper
-		tr.mu.Unlock()
-		if tamper == nil {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		body := tamper(r, rec.Body.Bytes())
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		w.Write(body)
-	}))
-	t.Cleanup(tr.srv.Close)
-	return tr
-}
-
-func (tr *testRegistry) host() string { return strings.TrimPrefix(tr.srv.URL, "http://") }
-
-func (tr *testRegistry) requests() []string {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return append([]string(nil), tr.reqs...)
-}
-
-func (tr *testRegistry) reset() {
-	tr.mu.Lock()
-	tr.reqs = nil
-	tr.mu.Unlock()
-}
 
 func writeFile(t *testing.T, dir, rel, content string) {
 	t.Helper()
@@ -112,9 +63,9 @@ func readRel(t *testing.T, cat *Catalog, rel string) (string, error) {
 func TestPushAndOpenCatalog(t *testing.T) {
 	for _, referrers := range []bool{true, false} {
 		t.Run(map[bool]string{true: "referrers-api", false: "tag-schema"}[referrers], func(t *testing.T) {
-			reg := newTestRegistry(t, referrers)
+			reg := ocitest.NewRegistry(t, ocitest.Options{Referrers: referrers})
 			dir, files := fakeCatalog(t)
-			ref, err := ParseRef("oci://" + reg.host() + "/acme/catalog")
+			ref, err := ParseRef("oci://" + reg.Host() + "/acme/catalog")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,9 +112,9 @@ func isKind(err, kind error) bool {
 }
 
 func TestUnchangedCatalogCostsOneRequest(t *testing.T) {
-	reg := newTestRegistry(t, false)
+	reg := ocitest.NewRegistry(t, ocitest.Options{})
 	dir, _ := fakeCatalog(t)
-	ref, _ := ParseRef("oci://" + reg.host() + "/acme/catalog")
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
 	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +126,7 @@ func TestUnchangedCatalogCostsOneRequest(t *testing.T) {
 	idx, md := cat.Manifests()
 	held := map[digest.Digest][]byte{digest.FromBytes(idx): idx, digest.FromBytes(md): md, digest.FromString(ts): []byte(ts)}
 	local := func(d digest.Digest) []byte { return held[d] }
-	reg.reset()
+	reg.Reset()
 	cat, err = OpenCatalog(context.Background(), ref, "", local, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -186,15 +137,15 @@ func TestUnchangedCatalogCostsOneRequest(t *testing.T) {
 	if _, err := readRel(t, cat, "2.root.json"); !isKind(err, ErrNotFound) {
 		t.Fatal(err)
 	}
-	if reqs := reg.requests(); len(reqs) != 1 || !strings.HasPrefix(reqs[0], "HEAD /v2/acme/catalog/manifests/catalog") {
-		t.Fatalf("an unchanged catalog cost %d requests: %q", len(reqs), reqs)
+	if st := reg.Stats(); st.Total().Requests != 1 || st["HEAD /v2/acme/catalog/manifests/catalog"].Requests != 1 {
+		t.Fatalf("an unchanged catalog cost %d requests:\n%s", st.Total().Requests, st)
 	}
 }
 
 func TestTamperedBlobRefused(t *testing.T) {
-	reg := newTestRegistry(t, true)
+	reg := ocitest.NewRegistry(t, ocitest.Options{Referrers: true})
 	dir, _ := fakeCatalog(t)
-	ref, _ := ParseRef("oci://" + reg.host() + "/acme/catalog")
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
 	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -202,30 +153,30 @@ func TestTamperedBlobRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.tamper = func(r *http.Request, body []byte) []byte {
+	reg.Tamper(func(r *http.Request, body []byte) []byte {
 		if strings.Contains(r.URL.Path, "/blobs/") && bytes.Equal(body, []byte("archive-bytes")) {
 			return []byte("ARCHIVE-BYTES")
 		}
 		return body
-	}
+	})
 	if _, err := readRel(t, cat, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
 		t.Fatalf("tampered archive: %v", err)
 	}
-	reg.tamper = func(r *http.Request, body []byte) []byte {
+	reg.Tamper(func(r *http.Request, body []byte) []byte {
 		if strings.Contains(r.URL.Path, "/manifests/") && r.Method == http.MethodGet {
 			return bytes.Replace(body, []byte("acme-1.0.0"), []byte("acme-9.9.9"), 1)
 		}
 		return body
-	}
+	})
 	if _, err := OpenCatalog(context.Background(), ref, cat.IndexDigest(), nil, nil); err == nil || !strings.Contains(err.Error(), "does not match its digest") {
 		t.Fatalf("tampered index: %v", err)
 	}
 }
 
 func TestPullBundleByDigestOnly(t *testing.T) {
-	reg := newTestRegistry(t, false)
+	reg := ocitest.NewRegistry(t, ocitest.Options{})
 	dir, _ := fakeCatalog(t)
-	ref, _ := ParseRef("oci://" + reg.host() + "/acme/bundles:1.0.0")
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/bundles:1.0.0")
 	res, err := PushBundle(context.Background(), BundleFiles{
 		Archive: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"), Signature: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz.sigstore.json"),
 		Name: "acme", Version: "1.0.0",
@@ -280,6 +231,27 @@ func FuzzParseRef(f *testing.F) {
 		r2, err := ParseRef(r.String())
 		if err != nil || *r2 != *r {
 			t.Fatalf("%q: %+v does not round-trip: %+v %v", s, r, r2, err)
+		}
+	})
+}
+
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"application/vnd.berth.catalog.v1","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.catalog.metadata.v1","digest":"sha256:` + strings.Repeat("a", 64) + `","size":3},{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.bundle.v1","digest":"sha256:` + strings.Repeat("b", 64) + `","size":3,"annotations":{"org.opencontainers.image.title":"bundles/a/1/a-1.tar.gz"}}]}`))
+	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.catalog.metadata.v1","layers":[{"mediaType":"x","digest":"sha256:` + strings.Repeat("c", 64) + `","size":1,"annotations":{"org.opencontainers.image.title":"timestamp.json"}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, bundles, err := parseIndex(data); err == nil {
+			for rel := range bundles {
+				if !cleanRel(rel) || !strings.HasPrefix(rel, "bundles/") || strings.Contains(rel, "..") {
+					t.Fatalf("accepted the bundle path %q", rel)
+				}
+			}
+		}
+		if files, err := parseMetadataManifest(data); err == nil {
+			for rel := range files {
+				if !metadataFile.MatchString(rel) && !catalogTarget.MatchString(rel) {
+					t.Fatalf("accepted the metadata path %q", rel)
+				}
+			}
 		}
 	})
 }

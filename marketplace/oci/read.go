@@ -71,43 +71,65 @@ func OpenCatalog(ctx context.Context, ref *Ref, pinned string, local Local, o *O
 	}
 	cat.index = ocispec.Descriptor{MediaType: desc.MediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
 	cat.raw["index"] = data
-	var idx ocispec.Index
-	if err := json.Unmarshal(data, &idx); err != nil || idx.MediaType != ocispec.MediaTypeImageIndex || idx.ArtifactType != ArtifactTypeCatalog {
-		return nil, cat.layoutError("the catalog's index", fmt.Sprintf("it is not an image index of artifactType %s", ArtifactTypeCatalog))
+	md, bundles, err := parseIndex(data)
+	if err != nil {
+		return nil, cat.layoutError("the catalog's index", err.Error())
 	}
-	if len(idx.Manifests) == 0 || idx.Manifests[0].ArtifactType != ArtifactTypeMetadata || idx.Manifests[0].MediaType != ocispec.MediaTypeImageManifest {
-		return nil, cat.layoutError("the catalog's index", "its first manifest is not the metadata manifest ("+ArtifactTypeMetadata+")")
-	}
-	for _, m := range idx.Manifests[1:] {
-		rel := m.Annotations[AnnotationTitle]
-		if m.ArtifactType != ArtifactTypeBundle || m.MediaType != ocispec.MediaTypeImageManifest || !cleanRel(rel) || !strings.HasPrefix(rel, "bundles/") {
-			return nil, cat.layoutError("the catalog's index", fmt.Sprintf("the entry %s is not a bundle manifest with a clean path under bundles/ in %s", m.Digest, AnnotationTitle))
-		}
-		if _, dup := cat.bundles[rel]; dup {
-			return nil, cat.layoutError("the catalog's index", "it lists "+rel+" twice")
-		}
-		cat.bundles[rel] = m
-	}
-	mdata, err := cat.manifestBytes(rctx, idx.Manifests[0], "the metadata manifest")
+	cat.bundles = bundles
+	mdata, err := cat.manifestBytes(rctx, md, "the metadata manifest")
 	if err != nil {
 		return nil, err
 	}
 	cat.raw["metadata"] = mdata
-	var md ocispec.Manifest
-	if err := json.Unmarshal(mdata, &md); err != nil || md.ArtifactType != ArtifactTypeMetadata {
-		return nil, cat.layoutError("the metadata manifest", "it is not an image manifest of artifactType "+ArtifactTypeMetadata)
+	if cat.files, err = parseMetadataManifest(mdata); err != nil {
+		return nil, cat.layoutError("the metadata manifest", err.Error())
 	}
+	return cat, nil
+}
+
+// parseIndex reads a catalog's image index (from a registry, untrusted):
+// the metadata manifest first, then bundle manifests by archive path.
+func parseIndex(data []byte) (ocispec.Descriptor, map[string]ocispec.Descriptor, error) {
+	var idx ocispec.Index
+	if err := json.Unmarshal(data, &idx); err != nil || idx.MediaType != ocispec.MediaTypeImageIndex || idx.ArtifactType != ArtifactTypeCatalog {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("it is not an image index of artifactType %s", ArtifactTypeCatalog)
+	}
+	if len(idx.Manifests) == 0 || idx.Manifests[0].ArtifactType != ArtifactTypeMetadata || idx.Manifests[0].MediaType != ocispec.MediaTypeImageManifest {
+		return ocispec.Descriptor{}, nil, fmt.Errorf("its first manifest is not the metadata manifest (%s)", ArtifactTypeMetadata)
+	}
+	bundles := map[string]ocispec.Descriptor{}
+	for _, m := range idx.Manifests[1:] {
+		rel := m.Annotations[AnnotationTitle]
+		if m.ArtifactType != ArtifactTypeBundle || m.MediaType != ocispec.MediaTypeImageManifest || !cleanRel(rel) || !strings.HasPrefix(rel, "bundles/") {
+			return ocispec.Descriptor{}, nil, fmt.Errorf("the entry %s is not a bundle manifest with a clean path under bundles/ in %s", m.Digest, AnnotationTitle)
+		}
+		if _, dup := bundles[rel]; dup {
+			return ocispec.Descriptor{}, nil, fmt.Errorf("it lists %s twice", rel)
+		}
+		bundles[rel] = m
+	}
+	return idx.Manifests[0], bundles, nil
+}
+
+// parseMetadataManifest reads the metadata manifest (untrusted): its
+// layers by the catalog path in their titles.
+func parseMetadataManifest(data []byte) (map[string]ocispec.Descriptor, error) {
+	var md ocispec.Manifest
+	if err := json.Unmarshal(data, &md); err != nil || md.MediaType != ocispec.MediaTypeImageManifest || md.ArtifactType != ArtifactTypeMetadata {
+		return nil, fmt.Errorf("it is not an image manifest of artifactType %s", ArtifactTypeMetadata)
+	}
+	files := map[string]ocispec.Descriptor{}
 	for _, l := range md.Layers {
 		rel := l.Annotations[AnnotationTitle]
 		if !(metadataFile.MatchString(rel) || catalogTarget.MatchString(rel)) {
-			return nil, cat.layoutError("the metadata manifest", fmt.Sprintf("the layer %s is titled %q, which is not a catalog metadata file", l.Digest, rel))
+			return nil, fmt.Errorf("the layer %s is titled %q, which is not a catalog metadata file", l.Digest, rel)
 		}
-		if _, dup := cat.files[rel]; dup {
-			return nil, cat.layoutError("the metadata manifest", "it lists "+rel+" twice")
+		if _, dup := files[rel]; dup {
+			return nil, fmt.Errorf("it lists %s twice", rel)
 		}
-		cat.files[rel] = l
+		files[rel] = l
 	}
-	return cat, nil
+	return files, nil
 }
 
 // IndexDigest is the digest of the index this Catalog reads.

@@ -1,8 +1,0 @@
-package oci
-
-import (
-	"io"
-	"log"
-)
-
-func nilLogger() *log.Logger { return log.New(io.Discard, "", 0) }
