@@ -25,9 +25,9 @@ var orasOnce struct {
 // `go install oras.land/oras/cmd/oras@VERSION` outside this module (its
 // go.mod and go.sum are not read or changed) into
 // os.UserCacheDir()/berth-test/oras-VERSION, once per test binary and kept
-// there for later runs. Without the go command or the cache directory the
-// test is skipped, or fails when BERTH_REQUIRE_PEERS=1; a failed build
-// fails it.
+// there for later runs. Without the go command or the cache directory, or
+// when the build fails (offline, without the module proxy), the test is
+// skipped, or fails when BERTH_REQUIRE_PEERS=1.
 func BuildORAS(t testing.TB) string {
 	t.Helper()
 	orasOnce.Do(func() { orasOnce.path, orasOnce.err = buildORAS() })
@@ -72,7 +72,8 @@ func buildORAS() (string, error) {
 	cmd.Dir = gobin
 	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "GOWORK=off", "CGO_ENABLED=0", "GOFLAGS="+withoutModFlag(os.Getenv("GOFLAGS")))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the oras CLI: go install oras.land/oras/cmd/oras@%s: %v\n%s", ORASVersion, err, out)
+		// Most often the module proxy is out of reach (offline).
+		return "", &missingTool{fmt.Sprintf("the oras CLI could not be built (go install oras.land/oras/cmd/oras@%s: %v: %s); it needs the Go module proxy or a module cache holding oras.land/oras %[1]s", ORASVersion, err, tail(out))}
 	}
 	if err := os.Rename(filepath.Join(gobin, "oras"), bin); err != nil {
 		return "", err

@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -32,6 +34,8 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/retry"
+
+	"github.com/berth-mcp/berth/internal/testkit"
 )
 
 // Options configures [NewRegistry]. The zero value is an anonymous
@@ -53,6 +57,9 @@ type Options struct {
 	// on every /v2/ request (answering 401 with a Basic challenge), or,
 	// with TokenAuth, at the token endpoint.
 	BasicAuth *[2]string
+	// TLS serves HTTPS with a certificate for 127.0.0.1 from a test CA
+	// of its own (Registry.CAPEM, Registry.CAPool) instead of plain HTTP.
+	TLS bool
 	// Delay holds back every answer (also the token endpoint's) this
 	// long, or until the client gives up; see [Registry.SetDelay].
 	Delay time.Duration
@@ -103,8 +110,12 @@ func (s Stats) String() string {
 // served over plain HTTP on 127.0.0.1 by [NewRegistry]. Its methods are
 // safe for concurrent use, also while requests are served.
 type Registry struct {
-	// Server is the HTTP server; Server.URL is "http://127.0.0.1:port".
+	// Server is the HTTP server; Server.URL is "http://127.0.0.1:port"
+	// ("https://…" with Options.TLS).
 	Server *httptest.Server
+	// CAPEM and CAPool are the test CA of a registry with Options.TLS.
+	CAPEM  []byte
+	CAPool *x509.CertPool
 	// Token is the bearer token the registry accepts with
 	// Options.TokenAuth.
 	Token string
@@ -127,14 +138,32 @@ type Registry struct {
 // NewRegistry starts a registry; it is closed when the test ends.
 func NewRegistry(t testing.TB, o Options) *Registry {
 	t.Helper()
-	r := Start(o)
+	r := newRegistry(o)
+	if o.TLS {
+		ca := testkit.NewTestCA(t)
+		r.CAPEM, r.CAPool = ca.CertPEM, ca.Pool()
+		r.Server.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Leaf(t)}}
+		r.Server.StartTLS()
+	} else {
+		r.Server.Start()
+	}
 	t.Cleanup(r.Server.Close)
 	return r
 }
 
-// Start starts a registry for a caller without a testing.TB (a
-// testscript command); the caller closes r.Server.
+// Start starts a plain-HTTP registry for a caller without a testing.TB
+// (a testscript command); the caller closes r.Server. Options.TLS needs
+// NewRegistry.
 func Start(o Options) *Registry {
+	if o.TLS {
+		panic("ocitest: Start cannot serve TLS; use NewRegistry")
+	}
+	r := newRegistry(o)
+	r.Server.Start()
+	return r
+}
+
+func newRegistry(o Options) *Registry {
 	tok := make([]byte, 16)
 	rand.Read(tok)
 	r := &Registry{
@@ -148,13 +177,13 @@ func Start(o Options) *Registry {
 	}
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	r.Server.Listener = &countingListener{Listener: r.Server.Listener, in: &r.wireIn, out: &r.wireOut}
-	r.Server.Start()
 	return r
 }
 
 // Host is "127.0.0.1:port", the registry part of a reference.
 func (r *Registry) Host() string {
-	return strings.TrimPrefix(r.Server.URL, "http://")
+	_, host, _ := strings.Cut(r.Server.URL, "://")
+	return host
 }
 
 // Stats returns a copy of the counts since the start or the last
@@ -204,16 +233,23 @@ func (r *Registry) Tamper(f func(req *http.Request, body []byte) []byte) {
 }
 
 // Repository returns an oras-go client for the repository name on this
-// registry, over plain HTTP, with the registry's credentials when it has
-// any. Its requests are counted like any other.
+// registry, over plain HTTP (HTTPS trusting CAPool with Options.TLS), with
+// the registry's credentials when it has any. Its requests are counted
+// like any other.
 func (r *Registry) Repository(t testing.TB, name string) *remote.Repository {
 	t.Helper()
 	repo, err := remote.NewRepository(r.Host() + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo.PlainHTTP = true
 	c := &auth.Client{Client: retry.DefaultClient, Cache: auth.NewCache()}
+	if r.opts.TLS {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: r.CAPool}
+		c.Client = &http.Client{Transport: retry.NewTransport(tr)}
+	} else {
+		repo.PlainHTTP = true
+	}
 	if r.opts.BasicAuth != nil {
 		c.Credential = auth.StaticCredential(r.Host(), auth.Credential{Username: r.opts.BasicAuth[0], Password: r.opts.BasicAuth[1]})
 	}
@@ -230,6 +266,22 @@ func (r *Registry) Tag(t testing.TB, name, src, tag string) ocispec.Descriptor {
 		t.Fatalf("ocitest: tagging %s/%s:%s as %s: %v", r.Host(), name, src, tag, err)
 	}
 	return desc
+}
+
+// Delete removes the manifest ref (a digest or a tag) of repository name
+// with a plain DELETE request, as a registry's garbage collection or
+// retention policy does: unlike oras-go's Delete, it leaves a referrers
+// index at a fallback tag naming the manifest as it was. Deleting by
+// digest leaves the tags that named the manifest. The request is not
+// counted.
+func (r *Registry) Delete(t testing.TB, name, ref string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodDelete, "/v2/"+name+"/manifests/"+ref, nil)
+	rec := httptest.NewRecorder()
+	r.inner.ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("ocitest: deleting %s/%s@%s: %d %s", r.Host(), name, ref, rec.Code, rec.Body.Bytes())
+	}
 }
 
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {

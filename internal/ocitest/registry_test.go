@@ -298,3 +298,57 @@ func TestRegistryAnonymousToken(t *testing.T) {
 		t.Fatalf("GET without the token: %s, WWW-Authenticate %q, want 401 and %q", resp.Status, resp.Header.Get("WWW-Authenticate"), want)
 	}
 }
+
+func TestRegistryTLS(t *testing.T) {
+	ctx := context.Background()
+	reg := ocitest.NewRegistry(t, ocitest.Options{TLS: true, TokenAuth: true, Referrers: true})
+	p := pushArtifact(t, ctx, reg.Repository(t, "cat"), "v1")
+	repo := reg.Repository(t, "cat")
+	if _, err := content.FetchAll(ctx, repo, p.blobDesc); err != nil {
+		t.Fatalf("pull over TLS with a token: %v", err)
+	}
+	if !strings.HasPrefix(reg.Server.URL, "https://127.0.0.1:") {
+		t.Fatalf("URL %s", reg.Server.URL)
+	}
+	// Plain HTTP to it fails.
+	plain, err := remote.NewRepository(reg.Host() + "/cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.PlainHTTP = true
+	if _, err := plain.Resolve(ctx, "v1"); err == nil {
+		t.Fatal("plain HTTP to a TLS registry succeeded")
+	}
+}
+
+// TestRegistryDelete: a signature deleted behind the client's back is
+// gone from the referrers API, and stays listed, unfetchable, in the
+// tag schema's index.
+func TestRegistryDelete(t *testing.T) {
+	for _, withAPI := range []bool{true, false} {
+		ctx := context.Background()
+		reg := ocitest.NewRegistry(t, ocitest.Options{Referrers: withAPI})
+		p := pushArtifact(t, ctx, reg.Repository(t, "cat"), "v1")
+		reg.Delete(t, "cat", p.signature.Digest.String())
+		repo := reg.Repository(t, "cat")
+		var refs []ocispec.Descriptor
+		if err := repo.Referrers(ctx, p.manifest, sigType, func(r []ocispec.Descriptor) error {
+			refs = append(refs, r...)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if withAPI {
+			if len(refs) != 0 {
+				t.Errorf("referrers API after the delete: %+v, want none", refs)
+			}
+			continue
+		}
+		if len(refs) != 1 || refs[0].Digest != p.signature.Digest {
+			t.Fatalf("tag schema after the delete: %+v, want the deleted signature still listed", refs)
+		}
+		if _, err := content.FetchAll(ctx, repo, refs[0]); !errors.Is(err, errdef.ErrNotFound) {
+			t.Errorf("fetching the deleted signature: err = %v, want not found", err)
+		}
+	}
+}

@@ -9,6 +9,9 @@ const (
 	// ArtifactTypeMetadata is the artifactType of the manifest that
 	// carries a catalog's TUF metadata and catalog target.
 	ArtifactTypeMetadata = "application/vnd.berth.catalog.metadata.v1"
+	// ArtifactTypeBundles is the artifactType of the image index that
+	// lists a catalog's bundle manifests (read only to install).
+	ArtifactTypeBundles = "application/vnd.berth.catalog.bundles.v1"
 	// MediaTypeTUF is a layer holding one TUF metadata file.
 	MediaTypeTUF = "application/vnd.berth.tuf.metadata.v1+json"
 	// MediaTypeCatalogTarget is a layer holding targets/<sha256>.catalog.json.

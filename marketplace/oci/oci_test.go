@@ -32,15 +32,19 @@ func fakeCatalog(t *testing.T) (string, map[string]string) {
 	files := map[string]string{
 		"1.root.json":     `{"root":1}`,
 		"root.json":       `{"root":1}`,
-		"timestamp.json":  `{"timestamp":1}`,
-		"1.snapshot.json": `{"snapshot":1}`,
-		"1.targets.json":  `{"targets":1}`,
+		"timestamp.json":  `{"signed":{"meta":{"snapshot.json":{"version":2}}}}`,
+		"2.snapshot.json": `{"signed":{"meta":{"targets.json":{"version":1}}}}`,
+		"1.targets.json":  `{"signed":{"targets":{"catalog.json":{"hashes":{"sha256":"` + strings.Repeat("a", 64) + `"}}}}}`,
 		"targets/" + strings.Repeat("a", 64) + ".catalog.json": `{"catalog":1}`,
 		"bundles/acme/1.0.0/acme-1.0.0.tar.gz":                 "archive-bytes",
 		"bundles/acme/1.0.0/acme-1.0.0.tar.gz.sigstore.json":   `{"sig":1}`,
 		"bundles/other/2.0.0/other-2.0.0.tar.gz":               "other-archive",
 		"bundles/other/2.0.0/other-2.0.0.tar.gz.sigstore.json": `{"sig":2}`,
 	}
+	// An older snapshot and catalog target: published once, of no use to
+	// a client now, so not pushed.
+	writeFile(t, dir, "1.snapshot.json", `{"signed":{"meta":{"targets.json":{"version":1}}}}`)
+	writeFile(t, dir, "targets/"+strings.Repeat("b", 64)+".catalog.json", `{"catalog":0}`)
 	for rel, c := range files {
 		writeFile(t, dir, rel, c)
 	}
@@ -97,7 +101,7 @@ func TestPushAndOpenCatalog(t *testing.T) {
 					t.Errorf("%s: %q, %v; want %q", rel, got, err, want)
 				}
 			}
-			for _, rel := range []string{"catalog.json", "berth-catalog.json", "2.root.json", "bundles/none/1/x.tar.gz.sigstore.json"} {
+			for _, rel := range []string{"catalog.json", "berth-catalog.json", "2.root.json", "1.snapshot.json", "targets/" + strings.Repeat("b", 64) + ".catalog.json", "bundles/none/1/x.tar.gz.sigstore.json"} {
 				if _, err := readRel(t, cat, rel); !isKind(err, ErrNotFound) {
 					t.Errorf("%s: %v, want not found", rel, err)
 				}
@@ -164,7 +168,7 @@ func TestTamperedBlobRefused(t *testing.T) {
 	}
 	reg.Tamper(func(r *http.Request, body []byte) []byte {
 		if strings.Contains(r.URL.Path, "/manifests/") && r.Method == http.MethodGet {
-			return bytes.Replace(body, []byte("acme-1.0.0"), []byte("acme-9.9.9"), 1)
+			return bytes.Replace(body, []byte("metadata.v1"), []byte("metadata.v2"), 1)
 		}
 		return body
 	})
@@ -236,10 +240,11 @@ func FuzzParseRef(f *testing.F) {
 }
 
 func FuzzParseIndex(f *testing.F) {
-	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"application/vnd.berth.catalog.v1","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.catalog.metadata.v1","digest":"sha256:` + strings.Repeat("a", 64) + `","size":3},{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.bundle.v1","digest":"sha256:` + strings.Repeat("b", 64) + `","size":3,"annotations":{"org.opencontainers.image.title":"bundles/a/1/a-1.tar.gz"}}]}`))
+	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","artifactType":"application/vnd.berth.catalog.bundles.v1","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.bundle.v1","digest":"sha256:` + strings.Repeat("b", 64) + `","size":3,"annotations":{"org.opencontainers.image.title":"bundles/a/1/a-1.tar.gz"}}]}`))
 	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","artifactType":"application/vnd.berth.catalog.metadata.v1","layers":[{"mediaType":"x","digest":"sha256:` + strings.Repeat("c", 64) + `","size":1,"annotations":{"org.opencontainers.image.title":"timestamp.json"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, bundles, err := parseIndex(data); err == nil {
+		parseIndex(data)
+		if bundles, err := parseBundles(data); err == nil {
 			for rel := range bundles {
 				if !cleanRel(rel) || !strings.HasPrefix(rel, "bundles/") || strings.Contains(rel, "..") {
 					t.Fatalf("accepted the bundle path %q", rel)

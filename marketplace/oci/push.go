@@ -73,6 +73,9 @@ func PushCatalog(ctx context.Context, dir string, ref *Ref, o *Options) (*PushRe
 	if !hasFile(meta, "root.json") || !hasFile(meta, "timestamp.json") || !hasFile(meta, "1.root.json") {
 		return nil, fmt.Errorf("%s is not a published berth catalog: it has no 1.root.json, root.json and timestamp.json; make one with berth catalog init and berth catalog add", dir)
 	}
+	if meta, err = currentMetadata(root, meta); err != nil {
+		return nil, fmt.Errorf("%s: %v", dir, err)
+	}
 	c, err := newClient(ref, o)
 	if err != nil {
 		return nil, err
@@ -105,16 +108,31 @@ func PushCatalog(ctx context.Context, dir string, ref *Ref, o *Options) (*PushRe
 		return nil, err
 	}
 	md.ArtifactType = ArtifactTypeMetadata
-	index.Manifests = append(index.Manifests, md)
+	bundles := ocispec.Index{
+		Versioned:    specs.Versioned{SchemaVersion: 2},
+		MediaType:    ocispec.MediaTypeImageIndex,
+		ArtifactType: ArtifactTypeBundles,
+		Manifests:    []ocispec.Descriptor{},
+	}
 	for _, a := range archives {
 		bd, err := p.bundle(ctx, a.rel, a.sig, bundleName(a.rel))
 		if err != nil {
 			return nil, err
 		}
 		bd.Annotations = map[string]string{AnnotationTitle: a.rel}
-		index.Manifests = append(index.Manifests, bd)
+		bundles.Manifests = append(bundles.Manifests, bd)
 	}
 	res.Bundles = len(archives)
+	bdata, err := json.Marshal(bundles)
+	if err != nil {
+		return nil, err
+	}
+	bi := descriptorOf(ocispec.MediaTypeImageIndex, bdata)
+	if err := p.push(ctx, bi, bdata, "the bundles index"); err != nil {
+		return nil, err
+	}
+	bi.ArtifactType = ArtifactTypeBundles
+	index.Manifests = append(index.Manifests, md, bi)
 	data, err := json.Marshal(index)
 	if err != nil {
 		return nil, err
@@ -272,25 +290,36 @@ func (p *pusher) manifest(ctx context.Context, artifactType string, layers []oci
 		return ocispec.Descriptor{}, err
 	}
 	d := descriptorOf(ocispec.MediaTypeImageManifest, data)
-	rctx, cancel := context.WithTimeout(ctx, p.c.o.requestTimeout())
-	defer cancel()
 	// A manifest with a subject is always sent: on a registry without
 	// the referrers API, oras-go adds it to the referrers tag's index
 	// then (and leaves an index that has it as it is), so a push cut
 	// short before that is mended by the next one.
-	if subject == nil {
-		ok, err := p.c.repo.Exists(rctx, d)
-		if err != nil {
-			return d, pushError(p.c.ref, "a manifest", err)
+	if subject != nil {
+		rctx, cancel := context.WithTimeout(ctx, p.c.o.requestTimeout())
+		defer cancel()
+		if err := p.c.repo.Push(rctx, d, bytes.NewReader(data)); err != nil {
+			return d, pushError(p.c.ref, "a signature referrer", err)
 		}
-		if ok {
-			return d, nil
-		}
+		return d, nil
+	}
+	return d, p.push(ctx, d, data, "a manifest")
+}
+
+// push sends a manifest or index the registry does not have yet.
+func (p *pusher) push(ctx context.Context, d ocispec.Descriptor, data []byte, what string) error {
+	rctx, cancel := context.WithTimeout(ctx, p.c.o.requestTimeout())
+	defer cancel()
+	ok, err := p.c.repo.Exists(rctx, d)
+	if err != nil {
+		return pushError(p.c.ref, what, err)
+	}
+	if ok {
+		return nil
 	}
 	if err := p.c.repo.Push(rctx, d, bytes.NewReader(data)); err != nil {
-		return d, pushError(p.c.ref, "a manifest", err)
+		return pushError(p.c.ref, what, err)
 	}
-	return d, nil
+	return nil
 }
 
 // bundle pushes an archive as a bundle manifest and its signature as a
@@ -400,6 +429,67 @@ func catalogFiles(root *os.Root) ([]file, []archiveFile, error) {
 	}
 	sort.Slice(meta, func(i, j int) bool { return meta[i].rel < meta[j].rel })
 	return meta, archives, nil
+}
+
+// currentMetadata keeps of meta what a client of the catalog's current
+// version can ask for: every root version (clients walk rotations), the
+// timestamp, the snapshot it names, the targets that snapshot names, and
+// the catalog targets those list. Older versions are of no use to a
+// client, and would make every update read a longer manifest.
+func currentMetadata(root *os.Root, meta []file) ([]file, error) {
+	read := func(name string, v any) error {
+		b, err := root.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("%s is not TUF metadata: %v", name, err)
+		}
+		return nil
+	}
+	var ts struct {
+		Signed struct {
+			Meta map[string]struct{ Version int64 } `json:"meta"`
+		} `json:"signed"`
+	}
+	if err := read("timestamp.json", &ts); err != nil {
+		return nil, err
+	}
+	snap := fmt.Sprintf("%d.snapshot.json", ts.Signed.Meta["snapshot.json"].Version)
+	var sn struct {
+		Signed struct {
+			Meta map[string]struct{ Version int64 } `json:"meta"`
+		} `json:"signed"`
+	}
+	if err := read(snap, &sn); err != nil {
+		return nil, fmt.Errorf("the snapshot the timestamp names: %v", err)
+	}
+	targ := fmt.Sprintf("%d.targets.json", sn.Signed.Meta["targets.json"].Version)
+	var tg struct {
+		Signed struct {
+			Targets map[string]struct {
+				Hashes map[string]string `json:"hashes"`
+			} `json:"targets"`
+		} `json:"signed"`
+	}
+	if err := read(targ, &tg); err != nil {
+		return nil, fmt.Errorf("the targets the snapshot names: %v", err)
+	}
+	keep := map[string]bool{"root.json": true, "timestamp.json": true, snap: true, targ: true}
+	for name, t := range tg.Signed.Targets {
+		keep["targets/"+t.Hashes["sha256"]+"."+name] = true
+	}
+	var out []file
+	for _, f := range meta {
+		if keep[f.rel] || strings.HasSuffix(f.rel, ".root.json") {
+			out = append(out, f)
+			delete(keep, f.rel)
+		}
+	}
+	for rel := range keep {
+		return nil, fmt.Errorf("it has no %s, which its current metadata names; is the catalog directory complete?", rel)
+	}
+	return out, nil
 }
 
 // bundleName reads the plugin name and version from an archive's path,

@@ -29,8 +29,10 @@ type Catalog struct {
 	index ocispec.Descriptor
 	raw   map[string][]byte // the index's and metadata manifest's bytes, by name
 	files map[string]ocispec.Descriptor
-	// bundles maps an archive's path to its bundle manifest.
-	bundles map[string]ocispec.Descriptor
+	// bundlesDesc is the bundles index, read on the first bundle asked
+	// for into bundles, which maps an archive's path to its manifest.
+	bundlesDesc ocispec.Descriptor
+	bundles     map[string]ocispec.Descriptor
 }
 
 // OpenCatalog resolves ref's tag (DefaultTag when it has none) once, or
@@ -42,7 +44,7 @@ func OpenCatalog(ctx context.Context, ref *Ref, pinned string, local Local, o *O
 	if err != nil {
 		return nil, err
 	}
-	cat := &Catalog{c: c, local: local, raw: map[string][]byte{}, files: map[string]ocispec.Descriptor{}, bundles: map[string]ocispec.Descriptor{}}
+	cat := &Catalog{c: c, local: local, raw: map[string][]byte{}, files: map[string]ocispec.Descriptor{}}
 	rctx, cancel := context.WithTimeout(ctx, c.o.requestTimeout())
 	defer cancel()
 	reference := pinned
@@ -75,7 +77,7 @@ func OpenCatalog(ctx context.Context, ref *Ref, pinned string, local Local, o *O
 	if err != nil {
 		return nil, cat.layoutError("the catalog's index", err.Error())
 	}
-	cat.bundles = bundles
+	cat.bundlesDesc = bundles
 	mdata, err := cat.manifestBytes(rctx, md, "the metadata manifest")
 	if err != nil {
 		return nil, err
@@ -89,26 +91,37 @@ func OpenCatalog(ctx context.Context, ref *Ref, pinned string, local Local, o *O
 
 // parseIndex reads a catalog's image index (from a registry, untrusted):
 // the metadata manifest first, then bundle manifests by archive path.
-func parseIndex(data []byte) (ocispec.Descriptor, map[string]ocispec.Descriptor, error) {
+func parseIndex(data []byte) (md, bundles ocispec.Descriptor, err error) {
 	var idx ocispec.Index
 	if err := json.Unmarshal(data, &idx); err != nil || idx.MediaType != ocispec.MediaTypeImageIndex || idx.ArtifactType != ArtifactTypeCatalog {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("it is not an image index of artifactType %s", ArtifactTypeCatalog)
+		return md, bundles, fmt.Errorf("it is not an image index of artifactType %s", ArtifactTypeCatalog)
 	}
-	if len(idx.Manifests) == 0 || idx.Manifests[0].ArtifactType != ArtifactTypeMetadata || idx.Manifests[0].MediaType != ocispec.MediaTypeImageManifest {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("its first manifest is not the metadata manifest (%s)", ArtifactTypeMetadata)
+	if len(idx.Manifests) != 2 || idx.Manifests[0].ArtifactType != ArtifactTypeMetadata || idx.Manifests[0].MediaType != ocispec.MediaTypeImageManifest ||
+		idx.Manifests[1].ArtifactType != ArtifactTypeBundles || idx.Manifests[1].MediaType != ocispec.MediaTypeImageIndex {
+		return md, bundles, fmt.Errorf("it does not list the metadata manifest (%s) and then the bundles index (%s)", ArtifactTypeMetadata, ArtifactTypeBundles)
+	}
+	return idx.Manifests[0], idx.Manifests[1], nil
+}
+
+// parseBundles reads a catalog's bundles index (untrusted): bundle
+// manifests by archive path.
+func parseBundles(data []byte) (map[string]ocispec.Descriptor, error) {
+	var idx ocispec.Index
+	if err := json.Unmarshal(data, &idx); err != nil || idx.MediaType != ocispec.MediaTypeImageIndex || idx.ArtifactType != ArtifactTypeBundles {
+		return nil, fmt.Errorf("it is not an image index of artifactType %s", ArtifactTypeBundles)
 	}
 	bundles := map[string]ocispec.Descriptor{}
-	for _, m := range idx.Manifests[1:] {
+	for _, m := range idx.Manifests {
 		rel := m.Annotations[AnnotationTitle]
 		if m.ArtifactType != ArtifactTypeBundle || m.MediaType != ocispec.MediaTypeImageManifest || !cleanRel(rel) || !strings.HasPrefix(rel, "bundles/") {
-			return ocispec.Descriptor{}, nil, fmt.Errorf("the entry %s is not a bundle manifest with a clean path under bundles/ in %s", m.Digest, AnnotationTitle)
+			return nil, fmt.Errorf("the entry %s is not a bundle manifest with a clean path under bundles/ in %s", m.Digest, AnnotationTitle)
 		}
 		if _, dup := bundles[rel]; dup {
-			return ocispec.Descriptor{}, nil, fmt.Errorf("it lists %s twice", rel)
+			return nil, fmt.Errorf("it lists %s twice", rel)
 		}
 		bundles[rel] = m
 	}
-	return idx.Manifests[0], bundles, nil
+	return bundles, nil
 }
 
 // parseMetadataManifest reads the metadata manifest (untrusted): its
@@ -189,6 +202,12 @@ func (c *Catalog) Open(ctx context.Context, rel string) (io.ReadCloser, error) {
 		}
 		return c.blob(ctx, d, rel)
 	}
+	if !strings.HasPrefix(rel, "bundles/") {
+		return nil, c.notFound(rel)
+	}
+	if err := c.readBundles(ctx); err != nil {
+		return nil, err
+	}
 	if bd, ok := c.bundles[rel]; ok {
 		ld, err := c.bundleLayer(ctx, bd, rel)
 		if err != nil {
@@ -205,7 +224,30 @@ func (c *Catalog) Open(ctx context.Context, rel string) (io.ReadCloser, error) {
 			return c.blob(ctx, sd, rel)
 		}
 	}
-	return nil, &Error{Ref: c.c.ref, What: rel, Kind: ErrNotFound, Err: fmt.Errorf("the catalog's index %s lists no such file", c.index.Digest)}
+	return nil, c.notFound(rel)
+}
+
+func (c *Catalog) notFound(rel string) error {
+	return &Error{Ref: c.c.ref, What: rel, Kind: ErrNotFound, Err: fmt.Errorf("the catalog's index %s lists no such file", c.index.Digest)}
+}
+
+// readBundles reads the bundles index, once.
+func (c *Catalog) readBundles(ctx context.Context) error {
+	if c.bundles != nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.c.o.requestTimeout())
+	defer cancel()
+	data, err := c.manifestBytes(rctx, c.bundlesDesc, "the bundles index")
+	if err != nil {
+		return err
+	}
+	b, err := parseBundles(data)
+	if err != nil {
+		return c.layoutError("the bundles index", err.Error())
+	}
+	c.bundles = b
+	return nil
 }
 
 func (c *Catalog) blob(ctx context.Context, d ocispec.Descriptor, what string) (io.ReadCloser, error) {
