@@ -2,6 +2,8 @@ package marketplace
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"errors"
 	"net/http"
 	"os"
@@ -145,6 +147,29 @@ func TestOCICatalogRefusals(t *testing.T) {
 	_, err = c.Refresh(e.ctx, "acme")
 	wantKind(t, err, KindTargetMismatch)
 	e.write(rel, data)
+	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
+	if _, err := c.Refresh(e.ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Mix and match: the snapshot the timestamp names replaced by
+	// another version's, pushed under its name.
+	e.publish("acme-notes", "1.3.0")
+	var ts struct {
+		Signed struct {
+			Meta map[string]struct{ Version int64 } `json:"meta"`
+		} `json:"signed"`
+	}
+	if err := json.Unmarshal(e.read("timestamp.json"), &ts); err != nil {
+		t.Fatal(err)
+	}
+	cur := fmt.Sprintf("%d.snapshot.json", ts.Signed.Meta["snapshot.json"].Version)
+	saved := e.read(cur)
+	e.write(cur, e.read(fmt.Sprintf("%d.snapshot.json", ts.Signed.Meta["snapshot.json"].Version-1)))
+	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
+	_, err = c.Refresh(e.ctx, "acme")
+	wantKind(t, err, KindMixAndMatch)
+	e.write(cur, saved)
 	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
 	if _, err := c.Refresh(e.ctx, "acme"); err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ func runPush(ctx context.Context, a *app, src, loc, sigFile string, bopts *bundl
 		sigFile = store.DefaultSignatureFile(src)
 	}
 	if _, err := os.Stat(sigFile); err != nil {
-		return fmt.Errorf("%w: %s has no signature at %s; sign it with berth sign (or give --signature FILE): a bundle in a registry is trusted only with its signature", trust.ErrUntrusted, src, sigFile)
+		return fmt.Errorf("%s has no signature at %s; sign it with berth sign (or give --signature FILE): others trust a bundle from a registry only with its signature", src, sigFile)
 	}
 	b, err := bundle.Open(ctx, src, bopts)
 	if err != nil {
