@@ -3,8 +3,8 @@ package marketplace
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
