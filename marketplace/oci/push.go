@@ -47,8 +47,7 @@ var catalogTarget = regexp.MustCompile(`^targets/[0-9a-f]{64}\.catalog\.json$`)
 
 // file is one file of a catalog directory as it is pushed.
 type file struct {
-	rel  string // slash path relative to the catalog root
-	desc ocispec.Descriptor
+	rel string // slash path relative to the catalog root
 }
 
 // PushCatalog publishes the catalog directory dir (its TUF metadata, its
