@@ -55,7 +55,7 @@ catalog, which stays the authority for berth.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Namespace, "namespace", "", "the reverse-DNS namespace of derived registry names (default dev.berth.catalog.<catalog name>)")
+	f.StringVar(&opts.Namespace, "namespace", "", "the reverse-DNS `NAMESPACE` of derived registry names (default dev.berth.catalog.<catalog name>)")
 	f.BoolVar(&opts.Force, "force", false, "replace OUT when it holds an earlier export")
 	a.jsonFlag(cmd, &opts.JSON, repo.ExportResult{})
 	return cmd

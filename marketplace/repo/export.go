@@ -51,37 +51,46 @@ type ExportOptions struct {
 
 // ExportResult is what ExportRegistry wrote.
 type ExportResult struct {
-	// Dir is the catalog directory and Out the export, as given.
+	// Dir is the catalog directory, as given.
 	Dir string `json:"dir"`
+	// Out is the export's directory, as given.
 	Out string `json:"out"`
-	// Catalog is the catalog's name; Namespace the one derived names
-	// are in.
-	Catalog   string `json:"catalog"`
+	// Catalog is the catalog's name.
+	Catalog string `json:"catalog"`
+	// Namespace is the namespace of the registry names the export
+	// derived (NAMESPACE/PLUGIN).
 	Namespace string `json:"namespace"`
-	// Servers are the registry entries written, sorted by name.
+	// Servers are the registry servers written, sorted by name.
 	Servers []*ExportedServer `json:"servers"`
-	// Skipped are the plugin versions left out, with why.
+	// Skipped are the plugin versions left out, each with its rule and
+	// reason; OUT/berth-export-skipped.json lists the same.
 	Skipped []*ExportSkip `json:"skipped"`
 }
 
 // ExportedServer is one registry server of an export.
 type ExportedServer struct {
-	// Name is its registry name; Plugin the catalog's plugin.
-	Name   string `json:"name"`
+	// Name is its registry name (server.json name).
+	Name string `json:"name"`
+	// Plugin is the catalog's plugin it was made from.
 	Plugin string `json:"plugin"`
-	// Versions are the versions written, highest first; Latest is the
-	// one versions/latest serves.
+	// Versions are the versions written, highest first.
 	Versions []string `json:"versions"`
-	Latest   string   `json:"latest"`
+	// Latest is the version versions/latest serves (isLatest): the
+	// highest that is not yanked.
+	Latest string `json:"latest"`
 }
 
 // ExportSkip is one plugin version (or, without Version, a whole
 // catalog entry) an export left out.
 type ExportSkip struct {
-	Plugin  string `json:"plugin"`
+	// Plugin is the catalog's plugin name.
+	Plugin string `json:"plugin"`
+	// Version is the version left out; empty for a whole entry.
 	Version string `json:"version,omitempty"`
-	Rule    string `json:"rule"`
-	Reason  string `json:"reason"`
+	// Rule is why, one of the export-* rules (docs/marketplace.md).
+	Rule string `json:"rule"`
+	// Reason says why in words.
+	Reason string `json:"reason"`
 }
 
 func (s *ExportSkip) String() string {
