@@ -36,7 +36,8 @@ its directory, as application/json, ignoring the query string
 
 Each version is a server.json (schema 2025-12-11) with the package (npm,
 pypi, oci) or remote of the bundle's one server, read from the bundle's
-archive in DIR, and the berth bundle's URLs and digests under
+archive in DIR (an MCP Bundle added as a .mcpb is an mcpb package at
+--base-url plus its path, when --base-url is given), and the berth bundle's URLs and digests under
 _meta["dev.berth/bundle"]. Its registry name is NAMESPACE/PLUGIN
 (--namespace, default dev.berth.catalog.<catalog name>), or the registry
 name a bundle imported from a registry entry carries. A version that cannot
@@ -57,6 +58,7 @@ catalog, which stays the authority for berth.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Namespace, "namespace", "", "the reverse-DNS `NAMESPACE` of derived registry names (default dev.berth.catalog.<catalog name>)")
 	f.BoolVar(&opts.Force, "force", false, "replace OUT when it holds an earlier export")
+	f.StringVar(&opts.BaseURL, "base-url", "", "the https `URL` DIR is served at; with it, an MCP Bundle (.mcpb) in the catalog is exported as an mcpb package")
 	a.jsonFlag(cmd, &opts.JSON, repo.ExportResult{})
 	return cmd
 }
@@ -66,12 +68,13 @@ type catalogExportOptions struct {
 	// Dir and Out are the positional arguments.
 	Dir, Out  string
 	Namespace string
+	BaseURL   string
 	Force     bool
 	JSON      bool
 }
 
 func runCatalogExportRegistry(ctx context.Context, a *app, opts *catalogExportOptions) error {
-	res, err := repo.ExportRegistry(ctx, opts.Dir, opts.Out, &repo.ExportOptions{Namespace: opts.Namespace, Force: opts.Force})
+	res, err := repo.ExportRegistry(ctx, opts.Dir, opts.Out, &repo.ExportOptions{Namespace: opts.Namespace, BaseURL: opts.BaseURL, Force: opts.Force})
 	if err != nil {
 		return err
 	}

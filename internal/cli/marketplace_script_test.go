@@ -148,9 +148,9 @@ func serveRegistryCmd(ts *testscript.TestScript, neg bool, args []string) {
 
 // serveStaticRegistryCmd: serve-static-registry NAME DIR serves an export
 // of berth catalog export-registry as a plain static web server does: the
-// URL path, decoded (%2F is a '/'), names a directory of DIR, and the
-// answer is its index.json as application/json; the query string is
-// ignored. It sets $NAME_URL.
+// URL path, decoded (%2F is a '/'), names a file of DIR, or a directory
+// whose index.json is the answer, as application/json; the query string
+// is ignored. It sets $NAME_URL.
 func serveStaticRegistryCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: serve-static-registry NAME DIR")
@@ -159,7 +159,10 @@ func serveStaticRegistryCmd(ts *testscript.TestScript, neg bool, args []string) 
 	d := &servedDir{}
 	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.requests.Add(1)
-		file := filepath.Join(dir, filepath.FromSlash(path.Clean("/"+r.URL.Path)), "index.json")
+		file := filepath.Join(dir, filepath.FromSlash(path.Clean("/"+r.URL.Path)))
+		if fi, err := os.Stat(file); err != nil || fi.IsDir() {
+			file = filepath.Join(file, "index.json")
+		}
 		data, err := os.ReadFile(file)
 		if err != nil {
 			http.Error(w, `{"error": "Server not found"}`, http.StatusNotFound)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/internal/atomicfile"
 	"github.com/berth-mcp/berth/internal/fsx"
+	"github.com/berth-mcp/berth/internal/loopback"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 )
 
@@ -44,6 +46,11 @@ type ExportOptions struct {
 	// Force replaces an OUT that holds an earlier export (it has
 	// ExportSkippedFile); any other existing OUT is refused regardless.
 	Force bool
+	// BaseURL is the URL DIR is served at (https, or http on a loopback
+	// address). With it, a version whose archive is an MCP Bundle (a
+	// .mcpb added as it is) is exported as an mcpb package at BaseURL +
+	// its relative URL; without it, such a version is skipped.
+	BaseURL string
 	// Bundle are the options the bundle archives are opened with
 	// (formats, limits, temp directory).
 	Bundle *bundle.Options
@@ -192,6 +199,10 @@ func ExportRegistry(ctx context.Context, dir, out string, opts *ExportOptions) (
 	if err := CheckNamespace(ns); err != nil {
 		return nil, err
 	}
+	base, err := exportBase(opts.BaseURL)
+	if err != nil {
+		return nil, err
+	}
 	res := &ExportResult{Dir: dir, Out: out, Catalog: cat.Name, Namespace: ns, Servers: []*ExportedServer{}, Skipped: []*ExportSkip{}}
 	skip := func(plugin, version, rule, format string, args ...any) {
 		res.Skipped = append(res.Skipped, &ExportSkip{Plugin: plugin, Version: version, Rule: rule, Reason: fmt.Sprintf(format, args...)})
@@ -212,7 +223,7 @@ func ExportRegistry(ctx context.Context, dir, out string, opts *ExportOptions) (
 				skip(p.Name, v.Version, RuleExportRevoked, "the version is revoked (%s); the registry API lists no deleted version", v.Reason)
 				continue
 			}
-			e, bad := exportVersion(ctx, dir, cat.Name, ns, p, v, opts.Bundle)
+			e, bad := exportVersion(ctx, dir, cat.Name, ns, base, p, v, opts.Bundle)
 			if bad != nil {
 				skip(p.Name, v.Version, bad.rule, "%s", bad.reason)
 				continue
@@ -338,13 +349,22 @@ func marshalDoc(v any) ([]byte, error) {
 
 // exportVersion makes the registry entry of version v of plugin p from
 // its archive in dir.
-func exportVersion(ctx context.Context, dir, catName, ns string, p *catalog.Plugin, v *catalog.Version, bopts *bundle.Options) (*entry, *exportRefusal) {
-	m, bad := readArchive(ctx, dir, v, bopts)
+func exportVersion(ctx context.Context, dir, catName, ns string, base *url.URL, p *catalog.Plugin, v *catalog.Version, bopts *bundle.Options) (*entry, *exportRefusal) {
+	m, rel, bad := readArchive(ctx, dir, v, bopts)
 	if bad != nil {
 		return nil, bad
 	}
-	pkgs, remotes, bad := serverOf(m)
-	if bad != nil {
+	var pkgs []*registryPkg
+	var remotes []*remoteDoc
+	if m.ImportedFrom != nil && m.ImportedFrom.Format == bundle.FormatMCPB && v.Archive.Format == "zip" {
+		// The archive is the MCP Bundle as it was added: the registry's
+		// mcpb package, downloaded and checked by its SHA-256.
+		if base == nil {
+			return nil, refuse(RuleExportMCPB, "its archive %s is an MCP Bundle, which a registry entry names by its absolute URL; give --base-url, the URL the catalog directory is served at", rel)
+		}
+		pkgs = []*registryPkg{{RegistryType: "mcpb", Identifier: base.ResolveReference(&url.URL{Path: rel}).String(), Version: v.Version,
+			FileSHA256: strings.TrimPrefix(v.Archive.SHA256, "sha256:"), Transport: transportDoc{Type: "stdio"}}}
+	} else if pkgs, remotes, bad = serverOf(m); bad != nil {
 		return nil, bad
 	}
 	name := registrySourceName(m)
@@ -381,12 +401,13 @@ func exportVersion(ctx context.Context, dir, catName, ns string, p *catalog.Plug
 	return &entry{plugin: p.Name, version: v.Version, status: v.Status, doc: doc, official: official}, nil
 }
 
-// readArchive reads the manifest of version v from its archive in dir:
+// readArchive reads the manifest of version v from its archive in dir,
+// and returns it with the archive's path relative to dir:
 // the first URL relative to the catalog, a regular file inside dir whose
 // size and sha256 are the catalog's, and whose bundle digest is the
 // catalog's. The bytes checked are the bytes opened (a copy in a temp
 // directory).
-func readArchive(ctx context.Context, dir string, v *catalog.Version, bopts *bundle.Options) (*bundle.Manifest, *exportRefusal) {
+func readArchive(ctx context.Context, dir string, v *catalog.Version, bopts *bundle.Options) (*bundle.Manifest, string, *exportRefusal) {
 	rel := ""
 	for _, u := range v.URLs {
 		if isRelative(u) {
@@ -395,23 +416,23 @@ func readArchive(ctx context.Context, dir string, v *catalog.Version, bopts *bun
 		}
 	}
 	if rel == "" {
-		return nil, refuse(RuleExportArchive, "its archive is served elsewhere (%s), not from the catalog directory, so the export cannot read the bundle's server", strings.Join(v.URLs, ", "))
+		return nil, rel, refuse(RuleExportArchive, "its archive is served elsewhere (%s), not from the catalog directory, so the export cannot read the bundle's server", strings.Join(v.URLs, ", "))
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "%v", err)
+		return nil, rel, refuse(RuleExportArchive, "%v", err)
 	}
 	defer root.Close()
 	fi, err := root.Lstat(filepath.FromSlash(rel))
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "its archive %s is not in the catalog directory (%v)", rel, err)
+		return nil, rel, refuse(RuleExportArchive, "its archive %s is not in the catalog directory (%v)", rel, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, refuse(RuleExportArchive, "its archive %s is not a regular file", rel)
+		return nil, rel, refuse(RuleExportArchive, "its archive %s is not a regular file", rel)
 	}
 	f, err := root.Open(filepath.FromSlash(rel))
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "%v", err)
+		return nil, rel, refuse(RuleExportArchive, "%v", err)
 	}
 	defer f.Close()
 	tmpBase := ""
@@ -420,13 +441,13 @@ func readArchive(ctx context.Context, dir string, v *catalog.Version, bopts *bun
 	}
 	tmp, err := os.MkdirTemp(tmpBase, "berth-export-")
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "%v", err)
+		return nil, rel, refuse(RuleExportArchive, "%v", err)
 	}
 	defer os.RemoveAll(tmp)
 	copyPath := filepath.Join(tmp, path.Base(rel))
 	cf, err := os.OpenFile(copyPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "%v", err)
+		return nil, rel, refuse(RuleExportArchive, "%v", err)
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(cf, h), io.LimitReader(f, v.Archive.Size+1))
@@ -434,20 +455,37 @@ func readArchive(ctx context.Context, dir string, v *catalog.Version, bopts *bun
 		err = cerr
 	}
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "reading %s: %v", rel, err)
+		return nil, rel, refuse(RuleExportArchive, "reading %s: %v", rel, err)
 	}
 	if sum := "sha256:" + hex.EncodeToString(h.Sum(nil)); n != v.Archive.Size || sum != v.Archive.SHA256 {
-		return nil, refuse(RuleExportArchive, "its archive %s (%d bytes, %s) is not the one the catalog lists (%d bytes, %s); berth catalog lint %s names the difference", rel, n, sum, v.Archive.Size, v.Archive.SHA256, dir)
+		return nil, rel, refuse(RuleExportArchive, "its archive %s (%d bytes, %s) is not the one the catalog lists (%d bytes, %s); berth catalog lint %s names the difference", rel, n, sum, v.Archive.Size, v.Archive.SHA256, dir)
 	}
 	b, err := bundle.Open(ctx, copyPath, bopts)
 	if err != nil {
-		return nil, refuse(RuleExportArchive, "its archive %s does not open as a valid bundle: %v", rel, err)
+		return nil, rel, refuse(RuleExportArchive, "its archive %s does not open as a valid bundle: %v", rel, err)
 	}
 	defer b.Close()
 	if b.Digest != v.Digest {
-		return nil, refuse(RuleExportArchive, "its archive %s has the bundle digest %s, not the catalog's %s", rel, b.Digest, v.Digest)
+		return nil, rel, refuse(RuleExportArchive, "its archive %s has the bundle digest %s, not the catalog's %s", rel, b.Digest, v.Digest)
 	}
-	return b.Manifest, nil
+	return b.Manifest, rel, nil
+}
+
+// exportBase parses ExportOptions.BaseURL: https, or http on a loopback
+// address; nil for "".
+func exportBase(s string) (*url.URL, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+		(u.Scheme != "https" && (u.Scheme != "http" || !loopback.IsHost(u.Hostname()))) {
+		return nil, fmt.Errorf("--base-url %q: give the https URL the catalog directory is served at (no credentials, query or fragment; plain http only on a loopback address)", s)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	return u, nil
 }
 
 // checkExportOut refuses an out that checkOutDir refuses, or that is the

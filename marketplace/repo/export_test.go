@@ -3,6 +3,8 @@ package repo_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -112,6 +114,21 @@ func exportCatalog(t *testing.T) string {
 			t.Fatalf("bundle %d: %v", i, err)
 		}
 	}
+	// An MCP Bundle, added as the .mcpb file it is.
+	const tinyMCPB = "../../testdata/import/good/tiny-tools-0.4.1.mcpb"
+	bopts := &bundle.Options{Formats: importer.All()}
+	b, err := bundle.Open(ctx, tinyMCPB, bopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := trust.Sign(ctx, b.Listing().Bytes(), priv)
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Add(ctx, repo.AddRequest{Source: tinyMCPB, Signature: sig, Verifier: v, BundleOptions: bopts}); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []struct {
 		version string
 		status  catalog.Status
@@ -156,7 +173,7 @@ func TestExportRegistrySchema(t *testing.T) {
 	ctx := context.Background()
 	dir := exportCatalog(t)
 	out := filepath.Join(t.TempDir(), "out")
-	res, err := repo.ExportRegistry(ctx, dir, out, nil)
+	res, err := repo.ExportRegistry(ctx, dir, out, &repo.ExportOptions{BaseURL: "https://catalog.acme.example/acme", Bundle: &bundle.Options{Formats: importer.All()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +255,7 @@ func TestExportRegistrySchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 0
+	want := 1 // the MCP Bundle
 	for _, eb := range exportBundles {
 		if eb.exported {
 			want++
@@ -249,8 +266,8 @@ func TestExportRegistrySchema(t *testing.T) {
 		got += len(s.Versions)
 	}
 	// Each version twice (v0 and v0.1), and each server's latest twice.
-	if got != want || entries != 2*(want+len(res.Servers)) || len(res.Skipped) != len(exportBundles)-want {
-		t.Errorf("exported %d versions in %d documents (%d entries), skipped %v; want %d versions, %d skipped", got, docs, entries, res.Skipped, want, len(exportBundles)-want)
+	if got != want || entries != 2*(want+len(res.Servers)) || len(res.Skipped) != len(exportBundles)+1-want {
+		t.Errorf("exported %d versions in %d documents (%d entries), skipped %v; want %d versions, %d skipped", got, docs, entries, res.Skipped, want, len(exportBundles)+1-want)
 	}
 	rules := map[string]bool{}
 	for _, s := range res.Skipped {
@@ -265,7 +282,7 @@ func TestExportRegistrySchema(t *testing.T) {
 	for _, s := range res.Servers {
 		names[s.Name] = true
 	}
-	if !names["io.github.acme/tracker"] || !names["dev.berth.catalog.acme/acme-weather"] {
+	if !names["io.github.acme/tracker"] || !names["dev.berth.catalog.acme/acme-weather"] || !names["dev.berth.catalog.acme/tiny-tools"] {
 		t.Errorf("servers %v; want the registry name the tracker was imported from kept, and the others derived", names)
 	}
 }
@@ -333,6 +350,55 @@ func TestExportRegistryRoundTrip(t *testing.T) {
 				t.Errorf("%s: the exported entry is the remote %+v; the bundle's is %+v", name, got.Remote, want.Remote)
 			}
 		}
+	}
+}
+
+// An MCP Bundle in the catalog is, with a base URL, the mcpb package at
+// its URL with the archive's SHA-256, which berth's registry source
+// takes for one MCP Bundle to download and check; without a base URL it
+// is skipped (export-mcpb).
+func TestExportRegistryMCPB(t *testing.T) {
+	ctx := context.Background()
+	dir := exportCatalog(t)
+	bopts := &bundle.Options{Formats: importer.All()}
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := repo.ExportRegistry(ctx, dir, out, &repo.ExportOptions{Bundle: bopts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := false
+	for _, s := range res.Skipped {
+		skipped = skipped || (s.Plugin == "tiny-tools" && s.Rule == repo.RuleExportMCPB)
+	}
+	if !skipped {
+		t.Errorf("without a base URL the MCP Bundle is not skipped by export-mcpb: %v", res.Skipped)
+	}
+	if _, err := repo.ExportRegistry(ctx, dir, out, &repo.ExportOptions{BaseURL: "http://catalog.acme.example/", Force: true}); err == nil || !strings.Contains(err.Error(), "--base-url") {
+		t.Errorf("plain http off loopback: %v", err)
+	}
+	if _, err := repo.ExportRegistry(ctx, dir, out, &repo.ExportOptions{BaseURL: "https://cdn.acme.example/cat", Force: true, Bundle: bopts}); err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := repo.ExportFile(repo.ExportURLPath("v0.1", "dev.berth.catalog.acme/tiny-tools", "0.4.1"))
+	data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var item struct {
+		Server json.RawMessage `json:"server"`
+	}
+	json.Unmarshal(data, &item)
+	pkg, err := importer.RegistryMCPBPackage(item.Server)
+	if err != nil || pkg == nil {
+		t.Fatalf("berth does not take the exported entry for one MCP Bundle: %v, %v\n%s", pkg, err, item.Server)
+	}
+	archive, err := os.ReadFile(filepath.Join(dir, "bundles", "tiny-tools", "0.4.1", "tiny-tools-0.4.1.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(archive)
+	if pkg.URL != "https://cdn.acme.example/cat/bundles/tiny-tools/0.4.1/tiny-tools-0.4.1.zip" || pkg.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the mcpb package is %+v; want the archive's URL under the base and its SHA-256", pkg)
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	RuleExportPlaceholder   = "export-placeholder"
 	RuleExportBundleFile    = "export-bundle-file"
 	RuleExportName          = "export-name"
+	RuleExportMCPB          = "export-mcpb"
 )
 
 // BundleMetaKey is the key of the server.json's _meta under which an
@@ -160,6 +161,7 @@ type registryPkg struct {
 	RegistryType         string       `json:"registryType"`
 	Identifier           string       `json:"identifier"`
 	Version              string       `json:"version,omitempty"`
+	FileSHA256           string       `json:"fileSha256,omitempty"`
 	RuntimeHint          string       `json:"runtimeHint,omitempty"`
 	Transport            transportDoc `json:"transport"`
 	PackageArguments     []*argDoc    `json:"packageArguments,omitempty"`
