@@ -254,6 +254,25 @@ func ExportRegistry(ctx context.Context, dir, out string, opts *ExportOptions) (
 		}
 		return bundle.VersionLess(b.Version, a.Version)
 	})
+	files, err := exportDocs(names, byName, res)
+	if err != nil {
+		return nil, err
+	}
+	skipped, err := marshalDoc(map[string]any{"catalog": cat.Name, "namespace": ns, "skipped": res.Skipped})
+	if err != nil {
+		return nil, err
+	}
+	files[ExportSkippedFile] = skipped
+	if err := writeExport(out, files, opts.Force); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// exportDocs makes the API's documents of the servers names (byName
+// their versions), under every API version, keyed by their file in the
+// export, and records each server in res.
+func exportDocs(names []string, byName map[string][]*entry, res *ExportResult) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var listing []*responseItem
 	for _, n := range names {
@@ -298,15 +317,7 @@ func ExportRegistry(ctx context.Context, dir, out string, opts *ExportOptions) (
 			return nil, err
 		}
 	}
-	skipped, err := marshalDoc(map[string]any{"catalog": cat.Name, "namespace": ns, "skipped": res.Skipped})
-	if err != nil {
-		return nil, err
-	}
-	files[ExportSkippedFile] = skipped
-	if err := writeExport(out, files, opts.Force); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return files, nil
 }
 
 // serverList is a ServerList document of one page: every item, their
