@@ -219,7 +219,7 @@ func TestExportRegistrySchema(t *testing.T) {
 		}
 		return s
 	}
-	docs, entries := 0, 0
+	docs, entries, size := 0, 0, 0
 	err = filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() == repo.ExportSkippedFile {
 			return err
@@ -232,6 +232,7 @@ func TestExportRegistrySchema(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		size += len(data)
 		var list struct {
 			Servers  []json.RawMessage `json:"servers"`
 			Metadata map[string]any    `json:"metadata"`
@@ -255,6 +256,7 @@ func TestExportRegistrySchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d servers, %d documents (%d single entries), %d bytes; %d versions skipped", len(res.Servers), docs, entries, size, len(res.Skipped))
 	want := 1 // the MCP Bundle
 	for _, eb := range exportBundles {
 		if eb.exported {
