@@ -513,17 +513,25 @@ func checkExportOut(dir, out string, force bool) error {
 	return nil
 }
 
-// checkOutDir refuses an out that is a symbolic link or an existing
-// directory that is not an earlier export (or is one, without force).
+// checkOutDir refuses an out with a symbolic link in any component of
+// its path as given (out itself included), or an existing directory that
+// is not an earlier export (or is one, without force).
 func checkOutDir(out string, force bool) error {
+	if link, target := linkInPath(out); link != "" {
+		fix := "remove the link"
+		if r, err := resolvePath(out); err == nil {
+			fix = "give OUT without links (" + r + ")"
+		}
+		if link == filepath.Clean(out) {
+			fix = "remove it (rm " + fsx.ShellQuote(link) + ") or choose another OUT"
+		}
+		return fmt.Errorf("refused to write the export to %s: %s is a symbolic link (to %s), and berth writes an export only through directories of its own path, never through a link; %s", out, link, target, fix)
+	}
 	fi, err := os.Lstat(out)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, _ := os.Readlink(out)
-		return fmt.Errorf("refused to write the export to %s: it is a symbolic link (to %s), and berth writes an export only as a directory of its own, never through a link; remove it (rm %s) or choose another OUT", out, target, fsx.ShellQuote(out))
 	case !fi.IsDir():
 		return fmt.Errorf("refused to write the export to %s: it exists and is not a directory; remove it or choose another OUT", out)
 	default:
@@ -535,6 +543,33 @@ func checkOutDir(out string, force bool) error {
 		}
 	}
 	return nil
+}
+
+// linkInPath returns the first component of p, as written, that is a
+// symbolic link, and its target; "" when none is (components that do not
+// exist yet are not links).
+func linkInPath(p string) (link, target string) {
+	p = filepath.Clean(p)
+	cur := filepath.VolumeName(p)
+	rest := p[len(cur):]
+	if strings.HasPrefix(rest, string(filepath.Separator)) {
+		cur += string(filepath.Separator)
+	}
+	for _, part := range strings.Split(rest, string(filepath.Separator)) {
+		if part == "" || part == "." {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return "", ""
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			t, _ := os.Readlink(cur)
+			return cur, t
+		}
+	}
+	return "", ""
 }
 
 // writeExport writes files into a new directory beside out, then renames
