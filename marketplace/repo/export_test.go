@@ -509,3 +509,68 @@ func FuzzExportFile(f *testing.F) {
 		}
 	})
 }
+
+// An archive in DIR that is not the one the catalog lists is skipped
+// (export-archive) and the rest exported; a catalog whose published
+// metadata does not check is refused with nothing written; an existing
+// directory is replaced only when it is an export and Force is set, and
+// nothing is left beside OUT.
+func TestExportRegistryRefusals(t *testing.T) {
+	ctx := context.Background()
+	dir := exportCatalog(t)
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	archive := filepath.Join(dir, "bundles", "acme-fetch", "2025.4.7", "acme-fetch-2025.4.7.tar.gz")
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(archive, append(data, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := repo.ExportRegistry(ctx, dir, out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range res.Skipped {
+		found = found || (s.Plugin == "acme-fetch" && s.Rule == repo.RuleExportArchive && strings.Contains(s.Reason, "is not the one the catalog lists"))
+	}
+	if !found || len(res.Servers) < 5 {
+		t.Errorf("a changed archive: servers %d, skipped %v; want acme-fetch skipped by export-archive and the rest exported", len(res.Servers), res.Skipped)
+	}
+	os.WriteFile(archive, data, 0o644)
+
+	if _, err := repo.ExportRegistry(ctx, dir, out, nil); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("an earlier export without Force: %v", err)
+	}
+	if _, err := repo.ExportRegistry(ctx, dir, out, &repo.ExportOptions{Force: true}); err != nil {
+		t.Fatalf("an earlier export with Force: %v", err)
+	}
+	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
+		t.Errorf("beside OUT: %v; want OUT alone", ents)
+	}
+	other := filepath.Join(parent, "other")
+	os.MkdirAll(other, 0o755)
+	if _, err := repo.ExportRegistry(ctx, dir, other, &repo.ExportOptions{Force: true}); err == nil || !strings.Contains(err.Error(), "is not an export") {
+		t.Errorf("a directory that is not an export: %v", err)
+	}
+	if _, err := repo.ExportRegistry(ctx, dir, dir, &repo.ExportOptions{Force: true}); err == nil {
+		t.Errorf("OUT = DIR accepted")
+	}
+
+	ts := filepath.Join(dir, "timestamp.json")
+	meta, err := os.ReadFile(ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another expiry: the signature no longer verifies.
+	os.WriteFile(ts, bytes.Replace(meta, []byte(`"expires": "2`), []byte(`"expires": "3`), 1), 0o644)
+	out2 := filepath.Join(parent, "out2")
+	if _, err := repo.ExportRegistry(ctx, dir, out2, nil); err == nil || !strings.Contains(err.Error(), "inconsistent") {
+		t.Errorf("a timestamp.json whose signature does not verify: %v", err)
+	}
+	if _, err := os.Lstat(out2); err == nil {
+		t.Errorf("OUT written for a catalog that does not check")
+	}
+}
