@@ -79,8 +79,9 @@ show the same in a web browser.`,
 func newMarketplaceAddCmd(a *app) *cobra.Command {
 	opts := &marketplaceAddOptions{}
 	cmd := &cobra.Command{
-		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned) | add builtin --builtin",
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned) [--mirror URL] | add builtin --builtin",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex> --mirror https://mirror.corp.example/acme
   berth marketplace add local ./catalog --root ./catalog/1.root.json
   berth marketplace add mcp https://registry.modelcontextprotocol.io --registry
   berth marketplace add team ./claude-marketplace --unsigned
@@ -96,6 +97,15 @@ the catalog's 1.root.json, which berth catalog init prints). Then it runs a
 full TUF update and keeps the verified copy. HTTPS requests use the
 standard proxy variables HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their
 lower-case forms); loopback addresses are never proxied.
+
+--mirror URL (any kind of SOURCE, often a copy berth mirror made) makes
+every update, and this first one, read the catalog from the mirror first,
+and from SOURCE only when the mirror cannot be reached (a network failure,
+or a file it does not have), which berth says. What the mirror serves is
+verified against the same pinned root: a refusal of it is a refusal (exit
+4, naming the mirror), never a reason to read SOURCE instead. Bundles are
+downloaded from the mirror first too. SOURCE stays the catalog's source:
+berth.lock records it, never the mirror.
 
 Two unsigned, read-only sources can be added too, and nobody signs what
 they list. --registry adds an MCP Registry: SOURCE is its base URL, https,
@@ -129,6 +139,7 @@ builtin --builtin puts the built-in one back.`,
 	cmd.Flags().StringVar(&opts.RootSHA256, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
 	cmd.Flags().BoolVar(&opts.Registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
 	cmd.Flags().BoolVar(&opts.Unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
+	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "read the catalog from this mirror first (a directory or URL, like SOURCE), from SOURCE when the mirror cannot be reached")
 	cmd.Flags().BoolVar(&opts.Builtin, "builtin", false, "put back the built-in catalog you removed (NAME builtin, no SOURCE)")
 	a.jsonFlag(cmd, &opts.JSON, marketplaceAddJSON{})
 	return cmd
@@ -142,6 +153,8 @@ type marketplaceAddOptions struct {
 	// Builtin puts the built-in catalog back.
 	Builtin              bool
 	RootFile, RootSHA256 string
+	// Mirror is where the catalog is read first; "" for none.
+	Mirror string
 }
 
 func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions) error {
@@ -165,11 +178,23 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 		return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
 	}
 	if opts.Registry || opts.Unsigned {
+		if opts.Mirror != "" {
+			return usagef("--mirror is for a signed catalog, whose pinned root lets berth check what a mirror serves; an unsigned source (--registry, --unsigned) has none")
+		}
 		return a.addUnsignedSource(ctx, name, opts.Source, opts.Registry, opts.JSON)
 	}
 	src, err := marketplace.ParseSource(opts.Source)
 	if err != nil {
 		return err
+	}
+	var mirror *marketplace.Source
+	if opts.Mirror != "" {
+		if mirror, err = marketplace.ParseSource(opts.Mirror); err != nil {
+			return fmt.Errorf("--mirror: %w", err)
+		}
+		if mirror.String() == src.String() {
+			return usagef("--mirror %s is the catalog's source itself; give another place that serves the catalog, or leave --mirror out", opts.Mirror)
+		}
 	}
 	var pin marketplace.RootPin
 	if opts.RootFile != "" {
@@ -189,16 +214,24 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 	if err != nil {
 		return err
 	}
-	r, err := c.Add(ctx, name, src, pin)
+	r, err := c.AddMirrored(ctx, name, src, mirror, pin)
 	if err != nil {
 		return err
 	}
+	var mirrorWarnings []string
+	if r.MirrorFailure != "" {
+		mirrorWarnings = append(mirrorWarnings, a.warnMirrorFailure(r.Name, r.MirrorFailure))
+	}
 	if opts.JSON {
-		warnings := a.printSkipped(r.Name, len(r.Problems))
+		warnings := append(mirrorWarnings, a.printSkipped(r.Name, len(r.Problems))...)
 		return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
 	}
+	from := r.Source
+	if r.Mirror != "" && r.MirrorFailure == "" {
+		from = r.Mirror + ", the mirror of " + r.Source
+	}
 	fmt.Fprintf(a.stdout, "Added catalog %s from %s: %d plugin(s), targets version %d, fresh until %s.\n",
-		r.Name, r.Source, r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+		r.Name, review.Printable(from), r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
 	a.printSkipped(r.Name, len(r.Problems))
 	return nil
 }
@@ -341,7 +374,11 @@ func runMarketplaceList(_ context.Context, a *app, opts *marketplaceListOptions)
 		if ci.Stale {
 			fresh += " (STALE: berth marketplace update " + ci.Name + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(ci.Source))
+		source := ci.Source
+		if ci.Mirror != "" {
+			source += " (mirror: " + ci.Mirror + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(source))
 	}
 	return tw.Flush()
 }
@@ -485,6 +522,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		r := u.RefreshResult
 		a.reportSummaryChanges(n, r.SummaryChanges)
 		if opts.JSON {
+			// updatedJSON warns of a mirror that could not be reached.
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
 			continue
 		}
@@ -501,12 +539,19 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 			a.printProblems(n, r.Problems)
 			continue
 		}
+		if r.MirrorFailure != "" {
+			a.warnMirrorFailure(n, r.MirrorFailure)
+		}
+		from := ""
+		if r.Mirror != "" && r.MirrorFailure == "" {
+			from = ", read from its mirror " + review.Printable(r.Mirror)
+		}
 		if !r.Changed {
-			fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+			fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s%s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339), from)
 			a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
+		fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s%s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339), from)
 		for _, sc := range statusChanges(r.Old, r.New) {
 			fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
 		}
@@ -581,6 +626,9 @@ func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceU
 	r := u.RefreshResult
 	e := marketplaceUpdated{Name: name, Changed: r.Changed, Catalog: r.CatalogInfo, Installed: u.Installed, StatusChanges: []statusChange{}, Skipped: []*catalog.Problem{}}
 	var warnings []string
+	if r.MirrorFailure != "" {
+		warnings = append(warnings, a.warnMirrorFailure(name, r.MirrorFailure))
+	}
 	switch {
 	case r.Unsigned:
 		e.Skipped = nonNilProblems(r.Problems)
@@ -654,7 +702,7 @@ func statusChanges(old, new *catalog.Catalog) []statusChange {
 
 // restoreBuiltin is marketplace add builtin --builtin.
 func (a *app) restoreBuiltin(ctx context.Context, opts *marketplaceAddOptions) error {
-	if opts.Name != builtin.Name || opts.Source != "" || opts.Registry || opts.Unsigned || opts.RootFile != "" || opts.RootSHA256 != "" {
+	if opts.Name != builtin.Name || opts.Source != "" || opts.Mirror != "" || opts.Registry || opts.Unsigned || opts.RootFile != "" || opts.RootSHA256 != "" {
 		return usagef("--builtin puts back the built-in catalog: give the name %s and no SOURCE or other flag (berth marketplace add %s --builtin)", builtin.Name, builtin.Name)
 	}
 	c, err := a.catalogs()

@@ -79,6 +79,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newCompletionCmd(a),
 		newCatalogCmd(a),
 		newMarketplaceCmd(a),
+		newMirrorCmd(a),
 		newSearchCmd(a),
 		newShowCmd(a),
 		newImportCmd(a),
@@ -141,7 +142,7 @@ type commandGroup struct {
 // group (a testscript checks that berth help shows no other heading).
 func commandGroups() []commandGroup {
 	return []commandGroup{
-		{"get", "Find and install plugins from catalogs:", []string{"search", "show", "install", "outdated", "upgrade", "lock", "sync", "marketplace"}},
+		{"get", "Find and install plugins from catalogs:", []string{"search", "show", "install", "outdated", "upgrade", "lock", "sync", "marketplace", "mirror"}},
 		{"trust", "Review and trust bundles:", []string{"validate", "review", "trust", "list", "verify", "revoke", "signers", "gc"}},
 		{"use", "Use plugins in a workspace:", []string{"enable", "disable", "confirm", "status", "tools", "call", "logs", "accept", "policy", "profile", "secret", "login", "logout"}},
 		{"serve", "Serve MCP clients:", []string{"connect", "disconnect", "serve", "token", "approvals", "approve", "deny"}},
