@@ -16,6 +16,7 @@ import (
 	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 )
 
 // The user's side of a marketplace: berth marketplace, search and show.
@@ -522,7 +523,6 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		r := u.RefreshResult
 		a.reportSummaryChanges(n, r.SummaryChanges)
 		if opts.JSON {
-			// updatedJSON warns of a mirror that could not be reached.
 			out.Catalogs = append(out.Catalogs, a.updatedJSON(n, u))
 			continue
 		}
@@ -539,24 +539,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 			a.printProblems(n, r.Problems)
 			continue
 		}
-		if r.MirrorFailure != "" {
-			a.warnMirrorFailure(n, r.MirrorFailure)
-		}
-		from := ""
-		if r.Mirror != "" && r.MirrorFailure == "" {
-			from = ", read from its mirror " + review.Printable(r.Mirror)
-		}
-		if !r.Changed {
-			fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s%s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339), from)
-			a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
-			continue
-		}
-		fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s%s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339), from)
-		for _, sc := range statusChanges(r.Old, r.New) {
-			fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
-		}
-		a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
-		a.printSkipped(n, len(r.Problems))
+		a.printUpdated(n, u, st, c)
 	}
 	if opts.JSON {
 		if err := writeJSON(a.stdout, out); err != nil {
@@ -567,6 +550,30 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		return &reported{worst}
 	}
 	return nil
+}
+
+// printUpdated prints the successful update of the signed catalog n,
+// and warns of its mirror when it could not be reached.
+func (a *app) printUpdated(n string, u *marketplace.UpdateResult, st *store.Store, c *marketplace.Cache) {
+	r := u.RefreshResult
+	if r.MirrorFailure != "" {
+		a.warnMirrorFailure(n, r.MirrorFailure)
+	}
+	from := ""
+	if r.Mirror != "" && r.MirrorFailure == "" {
+		from = ", read from its mirror " + review.Printable(r.Mirror)
+	}
+	if !r.Changed {
+		fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s%s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339), from)
+		a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s%s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339), from)
+	for _, sc := range statusChanges(r.Old, r.New) {
+		fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
+	}
+	a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
+	a.printSkipped(n, len(r.Problems))
 }
 
 // marketplaceUpdateJSON is what marketplace update --json prints. It is
