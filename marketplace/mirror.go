@@ -124,6 +124,8 @@ func (c *Cache) Mirror(ctx context.Context, name, dest string, opts *MirrorOptio
 		return nil, err
 	}
 	defer d.close()
+	// What a mirror killed outright (SIGKILL, a crash) left beside dest.
+	fsx.SweepTemp(d.parentDir, []string{"." + d.base + ".mirror-", "." + d.base + ".old-"}, time.Now().Add(-fsx.TempLeftoverAge))
 	ref, err := c.Refresh(ctx, name)
 	if err != nil {
 		return nil, err
@@ -637,4 +639,34 @@ func sortedKeys(m map[string][]byte) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SetMirror sets the mirror of the signed catalog name, where every
+// update reads it first (nil drops it). Nothing is read now: the next
+// update verifies what the mirror serves, against the same pinned root
+// and the verified copy, as Refresh does.
+func (c *Cache) SetMirror(ctx context.Context, name string, mirror *Source) (*CatalogInfo, error) {
+	unlock, err := c.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := c.readState(name)
+	if err != nil {
+		return nil, err
+	}
+	if st.Kind != "" {
+		return nil, fmt.Errorf("%w: catalog %s is not a signed catalog (it is %s); a mirror is only for a signed catalog, whose pinned root lets berth check what the mirror serves", ErrUnsignedSource, name, st.Kind)
+	}
+	st.Mirror = ""
+	if mirror != nil {
+		if mirror.String() == st.Source {
+			return nil, fmt.Errorf("the mirror %s is catalog %s's source itself; give another place that serves the catalog", mirror, name)
+		}
+		st.Mirror = mirror.String()
+	}
+	if err := writeState(filepath.Join(c.dir, name), st); err != nil {
+		return nil, err
+	}
+	return c.info(st), nil
 }

@@ -267,4 +267,15 @@ func TestMirrorFirst(t *testing.T) {
 	if len(list) != 1 || list[0].Source != e.repoDir || list[0].Mirror != dest {
 		t.Errorf("listed %+v", list[0])
 	}
+	// Dropped, the mirror is not read: the source alone.
+	os.Rename(e.repoDir+".gone", e.repoDir)
+	if ci, err := c2.SetMirror(e.ctx, "acme", nil); err != nil || ci.Mirror != "" {
+		t.Fatalf("set no mirror: %+v %v", ci, err)
+	}
+	if r, err := c2.Refresh(e.ctx, "acme"); err != nil || r.Mirror != "" || r.MirrorFailure != "" {
+		t.Fatalf("refresh without the mirror: %+v %v", r, err)
+	}
+	if _, err := c2.SetMirror(e.ctx, "acme", src); err == nil || !strings.Contains(err.Error(), "source itself") {
+		t.Errorf("the source as its own mirror: %v", err)
+	}
 }

@@ -69,11 +69,11 @@ and every update is a full TUF update against it: a rolled-back, frozen
 with exit 4, naming which and what to do; a network failure is exit 1.
 search and show answer from the verified copy, offline; serve and export
 show the same in a web browser.`,
-		Args: exactArgs(0, "a subcommand: add, list, remove, update, serve or export"),
+		Args: exactArgs(0, "a subcommand: add, list, remove, update, set-mirror, serve or export"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newMarketplaceAddCmd(a), newMarketplaceListCmd(a), newMarketplaceRemoveCmd(a), newMarketplaceUpdateCmd(a),
-		newMarketplaceServeCmd(a), newMarketplaceExportCmd(a))
+		newMarketplaceSetMirrorCmd(a), newMarketplaceServeCmd(a), newMarketplaceExportCmd(a))
 	return cmd
 }
 

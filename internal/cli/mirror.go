@@ -106,3 +106,73 @@ func (a *app) warnMirrorFailure(name, failure string) string {
 	fmt.Fprintf(a.stderr, "berth: warning: %s\n", review.PrintableLines(w))
 	return w
 }
+
+func newMarketplaceSetMirrorCmd(a *app) *cobra.Command {
+	opts := &setMirrorOptions{}
+	cmd := &cobra.Command{
+		Use: "set-mirror NAME (URL | --none)",
+		Example: `  berth marketplace set-mirror acme https://mirror.corp.example/acme
+  berth marketplace set-mirror acme /srv/mirrors/acme
+  berth marketplace set-mirror acme --none`,
+		Short: "Set or drop the mirror a signed catalog is read from first",
+		Long: `set-mirror sets the mirror of the signed catalog NAME, as marketplace add
+--mirror does: every update reads URL (a directory or URL, like a SOURCE)
+first, and the catalog's source only when the mirror cannot be reached.
+Nothing is read now; the next update verifies what the mirror serves
+against the same pinned root and the verified copy, and refuses (exit 4)
+what fails. --none drops the mirror. The catalog's source, which berth.lock
+records, does not change.`,
+		Args: rangeArgs(1, 2, "NAME and URL (or NAME --none)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if len(args) == 2 {
+				opts.URL = args[1]
+			}
+			return runSetMirror(cmd.Context(), a, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.None, "none", false, "drop the mirror: updates read the catalog's source")
+	a.jsonFlag(cmd, &opts.JSON, marketplace.CatalogInfo{})
+	return cmd
+}
+
+// setMirrorOptions are the inputs of berth marketplace set-mirror.
+type setMirrorOptions struct {
+	// Name and URL are the positional arguments.
+	Name, URL  string
+	None, JSON bool
+}
+
+func runSetMirror(ctx context.Context, a *app, opts *setMirrorOptions) error {
+	if err := marketplace.CheckName(opts.Name); err != nil {
+		return usagef("%v", err)
+	}
+	if (opts.URL == "") == !opts.None {
+		return usagef("give the mirror's URL or directory, or --none to drop the mirror")
+	}
+	var mirror *marketplace.Source
+	if opts.URL != "" {
+		var err error
+		if mirror, err = marketplace.ParseSource(opts.URL); err != nil {
+			return fmt.Errorf("the mirror: %w", err)
+		}
+	}
+	c, err := a.catalogs()
+	if err != nil {
+		return err
+	}
+	ci, err := c.SetMirror(ctx, opts.Name, mirror)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return writeJSON(a.stdout, ci)
+	}
+	if ci.Mirror == "" {
+		fmt.Fprintf(a.stdout, "Catalog %s has no mirror: updates read its source %s.\n", ci.Name, review.Printable(ci.Source))
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "Catalog %s is read from its mirror %s first, and from its source %s when the mirror cannot be reached; the next update verifies the mirror (berth marketplace update %s).\n",
+		ci.Name, review.Printable(ci.Mirror), review.Printable(ci.Source), ci.Name)
+	return nil
+}
