@@ -77,7 +77,7 @@ func (e *VerifyError) Error() string {
 		b.WriteString("\n" + e.advice())
 	}
 	if e.Mirror != "" {
-		b.WriteString("\nA mirror can stop serving a catalog, never change what it says: berth does not read the canonical source instead of a mirror that serves what fails verification. Bring the mirror up to date (berth mirror), or read the catalog from its source alone (berth marketplace remove " + e.Catalog + ", then add it again without --mirror).")
+		b.WriteString("\nA mirror can stop serving a catalog, never change what it says: berth does not read the canonical source instead of a mirror that serves what fails verification. Bring the mirror up to date (berth mirror), or drop it and read the catalog's source alone (berth marketplace set-mirror " + e.Catalog + " --none).")
 	}
 	return b.String()
 }

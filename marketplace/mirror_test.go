@@ -3,12 +3,15 @@ package marketplace
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/berth-mcp/berth/marketplace/repo"
 	"github.com/berth-mcp/berth/trust"
@@ -277,5 +280,52 @@ func TestMirrorFirst(t *testing.T) {
 	}
 	if _, err := c2.SetMirror(e.ctx, "acme", src); err == nil || !strings.Contains(err.Error(), "source itself") {
 		t.Errorf("the source as its own mirror: %v", err)
+	}
+}
+
+// A rotated root: the mirror has the whole chain, and a catalog pinned
+// with the later root file is mirrored through it.
+func TestMirrorRootChain(t *testing.T) {
+	e := newEnv(t, repo.Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	root, err := metadata.Root().FromBytes(e.read("root.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.Signed.Version = 2
+	root.ClearSignatures()
+	if _, err := root.Sign(e.key(metadata.ROOT)); err != nil {
+		t.Fatal(err)
+	}
+	two, err := root.ToBytes(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write("2.root.json", two)
+	e.write("root.json", two)
+	if r, err := e.refresh(); err != nil || r.RootVersion != 2 {
+		t.Fatalf("refresh after the rotation: %+v %v", r, err)
+	}
+	c3 := OpenCache(filepath.Join(e.dir, "home3"), &CacheOptions{Now: e.clk.now})
+	src, _ := ParseSource(e.repoDir)
+	if _, err := c3.Add(e.ctx, "acme", src, RootPin{Root: two}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []*Cache{e.cache, c3} {
+		dest := filepath.Join(e.dir, fmt.Sprint("mirror", i))
+		res, err := c.Mirror(e.ctx, "acme", dest, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RootSHA256 != e.init.RootSHA256 || res.Metadata != 7 {
+			t.Errorf("mirror %d: %+v", i, res)
+		}
+		for _, f := range []string{"1.root.json", "2.root.json", "root.json"} {
+			data, _ := os.ReadFile(filepath.Join(dest, f))
+			if !bytes.Equal(data, e.read(f)) {
+				t.Errorf("mirror %d: %s is not the catalog's", i, f)
+			}
+		}
 	}
 }
