@@ -290,6 +290,12 @@ type RefreshResult struct {
 // A refusal is a *VerifyError (exit 4); an unreachable source a
 // NetworkError-wrapping error (exit 1). Either way the cached copy stays.
 func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error) {
+	return c.refresh(ctx, name, false)
+}
+
+// refresh is Refresh; sourceOnly reads the catalog's source, not its
+// mirror.
+func (c *Cache) refresh(ctx context.Context, name string, sourceOnly bool) (*RefreshResult, error) {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -313,7 +319,12 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	}
 	dir := filepath.Join(c.dir, name)
 	bl := &baseline{dir: base}
+	mirror := st.Mirror
+	if sourceOnly {
+		st.Mirror = ""
+	}
 	out, err := c.update(ctx, st, src, dir, bl, root)
+	st.Mirror = mirror
 	if err != nil {
 		return nil, err
 	}

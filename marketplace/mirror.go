@@ -126,7 +126,9 @@ func (c *Cache) Mirror(ctx context.Context, name, dest string, opts *MirrorOptio
 	defer d.close()
 	// What a mirror killed outright (SIGKILL, a crash) left beside dest.
 	fsx.SweepTemp(d.parentDir, []string{"." + d.base + ".mirror-", "." + d.base + ".old-"}, time.Now().Add(-fsx.TempLeftoverAge))
-	ref, err := c.Refresh(ctx, name)
+	// A mirror is never read to rewrite itself: it would never advance.
+	self := d.isMirrorOf(st)
+	ref, err := c.refresh(ctx, name, self)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +138,9 @@ func (c *Cache) Mirror(ctx context.Context, name, dest string, opts *MirrorOptio
 	srcs, err := c.sources(st)
 	if err != nil {
 		return nil, err
+	}
+	if self {
+		srcs = srcs[len(srcs)-1:]
 	}
 	tmp, err := d.makeTemp()
 	if err != nil {
@@ -570,6 +575,16 @@ func openMirrorDest(dest string) (*mirrorDest, error) {
 	}
 	d.oldRootSHA = hexSHA256(data)
 	return d, nil
+}
+
+// isMirrorOf reports whether d is the directory st's catalog is read
+// from first (its mirror).
+func (d *mirrorDest) isMirrorOf(st *state) bool {
+	if st.Mirror == "" {
+		return false
+	}
+	m, err := recordedSource(st.Mirror, true)
+	return err == nil && m.Kind == "directory" && filepath.Clean(m.Dir) == d.dir
 }
 
 // checkReplace refuses to replace an earlier mirror of another catalog.

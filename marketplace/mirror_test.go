@@ -329,3 +329,33 @@ func TestMirrorRootChain(t *testing.T) {
 		}
 	}
 }
+
+// Mirroring a catalog into its own mirror reads its source: a mirror
+// read to rewrite itself would never advance.
+func TestMirrorIntoOwnMirror(t *testing.T) {
+	e := newEnv(t, repo.Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	e.addCatalog()
+	dest := filepath.Join(e.dir, "mirror")
+	if _, err := e.cache.Mirror(e.ctx, "acme", dest, nil); err != nil {
+		t.Fatal(err)
+	}
+	c2 := OpenCache(filepath.Join(e.dir, "home2"), &CacheOptions{Now: e.clk.now})
+	src, _ := ParseSource(e.repoDir)
+	m, _ := ParseSource(dest)
+	if _, err := c2.AddMirrored(e.ctx, "acme", src, m, RootPin{SHA256: e.init.RootSHA256}); err != nil {
+		t.Fatal(err)
+	}
+	e.publish("acme-notes", "1.1.0")
+	res, err := c2.Mirror(e.ctx, "acme", dest, nil)
+	if err != nil || res.TargetsVersion != 3 || !res.Replaced {
+		t.Fatalf("mirror into its own mirror: %+v %v", res, err)
+	}
+	if r, err := c2.Refresh(e.ctx, "acme"); err != nil || r.Changed || r.TargetsVersion != 3 || r.MirrorFailure != "" {
+		t.Fatalf("refresh from the new mirror: %+v %v", r, err)
+	}
+	list, _ := c2.List()
+	if list[0].Mirror != dest {
+		t.Errorf("the mirror was dropped: %+v", list[0])
+	}
+}

@@ -30,7 +30,9 @@ fetch) and every bundle archive and signature the catalog lists at a path
 relative to it, each archive checked against its size and sha256.
 Absolute URLs are not copied (their own server serves them): each is
 named. Unsigned sources (--registry, --unsigned) and the built-in catalog
-cannot be mirrored.
+cannot be mirrored. A catalog with a mirror (--mirror) is read from it
+first, as updates read it, except when DEST is that mirror: then berth
+reads the catalog's source.
 
 DEST is written whole or not at all: the mirror is built beside it and
 renamed into place. DEST may be new, empty, or an earlier mirror of the
