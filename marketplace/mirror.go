@@ -29,6 +29,11 @@ import (
 type MirrorOptions struct {
 	// MaxSize caps each archive; 0 means DefaultMaxDownload.
 	MaxSize int64
+	// SourceOnly reads the catalog's source, not its mirror: dest is
+	// written to where that mirror is served from (an OCI repository
+	// the mirror is pushed to), and a mirror read to rewrite itself
+	// would never advance.
+	SourceOnly bool
 }
 
 // MirrorResult is what Mirror wrote.
@@ -127,7 +132,7 @@ func (c *Cache) Mirror(ctx context.Context, name, dest string, opts *MirrorOptio
 	// What a mirror killed outright (SIGKILL, a crash) left beside dest.
 	fsx.SweepTemp(d.parentDir, []string{"." + d.base + ".mirror-", "." + d.base + ".old-"}, time.Now().Add(-fsx.TempLeftoverAge))
 	// A mirror is never read to rewrite itself: it would never advance.
-	self := d.isMirrorOf(st)
+	self := d.isMirrorOf(st) || o.SourceOnly
 	ref, err := c.refresh(ctx, name, self)
 	if err != nil {
 		return nil, err

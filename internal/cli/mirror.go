@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-mcp/berth/internal/fsx"
 	"github.com/berth-mcp/berth/marketplace"
+	"github.com/berth-mcp/berth/marketplace/oci"
 	"github.com/berth-mcp/berth/review"
 )
 
@@ -17,7 +19,8 @@ func newMirrorCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "mirror CATALOG DEST",
 		Example: `  berth mirror acme /srv/mirrors/acme
-  berth mirror acme ./acme-mirror --json`,
+  berth mirror acme ./acme-mirror --json
+  berth mirror acme oci://registry.corp.example/mirrors/acme`,
 		Short: "Copy a signed catalog, its bundles and signatures, for a network without access to its source",
 		Long: `Mirror copies the signed catalog CATALOG (one you added with berth
 marketplace add) into the directory DEST, so that a network without access
@@ -40,7 +43,14 @@ same catalog, which is replaced (a reader sees the old mirror or the new
 one); anything else, or a symbolic link, is refused. Serve DEST as it is
 (a web server, a bucket, a file share), and give its users the line
 mirror prints: berth marketplace add NAME DEST --root-sha256 HEX. A mirror
-cannot change what a catalog says, only stop serving it.`,
+cannot change what a catalog says, only stop serving it.
+
+DEST may also be an OCI repository, oci://REGISTRY/REPOSITORY[:TAG]: the
+same files, mirrored into a private temporary directory, are pushed as
+berth catalog push pushes a catalog (bundles with their signatures as
+referrers, the tag, default "catalog", set last), with the credentials of
+the Docker config file. When DEST is the catalog's own mirror, berth reads
+the catalog's source.`,
 		Args: exactArgs(2, "CATALOG and DEST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Catalog, opts.Dest = args[0], args[1]
@@ -62,14 +72,12 @@ func runMirror(ctx context.Context, a *app, opts *mirrorOptions) error {
 	if err := marketplace.CheckName(opts.Catalog); err != nil {
 		return usagef("%v", err)
 	}
-	if strings.HasPrefix(strings.ToLower(opts.Dest), "oci://") {
-		// The seam for an OCI destination: Cache.Mirror into a temp
-		// directory, then push that directory as a catalog.
-		return usagef("DEST %s: mirroring into an OCI registry is not supported by this berth; mirror into a directory", opts.Dest)
-	}
 	c, err := a.catalogs()
 	if err != nil {
 		return err
+	}
+	if oci.IsRef(opts.Dest) {
+		return runMirrorOCI(ctx, a, c, opts)
 	}
 	res, err := c.Mirror(ctx, opts.Catalog, opts.Dest, nil)
 	if err != nil {
@@ -98,6 +106,61 @@ func runMirror(ctx context.Context, a *app, opts *mirrorOptions) error {
 		fmt.Fprintf(a.stdout, "not mirrored: the files of %d catalog entr(ies) berth skips as malformed (berth marketplace list counts them)\n", res.Skipped)
 	}
 	fmt.Fprintf(a.stdout, "Its users add it with the same root pin:\n  berth marketplace add %s %s --root-sha256 %s\n", res.Catalog, review.Printable(fsx.ShellQuote(res.Dir)), res.RootSHA256)
+	return nil
+}
+
+// runMirrorOCI mirrors a catalog into an OCI repository: the verified
+// catalog into a private temporary directory (Cache.Mirror), which is
+// then pushed as berth catalog push pushes a catalog.
+func runMirrorOCI(ctx context.Context, a *app, c *marketplace.Cache, opts *mirrorOptions) error {
+	ref, err := oci.ParseRef(opts.Dest)
+	if err != nil {
+		return usagef("DEST: %v", err)
+	}
+	if ref.Digest != "" {
+		return usagef("DEST %s names a digest; mirror into a repository or a tag (the tag defaults to %q)", opts.Dest, oci.DefaultTag)
+	}
+	mo := &marketplace.MirrorOptions{}
+	if infos, err := c.List(); err == nil {
+		for _, ci := range infos {
+			if ci.Name == opts.Catalog && ci.Mirror != "" {
+				if m, err := oci.ParseRef(ci.Mirror); err == nil && m.Registry == ref.Registry && m.Repository == ref.Repository {
+					mo.SourceOnly = true
+				}
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp("", "berth-mirror-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	res, err := c.Mirror(ctx, opts.Catalog, filepath.Join(tmp, "catalog"), mo)
+	if err != nil {
+		return err
+	}
+	if res.MirrorFailure != "" {
+		a.warnMirrorFailure(opts.Catalog, res.MirrorFailure)
+	}
+	pr, err := oci.PushCatalog(ctx, res.Dir, ref, nil)
+	if err != nil {
+		return ociCLIError(err)
+	}
+	tagged := &oci.Ref{Registry: ref.Registry, Repository: ref.Repository, Tag: pr.Tag}
+	loc := tagged.String()
+	if pr.Tag == oci.DefaultTag {
+		loc = ref.Repo()
+	}
+	res.Dir = loc
+	if opts.JSON {
+		return writeJSON(a.stdout, res)
+	}
+	fmt.Fprintf(a.stdout, "Mirrored catalog %s (targets version %d) into %s (index %s): %d file(s), %d uploaded (%d bytes), %d bundle(s) with their signatures as referrers.\n",
+		res.Catalog, res.TargetsVersion, tagged, pr.Ref.Digest, pr.Files, pr.Uploaded, pr.UploadedBytes, pr.Bundles)
+	for _, n := range res.NotMirrored {
+		fmt.Fprintf(a.stdout, "not mirrored: %s\n", review.Printable(n.String()))
+	}
+	fmt.Fprintf(a.stdout, "Its users add it with the same root pin:\n  berth marketplace add %s %s --root-sha256 %s\n", res.Catalog, loc, res.RootSHA256)
 	return nil
 }
 
