@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/berth-mcp/berth/internal/procgroup"
 	"github.com/berth-mcp/berth/internal/testkit"
@@ -48,6 +50,9 @@ type Distribution struct {
 	User, Password string
 	// Log is the file the registry logs to.
 	Log string
+	// Storage is the root of the registry's filesystem storage, where a
+	// test can alter what the registry serves (see [Distribution.BlobPath]).
+	Storage string
 }
 
 // StartDistribution starts docker-registry with storage, certificate and
@@ -74,6 +79,7 @@ func StartDistribution(t testing.TB) *Distribution {
 		User:     "berth-ci",
 		Password: hex.EncodeToString(pw),
 		Log:      filepath.Join(dir, "registry.log"),
+		Storage:  filepath.Join(dir, "storage"),
 	}
 	// The lowest cost: distribution checks the password on every request.
 	hash, err := bcrypt.GenerateFromPassword([]byte(d.Password), bcrypt.MinCost)
@@ -204,6 +210,37 @@ auth:
 		}
 	})
 	return nil
+}
+
+// BlobPath is the file in which the registry keeps the blob (or
+// manifest) with the digest "sha256:HEX": distribution serves its bytes
+// as they are, so a test that edits them plays a registry whose storage
+// was altered.
+func (d *Distribution) BlobPath(digest string) string {
+	hex := strings.TrimPrefix(digest, "sha256:")
+	if len(hex) < 2 {
+		return ""
+	}
+	return filepath.Join(d.Storage, "docker", "registry", "v2", "blobs", "sha256", hex[:2], hex, "data")
+}
+
+// Repository returns an oras-go client for the repository name on the
+// registry, over TLS with the test CA and with the registry's
+// credentials: what a curator or an attacker with push rights uses.
+func (d *Distribution) Repository(t testing.TB, name string) *remote.Repository {
+	t.Helper()
+	repo, err := remote.NewRepository(d.Host + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: d.CAPool}
+	repo.Client = &auth.Client{
+		Client:     &http.Client{Transport: tr},
+		Cache:      auth.NewCache(),
+		Credential: auth.StaticCredential(d.Host, auth.Credential{Username: d.User, Password: d.Password}),
+	}
+	return repo
 }
 
 // DockerConfigDir writes a Docker config.json holding the registry's
