@@ -139,6 +139,11 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 		d.Close()
 		var nf *errNotFound
 		if errors.As(err, &nf) {
+			if nf.why != nil {
+				// An OCI catalog: the registry lost the signature's
+				// referrer (or never had it); a new push attaches it.
+				return nil, fmt.Errorf("%w: %v; the catalog names a signature for this bundle and the registry does not serve it, so berth refuses the bundle; tell the catalog's curator, whose berth catalog push attaches it again", trust.ErrUntrusted, nf.why)
+			}
 			return nil, fmt.Errorf("%w: the catalog's signature URL %s has no signature; tell the catalog's curator", trust.ErrUntrusted, v.SignatureURL)
 		}
 		return nil, err

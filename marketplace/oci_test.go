@@ -12,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2"
+
 	"github.com/berth-mcp/berth/internal/ocitest"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/oci"
 	"github.com/berth-mcp/berth/marketplace/repo"
+	"github.com/berth-mcp/berth/trust"
 )
 
 // ociCatalog pushes the test repository to a fresh in-process registry
@@ -212,4 +216,54 @@ func TestOCISourceErrors(t *testing.T) {
 	if _, err := c.Refresh(e.ctx, "acme"); err == nil || !errors.Is(err, ErrNetwork) {
 		t.Fatalf("slow registry: %v", err)
 	}
+}
+
+// TestOCIMissingSignature: a registry that lost a bundle's signature
+// referrer (its tag-schema index deleted): the download is refused as
+// untrusted, naming the missing referrer and the push that attaches it
+// again; a new push mends it.
+func TestOCIMissingSignature(t *testing.T) {
+	e := newEnv(t, repo.Expiries{})
+	e.publish("acme-notes", "1.0.0")
+	reg, src, c := ociCatalog(t, e, ocitest.Options{})
+	if _, err := c.Add(e.ctx, "acme", src, RootPin{SHA256: e.init.RootSHA256}); err != nil {
+		t.Fatal(err)
+	}
+	r := reg.Repository(t, "acme/catalog")
+	_, raw, err := oras.FetchBytes(e.ctx, r, "catalog", oras.DefaultFetchBytesOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx ocispec.Index
+	if err := json.Unmarshal(raw, &idx); err != nil || len(idx.Manifests) != 2 {
+		t.Fatalf("the catalog's index: %v\n%s", err, raw)
+	}
+	fallback := strings.Replace(idx.Manifests[1].Digest.String(), ":", "-", 1)
+	// The tag itself: go-containerregistry's registry keeps a tag when
+	// the manifest it names is deleted by digest.
+	req, _ := http.NewRequest(http.MethodDelete, reg.Server.URL+"/v2/acme/catalog/manifests/"+fallback, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := r.Resolve(e.ctx, fallback); err == nil {
+		t.Fatalf("the tag %s is still there after DELETE (%s)", fallback, resp.Status)
+	}
+	l, err := c.Load("acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := l.Catalog.Plugin("acme-notes").Version("1.0.0")
+	_, err = c.Download(e.ctx, "acme", v, &DownloadOptions{TempDir: t.TempDir()})
+	if !errors.Is(err, trust.ErrUntrusted) || !strings.Contains(err.Error(), "has no referrer of artifactType "+oci.ArtifactTypeSigstore) || !strings.Contains(err.Error(), "berth catalog push") {
+		t.Fatalf("download without the signature referrer: %v", err)
+	}
+
+	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
+	d, err := c.Download(e.ctx, "acme", v, &DownloadOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("download after a new push: %v", err)
+	}
+	d.Close()
 }

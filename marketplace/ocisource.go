@@ -142,7 +142,7 @@ func ociError(loc string, err error) error {
 	}
 	switch {
 	case errors.Is(err, oci.ErrNotFound):
-		return &errNotFound{loc: loc}
+		return &errNotFound{loc: loc, why: err}
 	case errors.Is(err, oci.ErrIntegrity):
 		return &VerifyError{Kind: KindDownloadMismatch, File: loc, Detail: oe.Error(), Err: err}
 	}

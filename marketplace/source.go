@@ -139,8 +139,12 @@ func (s *Source) String() string {
 }
 
 // errNotFound is returned by an opener for a file the source does not
-// have (HTTP 404, or no such file).
-type errNotFound struct{ loc string }
+// have (HTTP 404, or no such file). why, when not nil, says more (an OCI
+// registry's missing referrer).
+type errNotFound struct {
+	loc string
+	why error
+}
 
 func (e *errNotFound) Error() string { return e.loc + " is not there" }
 
