@@ -225,7 +225,8 @@ func requestsSince(t *testing.T, d *ocitest.Distribution, n int) (reqs []string,
 // from it with the same root pin: add, an unchanged update, install by
 // digest through the same trust path, and the attacks a registry can
 // make (a tampered blob, a re-tagged manifest, a missing referrer) with
-// their refusals (exit 4), and wrong credentials (exit 1). A registry
+// their refusals (exit 4), one bundle pushed and trusted by digest, and
+// wrong credentials (exit 1). A registry
 // that answers slowly is marketplace's TestOCISourceErrors (the CLI has
 // no timeout setting to lower).
 func TestOCIDistribution(t *testing.T) {
@@ -318,6 +319,21 @@ func TestOCIDistribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.ok("marketplace", "update", "acme")
+
+	// One bundle pushed on its own, trusted by digest on another machine
+	// (the signature read through the tag schema), never by tag.
+	var single struct {
+		Ref string `json:"ref"`
+	}
+	if err := json.Unmarshal([]byte(c.ok("push", "notes", "oci://"+d.Host+"/acme/notes", "--json")), &single); err != nil || !strings.Contains(single.Ref, "@sha256:") {
+		t.Fatalf("berth push --json: %v %q", err, single.Ref)
+	}
+	other := c.withHome()
+	other.ok("signers", "add-key", "acme", "acme.pub")
+	other.refused(2, "names a tag, not a digest", "trust", "oci://"+d.Host+"/acme/notes:1.4.2", "--yes")
+	if out := other.ok("trust", single.Ref, "--yes"); !strings.Contains(out, `Signed by key "acme"`) || !strings.Contains(out, "Trusted acme-notes@1.4.2") {
+		t.Fatalf("berth trust %s: %s", single.Ref, out)
+	}
 
 	// Wrong credentials, or none: exit 1, naming docker login; not a
 	// refusal of the catalog.
