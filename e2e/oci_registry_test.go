@@ -271,7 +271,7 @@ func TestOCIDistribution(t *testing.T) {
 
 	// A missing referrer: the signature's fallback tag deleted. The
 	// catalog requires a signature, so install is refused.
-	bundleDesc := bundleManifest(t, ctx, d, v1Index)
+	bundleDesc := bundleManifest(t, d, v1Index)
 	fallback := strings.Replace(bundleDesc, ":", "-", 1)
 	refIdx, err := repo.Resolve(ctx, fallback)
 	if err != nil {
@@ -351,22 +351,26 @@ func TestOCIDistribution(t *testing.T) {
 }
 
 // bundleManifest returns the digest of the first bundle manifest of the
-// catalog index at index.
-func bundleManifest(t *testing.T, ctx context.Context, d *ocitest.Distribution, index string) string {
+// catalog index at index (through its bundles index, manifests[1]), read
+// from the registry's storage.
+func bundleManifest(t *testing.T, d *ocitest.Distribution, index string) string {
 	t.Helper()
-	b, err := os.ReadFile(d.BlobPath(index))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var idx struct {
 		Manifests []struct {
 			Digest string `json:"digest"`
 		} `json:"manifests"`
 	}
-	if err := json.Unmarshal(b, &idx); err != nil || len(idx.Manifests) < 2 {
-		t.Fatalf("the index %s: %v\n%s", index, err, b)
+	for _, want := range []int{2, 1} {
+		b, err := os.ReadFile(d.BlobPath(index))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &idx); err != nil || len(idx.Manifests) != want {
+			t.Fatalf("the index %s: %v\n%s", index, err, b)
+		}
+		index = idx.Manifests[len(idx.Manifests)-1].Digest
 	}
-	return idx.Manifests[1].Digest
+	return index
 }
 
 // orasCLI runs the oras CLI with a HOME of its own and the flags that
@@ -426,10 +430,11 @@ func decodeManifest(t *testing.T, what string, b []byte) ociManifest {
 // layout docs/marketplace.md documents, as the oras CLI (v1.3.6, from
 // the Go module proxy) reads it: the tag names an image index of
 // artifactType application/vnd.berth.catalog.v1 whose first manifest
-// carries the metadata files as titled layers (oras pull writes them
-// under their names, byte for byte the catalog directory's), and whose
-// bundle manifests oras pulls as the archive the catalog pins, with the
-// Sigstore bundle as a referrer oras discover lists. Against the
+// carries the metadata files a current client asks for as titled layers
+// (oras pull writes them under their names, byte for byte the catalog
+// directory's), and whose second, the bundles index, lists the bundle
+// manifests oras pulls as the archive the catalog pins, with the Sigstore
+// bundle as a referrer oras discover lists. Against the
 // in-process registry (referrers API) and docker-registry (tag schema,
 // TLS, basic auth).
 func TestOCILayoutORAS(t *testing.T) {
@@ -468,14 +473,22 @@ func checkLayout(t *testing.T, c *ociCLI, host string, o *orasCLI) {
 	if idx.MediaType != "application/vnd.oci.image.index.v1+json" || idx.ArtifactType != "application/vnd.berth.catalog.v1" || len(idx.Manifests) != 2 {
 		t.Fatalf("the tag catalog: %s", raw)
 	}
-	md, bd := idx.Manifests[0], idx.Manifests[1]
+	md, bi := idx.Manifests[0], idx.Manifests[1]
 	if md.MediaType != "application/vnd.oci.image.manifest.v1+json" || md.ArtifactType != "application/vnd.berth.catalog.metadata.v1" {
 		t.Fatalf("the index's first manifest is not the metadata manifest: %+v", md)
 	}
+	if bi.MediaType != "application/vnd.oci.image.index.v1+json" || bi.ArtifactType != "application/vnd.berth.catalog.bundles.v1" {
+		t.Fatalf("the index's second manifest is not the bundles index: %+v", bi)
+	}
+	bundles := decodeManifest(t, "the bundles index", o.run("manifest", "fetch", repo+"@"+bi.Digest))
 	archive := archivePath(t, dir)
 	rel, _ := filepath.Rel(dir, archive)
+	if bundles.ArtifactType != "application/vnd.berth.catalog.bundles.v1" || len(bundles.Manifests) != 1 {
+		t.Fatalf("the bundles index: %+v", bundles)
+	}
+	bd := bundles.Manifests[0]
 	if bd.MediaType != "application/vnd.oci.image.manifest.v1+json" || bd.ArtifactType != "application/vnd.berth.bundle.v1" || bd.Annotations["org.opencontainers.image.title"] != filepath.ToSlash(rel) {
-		t.Fatalf("the index's second manifest is not the bundle manifest of %s: %+v", rel, bd)
+		t.Fatalf("the bundles index does not list the bundle manifest of %s: %+v", rel, bd)
 	}
 
 	// The metadata manifest: one titled layer per metadata file; oras
@@ -541,30 +554,47 @@ func checkLayout(t *testing.T, c *ociCLI, host string, o *orasCLI) {
 	}
 }
 
-// tufFile matches the TUF metadata files at a catalog's root.
-var tufFile = regexp.MustCompile(`^([1-9][0-9]*\.)?(root|timestamp|snapshot|targets)\.json$`)
-
 // catalogMetadataFiles lists what berth catalog push publishes as
-// metadata (design: the TUF metadata at the catalog's root, not its
-// working files berth-catalog.json and catalog.json, and the catalog
-// target under targets/), as slash paths in order.
+// metadata (docs/marketplace.md, "Layout"): every N.root.json and
+// root.json, timestamp.json, the N.snapshot.json it names, the
+// N.targets.json that names, and the targets/<sha256>.<name> files those
+// list; as slash paths in order. Older versions in dir are not published.
 func catalogMetadataFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	root, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	roots, err := filepath.Glob(filepath.Join(dir, "*.root.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets, err := filepath.Glob(filepath.Join(dir, "targets", "*.catalog.json"))
-	if err != nil {
-		t.Fatal(err)
+	rels := []string{"root.json", "timestamp.json"}
+	for _, p := range roots {
+		rels = append(rels, filepath.Base(p))
 	}
-	var rels []string
-	for _, p := range append(root, targets...) {
-		rel, _ := filepath.Rel(dir, p)
-		if !strings.HasPrefix(rel, "targets") && !tufFile.MatchString(rel) {
-			continue
+	type meta struct {
+		Signed struct {
+			Meta map[string]struct {
+				Version int `json:"version"`
+			} `json:"meta"`
+			Targets map[string]struct {
+				Hashes map[string]string `json:"hashes"`
+			} `json:"targets"`
+		} `json:"signed"`
+	}
+	read := func(name string) meta {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
 		}
-		rels = append(rels, filepath.ToSlash(rel))
+		var m meta
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return m
+	}
+	snapshot := fmt.Sprintf("%d.snapshot.json", read("timestamp.json").Signed.Meta["snapshot.json"].Version)
+	targets := fmt.Sprintf("%d.targets.json", read(snapshot).Signed.Meta["targets.json"].Version)
+	rels = append(rels, snapshot, targets)
+	for name, tf := range read(targets).Signed.Targets {
+		rels = append(rels, "targets/"+tf.Hashes["sha256"]+"."+name)
 	}
 	slices.Sort(rels)
 	return rels

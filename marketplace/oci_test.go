@@ -14,6 +14,7 @@ import (
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
 	"github.com/berth-mcp/berth/marketplace/catalog"
@@ -238,7 +239,15 @@ func TestOCIMissingSignature(t *testing.T) {
 	if err := json.Unmarshal(raw, &idx); err != nil || len(idx.Manifests) != 2 {
 		t.Fatalf("the catalog's index: %v\n%s", err, raw)
 	}
-	fallback := strings.Replace(idx.Manifests[1].Digest.String(), ":", "-", 1)
+	// manifests[1] is the bundles index; its one entry the bundle manifest.
+	raw, err = content.FetchAll(e.ctx, r, idx.Manifests[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &idx); err != nil || len(idx.Manifests) != 1 {
+		t.Fatalf("the bundles index: %v\n%s", err, raw)
+	}
+	fallback := strings.Replace(idx.Manifests[0].Digest.String(), ":", "-", 1)
 	// The tag itself: go-containerregistry's registry keeps a tag when
 	// the manifest it names is deleted by digest.
 	req, _ := http.NewRequest(http.MethodDelete, reg.Server.URL+"/v2/acme/catalog/manifests/"+fallback, nil)
