@@ -243,7 +243,7 @@ func TestOCIDistribution(t *testing.T) {
 	_, _, mark := requestsSince(t, d, 0)
 	v1 := catalogPush(t, c, loc)
 	reqs, down, mark := requestsSince(t, d, mark)
-	t.Logf("berth catalog push (1 bundle) to docker-registry: %d requests", len(reqs))
+	t.Logf("berth catalog push (1 bundle) to docker-registry: %d requests, %d bytes of response bodies", len(reqs), down)
 	if !strings.HasPrefix(v1.Ref, loc+"@sha256:") {
 		t.Fatalf("pushed %s, want %s@sha256:…", v1.Ref, loc)
 	}
@@ -257,7 +257,7 @@ func TestOCIDistribution(t *testing.T) {
 	if out := c.ok("marketplace", "update", "acme"); !strings.Contains(out, "up to date") {
 		t.Fatalf("update of an unchanged catalog: %s", out)
 	}
-	reqs, _, mark = requestsSince(t, d, mark)
+	reqs, _, _ = requestsSince(t, d, mark)
 	t.Logf("an unchanged update against docker-registry (TLS, basic auth): %q", reqs)
 	if want := []string{"HEAD /v2/acme/catalog/manifests/catalog 401", "HEAD /v2/acme/catalog/manifests/catalog 200"}; !slices.Equal(reqs, want) {
 		t.Errorf("an unchanged update sent %q, want %q", reqs, want)
