@@ -29,6 +29,7 @@ import (
 	"oras.land/oras-go/v2"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
+	"github.com/berth-mcp/berth/marketplace/oci"
 )
 
 // ociCLI runs the berth CLI (this test binary through a symlink) in a
@@ -348,6 +349,73 @@ func TestOCIDistribution(t *testing.T) {
 	delete(c.env, "DOCKER_CONFIG")
 	c.refused(1, `docker login `+regexp.QuoteMeta(d.Host), "marketplace", "update", "acme")
 	t.Logf("TestOCIDistribution took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestOCIMirror: a catalog read from docker-registry, mirrored by berth
+// mirror into a directory and that directory pushed to a second registry
+// (go-containerregistry's, anonymous; by marketplace/oci.PushCatalog, as
+// berth mirror has no oci:// DEST yet): other machines add the directory,
+// or the second registry, with the same root pin and install from it; one that keeps
+// docker-registry as the source with the second registry as its
+// --mirror reads only the mirror, without credentials for the source.
+func TestOCIMirror(t *testing.T) {
+	start := time.Now()
+	d := ocitest.StartDistribution(t)
+	c := newOCICLI(t, t.TempDir())
+	c.env["SSL_CERT_FILE"] = d.CAFile
+	c.env["DOCKER_CONFIG"] = d.DockerConfigDir(t)
+	ociCatalogDir(t, c)
+	loc := "oci://" + d.Host + "/acme/catalog"
+	pushed := catalogPush(t, c, loc)
+	c.ok("marketplace", "add", "acme", loc, "--root-sha256", pushed.RootSHA256)
+
+	mirrorDir := filepath.Join(c.dir, "mirror")
+	c.ok("mirror", "acme", mirrorDir)
+	second := ocitest.NewRegistry(t, ocitest.Options{Referrers: true})
+	mirrorLoc := "oci://" + second.Host() + "/mirrors/acme"
+	// berth mirror takes only a directory, and berth catalog push only a
+	// curator's catalog (with berth-catalog.json), so the mirror goes to
+	// the registry through the library's push, the seam an oci:// DEST of
+	// berth mirror would use.
+	if out, _, code := c.run("mirror", "acme", mirrorLoc); code != 2 {
+		t.Logf("berth mirror acme %s: exit %d (an OCI DEST is supported now; use it here)\n%s", mirrorLoc, code, out)
+	}
+	ref, err := oci.ParseRef(mirrorLoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oci.PushCatalog(context.Background(), mirrorDir, ref, &oci.Options{DockerConfig: t.TempDir()}); err != nil {
+		t.Fatalf("pushing the mirror %s to %s: %v", mirrorDir, mirrorLoc, err)
+	}
+
+	// The mirror directory itself, the same pin.
+	h := c.withHome()
+	delete(h.env, "DOCKER_CONFIG")
+	h.ok("marketplace", "add", "acme", mirrorDir, "--root-sha256", pushed.RootSHA256)
+	h.ok("install", "acme-notes", "--yes")
+
+	// The second registry as the source, the same pin.
+	h = c.withHome()
+	delete(h.env, "DOCKER_CONFIG")
+	h.ok("marketplace", "add", "acme", mirrorLoc, "--root-sha256", pushed.RootSHA256)
+	h.ok("install", "acme-notes", "--yes")
+
+	// docker-registry as the source, read through the mirror only: no
+	// credentials for docker-registry, and not one request to it.
+	h = c.withHome()
+	h.env["DOCKER_CONFIG"] = t.TempDir()
+	_, _, mark := requestsSince(t, d, 0)
+	second.Reset()
+	h.ok("marketplace", "add", "acme", loc, "--mirror", mirrorLoc, "--root-sha256", pushed.RootSHA256)
+	h.ok("install", "acme-notes", "--yes")
+	h.ok("marketplace", "update", "acme")
+	if reqs, _, _ := requestsSince(t, d, mark); len(reqs) != 0 {
+		t.Errorf("add, install and update through the mirror sent %d requests to the source: %q", len(reqs), reqs)
+	}
+	if second.Stats().Total().Requests == 0 {
+		t.Error("the mirror registry served nothing")
+	}
+	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 
 // bundleManifest returns the digest of the first bundle manifest of the
