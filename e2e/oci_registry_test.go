@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,6 @@ import (
 	"oras.land/oras-go/v2"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
-	"github.com/berth-mcp/berth/marketplace/oci"
 )
 
 // ociCLI runs the berth CLI (this test binary through a symlink) in a
@@ -352,12 +352,12 @@ func TestOCIDistribution(t *testing.T) {
 }
 
 // TestOCIMirror: a catalog read from docker-registry, mirrored by berth
-// mirror into a directory and that directory pushed to a second registry
-// (go-containerregistry's, anonymous; by marketplace/oci.PushCatalog, as
-// berth mirror has no oci:// DEST yet): other machines add the directory,
+// mirror into a directory and into a second registry
+// (go-containerregistry's, anonymous): other machines add the directory,
 // or the second registry, with the same root pin and install from it; one that keeps
 // docker-registry as the source with the second registry as its
-// --mirror reads only the mirror, without credentials for the source.
+// --mirror reads only the mirror, without credentials for the source, and
+// an archive the mirror alters is refused.
 func TestOCIMirror(t *testing.T) {
 	start := time.Now()
 	d := ocitest.StartDistribution(t)
@@ -373,20 +373,7 @@ func TestOCIMirror(t *testing.T) {
 	c.ok("mirror", "acme", mirrorDir)
 	second := ocitest.NewRegistry(t, ocitest.Options{Referrers: true})
 	mirrorLoc := "oci://" + second.Host() + "/mirrors/acme"
-	// berth mirror takes only a directory, and berth catalog push only a
-	// curator's catalog (with berth-catalog.json), so the mirror goes to
-	// the registry through the library's push, the seam an oci:// DEST of
-	// berth mirror would use.
-	if out, _, code := c.run("mirror", "acme", mirrorLoc); code != 2 {
-		t.Logf("berth mirror acme %s: exit %d (an OCI DEST is supported now; use it here)\n%s", mirrorLoc, code, out)
-	}
-	ref, err := oci.ParseRef(mirrorLoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := oci.PushCatalog(context.Background(), mirrorDir, ref, &oci.Options{DockerConfig: t.TempDir()}); err != nil {
-		t.Fatalf("pushing the mirror %s to %s: %v", mirrorDir, mirrorLoc, err)
-	}
+	c.ok("mirror", "acme", mirrorLoc)
 
 	// The mirror directory itself, the same pin.
 	h := c.withHome()
@@ -415,6 +402,24 @@ func TestOCIMirror(t *testing.T) {
 	if second.Stats().Total().Requests == 0 {
 		t.Error("the mirror registry served nothing")
 	}
+
+	// A mirror cannot change what the catalog says: an archive the mirror
+	// registry alters is refused (exit 4), not fetched from the source.
+	h = c.withHome()
+	h.env["DOCKER_CONFIG"] = t.TempDir()
+	h.ok("marketplace", "add", "acme", loc, "--mirror", mirrorLoc, "--root-sha256", pushed.RootSHA256)
+	arch, err := os.ReadFile(archivePath(t, filepath.Join(c.dir, "repo")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Tamper(func(_ *http.Request, body []byte) []byte {
+		if bytes.Equal(body, arch) {
+			body = bytes.Clone(body)
+			body[len(body)/2] ^= 1
+		}
+		return body
+	})
+	h.refused(4, "download-mismatch", "install", "acme-notes", "--yes")
 	t.Logf("took %v", time.Since(start).Round(time.Millisecond))
 }
 
