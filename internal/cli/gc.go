@@ -24,7 +24,8 @@ leftovers of berth commands that were cut short: temporary files of
 interrupted writes under BERTH_HOME, and the temporary directories
 (berth-download-*, berth-extract-*, berth-import-*, berth-registry-*,
 berth-serverjson-*, berth-builtin-*, berth-npm-*, berth-npm-scripts-*,
-berth-pypi-*; an npm one holds your npm settings, tokens included) that a command killed outright left in the system's
+berth-pypi-*, berth-push-*, berth-pull-*, berth-mirror-*, berth-export-*;
+an npm one holds your npm settings, tokens included) that a command killed outright left in the system's
 temp directory (TMPDIR). There it removes only directories owned by you,
 never through a symbolic link, and only those over an hour old: a
 younger one may belong to a command still running.`,
