@@ -1,0 +1,61 @@
+package oci
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/berth-mcp/berth/internal/ocitest"
+)
+
+// A registry that serves altered content of another length (what a
+// substituted payload usually is) trips oras-go's own Content-Length and
+// Docker-Content-Digest checks before berth's digest check: that must still
+// be a refusal (ErrIntegrity, exit 4), not a network failure (exit 1).
+func TestTamperedContentOfAnotherLengthRefused(t *testing.T) {
+	reg := ocitest.NewRegistry(t, ocitest.Options{Referrers: true})
+	dir, _ := fakeCatalog(t)
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
+	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := OpenCatalog(context.Background(), ref, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An archive with a longer payload.
+	reg.Tamper(func(r *http.Request, body []byte) []byte {
+		if strings.Contains(r.URL.Path, "/blobs/") && bytes.Equal(body, []byte("archive-bytes")) {
+			return []byte("archive-bytes and a payload")
+		}
+		return body
+	})
+	if _, err := readRel(t, cat, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"); !isKind(err, ErrIntegrity) {
+		t.Errorf("a longer archive: %v, want an integrity refusal", err)
+	}
+	// A metadata file with a longer body.
+	reg.Tamper(func(r *http.Request, body []byte) []byte {
+		if strings.Contains(r.URL.Path, "/blobs/") && bytes.HasPrefix(body, []byte(`{"signed":{"meta":{"snapshot.json"`)) {
+			return append(bytes.Clone(body), ' ')
+		}
+		return body
+	})
+	if _, err := readRel(t, cat, "timestamp.json"); !isKind(err, ErrIntegrity) {
+		t.Errorf("a longer timestamp.json: %v, want an integrity refusal", err)
+	}
+	// The metadata manifest of another length, read at its known size.
+	reg.Tamper(func(r *http.Request, body []byte) []byte {
+		if strings.Contains(r.URL.Path, "/manifests/sha256:") && bytes.Contains(body, []byte(ArtifactTypeMetadata)) && bytes.Contains(body, []byte(`"layers"`)) {
+			return append(bytes.Clone(body), ' ')
+		}
+		return body
+	})
+	_, err = OpenCatalog(context.Background(), ref, cat.IndexDigest(), nil, nil)
+	t.Logf("metadata manifest: %v", err)
+	if !isKind(err, ErrIntegrity) {
+		t.Errorf("a longer metadata manifest: %v, want an integrity refusal", err)
+	}
+	reg.Tamper(nil)
+}
