@@ -3,7 +3,10 @@ package oci
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -58,4 +61,33 @@ func TestTamperedContentOfAnotherLengthRefused(t *testing.T) {
 		t.Errorf("a longer metadata manifest: %v, want an integrity refusal", err)
 	}
 	reg.Tamper(nil)
+}
+
+// An auth field of the Docker config that is base64 of a bare token (no
+// "user:"), a common mistake: oras-go's error quotes the decoded secret,
+// and berth must not print it.
+func TestMalformedDockerAuthNotPrinted(t *testing.T) {
+	const secret = "ghp_TopSecretTokenValue1234"
+	for _, o := range []ocitest.Options{
+		{BasicAuth: &[2]string{"curator", "s3cret"}},
+		{TokenAuth: true, BasicAuth: &[2]string{"curator", "s3cret"}},
+	} {
+		reg := ocitest.NewRegistry(t, o)
+		cfg := t.TempDir()
+		data := `{"auths":{"` + reg.Host() + `":{"auth":"` + base64.StdEncoding.EncodeToString([]byte(secret)) + `"}}}`
+		if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
+		_, err := OpenCatalog(context.Background(), ref, "", nil, &Options{DockerConfig: cfg})
+		if err == nil {
+			t.Fatal("opened with unreadable credentials")
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("token auth %v: the error prints the credential: %v", o.TokenAuth, err)
+		}
+		if !strings.Contains(err.Error(), "docker login") {
+			t.Errorf("token auth %v: the error does not say how to fix it: %v", o.TokenAuth, err)
+		}
+	}
 }
