@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
 )
@@ -89,5 +92,34 @@ func TestMalformedDockerAuthNotPrinted(t *testing.T) {
 		if !strings.Contains(err.Error(), "docker login") {
 			t.Errorf("token auth %v: the error does not say how to fix it: %v", o.TokenAuth, err)
 		}
+	}
+}
+
+// PullBundle reads the signature after the archive; a download longer
+// than one request's timeout (a large bundle, a slow link) must not make
+// the signature's request fail on a deadline that ran out meanwhile.
+func TestPullBundleSignatureAfterLongDownload(t *testing.T) {
+	reg := ocitest.NewRegistry(t, ocitest.Options{})
+	dir, _ := fakeCatalog(t)
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/bundles:1.0.0")
+	res, err := PushBundle(context.Background(), BundleFiles{
+		Archive: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"), Signature: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz.sigstore.json"),
+		Name: "acme", Version: "1.0.0",
+	}, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every answer takes 300ms, each well under the 1s request timeout;
+	// the whole pull takes longer than 1s.
+	reg.SetDelay(300 * time.Millisecond)
+	pb, err := PullBundle(context.Background(), res.Ref, io.Discard, &Options{RequestTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if string(pb.Signature) != `{"sig":1}` {
+		t.Fatalf("signature %q", pb.Signature)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatal(err)
 	}
 }

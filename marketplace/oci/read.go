@@ -372,7 +372,11 @@ func PullBundle(ctx context.Context, ref *Ref, w io.Writer, o *Options) (*Pulled
 		}
 		return nil, err
 	}
-	src, err := c.repo.Fetch(rctx, sd)
+	// A request of its own: the archive's download may have outlasted
+	// rctx.
+	sctx, scancel := context.WithTimeout(ctx, c.o.requestTimeout())
+	defer scancel()
+	src, err := c.repo.Fetch(sctx, sd)
 	if err != nil {
 		return nil, &Error{Ref: ref, What: "the signature", Kind: classifyErr(err), Err: err}
 	}
