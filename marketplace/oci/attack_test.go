@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,9 @@ import (
 	"time"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // A registry that serves altered content of another length (what a
@@ -121,5 +127,103 @@ func TestPullBundleSignatureAfterLongDownload(t *testing.T) {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
+	}
+}
+
+// chunkedProxy forwards to reg and sends every blob's body without a
+// Content-Length (chunked), as a registry may: then oras-go cannot compare
+// the length with the descriptor's, and berth's own reader must hold.
+func chunkedProxy(t *testing.T, reg *ocitest.Registry) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, reg.Server.URL+r.URL.RequestURI(), r.Body)
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			if k != "Content-Length" || !strings.Contains(r.URL.Path, "/blobs/") {
+				w.Header()[k] = v
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	_, host, _ := strings.Cut(srv.URL, "://")
+	return host
+}
+
+// A metadata manifest (untrusted, from the registry) whose layer claims a
+// negative or an enormous size, its blob sent chunked: berth refuses it and
+// does not crash.
+func TestMetadataLayerSizeOutOfRange(t *testing.T) {
+	for _, size := range []int64{-2, math.MaxInt64} {
+		reg := ocitest.NewRegistry(t, ocitest.Options{})
+		repo := reg.Repository(t, "acme/catalog")
+		ctx := context.Background()
+		push := func(mediaType string, data []byte) ocispec.Descriptor {
+			d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
+			if err := repo.Push(ctx, d, bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		ts := push(MediaTypeTUF, []byte(`{"signed":{}}`))
+		ts.Size = size
+		ts.Annotations = map[string]string{AnnotationTitle: "timestamp.json"}
+		push(ocispec.DescriptorEmptyJSON.MediaType, ocispec.DescriptorEmptyJSON.Data)
+		cfg := ocispec.DescriptorEmptyJSON
+		cfg.Data = nil
+		mj, _ := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, ArtifactType: ArtifactTypeMetadata, Config: cfg, Layers: []ocispec.Descriptor{ts}})
+		md := push(ocispec.MediaTypeImageManifest, mj)
+		md.ArtifactType = ArtifactTypeMetadata
+		bj, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, ArtifactType: ArtifactTypeBundles, Manifests: []ocispec.Descriptor{}})
+		bi := push(ocispec.MediaTypeImageIndex, bj)
+		bi.ArtifactType = ArtifactTypeBundles
+		ij, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, ArtifactType: ArtifactTypeCatalog, Manifests: []ocispec.Descriptor{md, bi}})
+		id := push(ocispec.MediaTypeImageIndex, ij)
+		if err := repo.Tag(ctx, id, DefaultTag); err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := ParseRef("oci://" + chunkedProxy(t, reg) + "/acme/catalog")
+		cat, err := OpenCatalog(ctx, ref, "", nil, nil)
+		if err == nil {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("size %d: reading timestamp.json panicked: %v", size, p)
+					}
+				}()
+				_, err = readRel(t, cat, "timestamp.json")
+			}()
+		}
+		if !isKind(err, ErrIntegrity) {
+			t.Errorf("size %d: %v, want an integrity refusal", size, err)
+		}
+	}
+}
+
+// The verifying reader with sizes at the ends of int64 (a descriptor from
+// a registry): an error, never a panic.
+func TestVerifyReaderExtremeSizes(t *testing.T) {
+	for _, size := range []int64{-2, math.MaxInt64} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("size %d: panicked: %v", size, p)
+				}
+			}()
+			d := ocispec.Descriptor{Digest: digest.FromString("x"), Size: size}
+			if _, err := io.ReadAll(newVerifyReader(strings.NewReader("x"), d, size)); !errors.Is(err, ErrIntegrity) {
+				t.Errorf("size %d: %v, want an integrity error", size, err)
+			}
+		}()
 	}
 }
