@@ -227,3 +227,57 @@ func TestVerifyReaderExtremeSizes(t *testing.T) {
 		}()
 	}
 }
+
+// A registry that redirects a blob off its own host to plain http, or to
+// a loopback (private) address over https: refused, whatever the
+// registry's own address.
+func TestRedirectOffRegistryRefused(t *testing.T) {
+	reg := ocitest.NewRegistry(t, ocitest.Options{})
+	dir, _ := fakeCatalog(t)
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
+	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	blob := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, reg.Server.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer blob.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer plain.Close()
+	var target string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/blobs/") {
+			http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, reg.Server.URL+r.URL.RequestURI(), r.Body)
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer front.Close()
+	_, host, _ := strings.Cut(front.URL, "://")
+	fref, _ := ParseRef("oci://" + host + "/acme/catalog")
+	cat, err := OpenCatalog(context.Background(), fref, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ target, want string }{
+		{plain.URL, "berth follows only https"},
+		{blob.URL, "private, loopback or link-local"},
+	} {
+		target = c.target
+		if _, err := readRel(t, cat, "timestamp.json"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("a redirect to %s: %v, want %q", c.target, err, c.want)
+		}
+	}
+}
