@@ -81,6 +81,10 @@ func OpenCache(dir string, opts *CacheOptions) *Cache {
 type state struct {
 	Name   string `json:"name"`
 	Source string `json:"source"`
+	// Mirror is where every update reads the catalog first (a source as
+	// ParseSource reads it); "" for none. Source stays the canonical
+	// source, which berth.lock records.
+	Mirror string `json:"mirror,omitempty"`
 	// Kind is "" for a TUF catalog, KindRegistry or KindClaudeMarketplace
 	// for an unsigned source (its copy holds entries.json, no metadata).
 	Kind string `json:"kind,omitempty"`
@@ -128,8 +132,10 @@ func (i *Info) Expires() time.Time {
 
 // CatalogInfo is one catalog of the cache, as List and Refresh report it.
 type CatalogInfo struct {
-	Name      string    `json:"name"`
-	Source    string    `json:"source"`
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// Mirror is where updates read the catalog first; "" for none.
+	Mirror    string    `json:"mirror,omitempty"`
 	RootPin   string    `json:"rootPin"`
 	AddedAt   time.Time `json:"addedAt"`
 	CheckedAt time.Time `json:"checkedAt"`
@@ -148,7 +154,7 @@ type CatalogInfo struct {
 }
 
 func (c *Cache) info(st *state) *CatalogInfo {
-	ci := &CatalogInfo{Name: st.Name, Source: st.Source, RootPin: st.RootPin, AddedAt: st.AddedAt, CheckedAt: st.CheckedAt, UpdatedAt: st.UpdatedAt, Info: st.Info}
+	ci := &CatalogInfo{Name: st.Name, Source: st.Source, Mirror: st.Mirror, RootPin: st.RootPin, AddedAt: st.AddedAt, CheckedAt: st.CheckedAt, UpdatedAt: st.UpdatedAt, Info: st.Info}
 	ci.Kind, ci.Unsigned = st.kind(), st.Kind != ""
 	ci.Stale = !ci.Unsigned && c.o.Now().After(st.Info.Expires())
 	return ci
@@ -184,6 +190,16 @@ func CheckName(name string) error {
 // result has Changed true, New the verified catalog (Old nil) and
 // Problems the entries it skipped.
 func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) (*RefreshResult, error) {
+	return c.AddMirrored(ctx, name, src, nil, pin)
+}
+
+// AddMirrored is Add with a mirror: every update, this first one too,
+// reads the catalog from mirror first and from src only when the mirror
+// cannot be reached (a NetworkError). What the mirror serves is verified
+// as what src serves is, against the same pinned root: a refusal of it is
+// a refusal. src stays the catalog's canonical source. A nil mirror is
+// Add.
+func (c *Cache) AddMirrored(ctx context.Context, name string, src, mirror *Source, pin RootPin) (*RefreshResult, error) {
 	if (pin.Root == nil) == (pin.SHA256 == "") {
 		panic("marketplace: RootPin needs exactly one of Root and SHA256")
 	}
@@ -198,20 +214,10 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 		if !textio.IsSHA256("sha256:" + want) {
 			return nil, fmt.Errorf("the pinned sha256 %q is not 64 hex digits; berth catalog init printed the sha256 of 1.root.json", pin.SHA256)
 		}
-		o := src.opener(&c.o.Source)
-		rctx, cancel := c.requestContext(ctx)
-		data, err := readAll(rctx, o, "1.root.json", 512000, func(n int64) error {
-			return &VerifyError{Catalog: name, Kind: KindMalformed, File: "1.root.json", Detail: fmt.Sprintf("it is larger than %d bytes", n)}
-		})
-		cancel()
-		if err != nil {
-			return nil, classify(name, "1.root.json", err)
+		var err error
+		if root, err = c.readFirstRoot(ctx, name, src, mirror, want); err != nil {
+			return nil, err
 		}
-		sum := sha256.Sum256(data)
-		if got := hex.EncodeToString(sum[:]); got != want {
-			return nil, &VerifyError{Catalog: name, Kind: KindRootPin, File: "1.root.json", Detail: fmt.Sprintf("the source's 1.root.json has sha256 %s, but you pinned %s", got, want)}
-		}
-		root = data
 	}
 	sum := sha256.Sum256(root)
 	tmp, err := os.MkdirTemp(c.dir, ".add-"+name+"-")
@@ -220,6 +226,9 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	}
 	defer os.RemoveAll(tmp)
 	st := &state{Name: name, Source: src.String(), RootPin: "sha256:" + hex.EncodeToString(sum[:]), AddedAt: c.o.Now().UTC()}
+	if mirror != nil {
+		st.Mirror = mirror.String()
+	}
 	out, err := c.update(ctx, st, src, tmp, nil, root)
 	if err != nil {
 		return nil, err
@@ -227,7 +236,34 @@ func (c *Cache) Add(ctx context.Context, name string, src *Source, pin RootPin) 
 	if err := c.commitAdd(tmp, name, st); err != nil {
 		return nil, err
 	}
-	return &RefreshResult{CatalogInfo: c.info(st), Changed: true, New: out.catalog, Problems: out.problems}, nil
+	return &RefreshResult{CatalogInfo: c.info(st), Changed: true, New: out.catalog, Problems: out.problems, MirrorFailure: out.mirrorFailure}, nil
+}
+
+// readFirstRoot reads 1.root.json, from the mirror first when there is
+// one, and checks it against the pinned sha256 want.
+func (c *Cache) readFirstRoot(ctx context.Context, name string, src, mirror *Source, want string) ([]byte, error) {
+	read := func(s *Source) ([]byte, error) {
+		rctx, cancel := c.requestContext(ctx)
+		defer cancel()
+		data, err := readAll(rctx, s.opener(&c.o.Source), "1.root.json", 512000, func(n int64) error {
+			return &VerifyError{Catalog: name, Kind: KindMalformed, File: "1.root.json", Detail: fmt.Sprintf("it is larger than %d bytes", n)}
+		})
+		if err != nil {
+			return nil, classify(name, "1.root.json", err)
+		}
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			return nil, &VerifyError{Catalog: name, Kind: KindRootPin, File: "1.root.json", Detail: fmt.Sprintf("the source's 1.root.json has sha256 %s, but you pinned %s", got, want)}
+		}
+		return data, nil
+	}
+	if mirror != nil {
+		data, err := read(mirror)
+		if err == nil || !errors.Is(err, ErrNetwork) || ctx.Err() != nil {
+			return data, fromMirror(err, mirror.String())
+		}
+	}
+	return read(src)
 }
 
 // RefreshResult is what a refresh found.
@@ -243,6 +279,10 @@ type RefreshResult struct {
 	// SummaryChanges are the published versions whose review summary of
 	// what they may do this refresh found changed.
 	SummaryChanges []SummaryChange `json:"summaryChanges,omitempty"`
+	// MirrorFailure, for a catalog with a mirror, is why the mirror could
+	// not be reached, when the update read the canonical source instead;
+	// "" when the mirror answered (or there is none).
+	MirrorFailure string `json:"mirrorFailure,omitempty"`
 }
 
 // Refresh runs a full TUF update of the catalog name against its source:
@@ -253,6 +293,12 @@ type RefreshResult struct {
 // A refusal is a *VerifyError (exit 4); an unreachable source a
 // NetworkError-wrapping error (exit 1). Either way the cached copy stays.
 func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error) {
+	return c.refresh(ctx, name, false)
+}
+
+// refresh is Refresh; sourceOnly reads the catalog's source, not its
+// mirror.
+func (c *Cache) refresh(ctx context.Context, name string, sourceOnly bool) (*RefreshResult, error) {
 	unlock, err := c.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -265,7 +311,7 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if st.Kind != "" {
 		return c.refreshUnsigned(ctx, st)
 	}
-	src, err := ParseSource(st.Source)
+	src, err := recordedSource(st.Source, st.Mirror != "")
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", name, err)
 	}
@@ -276,7 +322,12 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	}
 	dir := filepath.Join(c.dir, name)
 	bl := &baseline{dir: base}
+	mirror := st.Mirror
+	if sourceOnly {
+		st.Mirror = ""
+	}
 	out, err := c.update(ctx, st, src, dir, bl, root)
+	st.Mirror = mirror
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +337,7 @@ func (c *Cache) Refresh(ctx context.Context, name string) (*RefreshResult, error
 	if out.changed {
 		c.prune(dir, st)
 	}
-	res := &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems}
+	res := &RefreshResult{CatalogInfo: c.info(st), Changed: out.changed, Old: bl.catalog, New: out.catalog, Problems: out.problems, MirrorFailure: out.mirrorFailure}
 	if out.changed {
 		res.SummaryChanges = summaryChangesOf(bl.catalog, out.catalog)
 	}
@@ -304,18 +355,57 @@ type updateOutcome struct {
 	changed  bool
 	catalog  *catalog.Catalog
 	problems []*catalog.Problem
+	// mirrorFailure is why the mirror could not be reached, when the
+	// update read the canonical source instead.
+	mirrorFailure string
 }
 
 // update runs the TUF client workflow with go-tuf's Updater and, when the
 // verified metadata changed, writes a new copy into parent and points st
 // at it (st is written by the caller).
 func (c *Cache) update(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte) (*updateOutcome, error) {
-	out, err := c.update1(ctx, st, src, parent, base, trustedRoot)
+	out, err := c.updateMirrored(ctx, st, src, parent, base, trustedRoot)
 	var ve *VerifyError
 	if base == nil && errors.As(err, &ve) {
 		ve.First = true
 	}
 	return out, err
+}
+
+// updateMirrored runs the update against st's mirror first, when it has
+// one, and against src only when the mirror cannot be reached: a mirror
+// can stop serving a catalog, never change what it says.
+func (c *Cache) updateMirrored(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte) (*updateOutcome, error) {
+	if st.Mirror == "" {
+		return c.update1(ctx, st, src, parent, base, trustedRoot)
+	}
+	m, err := recordedSource(st.Mirror, true)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: its mirror: %w", st.Name, err)
+	}
+	out, err := c.update1(ctx, st, m, parent, base, trustedRoot)
+	if err == nil || !errors.Is(err, ErrNetwork) || ctx.Err() != nil {
+		return out, fromMirror(err, st.Mirror)
+	}
+	out, cerr := c.update1(ctx, st, src, parent, base, trustedRoot)
+	if cerr != nil {
+		return nil, fmt.Errorf("%w\n(its mirror %s could not be reached either: %v)", cerr, st.Mirror, err)
+	}
+	out.mirrorFailure = err.Error()
+	return out, nil
+}
+
+// fromMirror marks err as what the mirror at loc served.
+func fromMirror(err error, loc string) error {
+	if err == nil {
+		return nil
+	}
+	var ve *VerifyError
+	if errors.As(err, &ve) {
+		ve.Mirror = loc
+		return err
+	}
+	return fmt.Errorf("%w (read from the catalog's mirror %s)", err, loc)
 }
 
 func (c *Cache) update1(ctx context.Context, st *state, src *Source, parent string, base *baseline, trustedRoot []byte) (*updateOutcome, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-mcp/berth/bundle"
 	"github.com/berth-mcp/berth/marketplace/catalog"
+	"github.com/berth-mcp/berth/marketplace/internal/textio"
 	"github.com/berth-mcp/berth/review"
 	"github.com/berth-mcp/berth/trust"
 )
@@ -78,13 +79,10 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 	if err != nil {
 		return nil, err
 	}
-	src, err := ParseSource(st.Source)
+	ops, err := c.openers(st)
 	if err != nil {
 		return nil, err
 	}
-	src.ociPin(st.OCIIndex)
-	src.ociBaseline(filepath.Join(c.dir, name, st.Current))
-	op := src.opener(&c.o.Source)
 	tmp, err := os.MkdirTemp(o.TempDir, "berth-download-")
 	if err != nil {
 		return nil, err
@@ -96,22 +94,29 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 	}
 	var errs []error
 	mismatch := false
-	for i, loc := range v.URLs {
-		p := filepath.Join(tmp, fmt.Sprintf("bundle-%d.%s", i, v.Archive.Format))
-		dctx, cancel := context.WithTimeout(ctx, timeout)
-		err := fetchChecked(dctx, op, loc, p, v.Archive, o.Progress)
-		cancel()
-		if err == nil {
-			d.Archive, d.URL = p, loc
-			break
+	i := 0
+	for _, loc := range v.URLs {
+		for _, op := range ops.forLocation(loc) {
+			i++
+			p := filepath.Join(tmp, fmt.Sprintf("bundle-%d.%s", i, v.Archive.Format))
+			dctx, cancel := context.WithTimeout(ctx, timeout)
+			err := fetchChecked(dctx, op, loc, p, v.Archive, o.Progress)
+			cancel()
+			if err == nil {
+				d.Archive, d.URL = p, loc
+				break
+			}
+			var ve *VerifyError
+			if errors.As(err, &ve) {
+				ve.Catalog = name
+				mismatch = true
+			}
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
 		}
-		var ve *VerifyError
-		if errors.As(err, &ve) {
-			ve.Catalog = name
-			mismatch = true
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
+		if d.Archive != "" || ctx.Err() != nil {
 			break
 		}
 	}
@@ -129,9 +134,7 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	sig, err := readAll(sctx, op, v.SignatureURL, trust.MaxSignatureSize, func(n int64) error {
-		return fmt.Errorf("%w: the signature at %s is over the %d-byte limit", trust.ErrUntrusted, v.SignatureURL, n)
-	})
+	sig, err := ops.readSignature(sctx, v.SignatureURL)
 	if err != nil {
 		d.Close()
 		var nf *errNotFound
@@ -142,6 +145,59 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 	}
 	d.Signature = sig
 	return d, nil
+}
+
+// sourceOpeners are the places a catalog's files are read from: its
+// mirror first, when it has one, then its source.
+type sourceOpeners []opener
+
+func (c *Cache) openers(st *state) (sourceOpeners, error) {
+	src, err := recordedSource(st.Source, st.Mirror != "")
+	if err != nil {
+		return nil, err
+	}
+	// An OCI source reads bundles through the index the last update
+	// verified, and what the verified copy holds, by digest.
+	copyDir := filepath.Join(c.dir, st.Name, st.Current)
+	src.ociPin(st.OCIIndex)
+	src.ociBaseline(copyDir)
+	ops := sourceOpeners{src.opener(&c.o.Source)}
+	if st.Mirror != "" {
+		m, err := recordedSource(st.Mirror, true)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: its mirror: %w", st.Name, err)
+		}
+		m.ociPin(st.OCIIndex)
+		m.ociBaseline(copyDir)
+		ops = append(sourceOpeners{m.opener(&c.o.Source)}, ops...)
+	}
+	return ops, nil
+}
+
+// forLocation is where loc is tried, in order: a relative location at
+// each place, an absolute URL once (the canonical source's opener reads it).
+func (ops sourceOpeners) forLocation(loc string) []opener {
+	if textio.HasScheme(loc) {
+		return ops[len(ops)-1:]
+	}
+	return ops
+}
+
+// readSignature reads a version's signature, at most
+// trust.MaxSignatureSize bytes, from the first place that has it.
+func (ops sourceOpeners) readSignature(ctx context.Context, loc string) ([]byte, error) {
+	var err error
+	for _, op := range ops.forLocation(loc) {
+		var sig []byte
+		sig, err = readAll(ctx, op, loc, trust.MaxSignatureSize, func(n int64) error {
+			return fmt.Errorf("%w: the signature at %s is over the %d-byte limit", trust.ErrUntrusted, loc, n)
+		})
+		var nf *errNotFound
+		if err == nil || !(errors.As(err, &nf) || errors.Is(err, ErrNetwork)) || ctx.Err() != nil {
+			return sig, err
+		}
+	}
+	return nil, err
 }
 
 // fetchChecked streams loc into path, refusing more than a.Size bytes and
@@ -168,6 +224,12 @@ func fetchChecked(ctx context.Context, op opener, loc, path string, a catalog.Ar
 			os.Remove(path)
 		}
 	}()
+	return copyChecked(rc, f, loc, a, progress)
+}
+
+// copyChecked copies the archive at loc from rc into f, refusing more
+// than a.Size bytes, and checks size and sha256 at the end; f is synced.
+func copyChecked(rc io.Reader, f *os.File, loc string, a catalog.Archive, progress func(done, total int64)) error {
 	h := sha256.New()
 	w := io.MultiWriter(f, h)
 	var done int64

@@ -51,6 +51,9 @@ type VerifyError struct {
 	// Detail says what exactly was wrong.
 	Detail string
 	Err    error
+	// Mirror is the catalog's mirror when it served what was refused;
+	// "" for the catalog's own source.
+	Mirror string
 	// First is true when the catalog was being added (nothing was kept).
 	First bool
 	// Fix, when set, replaces the advice that ends the message: a program
@@ -65,11 +68,17 @@ func (e *VerifyError) Error() string {
 	if e.File != "" {
 		fmt.Fprintf(&b, " at %s", e.File)
 	}
+	if e.Mirror != "" {
+		fmt.Fprintf(&b, " served by its mirror %s", e.Mirror)
+	}
 	fmt.Fprintf(&b, ": %s", e.Detail)
 	if e.Fix != "" {
 		b.WriteString("\n" + e.Fix)
 	} else {
 		b.WriteString("\n" + e.advice())
+	}
+	if e.Mirror != "" {
+		b.WriteString("\nA mirror can stop serving a catalog, never change what it says: berth does not read the canonical source instead of a mirror that serves what fails verification. Bring the mirror up to date (berth mirror), or drop it and read the catalog's source alone (berth marketplace set-mirror " + e.Catalog + " --none).")
 	}
 	return b.String()
 }

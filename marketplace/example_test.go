@@ -159,3 +159,48 @@ func publish(ctx context.Context, tmp, repoDir string) (string, error) {
 	}
 	return ir.RootSHA256, nil
 }
+
+// An operator copies a catalog into a directory for a network without
+// access to its source; a berth there adds the copy with the same pin.
+func ExampleCache_Mirror() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "berth-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	repoDir := filepath.Join(dir, "repo")
+	res, err := repo.Init(ctx, repoDir, filepath.Join(dir, "keys"), &repo.Options{Name: "acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	src, err := marketplace.ParseSource(repoDir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cache := marketplace.OpenCache(filepath.Join(dir, "home", "catalogs"), nil)
+	if _, err := cache.Add(ctx, "acme", src, marketplace.RootPin{SHA256: res.RootSHA256}); err != nil {
+		log.Fatal(err)
+	}
+
+	m, err := cache.Mirror(ctx, "acme", filepath.Join(dir, "mirror"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("files", m.Files(), "same pin", m.RootSHA256 == res.RootSHA256)
+
+	// Inside the network: the mirror is the source, pinned the same way.
+	mirror, err := marketplace.ParseSource(m.Dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	inside := marketplace.OpenCache(filepath.Join(dir, "inside", "catalogs"), nil)
+	info, err := inside.Add(ctx, "acme", mirror, marketplace.RootPin{SHA256: m.RootSHA256})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("targets version", info.TargetsVersion)
+	// Output:
+	// files 6 same pin true
+	// targets version 1
+}

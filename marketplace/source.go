@@ -115,6 +115,18 @@ func dirSource(p string) (*Source, error) {
 	return &Source{Kind: "directory", Dir: abs}, nil
 }
 
+// recordedSource reads a source berth recorded (state.json). When
+// missingOK, a directory that is gone is still a source, whose every file
+// is missing: reading it is a failure to reach it (ErrNetwork), so a
+// catalog with a mirror falls back to its other source.
+func recordedSource(s string, missingOK bool) (*Source, error) {
+	src, err := ParseSource(s)
+	if err != nil && missingOK && errors.Is(err, fs.ErrNotExist) && filepath.IsAbs(s) {
+		return &Source{Kind: "directory", Dir: s}, nil
+	}
+	return src, err
+}
+
 // String is the source as berth records it.
 func (s *Source) String() string {
 	switch s.Kind {

@@ -32,15 +32,16 @@ func newCatalogCmd(a *app) *cobra.Command {
 directory or a file:// URL can serve. berth catalog makes one (init), adds
 signed bundles to it (add), changes a version's status (status), re-signs
 its timestamp as a cron job would (refresh), publishes hand edits of its
-catalog.json (sign), checks it (lint) and publishes it to an OCI registry
-(push). Every change publishes a new
+catalog.json (sign), checks it (lint), publishes it to an OCI registry
+(push) and writes it as static MCP Registry files for other clients
+(export-registry). Every change publishes a new
 consistent version: new files first, timestamp.json last. docs/marketplace.md
 describes the layout.`,
-		Args: exactArgs(0, "a subcommand: init, add, status, refresh, sign, lint or push"),
+		Args: exactArgs(0, "a subcommand: init, add, status, refresh, sign, lint, push or export-registry"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newCatalogInitCmd(a), newCatalogAddCmd(a), newCatalogStatusCmd(a),
-		newCatalogRefreshCmd(a), newCatalogSignCmd(a), newCatalogLintCmd(a), newCatalogPushCmd(a))
+		newCatalogRefreshCmd(a), newCatalogSignCmd(a), newCatalogLintCmd(a), newCatalogPushCmd(a), newCatalogExportRegistryCmd(a))
 	return cmd
 }
 

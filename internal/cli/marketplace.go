@@ -16,6 +16,7 @@ import (
 	"github.com/berth-mcp/berth/marketplace/builtin"
 	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/review"
+	"github.com/berth-mcp/berth/store"
 )
 
 // The user's side of a marketplace: berth marketplace, search and show.
@@ -68,19 +69,20 @@ and every update is a full TUF update against it: a rolled-back, frozen
 with exit 4, naming which and what to do; a network failure is exit 1.
 search and show answer from the verified copy, offline; serve and export
 show the same in a web browser.`,
-		Args: exactArgs(0, "a subcommand: add, list, remove, update, serve or export"),
+		Args: exactArgs(0, "a subcommand: add, list, remove, update, set-mirror, serve or export"),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newMarketplaceAddCmd(a), newMarketplaceListCmd(a), newMarketplaceRemoveCmd(a), newMarketplaceUpdateCmd(a),
-		newMarketplaceServeCmd(a), newMarketplaceExportCmd(a))
+		newMarketplaceSetMirrorCmd(a), newMarketplaceServeCmd(a), newMarketplaceExportCmd(a))
 	return cmd
 }
 
 func newMarketplaceAddCmd(a *app) *cobra.Command {
 	opts := &marketplaceAddOptions{}
 	cmd := &cobra.Command{
-		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned) | add builtin --builtin",
+		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned) [--mirror URL] | add builtin --builtin",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex> --mirror https://mirror.corp.example/acme
   berth marketplace add local ./catalog --root ./catalog/1.root.json
   berth marketplace add mcp https://registry.modelcontextprotocol.io --registry
   berth marketplace add team ./claude-marketplace --unsigned
@@ -96,6 +98,15 @@ the catalog's 1.root.json, which berth catalog init prints). Then it runs a
 full TUF update and keeps the verified copy. HTTPS requests use the
 standard proxy variables HTTPS_PROXY, HTTP_PROXY and NO_PROXY (and their
 lower-case forms); loopback addresses are never proxied.
+
+--mirror URL (any kind of SOURCE, often a copy berth mirror made) makes
+every update, and this first one, read the catalog from the mirror first,
+and from SOURCE only when the mirror cannot be reached (a network failure,
+or a file it does not have), which berth says. What the mirror serves is
+verified against the same pinned root: a refusal of it is a refusal (exit
+4, naming the mirror), never a reason to read SOURCE instead. Bundles are
+downloaded from the mirror first too. SOURCE stays the catalog's source:
+berth.lock records it, never the mirror.
 
 Two unsigned, read-only sources can be added too, and nobody signs what
 they list. --registry adds an MCP Registry: SOURCE is its base URL, https,
@@ -129,6 +140,7 @@ builtin --builtin puts the built-in one back.`,
 	cmd.Flags().StringVar(&opts.RootSHA256, "root-sha256", "", "the sha256 (hex) of the catalog's 1.root.json")
 	cmd.Flags().BoolVar(&opts.Registry, "registry", false, "SOURCE is an MCP Registry (its base URL): read-only and unsigned")
 	cmd.Flags().BoolVar(&opts.Unsigned, "unsigned", false, "SOURCE is a Claude Code marketplace.json (its directory, file or URL): read-only and unsigned")
+	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "read the catalog from this mirror first (a directory or URL, like SOURCE), from SOURCE when the mirror cannot be reached")
 	cmd.Flags().BoolVar(&opts.Builtin, "builtin", false, "put back the built-in catalog you removed (NAME builtin, no SOURCE)")
 	a.jsonFlag(cmd, &opts.JSON, marketplaceAddJSON{})
 	return cmd
@@ -142,6 +154,8 @@ type marketplaceAddOptions struct {
 	// Builtin puts the built-in catalog back.
 	Builtin              bool
 	RootFile, RootSHA256 string
+	// Mirror is where the catalog is read first; "" for none.
+	Mirror string
 }
 
 func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions) error {
@@ -165,11 +179,23 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 		return usagef("give exactly one of --root FILE and --root-sha256 HEX for a signed catalog (berth never trusts a catalog's root on first use; berth catalog init printed the sha256 of 1.root.json), or --registry for an MCP Registry, or --unsigned for a Claude Code marketplace.json")
 	}
 	if opts.Registry || opts.Unsigned {
+		if opts.Mirror != "" {
+			return usagef("--mirror is for a signed catalog, whose pinned root lets berth check what a mirror serves; an unsigned source (--registry, --unsigned) has none")
+		}
 		return a.addUnsignedSource(ctx, name, opts.Source, opts.Registry, opts.JSON)
 	}
 	src, err := marketplace.ParseSource(opts.Source)
 	if err != nil {
 		return err
+	}
+	var mirror *marketplace.Source
+	if opts.Mirror != "" {
+		if mirror, err = marketplace.ParseSource(opts.Mirror); err != nil {
+			return fmt.Errorf("--mirror: %w", err)
+		}
+		if mirror.String() == src.String() {
+			return usagef("--mirror %s is the catalog's source itself; give another place that serves the catalog, or leave --mirror out", opts.Mirror)
+		}
 	}
 	var pin marketplace.RootPin
 	if opts.RootFile != "" {
@@ -189,16 +215,24 @@ func runMarketplaceAdd(ctx context.Context, a *app, opts *marketplaceAddOptions)
 	if err != nil {
 		return err
 	}
-	r, err := c.Add(ctx, name, src, pin)
+	r, err := c.AddMirrored(ctx, name, src, mirror, pin)
 	if err != nil {
 		return err
 	}
+	var mirrorWarnings []string
+	if r.MirrorFailure != "" {
+		mirrorWarnings = append(mirrorWarnings, a.warnMirrorFailure(r.Name, r.MirrorFailure))
+	}
 	if opts.JSON {
-		warnings := a.printSkipped(r.Name, len(r.Problems))
+		warnings := append(mirrorWarnings, a.printSkipped(r.Name, len(r.Problems))...)
 		return writeJSON(a.stdout, marketplaceAddJSON{Catalog: r.CatalogInfo, Skipped: nonNilProblems(r.Problems), Warnings: nonNilStrings(warnings)})
 	}
+	from := r.Source
+	if r.Mirror != "" && r.MirrorFailure == "" {
+		from = r.Mirror + ", the mirror of " + r.Source
+	}
 	fmt.Fprintf(a.stdout, "Added catalog %s from %s: %d plugin(s), targets version %d, fresh until %s.\n",
-		r.Name, r.Source, r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
+		r.Name, review.Printable(from), r.Plugins, r.TargetsVersion, r.Expires().Format(time.RFC3339))
 	a.printSkipped(r.Name, len(r.Problems))
 	return nil
 }
@@ -341,7 +375,11 @@ func runMarketplaceList(_ context.Context, a *app, opts *marketplaceListOptions)
 		if ci.Stale {
 			fresh += " (STALE: berth marketplace update " + ci.Name + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(ci.Source))
+		source := ci.Source
+		if ci.Mirror != "" {
+			source += " (mirror: " + ci.Mirror + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", ci.Name, ci.Plugins, ci.TargetsVersion, fresh, review.Printable(source))
 	}
 	return tw.Flush()
 }
@@ -501,17 +539,7 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 			a.printProblems(n, r.Problems)
 			continue
 		}
-		if !r.Changed {
-			fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339))
-			a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
-			continue
-		}
-		fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339))
-		for _, sc := range statusChanges(r.Old, r.New) {
-			fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
-		}
-		a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
-		a.printSkipped(n, len(r.Problems))
+		a.printUpdated(n, u, st, c)
 	}
 	if opts.JSON {
 		if err := writeJSON(a.stdout, out); err != nil {
@@ -522,6 +550,30 @@ func runMarketplaceUpdate(ctx context.Context, a *app, opts *marketplaceUpdateOp
 		return &reported{worst}
 	}
 	return nil
+}
+
+// printUpdated prints the successful update of the signed catalog n,
+// and warns of its mirror when it could not be reached.
+func (a *app) printUpdated(n string, u *marketplace.UpdateResult, st *store.Store, c *marketplace.Cache) {
+	r := u.RefreshResult
+	if r.MirrorFailure != "" {
+		a.warnMirrorFailure(n, r.MirrorFailure)
+	}
+	from := ""
+	if r.Mirror != "" && r.MirrorFailure == "" {
+		from = ", read from its mirror " + review.Printable(r.Mirror)
+	}
+	if !r.Changed {
+		fmt.Fprintf(a.stdout, "%s: up to date (targets version %d, fresh until %s%s).\n", n, r.TargetsVersion, r.Expires().Format(time.RFC3339), from)
+		a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s: updated to targets version %d: %d plugin(s), fresh until %s%s.\n", n, r.TargetsVersion, r.Plugins, r.Expires().Format(time.RFC3339), from)
+	for _, sc := range statusChanges(r.Old, r.New) {
+		fmt.Fprintf(a.stdout, "  %s\n", review.Printable(sc.String()))
+	}
+	a.reportInstalled(a.stdout, "  ", u.Installed, st, c)
+	a.printSkipped(n, len(r.Problems))
 }
 
 // marketplaceUpdateJSON is what marketplace update --json prints. It is
@@ -581,6 +633,9 @@ func (a *app) updatedJSON(name string, u *marketplace.UpdateResult) marketplaceU
 	r := u.RefreshResult
 	e := marketplaceUpdated{Name: name, Changed: r.Changed, Catalog: r.CatalogInfo, Installed: u.Installed, StatusChanges: []statusChange{}, Skipped: []*catalog.Problem{}}
 	var warnings []string
+	if r.MirrorFailure != "" {
+		warnings = append(warnings, a.warnMirrorFailure(name, r.MirrorFailure))
+	}
 	switch {
 	case r.Unsigned:
 		e.Skipped = nonNilProblems(r.Problems)
@@ -654,7 +709,7 @@ func statusChanges(old, new *catalog.Catalog) []statusChange {
 
 // restoreBuiltin is marketplace add builtin --builtin.
 func (a *app) restoreBuiltin(ctx context.Context, opts *marketplaceAddOptions) error {
-	if opts.Name != builtin.Name || opts.Source != "" || opts.Registry || opts.Unsigned || opts.RootFile != "" || opts.RootSHA256 != "" {
+	if opts.Name != builtin.Name || opts.Source != "" || opts.Mirror != "" || opts.Registry || opts.Unsigned || opts.RootFile != "" || opts.RootSHA256 != "" {
 		return usagef("--builtin puts back the built-in catalog: give the name %s and no SOURCE or other flag (berth marketplace add %s --builtin)", builtin.Name, builtin.Name)
 	}
 	c, err := a.catalogs()

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -142,4 +144,53 @@ func serveRegistryCmd(ts *testscript.TestScript, neg bool, args []string) {
 		http.ServeFile(w, r, filepath.Join(dir, file))
 	}))
 	registerServed(ts, name, d)
+}
+
+// serveStaticRegistryCmd: serve-static-registry NAME DIR serves an export
+// of berth catalog export-registry as a plain static web server does: the
+// URL path, decoded (%2F is a '/'), names a file of DIR, or a directory
+// whose index.json is the answer, as application/json; the query string
+// is ignored. It sets $NAME_URL.
+func serveStaticRegistryCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: serve-static-registry NAME DIR")
+	}
+	name, dir := args[0], ts.MkAbs(args[1])
+	d := &servedDir{}
+	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.requests.Add(1)
+		file := filepath.Join(dir, filepath.FromSlash(path.Clean("/"+r.URL.Path)))
+		if fi, err := os.Stat(file); err != nil || fi.IsDir() {
+			file = filepath.Join(file, "index.json")
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			http.Error(w, `{"error": "Server not found"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(data)
+	}))
+	registerServed(ts, name, d)
+}
+
+// httpGetCmd: http-get URL prints the body of GET URL; a status other
+// than 200 fails the command.
+func httpGetCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: http-get URL")
+	}
+	resp, err := http.Get(args[0])
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Stdout().Write(body)
+	if (resp.StatusCode == http.StatusOK) == neg {
+		ts.Fatalf("GET %s: %s", args[0], resp.Status)
+	}
 }

@@ -80,6 +80,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newCatalogCmd(a),
 		newPushCmd(a),
 		newMarketplaceCmd(a),
+		newMirrorCmd(a),
 		newSearchCmd(a),
 		newShowCmd(a),
 		newImportCmd(a),
@@ -142,7 +143,7 @@ type commandGroup struct {
 // group (a testscript checks that berth help shows no other heading).
 func commandGroups() []commandGroup {
 	return []commandGroup{
-		{"get", "Find and install plugins from catalogs:", []string{"search", "show", "install", "outdated", "upgrade", "lock", "sync", "marketplace"}},
+		{"get", "Find and install plugins from catalogs:", []string{"search", "show", "install", "outdated", "upgrade", "lock", "sync", "marketplace", "mirror"}},
 		{"trust", "Review and trust bundles:", []string{"validate", "review", "trust", "list", "verify", "revoke", "signers", "gc"}},
 		{"use", "Use plugins in a workspace:", []string{"enable", "disable", "confirm", "status", "tools", "call", "logs", "accept", "policy", "profile", "secret", "login", "logout"}},
 		{"serve", "Serve MCP clients:", []string{"connect", "disconnect", "serve", "token", "approvals", "approve", "deny"}},

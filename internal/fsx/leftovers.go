@@ -22,6 +22,7 @@ import (
 var TempPrefixes = []string{
 	"berth-download-", "berth-extract-", "berth-import-", "berth-registry-", "berth-serverjson-",
 	"berth-builtin-", "berth-npm-", "berth-npm-scripts-", "berth-pypi-",
+	"berth-push-", "berth-pull-", "berth-mirror-",
 }
 
 // TempLeftoverAge is how old a temporary directory must be before berth

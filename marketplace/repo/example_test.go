@@ -84,3 +84,75 @@ func initRepository(ctx context.Context, dir, keyDir string) (*repo.Repository, 
 	}
 	return repo.Open(dir, keyDir, nil)
 }
+
+// A curator writes the published catalog as static MCP Registry API files
+// for other clients: the plugin whose one server is a pinned npm package
+// becomes a registry entry; the one that runs a program of its bundle
+// cannot be one, and is listed with the reason.
+func ExampleExportRegistry() {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "repo-export-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	priv, pub, err := trust.GenerateKey()
+	if err != nil {
+		log.Fatal(err)
+	}
+	acme, err := trust.NewKeySigner("acme", pub, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	v, err := trust.NewVerifier([]trust.Signer{acme}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := initRepository(ctx, filepath.Join(tmp, "repo"), filepath.Join(tmp, "keys"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for name, manifest := range map[string]string{
+		"weather": `{"manifestVersion": 1, "name": "acme-weather", "version": "1.5.0", "description": "Weather forecasts",
+		  "mcpServers": {"weather": {"stdio": {"command": "npx", "args": ["-y", "@acme/weather-mcp@1.5.0"]}}}}`,
+		"notes": `{"manifestVersion": 1, "name": "acme-notes", "version": "1.4.2", "description": "Search your notes",
+		  "mcpServers": {"notes": {"stdio": {"command": "${bundle}/bin/notes"}}}}`,
+	} {
+		dir := filepath.Join(tmp, name)
+		os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+		os.WriteFile(filepath.Join(dir, "bin", "notes"), []byte("#!/bin/sh\n"), 0o755)
+		os.WriteFile(filepath.Join(dir, "berth.json"), []byte(manifest), 0o644)
+		b, err := bundle.Open(ctx, dir, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		sig, err := trust.Sign(ctx, b.Listing().Bytes(), priv)
+		b.Close()
+		if err != nil {
+			log.Fatal(err)
+		}
+		if _, err := r.Add(ctx, repo.AddRequest{Source: dir, Signature: sig, Verifier: v}); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	out := filepath.Join(tmp, "registry")
+	res, err := repo.ExportRegistry(ctx, r.Dir(), out, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range res.Servers {
+		fmt.Println("server", s.Name, s.Versions)
+	}
+	for _, s := range res.Skipped {
+		fmt.Println("skipped", s.Plugin, s.Version, s.Rule)
+	}
+	// A static host answers GET /v0.1/servers/NAME/versions/latest with
+	// this file.
+	rel, _ := repo.ExportFile(repo.ExportURLPath("v0.1", "dev.berth.catalog.acme/acme-weather", "latest"))
+	fmt.Println(rel)
+	// Output:
+	// server dev.berth.catalog.acme/acme-weather [1.5.0]
+	// skipped acme-notes 1.4.2 export-local-program
+	// v0.1/servers/dev.berth.catalog.acme/acme-weather/versions/latest/index.json
+}
