@@ -91,12 +91,14 @@ func ociStatsCmd(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // ociTamperCmd makes a registry alter every response body that holds
-// the bytes of FILE (flipping one bit): oci-tamper NAME FILE, or
+// the bytes of FILE (flipping one bit, or with "append" adding bytes, so
+// the length changes too): oci-tamper NAME FILE [append], or
 // oci-tamper NAME off.
 func ociTamperCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: oci-tamper NAME FILE|off")
+	if neg || len(args) < 2 || len(args) > 3 || len(args) == 3 && args[2] != "append" {
+		ts.Fatalf("usage: oci-tamper NAME FILE [append] | oci-tamper NAME off")
 	}
+	appendBytes := len(args) == 3
 	r := ociReg(ts, args[0])
 	if args[1] == "off" {
 		r.Tamper(nil)
@@ -106,6 +108,9 @@ func ociTamperCmd(ts *testscript.TestScript, neg bool, args []string) {
 	r.Tamper(func(_ *http.Request, body []byte) []byte {
 		if bytes.Equal(body, want) {
 			body = bytes.Clone(body)
+			if appendBytes {
+				return append(body, "a payload"...)
+			}
 			body[len(body)/2] ^= 1
 		}
 		return body

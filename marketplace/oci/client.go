@@ -70,7 +70,7 @@ func newClient(ref *Ref, o *Options) (*client, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	store, err := credentialStore(o.DockerConfig)
+	store, path, err := credentialStore(o.DockerConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func newClient(ref *Ref, o *Options) (*client, error) {
 		Cache:  auth.NewCache(),
 		// Credential is called with the registry's host; an empty
 		// credential means an anonymous pull.
-		Credential: credentials.Credential(store),
+		Credential: quietCredential(credentials.Credential(store), path),
 	}
 	repo := &remote.Repository{
 		Client:           ac,
@@ -104,8 +104,7 @@ func newClient(ref *Ref, o *Options) (*client, error) {
 // credentialStore is the Docker config's credential store, read only:
 // credentials and credential helpers configured by docker login or oras
 // login. A missing config file means no credentials.
-func credentialStore(dir string) (credentials.Store, error) {
-	var path string
+func credentialStore(dir string) (_ credentials.Store, path string, _ error) {
 	switch {
 	case dir != "":
 		path = filepath.Join(dir, "config.json")
@@ -114,15 +113,29 @@ func credentialStore(dir string) (credentials.Store, error) {
 	default:
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return credentials.NewMemoryStore(), nil
+			return credentials.NewMemoryStore(), "", nil
 		}
 		path = filepath.Join(home, ".docker", "config.json")
 	}
 	s, err := credentials.NewStore(path, credentials.StoreOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("the Docker config %s cannot be read: %v; fix or move it (berth reads registry credentials from it, and never writes it)", path, err)
+		return nil, path, fmt.Errorf("the Docker config %s cannot be read: %v; fix or move it (berth reads registry credentials from it, and never writes it)", path, err)
 	}
-	return s, nil
+	return s, path, nil
+}
+
+// quietCredential is get without the text of its errors: oras-go's error
+// for an auth field that decodes to no "user:password" quotes the decoded
+// secret, and a credential helper's error is whatever it printed. berth
+// names the file, the host and the fix instead.
+func quietCredential(get auth.CredentialFunc, path string) auth.CredentialFunc {
+	return func(ctx context.Context, host string) (auth.Credential, error) {
+		cred, err := get(ctx, host)
+		if err != nil {
+			return auth.EmptyCredential, fmt.Errorf("the credentials for %s in the Docker config %s cannot be used (an auth field that is not base64 of user:password, or a credential helper that failed; berth does not print them): log in again with docker login %s (or oras login)", host, path, host)
+		}
+		return cred, nil
+	}
 }
 
 // transport sends a registry's requests. For a loopback registry it tries
@@ -204,6 +217,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.onRegistry(req) {
 		if req.URL.Scheme != "https" {
 			return nil, fmt.Errorf("refused %s: a registry's redirect or token service off its own host must use https", req.URL.Redacted())
+		}
+		if p, err := http.ProxyFromEnvironment(req); err == nil && p != nil {
+			// Through the operator's proxy, the proxy resolves the
+			// name: berth cannot check the address it reaches, and the
+			// proxy's own is no reason to refuse (as for catalog
+			// downloads).
+			return t.base.RoundTrip(req)
 		}
 		return t.public.RoundTrip(req)
 	}

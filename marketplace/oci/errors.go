@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
@@ -71,8 +72,26 @@ func classifyErr(err error) error {
 		return ErrAuth
 	case errors.Is(err, content.ErrMismatchedDigest), errors.Is(err, content.ErrTrailingData), errors.Is(err, errdef.ErrSizeExceedsLimit):
 		return ErrIntegrity
+	case orasMismatch(err):
+		return ErrIntegrity
 	}
 	return nil
+}
+
+// orasMismatch reports whether err is oras-go's refusal of an answer that
+// is not the content asked for: its Content-Length, Content-Type or
+// Docker-Content-Digest differs from the descriptor. oras-go checks these
+// before berth reads a byte and says so only in words; a registry that
+// serves a payload of another length is caught there, and that is an
+// altered file (a refusal), not a network failure.
+func orasMismatch(err error) bool {
+	m := err.Error()
+	for _, s := range []string{": mismatch Content-Length", ": mismatch response Content-Type", "digest mismatch in Docker-Content-Digest"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func pushError(ref *Ref, what string, err error) error {

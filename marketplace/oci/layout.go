@@ -43,4 +43,8 @@ const (
 	MaxSignature = 1 << 20
 	// MaxArchive bounds a bundle archive.
 	MaxArchive = 1 << 30
+	// MaxMetadataFile bounds a metadata file or catalog target as the
+	// metadata manifest lists it (the catalog target's own limit; the
+	// caller's TUF limits are lower for the roles).
+	MaxMetadataFile = 64 << 20
 )

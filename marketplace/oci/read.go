@@ -137,6 +137,9 @@ func parseMetadataManifest(data []byte) (map[string]ocispec.Descriptor, error) {
 		if !(metadataFile.MatchString(rel) || catalogTarget.MatchString(rel)) {
 			return nil, fmt.Errorf("the layer %s is titled %q, which is not a catalog metadata file", l.Digest, rel)
 		}
+		if l.Size < 0 || l.Size > MaxMetadataFile {
+			return nil, fmt.Errorf("the layer %s (%s) says it is %d bytes, outside 0 to %d", l.Digest, rel, l.Size, MaxMetadataFile)
+		}
 		if _, dup := files[rel]; dup {
 			return nil, fmt.Errorf("it lists %s twice", rel)
 		}
@@ -372,7 +375,11 @@ func PullBundle(ctx context.Context, ref *Ref, w io.Writer, o *Options) (*Pulled
 		}
 		return nil, err
 	}
-	src, err := c.repo.Fetch(rctx, sd)
+	// A request of its own: the archive's download may have outlasted
+	// rctx.
+	sctx, scancel := context.WithTimeout(ctx, c.o.requestTimeout())
+	defer scancel()
+	src, err := c.repo.Fetch(sctx, sd)
 	if err != nil {
 		return nil, &Error{Ref: ref, What: "the signature", Kind: classifyErr(err), Err: err}
 	}
@@ -402,8 +409,12 @@ func (v *verifyReader) Read(p []byte) (int, error) {
 	if v.desc.Digest.Algorithm() != digest.SHA256 {
 		return 0, fmt.Errorf("%w: the digest %s is not sha256", ErrIntegrity, v.desc.Digest)
 	}
-	if room := v.max - v.n + 1; int64(len(p)) > room {
-		p = p[:room]
+	if v.max < 0 {
+		return 0, fmt.Errorf("%w: its descriptor says %d bytes", ErrIntegrity, v.desc.Size)
+	}
+	// One byte past max, to notice more; v.n never passes max + 1.
+	if room := v.max - v.n; room < int64(len(p)) {
+		p = p[:room+1]
 	}
 	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
