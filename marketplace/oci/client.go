@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -251,6 +252,11 @@ func plainHTTP(ctx context.Context, host string, o *Options) bool {
 		return false
 	}
 	defer conn.Close()
+	if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err != nil || !ap.Addr().Unmap().IsLoopback() {
+		// A name like localhost that does not lead to a loopback
+		// address gets no plain http.
+		return false
+	}
 	tc := tls.Client(conn, &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs, ServerName: strings.Trim(hostOnly(host), "[]")})
 	var rh tls.RecordHeaderError
 	plain := errors.As(tc.HandshakeContext(ctx), &rh)

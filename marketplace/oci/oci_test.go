@@ -49,6 +49,7 @@ func fakeCatalog(t *testing.T) (string, map[string]string) {
 		writeFile(t, dir, rel, c)
 	}
 	writeFile(t, dir, "catalog.json", "working copy, not pushed")
+	writeFile(t, dir, "bundles/acme/1.0.0/.tmp-pack-123", "a leftover of an interrupted pack, not pushed")
 	writeFile(t, dir, "berth-catalog.json", "settings, not pushed")
 	return dir, files
 }
@@ -101,7 +102,7 @@ func TestPushAndOpenCatalog(t *testing.T) {
 					t.Errorf("%s: %q, %v; want %q", rel, got, err, want)
 				}
 			}
-			for _, rel := range []string{"catalog.json", "berth-catalog.json", "2.root.json", "1.snapshot.json", "targets/" + strings.Repeat("b", 64) + ".catalog.json", "bundles/none/1/x.tar.gz.sigstore.json"} {
+			for _, rel := range []string{"catalog.json", "berth-catalog.json", "2.root.json", "1.snapshot.json", "targets/" + strings.Repeat("b", 64) + ".catalog.json", "bundles/none/1/x.tar.gz.sigstore.json", "bundles/acme/1.0.0/.tmp-pack-123"} {
 				if _, err := readRel(t, cat, rel); !isKind(err, ErrNotFound) {
 					t.Errorf("%s: %v, want not found", rel, err)
 				}

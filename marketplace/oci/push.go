@@ -405,7 +405,8 @@ func catalogFiles(root *os.Root) ([]file, []archiveFile, error) {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%s is a symbolic link; berth pushes only regular files of the catalog directory (remove it)", p)
 		}
-		if !d.Type().IsRegular() {
+		if !d.Type().IsRegular() || strings.HasPrefix(d.Name(), ".") {
+			// Hidden files (a pack's .tmp- leftovers) are not the catalog's.
 			return nil
 		}
 		if strings.HasSuffix(p, ".sigstore.json") {
