@@ -389,34 +389,15 @@ func (h *httpOpener) client(u *url.URL, public bool) *http.Client {
 		IdleConnTimeout:       30 * time.Second,
 		MaxIdleConnsPerHost:   4,
 		ForceAttemptHTTP2:     true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
+		DialContext: publicaddr.DialChecked(dialer, func(host string, ip netip.Addr) error {
+			if loopbackOnly && !ip.IsLoopback() {
+				return fmt.Errorf("%s resolves to %s, which is not a loopback address; plain http is allowed only on loopback", host, ip)
 			}
-			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-			if err != nil {
-				return nil, err
+			if public && !publicAddr(ip) {
+				return fmt.Errorf("%s resolves to %s, a private, loopback or link-local address; a download URL off the catalog's origin must lead to a public address", host, ip)
 			}
-			for _, ip := range ips {
-				ip = ip.Unmap()
-				if loopbackOnly && !ip.IsLoopback() {
-					return nil, fmt.Errorf("%s resolves to %s, which is not a loopback address; plain http is allowed only on loopback", host, ip)
-				}
-				if public && !publicAddr(ip) {
-					return nil, fmt.Errorf("%s resolves to %s, a private, loopback or link-local address; a download URL off the catalog's origin must lead to a public address", host, ip)
-				}
-			}
-			var errs []error
-			for _, ip := range ips {
-				c, err := dialer.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
-				if err == nil {
-					return c, nil
-				}
-				errs = append(errs, err)
-			}
-			return nil, errors.Join(errs...)
-		},
+			return nil
+		}),
 	}
 	c := &http.Client{
 		Transport: tr,

@@ -5,7 +5,12 @@
 // several of them). It is the one list both checks use.
 package publicaddr
 
-import "net/netip"
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+)
 
 var refused = func() []struct {
 	p   netip.Prefix
@@ -95,3 +100,34 @@ func Refused(a netip.Addr) string {
 // Public reports whether a is a public address (Refused gives no
 // reason).
 func Public(a netip.Addr) bool { return Refused(a) == "" }
+
+// DialChecked returns a DialContext for an http.Transport that resolves
+// the host, refuses the connection when check refuses any of its
+// addresses (so a name cannot lead past the check through one address
+// and be dialled through another), and dials the addresses in turn.
+func DialChecked(d *net.Dialer, check func(host string, a netip.Addr) error) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+		for _, ip := range ips {
+			if err := check(host, ip.Unmap()); err != nil {
+				return nil, err
+			}
+		}
+		var errs []error
+		for _, ip := range ips {
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, err)
+		}
+		return nil, errors.Join(errs...)
+	}
+}

@@ -177,30 +177,12 @@ func (t *transport) httpTransport(public bool) *http.Transport {
 		ForceAttemptHTTP2:     true,
 	}
 	if public {
-		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
+		tr.DialContext = publicaddr.DialChecked(dialer, func(host string, ip netip.Addr) error {
+			if !publicaddr.Public(ip) {
+				return fmt.Errorf("%s resolves to %s, a private, loopback or link-local address; a registry's redirect off its own host must lead to a public address", host, ip)
 			}
-			ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-			if err != nil {
-				return nil, err
-			}
-			for _, ip := range ips {
-				if !publicaddr.Public(ip.Unmap()) {
-					return nil, fmt.Errorf("%s resolves to %s, a private, loopback or link-local address; a registry's redirect off its own host must lead to a public address", host, ip)
-				}
-			}
-			var errs []error
-			for _, ip := range ips {
-				c, err := dialer.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port))
-				if err == nil {
-					return c, nil
-				}
-				errs = append(errs, err)
-			}
-			return nil, errors.Join(errs...)
-		}
+			return nil
+		})
 	} else {
 		tr.DialContext = dialer.DialContext
 	}
