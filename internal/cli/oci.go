@@ -207,7 +207,7 @@ func pullForTrust(ctx context.Context, loc string, opts *trustOptions, topts *st
 		return "", nil, err
 	}
 	cleanup = func() { os.RemoveAll(tmp) }
-	f, err := os.OpenFile(filepath.Join(tmp, "bundle.tar.gz"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(filepath.Join(tmp, ".download"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		cleanup()
 		return "", nil, err
@@ -220,6 +220,13 @@ func pullForTrust(ctx context.Context, loc string, opts *trustOptions, topts *st
 		cleanup()
 		return "", nil, ociCLIError(err)
 	}
+	// The archive takes the name of its format, which is how berth
+	// reads it.
+	archive = filepath.Join(tmp, pb.FileName)
+	if err := os.Rename(filepath.Join(tmp, ".download"), archive); err != nil {
+		cleanup()
+		return "", nil, err
+	}
 	topts.Source = ref.String()
 	if opts.SigFile == "" && !opts.AllowUnsigned {
 		if pb.Signature == nil {
@@ -228,7 +235,7 @@ func pullForTrust(ctx context.Context, loc string, opts *trustOptions, topts *st
 		}
 		topts.Signature = pb.Signature
 	}
-	return filepath.Join(tmp, "bundle.tar.gz"), cleanup, nil
+	return archive, cleanup, nil
 }
 
 // ociCLIError makes content a registry altered a refusal (exit 4).
@@ -241,3 +248,14 @@ func ociCLIError(err error) error {
 
 // isOCI reports whether a command's SOURCE is an oci:// location.
 func isOCI(s string) bool { return oci.IsRef(strings.TrimSpace(s)) }
+
+// locatedError is err with the temporary path of a pulled bundle
+// replaced by the location the operator gave.
+type locatedError struct {
+	err      error
+	from, to string
+}
+
+func (e *locatedError) Error() string { return strings.ReplaceAll(e.err.Error(), e.from, e.to) }
+
+func (e *locatedError) Unwrap() error { return e.err }

@@ -114,6 +114,7 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 	staging, stopStaging := a.largeWork(!opts.JSON, "staging")
 	topts.StageProgress = staging
 	topts.Fetch = a.fetchOptions(!opts.JSON)
+	ociLoc := ""
 	if isOCI(source) {
 		archive, cleanup, err := pullForTrust(hctx, source, opts, topts)
 		if err != nil {
@@ -122,9 +123,13 @@ func runTrust(ctx context.Context, a *app, opts *trustOptions) error {
 			return err
 		}
 		defer cleanup()
-		source = archive
+		ociLoc, source = source, archive
 	}
 	res, err := st.Trust(hctx, source, topts)
+	if err != nil && ociLoc != "" {
+		// Name what the operator gave, not the private temporary copy.
+		err = &locatedError{err: err, from: source, to: ociLoc}
+	}
 	stopStaging()
 	stopProgress()
 	if err != nil {

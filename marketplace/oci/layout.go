@@ -1,5 +1,7 @@
 package oci
 
+import "strings"
+
 // The media and artifact types of berth's OCI layout (docs/marketplace.md,
 // "Catalogs in an OCI registry").
 const (
@@ -18,8 +20,11 @@ const (
 	MediaTypeCatalogTarget = "application/vnd.berth.catalog.v1+json"
 	// ArtifactTypeBundle is the artifactType of a bundle's manifest.
 	ArtifactTypeBundle = "application/vnd.berth.bundle.v1"
-	// MediaTypeBundleLayer is the layer holding a bundle's archive.
-	MediaTypeBundleLayer = "application/vnd.berth.bundle.v1.tar+gzip"
+	// MediaTypeBundleLayer is the layer holding a bundle's archive as
+	// .tar.gz (or .tgz); MediaTypeBundleLayerZip as .zip (or an MCP
+	// Bundle's .mcpb).
+	MediaTypeBundleLayer    = "application/vnd.berth.bundle.v1.tar+gzip"
+	MediaTypeBundleLayerZip = "application/vnd.berth.bundle.v1.zip"
 	// ArtifactTypeSigstore is the artifactType (and layer media type) of
 	// the referrer that carries a bundle's Sigstore bundle, as Sigstore
 	// itself names it.
@@ -48,3 +53,16 @@ const (
 	// caller's TUF limits are lower for the roles).
 	MaxMetadataFile = 64 << 20
 )
+
+// archiveMediaType is the layer media type of an archive by its name:
+// .tar.gz and .tgz, .zip and .mcpb, as berth reads them; "" for another.
+func archiveMediaType(name string) string {
+	n := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(n, ".tar.gz"), strings.HasSuffix(n, ".tgz"):
+		return MediaTypeBundleLayer
+	case strings.HasSuffix(n, ".zip"), strings.HasSuffix(n, ".mcpb"):
+		return MediaTypeBundleLayerZip
+	}
+	return ""
+}

@@ -324,7 +324,11 @@ func (p *pusher) push(ctx context.Context, d ocispec.Descriptor, data []byte, wh
 // bundle pushes an archive as a bundle manifest and its signature as a
 // referrer of it.
 func (p *pusher) bundle(ctx context.Context, archive, signature string, nv [2]string) (ocispec.Descriptor, error) {
-	ld, err := p.blob(ctx, archive, MediaTypeBundleLayer)
+	mt := archiveMediaType(archive)
+	if mt == "" {
+		return ocispec.Descriptor{}, fmt.Errorf("%s is not an archive berth reads (.tar.gz, .tgz, .zip or .mcpb); pack a bundle directory with berth push DIR", archive)
+	}
+	ld, err := p.blob(ctx, archive, mt)
 	if err != nil {
 		return ld, err
 	}

@@ -273,8 +273,8 @@ func bundleManifest(ctx context.Context, c *client, local Local, bd ocispec.Desc
 		return ocispec.Manifest{}, ocispec.Descriptor{}, err
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(data, &m); err != nil || m.MediaType != ocispec.MediaTypeImageManifest || m.ArtifactType != ArtifactTypeBundle || len(m.Layers) != 1 || m.Layers[0].MediaType != MediaTypeBundleLayer {
-		return m, ocispec.Descriptor{}, &Error{Ref: c.ref, What: what, Kind: ErrIntegrity, Err: fmt.Errorf("%s is not a berth bundle manifest (artifactType %s, one layer %s)", bd.Digest, ArtifactTypeBundle, MediaTypeBundleLayer)}
+	if err := json.Unmarshal(data, &m); err != nil || m.MediaType != ocispec.MediaTypeImageManifest || m.ArtifactType != ArtifactTypeBundle || len(m.Layers) != 1 || (m.Layers[0].MediaType != MediaTypeBundleLayer && m.Layers[0].MediaType != MediaTypeBundleLayerZip) {
+		return m, ocispec.Descriptor{}, &Error{Ref: c.ref, What: what, Kind: ErrIntegrity, Err: fmt.Errorf("%s is not a berth bundle manifest (artifactType %s, one layer %s or %s)", bd.Digest, ArtifactTypeBundle, MediaTypeBundleLayer, MediaTypeBundleLayerZip)}
 	}
 	if m.Layers[0].Size > MaxArchive || m.Layers[0].Size < 0 {
 		return m, ocispec.Descriptor{}, &Error{Ref: c.ref, What: what, Kind: ErrIntegrity, Err: fmt.Errorf("its archive is %d bytes, over the limit of %d", m.Layers[0].Size, MaxArchive)}
@@ -323,8 +323,9 @@ func signatureOf(ctx context.Context, c *client, bd ocispec.Descriptor, what str
 type PulledBundle struct {
 	// Name and Version are the manifest's annotations ("" when absent).
 	Name, Version string
-	// FileName is the archive's file name from its layer's title, or
-	// "bundle.tar.gz".
+	// FileName is the archive's file name from its layer's title when
+	// that names an archive of the layer's format, else "bundle.tar.gz"
+	// or "bundle.zip" by the layer's media type.
 	FileName string
 	// Signature is the Sigstore bundle, nil when none is attached.
 	Signature []byte
@@ -355,8 +356,8 @@ func PullBundle(ctx context.Context, ref *Ref, w io.Writer, o *Options) (*Pulled
 		return nil, err
 	}
 	out := &PulledBundle{Name: m.Annotations[AnnotationName], Version: m.Annotations[AnnotationVersion], FileName: path.Base(layer.Annotations[AnnotationTitle])}
-	if !strings.HasSuffix(out.FileName, ".tar.gz") || strings.ContainsAny(out.FileName, "/\\") || strings.HasPrefix(out.FileName, ".") {
-		out.FileName = "bundle.tar.gz"
+	if archiveMediaType(out.FileName) != layer.MediaType || strings.ContainsAny(out.FileName, "/\\") || strings.HasPrefix(out.FileName, ".") {
+		out.FileName = map[string]string{MediaTypeBundleLayer: "bundle.tar.gz", MediaTypeBundleLayerZip: "bundle.zip"}[layer.MediaType]
 	}
 	dctx, dcancel := context.WithTimeout(ctx, c.o.downloadTimeout())
 	defer dcancel()
