@@ -59,6 +59,7 @@ func newMarketplaceCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "marketplace",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add acme oci://ghcr.io/acme/berth-catalog --root-sha256 <hex>
   berth marketplace list
   berth marketplace update`,
 		Short: "Add, list, remove and update the catalogs you install plugins from",
@@ -82,6 +83,7 @@ func newMarketplaceAddCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "add NAME SOURCE (--root FILE | --root-sha256 HEX | --registry | --unsigned) [--mirror URL] | add builtin --builtin",
 		Example: `  berth marketplace add acme https://plugins.acme.example --root-sha256 <hex>
+  berth marketplace add acme oci://ghcr.io/acme/berth-catalog --root-sha256 <hex>
   berth marketplace add acme https://plugins.acme.example --root-sha256 <hex> --mirror https://mirror.corp.example/acme
   berth marketplace add local ./catalog --root ./catalog/1.root.json
   berth marketplace add mcp https://registry.modelcontextprotocol.io --registry
@@ -91,7 +93,9 @@ func newMarketplaceAddCmd(a *app) *cobra.Command {
 		Short: "Add a catalog, its root of trust pinned, and verify it",
 		Long: `Add adds the catalog served at SOURCE under NAME: a directory, a file://
 URL, an https:// URL (system roots; SSL_CERT_FILE and SSL_CERT_DIR are
-honoured), or an http:// URL on a loopback address (local mirrors). berth
+honoured), an http:// URL on a loopback address (local mirrors), or an
+OCI registry, oci://REGISTRY/REPOSITORY[:TAG] (berth catalog push
+publishes one there; credentials from the Docker config file). berth
 never trusts a catalog's root on first use: pin it with --root FILE (a
 root.json you got from the curator) or --root-sha256 HEX (the sha256 of
 the catalog's 1.root.json, which berth catalog init prints). Then it runs a
@@ -105,7 +109,9 @@ and from SOURCE only when the mirror cannot be reached (a network failure,
 or a file it does not have), which berth says. What the mirror serves is
 verified against the same pinned root: a refusal of it is a refusal (exit
 4, naming the mirror), never a reason to read SOURCE instead. Bundles are
-downloaded from the mirror first too. SOURCE stays the catalog's source:
+downloaded from the mirror first too (an archive the mirror alters is
+refused by its catalog sha256, and the next location is tried, as for
+any list of URLs). SOURCE stays the catalog's source:
 berth.lock records it, never the mirror.
 
 Two unsigned, read-only sources can be added too, and nobody signs what

@@ -3,6 +3,7 @@ package oci
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,10 +227,16 @@ func TestVerifyReaderExtremeSizes(t *testing.T) {
 	}
 }
 
-// A registry that redirects a blob off its own host to plain http, or to
-// a loopback (private) address over https: refused, whatever the
-// registry's own address.
+// A public registry that redirects a blob off its own host to plain
+// http, or to a loopback (private) address over https: refused. (The
+// test registry is on loopback; lookupRegistry makes it look public.) A
+// registry inside a private network may send berth to a private host.
 func TestRedirectOffRegistryRefused(t *testing.T) {
+	saved := lookupRegistry
+	lookupRegistry = func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("8.8.8.8")}, nil
+	}
+	defer func() { lookupRegistry = saved }()
 	reg := ocitest.NewRegistry(t, ocitest.Options{})
 	dir, _ := fakeCatalog(t)
 	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
@@ -276,5 +284,31 @@ func TestRedirectOffRegistryRefused(t *testing.T) {
 		if _, err := readRel(t, cat, "timestamp.json"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("a redirect to %s: %v, want %q", c.target, err, c.want)
 		}
+	}
+
+	// The same registry inside a private network (its address is
+	// loopback, as it resolves): its storage on another private host,
+	// over https, is followed.
+	lookupRegistry = saved
+	store := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(reg.Server.URL + r.URL.Path)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	defer store.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(store.Certificate())
+	target = store.URL
+	cat, err = OpenCatalog(context.Background(), fref, "", nil, &Options{RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readRel(t, cat, "timestamp.json"); err != nil || got == "" {
+		t.Fatalf("a private registry's redirect to its private storage: %q, %v", got, err)
 	}
 }

@@ -151,6 +151,39 @@ type transport struct {
 	base     *http.Transport // the registry's own host
 	public   *http.Transport // redirects off the registry's host
 
+	privOnce sync.Once
+	private  bool
+}
+
+// lookupRegistry resolves a registry's host (a variable: tests make a
+// loopback registry look public).
+var lookupRegistry = func(ctx context.Context, host string) ([]netip.Addr, error) {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{ip}, nil
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// registryPrivate reports whether the registry itself is on a private,
+// loopback or link-local address (a registry inside the operator's
+// network): then its token service and blob storage may be inside too.
+// A name that does not resolve is not private (fail closed).
+func (t *transport) registryPrivate() bool {
+	t.privOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ips, err := lookupRegistry(ctx, strings.Trim(hostOnly(t.host), "[]"))
+		if err != nil || len(ips) == 0 {
+			return
+		}
+		for _, ip := range ips {
+			if publicaddr.Public(ip.Unmap()) {
+				return
+			}
+		}
+		t.private = true
+	})
+	return t.private
 }
 
 func newTransport(host string, o *Options) *transport {
@@ -178,8 +211,8 @@ func (t *transport) httpTransport(public bool) *http.Transport {
 	}
 	if public {
 		tr.DialContext = publicaddr.DialChecked(dialer, func(host string, ip netip.Addr) error {
-			if !publicaddr.Public(ip) {
-				return fmt.Errorf("%s resolves to %s, a private, loopback or link-local address; a registry's redirect off its own host must lead to a public address", host, ip)
+			if !publicaddr.Public(ip) && !t.registryPrivate() {
+				return fmt.Errorf("%s resolves to %s, a private, loopback or link-local address; a public registry's redirect or token service off its own host must lead to a public address", host, ip)
 			}
 			return nil
 		})
