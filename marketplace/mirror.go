@@ -610,13 +610,33 @@ func (d *mirrorDest) makeTemp() (string, error) {
 }
 
 // commit renames the built mirror tmp into place; an earlier one is
-// renamed aside first and removed after.
+// swapped with it in one step (Linux), or renamed aside first where the
+// system cannot, and removed after.
 func (d *mirrorDest) commit(tmp string) error {
 	if !d.existing {
 		if err := d.parent.Rename(tmp, d.base); err != nil {
 			return fmt.Errorf("moving the mirror into place at %s: %w", d.dir, err)
 		}
 		return atomicfile.SyncDir(d.parentDir)
+	}
+	// Swapped in one step where the system can, so that a crash leaves
+	// the old mirror or the new one at dir, never neither.
+	if pd, err := d.parent.Open("."); err == nil {
+		xerr := atomicfile.Exchange(pd, tmp, d.base)
+		pd.Close()
+		if xerr == nil {
+			if err := atomicfile.SyncDir(d.parentDir); err != nil {
+				return err
+			}
+			if d.old != nil {
+				d.old.Close()
+				d.old = nil
+			}
+			return d.parent.RemoveAll(tmp)
+		}
+		if !errors.Is(xerr, errors.ErrUnsupported) {
+			return fmt.Errorf("swapping the mirror into place at %s: %w; the earlier mirror stays", d.dir, xerr)
+		}
 	}
 	aside := "." + d.base + ".old-" + randomHex(6)
 	if err := d.parent.Rename(d.base, aside); err != nil {

@@ -573,9 +573,10 @@ func linkInPath(p string) (link, target string) {
 }
 
 // writeExport writes files into a new directory beside out, then renames
-// it to out (an earlier export, when force, is moved aside first and
-// removed after): a reader of out sees a whole export, the old or the
-// new one (or, between the two renames, none).
+// it to out (an earlier export, when force, is swapped with it in one
+// step on Linux, else moved aside first, and removed after): a reader of
+// out sees a whole export, the old or the new one (where the system
+// cannot swap, none between the two renames).
 func writeExport(out string, files map[string][]byte, force bool) (err error) {
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -609,6 +610,21 @@ func writeExport(out string, files map[string][]byte, force bool) (err error) {
 		}
 		if err := checkOutDir(out, force); err != nil {
 			return err
+		}
+		// Swapped in one step where the system can: a crash leaves the
+		// old export or the new one at out, never neither.
+		if pd, err := os.Open(parent); err == nil {
+			xerr := atomicfile.Exchange(pd, filepath.Base(tmp), filepath.Base(out))
+			pd.Close()
+			if xerr == nil {
+				if err := atomicfile.SyncDir(parent); err != nil {
+					return err
+				}
+				return atomicfile.RemoveTree(tmp)
+			}
+			if !errors.Is(xerr, errors.ErrUnsupported) {
+				return xerr
+			}
 		}
 		old = tmp + ".old"
 		if err := os.Rename(out, old); err != nil {
