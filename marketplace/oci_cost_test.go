@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berth-mcp/berth/internal/ocitest"
+	"github.com/berth-mcp/berth/marketplace/catalog"
 	"github.com/berth-mcp/berth/marketplace/repo"
 )
 
@@ -85,4 +86,28 @@ func TestOCIRequestCounts(t *testing.T) {
 		fmt.Fprintf(&b, "%-42s %-6s %9d %10d %10d\n", r.step, r.auth, r.req, r.up, r.down)
 	}
 	t.Log("\n" + b.String())
+}
+
+// TestCatalogSizePerVersion measures how catalog.json grows with the
+// versions it lists (docs/scale.md takes ~1.5 KB per version from it):
+// the test bundle published as 1, 10 and 20 plugins. Run with -v.
+func TestCatalogSizePerVersion(t *testing.T) {
+	e := newEnv(t, repo.Expiries{})
+	sizes := map[int]int64{}
+	for i := 1; i <= 20; i++ {
+		e.publish(fmt.Sprintf("acme-p%02d", i), "1.0.0")
+		if i == 1 || i == 10 || i == 20 {
+			pub, err := e.repo().Published()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes[i] = pub.Targets.Signed.Targets[catalog.TargetName].Length
+			t.Logf("%2d plugins, one version each: catalog.json %d bytes", i, sizes[i])
+		}
+	}
+	per := float64(sizes[20]-sizes[10]) / 10
+	t.Logf("%.0f bytes per version listed", per)
+	if per < 1000 || per > 2500 {
+		t.Errorf("catalog.json grows by %.0f bytes per version; docs/scale.md says about 1.5 KB: measure again and update it", per)
+	}
 }
