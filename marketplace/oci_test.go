@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -175,6 +176,22 @@ func TestOCICatalogRefusals(t *testing.T) {
 	_, err = c.Refresh(e.ctx, "acme")
 	wantKind(t, err, KindMixAndMatch)
 	e.write(cur, saved)
+	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
+	if _, err := c.Refresh(e.ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Bad signature: the timestamp's expiry moved a year on, unsigned.
+	tsData := e.read("timestamp.json")
+	forged := regexp.MustCompile(`("expires"\s*:\s*")2026`).ReplaceAll(tsData, []byte("${1}2027"))
+	if bytes.Equal(forged, tsData) {
+		t.Fatal("the timestamp's expiry was not found to alter")
+	}
+	e.write("timestamp.json", forged)
+	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
+	_, err = c.Refresh(e.ctx, "acme")
+	wantKind(t, err, KindBadSignature)
+	e.write("timestamp.json", tsData)
 	ociPush(t, e, "oci://"+reg.Host()+"/acme/catalog")
 	if _, err := c.Refresh(e.ctx, "acme"); err != nil {
 		t.Fatal(err)

@@ -109,6 +109,16 @@ func runMirror(ctx context.Context, a *app, opts *mirrorOptions) error {
 	return nil
 }
 
+// mirrorOCIJSON is what berth mirror CATALOG oci://… --json prints: the
+// mirror, with dir its oci:// location, and what the push sent.
+type mirrorOCIJSON struct {
+	*marketplace.MirrorResult
+	// Ref is the pushed index by digest.
+	Ref           string `json:"ref"`
+	Uploaded      int    `json:"uploaded"`
+	UploadedBytes int64  `json:"uploadedBytes"`
+}
+
 // runMirrorOCI mirrors a catalog into an OCI repository: the verified
 // catalog into a private temporary directory (Cache.Mirror), which is
 // then pushed as berth catalog push pushes a catalog.
@@ -153,7 +163,7 @@ func runMirrorOCI(ctx context.Context, a *app, c *marketplace.Cache, opts *mirro
 	}
 	res.Dir = loc
 	if opts.JSON {
-		return writeJSON(a.stdout, res)
+		return writeJSON(a.stdout, mirrorOCIJSON{MirrorResult: res, Ref: pr.Ref.String(), Uploaded: pr.Uploaded, UploadedBytes: pr.UploadedBytes})
 	}
 	fmt.Fprintf(a.stdout, "Mirrored catalog %s (targets version %d) into %s (index %s): %d file(s), %d uploaded (%d bytes), %d bundle(s) with their signatures as referrers.\n",
 		res.Catalog, res.TargetsVersion, tagged, pr.Ref.Digest, pr.Files, pr.Uploaded, pr.UploadedBytes, pr.Bundles)

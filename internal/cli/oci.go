@@ -114,7 +114,8 @@ func newPushCmd(a *app) *cobra.Command {
 		Long: `Push publishes one bundle (an archive, or a directory packed as the
 deterministic .tar.gz berth catalog add makes) as an OCI artifact, with
 its Sigstore bundle (BUNDLE.sigstore.json, or --signature) attached as a
-referrer. The tag defaults to the bundle's version. It prints the
+referrer. The tag defaults to the bundle's version ("+" of a build
+suffix written "_", as OCI tags have no "+"). It prints the
 manifest's digest: others trust the bundle by that digest only, as
   berth trust oci://REGISTRY/REPOSITORY@sha256:<digest>
 since a tag can be moved to other content.`,
@@ -178,7 +179,9 @@ func runPush(ctx context.Context, a *app, src, loc, sigFile string, bopts *bundl
 		}
 	}
 	if ref.Tag == "" {
-		ref.Tag = b.Manifest.Version
+		// An OCI tag has no "+": a semver build suffix takes "_", as
+		// Helm does (1.0.0+build.5 → 1.0.0_build.5).
+		ref.Tag = strings.ReplaceAll(b.Manifest.Version, "+", "_")
 	}
 	res, err := oci.PushBundle(ctx, oci.BundleFiles{Archive: archive, Signature: sigFile, Name: b.Manifest.Name, Version: b.Manifest.Version}, ref, nil)
 	if err != nil {

@@ -292,8 +292,13 @@ func (t *transport) checkRedirect(req *http.Request, via []*http.Request) error 
 	if len(via) >= 5 {
 		return fmt.Errorf("stopped after 5 redirects")
 	}
-	if !t.onRegistry(req) && req.URL.Scheme != "https" {
-		return fmt.Errorf("refused a redirect from %s to %s: off the registry's host, berth follows only https", via[len(via)-1].URL.Redacted(), req.URL.Redacted())
+	if !t.onRegistry(req) {
+		if req.URL.Scheme != "https" {
+			return fmt.Errorf("refused a redirect from %s to %s: off the registry's host, berth follows only https", via[len(via)-1].URL.Redacted(), req.URL.Redacted())
+		}
+		// Go keeps the header on a redirect to a subdomain; the
+		// registry's credentials are the registry's alone.
+		req.Header.Del("Authorization")
 	}
 	return nil
 }
