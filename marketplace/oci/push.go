@@ -442,6 +442,11 @@ func catalogFiles(root *os.Root) ([]file, []archiveFile, error) {
 // client, and would make every update read a longer manifest.
 func currentMetadata(root *os.Root, meta []file) ([]file, error) {
 	read := func(name string, v any) error {
+		if !hasFile(meta, name) {
+			// Only regular files were listed: a FIFO or device in its
+			// place would block the read.
+			return fmt.Errorf("%s is missing or not a regular file", name)
+		}
 		b, err := root.ReadFile(name)
 		if err != nil {
 			return err
