@@ -117,10 +117,12 @@ func TestPullBundleSignatureAfterLongDownload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every answer takes 300ms, each well under the 1s request timeout;
-	// the whole pull takes longer than 1s.
+	// Every answer takes 300ms, each well under the 1.5s request timeout
+	// (the referrers listing, two requests on this registry without the
+	// API, is the most one timeout covers); the whole pull (6 requests)
+	// takes longer than 1.5s.
 	reg.SetDelay(300 * time.Millisecond)
-	pb, err := PullBundle(context.Background(), res.Ref, io.Discard, &Options{RequestTimeout: time.Second})
+	pb, err := PullBundle(context.Background(), res.Ref, io.Discard, &Options{RequestTimeout: 1500 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("pull: %v", err)
 	}

@@ -287,14 +287,17 @@ func bundleManifest(ctx context.Context, c *client, local Local, bd ocispec.Desc
 // has none) and returns its layer. With several, the first in digest
 // order is taken; its verification decides.
 func signatureOf(ctx context.Context, c *client, bd ocispec.Descriptor, what string) (ocispec.Descriptor, error) {
-	rctx, cancel := context.WithTimeout(ctx, c.o.requestTimeout())
-	defer cancel()
+	// The listing (the referrers API, then the tag schema's index where
+	// the registry has no API) under one request timeout, each referrer
+	// manifest under its own.
+	lctx, cancel := context.WithTimeout(ctx, c.o.requestTimeout())
 	var refs []ocispec.Descriptor
 	subject := ocispec.Descriptor{MediaType: bd.MediaType, Digest: bd.Digest, Size: bd.Size}
-	err := c.repo.Referrers(rctx, subject, ArtifactTypeSigstore, func(rs []ocispec.Descriptor) error {
+	err := c.repo.Referrers(lctx, subject, ArtifactTypeSigstore, func(rs []ocispec.Descriptor) error {
 		refs = append(refs, rs...)
 		return nil
 	})
+	cancel()
 	if err != nil {
 		return ocispec.Descriptor{}, &Error{Ref: c.ref, What: what, Kind: classifyErr(err), Err: fmt.Errorf("listing the referrers of %s: %w", bd.Digest, err)}
 	}
@@ -303,7 +306,9 @@ func signatureOf(ctx context.Context, c *client, bd ocispec.Descriptor, what str
 		if r.ArtifactType != ArtifactTypeSigstore || r.MediaType != ocispec.MediaTypeImageManifest {
 			continue
 		}
-		data, err := readManifest(rctx, c, nil, r, what)
+		mctx, cancel := context.WithTimeout(ctx, c.o.requestTimeout())
+		data, err := readManifest(mctx, c, nil, r, what)
+		cancel()
 		if err != nil {
 			return ocispec.Descriptor{}, err
 		}
