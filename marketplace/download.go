@@ -100,7 +100,9 @@ func (c *Cache) Download(ctx context.Context, name string, v *catalog.Version, o
 			i++
 			p := filepath.Join(tmp, fmt.Sprintf("bundle-%d.%s", i, v.Archive.Format))
 			dctx, cancel := context.WithTimeout(ctx, timeout)
-			err := fetchChecked(dctx, op, loc, p, v.Archive, o.Progress)
+			err := fetchChecked(dctx, op, loc, v.Archive, o.Progress,
+				func() (*os.File, error) { return os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) },
+				func() { os.Remove(p) })
 			cancel()
 			if err == nil {
 				d.Archive, d.URL = p, loc
@@ -205,9 +207,11 @@ func (ops sourceOpeners) readSignature(ctx context.Context, loc string) ([]byte,
 	return nil, err
 }
 
-// fetchChecked streams loc into path, refusing more than a.Size bytes and
-// checking size and sha256 at the end.
-func fetchChecked(ctx context.Context, op opener, loc, path string, a catalog.Archive, progress func(done, total int64)) (err error) {
+// fetchChecked streams loc into the file create makes, refusing more
+// than a.Size bytes and checking size and sha256 at the end; on any
+// error the file is closed and remove takes it away. A location the
+// source does not have is a network failure (the next one is tried).
+func fetchChecked(ctx context.Context, op opener, loc string, a catalog.Archive, progress func(done, total int64), create func() (*os.File, error), remove func()) (err error) {
 	rc, err := op.open(ctx, loc)
 	if err != nil {
 		var nf *errNotFound
@@ -217,7 +221,7 @@ func fetchChecked(ctx context.Context, op opener, loc, path string, a catalog.Ar
 		return err
 	}
 	defer rc.Close()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := create()
 	if err != nil {
 		return err
 	}
@@ -226,7 +230,7 @@ func fetchChecked(ctx context.Context, op opener, loc, path string, a catalog.Ar
 			err = cerr
 		}
 		if err != nil {
-			os.Remove(path)
+			remove()
 		}
 	}()
 	return copyChecked(rc, f, loc, a, progress)

@@ -391,7 +391,9 @@ func copyArchive(ctx context.Context, name string, ops []opener, hasOld bool, ou
 	var errs []error
 	for i, op := range ops {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		err := copyArchiveFrom(dctx, op, out, loc, a)
+		err := fetchChecked(dctx, op, loc, a, nil,
+			func() (*os.File, error) { return createIn(out, loc) },
+			func() { out.Remove(filepath.FromSlash(loc)) })
 		cancel()
 		if err == nil {
 			return hasOld && i == 0, nil
@@ -411,31 +413,6 @@ func copyArchive(ctx context.Context, name string, ops []opener, hasOld bool, ou
 		errs = append(errs, err)
 	}
 	return false, fmt.Errorf("catalog %s: could not download %s: %w", name, loc, errors.Join(errs...))
-}
-
-func copyArchiveFrom(ctx context.Context, op opener, out *os.Root, loc string, a catalog.Archive) (err error) {
-	rc, err := op.open(ctx, loc)
-	if err != nil {
-		var nf *errNotFound
-		if errors.As(err, &nf) {
-			return &NetworkError{Location: loc, Err: errors.New("not found")}
-		}
-		return err
-	}
-	defer rc.Close()
-	f, err := createIn(out, loc)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			out.Remove(filepath.FromSlash(loc))
-		}
-	}()
-	return copyChecked(rc, f, loc, a, nil)
 }
 
 // createIn creates the new file rel (slash-separated) inside root, with

@@ -22,13 +22,10 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"github.com/berth-mcp/berth/internal/peers"
 	"github.com/berth-mcp/berth/internal/procgroup"
 	"github.com/berth-mcp/berth/internal/testkit"
 )
-
-// requireEnv makes a missing real peer (docker-registry, the go command) a
-// test failure instead of a skip, as in CI.
-const requireEnv = "BERTH_REQUIRE_PEERS"
 
 // DistributionBinary is where Debian's docker-registry package installs
 // the CNCF distribution registry.
@@ -66,7 +63,7 @@ func StartDistribution(t testing.TB) *Distribution {
 	t.Helper()
 	bin, err := exec.LookPath(DistributionBinary)
 	if err != nil {
-		requirePeer(t, fmt.Sprintf("the CNCF distribution registry %s is not installed (%v); install Debian's docker-registry package: apt-get install docker-registry", DistributionBinary, err))
+		peers.Unavailable(t, fmt.Sprintf("the CNCF distribution registry %s is not installed (%v); install Debian's docker-registry package: apt-get install docker-registry", DistributionBinary, err))
 	}
 	dir := t.TempDir()
 	ca := testkit.NewTestCA(t)
@@ -273,18 +270,6 @@ func DockerConfigDir(t testing.TB, host, user, password string) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// requirePeer skips the test with msg, or fails it when
-// BERTH_REQUIRE_PEERS=1.
-func requirePeer(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv(requireEnv) == "1" {
-		t.Fatalf("%s (%s=1)", msg, requireEnv)
-		return
-	}
-	// The prefix lets the summary of make test count these skips.
-	t.Skipf("real-peer: %s, or set %s=1 to make this a failure", msg, requireEnv)
 }
 
 func freePort() (string, error) {

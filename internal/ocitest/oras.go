@@ -3,6 +3,7 @@ package ocitest
 import (
 	"errors"
 	"fmt"
+	"github.com/berth-mcp/berth/internal/peers"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,7 @@ func BuildORAS(t testing.TB) string {
 	orasOnce.Do(func() { orasOnce.path, orasOnce.err = buildORAS() })
 	if orasOnce.err != nil {
 		if miss, ok := errors.AsType[*missingTool](orasOnce.err); ok {
-			requirePeer(t, miss.msg)
+			peers.Unavailable(t, miss.msg)
 		}
 		t.Fatalf("ocitest: %v", orasOnce.err)
 	}

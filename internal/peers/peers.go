@@ -217,14 +217,23 @@ func Require(t testing.TB) string {
 		err = checkInstalled(dir)
 	}
 	if err != nil {
-		msg := fmt.Sprintf("MCP test peers unavailable (%v); run %s", err, installHint)
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf("%s (%s=1)", msg, requireEnv)
-		}
-		// The prefix lets the summary of make test count these skips.
-		t.Skipf("real-peer: %s, or set %s=1 to make this a failure", msg, requireEnv)
+		Unavailable(t, fmt.Sprintf("MCP test peers unavailable (%v); run %s", err, installHint))
 	}
 	return dir
+}
+
+// Unavailable is the rule for a real peer a test cannot get (the npm
+// peers, a registry daemon, a tool built from the module proxy): it
+// skips the test with msg, or fails it when BERTH_REQUIRE_PEERS=1, as CI
+// sets it.
+func Unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv(requireEnv) == "1" {
+		t.Fatalf("%s (%s=1)", msg, requireEnv)
+		return
+	}
+	// The prefix lets the summary of make test count these skips.
+	t.Skipf("real-peer: %s, or set %s=1 to make this a failure", msg, requireEnv)
 }
 
 // Command returns a command that runs the named peer under the pinned

@@ -29,16 +29,7 @@ import (
 // Docker-Content-Digest checks before berth's digest check: that must still
 // be a refusal (ErrIntegrity, exit 4), not a network failure (exit 1).
 func TestTamperedContentOfAnotherLengthRefused(t *testing.T) {
-	reg := ocitest.NewRegistry(t, ocitest.Options{Referrers: true})
-	dir, _ := fakeCatalog(t)
-	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
-	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := OpenCatalog(context.Background(), ref, "", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, ref, cat := pushedCatalog(t, ocitest.Options{Referrers: true})
 	// An archive with a longer payload.
 	reg.Tamper(func(r *http.Request, body []byte) []byte {
 		if strings.Contains(r.URL.Path, "/blobs/") && bytes.Equal(body, []byte("archive-bytes")) {
@@ -66,7 +57,7 @@ func TestTamperedContentOfAnotherLengthRefused(t *testing.T) {
 		}
 		return body
 	})
-	_, err = OpenCatalog(context.Background(), ref, cat.IndexDigest(), nil, nil)
+	_, err := OpenCatalog(context.Background(), ref, cat.IndexDigest(), nil, nil)
 	t.Logf("metadata manifest: %v", err)
 	if !isKind(err, ErrIntegrity) {
 		t.Errorf("a longer metadata manifest: %v, want an integrity refusal", err)
@@ -137,24 +128,9 @@ func TestPullBundleSignatureAfterLongDownload(t *testing.T) {
 func chunkedProxy(t *testing.T, reg *ocitest.Registry) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, reg.Server.URL+r.URL.RequestURI(), r.Body)
-		req.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			if k != "Content-Length" || !strings.Contains(r.URL.Path, "/blobs/") {
-				w.Header()[k] = v
-			}
-		}
-		w.WriteHeader(resp.StatusCode)
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-		io.Copy(w, resp.Body)
+		forward(w, r, reg.Server.URL, http.DefaultTransport, func(k string) bool {
+			return k == "Content-Length" && strings.Contains(r.URL.Path, "/blobs/")
+		})
 	}))
 	t.Cleanup(srv.Close)
 	_, host, _ := strings.Cut(srv.URL, "://")
@@ -257,19 +233,7 @@ func TestRedirectOffRegistryRefused(t *testing.T) {
 			http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
 			return
 		}
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, reg.Server.URL+r.URL.RequestURI(), r.Body)
-		req.Header = r.Header.Clone()
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		forward(w, r, reg.Server.URL, http.DefaultTransport, nil)
 	}))
 	defer front.Close()
 	_, host, _ := strings.Cut(front.URL, "://")

@@ -148,16 +148,7 @@ func TestUnchangedCatalogCostsOneRequest(t *testing.T) {
 }
 
 func TestTamperedBlobRefused(t *testing.T) {
-	reg := ocitest.NewRegistry(t, ocitest.Options{Referrers: true})
-	dir, _ := fakeCatalog(t)
-	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
-	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := OpenCatalog(context.Background(), ref, "", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, ref, cat := pushedCatalog(t, ocitest.Options{Referrers: true})
 	reg.Tamper(func(r *http.Request, body []byte) []byte {
 		if strings.Contains(r.URL.Path, "/blobs/") && bytes.Equal(body, []byte("archive-bytes")) {
 			return []byte("ARCHIVE-BYTES")
@@ -260,4 +251,43 @@ func FuzzParseIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// pushedCatalog pushes the fake catalog to a fresh registry and opens it.
+func pushedCatalog(t *testing.T, o ocitest.Options) (*ocitest.Registry, *Ref, *Catalog) {
+	t.Helper()
+	reg := ocitest.NewRegistry(t, o)
+	dir, _ := fakeCatalog(t)
+	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/catalog")
+	if _, err := PushCatalog(context.Background(), dir, ref, nil); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := OpenCatalog(context.Background(), ref, "", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, ref, cat
+}
+
+// forward sends r to the registry at base through rt and copies the
+// answer to w, leaving out the response headers drop names (nil: none).
+func forward(w http.ResponseWriter, r *http.Request, base string, rt http.RoundTripper, drop func(header string) bool) {
+	req, _ := http.NewRequestWithContext(r.Context(), r.Method, base+r.URL.RequestURI(), r.Body)
+	req.Header = r.Header.Clone()
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		if drop == nil || !drop(k) {
+			w.Header()[k] = v
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	io.Copy(w, resp.Body)
 }

@@ -80,19 +80,7 @@ func TestRedirectThroughProxy(t *testing.T) {
 			http.Redirect(w, r, "https://example.com"+r.URL.Path, http.StatusTemporaryRedirect)
 			return
 		}
-		req, _ := http.NewRequestWithContext(r.Context(), r.Method, reg.Server.URL+r.URL.RequestURI(), r.Body)
-		req.Header = r.Header.Clone()
-		resp, err := (&http.Transport{}).RoundTrip(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		forward(w, r, reg.Server.URL, &http.Transport{}, nil)
 	}))
 	defer front.Close()
 	_, host, _ := strings.Cut(front.URL, "://")
