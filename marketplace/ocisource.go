@@ -76,7 +76,11 @@ func dirLocal(dir string) oci.Local {
 	held := map[digest.Digest][]byte{}
 	return func(d digest.Digest) []byte {
 		once.Do(func() {
-			for _, n := range []string{"root.json", "timestamp.json", "snapshot.json", "targets.json", "catalog.json", ociIndexFile, ociMetadataFile} {
+			// catalog.json is not among them: TUF takes it from the copy
+			// by its signed hash without asking the source, and hashing a
+			// catalog of many MiB for every update and install would be
+			// work for nothing.
+			for _, n := range []string{"root.json", "timestamp.json", "snapshot.json", "targets.json", ociIndexFile, ociMetadataFile} {
 				if b, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
 					held[digest.FromBytes(b)] = b
 				}

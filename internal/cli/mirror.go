@@ -154,7 +154,7 @@ func runMirrorOCI(ctx context.Context, a *app, c *marketplace.Cache, opts *mirro
 	}
 	pr, err := oci.PushCatalog(ctx, res.Dir, ref, nil)
 	if err != nil {
-		return ociCLIError(err)
+		return err
 	}
 	tagged := &oci.Ref{Registry: ref.Registry, Repository: ref.Repository, Tag: pr.Tag}
 	loc := tagged.String()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,7 +84,7 @@ func runCatalogPush(ctx context.Context, a *app, dir, loc string, jsonOut bool) 
 	sum := sha256.Sum256(root)
 	res, err := oci.PushCatalog(ctx, dir, ref, nil)
 	if err != nil {
-		return ociCLIError(err)
+		return err
 	}
 	out := catalogPushJSON{Dir: dir, Ref: res.Ref.String(), Tag: res.Tag, Files: res.Files, Uploaded: res.Uploaded, UploadedBytes: res.UploadedBytes, Bundles: res.Bundles, RootSHA256: hex.EncodeToString(sum[:])}
 	if jsonOut {
@@ -185,7 +184,7 @@ func runPush(ctx context.Context, a *app, src, loc, sigFile string, bopts *bundl
 	}
 	res, err := oci.PushBundle(ctx, oci.BundleFiles{Archive: archive, Signature: sigFile, Name: b.Manifest.Name, Version: b.Manifest.Version}, ref, nil)
 	if err != nil {
-		return ociCLIError(err)
+		return err
 	}
 	if jsonOut {
 		return writeJSON(a.stdout, pushJSON{Name: b.Manifest.Name, Version: b.Manifest.Version, Ref: res.Ref.String(), Tag: res.Tag})
@@ -221,7 +220,7 @@ func pullForTrust(ctx context.Context, loc string, opts *trustOptions, topts *st
 	}
 	if err != nil {
 		cleanup()
-		return "", nil, ociCLIError(err)
+		return "", nil, err
 	}
 	// The archive takes the name of its format, which is how berth
 	// reads it.
@@ -239,14 +238,6 @@ func pullForTrust(ctx context.Context, loc string, opts *trustOptions, topts *st
 		topts.Signature = pb.Signature
 	}
 	return archive, cleanup, nil
-}
-
-// ociCLIError makes content a registry altered a refusal (exit 4).
-func ociCLIError(err error) error {
-	if errors.Is(err, oci.ErrIntegrity) {
-		return fmt.Errorf("%w: %w", trust.ErrUntrusted, err)
-	}
-	return err
 }
 
 // isOCI reports whether a command's SOURCE is an oci:// location.

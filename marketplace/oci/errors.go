@@ -3,6 +3,7 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"github.com/berth-mcp/berth/trust"
 	"net/http"
 	"strings"
 
@@ -50,9 +51,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s: %v", repo, e.What, e.Err)
 }
 
+// Unwrap gives the kind and the cause; content that does not match its
+// digest is also trust.ErrUntrusted (a refusal, exit 4), wherever berth
+// meets it.
 func (e *Error) Unwrap() []error {
-	if e.Kind == nil {
+	switch e.Kind {
+	case nil:
 		return []error{e.Err}
+	case ErrIntegrity:
+		return []error{e.Kind, trust.ErrUntrusted, e.Err}
 	}
 	return []error{e.Kind, e.Err}
 }
