@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/berth-mcp/berth/internal/registrytest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,7 +70,9 @@ var exportBundles = []struct {
 
 // exportCatalog makes a catalog of exportBundles in a temp directory,
 // with acme-weather 1.5.0 deprecated, 1.6.0 yanked and 1.7.0 revoked.
-func exportCatalog(t *testing.T) string {
+// exportRepo makes an empty catalog and a publisher key its policy
+// accepts.
+func exportRepo(t *testing.T) (dir string, r *repo.Repository, priv []byte, v *trust.Verifier) {
 	t.Helper()
 	ctx := context.Background()
 	tmp := t.TempDir()
@@ -79,7 +84,7 @@ func exportCatalog(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := trust.NewVerifier([]trust.Signer{acme}, nil)
+	v, err = trust.NewVerifier([]trust.Signer{acme}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +92,18 @@ func exportCatalog(t *testing.T) string {
 	if _, err := repo.Init(ctx, dir, keys, &repo.Options{Name: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := repo.Open(dir, keys, nil)
+	r, err = repo.Open(dir, keys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, r, priv, v
+}
+
+func exportCatalog(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	tmp := t.TempDir()
+	dir, r, priv, v := exportRepo(t)
 	for i, eb := range exportBundles {
 		src := filepath.Join(tmp, "b", string(rune('a'+i)))
 		os.MkdirAll(filepath.Join(src, "bin"), 0o755)
@@ -312,45 +325,55 @@ func TestExportRegistryRoundTrip(t *testing.T) {
 		if m.ImportedFrom != nil {
 			name = m.ImportedFrom.SourceName
 		}
-		rel, err := repo.ExportFile(repo.ExportURLPath("v0.1", name, m.Version))
-		if err != nil {
-			t.Fatal(err)
+		checkExported(t, out, name, m.Version, m.MCPServers)
+	}
+}
+
+// checkExported builds the exported entry name@version with berth's own
+// importer and checks that it runs what the catalog's bundle runs
+// (servers: the bundle's one server).
+func checkExported(t *testing.T, out, name, version string, servers map[string]*bundle.Server) {
+	t.Helper()
+	ctx := context.Background()
+	rel, err := repo.ExportFile(repo.ExportURLPath("v0.1", name, version))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(rel)))
+	if err != nil {
+		t.Errorf("%s %s: %v", name, version, err)
+		return
+	}
+	var item struct {
+		Server json.RawMessage `json:"server"`
+	}
+	json.Unmarshal(data, &item)
+	b, err := importer.OpenServerJSON(ctx, name, item.Server, &bundle.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Errorf("%s %s: berth cannot build the exported server.json: %v\n%s", name, version, err, item.Server)
+		return
+	}
+	defer b.Close()
+	var want, got *bundle.Server
+	for _, s := range servers {
+		want = s
+	}
+	for _, s := range b.Manifest.MCPServers {
+		got = s
+	}
+	if len(b.Manifest.MCPServers) != 1 {
+		t.Errorf("%s: %d servers", name, len(b.Manifest.MCPServers))
+		return
+	}
+	switch {
+	case want.Stdio != nil:
+		if got.Stdio == nil || got.Stdio.Command != want.Stdio.Command || !slices.Equal(got.Stdio.Args, want.Stdio.Args) || len(got.Stdio.Env) != len(want.Stdio.Env) {
+			t.Errorf("%s: the exported entry runs %+v; the bundle runs %+v", name, got.Stdio, want.Stdio)
 		}
-		data, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(rel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var item struct {
-			Server json.RawMessage `json:"server"`
-		}
-		json.Unmarshal(data, &item)
-		b, err := importer.OpenServerJSON(ctx, name, item.Server, &bundle.Options{TempDir: t.TempDir()})
-		if err != nil {
-			t.Errorf("%s %s: berth cannot build the exported server.json: %v\n%s", name, m.Version, err, item.Server)
-			continue
-		}
-		var want, got *bundle.Server
-		for _, s := range m.MCPServers {
-			want = s
-		}
-		for _, s := range b.Manifest.MCPServers {
-			got = s
-		}
-		b.Close()
-		if len(b.Manifest.MCPServers) != 1 {
-			t.Errorf("%s: %d servers", name, len(b.Manifest.MCPServers))
-			continue
-		}
-		switch {
-		case want.Stdio != nil:
-			if got.Stdio == nil || got.Stdio.Command != want.Stdio.Command || !slices.Equal(got.Stdio.Args, want.Stdio.Args) || len(got.Stdio.Env) != len(want.Stdio.Env) {
-				t.Errorf("%s: the exported entry runs %+v; the bundle runs %+v", name, got.Stdio, want.Stdio)
-			}
-		default:
-			if got.Remote == nil || got.Remote.URL != want.Remote.URL || got.Remote.Transport != want.Remote.Transport ||
-				len(got.Remote.Headers) != len(want.Remote.Headers) || bearer(got.Remote) != bearer(want.Remote) {
-				t.Errorf("%s: the exported entry is the remote %+v; the bundle's is %+v", name, got.Remote, want.Remote)
-			}
+	default:
+		if got.Remote == nil || got.Remote.URL != want.Remote.URL || got.Remote.Transport != want.Remote.Transport ||
+			len(got.Remote.Headers) != len(want.Remote.Headers) || bearer(got.Remote) != bearer(want.Remote) {
+			t.Errorf("%s: the exported entry is the remote %+v; the bundle's is %+v", name, got.Remote, want.Remote)
 		}
 	}
 }
@@ -572,5 +595,76 @@ func TestExportRegistryRefusals(t *testing.T) {
 	}
 	if _, err := os.Lstat(out2); err == nil {
 		t.Errorf("OUT written for a catalog that does not check")
+	}
+}
+
+const corpusRegistry = "../../../shared/corpus/registry/server-registry.json"
+
+// TestExportRegistryCorpus: real server.json documents, those of the
+// recorded MCP Registry listing in ../shared/corpus that berth builds
+// offline, added to a catalog and exported again: every exported entry
+// makes berth run exactly what the recorded entry made it run. -v prints
+// how many were tried, added and exported.
+func TestExportRegistryCorpus(t *testing.T) {
+	l, err := registrytest.Load(corpusRegistry)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("the shared corpus is not here")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := l.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dir, r, priv, v := exportRepo(t)
+	bopts := &bundle.Options{Formats: importer.All(), TempDir: t.TempDir()}
+	type added struct {
+		name, version string
+		servers       map[string]*bundle.Server
+	}
+	var done []added
+	tried, built := 0, 0
+	for i, raw := range servers {
+		if len(done) == 60 {
+			break
+		}
+		tried++
+		src := filepath.Join(t.TempDir(), fmt.Sprint(i))
+		os.Mkdir(src, 0o755)
+		if err := os.WriteFile(filepath.Join(src, "server.json"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := bundle.Open(ctx, src, bopts)
+		if err != nil {
+			continue // not buildable offline (an MCP Bundle, an unsupported package, …)
+		}
+		built++
+		m := b.Manifest
+		sig, err := trust.Sign(ctx, b.Listing().Bytes(), priv)
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.MCPServers) != 1 || m.ImportedFrom == nil {
+			continue
+		}
+		if _, err := r.Add(ctx, repo.AddRequest{Source: src, Signature: sig, Verifier: v, BundleOptions: bopts}); err != nil {
+			continue // e.g. the same name and version twice in the listing
+		}
+		done = append(done, added{m.ImportedFrom.SourceName, m.Version, m.MCPServers})
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	res, err := repo.ExportRegistry(ctx, dir, out, &repo.ExportOptions{Bundle: bopts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("corpus entries tried %d, built offline %d, added %d (versions); exported %d servers, %d skipped", tried, built, len(done), len(res.Servers), len(res.Skipped))
+	if len(done) < 30 {
+		t.Fatalf("only %d corpus entries made it into the catalog; the test needs 30", len(done))
+	}
+	for _, a := range done {
+		checkExported(t, out, a.name, a.version, a.servers)
 	}
 }
