@@ -99,15 +99,7 @@ func TestMalformedDockerAuthNotPrinted(t *testing.T) {
 // the signature's request fail on a deadline that ran out meanwhile.
 func TestPullBundleSignatureAfterLongDownload(t *testing.T) {
 	reg := ocitest.NewRegistry(t, ocitest.Options{})
-	dir, _ := fakeCatalog(t)
-	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/bundles:1.0.0")
-	res, err := PushBundle(context.Background(), BundleFiles{
-		Archive: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"), Signature: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz.sigstore.json"),
-		Name: "acme", Version: "1.0.0",
-	}, ref, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := pushedBundle(t, "oci://"+reg.Host()+"/acme/bundles:1.0.0")
 	// Every answer takes 300ms, each well under the 1.5s request timeout
 	// (the referrers listing, two requests on this registry without the
 	// API, is the most one timeout covers); the whole pull (6 requests)
@@ -257,14 +249,7 @@ func TestRedirectOffRegistryRefused(t *testing.T) {
 	// over https, is followed.
 	lookupRegistry = saved
 	store := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := http.Get(reg.Server.URL + r.URL.Path)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		forward(w, r, reg.Server.URL, http.DefaultTransport, nil)
 	}))
 	defer store.Close()
 	pool := x509.NewCertPool()

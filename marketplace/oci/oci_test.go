@@ -171,15 +171,8 @@ func TestTamperedBlobRefused(t *testing.T) {
 
 func TestPullBundleByDigestOnly(t *testing.T) {
 	reg := ocitest.NewRegistry(t, ocitest.Options{})
-	dir, _ := fakeCatalog(t)
 	ref, _ := ParseRef("oci://" + reg.Host() + "/acme/bundles:1.0.0")
-	res, err := PushBundle(context.Background(), BundleFiles{
-		Archive: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"), Signature: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz.sigstore.json"),
-		Name: "acme", Version: "1.0.0",
-	}, ref, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := pushedBundle(t, ref.String())
 	if _, err := PullBundle(context.Background(), ref, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "only by digest") {
 		t.Fatalf("pull by tag: %v", err)
 	}
@@ -290,4 +283,20 @@ func forward(w http.ResponseWriter, r *http.Request, base string, rt http.RoundT
 		f.Flush()
 	}
 	io.Copy(w, resp.Body)
+}
+
+// pushedBundle pushes the fake catalog's acme archive and signature as
+// one bundle to loc.
+func pushedBundle(t *testing.T, loc string) *PushResult {
+	t.Helper()
+	dir, _ := fakeCatalog(t)
+	ref, _ := ParseRef(loc)
+	res, err := PushBundle(context.Background(), BundleFiles{
+		Archive: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz"), Signature: filepath.Join(dir, "bundles/acme/1.0.0/acme-1.0.0.tar.gz.sigstore.json"),
+		Name: "acme", Version: "1.0.0",
+	}, ref, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

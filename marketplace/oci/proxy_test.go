@@ -35,14 +35,7 @@ func TestRedirectThroughProxy(t *testing.T) {
 	// The storage host: example.com in httptest's certificate, reached
 	// only through the proxy below.
 	storage := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := http.Get(reg.Server.URL + r.URL.Path)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		forward(w, r, reg.Server.URL, &http.Transport{}, nil)
 	}))
 	defer storage.Close()
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
